@@ -1,0 +1,39 @@
+# The README's two commands are `make demo` and `make test`; each bootstraps .venv.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-fast lint format bench bench-queue
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python ops/demo.py
+
+test: $(STAMP)
+	$(BIN)/pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m 'not slow'
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+$(VENV)/.bench: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[bench]'
+	touch $(VENV)/.bench
+
+bench: bench-queue
+
+bench-queue: $(VENV)/.bench
+	$(BIN)/python ops/bench/bench_queue.py
