@@ -1,0 +1,156 @@
+"""The library API: everything the CLI does is one call here.
+
+from memoryd.api import Memoryd
+md = Memoryd(home="/tmp/mdhome")
+md.add_jobs("noop", count=10)
+md.run(workers=2, drain=True)
+md.status()["queue"]  # {"queued": 0, "claimed": 0, "done": 10, ...}
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from memoryd.config import SETTINGS, SUPERVISOR_STATE_FILE, default_home, load_config
+from memoryd.errors import BadPayload, HomeNotWritable
+from memoryd.queue import STATES, JobQueue, JobSpec
+from memoryd.storage import Authority, open_authority
+from memoryd.storage.effects import effect_counts
+from memoryd.storage.maintenance import wal_bytes
+from memoryd.workers.contract import job_kind, kind_names
+from memoryd.workers.supervisor import Supervisor, running_supervisor
+
+
+def parse_payload(text: str | None) -> Any:
+    """Parse a payload given as JSON text; a clear error says what was wrong."""
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise BadPayload(f"payload is not valid JSON ({exc}): {text[:80]!r}") from None
+
+
+class Memoryd:
+    """One data home: its configuration, authority and queue."""
+
+    def __init__(self, home: str | Path | None = None, overrides: dict | None = None) -> None:
+        self.home = Path(home).expanduser() if home else default_home()
+        self.config = load_config(self.home, overrides)
+        self._db: Authority | None = None
+
+    # -- plumbing --------------------------------------------------------------
+
+    def ensure_home(self) -> Path:
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self.home):
+                pass
+        except OSError as exc:
+            raise HomeNotWritable(
+                f"data home {self.home} is not writable ({exc.strerror or exc}); "
+                "choose another with --home or MEMORYD_HOME"
+            ) from None
+        return self.home
+
+    @property
+    def db(self) -> Authority:
+        if self._db is None:
+            self.ensure_home()
+            self._db = open_authority(self.home, self.config)
+        return self._db
+
+    @property
+    def queue(self) -> JobQueue:
+        return JobQueue(self.db)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    # -- commands --------------------------------------------------------------
+
+    def init(self) -> dict:
+        db = self.db
+        return {"home": str(self.home), "authority": str(db.path), "schema": db.user_version()}
+
+    def add_jobs(
+        self,
+        kind: str,
+        *,
+        count: int = 1,
+        payload: Any = None,
+        project: str | None = None,
+        priority: int = 0,
+        max_attempts: int | None = None,
+        dedupe_key: str | None = None,
+    ) -> list[int | None]:
+        """Enqueue ``count`` jobs of ``kind`` in one transaction."""
+        spec = job_kind(kind)
+        if spec.validate:
+            spec.validate(payload)
+        if count < 1:
+            raise BadPayload("--count must be at least 1")
+        if dedupe_key and count > 1:
+            raise BadPayload("a dedupe key names one job; use --count 1")
+        job = JobSpec(kind, payload, project, priority, max_attempts, dedupe_key)
+        return self.queue.enqueue_many([job] * count)
+
+    def run(self, *, workers: int | None = None, drain: bool = False) -> dict:
+        """Run a supervisor in this process until stopped (or drained)."""
+        self.ensure_home()
+        self.close()  # the supervisor opens its own connection
+        sup = Supervisor(
+            self.home, self.config, workers=workers or self.config.workers, drain=drain
+        )
+        return asdict(sup.run())
+
+    def supervisor(self) -> dict | None:
+        pid = running_supervisor(self.home)
+        if pid is None:
+            return None
+        try:
+            state = orjson.loads((self.home / SUPERVISOR_STATE_FILE).read_bytes())
+        except (FileNotFoundError, orjson.JSONDecodeError):
+            state = {}
+        return {**state, "pid": pid}
+
+    def status(self) -> dict:
+        db = self.db
+        return {
+            "home": str(self.home),
+            "schema": db.user_version(),
+            "queue": self.queue.counts(),
+            "effects": effect_counts(db),
+            "wal_bytes": wal_bytes(db),
+            "supervisor": self.supervisor(),
+        }
+
+    def list_jobs(self, state: str | None = None, limit: int = 100) -> list[dict]:
+        if state and state not in STATES:
+            raise BadPayload(f"unknown state {state!r}; one of {', '.join(STATES)}")
+        return self.queue.list(state, limit)
+
+    def retry(self, ids: list[int] | None = None, *, all_dead: bool = False) -> list[int]:
+        return self.queue.retry(ids or [], all_dead=all_dead)
+
+    def config_report(self) -> list[dict]:
+        return [
+            {
+                "name": name,
+                "value": self.config.values[name],
+                "source": self.config.sources[name],
+                "help": SETTINGS[name].help,
+            }
+            for name in SETTINGS
+        ]
+
+    @staticmethod
+    def job_kinds() -> list[str]:
+        return kind_names()

@@ -1,0 +1,207 @@
+"""The ``memoryd`` command: parses arguments, calls :mod:`memoryd.api`, prints.
+
+Exit codes: 0 success, 1 a reported failure, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+import orjson
+from rich.console import Console
+from rich.table import Table
+
+from memoryd.api import Memoryd, parse_payload
+from memoryd.errors import MemorydError
+from memoryd.queue import STATES
+
+out = Console()
+err = Console(stderr=True)
+
+
+def emit_json(value: Any) -> None:
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def command(group: click.Group, name: str, example: str, **kwargs) -> Callable:
+    """Declare a subcommand with ``--home``, ``--json`` and an example in its help."""
+
+    def decorate(fn: Callable) -> click.Command:
+        @functools.wraps(fn)
+        def wrapper(home: str | None, as_json: bool, **params: Any) -> None:
+            ctx = click.get_current_context()
+            home = home or (ctx.find_root().params.get("home"))
+            md = Memoryd(home)
+            try:
+                fn(md, as_json, **params)
+            except MemorydError as exc:
+                if as_json:
+                    emit_json({"error": exc.code, "message": str(exc), "retryable": exc.retryable})
+                err.print(f"[bold red]memoryd: {exc}[/]", highlight=False)
+                sys.exit(exc.exit_code)
+            finally:
+                md.close()
+
+        wrapper = click.option("--json", "as_json", is_flag=True, help="Machine output.")(wrapper)
+        wrapper = click.option(
+            "--home",
+            envvar="MEMORYD_HOME",
+            type=click.Path(file_okay=False),
+            help="Data home (default $MEMORYD_HOME, else $XDG_DATA_HOME/memoryd).",
+        )(wrapper)
+        doc = (fn.__doc__ or "").strip()
+        return group.command(name, help=f"{doc}\n\n\b\nExample:\n  {example}", **kwargs)(wrapper)
+
+    return decorate
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", envvar="MEMORYD_HOME", type=click.Path(file_okay=False), hidden=True)
+@click.version_option(package_name="memoryd")
+def main(home: str | None) -> None:
+    """memoryd: a local, crash-safe memory service for coding agents.
+
+    \b
+    Example:
+      memoryd init && memoryd jobs add noop --count 100 && memoryd run --drain
+    """
+
+
+@command(main, "init", "memoryd init --home ~/.local/share/memoryd")
+def init_cmd(md: Memoryd, as_json: bool) -> None:
+    """Create the data home and its authority (idempotent)."""
+    info = md.init()
+    if as_json:
+        emit_json(info)
+    else:
+        out.print(f"memoryd home ready: {info['home']} (schema {info['schema']})")
+
+
+@command(main, "run", "memoryd run --workers 2 --drain")
+@click.option("--workers", type=click.IntRange(1, 64), help="Job worker processes.")
+@click.option("--drain", is_flag=True, help="Exit when nothing is claimable or in flight.")
+def run_cmd(md: Memoryd, as_json: bool, workers: int | None, drain: bool) -> None:
+    """Run the supervisor: claim jobs, run them in workers, commit their effects."""
+    stats = md.run(workers=workers, drain=drain)
+    if as_json:
+        emit_json(stats)
+    else:
+        out.print(
+            f"done {stats['done']}, failed {stats['failed']}, dead {stats['dead']}, "
+            f"rejected {stats['rejected']}, workers respawned {stats['respawned']}"
+        )
+
+
+@command(main, "status", "memoryd status --json")
+def status_cmd(md: Memoryd, as_json: bool) -> None:
+    """Show the queue, the supervisor and the authority."""
+    st = md.status()
+    if as_json:
+        emit_json(st)
+        return
+    sup = st["supervisor"]
+    out.print(f"home {st['home']}  schema {st['schema']}  WAL {st['wal_bytes']:,} bytes")
+    out.print(
+        f"supervisor: pid {sup['pid']}, {len(sup.get('workers', []))} workers"
+        if sup
+        else "supervisor: not running"
+    )
+    table = Table("state", "jobs", title="queue")
+    for state in STATES:
+        table.add_row(state, f"{st['queue'][state]:,}")
+    out.print(table)
+
+
+@main.group("jobs")
+def jobs_group() -> None:
+    """Inspect and manage the job queue."""
+
+
+@command(jobs_group, "add", "memoryd jobs add sleep --payload '{\"seconds\": 0.5}' --count 4")
+@click.argument("kind")
+@click.option("--count", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--payload", help="Job payload as JSON.")
+@click.option("--project", help="Project the jobs belong to.")
+@click.option("--priority", type=int, default=0, show_default=True)
+@click.option("--max-attempts", type=click.IntRange(1), help="Attempts before dead-lettering.")
+@click.option("--dedupe-key", help="Enqueue at most one live job with this key.")
+def jobs_add(md: Memoryd, as_json: bool, kind: str, payload: str | None, **opts: Any) -> None:
+    """Enqueue COUNT jobs of KIND in one transaction."""
+    ids = md.add_jobs(kind, payload=parse_payload(payload), **opts)
+    added = [i for i in ids if i is not None]
+    if as_json:
+        emit_json({"added": len(added), "ids": ids})
+    else:
+        out.print(f"added {len(added)} {kind} job(s)" + ("" if added else " (deduplicated)"))
+
+
+def _print_jobs(jobs: list[dict], title: str) -> None:
+    table = Table("id", "kind", "state", "attempts", "project", "last error", title=title)
+    for j in jobs:
+        table.add_row(
+            str(j["id"]),
+            j["kind"],
+            j["state"],
+            f"{j['attempts']}/{j['max_attempts']}",
+            j["project"] or "",
+            (j["last_error"] or "")[:80],
+        )
+    out.print(table)
+
+
+@command(jobs_group, "list", "memoryd jobs list --state failed --limit 20")
+@click.option("--state", type=click.Choice(STATES))
+@click.option("--limit", type=click.IntRange(1), default=100, show_default=True)
+def jobs_list(md: Memoryd, as_json: bool, state: str | None, limit: int) -> None:
+    """List jobs, newest first."""
+    jobs = md.list_jobs(state, limit)
+    if as_json:
+        emit_json(jobs)
+    else:
+        _print_jobs(jobs, f"jobs ({state or 'all'})")
+
+
+@command(jobs_group, "dead", "memoryd jobs dead --json")
+@click.option("--limit", type=click.IntRange(1), default=100, show_default=True)
+def jobs_dead(md: Memoryd, as_json: bool, limit: int) -> None:
+    """List dead-lettered jobs with their last error."""
+    jobs = md.list_jobs("dead", limit)
+    if as_json:
+        emit_json(jobs)
+    else:
+        _print_jobs(jobs, "dead jobs")
+
+
+@command(jobs_group, "retry", "memoryd jobs retry 42   |   memoryd jobs retry --all-dead")
+@click.argument("ids", nargs=-1, type=int)
+@click.option("--all-dead", is_flag=True, help="Requeue every dead job.")
+def jobs_retry(md: Memoryd, as_json: bool, ids: tuple[int, ...], all_dead: bool) -> None:
+    """Requeue dead jobs (by id, or all of them) with fresh attempts."""
+    if not ids and not all_dead:
+        raise click.UsageError("name job ids or pass --all-dead")
+    requeued = md.retry(list(ids), all_dead=all_dead)
+    if as_json:
+        emit_json({"requeued": requeued})
+    else:
+        out.print(f"requeued {len(requeued)} job(s)")
+
+
+@command(main, "config", "MEMORYD_WORKERS=4 memoryd config")
+def config_cmd(md: Memoryd, as_json: bool) -> None:
+    """Print the effective configuration and where each value came from."""
+    rows = md.config_report()
+    if as_json:
+        emit_json({r["name"]: {"value": r["value"], "source": r["source"]} for r in rows})
+        return
+    table = Table("setting", "value", "source", "meaning")
+    for r in rows:
+        table.add_row(r["name"], str(r["value"]), r["source"], r["help"])
+    out.print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Every default in one place, and how the effective configuration is built.
+
+Strength, weakest first: the defaults below, ``$MEMORYD_HOME/memoryd.toml``,
+``MEMORYD_<NAME>`` environment variables, command-line flags.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memoryd.errors import ConfigError
+
+MiB = 1024 * 1024
+
+AUTHORITY_FILE = "authority.db"
+CONFIG_FILE = "memoryd.toml"
+SUPERVISOR_LOCK_FILE = "supervisor.lock"
+SUPERVISOR_STATE_FILE = "supervisor.json"
+
+
+@dataclass(frozen=True)
+class Setting:
+    default: Any
+    help: str
+
+
+SETTINGS: dict[str, Setting] = {
+    # SQLite authority
+    "busy_timeout_ms": Setting(100, "SQLite busy timeout per statement (short: retries are whole)"),
+    "write_retry_seconds": Setting(30.0, "give up retrying a busy write transaction after this"),
+    "journal_size_limit": Setting(64 * MiB, "WAL size SQLite shrinks back to after a reset"),
+    # queue
+    "max_attempts": Setting(5, "attempts before a job is dead-lettered"),
+    "lease_seconds": Setting(60.0, "lease length of a claimed job; running jobs are renewed"),
+    "retry_backoff_base": Setting(1.0, "first retry delay in seconds; doubles per attempt"),
+    "retry_backoff_max": Setting(300.0, "cap on one retry delay in seconds"),
+    # supervisor
+    "workers": Setting(2, "job worker processes"),
+    "claim_batch_max": Setting(512, "most jobs claimed in one loop turn"),
+    "dispatch_target_seconds": Setting(0.02, "estimated work handed to a worker at once"),
+    "poll_seconds": Setting(0.05, "idle wait between looks at the queue"),
+    "shutdown_grace_seconds": Setting(10.0, "SIGTERM: how long in-flight jobs may finish"),
+    # maintenance
+    "wal_checkpoint_bytes": Setting(4 * MiB, "checkpoint (TRUNCATE) once the WAL is this large"),
+}
+
+
+@dataclass
+class Config:
+    """Effective settings plus where each value came from."""
+
+    values: dict[str, Any]
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["values"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+def default_home() -> Path:
+    """``$MEMORYD_HOME``, else ``$XDG_DATA_HOME/memoryd``, else ``~/.local/share/memoryd``."""
+    if env := os.environ.get("MEMORYD_HOME"):
+        return Path(env)
+    if xdg := os.environ.get("XDG_DATA_HOME"):
+        return Path(xdg) / "memoryd"
+    return Path.home() / ".local" / "share" / "memoryd"
+
+
+def _coerce(name: str, raw: Any, origin: str) -> Any:
+    kind = type(SETTINGS[name].default)
+    try:
+        if kind is bool and isinstance(raw, str):
+            if raw.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                raise ValueError(raw)
+            return raw.lower() in ("1", "true", "yes")
+        if kind is int and isinstance(raw, float) and not raw.is_integer():
+            raise ValueError(raw)
+        return kind(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{origin}: {name} must be {kind.__name__}, got {raw!r}") from None
+
+
+def load_config(home: Path, overrides: dict[str, Any] | None = None) -> Config:
+    """Build the effective configuration for ``home``."""
+    values = {name: s.default for name, s in SETTINGS.items()}
+    sources = dict.fromkeys(SETTINGS, "default")
+    path = home / CONFIG_FILE
+    if path.is_file():
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+        for name, raw in table.items():
+            if name not in SETTINGS:
+                raise ConfigError(f"{path}: unknown setting {name!r}")
+            values[name], sources[name] = _coerce(name, raw, str(path)), str(path)
+    for name in SETTINGS:
+        env = f"MEMORYD_{name.upper()}"
+        if env in os.environ:
+            values[name], sources[name] = _coerce(name, os.environ[env], env), env
+    for name, raw in (overrides or {}).items():
+        if raw is not None:
+            values[name], sources[name] = _coerce(name, raw, "flag"), "flag"
+    return Config(values, sources)

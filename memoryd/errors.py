@@ -1,0 +1,52 @@
+"""Typed errors a user can meet. Each says what to do and carries an exit code.
+
+Exit codes follow DESIGN.md: 1 for a reported failure, 2 for bad usage.
+"""
+
+from __future__ import annotations
+
+
+class MemorydError(Exception):
+    """Base of every error memoryd reports to a user."""
+
+    exit_code = 1
+    code = "ERROR"
+    retryable = False
+
+
+class UsageError(MemorydError):
+    """The request itself is wrong (bad arguments, bad payload, unknown kind)."""
+
+    exit_code = 2
+    code = "BAD_USAGE"
+
+
+class UnknownJobKind(UsageError):
+    code = "UNKNOWN_JOB_KIND"
+
+
+class BadPayload(UsageError):
+    code = "BAD_PAYLOAD"
+
+
+class HomeNotWritable(MemorydError):
+    code = "HOME_NOT_WRITABLE"
+
+
+class SupervisorRunning(MemorydError):
+    code = "SUPERVISOR_RUNNING"
+
+
+class StoreBusy(MemorydError):
+    """The authority stayed locked by another writer past every retry."""
+
+    code = "STORE_BUSY"
+    retryable = True
+
+
+class SchemaTooNew(MemorydError):
+    code = "SCHEMA_TOO_NEW"
+
+
+class ConfigError(UsageError):
+    code = "BAD_CONFIG"

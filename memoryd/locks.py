@@ -1,0 +1,53 @@
+"""Inter-process locks the OS releases when their holder dies (POSIX record locks).
+
+POSIX locks belong to a process; closing *any* descriptor of the file drops
+them, so each lock file is opened once per process, by this module only.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+from pathlib import Path
+
+# struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid
+_FLOCK = "hhqqi4x"
+
+
+class FileLock:
+    """An exclusive or shared lock on one file, held until :meth:`release` or death."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.fd: int | None = None
+
+    def try_acquire(self, *, shared: bool = False) -> bool:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.lockf(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self.fd = fd
+        return True
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid holding a conflicting (exclusive) lock on ``path``, without taking it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        query = struct.pack(_FLOCK, fcntl.F_RDLCK, os.SEEK_SET, 0, 0, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+        l_type, _, _, _, pid = struct.unpack(_FLOCK, answer)
+        return None if l_type == fcntl.F_UNLCK else pid
+    finally:
+        os.close(fd)

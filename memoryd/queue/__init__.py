@@ -1,0 +1,8 @@
+"""The durable job queue in the authority: enqueue, claim, lease, complete, retry, dead-letter.
+
+It knows no job kind: a kind is a name and an opaque JSON payload here.
+"""
+
+from memoryd.queue.jobs import STATES, ClaimedJob, JobQueue, JobSpec
+
+__all__ = ["STATES", "ClaimedJob", "JobQueue", "JobSpec"]

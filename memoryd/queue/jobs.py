@@ -1,0 +1,280 @@
+"""Queue semantics over the authority's ``jobs`` table.
+
+Methods named ``*_in`` take a connection inside an open write transaction, so
+the supervisor can group completions and claims into one commit; the others
+open their own short transaction through :meth:`Authority.write`.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import apsw
+import orjson
+
+from memoryd.storage.authority import Authority
+
+STATES = ("queued", "claimed", "done", "failed", "dead")
+PENDING = ("queued", "failed", "claimed")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What to enqueue. ``payload`` is any JSON-serialisable value."""
+
+    kind: str
+    payload: object = None
+    project: str | None = None
+    priority: int = 0
+    max_attempts: int | None = None
+    dedupe_key: str | None = None
+    not_before: float = 0.0
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    id: int
+    kind: str
+    payload: bytes  # orjson bytes, decoded by the worker
+    token: str
+    attempts: int
+    project: str | None
+
+
+class JobQueue:
+    """The queue contract. One instance per :class:`Authority` connection."""
+
+    def __init__(self, authority: Authority) -> None:
+        self.db = authority
+        cfg = authority.config
+        self.max_attempts = int(cfg.max_attempts)
+        self.backoff_base = float(cfg.retry_backoff_base)
+        self.backoff_max = float(cfg.retry_backoff_max)
+
+    # -- enqueue ---------------------------------------------------------------
+
+    def enqueue(self, spec: JobSpec) -> int | None:
+        """Enqueue one job; ``None`` when its dedupe key names a live job."""
+        return self.enqueue_many([spec])[0]
+
+    def enqueue_many(self, specs: Iterable[JobSpec]) -> list[int | None]:
+        """Enqueue several jobs in one transaction."""
+        specs = list(specs)
+        return self.db.write(lambda tx: self.enqueue_in(tx, specs))
+
+    def enqueue_in(self, tx: apsw.Connection, specs: Sequence[JobSpec]) -> list[int | None]:
+        now = time.time()
+        ids: list[int | None] = []
+        for s in specs:
+            row = tx.execute(
+                "INSERT OR IGNORE INTO jobs (project, kind, payload, priority, max_attempts,"
+                " not_before, created_at, updated_at, dedupe_key)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (
+                    s.project,
+                    s.kind,
+                    orjson.dumps(s.payload),
+                    s.priority,
+                    s.max_attempts or self.max_attempts,
+                    s.not_before,
+                    now,
+                    now,
+                    s.dedupe_key,
+                ),
+            ).fetchone()
+            ids.append(row[0] if row else None)
+        return ids
+
+    # -- claim and lease -------------------------------------------------------
+
+    def claim_in(
+        self, tx: apsw.Connection, owner: str, limit: int, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        """Claim up to ``limit`` ready jobs in one statement, under a fresh lease token."""
+        if limit <= 0:
+            return []
+        now = time.time()
+        token = secrets.token_hex(8)
+        rows = tx.execute(
+            "UPDATE jobs SET state = 'claimed', attempts = attempts + 1, lease_owner = ?,"
+            " lease_token = ?, lease_expires = ?, updated_at = ?"
+            " WHERE id IN (SELECT id FROM jobs WHERE state IN ('queued', 'failed')"
+            "   AND not_before <= ? ORDER BY priority DESC, id LIMIT ?)"
+            " RETURNING id, kind, payload, attempts, project",
+            (owner, token, now + lease_seconds, now, now, limit),
+        ).fetchall()
+        rows.sort(key=lambda r: r[0])
+        return [ClaimedJob(r[0], r[1], r[2], token, r[3], r[4]) for r in rows]
+
+    def claim(self, owner: str, limit: int, lease_seconds: float) -> list[ClaimedJob]:
+        return self.db.write(lambda tx: self.claim_in(tx, owner, limit, lease_seconds))
+
+    def renew_in(self, tx: apsw.Connection, jobs: Iterable[ClaimedJob], lease_seconds: float):
+        """Extend the leases of jobs still held under their tokens."""
+        until = time.time() + lease_seconds
+        tx.executemany(
+            "UPDATE jobs SET lease_expires = ? WHERE id = ? AND lease_token = ?"
+            " AND state = 'claimed'",
+            [(until, j.id, j.token) for j in jobs],
+        )
+
+    # -- outcomes (all fenced by the lease token) -----------------------------
+
+    def complete_in(self, tx: apsw.Connection, job: ClaimedJob) -> bool:
+        """Mark ``job`` done if its lease is still ours; False means: apply nothing."""
+        now = time.time()
+        row = tx.execute(
+            "UPDATE jobs SET state = 'done', finished_at = ?, updated_at = ?,"
+            " lease_owner = NULL, lease_expires = NULL"
+            " WHERE id = ? AND lease_token = ? AND state = 'claimed' RETURNING id",
+            (now, now, job.id, job.token),
+        ).fetchone()
+        return row is not None
+
+    def complete(self, job: ClaimedJob) -> bool:
+        return self.db.write(lambda tx: self.complete_in(tx, job))
+
+    def fail_in(self, tx: apsw.Connection, job: ClaimedJob, error: str) -> str | None:
+        """Record a failed attempt: back off, or dead-letter past max attempts.
+
+        Returns the new state, or None when the lease was no longer ours.
+        """
+        row = tx.execute(
+            "SELECT attempts, max_attempts FROM jobs WHERE id = ? AND lease_token = ?"
+            " AND state = 'claimed'",
+            (job.id, job.token),
+        ).fetchone()
+        if row is None:
+            return None
+        attempts, max_attempts = row
+        now = time.time()
+        state = "dead" if attempts >= max_attempts else "failed"
+        not_before = now + self.backoff(attempts) if state == "failed" else 0.0
+        tx.execute(
+            "UPDATE jobs SET state = ?, last_error = ?, not_before = ?, updated_at = ?,"
+            " finished_at = CASE WHEN ? = 'dead' THEN ? END,"
+            " lease_owner = NULL, lease_token = NULL, lease_expires = NULL WHERE id = ?",
+            (state, error[:4000], not_before, now, state, now, job.id),
+        )
+        return state
+
+    def fail(self, job: ClaimedJob, error: str) -> str | None:
+        return self.db.write(lambda tx: self.fail_in(tx, job, error))
+
+    def release_in(self, tx: apsw.Connection, jobs: Iterable[ClaimedJob]) -> None:
+        """Give claims back without charging an attempt (shutdown, unstarted work)."""
+        now = time.time()
+        tx.executemany(
+            "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0),"
+            " lease_owner = NULL, lease_token = NULL, lease_expires = NULL, updated_at = ?"
+            " WHERE id = ? AND lease_token = ? AND state = 'claimed'",
+            [(now, j.id, j.token) for j in jobs],
+        )
+
+    def backoff(self, attempts: int) -> float:
+        """Jittered exponential delay before attempt ``attempts + 1``."""
+        delay = min(self.backoff_max, self.backoff_base * 2 ** max(attempts - 1, 0))
+        return delay * random.uniform(0.5, 1.0)
+
+    # -- reclaim ---------------------------------------------------------------
+
+    def reclaim_expired_in(self, tx: apsw.Connection) -> int:
+        """Claims whose lease ran out count as failed attempts (their runner is gone)."""
+        rows = tx.execute(
+            "SELECT id, kind, payload, lease_token, attempts, project FROM jobs"
+            " WHERE state = 'claimed' AND lease_expires < ?",
+            (time.time(),),
+        ).fetchall()
+        for r in rows:
+            self.fail_in(tx, ClaimedJob(r[0], r[1], r[2], r[3], r[4], r[5]), "lease expired")
+        return len(rows)
+
+    def reclaim_owners_in(self, tx: apsw.Connection, dead_owners: Iterable[str]) -> int:
+        """Requeue at once every claim held by owners known to be dead.
+
+        A supervisor that died lost all of its claims at once, most of them
+        never started, so the attempt is refunded instead of charged.
+        """
+        now = time.time()
+        total = 0
+        for owner in dead_owners:
+            total += len(
+                tx.execute(
+                    "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0),"
+                    " lease_owner = NULL, lease_token = NULL, lease_expires = NULL,"
+                    " updated_at = ? WHERE state = 'claimed' AND lease_owner = ? RETURNING id",
+                    (now, owner),
+                ).fetchall()
+            )
+        return total
+
+    def claim_owners(self) -> list[str]:
+        return [
+            r[0]
+            for r in self.db.query("SELECT DISTINCT lease_owner FROM jobs WHERE state = 'claimed'")
+        ]
+
+    # -- inspection and operator actions --------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATES, 0)
+        for state, n in self.db.query("SELECT state, count(*) FROM jobs GROUP BY state"):
+            counts[state] = n
+        return counts
+
+    def has_pending(self) -> bool:
+        """True while any job may still run: queued, backing off, or claimed."""
+        return bool(
+            self.db.query(
+                "SELECT EXISTS (SELECT 1 FROM jobs WHERE state IN ('queued', 'failed'))"
+                " OR EXISTS (SELECT 1 FROM jobs WHERE state = 'claimed')"
+            )[0][0]
+        )
+
+    def next_ready_at(self) -> float | None:
+        row = self.db.query("SELECT min(not_before) FROM jobs WHERE state IN ('queued', 'failed')")[
+            0
+        ]
+        return row[0]
+
+    def list(self, state: str | None = None, limit: int = 100) -> list[dict]:
+        sql = (
+            "SELECT id, project, kind, payload, state, priority, attempts, max_attempts,"
+            " not_before, created_at, updated_at, finished_at, last_error, dedupe_key FROM jobs"
+        )
+        args: tuple = ()
+        if state:
+            sql, args = sql + " WHERE state = ?", (state,)
+        rows = self.db.query(sql + " ORDER BY id DESC LIMIT ?", (*args, limit))
+        keys = (
+            "id", "project", "kind", "payload", "state", "priority", "attempts",
+            "max_attempts", "not_before", "created_at", "updated_at", "finished_at",
+            "last_error", "dedupe_key",
+        )  # fmt: skip
+        out = []
+        for r in rows:
+            job = dict(zip(keys, r, strict=True))
+            job["payload"] = orjson.loads(job["payload"])
+            out.append(job)
+        return out
+
+    def retry(self, ids: Sequence[int] = (), *, all_dead: bool = False) -> list[int]:
+        """Requeue dead jobs with a fresh set of attempts. Returns the ids requeued."""
+
+        def op(tx: apsw.Connection) -> list[int]:
+            now = time.time()
+            sql = (
+                "UPDATE jobs SET state = 'queued', attempts = 0, not_before = 0,"
+                " finished_at = NULL, updated_at = ? WHERE state = 'dead'"
+            )
+            if all_dead:
+                return [r[0] for r in tx.execute(sql + " RETURNING id", (now,))]
+            return [
+                r[0] for i in ids for r in tx.execute(sql + " AND id = ? RETURNING id", (now, i))
+            ]
+
+        return self.db.write(op)

@@ -1,0 +1,153 @@
+"""The SQLite authority: one connection, its pragmas, migrations and the write helper.
+
+Every write goes through :meth:`Authority.write`: ``BEGIN IMMEDIATE``, a short
+busy timeout, and on SQLITE_BUSY (including SQLITE_BUSY_SNAPSHOT) a rollback
+and a retry of the *whole* transaction with jittered exponential backoff.
+Nothing is ever retried inside an open transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import apsw
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_random_exponential,
+)
+
+from memoryd.config import AUTHORITY_FILE, Config
+from memoryd.errors import SchemaTooNew, StoreBusy
+from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS
+
+T = TypeVar("T")
+
+
+class Authority:
+    """An open authority database. Not shared across processes or threads."""
+
+    def __init__(self, path: Path, config: Config, *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self.config = config
+        flags = (
+            apsw.SQLITE_OPEN_READONLY
+            if readonly
+            else (apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+        )
+        self.conn = apsw.Connection(str(self.path), flags=flags)
+        self._configure()
+        if not readonly:
+            self._migrate()
+
+    # -- opening ---------------------------------------------------------------
+
+    def _configure(self) -> None:
+        """Per-connection settings only: none of these writes the database."""
+        c = self.conn
+        c.set_busy_timeout(int(self.config.busy_timeout_ms))
+        c.execute("PRAGMA synchronous=FULL")
+        c.execute(f"PRAGMA journal_size_limit={int(self.config.journal_size_limit)}")
+        # Never memory-map: truncating a WAL a sibling has mapped can fault it.
+        c.execute("PRAGMA mmap_size=0")
+        c.wal_autocheckpoint(0)  # the supervisor checkpoints at safe boundaries
+
+    def _migrate(self) -> None:
+        version = self.user_version()
+        if version > CURRENT_VERSION:
+            raise SchemaTooNew(
+                f"{self.path} has schema {version}, newer than this memoryd "
+                f"({CURRENT_VERSION}); upgrade memoryd"
+            )
+        if version == CURRENT_VERSION:
+            return  # the common case: no write of any kind
+        if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self.conn.execute("PRAGMA journal_mode=WAL")
+        self.write(self._apply_migrations)
+
+    def _apply_migrations(self, tx: apsw.Connection) -> None:
+        tx.execute(
+            "CREATE TABLE IF NOT EXISTS schema_history "
+            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+        )
+        current = self.user_version()  # re-read under the write lock
+        for version, name, sql in MIGRATIONS:
+            if version > current:
+                tx.execute(sql)
+                tx.execute(
+                    "INSERT INTO schema_history VALUES (?, ?, ?)", (version, name, time.time())
+                )
+                tx.execute(f"PRAGMA user_version={version}")
+
+    def user_version(self) -> int:
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
+    # -- transactions ----------------------------------------------------------
+
+    def write(self, fn: Callable[[apsw.Connection], T]) -> T:
+        """Run ``fn(conn)`` in one ``BEGIN IMMEDIATE`` transaction, retried whole on busy."""
+        if not self.conn.get_autocommit():
+            raise RuntimeError("Authority.write() called inside an open transaction")
+        retrying = Retrying(
+            retry=retry_if_exception_type(apsw.BusyError),
+            wait=wait_random_exponential(multiplier=0.002, max=0.25),
+            stop=stop_after_delay(float(self.config.write_retry_seconds)),
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    return self._write_once(fn)
+        except RetryError as exc:
+            raise StoreBusy(
+                f"{self.path} stayed locked by another writer for "
+                f"{self.config.write_retry_seconds:g}s; retry, or find the writer "
+                "with `memoryd status`"
+            ) from exc.last_attempt.exception()
+        raise AssertionError("unreachable")
+
+    def _write_once(self, fn: Callable[[apsw.Connection], T]) -> T:
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn)
+            conn.execute("COMMIT")
+            return result
+        except BaseException:
+            if not conn.get_autocommit():
+                conn.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def savepoint(self, name: str = "sp") -> Iterator[None]:
+        """A nested scope inside :meth:`write`: undone alone if its body raises."""
+        self.conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute(f"ROLLBACK TO {name}")
+            self.conn.execute(f"RELEASE {name}")
+            raise
+        self.conn.execute(f"RELEASE {name}")
+
+    def query(self, sql: str, bindings: tuple = ()) -> list[tuple]:
+        """Run a read statement in autocommit mode and return every row."""
+        return self.conn.execute(sql, bindings).fetchall()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Authority:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_authority(home: Path, config: Config, *, readonly: bool = False) -> Authority:
+    return Authority(Path(home) / AUTHORITY_FILE, config, readonly=readonly)

@@ -1,0 +1,82 @@
+"""The job contract between capabilities, job workers and the supervisor.
+
+A capability registers a :class:`JobKind`:
+
+- ``run(ctx, payload)`` executes in a job worker process. It may read files and
+  the authority, and returns the prepared rows to write (any picklable value).
+- ``apply(tx, done)`` executes in the supervisor, inside the group-commit
+  transaction, for every job of that kind whose lease was still valid. It is
+  the only place job effects are written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from memoryd.config import Config
+from memoryd.errors import UnknownJobKind
+from memoryd.queue import ClaimedJob
+
+
+@dataclass
+class WorkContext:
+    """What a running job may use inside its worker process."""
+
+    home: Path
+    config: Config
+    worker_index: int
+    _authority: Any = field(default=None, repr=False)
+
+    def authority(self):
+        """A lazily opened connection of this worker (reads only, by contract)."""
+        if self._authority is None:
+            from memoryd.storage import open_authority
+
+            self._authority = open_authority(self.home, self.config)
+        return self._authority
+
+
+Runner = Callable[[WorkContext, Any], Any]
+Applier = Callable[[apsw.Connection, list[tuple[ClaimedJob, Any]]], None]
+
+
+@dataclass(frozen=True)
+class JobKind:
+    name: str
+    run: Runner
+    apply: Applier | None = None
+    validate: Callable[[Any], None] | None = None  # raises BadPayload at enqueue time
+    doc: str = ""
+
+
+_KINDS: dict[str, JobKind] = {}
+
+
+def register(kind: JobKind) -> JobKind:
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def job_kind(name: str) -> JobKind:
+    load_kinds()
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise UnknownJobKind(
+            f"unknown job kind {name!r}; known kinds: {', '.join(sorted(_KINDS))}"
+        ) from None
+
+
+def kind_names() -> list[str]:
+    load_kinds()
+    return sorted(_KINDS)
+
+
+def load_kinds() -> None:
+    """Import every capability that registers job kinds (idempotent)."""
+    import memoryd.workers.builtin  # noqa: F401

@@ -1,0 +1,368 @@
+"""The supervisor: the only claimer and the only writer of job effects.
+
+Each loop turn commits, in one transaction, the outcomes of every job that
+finished since the last turn (each fenced by its lease token), lease renewals,
+and the claims that keep every worker fed (group commit, DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+import multiprocess
+import orjson
+import psutil
+from multiprocess.connection import wait
+
+from memoryd.config import SUPERVISOR_LOCK_FILE, SUPERVISOR_STATE_FILE, Config
+from memoryd.errors import SupervisorRunning
+from memoryd.locks import FileLock, lock_holder
+from memoryd.queue import ClaimedJob, JobQueue
+from memoryd.storage import Authority, open_authority
+from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes
+from memoryd.workers.contract import job_kind, load_kinds
+from memoryd.workers.worker import Outcome, worker_main
+
+MAX_OUTSTANDING_BATCHES = 2  # per worker: one running, one waiting in the pipe
+MAX_DISPATCH_BATCH = 256
+EWMA = 0.2
+
+
+@dataclass
+class WorkerSlot:
+    index: int
+    process: Any
+    conn: Any
+    outstanding: deque = field(default_factory=deque)  # batches of ClaimedJob, in order
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+@dataclass
+class RunStats:
+    done: int = 0
+    failed: int = 0
+    dead: int = 0
+    rejected: int = 0  # late results for leases that were no longer ours
+    respawned: int = 0
+    reclaimed: int = 0
+    turns: int = 0
+
+
+def _ewma(old: float | None, sample: float) -> float:
+    return sample if old is None else old + EWMA * (sample - old)
+
+
+def owner_id(pid: int | None = None) -> str:
+    proc = psutil.Process(pid)
+    return f"{proc.pid}:{proc.create_time():.3f}"
+
+
+def owner_alive(owner: str) -> bool:
+    try:
+        pid, created = owner.split(":")
+        return abs(psutil.Process(int(pid)).create_time() - float(created)) < 0.01
+    except (ValueError, psutil.Error):
+        return False
+
+
+def running_supervisor(home: Path) -> int | None:
+    """The pid of the supervisor running on ``home``, if any."""
+    return lock_holder(Path(home) / SUPERVISOR_LOCK_FILE)
+
+
+class Supervisor:
+    def __init__(self, home: Path, config: Config, *, workers: int, drain: bool) -> None:
+        self.home = Path(home)
+        self.config = config
+        self.nworkers = max(1, int(workers))
+        self.drain = drain
+        self.stats = RunStats()
+        self.lock = FileLock(self.home / SUPERVISOR_LOCK_FILE)
+        self.owner = owner_id()
+        self.slots: list[WorkerSlot] = []
+        self.buffer: deque[ClaimedJob] = deque()  # claimed, not yet dispatched
+        self.finished: list[tuple[ClaimedJob, Outcome]] = []
+        self.lost: list[tuple[ClaimedJob, str]] = []  # jobs whose worker died
+        self.cost: dict[str, float] = {}  # EWMA seconds per job, by kind (dispatch sizing)
+        self.job_seconds: float | None = None  # EWMA over all kinds (claim sizing)
+        self.stopping = False
+        self.stop_deadline = 0.0
+        self.lease = float(config.lease_seconds)
+        self.next_renew = 0.0
+        self.next_reclaim = 0.0
+        self.ctx = multiprocess.get_context("spawn")
+        self.db: Authority
+        self.queue: JobQueue
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def run(self) -> RunStats:
+        load_kinds()
+        if not self.lock.try_acquire():
+            pid = running_supervisor(self.home)
+            raise SupervisorRunning(
+                f"a supervisor is already running on {self.home} (pid {pid}); "
+                "stop it first or use `memoryd status`"
+            )
+        previous = {
+            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
+        }
+        try:
+            self.db = open_authority(self.home, self.config)
+            self.queue = JobQueue(self.db)
+            self._reclaim_dead_supervisors()
+            for i in range(self.nworkers):
+                self.slots.append(self._spawn(i))
+            self._write_state()
+            self._loop()
+        finally:
+            self._shutdown()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self.lock.release()
+        return self.stats
+
+    def _on_signal(self, signum, frame) -> None:
+        if self.stopping:  # a second signal: stop waiting for in-flight work
+            self.stop_deadline = 0.0
+            return
+        self.stopping = True
+        self.stop_deadline = time.monotonic() + float(self.config.shutdown_grace_seconds)
+
+    def _reclaim_dead_supervisors(self) -> None:
+        dead = [o for o in self.queue.claim_owners() if o != self.owner and not owner_alive(o)]
+        if dead:
+            self.stats.reclaimed += self.db.write(lambda tx: self.queue.reclaim_owners_in(tx, dead))
+
+    def _spawn(self, index: int) -> WorkerSlot:
+        parent, child = self.ctx.Pipe(duplex=True)
+        proc = self.ctx.Process(
+            target=worker_main,
+            args=(child, index, str(self.home), self.config.as_dict(), os.getpid()),
+            name=f"memoryd-worker-{index}",
+            daemon=True,
+        )
+        proc.start()
+        child.close()
+        return WorkerSlot(index, proc, parent)
+
+    def _write_state(self) -> None:
+        state = {
+            "pid": os.getpid(),
+            "owner": self.owner,
+            "workers": [{"index": s.index, "pid": s.pid} for s in self.slots],
+            "drain": self.drain,
+        }
+        path = self.home / SUPERVISOR_STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(orjson.dumps(state))
+        os.replace(tmp, path)
+
+    def _shutdown(self) -> None:
+        held = self._held()
+        self.buffer.clear()
+        for slot in self.slots:
+            slot.outstanding.clear()
+            with contextlib.suppress(OSError):
+                slot.conn.send_bytes(pickle.dumps(None))
+        for slot in self.slots:
+            slot.process.join(timeout=2)
+            if slot.process.is_alive():
+                slot.process.kill()
+                slot.process.join(timeout=2)
+        if held and hasattr(self, "db"):
+            self.db.write(lambda tx: self.queue.release_in(tx, held))
+        if hasattr(self, "db"):
+            checkpoint_truncate(self.db)
+            self.db.close()
+        (self.home / SUPERVISOR_STATE_FILE).unlink(missing_ok=True)
+
+    # -- the loop --------------------------------------------------------------
+
+    def _in_flight(self) -> int:
+        return sum(len(b) for s in self.slots for b in s.outstanding)
+
+    def _loop(self) -> None:
+        while True:
+            self._maintain()
+            self._collect(timeout=self._wait_timeout())
+            claimed = self._turn()
+            if self.stopping:
+                if time.monotonic() > self.stop_deadline or not self._in_flight():
+                    return
+                continue
+            self._dispatch()
+            if (
+                self.drain
+                and not claimed
+                and not self.buffer
+                and not self._in_flight()
+                and not self.queue.has_pending()
+            ):
+                return
+
+    def _wait_timeout(self) -> float:
+        if self.buffer and self._free_slots():
+            return 0.0
+        return float(self.config.poll_seconds)
+
+    def _free_slots(self) -> int:
+        return sum(MAX_OUTSTANDING_BATCHES - len(s.outstanding) for s in self.slots)
+
+    def _collect(self, timeout: float) -> None:
+        """Gather finished batches and notice dead workers."""
+        waitables = [s.conn for s in self.slots] + [s.process.sentinel for s in self.slots]
+        ready = set(wait(waitables, timeout=timeout)) if waitables else set()
+        for slot in list(self.slots):
+            if slot.conn in ready:
+                self._receive(slot)
+            if slot.process.sentinel in ready:
+                self._replace_dead(slot)
+
+    def _receive(self, slot: WorkerSlot) -> None:
+        while slot.outstanding and slot.conn.poll(0):
+            try:
+                outcomes = pickle.loads(slot.conn.recv_bytes())
+            except (EOFError, OSError):
+                return
+            batch = slot.outstanding.popleft()
+            for job, outcome in zip(batch, outcomes, strict=True):
+                self.finished.append((job, outcome))
+                self.cost[job.kind] = _ewma(self.cost.get(job.kind), outcome.seconds)
+                self.job_seconds = _ewma(self.job_seconds, outcome.seconds)
+
+    def _replace_dead(self, slot: WorkerSlot) -> None:
+        self._receive(slot)  # results it sent before dying still count
+        slot.process.join(timeout=1)
+        reason = f"worker {slot.index} (pid {slot.pid}) died with exit code {slot.process.exitcode}"
+        self.lost.extend((job, reason) for batch in slot.outstanding for job in batch)
+        slot.conn.close()
+        self.slots[self.slots.index(slot)] = self._spawn(slot.index)
+        self.stats.respawned += 1
+        self._write_state()
+
+    def _claim_size(self) -> int:
+        if self.stopping:
+            return 0
+        free = self._free_slots()
+        if not free:
+            return 0
+        target = float(self.config.dispatch_target_seconds)
+        per_job = self.job_seconds
+        per_batch = 1 if per_job is None else MAX_DISPATCH_BATCH
+        if per_job:
+            per_batch = max(1, min(MAX_DISPATCH_BATCH, int(target / per_job)))
+        want = free * per_batch - len(self.buffer)
+        return max(0, min(int(self.config.claim_batch_max), want))
+
+    def _turn(self) -> int:
+        """One group commit: outcomes, lost jobs, renewals, reclaims and claims."""
+        now = time.time()
+        finished, lost = self.finished, self.lost
+        renew = now >= self.next_renew and bool(self.buffer or self._in_flight())
+        reclaim = now >= self.next_reclaim
+        release = list(self.buffer) if self.stopping else []
+        limit = self._claim_size()
+        if limit and not (finished or lost or renew or reclaim) and not self._ready_exists():
+            limit = 0
+        if not (finished or lost or renew or reclaim or limit or release):
+            return 0
+
+        def turn(tx: apsw.Connection) -> tuple[list[ClaimedJob], RunStats]:
+            tally = RunStats()  # fresh per attempt: a retried transaction counts once
+            self._apply_outcomes(tx, finished, tally)
+            for job, reason in lost:
+                self._count_failure(tally, self.queue.fail_in(tx, job, reason))
+            if release:
+                self.queue.release_in(tx, release)
+            if renew:
+                self.queue.renew_in(tx, self._held(), self.lease)
+            if reclaim:
+                tally.reclaimed = self.queue.reclaim_expired_in(tx)
+            return self.queue.claim_in(tx, self.owner, limit, self.lease), tally
+
+        claimed, tally = self.db.write(turn)
+        self.finished, self.lost = [], []
+        for name in ("done", "failed", "dead", "rejected", "reclaimed"):
+            setattr(self.stats, name, getattr(self.stats, name) + getattr(tally, name))
+        self.stats.turns += 1
+        if release:
+            self.buffer.clear()
+        if renew:
+            self.next_renew = now + self.lease / 4
+        if reclaim:
+            self.next_reclaim = now + self.lease / 4
+        self.buffer.extend(claimed)
+        return len(claimed)
+
+    def _held(self) -> list[ClaimedJob]:
+        return list(self.buffer) + [j for s in self.slots for b in s.outstanding for j in b]
+
+    def _ready_exists(self) -> bool:
+        return bool(
+            self.db.query(
+                "SELECT EXISTS (SELECT 1 FROM jobs WHERE state IN ('queued', 'failed')"
+                " AND not_before <= ?)",
+                (time.time(),),
+            )[0][0]
+        )
+
+    def _apply_outcomes(self, tx: apsw.Connection, finished: list, tally: RunStats) -> None:
+        by_kind: dict[str, list[tuple[ClaimedJob, Any]]] = defaultdict(list)
+        for job, outcome in finished:
+            if outcome.ok:
+                by_kind[job.kind].append((job, outcome.value))
+            else:
+                self._count_failure(tally, self.queue.fail_in(tx, job, outcome.value))
+        for kind, items in by_kind.items():
+            try:
+                with self.db.savepoint("apply"):
+                    accepted = [(j, v) for j, v in items if self.queue.complete_in(tx, j)]
+                    applier = job_kind(kind).apply
+                    if accepted and applier:
+                        applier(tx, accepted)
+            except Exception as exc:
+                error = f"applying results failed: {type(exc).__name__}: {exc}"
+                for job, _ in items:
+                    self._count_failure(tally, self.queue.fail_in(tx, job, error))
+                continue
+            tally.done += len(accepted)
+            tally.rejected += len(items) - len(accepted)
+
+    @staticmethod
+    def _count_failure(tally: RunStats, state: str | None) -> None:
+        if state == "dead":
+            tally.dead += 1
+        elif state == "failed":
+            tally.failed += 1
+        else:
+            tally.rejected += 1  # the lease was no longer ours: nothing applied
+
+    def _dispatch(self) -> None:
+        target = float(self.config.dispatch_target_seconds)
+        for slot in sorted(self.slots, key=lambda s: len(s.outstanding)):
+            while self.buffer and len(slot.outstanding) < MAX_OUTSTANDING_BATCHES:
+                batch, estimate = [], 0.0
+                while self.buffer and len(batch) < MAX_DISPATCH_BATCH and estimate < target:
+                    job = self.buffer.popleft()
+                    batch.append(job)
+                    estimate += self.cost.get(job.kind, target)
+                slot.conn.send_bytes(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
+                slot.outstanding.append(batch)
+
+    def _maintain(self) -> None:
+        """Checkpoint outside every transaction when the WAL has grown."""
+        if wal_bytes(self.db) >= int(self.config.wal_checkpoint_bytes):
+            checkpoint_truncate(self.db)

@@ -1,0 +1,75 @@
+"""The job worker process: run claimed jobs, send back what they produced.
+
+Messages are pickled lists over a private pipe. A worker receives a batch of
+:class:`ClaimedJob` and answers with one :class:`Outcome` per job, in order.
+It never writes job effects, and it dies with its supervisor.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from memoryd.config import Config
+from memoryd.workers.contract import WorkContext, job_kind
+
+PR_SET_PDEATHSIG = 1
+PARENT_CHECK_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    job_id: int
+    ok: bool
+    value: Any  # the job's result, or the error text
+    seconds: float
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL us when the supervisor dies; exit now if it already has."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: the periodic parent check below still applies
+    if os.getppid() != parent_pid:
+        os._exit(0)
+
+
+def run_batch(ctx: WorkContext, batch: list) -> list[Outcome]:
+    outcomes = []
+    for job in batch:
+        start = time.perf_counter()
+        try:
+            value = job_kind(job.kind).run(ctx, orjson.loads(job.payload))
+            ok = True
+        except Exception as exc:  # a job's failure is data, never the worker's death
+            value, ok = f"{type(exc).__name__}: {exc}", False
+        outcomes.append(Outcome(job.id, ok, value, time.perf_counter() - start))
+    return outcomes
+
+
+def worker_main(conn, index: int, home: str, config_values: dict, parent_pid: int) -> None:
+    _die_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides about Ctrl-C
+    ctx = WorkContext(Path(home), Config(config_values), index)
+    while True:
+        if not conn.poll(PARENT_CHECK_SECONDS):
+            if os.getppid() != parent_pid:
+                return
+            continue
+        try:
+            batch = pickle.loads(conn.recv_bytes())
+        except EOFError:
+            return
+        if batch is None:
+            return
+        conn.send_bytes(pickle.dumps(run_batch(ctx, batch), protocol=pickle.HIGHEST_PROTOCOL))
