@@ -1,0 +1,270 @@
+"""Shared fixtures: a fresh data home, the real CLI as a subprocess, a background supervisor.
+
+Nothing here mocks a store: every helper runs the installed ``memoryd`` command
+(or ``python -m memoryd.cli``) against a real home, and reads the authority
+with an independent SQLite connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+import apsw
+import orjson
+import psutil
+import pytest
+
+T = TypeVar("T")
+
+# Generous bounds: they only matter when something is broken; tests poll, never sleep-and-hope.
+CLI_TIMEOUT = 180.0
+WAIT_TIMEOUT = 120.0
+
+_SCRIPT = Path(sys.executable).with_name("memoryd")
+MEMORYD = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "memoryd.cli"]
+
+
+def clean_env(home: Path | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The test process's environment without any ``MEMORYD_*`` leaking in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    env["COLUMNS"] = "200"  # keep rich from wrapping messages mid-phrase
+    env["PYTHONUNBUFFERED"] = "1"
+    if home is not None:
+        env["MEMORYD_HOME"] = str(home)
+    env.update(extra or {})
+    return env
+
+
+class Result(NamedTuple):
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return orjson.loads(self.stdout)
+
+    @property
+    def message(self) -> str:
+        """stderr with whitespace collapsed (rich wraps long lines)."""
+        return " ".join(self.stderr.split())
+
+
+def run_cli(
+    *args: str,
+    home: Path | None,
+    env: dict[str, str] | None = None,
+    timeout: float = CLI_TIMEOUT,
+) -> Result:
+    """Run ``memoryd ARGS`` to completion with ``MEMORYD_HOME=home``."""
+    proc = subprocess.run(
+        [*MEMORYD, *args],
+        env=clean_env(home, env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def wait_for(
+    condition: Callable[[], T],
+    *,
+    timeout: float = WAIT_TIMEOUT,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> T:
+    """Poll ``condition`` until it returns something truthy; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        last = condition()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"timed out after {timeout:g}s waiting for {what} (last: {last!r})"
+            )
+        time.sleep(interval)
+
+
+# -- reading the authority independently ------------------------------------------
+
+
+def db_path(home: Path) -> Path:
+    return Path(home) / "authority.db"
+
+
+@contextlib.contextmanager
+def reader(home: Path) -> Iterator[apsw.Connection]:
+    conn = apsw.Connection(str(db_path(home)), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.set_busy_timeout(5000)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def query(home: Path, sql: str, bindings: tuple = ()) -> list[tuple]:
+    with reader(home) as conn:
+        return conn.execute(sql, bindings).fetchall()
+
+
+def queue_counts(home: Path) -> dict[str, int]:
+    counts = dict.fromkeys(("queued", "claimed", "done", "failed", "dead"), 0)
+    counts.update(query(home, "SELECT state, count(*) FROM jobs GROUP BY state"))
+    return counts
+
+
+def effects_per_job(home: Path) -> dict[int, int]:
+    return dict(query(home, "SELECT job_id, count(*) FROM job_effects GROUP BY job_id"))
+
+
+def assert_each_done_once(home: Path, expected: int) -> None:
+    """Every job done, exactly one effect row per job, no effect for an unknown job."""
+    jobs = dict(query(home, "SELECT id, state FROM jobs"))
+    assert len(jobs) == expected
+    assert set(jobs.values()) == {"done"}, queue_counts(home)
+    effects = effects_per_job(home)
+    assert set(effects) == set(jobs), "every job has an effect row and no other job does"
+    twice = {job: n for job, n in effects.items() if n != 1}
+    assert not twice, f"jobs applied more than once: {twice}"
+    assert query(home, "SELECT count(*) FROM job_effects")[0][0] == expected
+
+
+# -- processes ----------------------------------------------------------------------
+
+
+def status(home: Path, env: dict[str, str] | None = None) -> dict:
+    res = run_cli("status", "--json", home=home, env=env)
+    assert res.code == 0, res.stderr
+    return res.json()
+
+
+def worker_pids(home: Path) -> dict[int, int]:
+    """``{worker index: pid}`` of the running supervisor, from ``memoryd status --json``."""
+    sup = status(home)["supervisor"]
+    return {w["index"]: w["pid"] for w in (sup or {}).get("workers", [])}
+
+
+def in_sleep(pid: int) -> bool:
+    """True while ``pid`` sits in a nanosleep (a ``sleep`` job), per /proc."""
+    try:
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
+    return "nanosleep" in wchan
+
+
+class Background:
+    """A ``memoryd`` command running in the background, output captured to files."""
+
+    def __init__(self, args: list[str], home: Path, env: dict[str, str], logdir: Path) -> None:
+        n = len(list(logdir.glob("bg-*.out")))
+        self.out_path = logdir / f"bg-{n}.out"
+        self.err_path = logdir / f"bg-{n}.err"
+        self.args = args
+        self.home = home
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            self.proc = subprocess.Popen(
+                [*MEMORYD, *args],
+                env=clean_env(home, env),
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+            )
+        self.pid = self.proc.pid
+
+    @property
+    def stdout(self) -> str:
+        return self.out_path.read_text()
+
+    @property
+    def stderr(self) -> str:
+        return self.err_path.read_text()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait(self, timeout: float = CLI_TIMEOUT) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def wait_running(self, workers: int) -> dict[int, int]:
+        """Wait until ``memoryd status`` reports this supervisor with all its workers."""
+
+        def ready() -> dict[int, int] | None:
+            assert self.alive(), f"supervisor exited early: {self.stderr}"
+            sup = status(self.home)["supervisor"]
+            if sup and sup["pid"] == self.pid and len(sup.get("workers", [])) == workers:
+                return {w["index"]: w["pid"] for w in sup["workers"]}
+            return None
+
+        return wait_for(ready, what=f"supervisor {self.pid} with {workers} workers")
+
+    def terminate(self, timeout: float = CLI_TIMEOUT) -> int:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+        return self.wait(timeout)
+
+    def kill_tree(self) -> None:
+        """Teardown: SIGKILL this process and whatever it started (by pid)."""
+        try:
+            children = psutil.Process(self.pid).children(recursive=True)
+        except psutil.Error:
+            children = []
+        if self.alive():
+            self.proc.kill()
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture(autouse=True)
+def _no_memoryd_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process code must not see a developer's MEMORYD_* variables either."""
+    for key in list(os.environ):
+        if key.startswith("MEMORYD_"):
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A fresh data home (not yet created: memoryd creates it)."""
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def cli(home: Path) -> Callable[..., Result]:
+    """``cli("jobs", "add", "noop")`` runs the real CLI on the test's home."""
+
+    def call(*args: str, env: dict[str, str] | None = None, **kw: Any) -> Result:
+        return run_cli(*args, home=kw.pop("home", home), env=env, **kw)
+
+    return call
+
+
+@pytest.fixture
+def background(home: Path, tmp_path: Path) -> Iterator[Callable[..., Background]]:
+    """Start ``memoryd ARGS`` in the background; everything started is killed at teardown."""
+    started: list[Background] = []
+    logdir = tmp_path / "logs"
+    logdir.mkdir(exist_ok=True)
+
+    def start(*args: str, env: dict[str, str] | None = None, **kw: Any) -> Background:
+        bg = Background(list(args), kw.pop("home", home), env or {}, logdir)
+        started.append(bg)
+        return bg
+
+    yield start
+    for bg in started:
+        bg.kill_tree()
