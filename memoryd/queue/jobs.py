@@ -263,18 +263,31 @@ class JobQueue:
         return out
 
     def retry(self, ids: Sequence[int] = (), *, all_dead: bool = False) -> list[int]:
-        """Requeue dead jobs with a fresh set of attempts. Returns the ids requeued."""
+        """Requeue dead jobs with a fresh set of attempts. Returns the ids requeued.
+
+        A dead job whose dedupe key names a live job again stays dead: that work
+        is already queued, and requeuing it would break the key's uniqueness.
+        """
 
         def op(tx: apsw.Connection) -> list[int]:
             now = time.time()
-            sql = (
-                "UPDATE jobs SET state = 'queued', attempts = 0, not_before = 0,"
-                " finished_at = NULL, updated_at = ? WHERE state = 'dead'"
-            )
             if all_dead:
-                return [r[0] for r in tx.execute(sql + " RETURNING id", (now,))]
-            return [
-                r[0] for i in ids for r in tx.execute(sql + " AND id = ? RETURNING id", (now, i))
-            ]
+                ids_ = [r[0] for r in tx.execute("SELECT id FROM jobs WHERE state = 'dead'")]
+            else:
+                ids_ = list(ids)
+            requeued = []
+            for i in ids_:  # one at a time: each sees the keys the previous ones revived
+                row = tx.execute(
+                    "UPDATE jobs SET state = 'queued', attempts = 0, not_before = 0,"
+                    " finished_at = NULL, updated_at = ? WHERE id = ? AND state = 'dead'"
+                    " AND (dedupe_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS live"
+                    "   WHERE live.dedupe_key = jobs.dedupe_key"
+                    "   AND live.state IN ('queued', 'claimed', 'failed')))"
+                    " RETURNING id",
+                    (now, i),
+                ).fetchone()
+                if row:
+                    requeued.append(row[0])
+            return requeued
 
         return self.db.write(op)
