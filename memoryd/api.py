@@ -10,6 +10,7 @@ md.status()["queue"]  # {"queued": 0, "claimed": 0, "done": 10, ...}
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,10 @@ import orjson
 
 from memoryd.config import SETTINGS, SUPERVISOR_STATE_FILE, default_home, load_config
 from memoryd.errors import BadPayload, HomeNotWritable
+from memoryd.ingest import runner as ingest_runner
 from memoryd.queue import STATES, JobQueue, JobSpec
 from memoryd.storage import Authority, open_authority
+from memoryd.storage.corpus import project_stats
 from memoryd.storage.effects import effect_counts
 from memoryd.storage.maintenance import wal_bytes
 from memoryd.workers.contract import job_kind, kind_names
@@ -130,7 +133,36 @@ class Memoryd:
             "effects": effect_counts(db),
             "wal_bytes": wal_bytes(db),
             "supervisor": self.supervisor(),
+            "projects": project_stats(db),
         }
+
+    def ingest(
+        self,
+        path: str | Path,
+        project: str | None = None,
+        *,
+        excludes: list[str] | tuple[str, ...] = (),
+        wait: bool = False,
+        workers: int | None = None,
+        on_progress: Callable[[dict], None] | None = None,
+    ) -> dict:
+        """Enqueue an ingest of the repository at ``path``; with ``wait``, see it through."""
+        root = ingest_runner.resolve_root(path)
+        run, name = ingest_runner.start(self.db, root, project, list(excludes))
+        if not wait:
+            return {"project": name, "run": run, "queued": True}
+        state = ingest_runner.follow(
+            self.db,
+            self.home,
+            run,
+            name,
+            workers=workers or self.config.workers,
+            on_progress=on_progress,
+        )
+        return ingest_runner.summary(state, name)
+
+    def projects(self) -> list[dict]:
+        return project_stats(self.db)
 
     def list_jobs(self, state: str | None = None, limit: int = 100) -> list[dict]:
         if state and state not in STATES:

@@ -13,6 +13,13 @@ from typing import Any
 import click
 import orjson
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 from rich.table import Table
 
 from memoryd.api import Memoryd, parse_payload
@@ -21,6 +28,11 @@ from memoryd.queue import STATES
 
 out = Console()
 err = Console(stderr=True)
+
+
+def emit_line(value: Any) -> None:
+    sys.stdout.write(orjson.dumps(value).decode() + "\n")
+    sys.stdout.flush()
 
 
 def emit_json(value: Any) -> None:
@@ -114,6 +126,96 @@ def status_cmd(md: Memoryd, as_json: bool) -> None:
     for state in STATES:
         table.add_row(state, f"{st['queue'][state]:,}")
     out.print(table)
+    if st["projects"]:
+        table = Table("project", "files", "chunks", "source MB", "root", title="projects")
+        for p in st["projects"]:
+            table.add_row(
+                p["project"],
+                f"{p['files']:,}",
+                f"{p['chunks']:,}",
+                f"{p['source_bytes'] / 1e6:.1f}",
+                p["root"] or "",
+            )
+        out.print(table)
+
+
+class IngestProgress:
+    """A live bar (files, MB, rate, ETA) on a terminal, JSON lines with --json."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self.last: tuple = ()
+        self.bar: Progress | None = None
+        self.task = None
+        if not as_json and err.is_terminal:
+            self.bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[files]} files"),
+                TextColumn("{task.fields[mb]}"),
+                TransferSpeedColumn(),
+                TimeRemainingColumn(),
+                console=err,
+            )
+
+    def __enter__(self) -> IngestProgress:
+        if self.bar:
+            self.bar.start()
+            self.task = self.bar.add_task("scanning", total=None, files="0/?", mb="")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar:
+            self.bar.stop()
+
+    def __call__(self, run: dict) -> None:
+        key = (run["scanned_at"], run["files_done"], run["bytes_done"], run["finished_at"])
+        if key == self.last:
+            return
+        self.last = key
+        if self.as_json:
+            fields = ("files_done", "files_total", "bytes_done", "bytes_total", "unchanged")
+            emit_line({"event": "progress", **{k: run[k] for k in fields}})
+        elif self.bar and run["scanned_at"]:
+            self.bar.update(
+                self.task,
+                description="ingesting",
+                total=max(run["bytes_total"], 1),
+                completed=run["bytes_done"],
+                files=f"{run['files_done']}/{run['files_total']}",
+                mb=f"{run['bytes_done'] / 1e6:.1f}/{run['bytes_total'] / 1e6:.1f} MB",
+            )
+
+
+@command(main, "ingest", "memoryd ingest ~/src/myrepo --wait --workers 2 --exclude 'tests/'")
+@click.argument("path", type=click.Path())
+@click.option("--project", help="Project name (default: the directory name).")
+@click.option("--wait", is_flag=True, help="Run (or follow) a supervisor until done.")
+@click.option("--workers", type=click.IntRange(1, 64), help="Workers for --wait.")
+@click.option("--exclude", "excludes", multiple=True, help="Extra gitignore-style pattern.")
+def ingest_cmd(md: Memoryd, as_json: bool, path: str, wait: bool, **opts: Any) -> None:
+    """Ingest a repository into searchable project memory (incremental)."""
+    with IngestProgress(as_json) as progress:
+        result = md.ingest(path, wait=wait, on_progress=progress, **opts)
+    if as_json:
+        emit_line({"event": "summary", **result})
+    elif not wait:
+        out.print(f"queued ingest run {result['run']} of project {result['project']}")
+    else:
+        _print_ingest_summary(result)
+    if wait and not result["complete"]:
+        sys.exit(1)
+
+
+def _print_ingest_summary(r: dict) -> None:
+    status = "complete" if r["complete"] else f"INCOMPLETE ({r['dead_jobs']} dead jobs)"
+    out.print(
+        f"[bold]{r['project']}[/]: {status}: {r['files_ingested']:,} files "
+        f"({r['bytes_ingested'] / 1e6:.1f} MB) ingested, {r['unchanged']:,} unchanged, "
+        f"{r['retired']:,} retired in {r['seconds']:.1f}s ({r['mb_per_s']} MB/s)"
+    )
+    if r["skipped"]:
+        out.print("skipped: " + ", ".join(f"{k} {v:,}" for k, v in r["skipped"].items()))
 
 
 @main.group("jobs")

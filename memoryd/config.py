@@ -22,6 +22,15 @@ SUPERVISOR_LOCK_FILE = "supervisor.lock"
 SUPERVISOR_STATE_FILE = "supervisor.json"
 
 
+# Chunking and compression of ingested text (format constants, not tunables:
+# changing them changes chunk ids).
+CHUNK_TARGET_LINES = 40  # start looking for a natural boundary here
+CHUNK_MAX_LINES = 80
+CHUNK_MAX_CHARS = 4096
+COMPRESSION_LEVEL = 6
+BINARY_SNIFF_BYTES = 8192  # a NUL byte in this prefix marks a binary, as git decides
+
+
 @dataclass(frozen=True)
 class Setting:
     default: Any
@@ -32,6 +41,7 @@ SETTINGS: dict[str, Setting] = {
     # SQLite authority
     "busy_timeout_ms": Setting(100, "SQLite busy timeout per statement (short: retries are whole)"),
     "write_retry_seconds": Setting(30.0, "give up retrying a busy write transaction after this"),
+    "cache_kib": Setting(65536, "SQLite page cache per connection, KiB (FTS merges need room)"),
     "journal_size_limit": Setting(64 * MiB, "WAL size SQLite shrinks back to after a reset"),
     # queue
     "max_attempts": Setting(5, "attempts before a job is dead-lettered"),
@@ -44,6 +54,13 @@ SETTINGS: dict[str, Setting] = {
     "dispatch_target_seconds": Setting(0.02, "estimated work handed to a worker at once"),
     "poll_seconds": Setting(0.05, "idle wait between looks at the queue"),
     "shutdown_grace_seconds": Setting(10.0, "SIGTERM: how long in-flight jobs may finish"),
+    # ingestion
+    "max_file_bytes": Setting(2 * MiB, "files larger than this are skipped"),
+    "ingest_batch_files": Setting(256, "most files in one ingest.batch job"),
+    "ingest_batch_bytes": Setting(8 * MiB, "most source bytes in one ingest.batch job"),
+    "ingest_batch_target_bytes": Setting(
+        1 * MiB, "source bytes a batch aims for (smaller batches spread over workers)"
+    ),
     # maintenance
     "wal_checkpoint_bytes": Setting(4 * MiB, "checkpoint (TRUNCATE) once the WAL is this large"),
 }

@@ -12,6 +12,8 @@ import secrets
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 import apsw
 import orjson
@@ -43,6 +45,11 @@ class ClaimedJob:
     token: str
     attempts: int
     project: str | None
+
+    @cached_property
+    def data(self) -> Any:
+        """The decoded payload."""
+        return orjson.loads(self.payload)
 
 
 class JobQueue:

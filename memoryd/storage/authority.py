@@ -56,6 +56,7 @@ class Authority:
         c.execute(f"PRAGMA journal_size_limit={int(self.config.journal_size_limit)}")
         # Never memory-map: truncating a WAL a sibling has mapped can fault it.
         c.execute("PRAGMA mmap_size=0")
+        c.execute(f"PRAGMA cache_size=-{int(self.config.cache_kib)}")
         c.wal_autocheckpoint(0)  # the supervisor checkpoints at safe boundaries
 
     def _migrate(self) -> None:

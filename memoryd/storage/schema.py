@@ -54,6 +54,64 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        2,
+        "projects, files and chunks (project memory)",
+        """
+        CREATE TABLE projects (
+            id         INTEGER PRIMARY KEY,
+            name       TEXT NOT NULL UNIQUE,
+            root       TEXT,
+            created_at REAL NOT NULL,
+            generation INTEGER NOT NULL DEFAULT 0  -- bumped by every change to its index
+        );
+
+        CREATE TABLE files (
+            id           INTEGER PRIMARY KEY,
+            project_id   INTEGER NOT NULL REFERENCES projects (id),
+            path         TEXT NOT NULL,           -- relative, '/'-separated
+            content_hash TEXT NOT NULL,           -- blake2b of the raw bytes
+            size         INTEGER NOT NULL,        -- source bytes
+            lines        INTEGER NOT NULL,
+            body         BLOB NOT NULL,           -- zstd of the decoded UTF-8 text
+            live         INTEGER NOT NULL DEFAULT 1,
+            updated_at   REAL NOT NULL,
+            UNIQUE (project_id, path)
+        );
+
+        CREATE TABLE chunks (
+            id           INTEGER PRIMARY KEY,     -- rowid in the project's FTS table
+            chunk_id     TEXT NOT NULL UNIQUE,    -- stable: derived from path and content
+            project_id   INTEGER NOT NULL,
+            file_id      INTEGER NOT NULL REFERENCES files (id),
+            ordinal      INTEGER NOT NULL,
+            start_line   INTEGER NOT NULL,
+            end_line     INTEGER NOT NULL,
+            content_hash TEXT NOT NULL
+        );
+        CREATE INDEX chunks_file ON chunks (file_id);
+
+        CREATE TABLE ingest_runs (
+            id            INTEGER PRIMARY KEY,
+            project_id    INTEGER NOT NULL REFERENCES projects (id),
+            root          TEXT NOT NULL,
+            started_at    REAL NOT NULL,
+            scanned_at    REAL,
+            finished_at   REAL,
+            files_total   INTEGER NOT NULL DEFAULT 0,  -- new or changed files to ingest
+            bytes_total   INTEGER NOT NULL DEFAULT 0,
+            files_done    INTEGER NOT NULL DEFAULT 0,
+            bytes_done    INTEGER NOT NULL DEFAULT 0,
+            batches       INTEGER NOT NULL DEFAULT 0,  -- ingest.batch jobs enqueued
+            batches_done  INTEGER NOT NULL DEFAULT 0,
+            finalized     INTEGER NOT NULL DEFAULT 0,
+            unchanged     INTEGER NOT NULL DEFAULT 0,
+            retired       INTEGER NOT NULL DEFAULT 0,
+            skipped       BLOB                          -- JSON: reason -> count
+        );
+        CREATE INDEX jobs_project ON jobs (project) WHERE state IN ('queued', 'claimed', 'failed');
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]

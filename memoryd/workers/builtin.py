@@ -10,17 +10,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import apsw
-
 from memoryd.errors import BadPayload
 from memoryd.queue import ClaimedJob
 from memoryd.storage.effects import record_effects
-from memoryd.workers.contract import JobKind, WorkContext, register
+from memoryd.workers.contract import ApplyContext, JobKind, WorkContext, register
 
 
 def _effects(kind: str):
-    def apply(tx: apsw.Connection, done: list[tuple[ClaimedJob, Any]]) -> None:
-        record_effects(tx, (job.id for job, _ in done), kind)
+    def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
+        record_effects(actx.tx, (job.id for job, _ in done), kind)
 
     return apply
 

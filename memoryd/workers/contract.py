@@ -4,9 +4,10 @@ A capability registers a :class:`JobKind`:
 
 - ``run(ctx, payload)`` executes in a job worker process. It may read files and
   the authority, and returns the prepared rows to write (any picklable value).
-- ``apply(tx, done)`` executes in the supervisor, inside the group-commit
-  transaction, for every job of that kind whose lease was still valid. It is
-  the only place job effects are written.
+- ``apply(actx, done)`` executes in the supervisor, inside the group-commit
+  transaction (``actx.tx``), for every job of that kind whose lease was still
+  valid. It is the only place job effects are written; it may enqueue follow-up
+  jobs with ``actx.queue.enqueue_in(actx.tx, ...)`` in the same commit.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import apsw
 
 from memoryd.config import Config
 from memoryd.errors import UnknownJobKind
-from memoryd.queue import ClaimedJob
+from memoryd.queue import ClaimedJob, JobQueue
 
 
 @dataclass
@@ -41,8 +42,17 @@ class WorkContext:
         return self._authority
 
 
+@dataclass(frozen=True)
+class ApplyContext:
+    """What an ``apply`` may use inside the supervisor's group commit."""
+
+    tx: apsw.Connection
+    queue: JobQueue
+    config: Config
+
+
 Runner = Callable[[WorkContext, Any], Any]
-Applier = Callable[[apsw.Connection, list[tuple[ClaimedJob, Any]]], None]
+Applier = Callable[[ApplyContext, list[tuple[ClaimedJob, Any]]], None]
 
 
 @dataclass(frozen=True)
@@ -79,4 +89,5 @@ def kind_names() -> list[str]:
 
 def load_kinds() -> None:
     """Import every capability that registers job kinds (idempotent)."""
+    import memoryd.ingest.jobs  # noqa: F401
     import memoryd.workers.builtin  # noqa: F401

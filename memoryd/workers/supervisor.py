@@ -29,7 +29,7 @@ from memoryd.locks import FileLock, lock_holder
 from memoryd.queue import ClaimedJob, JobQueue
 from memoryd.storage import Authority, open_authority
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes
-from memoryd.workers.contract import job_kind, load_kinds
+from memoryd.workers.contract import ApplyContext, job_kind, load_kinds
 from memoryd.workers.worker import Outcome, worker_main
 
 MAX_OUTSTANDING_BATCHES = 2  # per worker: one running, one waiting in the pipe
@@ -332,7 +332,7 @@ class Supervisor:
                     accepted = [(j, v) for j, v in items if self.queue.complete_in(tx, j)]
                     applier = job_kind(kind).apply
                     if accepted and applier:
-                        applier(tx, accepted)
+                        applier(ApplyContext(tx, self.queue, self.config), accepted)
             except Exception as exc:
                 error = f"applying results failed: {type(exc).__name__}: {exc}"
                 for job, _ in items:

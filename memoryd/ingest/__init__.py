@@ -1,0 +1,1 @@
+"""Repository ingestion: scan, bounded batches, finalize (job kinds ``ingest.*``)."""

@@ -1,0 +1,256 @@
+"""Project memory in the authority: projects, files, chunks and their full-text index.
+
+Each project has its own contentless FTS5 table ``fts_<id>`` (columns ``path``
+and ``body``, rowid = ``chunks.id``) and an ``fts5vocab`` view ``fts_<id>_vocab``
+over it, so term statistics are per project and projects never see each
+other. File text is stored once per file, zstd-compressed; a chunk is a line
+range of its file. The FTS tables are derived: :func:`rebuild_index` recreates
+them from ``files`` and ``chunks``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import apsw
+import zstandard
+
+from memoryd.errors import MemorydError
+
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+_DCTX = zstandard.ZstdDecompressor()
+
+
+class UnknownProject(MemorydError):
+    code = "UNKNOWN_PROJECT"
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    ordinal: int
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    chunk_id: str
+    content_hash: str
+    text: str  # indexed, never stored (the file body holds it)
+
+
+@dataclass(frozen=True)
+class FileRows:
+    """Everything a worker prepares for one file; the supervisor writes it."""
+
+    path: str
+    content_hash: str
+    size: int
+    lines: int
+    body: bytes  # zstd-compressed text
+    chunks: Sequence[ChunkRow]
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    rowid: int
+    chunk_id: str
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+
+
+def fts_table(project_id: int) -> str:
+    return f"fts_{int(project_id)}"
+
+
+def _create_index(tx: apsw.Connection, project_id: int) -> None:
+    table = fts_table(project_id)
+    tx.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(path, body, content='',"
+        f" contentless_delete=1, tokenize='{FTS_TOKENIZER}')"
+    )
+    tx.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {table}_vocab USING fts5vocab({table}, row)")
+
+
+# -- projects -------------------------------------------------------------------
+
+
+def ensure_project(tx: apsw.Connection, name: str, root: str | None) -> int:
+    """The project's id, creating it (and its index) on first use."""
+    row = tx.execute("SELECT id FROM projects WHERE name = ?", (name,)).fetchone()
+    if row:
+        if root:
+            tx.execute("UPDATE projects SET root = ? WHERE id = ?", (root, row[0]))
+        return row[0]
+    pid = tx.execute(
+        "INSERT INTO projects (name, root, created_at) VALUES (?, ?, ?) RETURNING id",
+        (name, root, time.time()),
+    ).fetchone()[0]
+    _create_index(tx, pid)
+    return pid
+
+
+def project_id(db, name: str) -> int:
+    rows = db.query("SELECT id FROM projects WHERE name = ?", (name,))
+    if not rows:
+        known = [r[0] for r in db.query("SELECT name FROM projects ORDER BY name")]
+        raise UnknownProject(
+            f"no project named {name!r}; known projects: {', '.join(known) or 'none'}"
+        )
+    return rows[0][0]
+
+
+def project_generation(db, pid: int) -> int:
+    return db.query("SELECT generation FROM projects WHERE id = ?", (pid,))[0][0]
+
+
+def project_stats(db) -> list[dict]:
+    rows = db.query(
+        "SELECT p.name, p.root, count(f.id), coalesce(sum(f.size), 0),"
+        " (SELECT count(*) FROM chunks c WHERE c.project_id = p.id)"
+        " FROM projects p LEFT JOIN files f ON f.project_id = p.id AND f.live = 1"
+        " GROUP BY p.id ORDER BY p.name"
+    )
+    return [
+        {"project": r[0], "root": r[1], "files": r[2], "source_bytes": r[3], "chunks": r[4]}
+        for r in rows
+    ]
+
+
+# -- files and chunks -----------------------------------------------------------
+
+
+def live_hashes(db, pid: int) -> dict[str, str]:
+    """path -> content hash of every live file of the project."""
+    return dict(
+        db.query("SELECT path, content_hash FROM files WHERE project_id = ? AND live = 1", (pid,))
+    )
+
+
+def _drop_chunks(tx: apsw.Connection, pid: int, file_id: int) -> None:
+    table = fts_table(pid)
+    rowids = [r[0] for r in tx.execute("SELECT id FROM chunks WHERE file_id = ?", (file_id,))]
+    tx.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r,) for r in rowids])
+    tx.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+
+
+def _history(tx: apsw.Connection, kind: str, pid: int, ref: str, digest: str | None, job_id):
+    tx.execute(
+        "INSERT INTO history (at, kind, project, ref, content_hash, job_id)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (time.time(), kind, str(pid), ref, digest, job_id),
+    )
+
+
+def put_files(
+    tx: apsw.Connection, pid: int, files: Iterable[FileRows], job_id: int | None = None
+) -> int:
+    """Insert or replace files with their chunks and index rows. Returns files written."""
+    table = fts_table(pid)
+    now = time.time()
+    written = 0
+    for f in files:
+        old = tx.execute(
+            "SELECT id, content_hash, live FROM files WHERE project_id = ? AND path = ?",
+            (pid, f.path),
+        ).fetchone()
+        if old and old[1] == f.content_hash and old[2]:
+            continue  # already current: a redone job changes nothing
+        if old:
+            _drop_chunks(tx, pid, old[0])
+            tx.execute(
+                "UPDATE files SET content_hash = ?, size = ?, lines = ?, body = ?, live = 1,"
+                " updated_at = ? WHERE id = ?",
+                (f.content_hash, f.size, f.lines, f.body, now, old[0]),
+            )
+            file_id = old[0]
+        else:
+            file_id = tx.execute(
+                "INSERT INTO files (project_id, path, content_hash, size, lines, body, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (pid, f.path, f.content_hash, f.size, f.lines, f.body, now),
+            ).fetchone()[0]
+        for c in f.chunks:
+            # FTS5 picks the rowid (an explicit one costs it a lookup); the chunk takes it.
+            tx.execute(f"INSERT INTO {table} (path, body) VALUES (?, ?)", (f.path, c.text))
+            tx.execute(
+                "INSERT INTO chunks (id, chunk_id, project_id, file_id, ordinal, start_line,"
+                " end_line, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (tx.last_insert_rowid(), c.chunk_id, pid, file_id, c.ordinal, c.start_line,
+                 c.end_line, c.content_hash),
+            )  # fmt: skip
+        _history(tx, "file.put", pid, f.path, f.content_hash, job_id)
+        written += 1
+    if written:
+        tx.execute("UPDATE projects SET generation = generation + 1 WHERE id = ?", (pid,))
+    return written
+
+
+def retire_files(
+    tx: apsw.Connection, pid: int, paths: Iterable[str], job_id: int | None = None
+) -> int:
+    """Take files out of search; the row stays (live = 0) as a record."""
+    retired = 0
+    for path in paths:
+        row = tx.execute(
+            "SELECT id, content_hash FROM files WHERE project_id = ? AND path = ? AND live = 1",
+            (pid, path),
+        ).fetchone()
+        if not row:
+            continue
+        _drop_chunks(tx, pid, row[0])
+        tx.execute("UPDATE files SET live = 0, body = x'', updated_at = ? WHERE id = ?",
+                   (time.time(), row[0]))  # fmt: skip
+        _history(tx, "file.retire", pid, path, row[1], job_id)
+        retired += 1
+    if retired:
+        tx.execute("UPDATE projects SET generation = generation + 1 WHERE id = ?", (pid,))
+    return retired
+
+
+def file_text(body: bytes) -> str:
+    return _DCTX.decompress(body).decode("utf-8") if body else ""
+
+
+def chunk_hits(db, rowids: Sequence[int]) -> dict[int, ChunkHit]:
+    """Chunks by FTS rowid, with their text cut from the decompressed file."""
+    if not rowids:
+        return {}
+    marks = ",".join("?" * len(rowids))
+    rows = db.query(
+        "SELECT c.id, c.chunk_id, f.path, c.start_line, c.end_line, f.id, f.body"
+        f" FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
+        tuple(rowids),
+    )
+    texts: dict[int, list[str]] = {}
+    hits = {}
+    for rowid, chunk_id, path, start, end, file_id, body in rows:
+        if file_id not in texts:
+            texts[file_id] = file_text(body).split("\n")
+        text = "\n".join(texts[file_id][start - 1 : end])
+        hits[rowid] = ChunkHit(rowid, chunk_id, path, start, end, text)
+    return hits
+
+
+def rebuild_index(tx: apsw.Connection, pid: int) -> int:
+    """Drop and refill the project's FTS table from files and chunks. Returns chunks indexed."""
+    table = fts_table(pid)
+    tx.execute(f"DROP TABLE IF EXISTS {table}_vocab")
+    tx.execute(f"DROP TABLE IF EXISTS {table}")
+    _create_index(tx, pid)
+    count = 0
+    files = tx.execute(
+        "SELECT id, path, body FROM files WHERE project_id = ? AND live = 1", (pid,)
+    ).fetchall()
+    for file_id, path, body in files:
+        lines = file_text(body).split("\n")
+        for rowid, start, end in tx.execute(
+            "SELECT id, start_line, end_line FROM chunks WHERE file_id = ? ORDER BY ordinal",
+            (file_id,),
+        ).fetchall():
+            tx.execute(
+                f"INSERT INTO {table} (rowid, path, body) VALUES (?, ?, ?)",
+                (rowid, path, "\n".join(lines[start - 1 : end])),
+            )
+            count += 1
+    return count
