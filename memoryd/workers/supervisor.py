@@ -351,9 +351,15 @@ class Supervisor:
             tally.rejected += 1  # the lease was no longer ours: nothing applied
 
     def _dispatch(self) -> None:
+        """Hand claimed jobs to workers breadth first: every worker gets a batch before
+        any gets a second, so long jobs run side by side, not queued behind each other."""
         target = float(self.config.dispatch_target_seconds)
-        for slot in sorted(self.slots, key=lambda s: len(s.outstanding)):
-            while self.buffer and len(slot.outstanding) < MAX_OUTSTANDING_BATCHES:
+        for depth in range(MAX_OUTSTANDING_BATCHES):
+            for slot in self.slots:
+                if not self.buffer:
+                    return
+                if len(slot.outstanding) > depth:
+                    continue
                 batch, estimate = [], 0.0
                 while self.buffer and len(batch) < MAX_DISPATCH_BATCH and estimate < target:
                     job = self.buffer.popleft()
