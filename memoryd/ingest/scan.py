@@ -145,8 +145,7 @@ def scan(root: Path, *, max_bytes: int, excludes: list[str] | None = None) -> Sc
     result = ScanResult()
     ignores = _Ignores(list(excludes or []))
     for rel, path in _walk(root, ignores, result):
-        if path.is_symlink() and not inside(root, path):
-            result.skipped["symlink_outside"] += 1
+        if _symlink_skip(root, path, result.skipped):
             continue
         raw = _read_eligible(path, max_bytes, result.skipped)
         if raw is not None:
@@ -158,10 +157,22 @@ def read_file(root: Path, rel: str, max_bytes: int, skipped: Counter) -> bytes |
     """Read one eligible file again at batch time (it may have changed or vanished)."""
     root = Path(root).resolve()
     path = root / rel
-    if path.is_symlink() and not inside(root, path):
-        skipped["symlink_outside"] += 1
+    if _symlink_skip(root, path, skipped):
         return None
     if not path.exists():
         skipped["vanished"] += 1
         return None
     return _read_eligible(path, max_bytes, skipped)
+
+
+def _symlink_skip(root: Path, path: Path, skipped: Counter) -> bool:
+    """Count and skip a symlink that dangles or leads out of the repository."""
+    if not path.is_symlink():
+        return False
+    if not path.exists():
+        skipped["broken_symlink"] += 1
+        return True
+    if not inside(root, path):
+        skipped["symlink_outside"] += 1
+        return True
+    return False
