@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from memoryd.config import SETTINGS, SUPERVISOR_STATE_FILE, default_home, load_config
-from memoryd.errors import BadPayload, HomeNotWritable
+from memoryd.errors import BadPayload, HomeNotWritable, UsageError
 from memoryd.ingest import runner as ingest_runner
 from memoryd.queue import STATES, JobQueue, JobSpec
 from memoryd.storage import Authority, open_authority
@@ -160,6 +160,27 @@ class Memoryd:
             on_progress=on_progress,
         )
         return ingest_runner.summary(state, name)
+
+    def search(self, query: str, project: str | None = None, *, limit: int = 10) -> dict:
+        """Answer from project memory, or abstain: ``{"status", "items", "gap"}``."""
+        from memoryd.search.engine import search
+
+        if limit < 1:
+            raise UsageError("--limit must be at least 1")
+        return search(self.db, self.default_project(project), query, limit)
+
+    def default_project(self, project: str | None) -> str:
+        """The named project; else the only one; else the one named like the cwd."""
+        if project:
+            return project
+        names = [p["project"] for p in project_stats(self.db)]
+        if len(names) == 1:
+            return names[0]
+        if Path.cwd().name in names:
+            return Path.cwd().name
+        raise UsageError(
+            f"name a project with --project; known projects: {', '.join(names) or 'none'}"
+        )
 
     def projects(self) -> list[dict]:
         return project_stats(self.db)

@@ -218,6 +218,33 @@ def _print_ingest_summary(r: dict) -> None:
         out.print("skipped: " + ", ".join(f"{k} {v:,}" for k, v in r["skipped"].items()))
 
 
+@command(main, "search", "memoryd search 'how are JSON documents decoded?' --project python3.11")
+@click.argument("query")
+@click.option("--project", help="Project to search (default: the only one).")
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+def search_cmd(md: Memoryd, as_json: bool, query: str, project: str | None, limit: int) -> None:
+    """Search project memory; abstain when the evidence is insufficient."""
+    result = md.search(query, project, limit=limit)
+    if as_json:
+        emit_json(result)
+    else:
+        print_search(result)
+
+
+def print_search(result: dict, excerpt_lines: int = 6) -> None:
+    if result["status"] == "abstained":
+        out.print(f"[yellow]abstained[/]: {result['gap']}", highlight=False)
+        return
+    for item in result["items"]:
+        out.print(
+            f"[bold cyan]{item['path']}[/]:{item['start_line']}-{item['end_line']}"
+            f"  [dim]score {item['score']:.3f}[/]",
+            highlight=False,
+        )
+        for line in item["excerpt"].splitlines()[:excerpt_lines]:
+            out.print(f"    {line}", highlight=False, markup=False)
+
+
 @main.group("jobs")
 def jobs_group() -> None:
     """Inspect and manage the job queue."""
