@@ -1,0 +1,426 @@
+"""Search one project: the evidence-coverage gate, BM25, the dense route, rank fusion.
+
+``search(db, project, query)`` returns DESIGN.md's search JSON::
+
+    {"status": "ok" | "abstained",
+     "items": [{"path", "start_line", "end_line", "score", "excerpt"}, ...],
+     "gap": str | None}
+
+Order of work for one query:
+
+1. :func:`memoryd.search.terms.analyze` splits the query into content terms,
+   context words (memory phrasing), paths and identifiers.
+2. :func:`memoryd.search.gate.plan` picks the focus terms with the project's
+   term statistics (cached per index generation).
+3. Lexical candidates: one FTS5 query, the focus terms OR-ed as quoted
+   strings (user text never reaches MATCH unescaped), ordered by BM25, with an
+   auxiliary function reporting which focus terms each chunk holds. Exact
+   paths and identifiers add their chunks.
+4. The gate admits candidates (coverage on the asked speaker's lines for
+   transcripts); the dense route ranks the admitted ones by cosine; the two
+   rankings are fused by reciprocal rank (k = 60).
+5. Nothing admitted: ``abstained`` with a gap naming what evidence was
+   missing, never a claim that the fact does not exist.
+
+``min_score`` (on the fused score, 0..1) can only drop items the gate
+admitted; no argument disables the gate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memoryd.errors import UsageError
+from memoryd.search import gate as gate_mod
+from memoryd.search.dense import DEFAULT_ENCODER, Encoder, cosine
+from memoryd.search.fts_query import any_of, phrase
+from memoryd.search.stats import TermStats, term_stats
+from memoryd.search.terms import CONTRAST_WORDS, Query, analyze, stems, words
+from memoryd.storage.corpus import file_text, fts_table, project_id
+
+RRF_K = 60
+POOL = 200  # lexical candidates the gate looks at
+MAX_LIMIT = 1000
+EXCERPT_CHARS = 320
+_FILE_CACHE = 512
+
+_SPEAKER_LINE = re.compile(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
+_ROLE = {"user": "user", "human": "user", "me": "user"}
+
+
+@dataclass
+class Candidate:
+    rowid: int
+    bm25_rank: int
+    matched: set[str]
+    exact: bool = False
+    path: str = ""
+    start_line: int = 0
+    end_line: int = 0
+    text: str | None = None
+    cosine: float | None = None
+    verdict: gate_mod.Verdict | None = None
+    spoken: set[str] | None = None  # focus terms on the asked speaker's lines (transcripts)
+
+
+def _matched_phrases(api, *args) -> int:
+    """FTS5 auxiliary function: bit i set when the row holds phrase i."""
+    mask = 0
+    for i in range(api.phrase_count):
+        if any(api.phrase_locations(i)):
+            mask |= 1 << i
+    return mask
+
+
+def _prepare(db) -> None:
+    if not getattr(db, "_memoryd_search_ready", False):
+        db.conn.register_fts5_function("memoryd_matched", _matched_phrases)
+        db._memoryd_search_ready = True
+
+
+def _lexical(db, pid: int, terms: Sequence, pool: int) -> list[Candidate]:
+    match = any_of(t.word for t in terms)
+    if match is None:
+        return []
+    # any_of dropped nothing: every term is a non-empty token sequence.
+    rows = db.query(
+        f"SELECT rowid, memoryd_matched({fts_table(pid)}) FROM {fts_table(pid)}"
+        f" WHERE {fts_table(pid)} MATCH ? ORDER BY rank LIMIT ?",
+        (match, pool),
+    )
+    out = []
+    for rank, (rowid, mask) in enumerate(rows):
+        matched = {t.stem for i, t in enumerate(terms) if mask >> i & 1}
+        out.append(Candidate(rowid, rank, matched))
+    return out
+
+
+def _exact(db, pid: int, q: Query) -> tuple[set[int], list[int]]:
+    """File ids named by path, and chunk rowids holding a named identifier."""
+    file_ids: set[int] = set()
+    for p in q.paths:
+        p = p.strip("./") if p.startswith("./") else p
+        like = "%/" + p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        file_ids.update(
+            r[0]
+            for r in db.query(
+                "SELECT id FROM files WHERE project_id = ? AND live = 1"
+                " AND (path = ? OR path LIKE ? ESCAPE '\\')",
+                (pid, p, like),
+            )
+        )
+    rowids: list[int] = []
+    for ident in q.identifiers:
+        match = phrase(ident)
+        if match is None:
+            continue
+        rowids.extend(
+            r[0]
+            for r in db.query(
+                f"SELECT rowid FROM {fts_table(pid)} WHERE {fts_table(pid)} MATCH ?"
+                " ORDER BY rank LIMIT 20",
+                (match,),
+            )
+        )
+    return file_ids, rowids
+
+
+def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
+    """Fill path, lines and text of candidates (file texts cached per generation)."""
+    todo = [c for c in cands if c.text is None]
+    if not todo:
+        return
+    files: OrderedDict[int, list[str]] = stats.extra.setdefault("files", OrderedDict())  # type: ignore[assignment]
+    marks = ",".join("?" * len(todo))
+    rows = db.query(
+        "SELECT c.id, c.file_id, f.path, c.start_line, c.end_line FROM chunks c"
+        f" JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
+        tuple(c.rowid for c in todo),
+    )
+    need = {r[1] for r in rows if r[1] not in files}
+    if need:
+        marks = ",".join("?" * len(need))
+        for fid, body in db.query(f"SELECT id, body FROM files WHERE id IN ({marks})", tuple(need)):
+            files[fid] = file_text(body).split("\n")
+    info = {r[0]: r for r in rows}
+    for c in todo:
+        r = info.get(c.rowid)
+        if r is None:
+            c.text = ""
+            continue
+        _, fid, c.path, c.start_line, c.end_line = r
+        lines = files[fid]
+        files.move_to_end(fid)
+        c.text = "\n".join(lines[c.start_line - 1 : c.end_line])
+    while len(files) > _FILE_CACHE:
+        files.popitem(last=False)
+
+
+def _speaker_text(text: str, speaker: str) -> str | None:
+    """The lines of ``speaker`` in a transcript chunk, or None if it is no transcript."""
+    current = None
+    mine: list[str] = []
+    found = False
+    for line in text.split("\n"):
+        m = _SPEAKER_LINE.match(line)
+        if m:
+            found = True
+            current = _ROLE.get(m.group(1).lower(), "assistant")
+            line = line[m.end() :]
+        if current == speaker:
+            mine.append(line)
+    return "\n".join(mine) if found else None
+
+
+def _excerpt(text: str, focus: set[str]) -> str:
+    lines = text.split("\n")
+    best, best_score = 0, -1
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        score = len(focus.intersection(stems(line[:2000])))
+        if score > best_score:
+            best, best_score = i, score
+    out = "\n".join(lines[best : best + 3]).strip()
+    if len(out) > EXCERPT_CHARS:
+        out = out[: EXCERPT_CHARS - 1].rstrip() + "…"
+    return out
+
+
+def _abstain(gap: str) -> dict:
+    return {"status": "abstained", "items": [], "gap": gap}
+
+
+def _terms_list(words_: Sequence[str]) -> str:
+    return ", ".join(f"'{w}'" for w in words_)
+
+
+def search(
+    db,
+    project: str,
+    query: str,
+    limit: int = 10,
+    *,
+    encoder: Encoder | None | bool = None,
+    min_score: float | None = None,
+    tuning: gate_mod.Tuning | None = None,
+) -> dict:
+    """Search ``project`` for evidence answering ``query``, or abstain.
+
+    ``encoder``: the dense route's encoder; None uses the deterministic
+    offline :class:`~memoryd.search.dense.HashingEncoder`, False turns the
+    dense route off (lexical only). ``min_score`` drops admitted items whose
+    fused score (0..1) is lower; it never admits anything the gate refused.
+    ``tuning`` is for measurement (the benchmark compares rule variants).
+    """
+    if not isinstance(query, str):
+        raise UsageError("the query must be text")
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"limit must be an integer from 1 to {MAX_LIMIT}")
+    tuning = tuning or gate_mod.DEFAULT
+    enc: Encoder | None = DEFAULT_ENCODER if encoder is None else (encoder or None)
+    pid = project_id(db, project)
+    _prepare(db)
+    stats = term_stats(db, pid)
+    q = analyze(query)
+    p = gate_mod.plan(q, stats, tuning)
+    if not p.focus and not q.paths and not q.identifiers:
+        if q.terms:
+            return _abstain(
+                f"every term of the query ({_terms_list([t.word for t in q.terms])}) occurs"
+                f" across much of project {project!r}, so none can single out evidence;"
+                " name something more specific"
+            )
+        return _abstain(
+            "the query has no searchable terms (only function words or memory phrasing);"
+            " say what the evidence should contain"
+        )
+
+    cands = _lexical(db, pid, p.focus, POOL)
+    by_row = {c.rowid: c for c in cands}
+    file_ids, ident_rows = _exact(db, pid, q) if (q.paths or q.identifiers) else (set(), [])
+    for rowid in ident_rows:
+        c = by_row.get(rowid)
+        if c is None:
+            c = by_row[rowid] = Candidate(rowid, len(cands), set())
+            cands.append(c)
+        c.exact = True
+    if file_ids:
+        marks = ",".join("?" * len(file_ids))
+        in_files = db.query(
+            f"SELECT id, file_id, ordinal FROM chunks WHERE file_id IN ({marks})"
+            " ORDER BY file_id, ordinal",
+            tuple(file_ids),
+        )
+        hit_files = {r[1] for r in in_files if r[0] in by_row}
+        for rowid, fid, ordinal in in_files:
+            c = by_row.get(rowid)
+            if c is not None:
+                c.exact = True
+            elif ordinal == 0 and fid not in hit_files:
+                c = by_row[rowid] = Candidate(rowid, len(cands), set(), exact=True)
+                cands.append(c)
+    if not cands:
+        return _abstain(
+            f"no chunk of project {project!r} holds any of"
+            f" {_terms_list([t.word for t in p.focus])}; the evidence may be phrased"
+            " differently or not be stored here"
+        )
+
+    # Lexical admission on the whole chunk (the contrast is checked on the text below),
+    # then the per-candidate checks that need the text.
+    first = [
+        c
+        for c in cands
+        if c.exact or gate_mod.admit(p, c.matched, contrast=q.verification).admitted
+    ]
+    keep = max(4 * limit, 40)
+    first = first[: keep * 2]
+    _load(db, stats, first)
+    admitted: list[Candidate] = []
+    focus_stems = set(p.focus_stems)
+    for c in first:
+        matched = c.matched
+        if tuning.speaker and q.speaker and c.text:
+            spoken = _speaker_text(c.text, q.speaker)
+            if spoken is not None:
+                c.spoken = focus_stems.intersection(stems(spoken))
+                if tuning.speaker == "coverage":
+                    matched = c.spoken
+        contrast = bool(q.verification and c.text and CONTRAST_WORDS.intersection(words(c.text)))
+        if enc is not None and p.short:
+            c.cosine = _cosine(stats, enc, q, c)
+        c.verdict = gate_mod.admit(p, matched, exact=c.exact, contrast=contrast, cosine=c.cosine)
+        if c.verdict.admitted:
+            c.matched = matched
+            admitted.append(c)
+            if len(admitted) >= keep:
+                break
+    # Short queries: the dense floor may rescue pool members the lexical rules refused.
+    if enc is not None and p.short and len(admitted) < limit:
+        rest = [c for c in cands[:keep] if c.verdict is None]
+        _load(db, stats, rest)
+        for c in rest:
+            c.cosine = _cosine(stats, enc, q, c)
+            c.verdict = gate_mod.admit(p, c.matched, cosine=c.cosine)
+            if c.verdict.admitted:
+                admitted.append(c)
+
+    if admitted and not any(c.exact for c in admitted):
+        scope = cands if tuning.entity_scope == "pool" else admitted
+        if tuning.speaker:
+            _load(db, stats, [c for c in scope if c.text is None and _holds_entity(p, c)])
+            for c in scope:
+                if c.spoken is None and q.speaker and c.text and _holds_entity(p, c):
+                    spoken = _speaker_text(c.text, q.speaker)
+                    if spoken is not None:
+                        c.spoken = focus_stems.intersection(stems(spoken))
+        seen = [c.spoken if c.spoken is not None else c.matched for c in scope]
+        missing = gate_mod.missing_entities(p, seen)
+        if missing:
+            return _abstain(
+                f"no evidence in project {project!r} mentions {_terms_list(missing)}"
+                + (" in what the user said" if q.speaker == "user" and tuning.speaker else "")
+                + (
+                    " in what the assistant said"
+                    if q.speaker == "assistant" and tuning.speaker
+                    else ""
+                )
+                + "; what was found is about other things, so it is not returned"
+                " (this does not show the fact does not exist)"
+            )
+    if not admitted:
+        best = max(
+            (gate_mod.coverage(p, c.matched) + (c,) for c in cands),
+            key=lambda x: (x[1], x[0]),
+        )
+        held = [t.word for t in p.focus if t.stem in best[2].matched]
+        lacking = [t.word for t in p.focus if t.stem not in best[2].matched]
+        return _abstain(
+            f"insufficient evidence in project {project!r}: no chunk holds enough of the"
+            f" asked terms; the closest held {_terms_list(held) or 'none'} but not"
+            f" {_terms_list(lacking)} (this does not show the fact does not exist)"
+        )
+
+    # Rank fusion (reciprocal rank, k = 60): BM25 order, specificity-weighted coverage
+    # of the chunk and of its file among the candidates, the dense route; exact first.
+    fused = {c.rowid: 1.0 / (RRF_K + i + 1) for i, c in enumerate(admitted)}
+    total = 1.0
+
+    def fuse(weight: float, key) -> None:
+        nonlocal total
+        if weight <= 0 or len(admitted) < 2:
+            return
+        for i, c in enumerate(sorted(admitted, key=key)):
+            fused[c.rowid] += weight / (RRF_K + i + 1)
+        total += weight
+
+    fuse(tuning.w_coverage, lambda c: (-gate_mod.coverage(p, c.matched)[1], c.bm25_rank))
+    if tuning.w_file > 0 and len(admitted) > 1:
+        file_of = _file_ids(db, [c.rowid for c in cands])
+        per_file: dict[int, set[str]] = {}
+        for c in cands:
+            per_file.setdefault(file_of.get(c.rowid, -c.rowid), set()).update(c.matched)
+        file_cov = {
+            c.rowid: gate_mod.coverage(p, per_file.get(file_of.get(c.rowid, -c.rowid), set()))[1]
+            for c in admitted
+        }
+        fuse(tuning.w_file, lambda c: (-file_cov[c.rowid], c.bm25_rank))
+    if enc is not None and tuning.w_dense > 0:
+        for c in admitted:
+            if c.cosine is None:
+                c.cosine = _cosine(stats, enc, q, c)
+        fuse(tuning.w_dense, lambda c: (-(c.cosine or 0.0), c.bm25_rank))
+    top = total / (RRF_K + 1)
+    ranked = sorted(admitted, key=lambda c: (not c.exact, -fused[c.rowid], c.bm25_rank))
+    items = []
+    for c in ranked:
+        score = round(fused[c.rowid] / top, 4)
+        if min_score is not None and score < min_score:
+            continue
+        items.append(
+            {
+                "path": c.path,
+                "start_line": c.start_line,
+                "end_line": c.end_line,
+                "score": score,
+                "excerpt": _excerpt(c.text or "", focus_stems),
+            }
+        )
+        if len(items) >= limit:
+            break
+    if not items:
+        return _abstain(
+            f"evidence was found but none reached the requested min_score {min_score:g}"
+        )
+    return {"status": "ok", "items": items, "gap": None}
+
+
+def _holds_entity(p: gate_mod.Plan, c: Candidate) -> bool:
+    return any(t.stem in c.matched for t in p.entities)
+
+
+def _file_ids(db, rowids: Sequence[int]) -> dict[int, int]:
+    if not rowids:
+        return {}
+    marks = ",".join("?" * len(rowids))
+    return dict(db.query(f"SELECT id, file_id FROM chunks WHERE id IN ({marks})", tuple(rowids)))
+
+
+def _cosine(stats: TermStats, enc: Encoder, q: Query, c: Candidate) -> float:
+    vectors: OrderedDict = stats.extra.setdefault("vectors", OrderedDict())  # type: ignore[assignment]
+    key = (id(enc), c.rowid)
+    vec = vectors.get(key)
+    if vec is None:
+        vec = enc.encode([c.text or ""])[0]
+        vectors[key] = vec
+        if len(vectors) > 20000:
+            vectors.popitem(last=False)
+    qkey = (id(enc), "q", q.text)
+    qv = vectors.get(qkey)
+    if qv is None:
+        qv = vectors[qkey] = enc.encode([" ".join(t.word for t in q.terms) or q.text])[0]
+    return cosine(qv, vec)

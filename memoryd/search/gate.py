@@ -1,0 +1,221 @@
+"""The evidence-coverage gate (DESIGN.md, "Search and abstention").
+
+Rules, as DESIGN.md states them, and how each is read here:
+
+* **Focus terms** are the query's normalized content terms (see
+  :mod:`memoryd.search.terms`: stopwords and memory phrasing removed, Spanish
+  normalized) minus *corpus-ubiquitous* ones: a term held by more than
+  ``ubiquitous`` (25%) of the project's chunks is context, not evidence (a
+  project name, ``self`` in Python code, ``user`` in a chat log). *Explicit*
+  terms are kept even when ubiquitous: names written with a capital,
+  identifiers, quoted words; they are how a question names the subsystem
+  it asks about.
+* **Half coverage**: a candidate must hold at least half of the focus terms.
+  Here the half is measured by *specificity* (each term weighted by its BM25
+  idf in this project), and a candidate must also hold half of them by count
+  -- a false-premise question ("the name of my hamster") matches everything
+  but its most specific term, and by count alone that is often half.
+* **Rare corroboration**: in projects of at least 100 chunks, two matched
+  focus terms that each occur in at most 1% of the chunks also admit a
+  candidate (long investigative prompts whose answer omits the prose), provided
+  together with the rest of what it matched it still holds a third of the
+  query's specificity.
+* **Verification** questions ("is X the primary store?") keep a candidate at
+  30% coverage when it holds an explicit contrast (not, instead, but, ...)
+  and the asked predicate (the most specific focus term after the subject).
+* **Dense floor**: queries of at most two normalized terms may also pass on a
+  cosine of at least 0.6 with the candidate; longer ones never on similarity
+  alone.
+* **Exact** paths and identifiers named in the query always pass.
+
+Two question-level checks narrow further (never widen):
+
+* **Named entities must be evidenced**: a capitalized name in the question
+  ("Seattle", "Dr. Johnson") that no admitted candidate holds means the
+  evidence is about something else; the search abstains and names it.
+* **Speaker attribution** (conversation transcripts with ``user:`` /
+  ``assistant:`` lines): a first-person question ("my", "I") is about what
+  the user said; one addressing what the assistant said ("you recommended")
+  about the assistant's lines. Coverage is then measured on that speaker's
+  lines of the chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memoryd.search.stats import TermStats
+from memoryd.search.terms import Query, Term
+
+
+@dataclass(frozen=True)
+class Tuning:
+    ubiquitous: float = 0.25  # share of chunks above which a term is context
+    half: float = 0.5
+    rare_fraction: float = 0.01
+    rare_min_chunks: int = 100
+    rare_min_weight: float = 1 / 3
+    verify_coverage: float = 0.3
+    dense_floor: float = 0.6
+    dense_max_terms: int = 2
+    weighted: bool = True  # specificity-weighted half coverage (False: count only)
+    entities: bool = True  # question-level named-entity check
+    # speaker attribution on transcripts: "coverage" measures coverage on the asked
+    # speaker's lines; "entities" only requires named entities there; "" is off
+    speaker: str = "entities"
+    alternatives: bool = True  # comparison questions: half of one compared side suffices
+    entity_scope: str = "pool"  # where a named entity must be evidenced: "pool" or "admitted"
+    # rank fusion weights beside BM25 (1.0): specificity-weighted coverage of the
+    # chunk, of its file (document context), and the dense route
+    w_coverage: float = 1.0
+    w_file: float = 1.0
+    w_dense: float = 1.0
+
+
+LITERAL = Tuning(
+    weighted=False,
+    entities=False,
+    speaker="",
+    alternatives=False,
+    rare_min_weight=0.0,
+    w_coverage=0,
+    w_file=0,
+)
+DEFAULT = Tuning()
+
+
+@dataclass
+class Plan:
+    """What the gate needs to know about one query in one project generation."""
+
+    query: Query
+    focus: list[Term]
+    context_terms: list[Term]  # ubiquitous, dropped from focus
+    weights: dict[str, float]
+    rare: set[str]
+    entities: list[Term]
+    alternatives: list[set[str]]
+    predicate: str | None
+    short: bool
+    tuning: Tuning
+    total_weight: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.total_weight = sum(self.weights[t.stem] for t in self.focus) or 1.0
+
+    @property
+    def focus_stems(self) -> list[str]:
+        return [t.stem for t in self.focus]
+
+
+def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
+    focus: list[Term] = []
+    dropped: list[Term] = []
+    for t in query.terms:
+        if stats.fraction(t.stem) > tuning.ubiquitous and not t.explicit:
+            dropped.append(t)
+        else:
+            focus.append(t)
+    weights = {t.stem: stats.idf(t.stem) for t in query.terms}
+    rare = set()
+    if stats.chunks >= tuning.rare_min_chunks:
+        rare = {
+            t.stem for t in focus if 0 < stats.df(t.stem) <= tuning.rare_fraction * stats.chunks
+        }
+    predicate = None
+    if query.verification and len(focus) > 1:
+        rest = focus[1:]
+        predicate = max(rest, key=lambda t: weights[t.stem]).stem
+    # A name is evidenced by its most specific word ("Dr. Johnson" by "johnson").
+    entities: list[Term] = []
+    if tuning.entities:
+        by_word = {t.word: t for t in focus}
+        for run in query.entities:
+            named = [by_word[w] for w in run if w in by_word]
+            if named:
+                rarest = max(named, key=lambda t: weights[t.stem])
+                if rarest not in entities:
+                    entities.append(rarest)
+    focus_set = {t.stem for t in focus}
+    alternatives = [a & focus_set for a in query.alternatives]
+    alternatives = [a for a in alternatives if len(a) >= 2 and a != focus_set]
+    return Plan(
+        query=query,
+        focus=focus,
+        context_terms=dropped,
+        weights=weights,
+        rare=rare,
+        entities=entities,
+        alternatives=alternatives,
+        predicate=predicate,
+        short=len(query.terms) <= tuning.dense_max_terms,
+        tuning=tuning,
+    )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    admitted: bool
+    rule: str  # which rule admitted it, or why it was refused
+    coverage: float  # share of focus terms held (by count)
+    weighted: float  # share of focus specificity held
+
+
+def coverage(p: Plan, matched: set[str]) -> tuple[float, float]:
+    held = [s for s in p.focus_stems if s in matched]
+    if not p.focus:
+        return 0.0, 0.0
+    return len(held) / len(p.focus), sum(p.weights[s] for s in held) / p.total_weight
+
+
+def _half(p: Plan, matched: set[str], stems: list[str]) -> bool:
+    held = [s for s in stems if s in matched]
+    count = len(held) / len(stems)
+    if not p.tuning.weighted:
+        return count >= p.tuning.half
+    weighted = sum(p.weights[s] for s in held) / (sum(p.weights[s] for s in stems) or 1.0)
+    return count >= p.tuning.half and weighted >= p.tuning.half
+
+
+def admit(
+    p: Plan,
+    matched: set[str],
+    *,
+    exact: bool = False,
+    contrast: bool = False,
+    cosine: float | None = None,
+) -> Verdict:
+    """Whether one candidate is evidence for the query."""
+    t = p.tuning
+    count, weighted = coverage(p, matched)
+    if exact:
+        return Verdict(True, "exact", count, weighted)
+    if not p.focus:
+        return Verdict(False, "no focus terms", count, weighted)
+    if _half(p, matched, p.focus_stems):
+        return Verdict(True, "half coverage", count, weighted)
+    for alt in p.alternatives if t.alternatives else ():
+        if _half(p, matched, [s for s in p.focus_stems if s in alt]):
+            return Verdict(True, "half coverage of one compared side", count, weighted)
+    rare_held = [s for s in p.focus_stems if s in matched and s in p.rare]
+    if len(rare_held) >= 2 and weighted >= t.rare_min_weight:
+        return Verdict(True, "two rare terms", count, weighted)
+    if (
+        p.query.verification
+        and contrast
+        and count >= t.verify_coverage
+        and p.predicate is not None
+        and p.predicate in matched
+    ):
+        return Verdict(True, "verification with contrast", count, weighted)
+    if p.short and cosine is not None and cosine >= t.dense_floor:
+        return Verdict(True, "dense floor", count, weighted)
+    return Verdict(False, "insufficient coverage", count, weighted)
+
+
+def missing_entities(p: Plan, admitted_matched: list[set[str]]) -> list[str]:
+    """Named entities of the question that no admitted candidate holds."""
+    if not p.entities:
+        return []
+    seen: set[str] = set().union(*admitted_matched) if admitted_matched else set()
+    return [t.word for t in p.entities if t.stem not in seen]

@@ -1,0 +1,953 @@
+"""Query analysis: tokens, normalized terms, and what kind of question was asked.
+
+Tokenization is the index's own: the query goes through the same FTS5
+tokenizers the per-project tables use (``unicode61 remove_diacritics 2`` for
+words, ``porter`` on top of it for the indexed stems), obtained from SQLite
+through apsw, so a query term and an indexed term are equal exactly when
+FTS5 would match them.
+
+The small EN/ES vocabulary below *normalizes* Spanish query words to the
+English terms a code base or a conversation in English would contain
+("archivo" -> "file", "cola" -> "queue"). It never adds an answer, never
+expands a term into several, and never calls a model. Words it does not
+know pass through unchanged (Spanish evidence still matches Spanish words).
+
+Words are split into three roles:
+
+* **stopwords** (EN and ES function words): dropped;
+* **context words**: words *about* the act of remembering or asking
+  ("remind", "mentioned", "previous", "conversation", "recordar"). They
+  describe the conversation with the memory, not the fact sought, so they
+  never count as focus terms (DESIGN.md: memory phrasing never appears in
+  the evidence);
+* **content terms**: everything else; the gate works on these.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import apsw
+
+_TOKENIZER_CONN = apsw.Connection(":memory:")
+_WORDS = _TOKENIZER_CONN.fts5_tokenizer("unicode61", ["remove_diacritics", "2"])
+_STEMS = _TOKENIZER_CONN.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+_DOC = apsw.FTS5_TOKENIZE_DOCUMENT
+_QUERY = apsw.FTS5_TOKENIZE_QUERY
+
+
+def words(text: str) -> list[str]:
+    """Lowercased, diacritic-free word tokens, as unicode61 splits them."""
+    return [t[0] for t in _WORDS(text.encode("utf-8"), _QUERY, None, include_offsets=False)]
+
+
+def stem(word: str) -> str:
+    """The indexed form of one word (porter over unicode61)."""
+    out = _STEMS(word.encode("utf-8"), _QUERY, None, include_offsets=False)
+    return out[0][0] if out else word
+
+
+def stems(text: str) -> list[str]:
+    """Indexed forms of every token of ``text``, in order."""
+    return [t[0] for t in _STEMS(text.encode("utf-8"), _DOC, None, include_offsets=False)]
+
+
+def stems_with_offsets(data: bytes) -> list[tuple[int, int, str]]:
+    """(start byte, end byte, stem) of every token of UTF-8 ``data``."""
+    return _STEMS(data, _DOC, None, include_offsets=True, include_colocated=False)
+
+
+# -- vocabulary ---------------------------------------------------------------------
+
+STOPWORDS_EN = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "cannot",
+        "could",
+        "couldn",
+        "did",
+        "didn",
+        "do",
+        "does",
+        "doesn",
+        "doing",
+        "don",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "hadn",
+        "has",
+        "hasn",
+        "have",
+        "haven",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "ll",
+        "me",
+        "might",
+        "more",
+        "most",
+        "mustn",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "ought",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "re",
+        "same",
+        "shan",
+        "she",
+        "should",
+        "shouldn",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "ve",
+        "very",
+        "was",
+        "wasn",
+        "we",
+        "were",
+        "weren",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "won",
+        "would",
+        "wouldn",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "s",
+        "t",
+        "d",
+        "m",
+        "o",
+        "y",
+        "also",
+        "get",
+        "got",
+        "getting",
+        "give",
+        "gave",
+        "go",
+        "going",
+        "gone",
+        "went",
+        "make",
+        "made",
+        "many",
+        "much",
+        "way",
+        "ways",
+        "thing",
+        "things",
+        "something",
+        "anything",
+        "everything",
+        "one",
+        "ones",
+        "ever",
+        "really",
+        "actually",
+        "please",
+        "kind",
+        "sort",
+        "lot",
+        "lots",
+        "like",
+        "want",
+        "wanted",
+        "need",
+        "needed",
+        "use",
+        "used",
+        "using",
+        "currently",
+        "total",
+    ]
+)
+
+STOPWORDS_ES = frozenset(
+    [
+        "a",
+        "al",
+        "algo",
+        "algun",
+        "alguna",
+        "algunas",
+        "alguno",
+        "algunos",
+        "ante",
+        "antes",
+        "aqui",
+        "asi",
+        "aun",
+        "bajo",
+        "bien",
+        "cada",
+        "como",
+        "con",
+        "contra",
+        "cual",
+        "cuales",
+        "cuando",
+        "cuanto",
+        "cuantos",
+        "cuantas",
+        "de",
+        "del",
+        "desde",
+        "donde",
+        "dos",
+        "el",
+        "ella",
+        "ellas",
+        "ellos",
+        "en",
+        "entre",
+        "era",
+        "eran",
+        "es",
+        "esa",
+        "esas",
+        "ese",
+        "eso",
+        "esos",
+        "esta",
+        "estaba",
+        "estan",
+        "estar",
+        "este",
+        "esto",
+        "estos",
+        "fue",
+        "fueron",
+        "ha",
+        "han",
+        "hasta",
+        "hay",
+        "la",
+        "las",
+        "le",
+        "les",
+        "lo",
+        "los",
+        "mas",
+        "me",
+        "mi",
+        "mis",
+        "mucho",
+        "muy",
+        "ni",
+        "no",
+        "nos",
+        "nosotros",
+        "o",
+        "otra",
+        "otro",
+        "para",
+        "pero",
+        "poco",
+        "por",
+        "porque",
+        "que",
+        "quien",
+        "quienes",
+        "se",
+        "sea",
+        "ser",
+        "si",
+        "sin",
+        "sobre",
+        "solo",
+        "su",
+        "sus",
+        "tambien",
+        "te",
+        "tiene",
+        "tienen",
+        "toda",
+        "todo",
+        "todos",
+        "tu",
+        "tus",
+        "un",
+        "una",
+        "uno",
+        "unos",
+        "unas",
+        "usted",
+        "y",
+        "ya",
+        "yo",
+        "hace",
+        "hacer",
+        "puedo",
+        "puede",
+        "pueden",
+        "donde",
+        "cual",
+    ]
+)
+
+STOPWORDS = STOPWORDS_EN | STOPWORDS_ES
+
+# Words about remembering, asking and the conversation itself (EN and ES). They
+# are how a user addresses a memory, never part of the fact remembered.
+CONTEXT_WORDS = frozenset(
+    [
+        "remind",
+        "reminded",
+        "reminding",
+        "remember",
+        "remembered",
+        "remembering",
+        "recall",
+        "recalled",
+        "recalling",
+        "mention",
+        "mentioned",
+        "mentioning",
+        "mentions",
+        "earlier",
+        "previous",
+        "previously",
+        "prior",
+        "conversation",
+        "conversations",
+        "chat",
+        "chats",
+        "chatted",
+        "discuss",
+        "discussed",
+        "discussing",
+        "discussion",
+        "talk",
+        "talked",
+        "talking",
+        "tell",
+        "told",
+        "telling",
+        "said",
+        "say",
+        "saying",
+        "ask",
+        "asked",
+        "asking",
+        "wonder",
+        "wondering",
+        "curious",
+        "recordar",
+        "recuerdas",
+        "recuerdo",
+        "recordarme",
+        "mencionaste",
+        "mencionado",
+        "mencione",
+        "conversacion",
+        "anterior",
+        "antes",
+        "dijiste",
+        "dije",
+        "hablamos",
+        "hablado",
+        "charla",
+        "preguntar",
+        "pregunte",
+    ]
+)
+
+# Spanish -> English normalization for retrieval terms. Keys are diacritic-free
+# lowercase (the unicode61 form). One English word per entry: normalization,
+# not expansion.
+ES_EN = {
+    "archivo": "file",
+    "archivos": "files",
+    "fichero": "file",
+    "ficheros": "files",
+    "carpeta": "directory",
+    "directorio": "directory",
+    "ruta": "path",
+    "rutas": "paths",
+    "cola": "queue",
+    "colas": "queues",
+    "trabajo": "job",
+    "trabajos": "jobs",
+    "tarea": "task",
+    "tareas": "tasks",
+    "busqueda": "search",
+    "buscar": "search",
+    "busca": "search",
+    "analizar": "parse",
+    "analiza": "parse",
+    "analizador": "parser",
+    "cadena": "string",
+    "cadenas": "strings",
+    "lista": "list",
+    "listas": "lists",
+    "diccionario": "dictionary",
+    "fecha": "date",
+    "fechas": "dates",
+    "hora": "time",
+    "tiempo": "time",
+    "correo": "mail",
+    "correos": "mail",
+    "registro": "log",
+    "registros": "logs",
+    "errores": "errors",
+    "excepcion": "exception",
+    "excepciones": "exceptions",
+    "comprimir": "compress",
+    "compresion": "compression",
+    "descomprimir": "decompress",
+    "comprimido": "compressed",
+    "comprimidos": "compressed",
+    "red": "network",
+    "servidor": "server",
+    "cliente": "client",
+    "hilo": "thread",
+    "hilos": "threads",
+    "proceso": "process",
+    "procesos": "processes",
+    "subproceso": "subprocess",
+    "subprocesos": "subprocesses",
+    "memoria": "memory",
+    "linea": "line",
+    "lineas": "lines",
+    "comando": "command",
+    "comandos": "commands",
+    "argumento": "argument",
+    "argumentos": "arguments",
+    "numero": "number",
+    "numeros": "numbers",
+    "aleatorio": "random",
+    "aleatorios": "random",
+    "aleatoria": "random",
+    "cifrar": "encrypt",
+    "cifrado": "encryption",
+    "expresion": "expression",
+    "expresiones": "expressions",
+    "regular": "regular",
+    "regulares": "regular",
+    "leer": "read",
+    "lee": "read",
+    "escribir": "write",
+    "escribe": "write",
+    "crear": "create",
+    "crea": "create",
+    "borrar": "delete",
+    "eliminar": "delete",
+    "enviar": "send",
+    "envia": "send",
+    "recibir": "receive",
+    "prueba": "test",
+    "pruebas": "tests",
+    "codigo": "code",
+    "clase": "class",
+    "clases": "classes",
+    "funcion": "function",
+    "funciones": "functions",
+    "modulo": "module",
+    "modulos": "modules",
+    "paquete": "package",
+    "paquetes": "packages",
+    "biblioteca": "library",
+    "libreria": "library",
+    "calendario": "calendar",
+    "temporal": "temporary",
+    "temporales": "temporary",
+    "ejecutar": "run",
+    "ejecuta": "run",
+    "pila": "stack",
+    "monticulo": "heap",
+    "prioridad": "priority",
+    "ordenar": "sort",
+    "ordena": "sort",
+    "copiar": "copy",
+    "copia": "copy",
+    "profunda": "deep",
+    "decodificar": "decode",
+    "decodifica": "decode",
+    "codificar": "encode",
+    "codifica": "encode",
+    "fraccion": "fraction",
+    "fracciones": "fractions",
+    "matematicas": "math",
+    "estadisticas": "statistics",
+    "media": "mean",
+    "mediana": "median",
+    "usuario": "user",
+    "usuarios": "users",
+    "contrasena": "password",
+    "sistema": "system",
+    "entorno": "environment",
+    "variables": "variables",
+    "configuracion": "configuration",
+    "almacenamiento": "storage",
+    "almacen": "store",
+    "principal": "primary",
+    "primario": "primary",
+    "guardar": "save",
+    "guarda": "save",
+    "respaldo": "backup",
+    "datos": "data",
+    "tabla": "table",
+    "tablas": "tables",
+    "consulta": "query",
+    "consultas": "queries",
+    "indice": "index",
+    "sesion": "session",
+    "mensaje": "message",
+    "mensajes": "messages",
+    "nombre": "name",
+    "nombres": "names",
+    "tamano": "size",
+    "entero": "integer",
+    "enteros": "integers",
+    "flotante": "float",
+    "bytes": "bytes",
+    "texto": "text",
+    "caracteres": "characters",
+    "caracter": "character",
+    "conexion": "connection",
+    "socket": "socket",
+    "enlace": "link",
+    "enlaces": "links",
+    "pagina": "page",
+    "paginas": "pages",
+    "web": "web",
+    "navegador": "browser",
+    "grafico": "graphic",
+    "ventana": "window",
+    "ventanas": "windows",
+    "interfaz": "interface",
+    "sonido": "audio",
+    "imagen": "image",
+    "imagenes": "images",
+    "firma": "signature",
+    "seguro": "secure",
+    "seguridad": "security",
+    "criptografico": "cryptographic",
+    "criptograficos": "cryptographic",
+    "resumen": "digest",
+    "objeto": "object",
+    "objetos": "objects",
+    "serializar": "serialize",
+    "serializa": "serialize",
+    "persistente": "persistent",
+    "asincrono": "asynchronous",
+    "asincrona": "asynchronous",
+    "concurrente": "concurrent",
+    "paralelo": "parallel",
+    "bloqueo": "lock",
+    "bloqueos": "locks",
+    "evento": "event",
+    "eventos": "events",
+    "bucle": "loop",
+    "senal": "signal",
+    "senales": "signals",
+    "salida": "output",
+    "entrada": "input",
+    "estandar": "standard",
+    "formato": "format",
+    "formatear": "format",
+    "plantilla": "template",
+    "plantillas": "templates",
+    "depurar": "debug",
+    "depurador": "debugger",
+    "perfil": "profile",
+    "rendimiento": "performance",
+    "medir": "measure",
+    "pequenos": "small",
+    "fragmentos": "snippets",
+    "zona": "zone",
+    "horaria": "timezone",
+    "dia": "day",
+    "dias": "days",
+    "semana": "week",
+    "mes": "month",
+    "ano": "year",
+    "anos": "years",
+    "perro": "dog",
+    "gato": "cat",
+    "casa": "house",
+    "ciudad": "city",
+    "viaje": "trip",
+    "libro": "book",
+    "libros": "books",
+    "coche": "car",
+    "comida": "food",
+    "receta": "recipe",
+    "trabajador": "worker",
+    "trabajadores": "workers",
+    "supervisor": "supervisor",
+    "reintentar": "retry",
+    "reintento": "retry",
+    "reintentos": "retries",
+    "nube": "cloud",
+    "empresa": "company",
+    "persona": "person",
+    "personas": "people",
+    "quien": "who",
+}
+
+# Explicit contrast markers: a verification question ("is X the primary
+# store?") may be answered by evidence that states the contrary.
+CONTRAST_WORDS = frozenset(
+    [
+        "not",
+        "no",
+        "never",
+        "instead",
+        "rather",
+        "unlike",
+        "but",
+        "however",
+        "although",
+        "whereas",
+        "only",
+        "except",
+        "without",
+        "nor",
+        "neither",
+        "sino",
+        "pero",
+        "aunque",
+        "nunca",
+        "solo",
+        "excepto",
+        "sin",
+        "lugar",
+        "vez",
+    ]
+)
+
+# Auxiliary verbs that open a yes/no (verification) question, EN and ES.
+_VERIFY_OPENERS = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "does",
+        "do",
+        "did",
+        "can",
+        "could",
+        "should",
+        "will",
+        "would",
+        "has",
+        "have",
+        "es",
+        "son",
+        "era",
+        "fue",
+        "esta",
+        "estan",
+        "usa",
+        "usan",
+        "tiene",
+        "tienen",
+        "hay",
+        "puede",
+        "pueden",
+    ]
+)
+
+# After "how", the next word belongs to the interrogative ("how many",
+# "how long", "how often"), not to the fact asked about.
+_INTERROGATIVE_HEADS = frozenset(["how", "cuanto", "cuantos", "cuanta", "cuantas", "cada"])
+
+# Units a question asks its answer in ("how many *days*", "how many *weeks*
+# passed", "*days ago*", "cuantos *dias*"): the form of the answer, not a fact
+# the evidence states, so after an interrogative they are context words.
+_ANSWER_UNITS = frozenset(
+    [
+        "second",
+        "seconds",
+        "minute",
+        "minutes",
+        "hour",
+        "hours",
+        "day",
+        "days",
+        "week",
+        "weeks",
+        "month",
+        "months",
+        "year",
+        "years",
+        "time",
+        "times",
+        "ago",
+        "old",
+        "segundos",
+        "minutos",
+        "horas",
+        "dia",
+        "dias",
+        "semana",
+        "semanas",
+        "mes",
+        "meses",
+        "ano",
+        "anos",
+        "veces",
+    ]
+)
+
+_IDENTIFIER = re.compile(
+    r"(?<![\w./-])("
+    r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+"  # dotted.name
+    r"|[a-z]+[A-Z][a-z]+[A-Z]\w*"  # camelCase of three or more humps
+    r"|[A-Z][a-z]+[A-Z][a-z]+[A-Z]\w*"  # CamelCase of three or more humps
+    r"|[A-Z]{2,}[a-z]+[A-Z]\w*"  # JSONDecodeError
+    r"|[a-z]{2,}[A-Z][a-z]\w*"  # getLogger (not iPad)
+    r"|[A-Za-z]\w*_\w+"  # snake_case
+    r")(?![\w/])"
+)
+_QUOTED = re.compile(r"(?:^|(?<=\s))[\"“'‘«]([^\"”'’»]{1,80})[\"”'’»](?=[\s.,;:?!)]|$)")
+_PATH = re.compile(r"(?<![\w])((?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4})(?![\w/])")
+_SPEAKER_YOU = re.compile(
+    r"\byou\s+(?:\w+\s+)?(?:said|mentioned|recommended|suggested|told|gave|provided|listed"
+    r"|described|explained|shared|wrote|offered|proposed|came up)\b"
+    r"|\bdid you\b|\byour (?:suggestion|recommendation|advice|answer|response|list|idea)"
+    r"|\b(?:dijiste|mencionaste|recomendaste|sugeriste|propusiste)\b",
+    re.I,
+)
+_SPEAKER_I = re.compile(r"\b(i|i'm|i've|i'd|my|me|mine|myself|yo|mi|mis|me)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Term:
+    word: str  # the (normalized) word as asked
+    stem: str  # its indexed form
+    explicit: bool  # a named entity / identifier / quoted: kept even when ubiquitous
+    position: int  # order in the query
+
+
+@dataclass
+class Query:
+    text: str
+    terms: list[Term] = field(default_factory=list)  # content terms, de-duplicated by stem
+    context: list[str] = field(default_factory=list)  # memory phrasing and dropped heads
+    paths: list[str] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)
+    verification: bool = False
+    entities: list[list[str]] = field(default_factory=list)  # runs of capitalized words
+    alternatives: list[set[str]] = field(default_factory=list)  # stems of each compared side
+    speaker: str | None = None  # "user" (first person), "assistant" ("you said"), or None
+
+
+def _capitalized_runs(text: str) -> list[list[str]]:
+    """Names: runs of words written with a capital that are not merely sentence-initial.
+
+    "the Museum of Modern Art" gives ["museum"], ["modern", "art"] (a lowercase
+    word ends a run); "my iPad" gives ["ipad"] (an inner capital counts even at
+    the start of a sentence).
+    """
+    runs: list[list[str]] = []
+    current: list[str] = []
+    sentence_start = True
+    prev = ""
+    for m in re.finditer(r"[^\W\d_][\w'’-]*|[.?!¿¡,;:()]", text):
+        tok = m.group(0)
+        if len(tok) == 1 and tok in ".?!¿¡,;:()":
+            # "Dr." / "St." after a short capitalized word is an abbreviation
+            abbreviation = tok == "." and current and len(prev) <= 3 and prev[:1].isupper()
+            if not abbreviation:
+                sentence_start = sentence_start or tok in ".?!¿¡"
+            else:
+                continue
+            if current:
+                runs.append(current)
+                current = []
+            continue
+        tok = re.sub(r"['’]s$", "", tok)
+        named = (tok[0].isupper() and not sentence_start) or (
+            any(c.isupper() for c in tok[1:]) and not tok.isupper()
+        )
+        if tok.lower() in ("i", "i'm", "i've", "i'd"):
+            named = False
+        if named:
+            current.extend(w for w in words(tok) if w not in STOPWORDS)
+        elif current:
+            runs.append(current)
+            current = []
+        sentence_start = False
+        prev = tok
+    if current:
+        runs.append(current)
+    return [r for r in runs if r]
+
+
+# Conjunctions that join the alternatives of a comparison question ("which came
+# first, A or B?", "between A and B", "A compared to B").
+_ALTERNATIVE_SPLIT = frozenset(["or", "and", "versus", "vs", "compared", "o", "y", "contra"])
+
+
+def analyze(text: str) -> Query:
+    """Split a query into content terms, context words, paths and identifiers."""
+    q = Query(text=text)
+    q.paths = [p for p in _PATH.findall(text) if "/" in p or "." in p]
+    q.identifiers = [m for m in _IDENTIFIER.findall(text) if m not in q.paths]
+    quoted = set()
+    for m in _QUOTED.finditer(text):
+        quoted.update(words(m.group(1)))
+    runs = _capitalized_runs(text)
+    q.entities = runs
+    explicit_words = {w for r in runs for w in r} | (quoted - STOPWORDS)
+    for ident in q.identifiers:
+        explicit_words.update(words(ident))
+    toks = words(text)
+    first = toks[0] if toks else ""
+    second = toks[1] if len(toks) > 1 else ""
+    # "Is X the primary store?" verifies; "Can you remind me..." is a request.
+    q.verification = first in _VERIFY_OPENERS and second not in ("you", "u", "usted")
+    seen: set[str] = set()
+    positions: dict[str, list[int]] = {}
+    skip_next = False
+    asks_quantity = False
+    for i, w in enumerate(toks):
+        if skip_next:
+            skip_next = False
+            q.context.append(w)
+            asks_quantity = True
+            continue
+        if w in _INTERROGATIVE_HEADS:
+            skip_next = w == "how"
+            asks_quantity = asks_quantity or w != "how"
+            continue
+        if w == "ago" or (asks_quantity and w in _ANSWER_UNITS):
+            q.context.append(w)
+            continue
+        if w in CONTEXT_WORDS:
+            q.context.append(w)
+            continue
+        if (w in STOPWORDS and w not in explicit_words) or (len(w) == 1 and w.isascii()):
+            continue
+        norm = ES_EN.get(w, w)
+        s = stem(norm)
+        positions.setdefault(s, []).append(i)
+        if not s or s in seen:
+            continue
+        seen.add(s)
+        q.terms.append(Term(norm, s, w in explicit_words, i))
+    # Alternatives of a comparison: the terms of each side of "or"/"and"/"compared".
+    bounds = [i for i, w in enumerate(toks) if w in _ALTERNATIVE_SPLIT]
+    if bounds:
+        edges = [-1, *bounds, len(toks)]
+        parts = [
+            {t.stem for t in q.terms if any(edges[k] < i < edges[k + 1] for i in positions[t.stem])}
+            for k in range(len(edges) - 1)
+        ]
+        parts = [p for p in parts if p]
+        if len(parts) > 1:
+            every = {t.stem for t in q.terms}
+            for k, part in enumerate(parts):
+                others = set().union(*(p for j, p in enumerate(parts) if j != k))
+                alt = every - (others - part)
+                if len(alt) >= 2 and alt != every:
+                    q.alternatives.append(alt)
+    you = bool(_SPEAKER_YOU.search(text))
+    me = bool(_SPEAKER_I.search(text))
+    if you:
+        q.speaker = "assistant"
+    elif me:
+        q.speaker = "user"
+    return q

@@ -1,0 +1,220 @@
+"""LongMemEval session recall and abstention of memoryd search (issue 3, must show 3).
+
+All 940 distinct sessions of ../shared/data/longmemeval_oracle.json.gz go into
+one project, one file per session, one line per turn prefixed by its speaker
+(``user: ...`` / ``assistant: ...``; a turn's own newlines become spaces), so
+the line chunker makes chunks of about one exchange and the gate can tell who
+said what. File names are neutral (``s/0001.txt``): the session ids, which
+contain the word "answer", never reach the index.
+
+Every question is asked against the whole project. Session recall@k: the
+share of a question's answer sessions among the first k distinct sessions of
+the result list (a session with text identical to an answer session counts as
+it: the data's ``_abs`` twins); an abstention counts as nothing retrieved.
+``recall_all@k``: the share of questions with every answer session in the
+first k. ``_abs`` questions: abstained when ``items == []``.
+
+Compared in one run on the same index: plain FTS5 BM25 without any gate (the
+query's words OR-ed), the literal gate (DESIGN.md's rules as written, lexical
+only) and memoryd's default search. Questions are split by position: even
+indices were used for tuning, odd ones are held out; both and the total are
+reported.
+
+    .venv/bin/python ops/bench/bench_longmemeval.py [--quick] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from memoryd.config import load_config  # noqa: E402
+from memoryd.ingest.chunking import prepare_file  # noqa: E402
+from memoryd.search import search  # noqa: E402
+from memoryd.search.engine import _prepare  # noqa: E402
+from memoryd.search.fts_query import any_of  # noqa: E402
+from memoryd.search.gate import LITERAL  # noqa: E402
+from memoryd.search.terms import STOPWORDS, words  # noqa: E402
+from memoryd.storage import open_authority  # noqa: E402
+from memoryd.storage.corpus import ensure_project, fts_table, project_id, put_files  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data" / "longmemeval_oracle.json.gz"
+PROJECT = "longmemeval"
+DEPTH = 50  # result items requested; recall counts distinct sessions among them
+
+
+def render(session: list[dict]) -> str:
+    lines = []
+    for turn in session:
+        text = " ".join(turn["content"].split())
+        lines.append(f"{turn['role']}: {text}")
+    return "\n".join(lines) + "\n"
+
+
+def load(path: Path):
+    with gzip.open(path) as fh:
+        data = json.load(fh)
+    sessions: dict[str, str] = {}
+    for q in data:
+        for sid, sess in zip(q["haystack_session_ids"], q["haystack_sessions"], strict=True):
+            sessions.setdefault(sid, render(sess))
+    return data, sessions
+
+
+def build(home: Path, sessions: dict[str, str]) -> tuple[object, dict[str, str]]:
+    """The store (reused when already built) and file path -> text digest."""
+    cfg = load_config(home)
+    db = open_authority(home, cfg)
+    order = sorted(sessions)
+    paths = {sid: f"s/{i:04d}.txt" for i, sid in enumerate(order, 1)}
+    have = db.query(
+        "SELECT count(*) FROM files f JOIN projects p ON p.id = f.project_id WHERE p.name = ?",
+        (PROJECT,),
+    )[0][0]
+    if have != len(order):
+        pid = db.write(lambda tx: ensure_project(tx, PROJECT, None))
+        rows = [prepare_file(PROJECT, paths[sid], sessions[sid].encode("utf-8")) for sid in order]
+        db.write(lambda tx: put_files(tx, pid, rows))
+    digest = {
+        paths[sid]: hashlib.blake2b(sessions[sid].encode(), digest_size=12).hexdigest()
+        for sid in order
+    }
+    return db, digest, {sid: digest[paths[sid]] for sid in order}
+
+
+def bm25_plain(db, pid: int, question: str, limit: int) -> dict:
+    """Ungated FTS5 BM25: the question's words (stopwords dropped) OR-ed."""
+    match = any_of(w for w in words(question) if w not in STOPWORDS)
+    if match is None:
+        return {"status": "abstained", "items": []}
+    t = fts_table(pid)
+    rows = db.query(
+        f"SELECT c.start_line, f.path FROM {t} JOIN chunks c ON c.id = {t}.rowid"
+        f" JOIN files f ON f.id = c.file_id WHERE {t} MATCH ? ORDER BY rank LIMIT ?",
+        (match, limit),
+    )
+    items = [{"path": r[1]} for r in rows]
+    return {"status": "ok" if items else "abstained", "items": items}
+
+
+def sessions_ranked(result: dict, digest: dict[str, str]) -> list[str]:
+    out: list[str] = []
+    for it in result["items"]:
+        d = digest[it["path"]]
+        if d not in out:
+            out.append(d)
+    return out
+
+
+def evaluate(data, runners: dict, digest, sid_digest, indices):
+    res = {}
+    for name, fn in runners.items():
+        r5, r10, all10, abst, lat = [], [], [], 0, []
+        n_abs = 0
+        for i in indices:
+            q = data[i]
+            t0 = time.perf_counter()
+            result = fn(q["question"])
+            lat.append(time.perf_counter() - t0)
+            if q["question_id"].endswith("_abs"):
+                n_abs += 1
+                abst += not result["items"]
+                continue
+            got = sessions_ranked(result, digest)
+            want = {sid_digest[s] for s in q["answer_session_ids"]}
+            r5.append(len(want & set(got[:5])) / len(want))
+            r10.append(len(want & set(got[:10])) / len(want))
+            all10.append(want <= set(got[:10]))
+        res[name] = {
+            "answerable": len(r10),
+            "recall@5": sum(r5) / len(r5) if r5 else 0.0,
+            "recall@10": sum(r10) / len(r10) if r10 else 0.0,
+            "recall_all@10": sum(all10) / len(all10) if all10 else 0.0,
+            "abs_questions": n_abs,
+            "abstained": abst,
+            "p50_ms": statistics.median(lat) * 1000,
+            "p95_ms": sorted(lat)[int(0.95 * (len(lat) - 1))] * 1000,
+        }
+    return res
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--home", type=Path, help="store directory (default: a temporary one)")
+    ap.add_argument("--quick", action="store_true", help="every 5th question (100 of 500)")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--only", help="comma-separated runners (bm25,literal,lexical,memoryd)")
+    args = ap.parse_args(argv)
+
+    t0 = time.perf_counter()
+    data, sessions = load(args.data)
+    tmp = None
+    if args.home is None:
+        tmp = tempfile.TemporaryDirectory(prefix="memoryd-lme-")
+        args.home = Path(tmp.name)
+    args.home.mkdir(parents=True, exist_ok=True)
+    db, digest, sid_digest = build(args.home, sessions)
+    pid = project_id(db, PROJECT)
+    _prepare(db)
+    chunks = db.query("SELECT count(*) FROM chunks WHERE project_id = ?", (pid,))[0][0]
+    built = time.perf_counter() - t0
+
+    runners = {
+        "bm25": lambda text: bm25_plain(db, pid, text, DEPTH),
+        "literal": lambda text: search(db, PROJECT, text, DEPTH, encoder=False, tuning=LITERAL),
+        "lexical": lambda text: search(db, PROJECT, text, DEPTH, encoder=False),
+        "memoryd": lambda text: search(db, PROJECT, text, DEPTH),
+    }
+    if args.only:
+        runners = {k: v for k, v in runners.items() if k in args.only.split(",")}
+    step = 5 if args.quick else 1
+    idx = list(range(0, len(data), step))
+    splits = {
+        "tune (even)": [i for i in idx if i % 2 == 0],
+        "held-out (odd)": [i for i in idx if i % 2 == 1],
+        "all": idx,
+    }
+    report = {
+        "sessions": len(sessions),
+        "chunks": chunks,
+        "questions": len(idx),
+        "build_seconds": round(built, 1),
+        "splits": {
+            name: evaluate(data, runners, digest, sid_digest, ii) for name, ii in splits.items()
+        },
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(
+        f"LongMemEval oracle: {report['sessions']} sessions, {chunks} chunks,"
+        f" {len(idx)} questions{' (--quick)' if args.quick else ''}; store built in {built:.1f}s"
+    )
+    for split, res in report["splits"].items():
+        print(f"\n{split}:")
+        print(
+            f"  {'runner':<9} {'answerable':>10} {'R@5':>7} {'R@10':>7} {'all@10':>7}"
+            f" {'abstained':>10} {'p50 ms':>7} {'p95 ms':>7}"
+        )
+        for name, r in res.items():
+            print(
+                f"  {name:<9} {r['answerable']:>10} {r['recall@5']:>7.1%} {r['recall@10']:>7.1%}"
+                f" {r['recall_all@10']:>7.1%} {r['abstained']:>4}/{r['abs_questions']:<5}"
+                f" {r['p50_ms']:>7.2f} {r['p95_ms']:>7.2f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
