@@ -22,9 +22,10 @@ from memoryd.errors import BadPayload, HomeNotWritable, UsageError
 from memoryd.ingest import runner as ingest_runner
 from memoryd.queue import STATES, JobQueue, JobSpec
 from memoryd.storage import Authority, open_authority
+from memoryd.storage import rebuild as rebuild_mod
 from memoryd.storage.corpus import project_stats
 from memoryd.storage.effects import effect_counts
-from memoryd.storage.maintenance import wal_bytes
+from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes, wal_reader_pids
 from memoryd.workers.contract import job_kind, kind_names
 from memoryd.workers.supervisor import Supervisor, running_supervisor
 
@@ -126,13 +127,17 @@ class Memoryd:
 
     def status(self) -> dict:
         db = self.db
+        sup = self.supervisor()
         return {
             "home": str(self.home),
             "schema": db.user_version(),
             "queue": self.queue.counts(),
             "effects": effect_counts(db),
             "wal_bytes": wal_bytes(db),
-            "supervisor": self.supervisor(),
+            "wal_reader_pids": wal_reader_pids(db),
+            "claims_paused": bool(sup and sup.get("claims_paused")),
+            "pause_reason": (sup or {}).get("pause_reason"),
+            "supervisor": sup,
             "projects": project_stats(db),
         }
 
@@ -181,6 +186,23 @@ class Memoryd:
         raise UsageError(
             f"name a project with --project; known projects: {', '.join(names) or 'none'}"
         )
+
+    def checkpoint_wal(self) -> dict:
+        """The manual WAL boundary: checkpoint and truncate now, or say who blocked it."""
+        result = checkpoint_truncate(self.db)
+        return {
+            "ok": result.ok,
+            "wal_bytes_before": result.wal_bytes_before,
+            "wal_bytes_after": result.wal_bytes_after,
+            "blocked_by": result.blocked_by,
+            "reader_pids": result.reader_pids,
+        }
+
+    def rebuild(self, *, verify: bool = False) -> dict:
+        """Drop and rebuild every derived table; with ``verify``, prove it would match."""
+        if verify:
+            return rebuild_mod.verify(self.db)
+        return {"rebuilt": rebuild_mod.rebuild(self.db)}
 
     def projects(self) -> list[dict]:
         return project_stats(self.db)

@@ -117,6 +117,8 @@ def status_cmd(md: Memoryd, as_json: bool) -> None:
         return
     sup = st["supervisor"]
     out.print(f"home {st['home']}  schema {st['schema']}  WAL {st['wal_bytes']:,} bytes")
+    if st["claims_paused"]:
+        out.print(f"[bold yellow]claims paused[/]: {st['pause_reason']}")
     out.print(
         f"supervisor: pid {sup['pid']}, {len(sup.get('workers', []))} workers"
         if sup
@@ -243,6 +245,41 @@ def print_search(result: dict, excerpt_lines: int = 6) -> None:
         )
         for line in item["excerpt"].splitlines()[:excerpt_lines]:
             out.print(f"    {line}", highlight=False, markup=False)
+
+
+@command(main, "checkpoint-wal", "memoryd checkpoint-wal --json")
+def checkpoint_cmd(md: Memoryd, as_json: bool) -> None:
+    """Checkpoint and truncate the authority's WAL now (the manual boundary)."""
+    r = md.checkpoint_wal()
+    if as_json:
+        emit_json(r)
+    elif r["ok"]:
+        out.print(f"WAL checkpointed: {r['wal_bytes_before']:,} -> {r['wal_bytes_after']:,} bytes")
+    else:
+        pids = ", ".join(map(str, r["reader_pids"])) or "unknown"
+        out.print(
+            f"checkpoint gave way: {r['blocked_by']} (reader pids: {pids}); "
+            f"WAL stays {r['wal_bytes_after']:,} bytes"
+        )
+    if not r["ok"]:
+        sys.exit(1)
+
+
+@command(main, "rebuild", "memoryd rebuild --verify")
+@click.option("--verify", is_flag=True, help="Rebuild a scratch copy and compare; change nothing.")
+def rebuild_cmd(md: Memoryd, as_json: bool, verify: bool) -> None:
+    """Drop and rebuild every derived table (full-text index, term statistics, vectors)."""
+    r = md.rebuild(verify=verify)
+    if as_json:
+        emit_json(r)
+    elif verify:
+        verdict = "equal" if r["equal"] else "DIFFERENT: " + ", ".join(r["mismatches"])
+        out.print(f"rebuild --verify: derived tables {verdict}")
+    else:
+        for project, counts in r["rebuilt"].items():
+            out.print(f"{project}: rebuilt " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
+    if verify and not r["equal"]:
+        sys.exit(1)
 
 
 @main.group("jobs")

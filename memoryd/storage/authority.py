@@ -23,8 +23,9 @@ from tenacity import (
     wait_random_exponential,
 )
 
+from memoryd import killpoints
 from memoryd.config import AUTHORITY_FILE, Config
-from memoryd.errors import SchemaTooNew, StoreBusy
+from memoryd.errors import HomeNotWritable, MemorydError, SchemaTooNew, StoreBusy
 from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS
 
 T = TypeVar("T")
@@ -41,10 +42,26 @@ class Authority:
             if readonly
             else (apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
         )
-        self.conn = apsw.Connection(str(self.path), flags=flags)
-        self._configure()
-        if not readonly:
-            self._migrate()
+        try:
+            self.conn = apsw.Connection(str(self.path), flags=flags)
+        except apsw.CantOpenError as exc:
+            raise HomeNotWritable(
+                f"cannot open the authority {self.path} ({exc}); the data home must be a "
+                "writable directory: choose another with --home or MEMORYD_HOME"
+            ) from None
+        try:
+            self._configure()
+            if not readonly:
+                self._migrate()
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            self.conn.close()
+            raise MemorydError(
+                f"{self.path} is not a usable memoryd authority ({exc}); it was left "
+                "untouched: move it aside or choose another home"
+            ) from None
+        except BaseException:
+            self.conn.close()
+            raise
 
     # -- opening ---------------------------------------------------------------
 
@@ -117,12 +134,14 @@ class Authority:
         conn.execute("BEGIN IMMEDIATE")
         try:
             result = fn(conn)
+            killpoints.reach("before_commit")
             conn.execute("COMMIT")
-            return result
         except BaseException:
             if not conn.get_autocommit():
                 conn.execute("ROLLBACK")
             raise
+        killpoints.reach("after_commit")
+        return result
 
     @contextmanager
     def savepoint(self, name: str = "sp") -> Iterator[None]:

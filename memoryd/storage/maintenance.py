@@ -2,39 +2,70 @@
 
 ``wal_checkpoint(TRUNCATE)`` runs with a zero busy timeout, so an active
 reader or a competing writer wins at once; the connection's previous timeout
-is restored in ``finally``. Nothing is killed, nothing is deleted.
+is restored in ``finally``. Nothing is killed, nothing is deleted, nothing is
+vacuumed.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import apsw
 
+from memoryd import killpoints
 from memoryd.storage.authority import Authority
+
+# SQLite's WAL-index locks live in the -shm file: byte 120 is the writer lock,
+# 123..127 are the read marks a reader holds while its snapshot is open.
+SHM_READ_MARKS = range(123, 128)
 
 
 @dataclass(frozen=True)
 class CheckpointResult:
-    ok: bool  # the WAL was checkpointed and truncated
+    ok: bool  # checkpointed and truncated
     wal_bytes_before: int
     wal_bytes_after: int
-    blocked_by: str | None  # "reader or writer" when SQLite said busy
-
-
-def wal_path(db: Authority) -> str:
-    return str(db.path) + "-wal"
+    blocked_by: str | None  # why SQLite said busy, when it did
+    reader_pids: list[int] = field(default_factory=list)
 
 
 def wal_bytes(db: Authority) -> int:
     try:
-        return os.stat(wal_path(db)).st_size
+        return os.stat(str(db.path) + "-wal").st_size
     except FileNotFoundError:
         return 0
 
 
+def wal_reader_pids(db: Authority, *, exclude_self: bool = True) -> list[int]:
+    """Pids holding a WAL read mark on the authority (Linux, from /proc/locks)."""
+    try:
+        inode = os.stat(str(db.path) + "-shm").st_ino
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            lines = fh.readlines()
+    except OSError:
+        return []
+    pids = set()
+    for line in lines:
+        parts = line.split()
+        # "1: POSIX  ADVISORY  READ 10859 fe:00:2179266 123 123" (blocked waiters have "->")
+        if len(parts) < 8 or parts[1] == "->" or parts[3] != "READ":
+            continue
+        if not parts[5].endswith(f":{inode}"):
+            continue
+        try:
+            start = int(parts[6])
+        except ValueError:
+            continue
+        if start in SHM_READ_MARKS:
+            pids.add(int(parts[4]))
+    if exclude_self:
+        pids.discard(os.getpid())
+    return sorted(pids)
+
+
 def checkpoint_truncate(db: Authority) -> CheckpointResult:
+    """Try once to checkpoint and truncate the WAL; give way at once to anyone busy."""
     if not db.conn.get_autocommit():
         raise RuntimeError("checkpoint inside an open transaction")
     before = wal_bytes(db)
@@ -44,8 +75,13 @@ def checkpoint_truncate(db: Authority) -> CheckpointResult:
         db.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
         blocked = None
     except apsw.BusyError:
-        blocked = "reader or writer"
+        blocked = "busy"
     finally:
         db.conn.set_busy_timeout(previous)
     after = wal_bytes(db)
-    return CheckpointResult(blocked is None, before, after, blocked)
+    if blocked:
+        readers = wal_reader_pids(db)
+        blocked = "a reader holds a snapshot" if readers else "another writer holds the lock"
+        return CheckpointResult(False, before, after, blocked, readers)
+    killpoints.reach("after_checkpoint")
+    return CheckpointResult(True, before, after, None)

@@ -1,0 +1,92 @@
+"""Derived tables: drop and rebuild them from the authority rows, or prove a rebuild matches.
+
+Derived tables are the per-project full-text indexes (and with them the
+fts5vocab term statistics) plus whatever capabilities register here (for
+example search vectors). Their content digest is what ``rebuild --verify``
+compares between the live store and a rebuilt scratch copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from memoryd.storage.authority import Authority
+from memoryd.storage.corpus import fts_table, rebuild_index
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A derived table family: how to rebuild it for a project and how to digest it."""
+
+    name: str
+    rebuild: Callable[[apsw.Connection, int], int]
+    digest: Callable[[apsw.Connection, int], str]
+
+
+def fts_digest(conn: apsw.Connection, pid: int) -> str:
+    """Every (term, chunk, column, offset) of the project's index, hashed in order."""
+    vocab = f"temp.memoryd_instances_{int(pid)}"
+    conn.execute(f"DROP TABLE IF EXISTS {vocab}")
+    conn.execute(f"CREATE VIRTUAL TABLE {vocab} USING fts5vocab(main, {fts_table(pid)}, instance)")
+    try:
+        h = hashlib.sha256()
+        for row in conn.execute(f"SELECT term, doc, col, offset FROM {vocab} ORDER BY 1, 2, 3, 4"):
+            h.update(repr(row).encode())
+        return h.hexdigest()
+    finally:
+        conn.execute(f"DROP TABLE {vocab}")
+
+
+DERIVED: list[Derived] = [Derived("fts", rebuild_index, fts_digest)]
+
+
+def register_derived(derived: Derived) -> None:
+    if all(d.name != derived.name for d in DERIVED):
+        DERIVED.append(derived)
+
+
+def _projects(conn: apsw.Connection) -> list[tuple[int, str]]:
+    return conn.execute("SELECT id, name FROM projects ORDER BY id").fetchall()
+
+
+def digests(conn: apsw.Connection) -> dict[str, dict[str, str]]:
+    """``{project: {derived name: digest}}``."""
+    return {name: {d.name: d.digest(conn, pid) for d in DERIVED} for pid, name in _projects(conn)}
+
+
+def rebuild(db: Authority) -> dict[str, dict[str, int]]:
+    """Drop and rebuild every derived table of every project, one transaction each."""
+    out: dict[str, dict[str, int]] = {}
+    for pid, name in _projects(db.conn):
+        out[name] = db.write(lambda tx, pid=pid: {d.name: d.rebuild(tx, pid) for d in DERIVED})
+    return out
+
+
+def verify(db: Authority) -> dict:
+    """Rebuild into a scratch copy and compare digests with the live tables. Writes nothing live."""
+    with tempfile.TemporaryDirectory(prefix="memoryd-verify-") as tmp:
+        scratch_path = Path(tmp) / "authority.db"
+        scratch = apsw.Connection(str(scratch_path))
+        with scratch.backup("main", db.conn, "main") as backup:
+            backup.step(-1)
+        scratch.close()
+        copy = Authority(scratch_path, db.config)
+        try:
+            live = digests(db.conn)
+            rebuild(copy)
+            rebuilt = digests(copy.conn)
+        finally:
+            copy.close()
+    mismatches = [
+        f"{project}/{name}"
+        for project, per in live.items()
+        for name, digest in per.items()
+        if rebuilt.get(project, {}).get(name) != digest
+    ]
+    return {"equal": not mismatches, "mismatches": mismatches, "live": live, "rebuilt": rebuilt}
