@@ -62,7 +62,9 @@ SETTINGS: dict[str, Setting] = {
         1 * MiB, "source bytes a batch aims for (smaller batches spread over workers)"
     ),
     # maintenance
-    "wal_checkpoint_bytes": Setting(4 * MiB, "checkpoint (TRUNCATE) once the WAL is this large"),
+    "wal_checkpoint_bytes": Setting(1 * MiB, "checkpoint (TRUNCATE) once the WAL is this large"),
+    "maintenance_period_seconds": Setting(30.0, "checkpoint a non-empty WAL at least this often"),
+    "wal_pause_bytes": Setting(8 * MiB, "pause claims when a pinned reader keeps the WAL this big"),
 }
 
 

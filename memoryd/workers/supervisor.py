@@ -11,6 +11,7 @@ import contextlib
 import os
 import pickle
 import signal
+import sys
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ import psutil
 from multiprocess.connection import wait
 
 from memoryd.config import SUPERVISOR_LOCK_FILE, SUPERVISOR_STATE_FILE, Config
-from memoryd.errors import SupervisorRunning
+from memoryd.errors import MemorydError, SupervisorRunning
 from memoryd.locks import FileLock, lock_holder
 from memoryd.queue import ClaimedJob, JobQueue
 from memoryd.storage import Authority, open_authority
@@ -34,6 +35,8 @@ from memoryd.workers.worker import Outcome, worker_main
 
 MAX_OUTSTANDING_BATCHES = 2  # per worker: one running, one waiting in the pipe
 MAX_DISPATCH_BATCH = 256
+WORKER_QUICK_DEATH_SECONDS = 2.0
+WORKER_CRASH_LOOP = 5  # quick deaths in a row before the supervisor gives up
 EWMA = 0.2
 
 
@@ -43,6 +46,7 @@ class WorkerSlot:
     process: Any
     conn: Any
     outstanding: deque = field(default_factory=deque)  # batches of ClaimedJob, in order
+    started: float = field(default_factory=time.monotonic)
 
     @property
     def pid(self) -> int:
@@ -58,6 +62,15 @@ class RunStats:
     respawned: int = 0
     reclaimed: int = 0
     turns: int = 0
+
+
+class WorkerCrashLoop(MemorydError):
+    code = "WORKER_CRASH_LOOP"
+
+
+def log(message: str) -> None:
+    """One line on stderr: operators see pauses and their pinning pids."""
+    print(f"memoryd[{os.getpid()}]: {message}", file=sys.stderr, flush=True)
 
 
 def _ewma(old: float | None, sample: float) -> float:
@@ -102,6 +115,9 @@ class Supervisor:
         self.lease = float(config.lease_seconds)
         self.next_renew = 0.0
         self.next_reclaim = 0.0
+        self.next_checkpoint = 0.0
+        self.pause_reason: str | None = None  # set while claims are paused
+        self.quick_deaths = 0  # consecutive workers that died right after starting
         self.ctx = multiprocess.get_context("spawn")
         self.db: Authority
         self.queue: JobQueue
@@ -164,6 +180,8 @@ class Supervisor:
             "owner": self.owner,
             "workers": [{"index": s.index, "pid": s.pid} for s in self.slots],
             "drain": self.drain,
+            "claims_paused": self.pause_reason is not None,
+            "pause_reason": self.pause_reason,
         }
         path = self.home / SUPERVISOR_STATE_FILE
         tmp = path.with_suffix(".tmp")
@@ -249,12 +267,26 @@ class Supervisor:
         reason = f"worker {slot.index} (pid {slot.pid}) died with exit code {slot.process.exitcode}"
         self.lost.extend((job, reason) for batch in slot.outstanding for job in batch)
         slot.conn.close()
+        self._guard_crash_loop(slot)
         self.slots[self.slots.index(slot)] = self._spawn(slot.index)
         self.stats.respawned += 1
         self._write_state()
 
+    def _guard_crash_loop(self, slot: WorkerSlot) -> None:
+        """Stop instead of respawning forever when workers cannot even start."""
+        if time.monotonic() - slot.started > WORKER_QUICK_DEATH_SECONDS:
+            self.quick_deaths = 0
+            return
+        self.quick_deaths += 1
+        if self.quick_deaths >= WORKER_CRASH_LOOP:
+            raise WorkerCrashLoop(
+                f"{self.quick_deaths} workers in a row died within "
+                f"{WORKER_QUICK_DEATH_SECONDS:g}s of starting (last exit code "
+                f"{slot.process.exitcode}); check that memoryd imports in a fresh interpreter"
+            )
+
     def _claim_size(self) -> int:
-        if self.stopping:
+        if self.stopping or self.pause_reason:
             return 0
         free = self._free_slots()
         if not free:
@@ -369,6 +401,34 @@ class Supervisor:
                 slot.outstanding.append(batch)
 
     def _maintain(self) -> None:
-        """Checkpoint outside every transaction when the WAL has grown."""
-        if wal_bytes(self.db) >= int(self.config.wal_checkpoint_bytes):
-            checkpoint_truncate(self.db)
+        """Checkpoint outside every transaction when the WAL has grown or on a period.
+
+        A pinned reader makes TRUNCATE give way; once the WAL has reached
+        ``wal_pause_bytes`` that way, claims pause (a soft bound: in-flight
+        jobs still commit) and every later cycle retries until one succeeds.
+        """
+        size = wal_bytes(self.db)
+        now = time.monotonic()
+        due = (
+            self.pause_reason is not None
+            or size >= int(self.config.wal_checkpoint_bytes)
+            or (size and now >= self.next_checkpoint)
+        )
+        if not due:
+            return
+        self.next_checkpoint = now + float(self.config.maintenance_period_seconds)
+        result = checkpoint_truncate(self.db)
+        if result.ok:
+            reason = None
+        elif result.wal_bytes_after >= int(self.config.wal_pause_bytes):
+            pids = ", ".join(map(str, result.reader_pids)) or "unknown"
+            reason = (
+                f"WAL at {result.wal_bytes_after:,} bytes and the checkpoint gave way: "
+                f"{result.blocked_by} (pids holding WAL read locks: {pids})"
+            )
+        else:
+            reason = self.pause_reason  # keep the state until a checkpoint succeeds
+        if reason != self.pause_reason:
+            log(f"claims {'paused: ' + reason if reason else 'resumed: WAL truncated'}")
+            self.pause_reason = reason
+            self._write_state()
