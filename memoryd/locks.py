@@ -15,6 +15,16 @@ from pathlib import Path
 _FLOCK = "hhqqi4x"
 
 
+# Locks this process holds: real path -> (pid, descriptor, shared). A second
+# descriptor of a held file must never be opened here: closing it drops the lock.
+_HELD: dict[str, tuple[int, int, bool]] = {}
+
+
+def _held(path: Path) -> tuple[int, int, bool] | None:
+    held = _HELD.get(os.path.realpath(path))
+    return held if held and held[0] == os.getpid() else None
+
+
 class FileLock:
     """An exclusive or shared lock on one file, held until :meth:`release` or death."""
 
@@ -23,6 +33,8 @@ class FileLock:
         self.fd: int | None = None
 
     def try_acquire(self, *, shared: bool = False) -> bool:
+        if _held(self.path):
+            return False  # already held in this process, by another FileLock
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.lockf(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
@@ -30,24 +42,37 @@ class FileLock:
             os.close(fd)
             return False
         self.fd = fd
+        _HELD[os.path.realpath(self.path)] = (os.getpid(), fd, shared)
         return True
 
     def release(self) -> None:
         if self.fd is not None:
+            _HELD.pop(os.path.realpath(self.path), None)
             os.close(self.fd)
             self.fd = None
 
 
 def lock_holder(path: Path) -> int | None:
-    """The pid holding a conflicting (exclusive) lock on ``path``, without taking it."""
+    """The pid holding a conflicting (exclusive) lock on ``path``, without taking it.
+
+    Safe in the holding process itself: it asks through the descriptor it holds.
+    """
+    held = _held(path)
+    if held is not None:
+        _, fd, shared = held
+        return _conflicting_pid(fd) if shared else os.getpid()
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
-        query = struct.pack(_FLOCK, fcntl.F_RDLCK, os.SEEK_SET, 0, 0, 0)
-        answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
-        l_type, _, _, _, pid = struct.unpack(_FLOCK, answer)
-        return None if l_type == fcntl.F_UNLCK else pid
+        return _conflicting_pid(fd)
     finally:
         os.close(fd)
+
+
+def _conflicting_pid(fd: int) -> int | None:
+    query = struct.pack(_FLOCK, fcntl.F_RDLCK, os.SEEK_SET, 0, 0, 0)
+    answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+    l_type, _, _, _, pid = struct.unpack(_FLOCK, answer)
+    return None if l_type == fcntl.F_UNLCK else pid
