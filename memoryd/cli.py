@@ -282,6 +282,37 @@ def rebuild_cmd(md: Memoryd, as_json: bool, verify: bool) -> None:
         sys.exit(1)
 
 
+@command(main, "drill", "memoryd drill --cycles 50 --seed 7 --json")
+@click.option("--cycles", type=click.IntRange(1), default=20, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--workers", type=click.IntRange(1, 16), default=2, show_default=True)
+def drill_cmd(md: Memoryd, as_json: bool, cycles: int, seed: int, workers: int) -> None:
+    """Crash drill: SIGKILL supervisor/workers at random and named points, verify.
+
+    Runs in a scratch home unless --home (or MEMORYD_HOME) names one.
+    """
+    from memoryd.drill import run_drill
+
+    home = md.home if md.home_given else None
+
+    def tick(n: int, info: dict) -> None:
+        if not as_json:
+            err.print(f"cycle {n}/{cycles}: kills {info['kills']}, violations {info['violations']}")
+
+    report = run_drill(cycles=cycles, seed=seed, workers=workers, home=home, on_cycle=tick)
+    if as_json:
+        emit_json(report)
+    else:
+        verdict = "[green]ok[/]" if report["ok"] else "[bold red]VIOLATIONS[/]"
+        out.print(
+            f"drill {verdict}: {cycles} cycles in {report['seconds']}s; kills {report['kills']}"
+        )
+        for v in report["violations"]:
+            out.print(f"  {v}", highlight=False)
+    if not report["ok"]:
+        sys.exit(1)
+
+
 @main.group("jobs")
 def jobs_group() -> None:
     """Inspect and manage the job queue."""

@@ -18,6 +18,7 @@ from memoryd.storage.authority import Authority
 
 # SQLite's WAL-index locks live in the -shm file: byte 120 is the writer lock,
 # 123..127 are the read marks a reader holds while its snapshot is open.
+SHM_WRITE_LOCK = 120
 SHM_READ_MARKS = range(123, 128)
 
 
@@ -37,31 +38,41 @@ def wal_bytes(db: Authority) -> int:
         return 0
 
 
-def wal_reader_pids(db: Authority, *, exclude_self: bool = True) -> list[int]:
-    """Pids holding a WAL read mark on the authority (Linux, from /proc/locks)."""
+def _shm_locks(db: Authority) -> list[tuple[str, int, int]]:
+    """(type, pid, offset) of every POSIX lock held on the authority's -shm (Linux)."""
     try:
         inode = os.stat(str(db.path) + "-shm").st_ino
         with open("/proc/locks", encoding="ascii", errors="replace") as fh:
             lines = fh.readlines()
     except OSError:
         return []
-    pids = set()
+    held = []
     for line in lines:
         parts = line.split()
-        # "1: POSIX  ADVISORY  READ 10859 fe:00:2179266 123 123" (blocked waiters have "->")
-        if len(parts) < 8 or parts[1] == "->" or parts[3] != "READ":
-            continue
-        if not parts[5].endswith(f":{inode}"):
+        # "1: POSIX  ADVISORY  READ 10859 fe:00:2179266 123 123" (waiters carry "->")
+        if len(parts) < 8 or parts[1] == "->" or not parts[5].endswith(f":{inode}"):
             continue
         try:
-            start = int(parts[6])
+            held.append((parts[3], int(parts[4]), int(parts[6])))
         except ValueError:
             continue
-        if start in SHM_READ_MARKS:
-            pids.add(int(parts[4]))
+    return held
+
+
+def wal_reader_pids(db: Authority, *, exclude_self: bool = True) -> list[int]:
+    """Pids holding a WAL read mark on the authority: the readers that pin the WAL."""
+    pids = {pid for kind, pid, at in _shm_locks(db) if kind == "READ" and at in SHM_READ_MARKS}
     if exclude_self:
         pids.discard(os.getpid())
     return sorted(pids)
+
+
+def wal_writer_pids(db: Authority) -> list[int]:
+    """Pids (other than this one) holding the WAL write lock."""
+    return sorted(
+        {pid for kind, pid, at in _shm_locks(db) if kind == "WRITE" and at == SHM_WRITE_LOCK}
+        - {os.getpid()}
+    )
 
 
 def checkpoint_truncate(db: Authority) -> CheckpointResult:
@@ -81,7 +92,10 @@ def checkpoint_truncate(db: Authority) -> CheckpointResult:
     after = wal_bytes(db)
     if blocked:
         readers = wal_reader_pids(db)
-        blocked = "a reader holds a snapshot" if readers else "another writer holds the lock"
+        if wal_writer_pids(db):
+            blocked = "another writer holds the lock"
+        elif readers:
+            blocked = "a reader holds a snapshot"
         return CheckpointResult(False, before, after, blocked, readers)
     killpoints.reach("after_checkpoint")
     return CheckpointResult(True, before, after, None)

@@ -305,7 +305,8 @@ class Supervisor:
         finished, lost = self.finished, self.lost
         renew = now >= self.next_renew and bool(self.buffer or self._in_flight())
         reclaim = now >= self.next_reclaim
-        release = list(self.buffer) if self.stopping else []
+        # Stopping, or paused by WAL pressure: undispatched claims go back unharmed.
+        release = list(self.buffer) if self.stopping or self.pause_reason else []
         limit = self._claim_size()
         if limit and not (finished or lost or renew or reclaim) and not self._ready_exists():
             limit = 0

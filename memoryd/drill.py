@@ -1,0 +1,260 @@
+"""Randomized crash drills: SIGKILL the supervisor, a worker or both, restart, verify.
+
+Each cycle edits a generated repository, enqueues its ingest and a wave of
+``noop`` jobs, starts ``memoryd run`` and kills it at a random moment or at a
+named kill point (:mod:`memoryd.killpoints`). A draining supervisor then
+finishes the work, and the drill checks the crash contract:
+
+- no committed job lost: every job seen done before the kill is still done,
+  with the same finish time (so it was not run again);
+- no effect applied twice: one effect row per done ``noop`` job, none twice;
+- every job ends done (none dead);
+- the index equals the repository (same paths and content hashes);
+- ``rebuild --verify`` equal and ``PRAGMA integrity_check`` ok.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+from memoryd.api import Memoryd
+from memoryd.config import SUPERVISOR_STATE_FILE, load_config
+from memoryd.ingest.chunking import digest
+from memoryd.killpoints import ENV as KILL_ENV
+from memoryd.killpoints import NAMES as KILL_POINTS
+from memoryd.storage import open_authority
+
+REPO_FILES = 40
+NOOPS_PER_CYCLE = 500
+SLEEPS_PER_CYCLE = 12  # keeps workers busy for a moment, so random kills land mid-work
+SLEEP_SECONDS = 0.05
+RUN_TIMEOUT = 120.0
+PROJECT = "drill-repo"
+
+
+class Drill:
+    def __init__(self, home: Path, *, seed: int, workers: int) -> None:
+        self.home = home
+        self.repo = home / "drill-repo"
+        self.rng = random.Random(seed)
+        self.workers = workers
+        self.kills: Counter = Counter()
+        self.violations: list[str] = []
+
+    # -- processes -------------------------------------------------------------
+
+    def _cmd(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "memoryd.cli", *args, "--home", str(self.home)]
+
+    def _drain(self) -> None:
+        proc = subprocess.run(
+            self._cmd("run", "--drain", "--workers", str(self.workers)),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if proc.returncode != 0:
+            self.violations.append(f"recovery run failed: {proc.stderr.strip()[-500:]}")
+
+    def _start_supervisor(self, kill_at: str | None) -> subprocess.Popen:
+        env = {k: v for k, v in os.environ.items() if k != KILL_ENV}
+        if kill_at:
+            env[KILL_ENV] = kill_at
+        return subprocess.Popen(
+            self._cmd("run", "--drain", "--workers", str(self.workers)),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def _worker_pids(self, sup: subprocess.Popen) -> list[int]:
+        try:
+            state = orjson.loads((self.home / SUPERVISOR_STATE_FILE).read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return []
+        if state.get("pid") != sup.pid:
+            return []
+        return [w["pid"] for w in state.get("workers", [])]
+
+    # -- workload --------------------------------------------------------------
+
+    def _edit_repo(self) -> None:
+        """Create the repository, or change, add and delete a few files."""
+        self.repo.mkdir(exist_ok=True)
+        files = sorted(self.repo.glob("*.py"))
+        if not files:
+            for i in range(REPO_FILES):
+                self._write(self.repo / f"mod{i:03d}.py")
+            return
+        for path in self.rng.sample(files, k=min(3, len(files))):
+            self._write(path)
+        for path in self.rng.sample(files, k=1):
+            path.unlink()
+        for _ in range(2):
+            self._write(self.repo / f"mod{self.rng.randrange(10**6):06d}.py")
+
+    def _write(self, path: Path) -> None:
+        token = self.rng.randrange(10**9)
+        lines = [f"def f_{token}_{i}(x):\n    return x + {i}\n" for i in range(60)]
+        path.write_text("".join(lines))
+
+    def _enqueue(self) -> None:
+        """Work for one cycle: an ingest, a wave of noops, and sleeps that keep workers busy."""
+        md = Memoryd(self.home)
+        try:
+            md.ingest(self.repo, PROJECT)
+            md.add_jobs("noop", count=NOOPS_PER_CYCLE)
+            md.add_jobs("sleep", count=SLEEPS_PER_CYCLE, payload={"seconds": SLEEP_SECONDS})
+        finally:
+            md.close()
+
+    # -- one cycle -------------------------------------------------------------
+
+    def cycle(self, n: int) -> None:
+        self._edit_repo()
+        self._enqueue()
+        target = self.rng.choice(["supervisor", "supervisor", "worker", "both"])
+        point = self.rng.choice([None, *KILL_POINTS]) if target == "supervisor" else None
+        kill_at = f"{point}:{self.rng.randint(1, 4)}" if point else None
+        sup = self._start_supervisor(kill_at)
+        done_before = self._kill(sup, target, point)
+        self._drain()
+        self._verify(n, done_before)
+
+    def _kill(self, sup: subprocess.Popen, target: str, point: str | None) -> dict[int, float]:
+        """Kill as planned; return the done jobs a reader saw just before the kill."""
+        if point:
+            try:
+                code = sup.wait(timeout=RUN_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                sup.kill()
+                sup.wait()
+                raise
+            self.kills[point if code == -signal.SIGKILL else "not_reached"] += 1
+            return self._done_jobs()
+        time.sleep(self.rng.uniform(0.3, 1.0))  # workers take a moment to start
+        done = self._done_jobs()
+        workers = self._worker_pids(sup)
+        if sup.poll() is not None:
+            self.kills["finished_before_kill"] += 1
+            return done
+        if target in ("worker", "both") and workers:
+            _sigkill(self.rng.choice(workers))
+        if target in ("supervisor", "both"):
+            _sigkill(sup.pid)
+        if target == "worker":
+            time.sleep(self.rng.uniform(0.0, 0.3))
+            _sigkill(sup.pid) if sup.poll() is None else None
+        sup.wait(timeout=RUN_TIMEOUT)
+        self.kills[f"random_{target}"] += 1
+        return done
+
+    # -- checks ----------------------------------------------------------------
+
+    def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with open_authority(self.home, load_config(self.home), readonly=True) as db:
+            return db.query(sql, args)
+
+    def _done_jobs(self) -> dict[int, float]:
+        if not (self.home / "authority.db").exists():
+            return {}
+        return dict(self._query("SELECT id, finished_at FROM jobs WHERE state = 'done'"))
+
+    def _verify(self, n: int, done_before: dict[int, float]) -> None:
+        def fail(message: str) -> None:
+            self.violations.append(f"cycle {n}: {message}")
+
+        done_after = self._done_jobs()
+        for job, finished in done_before.items():
+            if job not in done_after:
+                fail(f"job {job} was done before the kill and is not now")
+            elif done_after[job] != finished:
+                fail(f"job {job} was done before the kill and ran again")
+        for job, state, error in self._query(
+            "SELECT id, state, last_error FROM jobs WHERE state != 'done'"
+        ):
+            fail(f"job {job} ended {state}: {error}")
+        twice = self._query(
+            "SELECT job_id, count(*) FROM job_effects GROUP BY 1 HAVING count(*) > 1"
+        )
+        for job, count in twice:
+            fail(f"job {job} applied {count} times")
+        missing = self._query(
+            "SELECT count(*) FROM jobs j WHERE j.kind = 'noop' AND j.state = 'done'"
+            " AND NOT EXISTS (SELECT 1 FROM job_effects e WHERE e.job_id = j.id)"
+        )[0][0]
+        if missing:
+            fail(f"{missing} done noop jobs have no effect row")
+        indexed = dict(
+            self._query(
+                "SELECT f.path, f.content_hash FROM files f JOIN projects p ON p.id = f.project_id"
+                " WHERE p.name = ? AND f.live = 1",
+                (PROJECT,),
+            )
+        )
+        on_disk = {p.name: digest(p.read_bytes()) for p in self.repo.glob("*.py")}
+        if indexed != on_disk:
+            fail(f"index differs from the repository: {len(indexed)} vs {len(on_disk)} files")
+        if self._query("PRAGMA integrity_check") != [("ok",)]:
+            fail("integrity_check failed")
+        md = Memoryd(self.home)
+        try:
+            verify = md.rebuild(verify=True)
+        finally:
+            md.close()
+        if not verify["equal"]:
+            fail(f"rebuild --verify differs: {verify['mismatches']}")
+
+
+def _sigkill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def run_drill(
+    *,
+    cycles: int,
+    seed: int,
+    workers: int = 2,
+    home: Path | None = None,
+    on_cycle: Callable[[int, dict], None] | None = None,
+) -> dict:
+    """Run ``cycles`` kill-and-recover cycles; ``home`` defaults to a scratch directory."""
+    scratch = None if home else Path(tempfile.mkdtemp(prefix="memoryd-drill-"))
+    drill = Drill(Path(home or scratch), seed=seed, workers=workers)
+    drill.home.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    try:
+        for n in range(1, cycles + 1):
+            drill.cycle(n)
+            if on_cycle:
+                on_cycle(n, {"kills": dict(drill.kills), "violations": len(drill.violations)})
+        jobs = drill._query("SELECT count(*) FROM jobs")[0][0]
+        effects = drill._query("SELECT count(*) FROM job_effects")[0][0]
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return {
+        "ok": not drill.violations,
+        "cycles": cycles,
+        "seed": seed,
+        "workers": workers,
+        "kills": dict(sorted(drill.kills.items())),
+        "violations": drill.violations,
+        "jobs": jobs,
+        "effects": effects,
+        "seconds": round(time.monotonic() - start, 1),
+    }
