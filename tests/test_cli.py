@@ -14,7 +14,10 @@ from pathlib import Path
 import click
 import pytest
 
-from memoryd.config import SETTINGS
+from memoryd.config import SETTINGS, load_config
+from memoryd.queue import JobQueue
+from memoryd.storage import open_authority
+from memoryd.storage.effects import record_effects
 from tests.conftest import assert_each_done_once, query, queue_counts, status, wait_for
 
 
@@ -35,9 +38,17 @@ def sha256(path: Path) -> str:
 
 @pytest.fixture
 def seeded(cli, home: Path) -> tuple:
-    """A home with some history: 3 jobs done, 4 queued."""
+    """A home with some history: 3 jobs done (with their effects), 4 queued."""
     assert cli("jobs", "add", "noop", "--count", "3").code == 0
-    assert cli("run", "--drain").code == 0
+    with open_authority(home, load_config(home)) as db:  # complete them as the supervisor would
+        q = JobQueue(db)
+        done = q.claim("seed", 3, 60)
+
+        def finish(tx) -> None:
+            assert all(q.complete_in(tx, job) for job in done)
+            record_effects(tx, [job.id for job in done], "noop")
+
+        db.write(finish)
     assert cli("jobs", "add", "noop", "--count", "4", "--payload", '{"n": 1}').code == 0
     before = snapshot(home)
     assert before[0] == {"queued": 4, "claimed": 0, "done": 3, "failed": 0, "dead": 0}
@@ -209,6 +220,7 @@ def test_a_file_that_is_not_a_database_is_left_untouched(cli, home: Path) -> Non
 # -- homes: --home and MEMORYD_HOME --------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_home_from_env_and_from_flag(cli, tmp_path: Path) -> None:
     env_home, flag_home = tmp_path / "from-env", tmp_path / "from-flag"
     assert cli("jobs", "add", "noop", "--count", "2", home=env_home).code == 0
