@@ -290,6 +290,13 @@ def search(
                 c.spoken = focus_stems.intersection(stems(spoken))
                 if tuning.speaker == "coverage":
                     matched = c.spoken
+                elif tuning.speaker == "specific" and c.matched:
+                    # the asked speaker must have said the most specific term held
+                    top = max(c.matched & focus_stems, key=lambda s: p.weights[s], default=None)
+                    if top is not None and top not in c.spoken:
+                        continue
+                elif tuning.speaker == "any" and not c.spoken:
+                    continue
         contrast = bool(q.verification and c.text and CONTRAST_WORDS.intersection(words(c.text)))
         if enc is not None and p.short:
             c.cosine = _cosine(stats, enc, q, c)

@@ -31,13 +31,15 @@ Rules, as DESIGN.md states them, and how each is read here:
 Two question-level checks narrow further (never widen):
 
 * **Named entities must be evidenced**: a capitalized name in the question
-  ("Seattle", "Dr. Johnson") that no admitted candidate holds means the
-  evidence is about something else; the search abstains and names it.
+  ("Seattle", "Dr. Johnson", evidenced by its most specific word) that no
+  admitted candidate holds means the evidence is about something else; the
+  search abstains and names it.
 * **Speaker attribution** (conversation transcripts with ``user:`` /
   ``assistant:`` lines): a first-person question ("my", "I") is about what
   the user said; one addressing what the assistant said ("you recommended")
-  about the assistant's lines. Coverage is then measured on that speaker's
-  lines of the chunk.
+  about the assistant's lines. The most specific focus term a candidate holds
+  must then occur on that speaker's lines (measured: requiring the whole
+  coverage there costs too much recall on LongMemEval).
 """
 
 from __future__ import annotations
@@ -60,16 +62,22 @@ class Tuning:
     dense_max_terms: int = 2
     weighted: bool = True  # specificity-weighted half coverage (False: count only)
     entities: bool = True  # question-level named-entity check
-    # speaker attribution on transcripts: "coverage" measures coverage on the asked
-    # speaker's lines; "entities" only requires named entities there; "" is off
-    speaker: str = "entities"
+    # speaker attribution on transcripts: "specific" requires the asked speaker to
+    # have said the most specific focus term a candidate holds; "coverage" measures
+    # coverage on that speaker's lines only; "any" requires one focus term there;
+    # "entities" only checks named entities there; "" is off
+    speaker: str = "specific"
     alternatives: bool = True  # comparison questions: half of one compared side suffices
-    entity_scope: str = "pool"  # where a named entity must be evidenced: "pool" or "admitted"
+    entity_scope: str = "admitted"
+    # a candidate must hold one of the query's rare focus terms (when it has any)
+    require_rare: bool = False
+    # a candidate must hold one of the query's named entities (when it names any)
+    require_entity: bool = False  # where a named entity must be evidenced: "pool" or "admitted"
     # rank fusion weights beside BM25 (1.0): specificity-weighted coverage of the
     # chunk, of its file (document context), and the dense route
     w_coverage: float = 1.0
     w_file: float = 1.0
-    w_dense: float = 1.0
+    w_dense: float = 0.25
 
 
 LITERAL = Tuning(
@@ -112,7 +120,8 @@ def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
     focus: list[Term] = []
     dropped: list[Term] = []
     for t in query.terms:
-        if stats.fraction(t.stem) > tuning.ubiquitous and not t.explicit:
+        # "across much of the corpus": a share of the chunks, and more than a couple
+        if stats.fraction(t.stem) > tuning.ubiquitous and stats.df(t.stem) > 2 and not t.explicit:
             dropped.append(t)
         else:
             focus.append(t)
@@ -192,6 +201,10 @@ def admit(
         return Verdict(True, "exact", count, weighted)
     if not p.focus:
         return Verdict(False, "no focus terms", count, weighted)
+    if t.require_rare and p.rare and not p.rare & matched:
+        return Verdict(False, "holds none of the rare terms", count, weighted)
+    if t.require_entity and p.entities and not any(e.stem in matched for e in p.entities):
+        return Verdict(False, "holds none of the named entities", count, weighted)
     if _half(p, matched, p.focus_stems):
         return Verdict(True, "half coverage", count, weighted)
     for alt in p.alternatives if t.alternatives else ():
