@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench bench-queue
+.PHONY: demo test test-fast lint format bench bench-queue bench-search
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,3 +37,6 @@ bench: bench-queue
 
 bench-queue: $(VENV)/.bench
 	$(BIN)/python ops/bench/bench_queue.py
+
+bench-search: $(STAMP)
+	$(BIN)/python ops/bench/bench_longmemeval.py
