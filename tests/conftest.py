@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -155,13 +156,23 @@ def worker_pids(home: Path) -> dict[int, int]:
     return {w["index"]: w["pid"] for w in (sup or {}).get("workers", [])}
 
 
+# nanosleep and clock_nanosleep, for kernels that hide /proc/PID/wchan.
+_SLEEP_SYSCALLS = {"x86_64": {35, 230}, "aarch64": {101, 115}}
+
+
 def in_sleep(pid: int) -> bool:
     """True while ``pid`` sits in a nanosleep (a ``sleep`` job), per /proc."""
     try:
-        wchan = Path(f"/proc/{pid}/wchan").read_text()
+        wchan = Path(f"/proc/{pid}/wchan").read_text().strip()
     except OSError:
+        wchan = ""
+    if wchan not in ("", "0"):
+        return "nanosleep" in wchan
+    try:
+        nr = int(Path(f"/proc/{pid}/syscall").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
         return False
-    return "nanosleep" in wchan
+    return nr in _SLEEP_SYSCALLS.get(platform.machine(), set())
 
 
 class Background:

@@ -50,6 +50,7 @@ def hold(tmp_path: Path):
         proc.wait()
 
 
+@pytest.mark.slow
 def test_exclusive_lock_is_held_until_its_holder_dies(tmp_path: Path, hold) -> None:
     path = tmp_path / "x.lock"
     proc, seen_by_holder = hold(path)
@@ -66,6 +67,7 @@ def test_exclusive_lock_is_held_until_its_holder_dies(tmp_path: Path, hold) -> N
     mine.release()
 
 
+@pytest.mark.slow
 def test_shared_locks_coexist_and_exclude_a_writer(tmp_path: Path, hold) -> None:
     path = tmp_path / "rw.lock"
     hold(path, shared=True)
