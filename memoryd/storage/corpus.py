@@ -1,7 +1,8 @@
 """Project memory in the authority: projects, files, chunks and their full-text index.
 
-Each project has its own contentless FTS5 table ``fts_<id>`` (columns ``path``
-and ``body``, rowid = ``chunks.id``) and an ``fts5vocab`` view ``fts_<id>_vocab``
+Each project has its own contentless FTS5 table ``fts_<id>`` (columns ``body``
+and ``path``, rowid = ``chunks.id``; body first, because FTS5 spends a column
+marker on every posting outside column 0) and an ``fts5vocab`` view ``fts_<id>_vocab``
 over it, so term statistics are per project and projects never see each
 other. File text is stored once per file, zstd-compressed; a chunk is a line
 range of its file. The FTS tables are derived: :func:`rebuild_index` recreates
@@ -66,7 +67,7 @@ def fts_table(project_id: int) -> str:
 def _create_index(tx: apsw.Connection, project_id: int) -> None:
     table = fts_table(project_id)
     tx.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(path, body, content='',"
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(body, path, content='',"
         f" contentless_delete=1, tokenize='{FTS_TOKENIZER}')"
     )
     tx.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {table}_vocab USING fts5vocab({table}, row)")

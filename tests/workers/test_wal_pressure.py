@@ -1,0 +1,177 @@
+"""Issue 4, must show 1, 3 and 4: WAL pressure, bounded growth and named kill points,
+with independent processes and real SIGKILLs."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import clean_env, query, status, wait_for
+
+MiB = 1024 * 1024
+BATCH_BYTES = 512 * 1024
+WAL_PER_SOURCE_BYTE = 4
+pytestmark = pytest.mark.slow
+
+
+def generated_repo(root: Path, files: int, kib: int, seed: int = 0) -> Path:
+    """Files of varied vocabulary, so the index grows the way real text makes it grow."""
+    rng = random.Random(seed)
+    words = [f"w{rng.randrange(10**6):06d}" for _ in range(20000)]
+    root.mkdir(parents=True)
+    for i in range(files):
+        lines, size = [], 0
+        while size < kib * 1024:
+            line = " ".join(rng.choices(words, k=12))
+            lines.append(line)
+            size += len(line) + 1
+        (root / f"doc{i:04d}.txt").write_text("\n".join(lines))
+    return root
+
+
+def wal_size(home: Path) -> int:
+    try:
+        return (home / "authority.db-wal").stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+class WalSampler:
+    """Samples the WAL file size from a thread: the largest size seen."""
+
+    def __init__(self, home: Path) -> None:
+        self.home, self.max, self._stop = home, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.max = max(self.max, wal_size(self.home))
+            time.sleep(0.002)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.max
+
+
+READER = """
+import sys, apsw
+conn = apsw.Connection(sys.argv[1])
+conn.execute("BEGIN")
+conn.execute("SELECT count(*) FROM jobs").fetchall()
+print("held", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_pinned_reader_pauses_claims_near_the_bound_and_claims_resume(
+    cli, home, tmp_path, background, capsys
+):
+    repo = generated_repo(tmp_path / "repo", files=60, kib=256)  # ~15 MB of text
+    env = {
+        "MEMORYD_INGEST_BATCH_TARGET_BYTES": str(BATCH_BYTES),
+        "MEMORYD_MAINTENANCE_PERIOD_SECONDS": "0.2",
+    }
+    assert cli("init").code == 0
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(home / "authority.db")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=clean_env(None),
+    )
+    assert reader.stdout.readline().strip() == "held"
+    sampler = WalSampler(home)
+    try:
+        assert cli("ingest", str(repo), env=env).code == 0
+        sup = background("run", "--workers", "2", env=env)
+        paused = wait_for(
+            lambda: (s := status(home))["claims_paused"] and s, what="claims to pause"
+        )
+        assert str(reader.pid) in paused["pause_reason"]
+        assert reader.pid in paused["wal_reader_pids"]
+        # In-flight jobs finish; then the WAL stops growing while the reader stays.
+        settled = wait_for(
+            lambda: not query(home, "SELECT 1 FROM jobs WHERE state = 'claimed'") or None,
+            what="in-flight jobs to commit",
+            interval=0.05,
+        )
+        assert settled
+        held_size = wal_size(home)
+        time.sleep(1.0)
+        assert wal_size(home) == held_size, "the WAL grew while claims were paused"
+        peak = sampler.max
+        # Soft bound: 8 MiB plus the bounded jobs already dispatched when claims paused
+        # (2 workers: one running and one waiting in each pipe). A batch writes at most
+        # a few times its source to the WAL (compressed body, index, rows, page rewrites).
+        batch_wal = WAL_PER_SOURCE_BYTE * BATCH_BYTES
+        assert 8 * MiB <= peak <= 8 * MiB + 4 * batch_wal, f"WAL peaked at {peak:,} bytes"
+        with capsys.disabled():
+            print(f"\npinned reader: WAL peaked at {peak:,} bytes (bound 8 MiB + 4 batches)")
+        pending = query(home, "SELECT count(*) FROM jobs WHERE state IN ('queued', 'failed')")
+        assert pending[0][0] > 0, "the ingest should still have work left while paused"
+    finally:
+        reader.stdin.write("\n")
+        reader.stdin.flush()
+        reader.wait(timeout=30)
+    wait_for(lambda: not status(home)["claims_paused"], what="claims to resume")
+    wait_for(
+        lambda: query(home, "SELECT finished_at FROM ingest_runs")[0][0] is not None,
+        what="the ingest to finish",
+    )
+    wait_for(lambda: wal_size(home) == 0, what="maintenance to truncate the WAL to 0 bytes")
+    sampler.stop()
+    assert "claims resumed: WAL truncated" in sup.stderr
+    sup.terminate()
+
+
+def test_thirty_ingestion_batches_keep_the_wal_bounded(cli, home, tmp_path, capsys):
+    repo = generated_repo(tmp_path / "repo", files=30, kib=200, seed=1)
+    env = {"MEMORYD_INGEST_BATCH_TARGET_BYTES": str(150 * 1024)}  # one file per batch
+    sampler = WalSampler(home)
+    res = cli("ingest", str(repo), "--wait", "--workers", "2", "--json", env=env)
+    peak = sampler.stop()
+    assert res.code == 0, res.stderr
+    assert query(home, "SELECT count(*) FROM jobs WHERE kind = 'ingest.batch'") == [(30,)]
+    # Checkpoints run at 1 MiB between turns; a turn commits at most a few batches.
+    assert peak < 8 * MiB, f"WAL peaked at {peak:,} bytes"
+    with capsys.disabled():
+        print(f"\n30 ingestion batches: maximum WAL {peak:,} bytes")
+
+
+@pytest.mark.parametrize("point", ["before_commit", "after_commit", "after_checkpoint"])
+def test_sigkill_at_a_kill_point_then_reopen_and_rebuild(cli, home, tmp_path, point):
+    repo = generated_repo(tmp_path / "repo", files=12, kib=64, seed=2)
+    env = {"MEMORYD_INGEST_BATCH_TARGET_BYTES": str(64 * 1024)}
+    assert cli("ingest", str(repo), env=env).code == 0
+    assert cli("jobs", "add", "noop", "--count", "500").code == 0
+
+    killed = cli("run", "--workers", "2", "--drain", env={**env, "MEMORYD_KILL_AT": f"{point}:2"})
+    assert killed.code == -9, f"the supervisor was not killed at {point}: {killed.stderr}"
+
+    # Reopened after the kill: consistent, every done job has its one effect, no other does.
+    assert query(home, "PRAGMA integrity_check") == [("ok",)]
+    done = {r[0] for r in query(home, "SELECT id FROM jobs WHERE state = 'done' AND kind = 'noop'")}
+    effects = query(home, "SELECT job_id, count(*) FROM job_effects GROUP BY job_id")
+    assert {job for job, _ in effects} == done and all(n == 1 for _, n in effects)
+    if point == "after_checkpoint":
+        assert query(home, "SELECT count(*) FROM jobs")[0][0] > 0  # the truncation kept it all
+    verify = cli("rebuild", "--verify", "--json")
+    assert verify.code == 0 and verify.json()["equal"]
+    assert cli("rebuild").code == 0
+
+    # A restarted supervisor finishes everything exactly once.
+    finished = cli("run", "--workers", "2", "--drain", env=env)
+    assert finished.code == 0, finished.stderr
+    assert query(home, "SELECT DISTINCT state FROM jobs") == [("done",)]
+    assert query(home, "SELECT count(*), count(DISTINCT job_id) FROM job_effects") == [(500, 500)]
+    live = {r[0] for r in query(home, "SELECT path FROM files WHERE live = 1")}
+    assert live == {p.name for p in repo.iterdir()}
+    assert cli("rebuild", "--verify", "--json").json()["equal"]
