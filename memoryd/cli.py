@@ -23,6 +23,7 @@ from rich.progress import (
 from rich.table import Table
 
 from memoryd.api import Memoryd, parse_payload
+from memoryd.config import SETTINGS
 from memoryd.errors import MemorydError
 from memoryd.queue import STATES
 
@@ -47,8 +48,11 @@ def command(group: click.Group, name: str, example: str, **kwargs) -> Callable:
         def wrapper(home: str | None, as_json: bool, **params: Any) -> None:
             ctx = click.get_current_context()
             home = home or (ctx.find_root().params.get("home"))
-            md = Memoryd(home)
+            # A flag named like a setting (e.g. --workers) overrides it, strongest of all.
+            overrides = {k: v for k, v in params.items() if k in SETTINGS and v is not None}
+            md = None
             try:
+                md = Memoryd(home, overrides)
                 fn(md, as_json, **params)
             except MemorydError as exc:
                 if as_json:
@@ -56,7 +60,8 @@ def command(group: click.Group, name: str, example: str, **kwargs) -> Callable:
                 err.print(f"[bold red]memoryd: {exc}[/]", highlight=False)
                 sys.exit(exc.exit_code)
             finally:
-                md.close()
+                if md is not None:
+                    md.close()
 
         wrapper = click.option("--json", "as_json", is_flag=True, help="Machine output.")(wrapper)
         wrapper = click.option(
@@ -315,7 +320,12 @@ def drill_cmd(md: Memoryd, as_json: bool, cycles: int, seed: int, workers: int) 
 
 @main.group("jobs")
 def jobs_group() -> None:
-    """Inspect and manage the job queue."""
+    """Inspect and manage the job queue.
+
+    \b
+    Example:
+      memoryd jobs add noop --count 10 && memoryd jobs list --state queued
+    """
 
 
 @command(jobs_group, "add", "memoryd jobs add sleep --payload '{\"seconds\": 0.5}' --count 4")

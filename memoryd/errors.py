@@ -48,5 +48,11 @@ class SchemaTooNew(MemorydError):
     code = "SCHEMA_TOO_NEW"
 
 
+class NotAnAuthority(MemorydError):
+    """The home's authority.db exists but is not a memoryd database; left untouched."""
+
+    code = "NOT_AN_AUTHORITY"
+
+
 class ConfigError(UsageError):
     code = "BAD_CONFIG"

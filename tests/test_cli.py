@@ -294,11 +294,6 @@ def test_flags_are_the_strongest_source(home: Path, monkeypatch: pytest.MonkeyPa
     assert (report["workers"]["value"], report["workers"]["source"]) == (7, "flag")
 
 
-@pytest.mark.xfail(
-    reason="cli.py builds Memoryd(home) outside its error handler: a bad setting "
-    "prints a traceback and exits 1 instead of a message and exit 2",
-    strict=False,
-)
 @pytest.mark.parametrize("where", ["env", "toml"])
 def test_bad_setting_is_bad_usage(cli, home: Path, where: str) -> None:
     env = {}
@@ -332,12 +327,7 @@ def _command_paths() -> list[tuple[str, ...]]:
 
 
 def _help_param(path: tuple[str, ...]):
-    marks = []
-    if path == ("jobs",):
-        marks.append(
-            pytest.mark.xfail(reason="cli.py: the `jobs` group help has no Example", strict=False)
-        )
-    return pytest.param(path, marks=marks, id=" ".join(path) or "memoryd")
+    return pytest.param(path, id=" ".join(path) or "memoryd")
 
 
 @pytest.mark.parametrize("path", [_help_param(p) for p in _command_paths()])

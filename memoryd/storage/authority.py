@@ -25,7 +25,7 @@ from tenacity import (
 
 from memoryd import killpoints
 from memoryd.config import AUTHORITY_FILE, Config
-from memoryd.errors import HomeNotWritable, MemorydError, SchemaTooNew, StoreBusy
+from memoryd.errors import HomeNotWritable, NotAnAuthority, SchemaTooNew, StoreBusy
 from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS
 
 T = TypeVar("T")
@@ -55,7 +55,7 @@ class Authority:
                 self._migrate()
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             self.conn.close()
-            raise MemorydError(
+            raise NotAnAuthority(
                 f"{self.path} is not a usable memoryd authority ({exc}); it was left "
                 "untouched: move it aside or choose another home"
             ) from None
