@@ -219,10 +219,12 @@ def _print_ingest_summary(r: dict) -> None:
     out.print(
         f"[bold]{r['project']}[/]: {status}: {r['files_ingested']:,} files "
         f"({r['bytes_ingested'] / 1e6:.1f} MB) ingested, {r['unchanged']:,} unchanged, "
-        f"{r['retired']:,} retired in {r['seconds']:.1f}s ({r['mb_per_s']} MB/s)"
+        f"{r['retired']:,} retired in {r['seconds']:.1f}s ({r['mb_per_s']} MB/s)",
+        highlight=False,
     )
     if r["skipped"]:
-        out.print("skipped: " + ", ".join(f"{k} {v:,}" for k, v in r["skipped"].items()))
+        skipped = ", ".join(f"{k} {v:,}" for k, v in r["skipped"].items())
+        out.print(f"skipped: {skipped}", highlight=False)
 
 
 @command(main, "search", "memoryd search 'how are JSON documents decoded?' --project python3.11")
