@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench bench-queue bench-search
+.PHONY: demo test test-fast lint format bench bench-queue bench-search bench-ingest
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -40,3 +40,6 @@ bench-queue: $(VENV)/.bench
 
 bench-search: $(STAMP)
 	$(BIN)/python ops/bench/bench_longmemeval.py
+
+bench-ingest: $(STAMP)
+	$(BIN)/python ops/bench/bench_ingest.py

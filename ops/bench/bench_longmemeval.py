@@ -152,6 +152,46 @@ def evaluate(data, runners: dict, digest, sid_digest, indices):
     return res
 
 
+def docstring_queries(files: list[Path], limit: int) -> list[str]:
+    """Natural-language queries: the first docstring line (3+ words) of each module."""
+    import ast
+
+    texts = []
+    for f in files:
+        if not f.name.endswith(".py"):
+            continue
+        try:
+            doc = ast.get_docstring(ast.parse(f.read_bytes()))
+        except (SyntaxError, ValueError):
+            continue
+        line = (doc or "").strip().split("\n")[0].strip()
+        if len(line.split()) >= 3:
+            texts.append(line)
+        if len(texts) >= limit:
+            break
+    return texts
+
+
+def search_latency(db, project: str, texts: list[str], queries: int) -> dict:
+    """p50/p95 ms of ``search`` (gate included, in-process): the first ``queries``
+    texts are measured, each once, after one warm-up pass over the rest."""
+    for text in texts[queries:]:
+        search(db, project, text)  # warm-up: caches, statistics
+    lat, abstained = [], 0
+    for text in texts[:queries]:
+        t0 = time.perf_counter()
+        r = search(db, project, text)
+        lat.append((time.perf_counter() - t0) * 1000)
+        abstained += r["status"] == "abstained"
+    lat.sort()
+    return {
+        "queries": len(lat),
+        "abstained": abstained,
+        "p50_ms": round(statistics.median(lat), 2),
+        "p95_ms": round(lat[int(0.95 * (len(lat) - 1))], 2),
+    }
+
+
 def stdlib_latency(home: Path, queries: int = 300) -> dict:
     """p50/p95 of search (gate included, in-process) over the stdlib corpus.
 
@@ -160,7 +200,6 @@ def stdlib_latency(home: Path, queries: int = 300) -> dict:
     (natural-language descriptions), each asked once after one warm-up pass
     over a different set.
     """
-    import ast
     import os
     import sysconfig
 
@@ -175,33 +214,12 @@ def stdlib_latency(home: Path, queries: int = 300) -> dict:
     pid = db.write(lambda tx: ensure_project(tx, "stdlib", None))
     rows = [prepare_file("stdlib", f.relative_to(root).as_posix(), f.read_bytes()) for f in files]
     db.write(lambda tx: put_files(tx, pid, rows))
-    texts = []
-    for f in files:
-        try:
-            doc = ast.get_docstring(ast.parse(f.read_bytes()))
-        except (SyntaxError, ValueError):
-            continue
-        line = (doc or "").strip().split("\n")[0].strip()
-        if len(line.split()) >= 3:
-            texts.append(line)
-    texts = texts[: queries * 2]
-    for text in texts[queries:]:
-        search(db, "stdlib", text)  # warm-up: caches, statistics
-    lat, abstained = [], 0
-    for text in texts[:queries]:
-        t0 = time.perf_counter()
-        r = search(db, "stdlib", text)
-        lat.append((time.perf_counter() - t0) * 1000)
-        abstained += r["status"] == "abstained"
-    lat.sort()
+    texts = docstring_queries(files, queries * 2)
     return {
         "files": len(rows),
         "source_mb": round(sum(r.size for r in rows) / 1e6, 1),
         "chunks": sum(len(r.chunks) for r in rows),
-        "queries": len(lat),
-        "abstained": abstained,
-        "p50_ms": round(statistics.median(lat), 2),
-        "p95_ms": round(lat[int(0.95 * (len(lat) - 1))], 2),
+        **search_latency(db, "stdlib", texts, queries),
     }
 
 

@@ -1,0 +1,286 @@
+"""Ingestion throughput, store size and search latency on the standard library (issue 3).
+
+Corpus: the running interpreter's standard library without test directories
+(``test/``, ``tests/``, ``idle_test/``) and site-packages, exactly the files
+``memoryd ingest`` finds there (its scan decides; about 770 files, 12.6 MB).
+
+Measured side by side in one run:
+
+* ``memoryd`` end to end, with 1 and 2 workers, each on a fresh home:
+  ``Memoryd(home).ingest(root, wait=True, workers=k)``. The rate is source bytes
+  over the run's own clock (``ingest_runs``: from the commit that enqueues the
+  scan to the commit that makes the last file searchable); the wall time of
+  the whole call (it also starts and stops the supervisor) is shown beside it.
+* ``raw`` single-transaction FTS5 inserts of the same chunks, the limit of the
+  index itself: read every file, decode, split into memoryd's line ranges,
+  insert ``(body, path)`` into one FTS5 table (memoryd's tokenizer) in one
+  transaction, WAL and ``synchronous=FULL``; once with stored content, once
+  contentless with the zlib-compressed chunk text in a side table. Timed from
+  the first read to the commit.
+* store bytes over source bytes: the whole home of the 2-worker run (db, wal,
+  shm) after a TRUNCATE checkpoint, with the largest tables (dbstat).
+* search latency: ``memoryd.search.search`` in-process (gate included) on that
+  home, queries are the modules' first docstring lines, as in
+  ``bench_longmemeval.py`` (its helpers), measured after a warm-up pass.
+
+    .venv/bin/python ops/bench/bench_ingest.py [--repeat N] [--queries N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import sysconfig
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+import apsw
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_longmemeval import docstring_queries, search_latency  # noqa: E402
+
+from memoryd.api import Memoryd  # noqa: E402
+from memoryd.config import MiB  # noqa: E402
+from memoryd.ingest.chunking import decode, line_ranges  # noqa: E402
+from memoryd.ingest.scan import scan  # noqa: E402
+from memoryd.storage.corpus import FTS_TOKENIZER  # noqa: E402
+
+EXCLUDES = ["test/", "tests/", "idle_test/"]
+TARGET_RAW_SHARE = 0.60
+TARGET_STORE_RATIO = 0.60
+TARGET_P95_MS = 5.0
+
+
+def corpus(root: Path) -> list[tuple[str, int]]:
+    """(relative path, size) of every file memoryd ingests there."""
+    found = scan(root, max_bytes=2 * MiB, excludes=EXCLUDES)
+    return [(e.path, e.size) for e in found.eligible]
+
+
+def home_bytes(home: Path) -> int:
+    return sum(p.stat().st_size for p in home.iterdir() if p.is_file())
+
+
+# -- memoryd end to end ------------------------------------------------------------
+
+
+def ingest_once(root: Path, workers: int) -> dict:
+    home = Path(tempfile.mkdtemp(prefix=f"memoryd-bench-w{workers}-"))
+    md = Memoryd(home)
+    t0 = time.perf_counter()
+    summary = md.ingest(root, excludes=EXCLUDES, wait=True, workers=workers)
+    wall = time.perf_counter() - t0
+    if not summary["complete"] or summary["dead_jobs"]:
+        raise SystemExit(f"ingest incomplete: {summary}")
+    run = md.db.query(
+        "SELECT started_at, scanned_at, finished_at FROM ingest_runs WHERE id = ?",
+        (summary["run"],),
+    )[0]
+    return {
+        "home": home,
+        "md": md,
+        "bytes": summary["bytes_ingested"],
+        "files": summary["files_ingested"],
+        "seconds": run[2] - run[0],
+        "scan_seconds": run[1] - run[0],
+        "wall_seconds": wall,
+    }
+
+
+# -- raw FTS5 ----------------------------------------------------------------------
+
+
+def raw_insert(root: Path, files: list[tuple[str, int]], contentless: bool) -> dict:
+    with tempfile.TemporaryDirectory(prefix="memoryd-bench-raw-") as tmp:
+        db = apsw.Connection(str(Path(tmp) / "raw.db"))
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        content = ", content=''" if contentless else ""
+        db.execute(
+            f"CREATE VIRTUAL TABLE fts USING fts5(body, path{content}, tokenize='{FTS_TOKENIZER}')"
+        )
+        if contentless:
+            db.execute("CREATE TABLE texts (id INTEGER PRIMARY KEY, z BLOB NOT NULL)")
+        chunks = 0
+        t0 = time.perf_counter()
+        with db:  # one transaction
+            for rel, _size in files:
+                lines = decode((root / rel).read_bytes()).split("\n")
+                if lines and lines[-1] == "":
+                    lines.pop()
+                for start, end in line_ranges(lines):
+                    text = "\n".join(lines[start - 1 : end])
+                    db.execute("INSERT INTO fts (body, path) VALUES (?, ?)", (text, rel))
+                    if contentless:
+                        db.execute(
+                            "INSERT INTO texts (id, z) VALUES (?, ?)",
+                            (db.last_insert_rowid(), zlib.compress(text.encode())),
+                        )
+                    chunks += 1
+        seconds = time.perf_counter() - t0
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = home_bytes(Path(tmp))
+        db.close()
+    return {"seconds": seconds, "chunks": chunks, "store_bytes": size}
+
+
+# -- store -------------------------------------------------------------------------
+
+
+def store_report(md: Memoryd, source_bytes: int) -> dict:
+    md.checkpoint_wal()
+    rows = md.db.query("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 8")
+    free = md.db.query("PRAGMA freelist_count")[0][0] * md.db.query("PRAGMA page_size")[0][0]
+    total = home_bytes(md.home)
+    return {
+        "bytes": total,
+        "ratio": total / source_bytes,
+        "tables": {name: size for name, size in rows},
+        "freelist_bytes": free,
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", type=Path, default=Path(sysconfig.get_paths()["stdlib"]))
+    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
+    ap.add_argument("--queries", type=int, default=300, help="search queries measured")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    root = args.root.resolve()
+    files = corpus(root)
+    source = sum(s for _, s in files)
+    for rel, _ in files[:50]:
+        (root / rel).read_bytes()  # warm the page cache for every runner alike
+    results: dict = {"files": len(files), "source_bytes": source, "runs": args.repeat}
+
+    def median_of(fn, key="seconds"):
+        samples = [fn() for _ in range(args.repeat)]
+        samples.sort(key=lambda r: r[key])
+        return samples[len(samples) // 2], [r[key] for r in samples]
+
+    raw, raw_all = median_of(lambda: raw_insert(root, files, contentless=False))
+    rawz, rawz_all = median_of(lambda: raw_insert(root, files, contentless=True))
+    ingests = {}
+    for workers in (1, 2):
+        best, samples = median_of(lambda w=workers: ingest_once(root, w))
+        ingests[workers] = (best, samples)
+
+    rate = {
+        "raw FTS5, stored content": source / raw["seconds"] / 1e6,
+        "raw FTS5, contentless + zlib": source / rawz["seconds"] / 1e6,
+    }
+    for w, (best, _) in ingests.items():
+        rate[f"memoryd, {w} worker{'s' if w > 1 else ''}"] = source / best["seconds"] / 1e6
+    two = ingests[2][0]
+    store = store_report(two["md"], source)
+    project = root.name
+    texts = docstring_queries([root / rel for rel, _ in files], args.queries * 2)
+    latency = search_latency(two["md"].db, project, texts, args.queries)
+
+    results.update(
+        {
+            "raw_stored": {"mb_s": rate["raw FTS5, stored content"], "seconds": raw_all,
+                           "store_ratio": raw["store_bytes"] / source},
+            "raw_contentless_zlib": {"mb_s": rate["raw FTS5, contentless + zlib"],
+                                     "seconds": rawz_all,
+                                     "store_ratio": rawz["store_bytes"] / source},
+            "memoryd": {
+                str(w): {
+                    "mb_s": source / best["seconds"] / 1e6,
+                    "seconds": samples,
+                    "scan_seconds": best["scan_seconds"],
+                    "wall_seconds": best["wall_seconds"],
+                    "wall_mb_s": source / best["wall_seconds"] / 1e6,
+                }
+                for w, (best, samples) in ingests.items()
+            },
+            "store": store,
+            "search": latency,
+        }
+    )  # fmt: skip
+    for best, _ in ingests.values():
+        best["md"].close()
+    if args.json:
+        print(json.dumps(results, indent=2, default=str))
+        return 0
+    report(results, rate, ingests, raw, rawz, source)
+    return 0
+
+
+def report(results, rate, ingests, raw, rawz, source) -> None:
+    console = Console(width=110)
+    raw_rate = rate["raw FTS5, stored content"]
+    rawz_rate = rate["raw FTS5, contentless + zlib"]
+    t = Table(
+        title=f"Ingest: {results['files']} files, {source / 1e6:.2f} MB of source "
+        f"(median of {results['runs']} runs; {os.cpu_count()} CPUs)"
+    )
+    for col in ("runner", "seconds", "MB/s", "vs raw stored", "vs raw contentless", "wall s"):
+        t.add_column(col, justify="left" if col == "runner" else "right")
+    t.add_row("raw FTS5, stored content", f"{raw['seconds']:.2f}", f"{raw_rate:.1f}", "1.00",
+              f"{raw_rate / rawz_rate:.2f}", "")  # fmt: skip
+    t.add_row("raw FTS5, contentless + zlib", f"{rawz['seconds']:.2f}", f"{rawz_rate:.1f}",
+              f"{rawz_rate / raw_rate:.2f}", "1.00", "")  # fmt: skip
+    for w, (best, _) in ingests.items():
+        r = source / best["seconds"] / 1e6
+        t.add_row(
+            f"memoryd ingest, {w} worker{'s' if w > 1 else ''}",
+            f"{best['seconds']:.2f}",
+            f"{r:.1f}",
+            f"{r / raw_rate:.2f}",
+            f"{r / rawz_rate:.2f}",
+            f"{best['wall_seconds']:.2f}",
+        )
+    console.print(t)
+
+    store = results["store"]
+    s = Table(title="Store after a TRUNCATE checkpoint (2-worker home: db + wal + shm)")
+    s.add_column("what")
+    s.add_column("bytes", justify="right")
+    s.add_column("/ source", justify="right")
+    s.add_row("[b]whole home[/b]", f"{store['bytes']:,}", f"[b]{store['ratio']:.3f}[/b]")
+    s.add_row("raw stored-content db", f"{raw['store_bytes']:,}",
+              f"{raw['store_bytes'] / source:.3f}")  # fmt: skip
+    s.add_row("raw contentless + zlib db", f"{rawz['store_bytes']:,}",
+              f"{rawz['store_bytes'] / source:.3f}")  # fmt: skip
+    for name, size in store["tables"].items():
+        s.add_row(f"  {name}", f"{size:,}", f"{size / source:.3f}")
+    s.add_row(
+        "  free pages", f"{store['freelist_bytes']:,}", f"{store['freelist_bytes'] / source:.3f}"
+    )
+    console.print(s)
+
+    lat = results["search"]
+    two = source / ingests[2][0]["seconds"] / 1e6
+    g = Table(title="Against issue 3's targets")
+    for col in ("measure", "value", "target", "met"):
+        g.add_column(col, justify="left" if col == "measure" else "right")
+
+    def row(name, value, target, ok):
+        g.add_row(name, value, target, "[green]yes[/green]" if ok else "[red]no[/red]")
+
+    row("2 workers / raw stored content", f"{two / raw_rate:.0%}", f">= {TARGET_RAW_SHARE:.0%}",
+        two / raw_rate >= TARGET_RAW_SHARE)  # fmt: skip
+    row("2 workers / raw contentless + zlib", f"{two / rawz_rate:.0%}",
+        f">= {TARGET_RAW_SHARE:.0%}", two / rawz_rate >= TARGET_RAW_SHARE)  # fmt: skip
+    row("store / source", f"{store['ratio']:.3f}", f"<= {TARGET_STORE_RATIO}",
+        store["ratio"] <= TARGET_STORE_RATIO)  # fmt: skip
+    row(f"search p50 ({lat['queries']} queries, {lat['abstained']} abstained)",
+        f"{lat['p50_ms']:.2f} ms", "", True)  # fmt: skip
+    row("search p95", f"{lat['p95_ms']:.2f} ms", f"<= {TARGET_P95_MS:g} ms",
+        lat["p95_ms"] <= TARGET_P95_MS)  # fmt: skip
+    console.print(g)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
