@@ -65,6 +65,30 @@ SETTINGS: dict[str, Setting] = {
     "wal_checkpoint_bytes": Setting(1 * MiB, "checkpoint (TRUNCATE) once the WAL is this large"),
     "maintenance_period_seconds": Setting(30.0, "checkpoint a non-empty WAL at least this often"),
     "wal_pause_bytes": Setting(8 * MiB, "pause claims when a pinned reader keeps the WAL this big"),
+    # retention (evidence archive; 0 days = the class never expires)
+    "retention_ephemeral_days": Setting(14, "age (days from source creation), ephemeral"),
+    "retention_conversation_days": Setting(90, "age (days) of conversation sources"),
+    "retention_derived_days": Setting(30, "age (days) of derived evidence"),
+    "retention_ephemeral_recall_days": Setting(7, "automatic-recall horizon of ephemeral, days"),
+    "retention_conversation_recall_days": Setting(30, "automatic-recall horizon, conversation"),
+    "retention_derived_recall_days": Setting(30, "automatic-recall horizon of derived, days"),
+    "retention_tick_seconds": Setting(60.0, "period of the archive maintenance tick"),
+    "retention_max_expired_protections": Setting(1000, "lapsed lease records cleaned per tick"),
+    "retention_max_retrieval_leases": Setting(1000, "lapsed retrieval leases cleaned per tick"),
+    "retention_max_hints": Setting(1000, "old access (hint/exposure) records cleaned per tick"),
+    "retention_waves_per_tick": Setting(4, "retention waves per maintenance tick"),
+    "retention_wave_documents": Setting(256, "most documents one retention wave retires"),
+    "retention_purge_batch_keys": Setting(4096, "most keys one purge WriteBatch deletes"),
+    "retention_compaction_deleted_keys": Setting(10_000, "flush after this many deleted keys"),
+    "retention_compaction_reclaimable_bytes": Setting(
+        256 * MiB, "flush once RocksDB reports this much reclaimable SST data"
+    ),
+    "retention_retrieval_lease_seconds": Setting(300.0, "lease a search takes on its results"),
+    "retention_active_lease_seconds": Setting(600.0, "active-context lease length per heartbeat"),
+    "retention_access_bucket_seconds": Setting(86400, "at most one access record per doc per this"),
+    "retention_access_keep_days": Setting(30, "access records older than this are cleaned"),
+    "retention_disk_low_bytes": Setting(2048 * MiB, "disk-low mode below this free space (0: off)"),
+    "retention_disk_reserve_bytes": Setting(64 * MiB, "free space archival writes never consume"),
 }
 
 
