@@ -1850,6 +1850,22 @@ class ArchiveStore:
             self.payload_format = int(meta.get("payload_format", CURRENT_PAYLOAD_FORMAT))
         return n
 
+    def raw_delete(self, keys: Iterable[bytes], *, batch_keys: int = 10_000) -> int:
+        """Delete raw keys in batches (migrations only: re-syncing a copy)."""
+        self._need_primary()
+        n = 0
+        with self._lock:
+            wb = WriteBatch(raw_mode=True)
+            for k in keys:
+                wb.delete(k)
+                n += 1
+                if len(wb) >= batch_keys:
+                    self._db.write(wb, self._wopt)
+                    wb = WriteBatch(raw_mode=True)
+            if len(wb):
+                self._db.write(wb, self._wopt)
+        return n
+
     @staticmethod
     def is_payload_key(key: bytes) -> bool:
         return key[:1] == _PAYLOAD

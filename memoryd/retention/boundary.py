@@ -1,0 +1,427 @@
+"""The migration boundary and archive format migrations.
+
+The boundary is an inter-process reader-writer lock on a file beside the
+archive (POSIX record locks: the OS drops a dead holder's side). A retention
+wave holds it **shared** from its migration-state check through its last
+delete; migration verification (and commit/rollback) hold it **exclusive**.
+
+A migration re-encodes every payload into a new store directory and moves
+through persisted states (``<archive>.migration.json``, written atomically)::
+
+    copying -> awaiting_verification -> verified (rollback-eligible) -> committed
+                         \\-> blocked (verification failed; copy again or roll back)
+
+No state file means ``committed`` (no migration in progress). Retention waves
+are refused in every state but ``committed``.
+
+Migrations are offline with respect to the archive: each step opens the
+archive read-write itself, so the retention worker must have closed it
+(otherwise :class:`~memoryd.storage.archive.ArchiveBusy`). Writes that reach the
+old archive between copying and verification are carried over: verification
+first re-syncs the copy under the exclusive boundary, then compares every
+record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from memoryd import killpoints
+from memoryd.locks import FileLock, lock_holder
+from memoryd.storage.archive import (
+    PAYLOAD_FORMATS,
+    ArchiveError,
+    ArchiveStore,
+    BadArchiveInput,
+)
+
+STATES = ("copying", "awaiting_verification", "blocked", "verified", "committed")
+
+#: Crash points of this module (``MEMORYD_KILL_AT``).
+KILL_POINTS = ("migration_mid_copy", "migration_mid_switch")
+
+
+class BoundaryBusy(ArchiveError):
+    """The other side of the migration boundary is held (by ``holder_pid``)."""
+
+    code = "BOUNDARY_BUSY"
+    retryable = True
+
+    def __init__(self, message: str, holder_pid: int | None = None) -> None:
+        super().__init__(message)
+        self.holder_pid = holder_pid
+
+
+class RetentionBlocked(ArchiveError):
+    """A retention wave was refused because an archive migration is in progress."""
+
+    code = "RETENTION_BLOCKED"
+    retryable = True
+
+    def __init__(self, message: str, state: str) -> None:
+        super().__init__(message)
+        self.state = state
+
+
+class MigrationError(ArchiveError):
+    code = "MIGRATION_ERROR"
+
+
+def _write_json_atomic(path: Path, value: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(orjson.dumps(value, option=orjson.OPT_INDENT_2))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+class Boundary:
+    """The boundary and migration state of the archive at ``archive_path``."""
+
+    def __init__(self, archive_path: Path | str) -> None:
+        self.archive_path = Path(archive_path)
+        base = self.archive_path.parent / self.archive_path.name
+        self.lock_path = Path(f"{base}.boundary.lock")
+        self.state_path = Path(f"{base}.migration.json")
+
+    # ---- state
+
+    def state(self) -> dict[str, Any]:
+        """``{"state": one of STATES, ...details}``; ``committed`` when no migration runs."""
+        try:
+            return orjson.loads(self.state_path.read_bytes())
+        except FileNotFoundError:
+            return {"state": "committed"}
+
+    def _set_state(self, value: dict[str, Any] | None) -> None:
+        if value is None or value.get("state") == "committed":
+            with contextlib.suppress(FileNotFoundError):
+                self.state_path.unlink()
+            return
+        value = {**value, "updated_at": time.time()}
+        _write_json_atomic(self.state_path, value)
+
+    # ---- lock sides
+
+    def _acquire(self, shared: bool) -> FileLock:
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(self.lock_path)
+        if not lock.try_acquire(shared=shared):
+            pid = lock_holder(self.lock_path)
+            side = "a migration step (exclusive)" if shared else "a retention wave (shared)"
+            raise BoundaryBusy(
+                f"the archive migration boundary is held by {side}"
+                + (f" in pid {pid}" if pid else " in this process")
+                + "; retry when it is done",
+                pid,
+            )
+        return lock
+
+    @contextlib.contextmanager
+    def retention_wave(self) -> Iterator[dict[str, Any]]:
+        """Hold the shared side for a whole wave; refuse unless the state is committed.
+
+        Raises :class:`BoundaryBusy` (a migration step holds the exclusive
+        side) or :class:`RetentionBlocked` (a migration is in progress).
+        """
+        lock = self._acquire(shared=True)
+        try:
+            state = self.state()
+            if state["state"] != "committed":
+                raise RetentionBlocked(
+                    f"retention waves are refused while an archive migration is "
+                    f"{state['state']}; finish it (verify and commit) or roll it back",
+                    state["state"],
+                )
+            yield state
+        finally:
+            lock.release()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the exclusive side (raises :class:`BoundaryBusy` while a wave runs)."""
+        lock = self._acquire(shared=False)
+        try:
+            yield
+        finally:
+            lock.release()
+
+
+class Migration:
+    """A payload re-encoding migration of the archive at ``archive_path``.
+
+    Steps (each persisted; each may be re-run after a crash):
+    :meth:`copy` -> :meth:`verify` -> :meth:`commit`, or :meth:`rollback` from
+    any state. :meth:`recover` finishes a directory switch a crash interrupted.
+    """
+
+    def __init__(self, archive_path: Path | str) -> None:
+        self.boundary = Boundary(archive_path)
+        self.path = self.boundary.archive_path
+        self.next_path = Path(f"{self.path}.next")
+        self.prev_path = Path(f"{self.path}.prev")
+        self.old_path = Path(f"{self.path}.old")
+
+    def state(self) -> dict[str, Any]:
+        return self.boundary.state()
+
+    # ---- steps
+
+    def copy(self, target_format: int = 2) -> dict[str, Any]:
+        """Copy the archive into ``<archive>.next`` re-encoding payloads to ``target_format``.
+
+        Allowed when no migration runs or a previous copy was interrupted or
+        blocked (it starts over). Returns the new state (awaiting_verification).
+        """
+        if target_format not in PAYLOAD_FORMATS:
+            raise BadArchiveInput(f"target format must be one of {PAYLOAD_FORMATS}")
+        self.recover()
+        state = self.state()
+        if state["state"] not in ("committed", "copying", "blocked"):
+            raise MigrationError(
+                f"a migration is {state['state']}: verify and commit it, or roll it back, "
+                "before copying again"
+            )
+        with self.boundary.exclusive():
+            self.boundary._set_state(
+                {"state": "copying", "target_format": target_format, "started_at": time.time()}
+            )
+            with ArchiveStore.open_primary(self.path) as src:
+                source_format = src.payload_format
+                if self.next_path.exists():
+                    shutil.rmtree(self.next_path)
+                with ArchiveStore.open_primary(self.next_path, payload_format=target_format) as dst:
+                    copied = _sync(src, dst, target_format, full=True)
+            state = {
+                "state": "awaiting_verification",
+                "source_format": source_format,
+                "target_format": target_format,
+                "copied_keys": copied,
+                "started_at": self.state().get("started_at"),
+            }
+            self.boundary._set_state(state)
+            return state
+
+    def verify(self) -> dict[str, Any]:
+        """Under the exclusive boundary: carry over later writes, compare every record,
+        then switch the directories (the old archive stays as ``<archive>.prev``).
+
+        State becomes ``verified`` (rollback-eligible) or ``blocked`` (with
+        ``reason``). Raises :class:`BoundaryBusy` while a retention wave runs.
+        """
+        self.recover()
+        state = self.state()
+        if state["state"] not in ("awaiting_verification", "blocked"):
+            raise MigrationError(f"nothing to verify: the migration is {state['state']}")
+        if not self.next_path.exists():
+            raise MigrationError("the copy is missing: run the copy step again")
+        with self.boundary.exclusive():
+            fmt = state["target_format"]
+            with (
+                ArchiveStore.open_primary(self.path) as src,
+                ArchiveStore.open_primary(self.next_path) as dst,
+            ):
+                carried = _sync(src, dst, fmt, full=False)
+                problems = _compare(src, dst, fmt)
+                postings = dst.verify_postings()
+            if problems or not postings["ok"]:
+                reason = problems[:5] or [f"postings differ: {postings}"]
+                blocked = {**state, "state": "blocked", "reason": reason}
+                self.boundary._set_state(blocked)
+                return blocked
+            self._switch(state, carried)
+            return self.state()
+
+    def _switch(self, state: dict[str, Any], carried: int) -> None:
+        switching = {**state, "state": "awaiting_verification", "switching": "verify"}
+        self.boundary._set_state(switching)
+        os.replace(self.path, self.prev_path)
+        killpoints.reach("migration_mid_switch")
+        os.replace(self.next_path, self.path)
+        self.boundary._set_state(
+            {
+                "state": "verified",
+                "source_format": state["source_format"],
+                "target_format": state["target_format"],
+                "carried_keys": carried,
+                "verified_at": time.time(),
+            }
+        )
+
+    def commit(self) -> dict[str, Any]:
+        """Make a verified migration final: drop the rollback copy."""
+        self.recover()
+        state = self.state()
+        if state["state"] != "verified":
+            raise MigrationError(f"only a verified migration can be committed (it is {state})")
+        with self.boundary.exclusive():
+            shutil.rmtree(self.prev_path, ignore_errors=True)
+            self.boundary._set_state(None)
+        return self.state()
+
+    def rollback(self) -> dict[str, Any]:
+        """Abandon the migration.
+
+        Before verification: drop the copy. After verification: re-encode the
+        current archive (including writes made since) back to the source
+        format, compare, and switch back, so nothing written since is lost.
+        """
+        self.recover()
+        state = self.state()
+        with self.boundary.exclusive():
+            if state["state"] in ("copying", "awaiting_verification", "blocked"):
+                shutil.rmtree(self.next_path, ignore_errors=True)
+                self.boundary._set_state(None)
+                return self.state()
+            if state["state"] != "verified":
+                raise MigrationError("no migration to roll back")
+            fmt = state["source_format"]
+            shutil.rmtree(self.next_path, ignore_errors=True)
+            with (
+                ArchiveStore.open_primary(self.path) as src,
+                ArchiveStore.open_primary(self.next_path, payload_format=fmt) as dst,
+            ):
+                _sync(src, dst, fmt, full=True)
+                problems = _compare(src, dst, fmt)
+            if problems:
+                raise MigrationError(f"rollback copy differs: {problems[:5]}")
+            self.boundary._set_state({**state, "switching": "rollback"})
+            os.replace(self.path, self.old_path)
+            killpoints.reach("migration_mid_switch")
+            os.replace(self.next_path, self.path)
+            shutil.rmtree(self.old_path, ignore_errors=True)
+            shutil.rmtree(self.prev_path, ignore_errors=True)
+            self.boundary._set_state(None)
+            return self.state()
+
+    def recover(self) -> dict[str, Any]:
+        """Finish a directory switch that a crash interrupted (idempotent)."""
+        state = self.state()
+        switching = state.get("switching")
+        if not switching:
+            return state
+        if switching == "verify":
+            if not self.path.exists() and self.next_path.exists():
+                os.replace(self.next_path, self.path)
+            if self.path.exists() and self.prev_path.exists():
+                self.boundary._set_state(
+                    {
+                        "state": "verified",
+                        "source_format": state["source_format"],
+                        "target_format": state["target_format"],
+                        "verified_at": time.time(),
+                    }
+                )
+            else:  # the first rename never happened
+                self.boundary._set_state({k: v for k, v in state.items() if k != "switching"})
+        elif switching == "rollback":
+            if not self.path.exists() and self.next_path.exists():
+                os.replace(self.next_path, self.path)
+            if self.path.exists() and self.old_path.exists():
+                shutil.rmtree(self.old_path, ignore_errors=True)
+                shutil.rmtree(self.prev_path, ignore_errors=True)
+                self.boundary._set_state(None)
+            else:
+                self.boundary._set_state({k: v for k, v in state.items() if k != "switching"})
+        return self.state()
+
+
+def _reencode(value: bytes, fmt: int) -> bytes:
+    record = ArchiveStore.decode_payload(value)
+    return ArchiveStore.encode_payload(record["content"], record.get("meta"), fmt)
+
+
+def _format_meta(value: bytes, fmt: int) -> bytes:
+    meta = orjson.loads(value)
+    meta["payload_format"] = fmt
+    return orjson.dumps(meta)
+
+
+def _sync(src: ArchiveStore, dst: ArchiveStore, fmt: int, *, full: bool) -> int:
+    """Make ``dst`` hold every record of ``src`` (payloads in ``fmt``); returns keys written.
+
+    ``full``: ``dst`` is empty, copy everything. Otherwise walk both in key
+    order, writing what differs and deleting what ``src`` no longer has.
+    """
+
+    def converted() -> Iterator[tuple[bytes, bytes]]:
+        for i, (key, value) in enumerate(src.raw_items()):
+            if i and i % 50_000 == 0:
+                killpoints.reach("migration_mid_copy")
+            if ArchiveStore.is_payload_key(key):
+                yield key, _reencode(value, fmt)
+            elif ArchiveStore.is_format_key(key):
+                yield key, _format_meta(value, fmt)
+            else:
+                yield key, value
+
+    if full:
+        return dst.raw_write(converted())
+    dst_items = dst.raw_items()
+    have = next(dst_items, None)
+    writes: list[tuple[bytes, bytes]] = []
+    deletes: list[bytes] = []
+    for key, value in converted():
+        while have is not None and have[0] < key:
+            deletes.append(have[0])
+            have = next(dst_items, None)
+        if have is not None and have[0] == key:
+            if not _same(key, have[1], value):
+                writes.append((key, value))
+            have = next(dst_items, None)
+        else:
+            writes.append((key, value))
+    while have is not None:
+        deletes.append(have[0])
+        have = next(dst_items, None)
+    dst.raw_delete(deletes)
+    return dst.raw_write(writes) + len(deletes)
+
+
+def _same(key: bytes, a: bytes, b: bytes) -> bool:
+    if a == b:
+        return True
+    if ArchiveStore.is_payload_key(key):
+        return ArchiveStore.decode_payload(a) == ArchiveStore.decode_payload(b)
+    return False
+
+
+def _compare(src: ArchiveStore, dst: ArchiveStore, fmt: int) -> list[str]:
+    """Every record of ``src`` equals ``dst``'s (payloads decoded; dst's in ``fmt``)."""
+    problems: list[str] = []
+    a_items, b_items = src.raw_items(), dst.raw_items()
+    while len(problems) < 20:
+        a, b = next(a_items, None), next(b_items, None)
+        if a is None or b is None:
+            if a is not None or b is not None:
+                problems.append("record counts differ")
+            break
+        key = a[0]
+        if key != b[0]:
+            problems.append(f"key sets differ at {key[:40]!r} / {b[0][:40]!r}")
+            break
+        if ArchiveStore.is_payload_key(key):
+            if ArchiveStore.payload_format_of(b[1]) != fmt:
+                problems.append(f"payload {key[:40]!r} not in format {fmt}")
+            elif ArchiveStore.decode_payload(a[1]) != ArchiveStore.decode_payload(b[1]):
+                problems.append(f"payload {key[:40]!r} differs")
+        elif ArchiveStore.is_format_key(key):
+            if orjson.loads(b[1]).get("payload_format") != fmt:
+                problems.append("format record not updated")
+        elif a[1] != b[1]:
+            problems.append(f"record {key[:40]!r} differs")
+    return problems

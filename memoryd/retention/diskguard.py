@@ -1,0 +1,172 @@
+"""Disk-low emergency mode.
+
+Below ``threshold_bytes`` of free space (default 2 GiB; 0 disables the guard)
+the archive is **degraded**, durably (the state lives in the archive and
+survives restarts), and the maintenance tick:
+
+1. runs all already-due expiry work at once (not just the tick's waves);
+2. shortens only unprotected future *ephemeral* payloads (not conversation
+   sources, durable or active evidence, pins or leased versions): their
+   deadline becomes now, under a new generation, and they are retired;
+3. flushes, leaving reclamation to background compaction.
+
+Admission: while degraded every archival append is rejected with the typed,
+retryable :class:`~memoryd.storage.archive.DiskLow`; in any mode an append
+that would leave less than ``reserve_bytes`` free is rejected likewise. The
+reserve is the room kept for what must keep working: search, pins, leases,
+heartbeats and retention's own writes are never refused. With threshold 0,
+:meth:`DiskGuard.on_open` clears a previously persisted degraded state.
+
+Free space is measured by ``free_bytes()`` (injectable for tests); the
+default is ``shutil.disk_usage`` of the archive directory.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from typing import Any
+
+from memoryd.retention.boundary import Boundary
+from memoryd.retention.policy import RetentionPolicy
+from memoryd.retention.waves import WAVE_CURSOR, run_wave
+from memoryd.storage.archive import ArchiveStore, DiskLow, utc_iso
+
+MiB = 1024 * 1024
+DEFAULT_THRESHOLD = 2048 * MiB
+DEFAULT_RESERVE = 64 * MiB
+SHORTEN_CURSOR = "retention.disk_low.shorten"
+
+
+class DiskGuard:
+    """Free-space checks, admission and the emergency pass for one open archive."""
+
+    def __init__(
+        self,
+        store: ArchiveStore,
+        *,
+        threshold_bytes: int = DEFAULT_THRESHOLD,
+        reserve_bytes: int = DEFAULT_RESERVE,
+        free_bytes: Callable[[], int] | None = None,
+    ) -> None:
+        self.store = store
+        self.threshold = int(threshold_bytes)
+        self.reserve = int(reserve_bytes)
+        self.free_bytes = free_bytes or (lambda: shutil.disk_usage(store.path).free)
+
+    @classmethod
+    def from_config(
+        cls, store: ArchiveStore, config: Any, *, free_bytes: Callable[[], int] | None = None
+    ) -> DiskGuard:
+        return cls(
+            store,
+            threshold_bytes=config.retention_disk_low_bytes,
+            reserve_bytes=config.retention_disk_reserve_bytes,
+            free_bytes=free_bytes,
+        )
+
+    def install(self) -> DiskGuard:
+        """Make every append of ``store`` pass :meth:`admit` first."""
+        self.store.admission = self.admit
+        return self
+
+    def on_open(self, *, now: float | None = None) -> dict[str, Any] | None:
+        """At worker start: threshold 0 clears a persisted degraded flag; else re-check."""
+        if self.threshold <= 0:
+            if self.store.degraded() is not None:
+                self.store.set_degraded(None)
+            return None
+        return self.check(now=now)
+
+    def check(self, *, now: float | None = None) -> dict[str, Any] | None:
+        """Measure free space; persist entering or leaving degraded mode. Returns the state."""
+        now = time.time() if now is None else now
+        current = self.store.degraded()
+        if self.threshold <= 0:
+            return current
+        free = self.free_bytes()
+        if free < self.threshold:
+            state = {
+                "degraded": True,
+                "reason": "disk_low",
+                "since": (current or {}).get("since", utc_iso(now)),
+                "checked_at": utc_iso(now),
+                "free_bytes": free,
+                "threshold_bytes": self.threshold,
+                "reserve_bytes": self.reserve,
+            }
+            if current is None or current.get("free_bytes") != free:
+                self.store.set_degraded(state)
+            return state
+        if current is not None:
+            self.store.set_degraded(None)
+        return None
+
+    def admit(self, nbytes: int) -> None:
+        """Raise :class:`DiskLow` if an archival write of ``nbytes`` must be refused."""
+        if self.threshold <= 0:
+            return
+        free = self.free_bytes()
+        if free < self.threshold:
+            if self.store.degraded() is None and not self.store.readonly:
+                self.check()
+            raise DiskLow(
+                f"the archive is in disk-low mode ({free // MiB} MiB free, threshold "
+                f"{self.threshold // MiB} MiB): archival writes are refused until space "
+                "is freed; retry later (search, pins and leases still work)"
+            )
+        if free - nbytes < self.reserve:
+            raise DiskLow(
+                f"writing {nbytes} bytes would eat the {self.reserve // MiB} MiB disk "
+                f"reserve ({free // MiB} MiB free); free space and retry"
+            )
+
+    def emergency(
+        self,
+        policy: RetentionPolicy,
+        boundary: Boundary,
+        *,
+        now: float | None = None,
+        max_shorten: int = 10_000,
+        wave_documents: int = 256,
+        purge_batch_keys: int = 4096,
+    ) -> dict[str, Any]:
+        """The disk-low pass (call when :meth:`check` says degraded).
+
+        Returns ``{"expired", "shortened", "flushed"}``. Raises what
+        :func:`run_wave` raises while a migration blocks retention.
+        """
+        now = time.time() if now is None else now
+        expired = self._drain(policy, boundary, now, wave_documents, purge_batch_keys)
+        shortened = 0
+        after = self.store.get_cursor(SHORTEN_CURSOR)
+        entries = self.store.expiry_entries(
+            since=now, after=after, classes=["ephemeral"], limit=max_shorten
+        )
+        for entry in entries:
+            if self.store.protection(entry.locator, now=now) is not None:
+                continue
+            gen = self.store.set_expiry(
+                entry.locator, now, override=True, expected_generation=entry.generation
+            )
+            shortened += gen is not None
+        done = len(entries) < max_shorten
+        self.store.set_cursor(SHORTEN_CURSOR, None if done else entries[-1].key)
+        if shortened:
+            expired += self._drain(policy, boundary, now, wave_documents, purge_batch_keys)
+        self.store.flush()
+        return {"expired": expired, "shortened": shortened, "flushed": True}
+
+    def _drain(
+        self, policy: RetentionPolicy, boundary: Boundary, now: float, docs: int, keys: int
+    ) -> int:
+        expired = 0
+        self.store.set_cursor(WAVE_CURSOR, None)  # all due work, from the first bucket
+        while True:
+            report = run_wave(
+                self.store, policy, boundary, now=now, max_documents=docs, purge_batch_keys=keys
+            )
+            expired += len(report.expired)
+            if report.exhausted:
+                return expired

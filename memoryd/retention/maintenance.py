@@ -1,0 +1,297 @@
+"""The archive maintenance tick (one at a time; default every minute).
+
+Each tick, in order, with DESIGN.md's bounds (all configuration):
+
+1. remove at most 1,000 lapsed active-context protections;
+2. remove at most 1,000 lapsed retrieval leases;
+3. remove at most 1,000 old access (hint/exposure) records;
+4. re-derive deadlines after a policy change (bounded, resumable);
+5. disk guard: when free space is below the threshold, the emergency pass;
+6. at most four retention waves of 256 documents (``force``: until the due
+   range is exhausted), each holding the shared migration boundary;
+7. the compaction trigger: once 10,000 keys were deleted since the last
+   flush, or RocksDB reports 256 MiB of reclaimable SST data, flush and
+   report that background compaction was scheduled. The trigger then stays
+   *armed*: later ticks re-read RocksDB properties until SST bytes actually
+   dropped below the post-flush baseline. Never a full compaction: that is
+   :meth:`Maintenance.compact`, for an explicit operator request.
+
+Cursors live in the archive, so a tick interrupted by a crash is simply
+followed by the next one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memoryd import killpoints
+from memoryd.retention.boundary import Boundary, BoundaryBusy, RetentionBlocked
+from memoryd.retention.diskguard import DiskGuard
+from memoryd.retention.policy import DAY, RetentionPolicy
+from memoryd.retention.waves import reindex, run_wave
+from memoryd.storage.archive import ArchiveStore
+
+MiB = 1024 * 1024
+COMPACTION_META = "retention.compaction"
+POLICY_META = "retention.policy_fingerprint"
+
+#: Crash points of this module.
+KILL_POINTS = ("retention_after_flush",)
+
+
+@dataclass(frozen=True)
+class TickBounds:
+    max_expired_protections: int = 1000
+    max_retrieval_leases: int = 1000
+    max_hints: int = 1000
+    waves_per_tick: int = 4
+    wave_documents: int = 256
+    purge_batch_keys: int = 4096
+    compaction_deleted_keys: int = 10_000
+    compaction_reclaimable_bytes: int = 256 * MiB
+    access_bucket_seconds: int = 86400
+    access_keep_days: int = 30
+    reindex_documents: int = 1000
+
+    @classmethod
+    def from_config(cls, config: Any) -> TickBounds:
+        return cls(
+            max_expired_protections=config.retention_max_expired_protections,
+            max_retrieval_leases=config.retention_max_retrieval_leases,
+            max_hints=config.retention_max_hints,
+            waves_per_tick=config.retention_waves_per_tick,
+            wave_documents=config.retention_wave_documents,
+            purge_batch_keys=config.retention_purge_batch_keys,
+            compaction_deleted_keys=config.retention_compaction_deleted_keys,
+            compaction_reclaimable_bytes=config.retention_compaction_reclaimable_bytes,
+            access_bucket_seconds=config.retention_access_bucket_seconds,
+            access_keep_days=config.retention_access_keep_days,
+        )
+
+
+@dataclass
+class TickReport:
+    now: float
+    skipped: bool = False  # another tick was running
+    protections_cleaned: int = 0
+    retrieval_leases_cleaned: int = 0
+    hints_cleaned: int = 0
+    reindexed: int = 0
+    waves: int = 0
+    expired: int = 0
+    purged_versions: int = 0
+    keys_deleted: int = 0
+    exhausted: bool = False  # no due entry left behind the wave cursor
+    refused: str | None = None  # why retention waves did not run
+    disk: dict[str, Any] | None = None
+    emergency: dict[str, Any] | None = None
+    compaction: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Maintenance:
+    """The maintenance loop's body for one open primary archive."""
+
+    def __init__(
+        self,
+        store: ArchiveStore,
+        policy: RetentionPolicy,
+        boundary: Boundary,
+        *,
+        bounds: TickBounds | None = None,
+        disk_guard: DiskGuard | None = None,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.boundary = boundary
+        self.bounds = bounds or TickBounds()
+        self.disk_guard = disk_guard
+        self._running = threading.Lock()
+
+    @classmethod
+    def from_config(
+        cls,
+        store: ArchiveStore,
+        config: Any,
+        *,
+        boundary: Boundary | None = None,
+        free_bytes: Any = None,
+    ) -> Maintenance:
+        """Policy, bounds and an installed disk guard from a :class:`memoryd.config.Config`."""
+        guard = DiskGuard.from_config(store, config, free_bytes=free_bytes).install()
+        return cls(
+            store,
+            RetentionPolicy.from_config(config),
+            boundary or Boundary(store.path),
+            bounds=TickBounds.from_config(config),
+            disk_guard=guard,
+        )
+
+    def tick(self, *, now: float | None = None, force: bool = False) -> TickReport:
+        """One bounded, non-overlapping maintenance pass (see the module docstring).
+
+        ``force`` runs waves until the due range is exhausted (it never
+        shortens a deadline). A migration in progress does not fail the tick:
+        ``refused`` says why no wave ran.
+        """
+        now = time.time() if now is None else now
+        report = TickReport(now=now)
+        if not self._running.acquire(blocking=False):
+            report.skipped = True
+            return report
+        started = time.monotonic()
+        try:
+            b, s = self.bounds, self.store
+            report.protections_cleaned = s.cleanup_expired_leases(
+                now=now, limit=b.max_expired_protections
+            )
+            report.retrieval_leases_cleaned = s.cleanup_retrieval_leases(
+                now=now, limit=b.max_retrieval_leases
+            )
+            report.hints_cleaned = s.cleanup_access_records(
+                before=now - b.access_keep_days * DAY,
+                limit=b.max_hints,
+                bucket_seconds=b.access_bucket_seconds,
+            )
+            self._reindex(report)
+            try:
+                if self.disk_guard is not None:
+                    report.disk = self.disk_guard.check(now=now)
+                    if report.disk is not None:
+                        report.emergency = self.disk_guard.emergency(
+                            self.policy,
+                            self.boundary,
+                            now=now,
+                            wave_documents=b.wave_documents,
+                            purge_batch_keys=b.purge_batch_keys,
+                        )
+                        report.expired += report.emergency["expired"]
+                self._waves(report, force)
+            except (RetentionBlocked, BoundaryBusy) as exc:
+                report.refused = f"{exc.code}: {exc}"
+            report.compaction = self._compaction(now)
+        finally:
+            report.seconds = round(time.monotonic() - started, 4)
+            self._running.release()
+        return report
+
+    def _reindex(self, report: TickReport) -> None:
+        fingerprint = self.policy.fingerprint()
+        stored = self.store.get_meta(POLICY_META)
+        if stored is None:
+            self.store.set_meta(POLICY_META, fingerprint)  # deadlines were derived by it
+            return
+        if stored == fingerprint:
+            return
+        changed, done = reindex(self.store, self.policy, limit=self.bounds.reindex_documents)
+        report.reindexed = changed
+        if done:
+            self.store.set_meta(POLICY_META, fingerprint)
+
+    def _waves(self, report: TickReport, force: bool) -> None:
+        b = self.bounds
+        n = 0
+        while force or n < b.waves_per_tick:
+            wave = run_wave(
+                self.store,
+                self.policy,
+                self.boundary,
+                now=report.now,
+                max_documents=b.wave_documents,
+                purge_batch_keys=b.purge_batch_keys,
+            )
+            n += 1
+            report.expired += len(wave.expired)
+            report.purged_versions += wave.purged_versions
+            report.keys_deleted += wave.keys_deleted
+            if wave.exhausted:
+                report.exhausted = True
+                break
+        report.waves = n
+
+    def _compaction(self, now: float) -> dict[str, Any]:
+        """The flush-and-watch trigger; its state survives restarts (archive meta)."""
+        b, s = self.bounds, self.store
+        state = s.get_meta(COMPACTION_META) or {
+            "counted_from": 0,  # no flush yet: every delete since creation counts
+            "armed": False,
+            "baseline_sst_bytes": 0,
+            "flushes": 0,
+            "reclaimed_bytes": 0,
+        }
+        props = s.properties()
+        deleted = s.deleted_keys_total() - state["counted_from"]
+        reclaimable = max(0, props["sst_bytes"] - props["live_data_bytes"])
+        out: dict[str, Any] = {"deleted_since_flush": deleted, "reclaimable_bytes": reclaimable}
+        if state["armed"] and props["sst_bytes"] < state["baseline_sst_bytes"]:
+            gained = state["baseline_sst_bytes"] - props["sst_bytes"]
+            state["reclaimed_bytes"] += gained
+            state["armed"] = False
+            out["reclaimed_bytes"] = gained
+        trigger = deleted >= b.compaction_deleted_keys or (
+            not state["armed"] and reclaimable >= b.compaction_reclaimable_bytes
+        )
+        if trigger:
+            s.flush()
+            killpoints.reach("retention_after_flush")
+            after = s.properties()
+            state.update(
+                counted_from=s.deleted_keys_total(),
+                armed=True,
+                baseline_sst_bytes=after["sst_bytes"],
+                flushes=state["flushes"] + 1,
+                flushed_at=now,
+            )
+            out["flushed"] = True
+            out["compaction"] = "scheduled (background)"
+        s.set_meta(COMPACTION_META, state)
+        out.update(
+            armed=state["armed"],
+            sst_bytes=props["sst_bytes"],
+            live_data_bytes=props["live_data_bytes"],
+            pending_compaction_bytes=props["pending_compaction_bytes"],
+            total_reclaimed_bytes=state["reclaimed_bytes"],
+            flushes=state["flushes"],
+        )
+        return out
+
+    def compact(self) -> dict[str, Any]:
+        """Full manual compaction (explicit operator request): flush, compact, report bytes."""
+        before = self.store.properties()
+        self.store.flush()
+        self.store.compact_all()
+        after = self.store.properties()
+        state = self.store.get_meta(COMPACTION_META)
+        if state is not None and state.get("armed"):
+            state["armed"] = False
+            state["reclaimed_bytes"] += max(0, state["baseline_sst_bytes"] - after["sst_bytes"])
+            self.store.set_meta(COMPACTION_META, state)
+        return {
+            "sst_bytes_before": before["sst_bytes"],
+            "sst_bytes_after": after["sst_bytes"],
+            "reclaimed_bytes": before["sst_bytes"] - after["sst_bytes"],
+        }
+
+    def status(self, *, now: float | None = None) -> dict[str, Any]:
+        """For ``memoryd retention status``: policy, migration, degraded state, counts,
+        due backlog, compaction trigger and RocksDB properties."""
+        now = time.time() if now is None else now
+        s = self.store
+        due = s.expiry_entries(until=now, limit=10_001)
+        return {
+            "policy": self.policy.as_dict(),
+            "migration": self.boundary.state(),
+            "degraded": s.degraded(),
+            "counts": s.counts(),
+            "due_entries": len(due) if len(due) <= 10_000 else ">10000",
+            "pending_purge": s.pending_purge(),
+            "compaction": s.get_meta(COMPACTION_META),
+            "deleted_keys_total": s.deleted_keys_total(),
+            "properties": s.properties(),
+        }

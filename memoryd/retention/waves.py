@@ -1,0 +1,141 @@
+"""A retention wave: retire due versions, then delete their canonical records.
+
+One wave, under the shared migration boundary from its state check through
+its last delete:
+
+1. finish purging versions a previous (possibly crashed) wave tombstoned;
+2. scan at most ``max_documents`` due expiry entries (time order, from the
+   wave cursor; the scan stops at the first future bucket);
+3. for each, re-check it against the *current* policy (a class whose age
+   grew, or went to 0 days, is re-indexed instead of expired), then let the
+   store check generation, pin and leases and write the tombstone in one
+   batch (the version leaves search at once);
+4. purge the tombstoned versions' postings and payloads in bounded batches;
+   ledgers keep their metadata, so their locators answer ``expired``.
+
+Every step is idempotent: SIGKILL at any point and run the wave again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from memoryd import killpoints
+from memoryd.retention.boundary import Boundary
+from memoryd.retention.policy import RetentionPolicy
+from memoryd.storage.archive import ArchiveStore, ExpiryEntry, LocatorNotFound
+
+WAVE_CURSOR = "retention.wave"
+
+#: Crash points of this module (``MEMORYD_KILL_AT=NAME[:N]``), in wave order.
+KILL_POINTS = ("wave_after_check", "wave_after_tombstone", "wave_before_purge")
+
+
+@dataclass
+class WaveReport:
+    """What one wave did. ``outcomes`` counts ``expired``, ``stale``, ``not_due``,
+    ``pinned``, ``leased`` and ``reindexed`` entries."""
+
+    scanned: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    expired: list[str] = field(default_factory=list)  # locators tombstoned by this wave
+    purged_versions: int = 0
+    keys_deleted: int = 0
+    exhausted: bool = False  # the due range was scanned to its end (cursor reset)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def run_wave(
+    store: ArchiveStore,
+    policy: RetentionPolicy,
+    boundary: Boundary,
+    *,
+    now: float | None = None,
+    max_documents: int = 256,
+    purge_batch_keys: int = 4096,
+) -> WaveReport:
+    """Run one bounded wave; see the module docstring.
+
+    Raises :class:`~memoryd.retention.boundary.RetentionBlocked` while a
+    migration is in progress and :class:`~memoryd.retention.boundary.BoundaryBusy`
+    while a migration step holds the exclusive side; nothing is changed then.
+    """
+    now = time.time() if now is None else now
+    report = WaveReport()
+    outcomes: Counter[str] = Counter()
+    with boundary.retention_wave():
+        _purge_all(store, report, purge_batch_keys)  # leftovers of an interrupted wave
+        cursor = store.get_cursor(WAVE_CURSOR)
+        entries = store.expiry_entries(until=now, after=cursor, limit=max_documents)
+        report.scanned = len(entries)
+        killpoints.reach("wave_after_check")
+        for entry in entries:
+            outcome = _retire(store, policy, entry, now)
+            outcomes[outcome] += 1
+            if outcome == "expired":
+                report.expired.append(entry.locator)
+                killpoints.reach("wave_after_tombstone")
+        report.exhausted = len(entries) < max_documents
+        store.set_cursor(WAVE_CURSOR, None if report.exhausted else entries[-1].key)
+        killpoints.reach("wave_before_purge")
+        _purge_all(store, report, purge_batch_keys)
+    report.outcomes = dict(outcomes)
+    return report
+
+
+def _retire(store: ArchiveStore, policy: RetentionPolicy, entry: ExpiryEntry, now: float) -> str:
+    try:
+        info = store.version_info(entry.locator)
+    except LocatorNotFound:
+        return store.retire_expired(entry, now=now)  # drops the dangling entry: "stale"
+    if info.status == "live" and info.generation == entry.generation and not info.override:
+        deadline = policy.expires_at(info.cls, info.created_at)
+        if deadline != info.expires_at and (deadline is None or deadline > now):
+            # the class's age grew (or went to 0 days) since this version was indexed
+            changed = store.set_expiry(
+                entry.locator, deadline, override=False, expected_generation=entry.generation
+            )
+            return "reindexed" if changed is not None else "stale"
+    return store.retire_expired(entry, now=now)
+
+
+def _purge_all(store: ArchiveStore, report: WaveReport, batch_keys: int) -> None:
+    while True:
+        purge = store.purge_pending(max_keys=batch_keys)
+        report.purged_versions += purge.versions
+        report.keys_deleted += purge.keys_deleted
+        if not purge.remaining:
+            return
+
+
+def reindex(
+    store: ArchiveStore,
+    policy: RetentionPolicy,
+    *,
+    limit: int = 1000,
+    cursor_name: str = "retention.reindex",
+) -> tuple[int, bool]:
+    """Re-derive policy deadlines of live, non-overridden versions after a policy change.
+
+    Bounded: looks at ``limit`` documents from a cursor. Returns
+    ``(changed, done)``; ``done`` when the whole archive was visited.
+    """
+    after = store.get_cursor(cursor_name)
+    docs = store.documents(after=after.decode() if after else None, limit=limit)
+    changed = 0
+    for info in docs:
+        if info.status != "live" or info.override:
+            continue
+        deadline = policy.expires_at(info.cls, info.created_at)
+        if deadline != info.expires_at:
+            gen = store.set_expiry(
+                info.locator, deadline, override=False, expected_generation=info.generation
+            )
+            changed += gen is not None
+    done = len(docs) < limit
+    store.set_cursor(cursor_name, None if done else docs[-1].doc_id.encode())
+    return changed, done
