@@ -1,0 +1,451 @@
+"""The archive store on a real RocksDB (rocksdict) in tmp dirs: no mocks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from memoryd.storage.archive import (
+    MAX_LEASE_TARGETS,
+    ArchiveBusy,
+    ArchiveReadOnly,
+    ArchiveStore,
+    BadArchiveInput,
+    BadLocator,
+    ForeignProject,
+    LeaseExpired,
+    LeaseNotFound,
+    LeaseRejected,
+    LocatorNotFound,
+    NewVersion,
+    NotLive,
+    parse_locator,
+)
+
+NOW = 1_700_000_000.0
+DAY = 86400.0
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = ArchiveStore.open_primary(tmp_path / "archive", sync=False)
+    yield s
+    s.close()
+
+
+def add(store, text, *, project="p", cls="conversation", created=NOW, ttl=10 * DAY, **kw):
+    return store.append(
+        project,
+        cls,
+        text,
+        created_at=created,
+        expires_at=created + ttl if ttl else None,
+        now=kw.pop("now", NOW),
+        **kw,
+    )
+
+
+def due_entries(store, now):
+    return [e for e in store.expiry_entries(until=now, limit=100_000)]
+
+
+def expire_all_due(store, now):
+    out = [store.retire_expired(e, now=now) for e in due_entries(store, now)]
+    return out
+
+
+def test_locator_statuses_and_expired_never_answers_newer(store):
+    v1 = add(store, "the first draft of the plan")
+    v2 = add(store, "the second draft of the plan", doc_id=v1.doc_id)
+    assert v2.superseded == v1.locator and v2.version == 2
+    got = store.get(v1.locator)
+    assert got["status"] == "superseded" and "content" not in got
+    assert got["superseded_by"] == v2.locator
+    live = store.get(v2.locator)
+    assert live["status"] == "live" and live["content"] == "the second draft of the plan"
+    # v2 expires; a v3 appears; v2's locator says expired and never shows v3's content
+    assert expire_all_due(store, NOW + 11 * DAY) == ["expired"]
+    v3 = add(store, "third text", doc_id=v1.doc_id, created=NOW + 12 * DAY, now=NOW + 12 * DAY)
+    got = store.get(v2.locator)
+    assert got["status"] == "expired" and "content" not in got and "superseded_by" not in got
+    assert "third" not in repr(got)
+    assert store.get(v3.locator)["content"] == "third text"
+    with pytest.raises(LocatorNotFound):
+        store.get(f"{v1.doc_id}@9")
+    with pytest.raises(LocatorNotFound):
+        store.get("nosuchdoc@1")
+    for bad in ("nodoc", "a@0", "a@x", "@1", "a b@1", 5):
+        with pytest.raises(BadLocator):
+            store.get(bad)
+
+
+def test_expired_leaves_search_before_purge_and_compaction(store):
+    a = add(store, "retention wave deletes zebra evidence", ttl=1 * DAY)
+    b = add(store, "zebra crossing notes stay", ttl=30 * DAY)
+    assert {h.locator for h in store.search("p", "zebra")} == {a.locator, b.locator}
+    assert store.term_stats("p", ["zebra"]) == {"zebra": 2}
+    assert expire_all_due(store, NOW + 2 * DAY) == ["expired"]
+    # tombstoned: out of search and statistics at once, postings and payload still on disk
+    assert [h.locator for h in store.search("p", "zebra")] == [b.locator]
+    assert store.term_stats("p", ["zebra"]) == {"zebra": 1}
+    assert a.locator in {loc for loc, _ in store.postings("p", "zebra")}
+    assert store.pending_purge() == 1
+    assert store.get(a.locator)["status"] == "expired"
+    report = store.purge_pending(max_keys=2)  # bounded batches: several calls
+    while report.remaining:
+        report = store.purge_pending(max_keys=2)
+    assert store.pending_purge() == 0
+    assert a.locator not in {loc for loc, _ in store.postings("p", "zebra")}
+    assert store.get(a.locator)["status"] == "expired"  # metadata kept
+    assert store.version_info(a.locator).purged
+    assert store.verify_postings()["ok"]
+    assert store.deleted_keys_total() > 0
+
+
+def test_purge_is_resumable_per_chunk(store):
+    text = " ".join(f"term{i}" for i in range(50))
+    a = add(store, text, ttl=1 * DAY)
+    expire_all_due(store, NOW + 2 * DAY)
+    first = store.purge_pending(max_keys=20)
+    assert first.remaining and first.versions == 0 and first.keys_deleted == 20
+    left = sum(1 for t in range(50) if any(True for _ in store.postings("p", f"term{t}")))
+    assert left == 30
+    rest = store.purge_pending(max_keys=1000)
+    assert rest.versions == 1 and rest.keys_deleted == 31  # 30 postings + payload
+    assert store.get(a.locator)["status"] == "expired"
+    assert store.verify_postings()["ok"]
+
+
+def test_request_id_makes_append_idempotent(store):
+    r1 = add(store, "tool output", cls="ephemeral", request_id="job-17")
+    r2 = add(store, "tool output", cls="ephemeral", request_id="job-17")
+    assert r1.created and not r2.created and r1.locator == r2.locator
+    assert store.counts()["documents"] == 1
+    items = [NewVersion("p", "derived", "x", NOW, None, request_id="job-18")] * 2
+    res = store.append_many(items, now=NOW)
+    assert res[0].locator == res[1].locator and store.counts()["documents"] == 2
+
+
+def test_bad_input_writes_nothing(store):
+    add(store, "kept")
+    before = store.counts()
+    with pytest.raises(BadArchiveInput):
+        store.append("p", "nosuchclass", "x", created_at=NOW, expires_at=None)
+    with pytest.raises(BadArchiveInput):
+        store.append("p/q", "derived", "x", created_at=NOW, expires_at=None)
+    with pytest.raises(BadArchiveInput):
+        store.append("p", "derived", "x", created_at=float("nan"), expires_at=None)
+    good = NewVersion("p", "derived", "fine", NOW, None)
+    with pytest.raises(BadArchiveInput):  # one bad item: the whole batch is refused
+        store.append_many([good, NewVersion("p", "derived", b"bytes", NOW, None)])
+    doc = add(store, "owned by p").doc_id
+    with pytest.raises(ForeignProject):
+        store.append("other", "conversation", "x", created_at=NOW, expires_at=None, doc_id=doc)
+    with pytest.raises(BadArchiveInput):
+        store.append("p", "derived", "x", created_at=NOW, expires_at=None, doc_id=doc)
+    after = store.counts()
+    assert after["documents"] == before["documents"] + 1
+
+
+def test_expiry_index_is_time_ordered_and_due_scan_stops(store):
+    # created out of order; the index returns them in deadline order
+    ttls = [5, 1, 3, 2, 4]
+    locs = {ttl: add(store, f"doc {ttl}", ttl=ttl * DAY).locator for ttl in ttls}
+    entries = store.expiry_entries(limit=100)
+    assert [e.locator for e in entries] == [locs[t] for t in sorted(ttls)]
+    assert [e.bucket_start for e in entries] == sorted(e.bucket_start for e in entries)
+    due = store.expiry_entries(until=NOW + 2.5 * DAY, limit=100)
+    assert [e.locator for e in due] == [locs[1], locs[2]]
+    # cursor: resume after an entry
+    rest = store.expiry_entries(after=entries[1].key, limit=100)
+    assert [e.locator for e in rest] == [locs[3], locs[4], locs[5]]
+    assert store.expiry_entries(classes=["ephemeral"], limit=100) == []
+
+
+def test_stale_generation_is_harmless(store):
+    a = add(store, "renewed evidence", ttl=1 * DAY)
+    old = store.expiry_entries(limit=10)[0]
+    gen = store.set_expiry(a.locator, NOW + 100 * DAY)
+    assert gen == old.generation + 1
+    assert store.retire_expired(old, now=NOW + 2 * DAY) == "stale"
+    assert store.get(a.locator)["status"] == "live"
+    [new] = store.expiry_entries(limit=10)
+    assert new.generation == gen
+    assert store.retire_expired(new, now=NOW + 2 * DAY) == "not_due"
+
+
+def test_pins_protect_until_removed(store):
+    a = add(store, "pinned evidence", ttl=1 * DAY)
+    store.pin(a.locator, now=NOW)
+    assert store.expiry_entries(limit=10) == []  # withdrawn from the expiry index
+    assert store.protection(a.locator) == "pinned"
+    assert store.get(a.locator)["pinned"] is True
+    assert store.pin(a.locator)["locator"] == a.locator  # idempotent
+    assert store.unpin(a.doc_id) and not store.unpin(a.locator)
+    [entry] = store.expiry_entries(limit=10)
+    assert store.retire_expired(entry, now=NOW + 2 * DAY) == "expired"
+    with pytest.raises(NotLive):
+        store.pin(a.locator)
+
+
+def _versions(store, n, project="p", ttl=10 * DAY):
+    items = [
+        NewVersion(project, "conversation", f"message {i} about leases", NOW, NOW + ttl)
+        for i in range(n)
+    ]
+    return [r.locator for r in store.append_many(items, now=NOW)]
+
+
+@pytest.mark.parametrize("bad", ["foreign_project", "expired", "superseded", "missing"])
+def test_lease_of_1000_with_one_bad_target_is_rejected_whole(store, bad):
+    locs = _versions(store, MAX_LEASE_TARGETS - 1)
+    if bad == "foreign_project":
+        target = _versions(store, 1, project="q")[0]
+    elif bad == "expired":
+        target = _versions(store, 1, ttl=1 * DAY)[0]
+        doc, ver = parse_locator(target)
+        [entry] = [e for e in store.expiry_entries(limit=5000) if e.doc_id == doc]
+        assert store.retire_expired(entry, now=NOW + 2 * DAY) == "expired"
+    elif bad == "superseded":
+        target = _versions(store, 1)[0]
+        add(store, "newer", doc_id=parse_locator(target)[0])
+    else:
+        target = "nosuchdoc@1"
+    request = locs[:500] + [target] + locs[500:]
+    assert len(request) == MAX_LEASE_TARGETS
+    with pytest.raises(LeaseRejected) as exc:
+        store.acquire_leases("agent-a", "p", request, ttl=60, now=NOW)
+    assert exc.value.rejected == {target: bad}
+    assert store.client_lease("agent-a") is None
+    assert all(store.protection(loc, now=NOW) is None for loc in locs)
+    grant = store.acquire_leases("agent-a", "p", locs, ttl=60, now=NOW)
+    assert len(grant.locators) == len(locs)
+    assert all(store.protection(loc, now=NOW) == "lease:agent-a" for loc in locs[:50])
+
+
+def test_lease_limit_and_due_target(store):
+    locs = _versions(store, MAX_LEASE_TARGETS + 1)
+    with pytest.raises(BadArchiveInput):
+        store.acquire_leases("c", "p", locs, ttl=60, now=NOW)
+    # past its deadline but not yet retired by a wave: not leasable
+    due = _versions(store, 1, ttl=1 * DAY)[0]
+    with pytest.raises(LeaseRejected) as exc:
+        store.acquire_leases("c", "p", [due], ttl=60, now=NOW + 2 * DAY)
+    assert exc.value.rejected == {due: "expired"}
+
+
+def test_release_of_one_client_never_releases_another(store):
+    locs = _versions(store, 10)
+    store.acquire_leases("a", "p", locs, ttl=60, now=NOW)
+    store.acquire_leases("b", "p", locs[:5], ttl=60, now=NOW)
+    assert store.release_leases("a") == 10
+    assert [store.protection(x, now=NOW) for x in locs[:5]] == ["lease:b"] * 5
+    assert [store.protection(x, now=NOW) for x in locs[5:]] == [None] * 5
+    assert store.release_leases("b", locs[:2]) == 2
+    assert store.protection(locs[2], now=NOW) == "lease:b"
+    assert set(store.client_lease("b", now=NOW)["locators"]) == set(locs[2:5])
+
+
+def test_client_lease_lapses_recovers_and_epochs(store):
+    locs = _versions(store, 4)
+    store.acquire_leases("crashy", "p", locs, ttl=60, now=NOW)
+    assert store.renew_leases("crashy", now=NOW + 50).expires_at == NOW + 110
+    # the client crashes: no heartbeat; protection lapses by itself
+    assert store.protection(locs[0], now=NOW + 111) is None
+    with pytest.raises(LeaseExpired):
+        store.renew_leases("crashy", now=NOW + 111)
+    with pytest.raises(LeaseNotFound):
+        store.renew_leases("never-seen", now=NOW)
+    # restarted client re-acquires one version: new epoch, old references protect nothing
+    grant = store.acquire_leases("crashy", "p", locs[:1], ttl=60, now=NOW + 200)
+    assert grant.epoch == 2
+    assert store.protection(locs[0], now=NOW + 201) == "lease:crashy"
+    assert store.protection(locs[1], now=NOW + 201) is None
+    # cleanup removes lapsed references in bounded steps
+    assert store.cleanup_expired_leases(now=NOW + 1000, limit=3) == 3
+    total = 3
+    while (n := store.cleanup_expired_leases(now=NOW + 1000, limit=3)) > 0:
+        total += n
+    assert store.client_lease("crashy", now=NOW + 1000)["locators"] == []
+    with pytest.raises(LeaseExpired):
+        store.renew_leases("crashy", now=NOW + 1000)
+
+
+def test_retrieval_leases_protect_then_lapse(store):
+    a, b = _versions(store, 2)
+    assert store.take_retrieval_leases([a, "zz@1"], seconds=30, now=NOW) == [a]
+    assert store.protection(a, now=NOW + 10) == "retrieval"
+    assert store.protection(a, now=NOW + 31) is None
+    assert store.cleanup_retrieval_leases(now=NOW + 31, limit=10) == 1
+    assert store.cleanup_retrieval_leases(now=NOW + 31, limit=10) == 0
+    assert store.protection(b, now=NOW) is None
+
+
+def test_access_records_are_coarse_and_never_move_deadlines(store):
+    a = add(store, "read often", ttl=5 * DAY)
+    deadline = store.version_info(a.locator).expires_at
+    assert store.record_access([a.locator, a.locator], now=NOW) == 1
+    assert store.record_access([a.locator], now=NOW + 3600) == 0  # same day bucket
+    assert store.record_access([a.locator], now=NOW + DAY) == 1
+    assert len(store.access_buckets(a.doc_id)) == 2
+    assert store.version_info(a.locator).expires_at == deadline
+    assert store.cleanup_access_records(before=NOW + DAY, limit=10) == 1
+
+
+def test_cursors_meta_degraded_are_durable(tmp_path):
+    path = tmp_path / "archive"
+    with ArchiveStore.open_primary(path) as s:
+        s.set_cursor("c", b"\x00\x01")
+        s.set_meta("m", {"a": 1})
+        s.set_degraded({"degraded": True})
+    with ArchiveStore.open_primary(path) as s:
+        assert s.get_cursor("c") == b"\x00\x01"
+        assert s.get_meta("m") == {"a": 1}
+        assert s.degraded() == {"degraded": True}
+
+
+def test_rebuild_postings_equals_incremental(store):
+    for i in range(30):
+        r = add(store, f"alpha beta {i} gamma{i % 3}", ttl=(i % 4 + 1) * DAY)
+        if i % 5 == 0:
+            add(store, f"replacement {i}", doc_id=r.doc_id)
+    expire_all_due(store, NOW + 2.5 * DAY)
+    before = {t: store.term_stats("p", [t])[t] for t in ("alpha", "gamma0", "replacement")}
+    hits = [h.locator for h in store.search("p", "alpha gamma1", limit=100)]
+    assert store.verify_postings()["ok"]
+    store.rebuild_postings()
+    assert store.verify_postings()["ok"]
+    assert {t: store.term_stats("p", [t])[t] for t in before} == before
+    assert [h.locator for h in store.search("p", "alpha gamma1", limit=100)] == hits
+    while store.purge_pending().remaining:
+        pass
+    assert store.verify_postings()["ok"]
+
+
+def test_payload_formats_read_back(tmp_path):
+    for fmt in (1, 2):
+        with ArchiveStore.open_primary(tmp_path / f"a{fmt}", payload_format=fmt) as s:
+            r = s.append("p", "durable", "héllo ✓", created_at=NOW, expires_at=None, meta={"k": 1})
+            assert s.get(r.locator)["content"] == "héllo ✓"
+            assert s.get(r.locator)["meta"] == {"k": 1}
+            assert s.payload_format == fmt
+
+
+def test_search_filters_and_bm25(store):
+    add(store, "deploy failed on staging", cls="ephemeral", created=NOW - 10 * DAY, ttl=14 * DAY)
+    c = add(store, "deploy deploy deploy to production", session="s1")
+    d = add(store, "we talked about the deploy", session="s2")
+    hits = store.search("p", "deploy production")
+    assert hits[0].locator == c.locator
+    assert {h.locator for h in store.search("p", "deploy", session="s2")} == {d.locator}
+    assert all(
+        h.cls == "conversation" for h in store.search("p", "deploy", classes=["conversation"])
+    )
+    recent = store.search("p", "deploy", created_after={"ephemeral": NOW - 7 * DAY})
+    assert all(h.cls != "ephemeral" for h in recent) and len(recent) == 2
+    assert store.search("other", "deploy") == []
+    assert "production" in store.excerpt(c.locator, ["production"])
+
+
+def test_second_primary_is_busy_and_secondary_refuses_writes(tmp_path):
+    path = tmp_path / "archive"
+    with ArchiveStore.open_primary(path) as s:
+        s.append("p", "durable", "x", created_at=NOW, expires_at=None)
+        code = textwrap.dedent(
+            f"""
+            from memoryd.storage.archive import ArchiveStore, ArchiveBusy
+            try:
+                ArchiveStore.open_primary({str(path)!r})
+            except ArchiveBusy as exc:
+                print(exc.code, exc.retryable)
+            """
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert out.stdout.split() == ["ARCHIVE_BUSY", "True"], out.stderr
+        with pytest.raises(ArchiveBusy):  # in-process as well
+            ArchiveStore.open_primary(path)
+        sec = ArchiveStore.open_secondary(path, tmp_path / "sec")
+        with pytest.raises(ArchiveReadOnly):
+            sec.append("p", "durable", "y", created_at=NOW, expires_at=None)
+        with pytest.raises(ArchiveReadOnly):
+            sec.pin("a@1")
+        sec.close()
+
+
+SECONDARY_READER = textwrap.dedent(
+    """
+    import sys, time, json
+    from memoryd.storage.archive import ArchiveStore
+    path, sec, want = sys.argv[1], sys.argv[2], sys.argv[3]
+    s = ArchiveStore.open_secondary(path, sec)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        loc = line.strip()
+        deadline = time.time() + 30
+        while True:
+            s.catch_up()
+            got = s.get(loc) if loc else None
+            hits = [h.locator for h in s.search("p", "secondary")]
+            if got and got["status"] == want.split(",")[0]:
+                print(json.dumps({"get": got, "hits": hits}), flush=True)
+                want = ",".join(want.split(",")[1:]) or want
+                break
+            if time.time() > deadline:
+                print(json.dumps({"timeout": True}), flush=True)
+                break
+            time.sleep(0.02)
+    """
+)
+
+
+def test_secondary_in_another_process_catches_up(tmp_path):
+    import orjson
+
+    path = tmp_path / "archive"
+    primary = ArchiveStore.open_primary(path)
+    seed = primary.append("p", "conversation", "seed", created_at=NOW, expires_at=None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SECONDARY_READER, str(path), str(tmp_path / "sec"), "live,expired"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        a = primary.append(
+            "p",
+            "conversation",
+            "written after the reader opened",
+            created_at=NOW,
+            expires_at=NOW + DAY,
+            now=NOW,
+        )
+        b = primary.append(
+            "p",
+            "conversation",
+            "secondary search target",
+            created_at=NOW,
+            expires_at=NOW + 1,
+            now=NOW,
+        )
+        proc.stdin.write(a.locator + "\n")
+        proc.stdin.flush()
+        seen = orjson.loads(proc.stdout.readline())
+        assert seen["get"]["content"] == "written after the reader opened"
+        assert seen["hits"] == [b.locator]
+        [entry] = primary.expiry_entries(until=NOW + 2, limit=10)
+        assert primary.retire_expired(entry, now=NOW + 2) == "expired"
+        proc.stdin.write(b.locator + "\n")
+        proc.stdin.flush()
+        seen = orjson.loads(proc.stdout.readline())
+        assert seen["get"]["status"] == "expired" and "content" not in seen["get"]
+        assert seen["hits"] == []  # tombstoned: gone from the secondary's search too
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        primary.close()
+    assert seed.locator
