@@ -9,7 +9,7 @@ sentence-embedding model, for instance); nothing is downloaded by default.
 indexed stem (same tokenizer as FTS5, stopwords removed) and each character
 trigram of it is hashed (CRC-32, stable across processes and machines) into
 ``dim`` signed buckets with sublinear term frequency, and the vector is
-L2-normalized. It is deterministic and offline. It knows no synonyms: its value
+L2-normalized (numpy). It is deterministic and offline. It knows no synonyms: its value
 is partial-word overlap (trigrams) and a similarity that does not depend on
 BM25's length normalization. It is *not* a semantic model, which is why the
 gate never lets it rescue a long question (DESIGN.md: cosine rescue only for
@@ -18,12 +18,12 @@ queries of at most two normalized terms).
 
 from __future__ import annotations
 
-import math
 import zlib
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Protocol, runtime_checkable
+
+import numpy as np
 
 from memoryd.search.terms import STOPWORDS, stems
 
@@ -37,19 +37,36 @@ class Encoder(Protocol):
         ...
 
 
+_WIDTH = 24  # feature slots per stem in the table; longer stems are encoded apart
+_MAX_VOCAB = 200_000  # stems kept in the feature table (then it starts afresh)
+
+
 class HashingEncoder:
-    """Hashed stem + character-trigram features; pure Python, deterministic, offline."""
+    """Hashed stem + character-trigram features; deterministic, offline (numpy).
+
+    Each stem's features are computed once and kept in a padded table (bucket
+    and signed value per slot), so encoding a text is one tokenizer pass, a
+    dictionary lookup per token and a weighted ``bincount``.
+    """
 
     def __init__(self, dim: int = 256, trigram_weight: float = 0.5) -> None:
         self.dim = dim
         self.trigram_weight = trigram_weight
-        self._features = lru_cache(maxsize=200_000)(self._stem_features)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._ids: dict[str, int] = {}
+        self._buckets = np.zeros((1024, _WIDTH), dtype=np.intp)
+        self._values = np.zeros((1024, _WIDTH), dtype=np.float64)
+        self._long: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._rows = 0
 
     def _bucket(self, feature: str) -> tuple[int, float]:
         h = zlib.crc32(feature.encode("utf-8"))
         return h % self.dim, (1.0 if (h >> 31) & 1 else -1.0)
 
-    def _stem_features(self, stem: str) -> tuple[tuple[int, float], ...]:
+    def _stem_features(self, stem: str) -> list[tuple[int, float]]:
+        """Buckets and signed values of one stem's features (word, then trigrams)."""
         out = [self._bucket("w:" + stem)]
         padded = f"<{stem}>"
         if len(padded) > 4:
@@ -57,29 +74,85 @@ class HashingEncoder:
             for i in range(len(padded) - 2):
                 b, sign = self._bucket("c:" + padded[i : i + 3])
                 out.append((b, sign * w))
-        return tuple(out)
+        return out
 
-    def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors = []
-        for text in texts:
-            v = [0.0] * self.dim
-            counts = Counter(stems(text))
-            for stem, tf in counts.items():
-                if stem in STOPWORDS:
-                    continue
-                weight = 1.0 + math.log(tf)
-                for bucket, value in self._features(stem):
-                    v[bucket] += value * weight
-            norm = math.sqrt(sum(x * x for x in v))
-            vectors.append([x / norm for x in v] if norm else v)
-        return vectors
+    def _id(self, stem: str) -> int:
+        """The stem's row in the feature table; -1: a stopword (no features); below
+        -1: a stem with more features than the table's width, kept apart."""
+        if stem in STOPWORDS:
+            self._ids[stem] = -1
+            return -1
+        if len(self._ids) >= _MAX_VOCAB:
+            self._reset()
+        feats = self._stem_features(stem)
+        if len(feats) > _WIDTH:
+            i = -2 - len(self._long)
+            self._long[i] = (np.array([b for b, _ in feats]), np.array([v for _, v in feats]))
+        else:
+            i = self._rows
+            if i >= len(self._buckets):
+                grow = len(self._buckets)
+                self._buckets = np.vstack([self._buckets, np.zeros((grow, _WIDTH), np.intp)])
+                self._values = np.vstack([self._values, np.zeros((grow, _WIDTH))])
+            self._buckets[i, : len(feats)] = [b for b, _ in feats]
+            self._values[i, : len(feats)] = [v for _, v in feats]
+            self._rows += 1
+        self._ids[stem] = i
+        return i
+
+    def encode(self, texts: Sequence[str]) -> list[np.ndarray]:
+        return self.encode_stems([stems(text) for text in texts])
+
+    def encode_stems(self, token_lists: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """:meth:`encode` of texts already tokenized (their indexed stems, in order),
+        all of them in one array operation."""
+        n = len(token_lists)
+        idx: list[int] = []
+        tfs: list[int] = []
+        seg: list[int] = []
+        longs: list[tuple[int, int, int]] = []
+        for j, toks in enumerate(token_lists):
+            counts = Counter(toks)
+            ids_of = self._ids
+            ids = [ids_of.get(t) for t in counts]
+            if None in ids:
+                for t, i in zip(counts, ids, strict=True):
+                    if i is None:
+                        self._id(t)
+                ids_of = self._ids  # a reset may have replaced the table
+                ids = [ids_of[t] for t in counts]
+            for i, tf in zip(ids, counts.values(), strict=True):
+                if i >= 0:
+                    idx.append(i)
+                    tfs.append(tf)
+                    seg.append(j)
+                elif i < -1:
+                    longs.append((j, i, tf))
+        out = np.zeros(n * self.dim)
+        if idx:
+            rows = np.array(idx, dtype=np.intp)
+            weight = 1.0 + np.log(np.array(tfs, dtype=np.float64))
+            buckets = self._buckets[rows] + (np.array(seg, dtype=np.intp) * self.dim)[:, None]
+            out += np.bincount(
+                buckets.ravel(),
+                weights=(self._values[rows] * weight[:, None]).ravel(),
+                minlength=n * self.dim,
+            )
+        vectors = out.reshape(n, self.dim)
+        for j, i, tf in longs:
+            b, val = self._long[i]
+            vectors[j] += np.bincount(b, weights=val * (1.0 + np.log(tf)), minlength=self.dim)
+        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+        norms[norms == 0] = 1.0
+        vectors /= norms[:, None]
+        return list(vectors)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    na, nb = float(np.sqrt(a @ a)), float(np.sqrt(b @ b))
+    return float(a @ b) / (na * nb) if na and nb else 0.0
 
 
 DEFAULT_ENCODER = HashingEncoder()

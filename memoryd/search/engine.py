@@ -28,6 +28,7 @@ admitted; no argument disables the gate.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -35,14 +36,22 @@ from dataclasses import dataclass
 
 from memoryd.errors import UsageError
 from memoryd.search import gate as gate_mod
-from memoryd.search.dense import DEFAULT_ENCODER, Encoder, cosine
+from memoryd.search.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
 from memoryd.search.fts_query import any_of, phrase
 from memoryd.search.stats import TermStats, term_stats
-from memoryd.search.terms import CONTRAST_WORDS, Query, analyze, stems, words
+from memoryd.search.terms import (
+    CONTRAST_WORDS,
+    Query,
+    Term,
+    analyze,
+    stems,
+    words,
+)
 from memoryd.storage.corpus import file_text, fts_table, project_id
 
 RRF_K = 60
 POOL = 200  # lexical candidates the gate looks at
+DENSE_HEAD = 20  # admitted candidates (at least) the dense route reorders
 MAX_LIMIT = 1000
 EXCERPT_CHARS = 320
 _FILE_CACHE = 512
@@ -64,6 +73,7 @@ class Candidate:
     cosine: float | None = None
     verdict: gate_mod.Verdict | None = None
     spoken: set[str] | None = None  # focus terms on the asked speaker's lines (transcripts)
+    tokens: list[str] | None = None  # stems of text, when tokenized
 
 
 def _matched_phrases(api, *args) -> int:
@@ -81,7 +91,13 @@ def _prepare(db) -> None:
         db._memoryd_search_ready = True
 
 
-def _lexical(db, pid: int, terms: Sequence, pool: int) -> list[Candidate]:
+def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list[Candidate]:
+    top = stats.bm25_top([t.stem for t in terms], pool) if terms else []
+    if top is not None:
+        return [
+            Candidate(rowid, rank, {t.stem for i, t in enumerate(terms) if mask >> i & 1})
+            for rank, (rowid, mask) in enumerate(top)
+        ]
     match = any_of(t.word for t in terms)
     if match is None:
         return []
@@ -144,7 +160,7 @@ def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
     if need:
         marks = ",".join("?" * len(need))
         for fid, body in db.query(f"SELECT id, body FROM files WHERE id IN ({marks})", tuple(need)):
-            files[fid] = file_text(body).split("\n")
+            files[fid] = file_text(body, db).split("\n")
     info = {r[0]: r for r in rows}
     for c in todo:
         r = info.get(c.rowid)
@@ -175,16 +191,45 @@ def _speaker_text(text: str, speaker: str) -> str | None:
     return "\n".join(mine) if found else None
 
 
-def _excerpt(text: str, focus: set[str]) -> str:
-    lines = text.split("\n")
-    best, best_score = 0, -1
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        score = len(focus.intersection(stems(line[:2000])))
+def _stems(c: Candidate) -> list[str]:
+    """Indexed stems of the candidate's text, tokenized once per query."""
+    if c.tokens is None:
+        c.tokens = stems(c.text) if c.text else []
+    return c.tokens
+
+
+def _focus_hint(focus: Sequence[Term]) -> re.Pattern:
+    """Lowercase leading letters shared by each focus word as asked and its stem: a
+    line without any of them cannot hold the term (up to rare spelling variants)."""
+    prefixes = {os.path.commonprefix([t.word, t.stem])[:6] or t.stem for t in focus}
+    return re.compile("|".join(sorted(re.escape(x) for x in prefixes if x)) or "$^")
+
+
+def _excerpt(text: str, focus: set[str], hint: re.Pattern) -> str:
+    """Up to three lines from the (first) line holding the most distinct focus terms.
+
+    Only lines the ``hint`` finds are tokenized to count the terms exactly.
+    """
+    lower = text.lower()
+    if len(lower) != len(text):  # a letter whose lowercase is longer: keep offsets
+        lower, hint = text, re.compile(hint.pattern, re.I)
+    best, best_score = -1, 0
+    pos = 0
+    while True:
+        m = hint.search(lower, pos)
+        if m is None:
+            break
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        score = len(focus.intersection(stems(text[start : min(end, start + 2000)])))
         if score > best_score:
-            best, best_score = i, score
-    out = "\n".join(lines[best : best + 3]).strip()
+            best, best_score = start, score
+        pos = end + 1
+    if best < 0:
+        stripped = text.lstrip()
+        best = text.rfind("\n", 0, len(text) - len(stripped)) + 1 if stripped else 0
+    out = "\n".join(text[best:].split("\n", 3)[:3]).strip()
     if len(out) > EXCERPT_CHARS:
         out = out[: EXCERPT_CHARS - 1].rstrip() + "…"
     return out
@@ -239,7 +284,7 @@ def search(
             " say what the evidence should contain"
         )
 
-    cands = _lexical(db, pid, p.focus, POOL)
+    cands = _lexical(db, pid, stats, p.focus, POOL)
     by_row = {c.rowid: c for c in cands}
     file_ids, ident_rows = _exact(db, pid, q) if (q.paths or q.identifiers) else (set(), [])
     for rowid in ident_rows:
@@ -279,7 +324,11 @@ def search(
     ]
     keep = max(4 * limit, 40)
     first = first[: keep * 2]
-    _load(db, stats, first)
+    # Text is read only where a rule needs it: who said what (transcripts), an
+    # explicit contrast (verification questions); the dense route and excerpts
+    # read their own candidates' text later.
+    if (tuning.speaker and q.speaker) or q.verification:
+        _load(db, stats, first)
     admitted: list[Candidate] = []
     focus_stems = set(p.focus_stems)
     for c in first:
@@ -298,9 +347,7 @@ def search(
                 elif tuning.speaker == "any" and not c.spoken:
                     continue
         contrast = bool(q.verification and c.text and CONTRAST_WORDS.intersection(words(c.text)))
-        if enc is not None and p.short:
-            c.cosine = _cosine(stats, enc, q, c)
-        c.verdict = gate_mod.admit(p, matched, exact=c.exact, contrast=contrast, cosine=c.cosine)
+        c.verdict = gate_mod.admit(p, matched, exact=c.exact, contrast=contrast)
         if c.verdict.admitted:
             c.matched = matched
             admitted.append(c)
@@ -308,10 +355,10 @@ def search(
                 break
     # Short queries: the dense floor may rescue pool members the lexical rules refused.
     if enc is not None and p.short and len(admitted) < limit:
-        rest = [c for c in cands[:keep] if c.verdict is None]
+        rest = [c for c in cands[:keep] if c.verdict is None or not c.verdict.admitted]
         _load(db, stats, rest)
+        _cosines(stats, enc, q, rest)
         for c in rest:
-            c.cosine = _cosine(stats, enc, q, c)
             c.verdict = gate_mod.admit(p, c.matched, cosine=c.cosine)
             if c.verdict.admitted:
                 admitted.append(c)
@@ -367,7 +414,7 @@ def search(
 
     fuse(tuning.w_coverage, lambda c: (-gate_mod.coverage(p, c.matched)[1], c.bm25_rank))
     if tuning.w_file > 0 and len(admitted) > 1:
-        file_of = _file_ids(db, [c.rowid for c in cands])
+        file_of = _file_ids(db, stats, [c.rowid for c in cands])
         per_file: dict[int, set[str]] = {}
         for c in cands:
             per_file.setdefault(file_of.get(c.rowid, -c.rowid), set()).update(c.matched)
@@ -376,29 +423,35 @@ def search(
             for c in admitted
         }
         fuse(tuning.w_file, lambda c: (-file_cov[c.rowid], c.bm25_rank))
-    if enc is not None and tuning.w_dense > 0:
-        for c in admitted:
-            if c.cosine is None:
-                c.cosine = _cosine(stats, enc, q, c)
-        fuse(tuning.w_dense, lambda c: (-(c.cosine or 0.0), c.bm25_rank))
+    if enc is not None and tuning.w_dense > 0 and len(admitted) > 1:
+        # The dense route reorders the head of the list: the candidates that can
+        # still reach the first ``limit`` places (each text is encoded once per
+        # generation, but a cold encode is the costliest step of a query).
+        head = sorted(admitted, key=lambda c: (not c.exact, -fused[c.rowid], c.bm25_rank))
+        head = head[: max(2 * limit, DENSE_HEAD)]
+        _load(db, stats, head)
+        _cosines(stats, enc, q, head)
+        total += tuning.w_dense
+        for i, c in enumerate(sorted(head, key=lambda c: (-(c.cosine or 0.0), c.bm25_rank))):
+            fused[c.rowid] += tuning.w_dense / (RRF_K + i + 1)
     top = total / (RRF_K + 1)
     ranked = sorted(admitted, key=lambda c: (not c.exact, -fused[c.rowid], c.bm25_rank))
-    items = []
-    for c in ranked:
-        score = round(fused[c.rowid] / top, 4)
-        if min_score is not None and score < min_score:
-            continue
-        items.append(
-            {
-                "path": c.path,
-                "start_line": c.start_line,
-                "end_line": c.end_line,
-                "score": score,
-                "excerpt": _excerpt(c.text or "", focus_stems),
-            }
-        )
-        if len(items) >= limit:
-            break
+    scores = {c.rowid: round(fused[c.rowid] / top, 4) for c in ranked}
+    if min_score is not None:
+        ranked = [c for c in ranked if scores[c.rowid] >= min_score]
+    ranked = ranked[:limit]
+    _load(db, stats, ranked)
+    hint = _focus_hint(p.focus)
+    items = [
+        {
+            "path": c.path,
+            "start_line": c.start_line,
+            "end_line": c.end_line,
+            "score": scores[c.rowid],
+            "excerpt": _excerpt(c.text or "", focus_stems, hint),
+        }
+        for c in ranked
+    ]
     if not items:
         return _abstain(
             f"evidence was found but none reached the requested min_score {min_score:g}"
@@ -410,24 +463,35 @@ def _holds_entity(p: gate_mod.Plan, c: Candidate) -> bool:
     return any(t.stem in c.matched for t in p.entities)
 
 
-def _file_ids(db, rowids: Sequence[int]) -> dict[int, int]:
-    if not rowids:
-        return {}
-    marks = ",".join("?" * len(rowids))
-    return dict(db.query(f"SELECT id, file_id FROM chunks WHERE id IN ({marks})", tuple(rowids)))
+def _file_ids(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, int]:
+    """rowid -> file id (cached per generation: chunks never move between files)."""
+    known: dict[int, int] = stats.extra.setdefault("file_of", {})  # type: ignore[assignment]
+    need = [r for r in rowids if r not in known]
+    if need:
+        marks = ",".join("?" * len(need))
+        known.update(db.query(f"SELECT id, file_id FROM chunks WHERE id IN ({marks})", tuple(need)))
+    return known
 
 
-def _cosine(stats: TermStats, enc: Encoder, q: Query, c: Candidate) -> float:
+def _cosines(stats: TermStats, enc: Encoder, q: Query, cands: Sequence[Candidate]) -> None:
+    """Set ``cosine`` of each candidate (texts loaded); vectors cached per generation."""
     vectors: OrderedDict = stats.extra.setdefault("vectors", OrderedDict())  # type: ignore[assignment]
-    key = (id(enc), c.rowid)
-    vec = vectors.get(key)
-    if vec is None:
-        vec = enc.encode([c.text or ""])[0]
-        vectors[key] = vec
-        if len(vectors) > 20000:
-            vectors.popitem(last=False)
     qkey = (id(enc), "q", q.text)
     qv = vectors.get(qkey)
     if qv is None:
         qv = vectors[qkey] = enc.encode([" ".join(t.word for t in q.terms) or q.text])[0]
-    return cosine(qv, vec)
+    todo = [c for c in cands if c.cosine is None and (id(enc), c.rowid) not in vectors]
+    todo = list({c.rowid: c for c in todo}.values())
+    if todo:
+        if isinstance(enc, HashingEncoder):  # the text's stems, tokenized once
+            new = enc.encode_stems([_stems(c) for c in todo])
+        else:
+            new = enc.encode([c.text or "" for c in todo])
+        for c, vec in zip(todo, new, strict=True):
+            vectors[(id(enc), c.rowid)] = vec
+        while len(vectors) > 20000:
+            vectors.popitem(last=False)
+    for c in cands:
+        if c.cosine is None:
+            vec = vectors.get((id(enc), c.rowid))
+            c.cosine = cosine(qv, vec) if vec is not None else 0.0

@@ -107,13 +107,12 @@ class Plan:
     short: bool
     tuning: Tuning
     total_weight: float = field(init=False)
+    focus_stems: list[str] = field(init=False)
+    _verdicts: dict = field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        self.total_weight = sum(self.weights[t.stem] for t in self.focus) or 1.0
-
-    @property
-    def focus_stems(self) -> list[str]:
-        return [t.stem for t in self.focus]
+        self.focus_stems = [t.stem for t in self.focus]
+        self.total_weight = sum(self.weights[s] for s in self.focus_stems) or 1.0
 
 
 def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
@@ -194,7 +193,18 @@ def admit(
     contrast: bool = False,
     cosine: float | None = None,
 ) -> Verdict:
-    """Whether one candidate is evidence for the query."""
+    """Whether one candidate is evidence for the query (memoized per plan: many
+    candidates hold the same focus terms)."""
+    key = (frozenset(matched.intersection(p.focus_stems)), exact, contrast, cosine)
+    hit = p._verdicts.get(key)
+    if hit is None:
+        hit = p._verdicts[key] = _admit(p, key[0], exact, contrast, cosine)
+    return hit
+
+
+def _admit(
+    p: Plan, matched: frozenset[str], exact: bool, contrast: bool, cosine: float | None
+) -> Verdict:
     t = p.tuning
     count, weighted = coverage(p, matched)
     if exact:

@@ -1,4 +1,4 @@
-"""Term statistics per project, cached per index generation.
+"""Term statistics and postings per project, cached per index generation.
 
 Document frequency comes from the project's ``fts5vocab`` table (``row``
 kind: one row per indexed term with the number of chunks holding it), so it
@@ -7,6 +7,17 @@ Looking statistics up on every query made the gate 2-4x slower than plain
 BM25 (DESIGN.md), so a :class:`TermStats` lives for one ``(authority,
 project, generation)``: any change to the project's index bumps the
 generation, and the next query starts a fresh cache.
+
+The same cache holds each queried term's postings (which chunks hold it and
+how often, from an ``fts5vocab`` ``instance`` view in the connection's temp
+schema) and every chunk's token count (the FTS5 ``docsize`` table), so the
+lexical route computes FTS5's own BM25 (k1 = 1.2, b = 0.75, summed over the
+query's phrases, all columns weighted 1) and which focus terms each
+candidate holds with a few array operations, instead of an FTS5 ``ORDER BY
+rank`` over every matching row plus a per-row auxiliary function. A term is
+read from the index once per generation. When the index has no docsize table
+or no positions (another FTS5 layout), :meth:`TermStats.postings` returns
+None and the engine falls back to an FTS5 query.
 """
 
 from __future__ import annotations
@@ -15,9 +26,37 @@ import math
 import threading
 from collections import OrderedDict
 
+import apsw
+import numpy as np
+
 from memoryd.storage.corpus import fts_table, project_generation
 
 _MAX_CACHED = 16
+_MAX_POSTINGS = 4_000_000  # cached posting entries per generation (about 64 MB)
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def _varints(blob: bytes) -> int:
+    """Sum of the SQLite varints in an FTS5 docsize blob (tokens per column)."""
+    total = value = 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            total += value
+            value = 0
+    return total
+
+
+class Postings:
+    """One term in one generation: the positions (into :attr:`TermStats.rowids`) of
+    the chunks holding it and its BM25 contribution to each."""
+
+    __slots__ = ("positions", "scores")
+
+    def __init__(self, positions: np.ndarray, scores: np.ndarray) -> None:
+        self.positions = positions
+        self.scores = scores
 
 
 class TermStats:
@@ -31,6 +70,12 @@ class TermStats:
         self.chunks = db.query("SELECT count(*) FROM chunks WHERE project_id = ?", (pid,))[0][0]
         self._df: dict[str, int] = {}
         self.extra: dict[str, object] = {}  # other per-generation caches (file texts, vectors)
+        self._postings: OrderedDict[str, Postings] = OrderedDict()
+        self._posting_entries = 0
+        self._lengths_loaded = False
+        self._lock = threading.Lock()
+        self.rowids: np.ndarray | None = None  # sorted chunk rowids of the index
+        self._norm: np.ndarray | None = None  # k1 * (1 - b + b * len / avglen) per rowid
 
     def df(self, stem: str) -> int:
         """How many chunks hold the (stemmed) term."""
@@ -49,6 +94,95 @@ class TermStats:
         """BM25's idf, always positive; a term absent from the project scores highest."""
         n, d = self.chunks, self.df(stem)
         return math.log(1.0 + (n - d + 0.5) / (d + 0.5))
+
+    # -- postings (lexical route) -------------------------------------------------
+
+    def _load_lengths(self) -> bool:
+        self._lengths_loaded = True
+        try:
+            rows = self._db.query(f"SELECT id, sz FROM {fts_table(self.pid)}_docsize ORDER BY id")
+        except apsw.SQLError:
+            return False  # columnsize=0 or another layout: no per-row lengths
+        if not rows:
+            return False
+        self.rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        lengths = np.fromiter((_varints(r[1]) for r in rows), dtype=np.float64, count=len(rows))
+        avg = float(lengths.mean()) or 1.0
+        self._norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avg)
+        return True
+
+    def _instance_view(self) -> str:
+        name = f"{fts_table(self.pid)}_inst"
+        self._db.query(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name}"
+            f" USING fts5vocab(main, {fts_table(self.pid)}, instance)"
+        )
+        return f"temp.{name}"
+
+    def postings(self, stem: str) -> Postings | None:
+        """The term's postings and BM25 contributions, or None without a docsize table."""
+        with self._lock:
+            hit = self._postings.get(stem)
+            if hit is not None:
+                self._postings.move_to_end(stem)
+                return hit
+            if not self._lengths_loaded and not self._load_lengths():
+                return None
+            if self._norm is None or self.rowids is None:
+                return None
+            try:
+                rows = self._db.query(
+                    f"SELECT doc, count(*) FROM {self._instance_view()} WHERE term = ?"
+                    " GROUP BY doc ORDER BY doc",
+                    (stem,),
+                )
+            except apsw.SQLError:
+                self._norm = None  # no positions stored (detail=none/column)
+                return None
+            docs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            tf = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+            pos = np.searchsorted(self.rowids, docs)
+            ok = (pos < len(self.rowids)) & (
+                self.rowids[np.minimum(pos, len(self.rowids) - 1)] == docs
+            )
+            pos, tf = pos[ok], tf[ok]
+            n, d = len(self.rowids), len(pos)
+            idf = math.log((n - d + 0.5) / (d + 0.5))
+            idf = idf if idf > 0 else 1e-6  # FTS5's floor for terms in over half the rows
+            hit = Postings(pos, idf * tf * (BM25_K1 + 1.0) / (tf + self._norm[pos]))
+            self._postings[stem] = hit
+            self._posting_entries += len(pos)
+            while self._posting_entries > _MAX_POSTINGS and len(self._postings) > 1:
+                _, old = self._postings.popitem(last=False)
+                self._posting_entries -= len(old.positions)
+            return hit
+
+    def bm25_top(self, stems: list[str], pool: int) -> list[tuple[int, int]] | None:
+        """The ``pool`` best chunks for the OR of ``stems`` by FTS5's BM25, best first
+        (ties by rowid), each as (rowid, bit mask of the stems it holds); None when
+        postings are unavailable."""
+        parts = []
+        for s in stems:
+            p = self.postings(s)
+            if p is None:
+                return None
+            parts.append(p)
+        assert self.rowids is not None
+        n = len(self.rowids)
+        scores = np.zeros(n, dtype=np.float64)
+        masks = np.zeros(n, dtype=np.int64)
+        for i, p in enumerate(parts):
+            if i >= 62:
+                break
+            scores[p.positions] += p.scores
+            masks[p.positions] |= 1 << i
+        hit = np.flatnonzero(masks)
+        if len(hit) > pool:
+            cut = np.partition(scores[hit], len(hit) - pool)[len(hit) - pool]
+            hit = hit[scores[hit] >= cut]
+        order = np.lexsort((hit, -scores[hit]))[:pool]
+        hit = hit[order]
+        return list(zip(self.rowids[hit].tolist(), masks[hit].tolist(), strict=True))
 
 
 _cache: OrderedDict[tuple, TermStats] = OrderedDict()
