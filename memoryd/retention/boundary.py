@@ -360,7 +360,7 @@ def _sync(src: ArchiveStore, dst: ArchiveStore, fmt: int, *, full: bool) -> int:
 
     def converted() -> Iterator[tuple[bytes, bytes]]:
         for i, (key, value) in enumerate(src.raw_items()):
-            if i and i % 50_000 == 0:
+            if i and i % 1000 == 0:
                 killpoints.reach("migration_mid_copy")
             if ArchiveStore.is_payload_key(key):
                 yield key, _reencode(value, fmt)
