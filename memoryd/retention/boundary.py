@@ -25,8 +25,10 @@ record.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +37,7 @@ from typing import Any
 import orjson
 
 from memoryd import killpoints
-from memoryd.locks import FileLock, lock_holder
+from memoryd.locks import _FLOCK, FileLock, _held
 from memoryd.storage.archive import (
     PAYLOAD_FORMATS,
     ArchiveError,
@@ -73,6 +75,27 @@ class RetentionBlocked(ArchiveError):
 
 class MigrationError(ArchiveError):
     code = "MIGRATION_ERROR"
+
+
+def _any_holder(path: Path) -> int | None:
+    """A pid holding any lock (shared or exclusive) on ``path``.
+
+    :func:`memoryd.locks.lock_holder` asks about conflicts with a read lock,
+    which misses shared holders. A second descriptor is opened only when this
+    process holds no lock on the file (closing it would drop that lock).
+    """
+    if _held(path) is not None:
+        return os.getpid()
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return None
+    try:
+        query = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        l_type, _, _, _, pid = struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, query))
+        return None if l_type == fcntl.F_UNLCK else pid
+    finally:
+        os.close(fd)
 
 
 def _write_json_atomic(path: Path, value: Any) -> None:
@@ -121,7 +144,7 @@ class Boundary:
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(self.lock_path)
         if not lock.try_acquire(shared=shared):
-            pid = lock_holder(self.lock_path)
+            pid = _any_holder(self.lock_path)
             side = "a migration step (exclusive)" if shared else "a retention wave (shared)"
             raise BoundaryBusy(
                 f"the archive migration boundary is held by {side}"
