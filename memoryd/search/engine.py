@@ -51,12 +51,13 @@ from memoryd.storage.corpus import file_text, fts_table, project_id
 
 RRF_K = 60
 POOL = 200  # lexical candidates the gate looks at
-DENSE_HEAD = 20  # admitted candidates (at least) the dense route reorders
+DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
 MAX_LIMIT = 1000
 EXCERPT_CHARS = 320
 _FILE_CACHE = 512
 
 _SPEAKER_LINE = re.compile(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
+_ANY_SPEAKER_LINE = re.compile(_SPEAKER_LINE.pattern, re.I | re.M)
 _ROLE = {"user": "user", "human": "user", "me": "user"}
 
 
@@ -177,6 +178,8 @@ def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
 
 def _speaker_text(text: str, speaker: str) -> str | None:
     """The lines of ``speaker`` in a transcript chunk, or None if it is no transcript."""
+    if not _ANY_SPEAKER_LINE.search(text):
+        return None
     current = None
     mine: list[str] = []
     found = False
@@ -428,7 +431,7 @@ def search(
         # still reach the first ``limit`` places (each text is encoded once per
         # generation, but a cold encode is the costliest step of a query).
         head = sorted(admitted, key=lambda c: (not c.exact, -fused[c.rowid], c.bm25_rank))
-        head = head[: max(2 * limit, DENSE_HEAD)]
+        head = head[: max(limit, DENSE_HEAD)]
         _load(db, stats, head)
         _cosines(stats, enc, q, head)
         total += tuning.w_dense
