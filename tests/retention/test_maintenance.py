@@ -1,0 +1,92 @@
+"""The maintenance tick: bounds, cursors, compaction trigger, non-overlap, status."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from memoryd.config import load_config
+from memoryd.retention.boundary import Boundary
+from memoryd.retention.maintenance import Maintenance, TickBounds
+from memoryd.retention.policy import RetentionPolicy
+from memoryd.storage.archive import NewVersion
+
+from .conftest import DAY, NOW, POLICY, populate
+
+
+def test_tick_bounds_and_cursors(store):
+    populate(store, 1100, due_every=1)
+    m = Maintenance(store, POLICY, Boundary(store.path))
+    r1 = m.tick(now=NOW)
+    assert r1.waves == 4 and r1.expired == 1024 and not r1.exhausted
+    r2 = m.tick(now=NOW)
+    assert r2.expired == 76 and r2.exhausted
+    assert m.tick(now=NOW).expired == 0
+
+
+def test_lapsed_protections_cleaned_at_most_1000_per_tick(store):
+    items = [NewVersion("p", "durable", f"v{i}", NOW, None) for i in range(1000)]
+    locs = [r.locator for r in store.append_many(items, now=NOW)]
+    for c in range(3):
+        store.acquire_leases(f"c{c}", "p", locs[:900], ttl=10, now=NOW)
+    store.take_retrieval_leases(locs, seconds=10, now=NOW)
+    m = Maintenance(store, POLICY, Boundary(store.path))
+    later = NOW + 60
+    counts = []
+    while True:
+        r = m.tick(now=later)
+        counts.append((r.protections_cleaned, r.retrieval_leases_cleaned))
+        if r.protections_cleaned == 0 and r.retrieval_leases_cleaned == 0:
+            break
+    assert all(p <= 1000 and q <= 1000 for p, q in counts)
+    assert sum(p for p, _ in counts) >= 2700 and sum(q for _, q in counts) == 1000
+    assert all(store.protection(x, now=later) is None for x in locs[:10])
+
+
+def test_compaction_trigger_flushes_then_watches_until_reclaimed(store):
+    populate(store, 3000, due_every=2)
+    store.flush()
+    bounds = TickBounds(compaction_deleted_keys=10_000, wave_documents=2000)
+    m = Maintenance(store, POLICY, Boundary(store.path), bounds=bounds)
+    r = m.tick(now=NOW, force=True)
+    assert r.keys_deleted >= 10_000
+    assert r.compaction["flushed"] and r.compaction["armed"]
+    deadline = time.time() + 60
+    while True:  # later ticks re-read RocksDB properties until bytes were reclaimed
+        r = m.tick(now=NOW)
+        if not r.compaction["armed"]:
+            break
+        assert time.time() < deadline, r.compaction
+        time.sleep(0.5)
+    assert r.compaction["total_reclaimed_bytes"] > 0 and r.compaction.get("reclaimed_bytes")
+    full = m.compact()
+    assert full["sst_bytes_after"] <= full["sst_bytes_before"] + 64 * 1024  # already compacted
+
+
+def test_ticks_do_not_overlap_and_policy_change_reindexes(store):
+    populate(store, 10)
+    m = Maintenance(store, POLICY, Boundary(store.path))
+    m._running.acquire()
+    try:
+        out = []
+        t = threading.Thread(target=lambda: out.append(m.tick(now=NOW)))
+        t.start()
+        t.join()
+        assert out[0].skipped
+    finally:
+        m._running.release()
+    m.tick(now=NOW - 30 * DAY)  # records the policy fingerprint, nothing due yet
+    keep = RetentionPolicy(ages_days={"ephemeral": 14, "conversation": 0, "derived": 30})
+    m2 = Maintenance(store, keep, Boundary(store.path))
+    r = m2.tick(now=NOW)
+    assert r.reindexed == 5 and r.expired == 0
+    assert store.expiry_entries(limit=100) == []
+    status = m2.status(now=NOW)
+    assert status["migration"] == {"state": "committed"} and status["due_entries"] == 0
+
+
+def test_from_config(tmp_path, store):
+    cfg = load_config(tmp_path, {"retention_wave_documents": 3, "retention_disk_low_bytes": 0})
+    m = Maintenance.from_config(store, cfg)
+    assert m.bounds.wave_documents == 3 and m.disk_guard.threshold == 0
+    assert store.admission is not None
