@@ -79,7 +79,7 @@ def test_ticks_do_not_overlap_and_policy_change_reindexes(store):
     keep = RetentionPolicy(ages_days={"ephemeral": 14, "conversation": 0, "derived": 30})
     m2 = Maintenance(store, keep, Boundary(store.path))
     r = m2.tick(now=NOW)
-    assert r.reindexed == 5 and r.expired == 0
+    assert r.reindexed == 10 and r.expired == 0  # every conversation deadline dropped
     assert store.expiry_entries(limit=100) == []
     status = m2.status(now=NOW)
     assert status["migration"] == {"state": "committed"} and status["due_entries"] == 0
