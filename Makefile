@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench bench-queue bench-search bench-ingest
+.PHONY: demo test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -43,3 +43,6 @@ bench-search: $(STAMP)
 
 bench-ingest: $(STAMP)
 	$(BIN)/python ops/bench/bench_ingest.py
+
+bench-retention: $(STAMP)
+	$(BIN)/python ops/bench/bench_retention.py
