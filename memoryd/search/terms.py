@@ -799,6 +799,9 @@ _ANSWER_UNITS = frozenset(
     ]
 )
 
+# Nouns that, followed by "of", ask for a quantity ("the total number of days").
+_QUANTITY_NOUNS = frozenset(["number", "count", "amount", "numero", "cantidad"])
+
 _IDENTIFIER = re.compile(
     r"(?<![\w./-])("
     r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+"  # dotted.name
@@ -819,6 +822,19 @@ _SPEAKER_YOU = re.compile(
     re.I,
 )
 _SPEAKER_I = re.compile(r"\b(i|i'm|i've|i'd|my|me|mine|myself|yo|mi|mis|me)\b", re.I)
+# "I said / I mentioned / I told you": the user's own words, even about the conversation
+_SPEAKER_I_SAID = re.compile(
+    r"\bI\s+(?:\w+\s+)?(?:said|mentioned|told|shared|wrote|described|listed)\b"
+    r"|\b(?:dije|mencione|conte)\b",
+    re.I,
+)
+# A question about the shared conversation ("our previous chat", "we discussed", "remind
+# me of ..."): its fact may have been said by either side, so no speaker is asked.
+_ABOUT_CONVERSATION = re.compile(
+    r"\b(?:our|we|us)\b[^.?!]{0,40}\b(?:conversations?|chats?|chatted|discuss\w*|talk\w*"
+    r"|exchanges?)\b|\bremind\s+me\b|\b(?:conversacion|charla|hablamos|recuerdame)\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -912,6 +928,11 @@ def analyze(text: str) -> Query:
     skip_next = False
     asks_quantity = False
     for i, w in enumerate(toks):
+        if w in _QUANTITY_NOUNS and i + 1 < len(toks) and toks[i + 1] in ("of", "de"):
+            # "the number of days", "el numero de": the form of the answer, like "how many"
+            q.context.append(w)
+            asks_quantity = True
+            continue
         if skip_next:
             skip_next = False
             q.context.append(w)
@@ -956,6 +977,6 @@ def analyze(text: str) -> Query:
     me = bool(_SPEAKER_I.search(text))
     if you:
         q.speaker = "assistant"
-    elif me:
+    elif _SPEAKER_I_SAID.search(text) or (me and not _ABOUT_CONVERSATION.search(text)):
         q.speaker = "user"
     return q
