@@ -799,8 +799,15 @@ _ANSWER_UNITS = frozenset(
     ]
 )
 
-# Nouns that, followed by "of", ask for a quantity ("the total number of days").
-_QUANTITY_NOUNS = frozenset(["number", "count", "amount", "numero", "cantidad"])
+# Nouns that, followed by "of", ask for the form of the answer (a quantity, an
+# ordering) rather than name a fact: "the total number of days", "the order of".
+_QUANTITY_NOUNS = frozenset(
+    ["number", "count", "amount", "order", "sequence", "numero", "cantidad", "orden"]
+)
+# Ends of an ordering asked for ("from earliest to latest", "from first to last").
+_ORDER_WORDS = frozenset(
+    ["earliest", "latest", "first", "last", "oldest", "newest", "primero", "ultimo"]
+)
 
 _IDENTIFIER = re.compile(
     r"(?<![\w./-])("
@@ -905,6 +912,41 @@ def _capitalized_runs(text: str) -> list[list[str]]:
 _ALTERNATIVE_SPLIT = frozenset(["or", "and", "versus", "vs", "compared", "o", "y", "contra"])
 
 
+def _run_spans(toks: list[str], runs: list[list[str]]) -> list[tuple[int, int]]:
+    """Token spans [start, end) of the capitalized runs, in order of appearance."""
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for run in runs:
+        for i in range(at, len(toks) - len(run) + 1):
+            if toks[i : i + len(run)] == run:
+                spans.append((i, i + len(run)))
+                at = i + len(run)
+                break
+    return spans
+
+
+# Words allowed between a coordinating word and a name ("and in Seattle", "compared to
+# the Tokyo one"), EN and ES.
+_COORD_GLUE = frozenset(["the", "in", "to", "with", "at", "a", "an", "el", "la", "en", "con"])
+
+
+def _coordinated(toks: list[str], spans: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """Groups of names joined by and/or/versus/compared: [[span, span, ...], ...]."""
+    groups: list[list[tuple[int, int]]] = []
+    for k in range(len(spans) - 1):
+        between = toks[spans[k][1] : spans[k + 1][0]]
+        if (
+            between
+            and any(w in _ALTERNATIVE_SPLIT for w in between)
+            and all(w in _ALTERNATIVE_SPLIT or w in _COORD_GLUE for w in between)
+        ):
+            if groups and groups[-1][-1] == spans[k]:
+                groups[-1].append(spans[k + 1])
+            else:
+                groups.append([spans[k], spans[k + 1]])
+    return groups
+
+
 def analyze(text: str) -> Query:
     """Split a query into content terms, context words, paths and identifiers."""
     q = Query(text=text)
@@ -948,6 +990,12 @@ def analyze(text: str) -> Query:
         if w in CONTEXT_WORDS:
             q.context.append(w)
             continue
+        if w in ("compared", "versus", "vs") or (
+            w in _ORDER_WORDS and i > 0 and toks[i - 1] in ("from", "to", "desde", "hasta")
+        ):
+            # comparison markers; "from earliest to latest": the form of the answer
+            q.context.append(w)
+            continue
         if (w in STOPWORDS and w not in explicit_words) or (len(w) == 1 and w.isascii()):
             continue
         norm = ES_EN.get(w, w)
@@ -973,6 +1021,18 @@ def analyze(text: str) -> Query:
                 alt = every - (others - part)
                 if len(alt) >= 2 and alt != every:
                     q.alternatives.append(alt)
+    # Coordinated names ("in Japan and Chicago", "Hawaii compared to Tokyo", "Tom or
+    # Alex"): each name with the rest of the question is one side.
+    spans = _run_spans(toks, runs)
+    stem_of = {t.word: t.stem for t in q.terms}
+    for group in _coordinated(toks, spans):
+        names = [{stem_of[w] for w in toks[a:b] if w in stem_of} for a, b in group]
+        every = {t.stem for t in q.terms}
+        for k, name in enumerate(names):
+            others = set().union(*(n for j, n in enumerate(names) if j != k)) - name
+            alt = every - others
+            if name and len(alt) >= 2 and alt != every and alt not in q.alternatives:
+                q.alternatives.append(alt)
     you = bool(_SPEAKER_YOU.search(text))
     me = bool(_SPEAKER_I.search(text))
     if you:
