@@ -34,6 +34,13 @@ Two question-level checks narrow further (never widen):
   ("Seattle", "Dr. Johnson", evidenced by its most specific word) that no
   admitted candidate holds means the evidence is about something else; the
   search abstains and names it.
+* **Names alone are not evidence about them**: when the question asks for
+  an attribute of something it names -- a possessive ("Guido van Rossum's
+  *wife*", "the *wife* of ...") or an asked term the project never contains --
+  a candidate holding only the name's words and none of the other focus terms
+  is refused, whatever its coverage. (Measured: applying this to every
+  question that names something costs a point of LongMemEval recall, where
+  users name a person and paraphrase the rest.)
 * **Speaker attribution** (conversation transcripts with ``user:`` /
   ``assistant:`` lines): a first-person question ("my", "I") is about what
   the user said; one addressing what the assistant said ("you recommended")
@@ -68,6 +75,7 @@ class Tuning:
     # "entities" only checks named entities there; "" is off
     speaker: str = "specific"
     alternatives: bool = True  # comparison questions: half of one compared side suffices
+    attributes: bool = True  # a question naming something: a candidate needs a non-name term
     entity_scope: str = "admitted"
     # a candidate must hold one of the query's rare focus terms (when it has any)
     require_rare: bool = False
@@ -85,6 +93,7 @@ LITERAL = Tuning(
     entities=False,
     speaker="",
     alternatives=False,
+    attributes=False,
     rare_min_weight=0.0,
     w_coverage=0,
     w_file=0,
@@ -102,6 +111,7 @@ class Plan:
     weights: dict[str, float]
     rare: set[str]
     entities: list[Term]
+    attributes: set[str]  # focus terms outside the names (only when the query names one)
     alternatives: list[set[str]]
     predicate: str | None
     short: bool
@@ -145,6 +155,10 @@ def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
                 if rarest not in entities:
                     entities.append(rarest)
     focus_set = {t.stem for t in focus}
+    named = {t.stem for t in focus if any(t.word in run for run in query.entities)}
+    attributes = focus_set - named if named and tuning.attributes else set()
+    if not (query.possessive or any(stats.df(a) == 0 for a in attributes)):
+        attributes = set()
     alternatives = [a & focus_set for a in query.alternatives]
     alternatives = [a for a in alternatives if len(a) >= 2 and a != focus_set]
     return Plan(
@@ -154,6 +168,7 @@ def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
         weights=weights,
         rare=rare,
         entities=entities,
+        attributes=attributes,
         alternatives=alternatives,
         predicate=predicate,
         short=len(query.terms) <= tuning.dense_max_terms,
@@ -215,6 +230,8 @@ def _admit(
         return Verdict(False, "holds none of the rare terms", count, weighted)
     if t.require_entity and p.entities and not any(e.stem in matched for e in p.entities):
         return Verdict(False, "holds none of the named entities", count, weighted)
+    if p.attributes and not p.attributes & matched:
+        return Verdict(False, "holds the names but nothing asked about them", count, weighted)
     if _half(p, matched, p.focus_stems):
         return Verdict(True, "half coverage", count, weighted)
     for alt in p.alternatives if t.alternatives else ():

@@ -863,6 +863,19 @@ class Query:
     entities: list[list[str]] = field(default_factory=list)  # runs of capitalized words
     alternatives: list[set[str]] = field(default_factory=list)  # stems of each compared side
     speaker: str | None = None  # "user" (first person), "assistant" ("you said"), or None
+    possessive: bool = False  # asks for an attribute of a name ("Guido's wife", "wife of Guido")
+
+
+# An attribute of a name: "Rossum's wife", "the wife of Guido", "la esposa de Guido".
+_POSSESSIVE = re.compile(
+    r"(?<!^)(?<![.?!¿¡]\s)\b[A-Z][\w-]*['’]s\s+[a-z]"
+    r"|\b[a-z][a-z-]+\s+(?:of|de|del)\s+(?:the\s+|la\s+|el\s+)?[A-Z]"
+)
+
+# Lowercase particles inside personal names ("van", "da", "de la", "bin").
+_NAME_PARTICLES = frozenset(
+    ["van", "von", "der", "den", "de", "del", "della", "da", "di", "du", "la", "le", "bin", "ibn"]
+)
 
 
 def _capitalized_runs(text: str) -> list[list[str]]:
@@ -895,6 +908,14 @@ def _capitalized_runs(text: str) -> list[list[str]]:
         )
         if tok.lower() in ("i", "i'm", "i've", "i'd"):
             named = False
+        if (
+            not named
+            and current
+            and tok.lower() in _NAME_PARTICLES
+            and (nxt := text[m.end() :].lstrip()[:1])
+            and nxt.isupper()
+        ):
+            named = True  # "Guido van Rossum", "Leonardo da Vinci"
         if named:
             current.extend(w for w in words(tok) if w not in STOPWORDS)
         elif current:
@@ -1033,6 +1054,7 @@ def analyze(text: str) -> Query:
             alt = every - others
             if name and len(alt) >= 2 and alt != every and alt not in q.alternatives:
                 q.alternatives.append(alt)
+    q.possessive = bool(_POSSESSIVE.search(text))
     you = bool(_SPEAKER_YOU.search(text))
     me = bool(_SPEAKER_I.search(text))
     if you:
