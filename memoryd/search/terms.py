@@ -872,6 +872,50 @@ _POSSESSIVE = re.compile(
     r"|\b[a-z][a-z-]+\s+(?:of|de|del)\s+(?:the\s+|la\s+|el\s+)?[A-Z]"
 )
 
+_ONLY_EN = STOPWORDS_EN - STOPWORDS_ES
+_ONLY_ES = STOPWORDS_ES - STOPWORDS_EN
+
+_TIME_UNITS = frozenset(
+    ["day", "days", "week", "weeks", "weekend", "weekends", "month", "months", "year", "years"]
+    + ["hour", "hours", "night", "nights", "morning", "evening", "afternoon"]
+    + ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+    + ["dia", "dias", "semana", "semanas", "mes", "meses", "ano", "anos", "noche"]
+    + ["lunes", "martes", "miercoles", "jueves", "viernes", "sabado", "domingo"]
+)
+# Words before a time unit that make it relative to now ("last week", "the past two
+# months", "this weekend", "a couple of days ago").
+_RELATIVE = frozenset(
+    ["last", "past", "this", "next", "previous", "coming", "upcoming", "recent", "few"]
+    + ["couple", "several", "a", "an", "one", "two", "three", "four", "five", "six", "seven"]
+    + ["eight", "nine", "ten", "of", "pasado", "pasada", "ultimo", "ultima", "este", "esta"]
+    + ["proximo", "hace", "unos", "unas"]
+)
+# Anchors relative to the conversation's own date.
+_NOW_WORDS = frozenset(
+    ["ago", "lately", "recently", "today", "yesterday", "tonight", "tomorrow", "recientemente"]
+    + ["hoy", "ayer", "manana", "anoche", "ultimamente"]
+)
+
+
+def _relative_time(toks: list[str]) -> set[int]:
+    """Token positions of relative time expressions: "last Saturday", "two weeks ago",
+    "the past month", "this weekend", "lately"."""
+    out: set[int] = set()
+    for i, w in enumerate(toks):
+        if w in _NOW_WORDS:
+            out.add(i)
+            continue
+        if w not in _TIME_UNITS:
+            continue
+        j = i - 1
+        while j >= 0 and (toks[j] in _RELATIVE or toks[j].isdigit()):
+            j -= 1
+        relative = j < i - 1 and toks[i - 1] != "of"
+        if relative or (i + 1 < len(toks) and toks[i + 1] in ("ago", "before", "after")):
+            out.update(k for k in range(j + 1, i + 1) if toks[k] not in STOPWORDS)
+    return out
+
+
 # Lowercase particles inside personal names ("van", "da", "de la", "bin").
 _NAME_PARTICLES = frozenset(
     ["van", "von", "der", "den", "de", "del", "della", "da", "di", "du", "la", "le", "bin", "ibn"]
@@ -990,7 +1034,18 @@ def analyze(text: str) -> Query:
     positions: dict[str, list[int]] = {}
     skip_next = False
     asks_quantity = False
+    temporal = _relative_time(toks)
+    # Spanish normalization only for questions that are not plainly English: "social
+    # media" and "a red car" are English words, not "medio" and "red" (network).
+    en = sum(w in _ONLY_EN for w in toks)
+    es = sum(w in _ONLY_ES for w in toks) + 2 * bool(re.search("[¿¡ñ]", text))
+    english = en > es
     for i, w in enumerate(toks):
+        if i in temporal:
+            # "last Saturday", "two weeks ago", "the past month": when, relative to the
+            # conversation's dates; the evidence says what happened, not this phrase
+            q.context.append(w)
+            continue
         if w in _QUANTITY_NOUNS and i + 1 < len(toks) and toks[i + 1] in ("of", "de"):
             # "the number of days", "el numero de": the form of the answer, like "how many"
             q.context.append(w)
@@ -1019,7 +1074,7 @@ def analyze(text: str) -> Query:
             continue
         if (w in STOPWORDS and w not in explicit_words) or (len(w) == 1 and w.isascii()):
             continue
-        norm = ES_EN.get(w, w)
+        norm = w if english else ES_EN.get(w, w)
         s = stem(norm)
         positions.setdefault(s, []).append(i)
         if not s or s in seen:
