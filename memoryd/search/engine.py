@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from memoryd.errors import UsageError
 from memoryd.search import gate as gate_mod
 from memoryd.search.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
-from memoryd.search.fts_query import any_of, phrase
+from memoryd.search.fts_query import phrase
 from memoryd.search.stats import TermStats, term_stats
 from memoryd.search.terms import (
     CONTRAST_WORDS,
@@ -93,24 +93,32 @@ def _prepare(db) -> None:
 
 
 def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list[Candidate]:
-    top = stats.bm25_top([t.stem for t in terms], pool) if terms else []
+    top = stats.bm25_top([t.all_stems for t in terms], pool) if terms else []
     if top is not None:
         return [
             Candidate(rowid, rank, {t.stem for i, t in enumerate(terms) if mask >> i & 1})
             for rank, (rowid, mask) in enumerate(top)
         ]
-    match = any_of(t.word for t in terms)
-    if match is None:
+    # No postings (another index layout): one FTS5 query, an auxiliary function
+    # reporting which phrases (a term's forms) each row holds.
+    phrases: list[str] = []
+    owner: list[Term] = []
+    for t in terms:
+        for form in (t.word, *t.forms):
+            ph = phrase(form)
+            if ph is not None and ph not in phrases:
+                phrases.append(ph)
+                owner.append(t)
+    if not phrases:
         return []
-    # any_of dropped nothing: every term is a non-empty token sequence.
     rows = db.query(
         f"SELECT rowid, memoryd_matched({fts_table(pid)}) FROM {fts_table(pid)}"
         f" WHERE {fts_table(pid)} MATCH ? ORDER BY rank LIMIT ?",
-        (match, pool),
+        (" OR ".join(phrases), pool),
     )
     out = []
     for rank, (rowid, mask) in enumerate(rows):
-        matched = {t.stem for i, t in enumerate(terms) if mask >> i & 1}
+        matched = {t.stem for i, t in enumerate(owner) if mask >> i & 1}
         out.append(Candidate(rowid, rank, matched))
     return out
 
@@ -194,6 +202,11 @@ def _speaker_text(text: str, speaker: str) -> str | None:
     return "\n".join(mine) if found else None
 
 
+def _held(p: gate_mod.Plan, tokens: Sequence[str]) -> set[str]:
+    """The focus terms (by their stem) among indexed ``tokens``, inflections included."""
+    return {p.alias.get(s, s) for s in tokens}.intersection(p.focus_stems)
+
+
 def _stems(c: Candidate) -> list[str]:
     """Indexed stems of the candidate's text, tokenized once per query."""
     if c.tokens is None:
@@ -204,11 +217,15 @@ def _stems(c: Candidate) -> list[str]:
 def _focus_hint(focus: Sequence[Term]) -> re.Pattern:
     """Lowercase leading letters shared by each focus word as asked and its stem: a
     line without any of them cannot hold the term (up to rare spelling variants)."""
-    prefixes = {os.path.commonprefix([t.word, t.stem])[:6] or t.stem for t in focus}
+    prefixes = {
+        os.path.commonprefix([w, s])[:6] or s
+        for t in focus
+        for w, s in zip((t.word, *t.forms), t.all_stems, strict=False)
+    }
     return re.compile("|".join(sorted(re.escape(x) for x in prefixes if x)) or "$^")
 
 
-def _excerpt(text: str, focus: set[str], hint: re.Pattern) -> str:
+def _excerpt(text: str, focus: set[str], hint: re.Pattern, alias: dict[str, str]) -> str:
     """Up to three lines from the (first) line holding the most distinct focus terms.
 
     Only lines the ``hint`` finds are tokenized to count the terms exactly.
@@ -225,7 +242,8 @@ def _excerpt(text: str, focus: set[str], hint: re.Pattern) -> str:
         start = text.rfind("\n", 0, m.start()) + 1
         end = text.find("\n", m.end())
         end = len(text) if end < 0 else end
-        score = len(focus.intersection(stems(text[start : min(end, start + 2000)])))
+        toks = stems(text[start : min(end, start + 2000)])
+        score = len(focus.intersection(alias.get(s, s) for s in toks))
         if score > best_score:
             best, best_score = start, score
         pos = end + 1
@@ -339,7 +357,7 @@ def search(
         if tuning.speaker and q.speaker and c.text:
             spoken = _speaker_text(c.text, q.speaker)
             if spoken is not None:
-                c.spoken = focus_stems.intersection(stems(spoken))
+                c.spoken = _held(p, stems(spoken))
                 if tuning.speaker == "coverage":
                     matched = c.spoken
                 elif tuning.speaker == "specific" and c.matched:
@@ -374,7 +392,7 @@ def search(
                 if c.spoken is None and q.speaker and c.text and _holds_entity(p, c):
                     spoken = _speaker_text(c.text, q.speaker)
                     if spoken is not None:
-                        c.spoken = focus_stems.intersection(stems(spoken))
+                        c.spoken = _held(p, stems(spoken))
         seen = [c.spoken if c.spoken is not None else c.matched for c in scope]
         missing = gate_mod.missing_entities(p, seen)
         if missing:
@@ -451,7 +469,7 @@ def search(
             "start_line": c.start_line,
             "end_line": c.end_line,
             "score": scores[c.rowid],
-            "excerpt": _excerpt(c.text or "", focus_stems, hint),
+            "excerpt": _excerpt(c.text or "", focus_stems, hint, p.alias),
         }
         for c in ranked
     ]

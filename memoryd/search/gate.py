@@ -51,6 +51,7 @@ Two question-level checks narrow further (never widen):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from memoryd.search.stats import TermStats
@@ -107,6 +108,7 @@ class Plan:
 
     query: Query
     focus: list[Term]
+    alias: dict[str, str]  # stem of another inflection -> the focus term's stem
     context_terms: list[Term]  # ubiquitous, dropped from focus
     weights: dict[str, float]
     rare: set[str]
@@ -128,18 +130,19 @@ class Plan:
 def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
     focus: list[Term] = []
     dropped: list[Term] = []
+    # a term with inflections ("buy", "bought") counts as often as its commonest form
+    df = {t.stem: max(stats.df(s) for s in t.all_stems) for t in query.terms}
     for t in query.terms:
         # "across much of the corpus": a share of the chunks, and more than a couple
-        if stats.fraction(t.stem) > tuning.ubiquitous and stats.df(t.stem) > 2 and not t.explicit:
+        share = df[t.stem] / stats.chunks if stats.chunks else 0.0
+        if share > tuning.ubiquitous and df[t.stem] > 2 and not t.explicit:
             dropped.append(t)
         else:
             focus.append(t)
-    weights = {t.stem: stats.idf(t.stem) for t in query.terms}
+    weights = {t.stem: _idf(stats.chunks, df[t.stem]) for t in query.terms}
     rare = set()
     if stats.chunks >= tuning.rare_min_chunks:
-        rare = {
-            t.stem for t in focus if 0 < stats.df(t.stem) <= tuning.rare_fraction * stats.chunks
-        }
+        rare = {t.stem for t in focus if 0 < df[t.stem] <= tuning.rare_fraction * stats.chunks}
     predicate = None
     if query.verification and len(focus) > 1:
         rest = focus[1:]
@@ -157,12 +160,14 @@ def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
     focus_set = {t.stem for t in focus}
     named = {t.stem for t in focus if any(t.word in run for run in query.entities)}
     attributes = focus_set - named if named and tuning.attributes else set()
-    if not (query.possessive or any(stats.df(a) == 0 for a in attributes)):
+    if not (query.possessive or any(df[a] == 0 for a in attributes)):
         attributes = set()
     alternatives = [a & focus_set for a in query.alternatives]
     alternatives = [a for a in alternatives if len(a) >= 2 and a != focus_set]
+    alias = {a: t.stem for t in focus for a in t.alts}
     return Plan(
         query=query,
+        alias=alias,
         focus=focus,
         context_terms=dropped,
         weights=weights,
@@ -174,6 +179,11 @@ def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
         short=len(query.terms) <= tuning.dense_max_terms,
         tuning=tuning,
     )
+
+
+def _idf(n: int, d: int) -> float:
+    """BM25's idf (as :meth:`TermStats.idf`), always positive."""
+    return math.log(1.0 + (n - d + 0.5) / (d + 0.5))
 
 
 @dataclass(frozen=True)

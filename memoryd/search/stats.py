@@ -157,23 +157,23 @@ class TermStats:
                 self._posting_entries -= len(old.positions)
             return hit
 
-    def bm25_top(self, stems: list[str], pool: int) -> list[tuple[int, int]] | None:
-        """The ``pool`` best chunks for the OR of ``stems`` by FTS5's BM25, best first
-        (ties by rowid), each as (rowid, bit mask of the stems it holds); None when
-        postings are unavailable."""
+    def bm25_top(self, terms: list[tuple[str, ...]], pool: int) -> list[tuple[int, int]] | None:
+        """The ``pool`` best chunks for the OR of every stem of ``terms`` (each term a
+        tuple of stems: its inflections) by FTS5's BM25, best first (ties by rowid),
+        each as (rowid, bit mask of the terms it holds); None when postings are
+        unavailable."""
         parts = []
-        for s in stems:
-            p = self.postings(s)
-            if p is None:
-                return None
-            parts.append(p)
+        for i, group in enumerate(terms[:62]):
+            for s in group:
+                p = self.postings(s)
+                if p is None:
+                    return None
+                parts.append((i, p))
         assert self.rowids is not None
         n = len(self.rowids)
         scores = np.zeros(n, dtype=np.float64)
         masks = np.zeros(n, dtype=np.int64)
-        for i, p in enumerate(parts):
-            if i >= 62:
-                break
+        for i, p in parts:
             scores[p.positions] += p.scores
             masks[p.positions] |= 1 << i
         hit = np.flatnonzero(masks)

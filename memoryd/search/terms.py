@@ -850,6 +850,14 @@ class Term:
     stem: str  # its indexed form
     explicit: bool  # a named entity / identifier / quoted: kept even when ubiquitous
     position: int  # order in the query
+    # other inflections of the same verb ("buy": "bought"); porter does not relate
+    # irregular forms, so a term matches a chunk holding any of them
+    forms: tuple[str, ...] = ()
+    alts: tuple[str, ...] = ()  # their stems
+
+    @property
+    def all_stems(self) -> tuple[str, ...]:
+        return (self.stem, *self.alts)
 
 
 @dataclass
@@ -871,6 +879,78 @@ _POSSESSIVE = re.compile(
     r"(?<!^)(?<![.?!¿¡]\s)\b[A-Z][\w-]*['’]s\s+[a-z]"
     r"|\b[a-z][a-z-]+\s+(?:of|de|del)\s+(?:the\s+|la\s+|el\s+)?[A-Z]"
 )
+
+# Irregular English verbs: base, past, past participle. Porter stems "buy" and
+# "bought" apart, so a question in one tense would miss evidence in another. Forms
+# that are also common other words ("left", "found", "saw", "felt", "lead") are not
+# listed; verbs in STOPWORDS (get, go, make, give, ...) need none.
+_IRREGULAR_VERBS = """
+arise arose arisen; awake awoke awoken; bear bore born; beat beat beaten; become became
+become; begin began begun; bend bent bent; bet bet bet; bid bid bid; bind bound bound;
+bite bit bitten; bleed bled bled; blow blew blown; break broke broken; breed bred bred;
+bring brought brought; build built built; burn burnt burnt; buy bought bought; catch
+caught caught; choose chose chosen; cling clung clung; come came come; cost cost cost;
+creep crept crept; deal dealt dealt; dig dug dug; draw drew drawn; dream dreamt dreamt;
+drink drank drunk; drive drove driven; eat ate eaten; feed fed fed; fight fought fought;
+flee fled fled; fly flew flown; forbid forbade forbidden; forget forgot forgotten;
+forgive forgave forgiven; freeze froze frozen; grow grew grown; hang hung hung; hear
+heard heard; hide hid hidden; hit hit hit; hold held held; hurt hurt hurt; keep kept
+kept; kneel knelt knelt; know knew known; lend lent lent; lose lost lost; mean meant
+meant; meet met met; pay paid paid; prove proved proven; quit quit quit; ride rode
+ridden; ring rang rung; run ran run; sell sold sold; send sent sent; sew sewed sewn;
+shake shook shaken; shine shone shone; shoot shot shot; show showed shown; shrink shrank
+shrunk; sing sang sung; sink sank sunk; sit sat sat; sleep slept slept; slide slid slid;
+speak spoke spoken; speed sped sped; spend spent spent; spin spun spun; steal stole
+stolen; stick stuck stuck; sting stung stung; strike struck struck; swear swore sworn;
+sweep swept swept; swim swam swum; swing swung swung; take took taken; teach taught
+taught; tear tore torn; think thought thought; throw threw thrown; understand understood
+understood; wake woke woken; wear wore worn; weave wove woven; weep wept wept; win won
+won; write wrote written; choose chose chosen; fall fell fallen; forgo forwent forgone;
+undertake undertook undertaken; withdraw withdrew withdrawn; overcome overcame overcome
+"""
+# Forms that are as often another word (a noun, an adjective): never related.
+_AMBIGUOUS_FORMS = frozenset(
+    [
+        "bear",
+        "bore",
+        "born",
+        "bit",
+        "ring",
+        "rang",
+        "rung",
+        "sink",
+        "sank",
+        "sunk",
+        "tear",
+        "tore",
+        "show",
+        "showed",
+        "shown",
+        "stick",
+        "speed",
+        "sped",
+        "fell",
+        "bound",
+        "mean",
+        "meant",
+        "hang",
+        "hung",
+        "sewn",
+        "quit",
+        "hit",
+        "bet",
+        "bid",
+    ]
+)
+_INFLECTIONS: dict[str, tuple[str, ...]] = {}
+for _group in _IRREGULAR_VERBS.replace("\n", " ").split(";"):
+    _forms = tuple(f for f in dict.fromkeys(_group.split()) if f not in _AMBIGUOUS_FORMS)
+    for _f in _forms if len(_forms) > 1 else ():
+        _INFLECTIONS.setdefault(_f, _forms)
+
+# An ordering adverb closing a clause: the question asks which came first/last.
+_ORDER_ADVERBS = frozenset(["first", "last", "earlier", "later", "sooner", "primero", "antes"])
+_ORDER_ASKED = re.compile(r"\b(?:" + "|".join(_ORDER_ADVERBS) + r")(?=\s*[,?])", re.I)
 
 _ONLY_EN = STOPWORDS_EN - STOPWORDS_ES
 _ONLY_ES = STOPWORDS_ES - STOPWORDS_EN
@@ -1035,6 +1115,15 @@ def analyze(text: str) -> Query:
     skip_next = False
     asks_quantity = False
     temporal = _relative_time(toks)
+    # "Which did I do first, A or B?", "who arrived last?": the ordering asked for
+    order_at = {m.start() for m in _ORDER_ASKED.finditer(text)}
+    if order_at:
+        spans = [m.start() for m in re.finditer(r"[^\W_]+", text)]
+        temporal.update(
+            i
+            for i, at in enumerate(spans[: len(toks)])
+            if at in order_at and toks[i] in _ORDER_ADVERBS
+        )
     # Spanish normalization only for questions that are not plainly English: "social
     # media" and "a red car" are English words, not "medio" and "red" (network).
     en = sum(w in _ONLY_EN for w in toks)
@@ -1079,8 +1168,11 @@ def analyze(text: str) -> Query:
         positions.setdefault(s, []).append(i)
         if not s or s in seen:
             continue
+        forms = tuple(f for f in _INFLECTIONS.get(norm, ()) if f != norm)
+        alts = tuple(dict.fromkeys(a for a in map(stem, forms) if a and a != s))
         seen.add(s)
-        q.terms.append(Term(norm, s, w in explicit_words, i))
+        seen.update(alts)
+        q.terms.append(Term(norm, s, w in explicit_words, i, forms, alts))
     # Alternatives of a comparison: the terms of each side of "or"/"and"/"compared".
     bounds = [i for i, w in enumerate(toks) if w in _ALTERNATIVE_SPLIT]
     if bounds:
