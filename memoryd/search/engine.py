@@ -95,10 +95,11 @@ def _prepare(db) -> None:
 def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list[Candidate]:
     top = stats.bm25_top([t.all_stems for t in terms], pool) if terms else []
     if top is not None:
-        return [
-            Candidate(rowid, rank, {t.stem for i, t in enumerate(terms) if mask >> i & 1})
-            for rank, (rowid, mask) in enumerate(top)
-        ]
+        held: dict[int, set[str]] = {}  # one (never mutated) set per combination
+        for _, mask in top:
+            if mask not in held:
+                held[mask] = {t.stem for i, t in enumerate(terms) if mask >> i & 1}
+        return [Candidate(rowid, rank, held[mask]) for rank, (rowid, mask) in enumerate(top)]
     # No postings (another index layout): one FTS5 query, an auxiliary function
     # reporting which phrases (a term's forms) each row holds.
     phrases: list[str] = []
@@ -204,7 +205,9 @@ def _speaker_text(text: str, speaker: str) -> str | None:
 
 def _held(p: gate_mod.Plan, tokens: Sequence[str]) -> set[str]:
     """The focus terms (by their stem) among indexed ``tokens``, inflections included."""
-    return {p.alias.get(s, s) for s in tokens}.intersection(p.focus_stems)
+    if p.alias:
+        tokens = [p.alias.get(s, s) for s in tokens]
+    return set(p.focus_stems).intersection(tokens)
 
 
 def _stems(c: Candidate) -> list[str]:
@@ -243,7 +246,7 @@ def _excerpt(text: str, focus: set[str], hint: re.Pattern, alias: dict[str, str]
         end = text.find("\n", m.end())
         end = len(text) if end < 0 else end
         toks = stems(text[start : min(end, start + 2000)])
-        score = len(focus.intersection(alias.get(s, s) for s in toks))
+        score = len(focus.intersection([alias.get(s, s) for s in toks] if alias else toks))
         if score > best_score:
             best, best_score = start, score
         pos = end + 1

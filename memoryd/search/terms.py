@@ -831,7 +831,8 @@ _SPEAKER_YOU = re.compile(
 _SPEAKER_I = re.compile(r"\b(i|i'm|i've|i'd|my|me|mine|myself|yo|mi|mis|me)\b", re.I)
 # "I said / I mentioned / I told you": the user's own words, even about the conversation
 _SPEAKER_I_SAID = re.compile(
-    r"\bI\s+(?:\w+\s+)?(?:said|mentioned|told|shared|wrote|described|listed)\b"
+    r"\bI\s+(?:\w+\s+)?(?:said|say|mentioned|mention|told|tell|shared|share|wrote|write"
+    r"|described|describe|listed|list)\b"
     r"|\b(?:dije|mencione|conte)\b",
     re.I,
 )

@@ -33,6 +33,9 @@ ABSENT = [
     "Which MongoDB collection stores the users?",
     "Kubernetes pod autoscaling",
     "What is Linus Torvalds' favourite text editor?",
+    # people the corpus does name (author lines), asked about what it never says
+    "Who is Guido van Rossum's wife?",
+    "What is Raymond Hettinger's favourite editor?",
 ]
 
 SPANISH = [

@@ -1,0 +1,226 @@
+"""Query analysis rules, the postings-based BM25 route and the numpy encoder."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from memoryd.search import search
+from memoryd.search import stats as stats_mod
+from memoryd.search.dense import HashingEncoder
+from memoryd.search.engine import _excerpt, _focus_hint, _lexical, _prepare
+from memoryd.search.fts_query import any_of
+from memoryd.search.gate import admit, plan
+from memoryd.search.terms import STOPWORDS, analyze, stems
+from memoryd.storage.corpus import fts_table, project_id, put_files
+
+
+class FakeStats:
+    def __init__(self, chunks: int, df: dict[str, int]):
+        self.chunks = chunks
+        self._df = df
+
+    def df(self, stem):
+        return self._df.get(stem, 0)
+
+
+# -- query analysis ---------------------------------------------------------------
+
+
+def test_conversation_questions_ask_no_speaker():
+    assert analyze("Can you remind me what we discussed about the tomatoes?").speaker is None
+    assert analyze("In our previous chat, which hotel did I pick?").speaker is None
+    assert analyze("What did I say about my dog in our last conversation?").speaker == "user"
+    assert analyze("What is the name of my hamster?").speaker == "user"
+    assert analyze("Which recipe did you recommend?").speaker == "assistant"
+
+
+def test_answer_form_is_context():
+    q = analyze("What is the total number of days I spent in Japan?")
+    assert [t.stem for t in q.terms] == ["spent", "japan"]
+    q = analyze("What is the order of the museums I visited from earliest to latest?")
+    assert [t.stem for t in q.terms] == ["museum", "visit"]
+    q = analyze("Who arrived first, Tom or Alex?")
+    assert "first" not in {t.word for t in q.terms}
+    assert "first" in {t.word for t in analyze("What was my first car?").terms}
+
+
+def test_relative_time_is_context():
+    q = analyze("Who did I go with to the music event last Saturday?")
+    assert [t.stem for t in q.terms] == ["music", "event"]
+    q = analyze("What gardening activity did I do two weeks ago?")
+    assert [t.stem for t in q.terms] == ["garden", "activ"]
+    assert "morn" in {t.stem for t in analyze("What is my morning routine?").terms}
+
+
+def test_coordinated_names_are_sides():
+    q = analyze("How many days did I spend in Hawaii and in Seattle?")
+    assert {"spend", "hawaii"} in q.alternatives and {"spend", "seattl"} in q.alternatives
+
+
+def test_name_particles_and_possessives():
+    q = analyze("Who is Guido van Rossum's wife?")
+    assert q.entities == [["guido", "van", "rossum"]] and q.possessive
+    assert analyze("Who is the wife of Guido van Rossum?").possessive
+    assert not analyze("What did I bake for my uncle's birthday party?").possessive
+    assert analyze("the van was red, Tom said").entities == [["tom"]]
+
+
+def test_spanish_normalization_only_when_not_english():
+    assert "media" in {t.word for t in analyze("What social media app did I use?").terms}
+    assert "files" in {t.word for t in analyze("¿Qué módulo comprime archivos?").terms}
+    assert "red" in {t.word for t in analyze("I bought a red car").terms}
+
+
+def test_irregular_verbs_relate_their_forms():
+    (t,) = [t for t in analyze("When did I buy the blender?").terms if t.word == "buy"]
+    assert t.alts == ("bought",)
+    assert not analyze("a bit of a ring").terms[0].alts  # ambiguous forms stay apart
+
+
+def test_attribute_of_a_name_needs_a_non_name_term():
+    stats = FakeStats(1000, {"guido": 20, "van": 30, "rossum": 20, "wife": 5})
+    p = plan(analyze("Who is Guido van Rossum's wife?"), stats)
+    assert p.attributes == {"wife"}
+    assert not admit(p, {"guido", "van", "rossum"}).admitted
+    assert admit(p, {"guido", "rossum", "wife"}).admitted
+    # without a possessive, a name with an attribute the project holds is not narrowed
+    assert not plan(
+        analyze("Where does Guido van Rossum live?"), FakeStats(1000, {"live": 9})
+    ).attributes
+
+
+def test_excerpt_picks_the_line_with_most_focus_terms():
+    q = analyze("retry the queue jobs")
+    text = "first line\n\nthe queue is here\nwe retried jobs in the QUEUE\nlast"
+    focus = {t.stem for t in q.terms}
+    assert _excerpt(text, focus, _focus_hint(q.terms), {}) == "we retried jobs in the QUEUE\nlast"
+    assert _excerpt("\n\n  x\ny", focus, _focus_hint(q.terms), {}) == "x\ny"
+
+
+# -- postings BM25 == FTS5 ORDER BY rank ------------------------------------------
+
+WORDS = [
+    "queue",
+    "lease",
+    "job",
+    "retry",
+    "worker",
+    "token",
+    "claim",
+    "batch",
+    "index",
+    "chunk",
+    "file",
+    "path",
+]
+
+
+def _corpus(n: int, seed: int) -> dict[str, str]:
+    rng = np.random.default_rng(seed)
+    return {
+        f"f{i:03d}.txt": "\n".join(
+            " ".join(rng.choice(WORDS, size=rng.integers(1, 12))) for _ in range(rng.integers(1, 6))
+        )
+        + "\n"
+        for i in range(n)
+    }
+
+
+def _fts_rank(db, pid: int, words: list[str], pool: int) -> list[int]:
+    t = fts_table(pid)
+    rows = db.query(
+        f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rank, rowid LIMIT ?",
+        (any_of(words), pool),
+    )
+    return [r[0] for r in rows]
+
+
+@pytest.mark.parametrize("query", ["queue lease", "retry worker token", "claim", "chunk file path"])
+def test_postings_bm25_equals_fts5_rank(tmp_path, store, query):
+    db = store(tmp_path, "p", _corpus(60, 7))
+    pid = project_id(db, "p")
+    stats_mod.clear()
+    st = stats_mod.term_stats(db, pid)
+    terms = [t for t in analyze(query).terms]
+    got = _lexical(db, pid, st, terms, 30)
+    assert [c.rowid for c in got] == _fts_rank(db, pid, [t.word for t in terms], 30)
+    t = fts_table(pid)
+    for term in terms:  # matched terms: exactly the chunks FTS5 matches for the term
+        holding = {
+            r[0]
+            for r in db.query(f"SELECT rowid FROM {t} WHERE {t} MATCH ?", (any_of([term.word]),))
+        }
+        assert {c.rowid for c in got if term.stem in c.matched} == holding & {c.rowid for c in got}
+
+
+def test_postings_follow_the_generation(tmp_path, store):
+    from memoryd.ingest.chunking import prepare_file
+
+    db = store(tmp_path, "p", {"a.txt": "queue lease\n", "b.txt": "worker token\n"})
+    assert search(db, "p", "queue lease")["items"][0]["path"] == "a.txt"
+    pid = project_id(db, "p")
+    db.write(lambda tx: put_files(tx, pid, [prepare_file("p", "b.txt", b"queue lease lease\n")]))
+    paths = [it["path"] for it in search(db, "p", "queue lease")["items"]]
+    assert set(paths) == {"a.txt", "b.txt"}
+
+
+def test_fallback_without_postings_matches(tmp_path, store):
+    db = store(tmp_path, "p", _corpus(40, 3))
+    pid = project_id(db, "p")
+    _prepare(db)
+    stats_mod.clear()
+    st = stats_mod.term_stats(db, pid)
+    terms = analyze("retry worker token").terms
+
+    class NoPostings:
+        def bm25_top(self, *_):
+            return None
+
+    fast = _lexical(db, pid, st, terms, 25)
+    slow = _lexical(db, pid, NoPostings(), terms, 25)
+    assert [(c.rowid, c.matched) for c in fast] == [(c.rowid, c.matched) for c in slow]
+
+
+# -- encoder -------------------------------------------------------------------------
+
+
+def _reference(text: str, dim: int = 256, tw: float = 0.5) -> np.ndarray:
+    """The hashed encoder as first written (pure Python)."""
+    v = [0.0] * dim
+
+    def bucket(f: str) -> tuple[int, float]:
+        h = zlib.crc32(f.encode())
+        return h % dim, (1.0 if (h >> 31) & 1 else -1.0)
+
+    for st, tf in Counter(stems(text)).items():
+        if st in STOPWORDS:
+            continue
+        feats = [bucket("w:" + st)]
+        padded = f"<{st}>"
+        if len(padded) > 4:
+            w = tw / (len(padded) - 2)
+            feats += [
+                (b, s * w)
+                for b, s in (bucket("c:" + padded[i : i + 3]) for i in range(len(padded) - 2))
+            ]
+        for b, val in feats:
+            v[b] += val * (1.0 + math.log(tf))
+    n = math.sqrt(sum(x * x for x in v))
+    return np.array([x / n for x in v] if n else v)
+
+
+def test_numpy_encoder_equals_reference():
+    texts = [
+        "A durable job queue with leases; retries and retries and backoff.",
+        "supercalifragilisticexpialidocious_extraordinarily_long_identifier here",
+        "",
+        "the a of",
+    ]
+    got = HashingEncoder().encode(texts)
+    for v, text in zip(got, texts, strict=True):
+        assert np.allclose(v, _reference(text), atol=1e-12)
