@@ -28,6 +28,13 @@ CHUNK_TARGET_LINES = 40  # start looking for a natural boundary here
 CHUNK_MAX_LINES = 80
 CHUNK_MAX_CHARS = 4096
 COMPRESSION_LEVEL = 6
+# A zstd dictionary per project, trained by the first scan that finds enough new
+# files (a body's frame names its dictionary, so older bodies stay decodable).
+ZSTD_DICT_BYTES = 64 * 1024
+ZSTD_DICT_MIN_FILES = 32  # fewer new files: no dictionary yet (bodies compress alone)
+ZSTD_DICT_SAMPLES = 64  # files read for training, spread evenly over the new ones
+ZSTD_DICT_SAMPLE_BYTES = 64 * 1024  # each sample is at most this prefix of its file
+PAGE_SIZE = 2048  # of a new authority (SQLite's default 4096 packs compressed bodies worse)
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this prefix marks a binary, as git decides
 
 

@@ -8,11 +8,20 @@ so the index can be rebuilt from the stored file body alone.
 from __future__ import annotations
 
 import hashlib
+from itertools import accumulate
 
 import zstandard
 
-from memoryd.config import CHUNK_MAX_CHARS, CHUNK_MAX_LINES, CHUNK_TARGET_LINES, COMPRESSION_LEVEL
+from memoryd.config import (
+    CHUNK_MAX_CHARS,
+    CHUNK_MAX_LINES,
+    CHUNK_TARGET_LINES,
+    COMPRESSION_LEVEL,
+    ZSTD_DICT_BYTES,
+)
 from memoryd.storage.corpus import ChunkRow, FileRows
+
+_COMPRESSORS: dict[bytes | None, zstandard.ZstdCompressor] = {}
 
 
 def digest(data: bytes, size: int = 16) -> str:
@@ -30,35 +39,72 @@ def _is_boundary(line: str) -> bool:
 
 
 def line_ranges(lines: list[str]) -> list[tuple[int, int]]:
-    """1-based inclusive line ranges covering every line, sized for search."""
+    """1-based inclusive line ranges covering every line, sized for search.
+
+    A chunk that starts at line ``start`` (0-based) ends before the first line ``i``
+    past it where ``i - start >= CHUNK_MAX_LINES``, or ``i - start >=
+    CHUNK_TARGET_LINES`` and line ``i`` is a boundary, or the chunk's characters
+    (each line with its newline) plus line ``i`` would pass ``CHUNK_MAX_CHARS``.
+    Only lines past the target are looked at one by one; sizes are summed in C.
+    """
+    total = len(lines)
     ranges: list[tuple[int, int]] = []
-    start, chars = 0, 0
-    for i, line in enumerate(lines):
-        n = i - start
-        if n and (
-            n >= CHUNK_MAX_LINES
-            or chars + len(line) > CHUNK_MAX_CHARS
-            or (n >= CHUNK_TARGET_LINES and _is_boundary(line))
-        ):
-            ranges.append((start + 1, i))
-            start, chars = i, 0
-        chars += len(line) + 1
-    if start < len(lines):
-        ranges.append((start + 1, len(lines)))
+    start = 0
+    while start < total:
+        cut = min(start + CHUNK_MAX_LINES, total)
+        for i in range(start + CHUNK_TARGET_LINES, cut):
+            if _is_boundary(lines[i]):
+                cut = i
+                break
+        # characters of lines[start:cut] with newlines; the size rule cuts earlier
+        # exactly when the last of them would already have passed the limit
+        if sum(map(len, lines[start:cut])) + (cut - start) - 1 > CHUNK_MAX_CHARS:
+            for j, size in enumerate(accumulate(map(len, lines[start:cut]))):
+                if j and size + j > CHUNK_MAX_CHARS:
+                    cut = start + j
+                    break
+        ranges.append((start + 1, cut))
+        start = cut
     return ranges
 
 
-def prepare_file(project: str, path: str, raw: bytes) -> FileRows:
+def compressor(dictionary: bytes | None = None) -> zstandard.ZstdCompressor:
+    """The body compressor (with the project's dictionary, if any), reused per process."""
+    cctx = _COMPRESSORS.get(dictionary)
+    if cctx is None:
+        zdict = zstandard.ZstdCompressionDict(dictionary) if dictionary else None
+        cctx = zstandard.ZstdCompressor(
+            level=COMPRESSION_LEVEL, dict_data=zdict, write_checksum=True
+        )
+        _COMPRESSORS[dictionary] = cctx
+    return cctx
+
+
+def train_dictionary(samples: list[bytes]) -> bytes | None:
+    """A zstd dictionary for a project's bodies, or None when the samples do not allow one."""
+    try:
+        zdict = zstandard.train_dictionary(ZSTD_DICT_BYTES, samples, k=1024, d=8)
+    except zstandard.ZstdError:
+        return None
+    return zdict.as_bytes()
+
+
+def prepare_file(
+    project: str, path: str, raw: bytes, *, dictionary: bytes | None = None
+) -> FileRows:
     """Everything the supervisor needs to store and index one file."""
     text = decode(raw)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # a final newline ends the last line, it is not a line
     chunks = []
+    blake = hashlib.blake2b
     for ordinal, (start, end) in enumerate(line_ranges(lines)):
         chunk_text = "\n".join(lines[start - 1 : end])
-        chunk_hash = digest(chunk_text.encode("utf-8"))
-        chunk_id = digest(f"{project}\0{path}\0{ordinal}\0{chunk_hash}".encode(), 12)
-        chunks.append(ChunkRow(ordinal, start, end, chunk_id, chunk_hash, chunk_text))
-    body = zstandard.ZstdCompressor(level=COMPRESSION_LEVEL).compress(text.encode("utf-8"))
+        chunk_hash = blake(chunk_text.encode("utf-8"), digest_size=16)
+        chunk_id = blake(
+            f"{project}\0{path}\0{ordinal}\0{chunk_hash.hexdigest()}".encode(), digest_size=12
+        ).digest()
+        chunks.append(ChunkRow(ordinal, start, end, chunk_id, chunk_hash.digest(), chunk_text))
+    body = compressor(dictionary).compress(text.encode("utf-8"))
     return FileRows(path, digest(raw), len(raw), len(lines), body, chunks)

@@ -5,6 +5,10 @@ with the stored ones; its apply enqueues bounded ``ingest.batch`` jobs for new
 and changed files and one ``ingest.finalize`` that retires vanished files, in
 the same commit. ``ingest.batch`` reads, decodes, chunks, hashes and
 compresses in a worker; its apply stores the prepared rows.
+
+The first scan of a project that finds at least ``ZSTD_DICT_MIN_FILES`` new
+files also trains the project's zstd dictionary from a spread of them; its
+apply stores it (once, forever) and every batch compresses with it.
 """
 
 from __future__ import annotations
@@ -13,11 +17,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from memoryd.ingest.chunking import prepare_file
+from memoryd.config import ZSTD_DICT_MIN_FILES, ZSTD_DICT_SAMPLE_BYTES, ZSTD_DICT_SAMPLES
+from memoryd.ingest.chunking import prepare_file, train_dictionary
 from memoryd.ingest.scan import Eligible, read_file, scan
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.storage import runs
-from memoryd.storage.corpus import live_hashes, put_files, retire_files
+from memoryd.storage.corpus import (
+    dict_data,
+    live_hashes,
+    project_dict,
+    put_files,
+    reclaim_free_pages,
+    retire_files,
+    store_dict,
+)
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext, register
 
 SCAN, BATCH, FINALIZE = "ingest.scan", "ingest.batch", "ingest.finalize"
@@ -44,6 +57,19 @@ def bounded_batches(files: list[Eligible], max_files: int, max_bytes: int) -> li
 # -- scan -----------------------------------------------------------------------
 
 
+def _train(ctx: WorkContext, p: dict, todo: list[Eligible]) -> bytes | None:
+    """A dictionary for a project that has none, from files spread over ``todo``."""
+    if len(todo) < ZSTD_DICT_MIN_FILES or project_dict(ctx.authority(), p["project_id"]):
+        return None
+    step = max(1, len(todo) // ZSTD_DICT_SAMPLES)
+    samples = []
+    for e in todo[::step][:ZSTD_DICT_SAMPLES]:
+        raw = read_file(Path(p["root"]), e.path, int(ctx.config.max_file_bytes), Counter())
+        if raw:
+            samples.append(raw[:ZSTD_DICT_SAMPLE_BYTES])
+    return train_dictionary(samples)
+
+
 def _run_scan(ctx: WorkContext, p: dict) -> dict:
     result = scan(Path(p["root"]), max_bytes=int(ctx.config.max_file_bytes), excludes=p["excludes"])
     stored = live_hashes(ctx.authority(), p["project_id"])
@@ -53,12 +79,13 @@ def _run_scan(ctx: WorkContext, p: dict) -> dict:
     target = min(int(cfg.ingest_batch_target_bytes), int(cfg.ingest_batch_bytes))
     batches = bounded_batches(todo, int(cfg.ingest_batch_files), target)
     return {
-        "batches": [[[e.path, e.size, e.content_hash] for e in b] for b in batches],
+        "batches": [[[e.path, e.size] for e in b] for b in batches],
         "retire": sorted(set(stored) - present),
         "unchanged": len(result.eligible) - len(todo),
         "files": len(todo),
         "bytes": sum(e.size for e in todo),
         "skipped": dict(result.skipped),
+        "dictionary": _train(ctx, p, todo),
     }
 
 
@@ -66,8 +93,15 @@ def _apply_scan(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     for job, out in done:
         p = job.data
         common = {"run": p["run"], "project_id": p["project_id"], "project": p["project"]}
+        dict_id = project_dict(actx.tx, p["project_id"])
+        if out.get("dictionary") and dict_id is None:
+            dict_id = store_dict(actx.tx, p["project_id"], out["dictionary"])
         specs = [
-            JobSpec(BATCH, {**common, "root": p["root"], "files": files}, project=p["project"])
+            JobSpec(
+                BATCH,
+                {**common, "root": p["root"], "files": files, "dict": dict_id},
+                project=p["project"],
+            )
             for files in out["batches"]
         ]
         specs.append(
@@ -92,16 +126,27 @@ def _apply_scan(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
 
 # -- batch ----------------------------------------------------------------------
 
+_DICTS: dict[int, bytes] = {}  # dictionary id -> data, per worker process
+
+
+def _dictionary(ctx: WorkContext, dict_id: int | None) -> bytes | None:
+    if dict_id is None:
+        return None
+    if dict_id not in _DICTS:
+        _DICTS[dict_id] = dict_data(ctx.authority(), dict_id)
+    return _DICTS[dict_id]
+
 
 def _run_batch(ctx: WorkContext, p: dict) -> dict:
     skipped: Counter = Counter()
     prepared = []
     nbytes = 0
-    for rel, size, _hash in p["files"]:
+    dictionary = _dictionary(ctx, p.get("dict"))
+    for rel, size, *_ in p["files"]:
         raw = read_file(Path(p["root"]), rel, int(ctx.config.max_file_bytes), skipped)
         nbytes += size
         if raw is not None:
-            prepared.append(prepare_file(p["project"], rel, raw))
+            prepared.append(prepare_file(p["project"], rel, raw, dictionary=dictionary))
     return {"files": prepared, "count": len(p["files"]), "bytes": nbytes, "skipped": skipped}
 
 
@@ -110,7 +155,12 @@ def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None
         p = job.data
         put_files(actx.tx, p["project_id"], out["files"], job.id)
         runs.record_batch(
-            actx.tx, p["run"], files=out["count"], nbytes=out["bytes"], skipped=out["skipped"]
+            actx.tx,
+            p["run"],
+            files=out["count"],
+            nbytes=out["bytes"],
+            skipped=out["skipped"],
+            on_finish=reclaim_free_pages,
         )
 
 
@@ -121,7 +171,7 @@ def _apply_finalize(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> N
     for job, _ in done:
         p = job.data
         retired = retire_files(actx.tx, p["project_id"], p["retire"], job.id)
-        runs.record_finalize(actx.tx, p["run"], retired)
+        runs.record_finalize(actx.tx, p["run"], retired, on_finish=reclaim_free_pages)
 
 
 register(JobKind(SCAN, _run_scan, _apply_scan, doc="walk a repository, enqueue batches"))

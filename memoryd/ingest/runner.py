@@ -102,7 +102,7 @@ def follow(
                 break
             if child and child.poll() is not None and running_supervisor(home) is None:
                 if not _pending_jobs(db, project):
-                    continue  # finished between the two looks: read the final state
+                    break  # nothing left to do (finished, or dead jobs): read the final state
                 err = child.stderr.read().decode(errors="replace").strip() if child.stderr else ""
                 raise IngestIncomplete(
                     f"the supervisor exited (code {child.returncode}) before the ingest "

@@ -24,7 +24,7 @@ from tenacity import (
 )
 
 from memoryd import killpoints
-from memoryd.config import AUTHORITY_FILE, Config
+from memoryd.config import AUTHORITY_FILE, PAGE_SIZE, Config
 from memoryd.errors import HomeNotWritable, NotAnAuthority, SchemaTooNew, StoreBusy
 from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS
 
@@ -85,6 +85,13 @@ class Authority:
             )
         if version == CURRENT_VERSION:
             return  # the common case: no write of any kind
+        if version == 0 and not self._has_tables():
+            # Only possible before the first table exists (and before WAL). Small
+            # pages waste less around compressed bodies (rows do not share a page
+            # well); incremental auto-vacuum lets the pages FTS merges free go back
+            # to the file system.
+            self.conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
+            self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
         if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             self.conn.execute("PRAGMA journal_mode=WAL")
         self.write(self._apply_migrations)
@@ -102,6 +109,9 @@ class Authority:
                     "INSERT INTO schema_history VALUES (?, ?, ?)", (version, name, time.time())
                 )
                 tx.execute(f"PRAGMA user_version={version}")
+
+    def _has_tables(self) -> bool:
+        return bool(self.conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0])
 
     def user_version(self) -> int:
         return self.conn.execute("PRAGMA user_version").fetchone()[0]

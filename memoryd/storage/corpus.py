@@ -4,13 +4,15 @@ Each project has its own contentless FTS5 table ``fts_<id>`` (columns ``body``
 and ``path``, rowid = ``chunks.id``; body first, because FTS5 spends a column
 marker on every posting outside column 0) and an ``fts5vocab`` view ``fts_<id>_vocab``
 over it, so term statistics are per project and projects never see each
-other. File text is stored once per file, zstd-compressed; a chunk is a line
-range of its file. The FTS tables are derived: :func:`rebuild_index` recreates
-them from ``files`` and ``chunks``.
+other. File text is stored once per file, zstd-compressed (with the project's
+dictionary from ``zdicts`` once it has one: the frame header names it); a
+chunk is a line range of its file. The FTS tables are derived:
+:func:`rebuild_index` recreates them from ``files`` and ``chunks``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from memoryd.errors import MemorydError
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _DCTX = zstandard.ZstdDecompressor()
+_DICT_DCTX: dict[int, zstandard.ZstdDecompressor] = {}  # zstd dictionary id -> decompressor
 
 
 class UnknownProject(MemorydError):
@@ -33,8 +36,8 @@ class ChunkRow:
     ordinal: int
     start_line: int  # 1-based, inclusive
     end_line: int
-    chunk_id: str
-    content_hash: str
+    chunk_id: bytes  # 12 bytes
+    content_hash: bytes  # 16 bytes
     text: str  # indexed, never stored (the file body holds it)
 
 
@@ -46,14 +49,14 @@ class FileRows:
     content_hash: str
     size: int
     lines: int
-    body: bytes  # zstd-compressed text
+    body: bytes  # zstd-compressed text (with the project's dictionary, if any)
     chunks: Sequence[ChunkRow]
 
 
 @dataclass(frozen=True)
 class ChunkHit:
     rowid: int
-    chunk_id: str
+    chunk_id: bytes
     path: str
     start_line: int
     end_line: int
@@ -209,8 +212,84 @@ def retire_files(
     return retired
 
 
-def file_text(body: bytes) -> str:
-    return _DCTX.decompress(body).decode("utf-8") if body else ""
+# -- compression dictionaries ----------------------------------------------------
+
+
+def _query(db, sql: str, args: tuple) -> list[tuple]:
+    """Rows from an Authority or a bare connection (inside a transaction)."""
+    if isinstance(db, apsw.Connection):
+        return db.execute(sql, args).fetchall()
+    return db.query(sql, args)
+
+
+def project_dict(db, pid: int) -> int | None:
+    """The id of the project's zstd dictionary, if it has one."""
+    return _query(db, "SELECT max(id) FROM zdicts WHERE project_id = ?", (pid,))[0][0]
+
+
+def dict_data(db, dict_id: int) -> bytes:
+    rows = _query(db, "SELECT data FROM zdicts WHERE id = ?", (dict_id,))
+    if not rows:
+        raise MemorydError(f"zstd dictionary {dict_id} is missing from the authority")
+    return rows[0][0]
+
+
+def store_dict(tx: apsw.Connection, pid: int, data: bytes) -> int:
+    """Keep the project's first dictionary forever; a later one (a redone or racing
+    scan) is dropped and the existing one is used. Returns the dictionary id in use."""
+    existing = project_dict(tx, pid)
+    if existing is not None:
+        return existing
+    dict_id = zstandard.ZstdCompressionDict(data).dict_id()
+    if tx.execute("SELECT 1 FROM zdicts WHERE id = ?", (dict_id,)).fetchone():
+        raise MemorydError(f"zstd dictionary id {dict_id} is already taken")
+    tx.execute(
+        "INSERT INTO zdicts (id, project_id, data, created_at) VALUES (?, ?, ?, ?)",
+        (dict_id, pid, data, time.time()),
+    )
+    return dict_id
+
+
+def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
+    dctx = _DICT_DCTX.get(dict_id)
+    if dctx is not None:
+        return dctx
+    data = None
+    # Without a connection (a caller that only has the body), ask every open one:
+    # the body was just read through one of them.
+    for source in ([db] if db is not None else []) + apsw.connections():
+        conn = getattr(source, "conn", source)
+        with contextlib.suppress(apsw.Error):
+            row = conn.execute("SELECT data FROM zdicts WHERE id = ?", (dict_id,)).fetchone()
+            if row:
+                data = row[0]
+                break
+    if data is None:
+        raise MemorydError(f"zstd dictionary {dict_id} not found in any open authority")
+    dctx = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(data))
+    _DICT_DCTX[dict_id] = dctx
+    return dctx
+
+
+def file_text(body: bytes, db=None) -> str:
+    """The decoded text of a stored body. ``db`` (an Authority or connection) is where
+    its dictionary is looked up the first time; without it, every open connection."""
+    if not body:
+        return ""
+    dict_id = zstandard.get_frame_parameters(body).dict_id
+    dctx = _dict_decompressor(dict_id, db) if dict_id else _DCTX
+    return dctx.decompress(body).decode("utf-8")
+
+
+def reclaim_free_pages(tx: apsw.Connection) -> int:
+    """Give free pages (left by FTS segment merges) back to the file system. Returns
+    the pages released; 0 on an authority created without incremental auto-vacuum."""
+    if tx.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+        return 0
+    free = tx.execute("PRAGMA freelist_count").fetchone()[0]
+    if free:
+        tx.execute("PRAGMA incremental_vacuum").fetchall()
+    return free
 
 
 def chunk_hits(db, rowids: Sequence[int]) -> dict[int, ChunkHit]:
@@ -227,7 +306,7 @@ def chunk_hits(db, rowids: Sequence[int]) -> dict[int, ChunkHit]:
     hits = {}
     for rowid, chunk_id, path, start, end, file_id, body in rows:
         if file_id not in texts:
-            texts[file_id] = file_text(body).split("\n")
+            texts[file_id] = file_text(body, db).split("\n")
         text = "\n".join(texts[file_id][start - 1 : end])
         hits[rowid] = ChunkHit(rowid, chunk_id, path, start, end, text)
     return hits
@@ -244,7 +323,7 @@ def rebuild_index(tx: apsw.Connection, pid: int) -> int:
         "SELECT id, path, body FROM files WHERE project_id = ? AND live = 1", (pid,)
     ).fetchall()
     for file_id, path, body in files:
-        lines = file_text(body).split("\n")
+        lines = file_text(body, tx).split("\n")
         for rowid, start, end in tx.execute(
             "SELECT id, start_line, end_line FROM chunks WHERE file_id = ? ORDER BY ordinal",
             (file_id,),

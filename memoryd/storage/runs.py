@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import apsw
 import orjson
@@ -55,7 +56,13 @@ def record_scan(
 
 
 def record_batch(
-    tx: apsw.Connection, run: int, *, files: int, nbytes: int, skipped: dict[str, int]
+    tx: apsw.Connection,
+    run: int,
+    *,
+    files: int,
+    nbytes: int,
+    skipped: dict[str, int],
+    on_finish: Callable[[apsw.Connection], None] | None = None,
 ) -> None:
     tx.execute(
         "UPDATE ingest_runs SET files_done = files_done + ?, bytes_done = bytes_done + ?,"
@@ -63,20 +70,34 @@ def record_batch(
         (files, nbytes, run),
     )
     _add_skipped(tx, run, skipped)
-    _maybe_finish(tx, run)
+    _maybe_finish(tx, run, on_finish)
 
 
-def record_finalize(tx: apsw.Connection, run: int, retired: int) -> None:
+def record_finalize(
+    tx: apsw.Connection,
+    run: int,
+    retired: int,
+    on_finish: Callable[[apsw.Connection], None] | None = None,
+) -> None:
     tx.execute("UPDATE ingest_runs SET finalized = 1, retired = ? WHERE id = ?", (retired, run))
-    _maybe_finish(tx, run)
+    _maybe_finish(tx, run, on_finish)
 
 
-def _maybe_finish(tx: apsw.Connection, run: int) -> None:
-    tx.execute(
-        "UPDATE ingest_runs SET finished_at = ? WHERE id = ? AND finished_at IS NULL"
+def _maybe_finish(
+    tx: apsw.Connection, run: int, on_finish: Callable[[apsw.Connection], None] | None = None
+) -> None:
+    """Mark the run finished once scanned, finalized and every batch done; ``on_finish``
+    runs first, in the same transaction."""
+    done = tx.execute(
+        "SELECT 1 FROM ingest_runs WHERE id = ? AND finished_at IS NULL"
         " AND scanned_at IS NOT NULL AND finalized = 1 AND batches_done >= batches",
-        (time.time(), run),
-    )
+        (run,),
+    ).fetchone()
+    if not done:
+        return
+    if on_finish:
+        on_finish(tx)
+    tx.execute("UPDATE ingest_runs SET finished_at = ? WHERE id = ?", (time.time(), run))
 
 
 def get_run(db, run: int) -> dict:

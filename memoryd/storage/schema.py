@@ -74,22 +74,35 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             size         INTEGER NOT NULL,        -- source bytes
             lines        INTEGER NOT NULL,
             body         BLOB NOT NULL,           -- zstd of the decoded UTF-8 text
+                                                  -- (with the zdicts dictionary its frame names)
             live         INTEGER NOT NULL DEFAULT 1,
             updated_at   REAL NOT NULL,
             UNIQUE (project_id, path)
         );
 
+        -- chunk_id is unique by construction (a hash of project, path, ordinal and
+        -- content); no index is kept on it: nothing looks a chunk up by it.
         CREATE TABLE chunks (
             id           INTEGER PRIMARY KEY,     -- rowid in the project's FTS table
-            chunk_id     TEXT NOT NULL UNIQUE,    -- stable: derived from path and content
+            chunk_id     BLOB NOT NULL,           -- 12 bytes, stable: from path and content
             project_id   INTEGER NOT NULL,
             file_id      INTEGER NOT NULL REFERENCES files (id),
             ordinal      INTEGER NOT NULL,
             start_line   INTEGER NOT NULL,
             end_line     INTEGER NOT NULL,
-            content_hash TEXT NOT NULL
+            content_hash BLOB NOT NULL            -- 16 bytes, blake2b of the chunk text
         );
         CREATE INDEX chunks_file ON chunks (file_id);
+
+        -- zstd dictionaries, one trained per project on its first large ingest. A
+        -- body's frame header names its dictionary (id); rows are never deleted,
+        -- so every body stays decodable.
+        CREATE TABLE zdicts (
+            id         INTEGER PRIMARY KEY,       -- the zstd dictionary id
+            project_id INTEGER NOT NULL REFERENCES projects (id),
+            data       BLOB NOT NULL,
+            created_at REAL NOT NULL
+        );
 
         CREATE TABLE ingest_runs (
             id            INTEGER PRIMARY KEY,
