@@ -225,7 +225,8 @@ def _focus_hint(focus: Sequence[Term]) -> re.Pattern:
         for t in focus
         for w, s in zip((t.word, *t.forms), t.all_stems, strict=False)
     }
-    return re.compile("|".join(sorted(re.escape(x) for x in prefixes if x)) or "$^")
+    alts = "|".join(sorted(re.escape(x) for x in prefixes if x))
+    return re.compile(f"(?<![a-z])(?:{alts})" if alts else "$^")
 
 
 def _excerpt(text: str, focus: set[str], hint: re.Pattern, alias: dict[str, str]) -> str:
@@ -249,6 +250,8 @@ def _excerpt(text: str, focus: set[str], hint: re.Pattern, alias: dict[str, str]
         score = len(focus.intersection([alias.get(s, s) for s in toks] if alias else toks))
         if score > best_score:
             best, best_score = start, score
+            if score == len(focus):
+                break
         pos = end + 1
     if best < 0:
         stripped = text.lstrip()
@@ -341,11 +344,12 @@ def search(
 
     # Lexical admission on the whole chunk (the contrast is checked on the text below),
     # then the per-candidate checks that need the text.
-    first = [
-        c
-        for c in cands
-        if c.exact or gate_mod.admit(p, c.matched, contrast=q.verification).admitted
-    ]
+    lexical_ok: dict[int, bool] = {}  # candidates share one set per combination of terms
+    for c in cands:
+        if id(c.matched) not in lexical_ok:
+            verdict = gate_mod.admit(p, c.matched, contrast=q.verification)
+            lexical_ok[id(c.matched)] = verdict.admitted
+    first = [c for c in cands if c.exact or lexical_ok[id(c.matched)]]
     keep = max(4 * limit, 40)
     first = first[: keep * 2]
     # Text is read only where a rule needs it: who said what (transcripts), an
