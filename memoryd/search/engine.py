@@ -55,6 +55,7 @@ DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
 MAX_LIMIT = 1000
 EXCERPT_CHARS = 320
 _FILE_CACHE = 512
+_CHUNK_CACHE = 200_000
 
 _SPEAKER_LINE = re.compile(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
 _ANY_SPEAKER_LINE = re.compile(_SPEAKER_LINE.pattern, re.I | re.M)
@@ -160,18 +161,13 @@ def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
     if not todo:
         return
     files: OrderedDict[int, list[str]] = stats.extra.setdefault("files", OrderedDict())  # type: ignore[assignment]
-    marks = ",".join("?" * len(todo))
-    rows = db.query(
-        "SELECT c.id, c.file_id, f.path, c.start_line, c.end_line FROM chunks c"
-        f" JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
-        tuple(c.rowid for c in todo),
-    )
+    info = _chunk_info(db, stats, [c.rowid for c in todo])
+    rows = [info[c.rowid] for c in todo if c.rowid in info]
     need = {r[1] for r in rows if r[1] not in files}
     if need:
         marks = ",".join("?" * len(need))
         for fid, body in db.query(f"SELECT id, body FROM files WHERE id IN ({marks})", tuple(need)):
             files[fid] = file_text(body, db).split("\n")
-    info = {r[0]: r for r in rows}
     for c in todo:
         r = info.get(c.rowid)
         if r is None:
@@ -491,14 +487,27 @@ def _holds_entity(p: gate_mod.Plan, c: Candidate) -> bool:
     return any(t.stem in c.matched for t in p.entities)
 
 
-def _file_ids(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, int]:
-    """rowid -> file id (cached per generation: chunks never move between files)."""
-    known: dict[int, int] = stats.extra.setdefault("file_of", {})  # type: ignore[assignment]
+def _chunk_info(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple]:
+    """rowid -> (rowid, file id, path, start line, end line), cached per generation."""
+    known: dict[int, tuple] = stats.extra.setdefault("chunks", {})  # type: ignore[assignment]
     need = [r for r in rowids if r not in known]
     if need:
+        if len(known) > _CHUNK_CACHE:
+            known.clear()
         marks = ",".join("?" * len(need))
-        known.update(db.query(f"SELECT id, file_id FROM chunks WHERE id IN ({marks})", tuple(need)))
+        rows = db.query(
+            "SELECT c.id, c.file_id, f.path, c.start_line, c.end_line FROM chunks c"
+            f" JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
+            tuple(need),
+        )
+        known.update((r[0], r) for r in rows)
     return known
+
+
+def _file_ids(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, int]:
+    """rowid -> file id."""
+    info = _chunk_info(db, stats, rowids)
+    return {r: info[r][1] for r in rowids if r in info}
 
 
 def _cosines(stats: TermStats, enc: Encoder, q: Query, cands: Sequence[Candidate]) -> None:
