@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -18,8 +19,12 @@ from typing import Any
 
 import orjson
 
+from memoryd.archive import ops as archive_ops
+from memoryd.archive.jobs import ARCHIVE_OP
+from memoryd.archive.owner import ArchiveOwner
+from memoryd.archive.transcripts import parse_jsonl, parse_time
 from memoryd.config import SETTINGS, SUPERVISOR_STATE_FILE, default_home, load_config
-from memoryd.errors import BadPayload, HomeNotWritable, UsageError
+from memoryd.errors import BadPayload, HomeNotWritable, MemorydError, StoreBusy, UsageError
 from memoryd.ingest import runner as ingest_runner
 from memoryd.queue import STATES, JobQueue, JobSpec
 from memoryd.storage import Authority, open_authority
@@ -29,6 +34,9 @@ from memoryd.storage.effects import effect_counts
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes, wal_reader_pids
 from memoryd.workers.contract import job_kind, kind_names
 from memoryd.workers.supervisor import Supervisor, running_supervisor
+
+ARCHIVE_WAIT_SECONDS = 120.0
+ARCHIVE_POLL_SECONDS = 0.02
 
 
 def parse_payload(text: str | None) -> Any:
@@ -205,6 +213,62 @@ class Memoryd:
         if verify:
             return rebuild_mod.verify(self.db)
         return {"rebuilt": rebuild_mod.rebuild(self.db)}
+
+    # -- the evidence archive ----------------------------------------------------
+
+    def archive(self, op: str, args: dict, *, timeout: float = ARCHIVE_WAIT_SECONDS) -> Any:
+        """Run one archive operation in the archive's owner and return its answer.
+
+        With a supervisor running, the operation is a job for its retention
+        worker (the only process holding the archive read-write); without one,
+        it runs here, embedded, under the archive's own lock.
+        """
+        if running_supervisor(self.home) is None:
+            self.ensure_home()
+            with ArchiveOwner(self.home, self.config) as owner:
+                return archive_ops.unwrap(archive_ops.run_op(owner, op, args))
+        job = self.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))
+        deadline = time.monotonic() + timeout
+        while True:
+            state, answer, error = self.queue.outcome(job)
+            if state == "done":
+                return archive_ops.unwrap(answer)
+            if state == "dead":
+                raise MemorydError(f"archive job {job} failed: {error}")
+            if time.monotonic() > deadline:
+                raise StoreBusy(
+                    f"archive job {job} is still {state} after {timeout:g}s; the supervisor "
+                    "will finish it: check `memoryd jobs list`"
+                )
+            time.sleep(ARCHIVE_POLL_SECONDS)
+
+    def archive_add(
+        self,
+        data: bytes,
+        *,
+        project: str,
+        source: str,
+        cls: str | None = None,
+        session: str | None = None,
+        created_at: str | float | None = None,
+    ) -> dict:
+        """Archive one JSONL transcript: one document per session, tool output linked."""
+        t = parse_jsonl(
+            data,
+            source=source,
+            session=session,
+            created_at=parse_time(created_at, "--created-at"),
+        )
+        args = {
+            "project": project,
+            "class": cls,
+            "session": t.session,
+            "created_at": t.created_at,
+            "content": t.rendered(),
+            "turns": len(t.turns),
+            "tools": [{"content": m.content, "timestamp": m.timestamp} for m in t.tools],
+        }
+        return self.archive("add", args)
 
     def projects(self) -> list[dict]:
         return project_stats(self.db)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -23,8 +24,9 @@ from rich.progress import (
 from rich.table import Table
 
 from memoryd.api import Memoryd, parse_payload
+from memoryd.archive.transcripts import parse_time
 from memoryd.config import SETTINGS
-from memoryd.errors import MemorydError
+from memoryd.errors import MemorydError, UsageError
 from memoryd.queue import STATES
 
 out = Console()
@@ -318,6 +320,154 @@ def drill_cmd(md: Memoryd, as_json: bool, cycles: int, seed: int, workers: int) 
             out.print(f"  {v}", highlight=False)
     if not report["ok"]:
         sys.exit(1)
+
+
+@main.group("archive")
+def archive_group() -> None:
+    """The evidence archive: agent transcripts with retention classes.
+
+    \b
+    Example:
+      memoryd archive add session.jsonl --project myrepo
+      memoryd archive search "which port did we pick for the dev server?" --project myrepo
+    """
+
+
+def _emit_archive(as_json: bool, value: Any, text: str) -> None:
+    if as_json:
+        emit_json(value)
+    else:
+        out.print(text, highlight=False)
+
+
+@command(archive_group, "add", "memoryd archive add chat.jsonl --project myrepo --session s42")
+@click.argument("source", type=click.Path(allow_dash=True))
+@click.option("--project", required=True, help="Project the transcript belongs to.")
+@click.option("--class", "cls", help="Retention class of the session (default conversation).")
+@click.option("--created-at", help="Source creation time, ISO 8601 (default: first timestamp).")
+@click.option("--session", help="Session id (default: the file name, or a content hash).")
+def archive_add(md: Memoryd, as_json: bool, source: str, session: str | None, **opts: Any):
+    """Archive a JSONL transcript (role, content, timestamp per line); '-' reads stdin."""
+    if source == "-":
+        data, name = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        try:
+            data, name = Path(source).read_bytes(), source
+        except OSError as exc:
+            raise UsageError(f"{source}: {exc.strerror or exc}") from None
+        session = session or Path(source).stem
+    r = md.archive_add(data, source=name, session=session, **opts)
+    _emit_archive(as_json, r, "archived: " + ", ".join(r["locators"]))
+
+
+@command(
+    archive_group,
+    "search",
+    "memoryd archive search 'what did we decide about retries?' --project myrepo",
+)
+@click.argument("query")
+@click.option("--project", required=True)
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+def archive_search(md: Memoryd, as_json: bool, query: str, project: str, limit: int) -> None:
+    """Search the archive with the evidence gate; takes a short lease on what it returns."""
+    r = md.archive("search", {"project": project, "query": query, "limit": limit})
+    if as_json:
+        emit_json(r)
+        return
+    print_search(r)
+
+
+@command(archive_group, "get", "memoryd archive get s-chat-1a2b3c@1")
+@click.argument("locator")
+def archive_get(md: Memoryd, as_json: bool, locator: str) -> None:
+    """Show one archived version: live (with content), superseded or expired."""
+    r = md.archive("get", {"locator": locator})
+    _emit_archive(as_json, r, f"{locator}: {r['status']}\n{r.get('content', '')}")
+
+
+@command(archive_group, "pin", "memoryd archive pin s-chat-1a2b3c@1")
+@click.argument("locator")
+def archive_pin(md: Memoryd, as_json: bool, locator: str) -> None:
+    """Protect a document from retention until unpinned."""
+    r = md.archive("pin", {"locator": locator})
+    _emit_archive(as_json, r, f"pinned {locator}")
+
+
+@command(archive_group, "unpin", "memoryd archive unpin s-chat-1a2b3c@1")
+@click.argument("locator")
+def archive_unpin(md: Memoryd, as_json: bool, locator: str) -> None:
+    """Remove a pin; the document expires at its original deadline."""
+    r = md.archive("unpin", {"locator": locator})
+    _emit_archive(as_json, r, f"unpinned {locator}" if r["unpinned"] else "was not pinned")
+
+
+@command(
+    archive_group,
+    "lease",
+    "memoryd archive lease acquire --client agent-1 --project myrepo s-chat-1a2b3c@1",
+)
+@click.argument("action", type=click.Choice(["acquire", "renew", "release"]))
+@click.argument("locators", nargs=-1)
+@click.option("--client", required=True, help="The client owning the lease.")
+@click.option("--project", help="Project of the versions (acquire).")
+@click.option("--ttl", type=float, help="Lease length in seconds.")
+def archive_lease(md: Memoryd, as_json: bool, action: str, locators: tuple[str, ...], **o: Any):
+    """Active-context leases: acquire (all or nothing), renew (heartbeat), release."""
+    if action == "acquire" and not (o["project"] and locators):
+        raise UsageError("lease acquire needs --project and at least one locator")
+    args = {"action": action, **o, "locators": list(locators) or None}
+    r = md.archive("lease", args)
+    _emit_archive(as_json, r, f"lease {action}: {r}")
+
+
+@command(
+    archive_group, "migrate", "memoryd archive migrate --copy && memoryd archive migrate --verify"
+)
+@click.option("--copy", "step", flag_value="copy", help="Copy into a new format (re-encode).")
+@click.option("--verify", "step", flag_value="verify", help="Verify the copy and switch to it.")
+@click.option("--commit", "step", flag_value="commit", help="Make the migration final.")
+@click.option("--rollback", "step", flag_value="rollback", help="Go back to the old format.")
+def archive_migrate(md: Memoryd, as_json: bool, step: str | None) -> None:
+    """A format migration of the archive; retention waits until it is committed."""
+    r = md.archive("migrate", {"step": step or "status"})
+    _emit_archive(as_json, r, f"migration: {r.get('state')}")
+
+
+@main.group("retention")
+def retention_group() -> None:
+    """Retention over the archive: maintenance passes and their status.
+
+    \b
+    Example:
+      memoryd retention run --force && memoryd retention status --json
+    """
+
+
+def _iso_or_none(value: str | None) -> float | None:
+    return parse_time(value, "--now")
+
+
+@command(retention_group, "run", "memoryd retention run --now 2027-03-01T00:00:00Z --force")
+@click.option("--now", help="Pretend it is this time (ISO 8601): tests and drills.")
+@click.option("--force", is_flag=True, help="Run waves until nothing due is left.")
+def retention_run(md: Memoryd, as_json: bool, now: str | None, force: bool) -> None:
+    """One maintenance pass: lapsed protections, due expiry waves, compaction trigger."""
+    r = md.archive("retention_run", {"now": _iso_or_none(now), "force": force})
+    _emit_archive(as_json, r, f"retention pass: {r}")
+
+
+@command(retention_group, "status", "memoryd retention status --json")
+@click.option("--now", help="Evaluate as of this time (ISO 8601).")
+def retention_status(md: Memoryd, as_json: bool, now: str | None) -> None:
+    """Policy, migration state, degraded (disk-low) status, counts and backlog."""
+    r = md.archive("retention_status", {"now": _iso_or_none(now)})
+    if as_json:
+        emit_json(r)
+        return
+    degraded = r["degraded"]
+    out.print(f"degraded: {degraded}" if degraded else "not degraded", highlight=False)
+    out.print(f"migration: {r['migration'].get('state')}, due entries: {r['due_entries']}")
+    out.print(f"counts: {r['counts']}", highlight=False)
 
 
 @main.group("jobs")

@@ -99,20 +99,35 @@ class JobQueue:
     # -- claim and lease -------------------------------------------------------
 
     def claim_in(
-        self, tx: apsw.Connection, owner: str, limit: int, lease_seconds: float
+        self,
+        tx: apsw.Connection,
+        owner: str,
+        limit: int,
+        lease_seconds: float,
+        *,
+        kinds: Sequence[str] = (),
+        exclude: bool = False,
     ) -> list[ClaimedJob]:
-        """Claim up to ``limit`` ready jobs in one statement, under a fresh lease token."""
+        """Claim up to ``limit`` ready jobs in one statement, under a fresh lease token.
+
+        ``kinds`` restricts the claim to those kinds (or, with ``exclude``, to all
+        others): the supervisor feeds each pool of workers its own kinds.
+        """
         if limit <= 0:
             return []
         now = time.time()
         token = secrets.token_hex(8)
+        where, args = "", ()
+        if kinds:
+            marks = ",".join("?" * len(kinds))
+            where, args = f" AND kind {'NOT IN' if exclude else 'IN'} ({marks})", tuple(kinds)
         rows = tx.execute(
             "UPDATE jobs SET state = 'claimed', attempts = attempts + 1, lease_owner = ?,"
             " lease_token = ?, lease_expires = ?, updated_at = ?"
             " WHERE id IN (SELECT id FROM jobs WHERE state IN ('queued', 'failed')"
-            "   AND not_before <= ? ORDER BY priority DESC, id LIMIT ?)"
+            f"   AND not_before <= ?{where} ORDER BY priority DESC, id LIMIT ?)"
             " RETURNING id, kind, payload, attempts, project",
-            (owner, token, now + lease_seconds, now, now, limit),
+            (owner, token, now + lease_seconds, now, now, *args, limit),
         ).fetchall()
         rows.sort(key=lambda r: r[0])
         return [ClaimedJob(r[0], r[1], r[2], token, r[3], r[4]) for r in rows]
@@ -144,6 +159,18 @@ class JobQueue:
 
     def complete(self, job: ClaimedJob) -> bool:
         return self.db.write(lambda tx: self.complete_in(tx, job))
+
+    def set_result_in(self, tx: apsw.Connection, job: ClaimedJob, value: object) -> None:
+        """Keep a job's answer for a caller that waits on it (see :meth:`outcome`)."""
+        tx.execute("UPDATE jobs SET result = ? WHERE id = ?", (orjson.dumps(value), job.id))
+
+    def outcome(self, job_id: int) -> tuple[str, object, str | None]:
+        """(state, decoded result or None, last error) of one job."""
+        rows = self.db.query("SELECT state, result, last_error FROM jobs WHERE id = ?", (job_id,))
+        if not rows:
+            raise KeyError(job_id)
+        state, result, error = rows[0]
+        return state, (orjson.loads(result) if result else None), error
 
     def fail_in(self, tx: apsw.Connection, job: ClaimedJob, error: str) -> str | None:
         """Record a failed attempt: back off, or dead-letter past max attempts.

@@ -32,6 +32,7 @@ class WorkContext:
     config: Config
     worker_index: int
     _authority: Any = field(default=None, repr=False)
+    _resources: dict = field(default_factory=dict, repr=False)
 
     def authority(self):
         """A lazily opened connection of this worker (reads only, by contract)."""
@@ -40,6 +41,22 @@ class WorkContext:
 
             self._authority = open_authority(self.home, self.config)
         return self._authority
+
+    def resource(self, name: str, factory: Callable[[], Any]) -> Any:
+        """A long-lived object of this worker (e.g. the archive owner), made once."""
+        if name not in self._resources:
+            self._resources[name] = factory()
+        return self._resources[name]
+
+    def close(self) -> None:
+        for res in self._resources.values():
+            close = getattr(res, "close", None)
+            if close:
+                close()
+        self._resources.clear()
+        if self._authority is not None:
+            self._authority.close()
+            self._authority = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +79,7 @@ class JobKind:
     apply: Applier | None = None
     validate: Callable[[Any], None] | None = None  # raises BadPayload at enqueue time
     doc: str = ""
+    pool: str = "jobs"  # "retention": run by the single retention worker (the archive owner)
 
 
 _KINDS: dict[str, JobKind] = {}
@@ -82,6 +100,12 @@ def job_kind(name: str) -> JobKind:
         ) from None
 
 
+def pool_kinds(pool: str) -> list[str]:
+    """Names of the kinds a pool of workers runs."""
+    load_kinds()
+    return sorted(k.name for k in _KINDS.values() if k.pool == pool)
+
+
 def kind_names() -> list[str]:
     load_kinds()
     return sorted(_KINDS)
@@ -89,5 +113,6 @@ def kind_names() -> list[str]:
 
 def load_kinds() -> None:
     """Import every capability that registers job kinds (idempotent)."""
+    import memoryd.archive.jobs  # noqa: F401
     import memoryd.ingest.jobs  # noqa: F401
     import memoryd.workers.builtin  # noqa: F401

@@ -1,0 +1,48 @@
+"""The ``archive.op`` job kind: one archive operation, run by the retention worker.
+
+The worker keeps the archive open as its own resource for its lifetime (it is
+the only process that opens ``archive/`` read-write while a supervisor runs),
+applies the operation in one WriteBatch and sends the answer back; the
+supervisor stores it with the job's completion. Operations are idempotent
+(appends carry request ids), so a crash between the two redoes harmlessly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryd.archive.ops import OPS, run_op
+from memoryd.archive.owner import ArchiveOwner
+from memoryd.errors import BadPayload
+from memoryd.queue import ClaimedJob
+from memoryd.workers.contract import ApplyContext, JobKind, WorkContext, register
+
+ARCHIVE_OP = "archive.op"
+RETENTION_POOL = "retention"
+
+
+def _validate(payload: Any) -> None:
+    if not isinstance(payload, dict) or payload.get("op") not in OPS:
+        raise BadPayload(f'archive.op needs {{"op": one of {sorted(OPS)}, "args": {{...}}}}')
+
+
+def _run(ctx: WorkContext, payload: dict) -> dict:
+    owner = ctx.resource("archive", lambda: ArchiveOwner(ctx.home, ctx.config))
+    return run_op(owner, payload["op"], payload.get("args") or {})
+
+
+def _apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
+    for job, answer in done:
+        actx.queue.set_result_in(actx.tx, job, answer)
+
+
+register(
+    JobKind(
+        ARCHIVE_OP,
+        _run,
+        _apply,
+        validate=_validate,
+        doc="one archive operation (append, pin, lease, search, retention tick, ...)",
+        pool=RETENTION_POOL,
+    )
+)
