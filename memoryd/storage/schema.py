@@ -28,7 +28,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             updated_at    REAL NOT NULL,
             finished_at   REAL,
             last_error    TEXT,
-            dedupe_key    TEXT
+            dedupe_key    TEXT,
+            result        BLOB   -- orjson answer of a job whose caller waits for it
         );
         CREATE INDEX jobs_ready ON jobs (priority DESC, id) WHERE state IN ('queued', 'failed');
         CREATE INDEX jobs_leased ON jobs (lease_expires) WHERE state = 'claimed';
