@@ -16,6 +16,7 @@ import contextlib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import apsw
 import zstandard
@@ -31,8 +32,7 @@ class UnknownProject(MemorydError):
     code = "UNKNOWN_PROJECT"
 
 
-@dataclass(frozen=True)
-class ChunkRow:
+class ChunkRow(NamedTuple):  # a tuple: cheap to send from a worker to the supervisor
     ordinal: int
     start_line: int  # 1-based, inclusive
     end_line: int
@@ -41,8 +41,7 @@ class ChunkRow:
     text: str  # indexed, never stored (the file body holds it)
 
 
-@dataclass(frozen=True)
-class FileRows:
+class FileRows(NamedTuple):
     """Everything a worker prepares for one file; the supervisor writes it."""
 
     path: str
@@ -146,14 +145,47 @@ def _history(tx: apsw.Connection, kind: str, pid: int, ref: str, digest: str | N
     )
 
 
+def _next_chunk_id(tx: apsw.Connection) -> int:
+    """The first never-used chunk id (``chunks.id`` is AUTOINCREMENT: ids, and so FTS
+    rowids, are never reused, not even after the highest chunk is deleted)."""
+    row = tx.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'").fetchone()
+    return (row[0] if row else 0) + 1
+
+
 def put_files(
     tx: apsw.Connection, pid: int, files: Iterable[FileRows], job_id: int | None = None
 ) -> int:
-    """Insert or replace files with their chunks and index rows. Returns files written."""
+    """Insert or replace files with their chunks and index rows. Returns files written.
+
+    Chunk and index rows are written together at the end, with ids given here: many
+    rows per statement, and FTS5 need not pick rowids one at a time.
+    """
     table = fts_table(pid)
     now = time.time()
     written = 0
+    chunk_rows: list[tuple] = []
+    index_rows: list[tuple] = []
+    history: list[tuple] = []
+    pending: set[str] = set()
+
+    def flush() -> None:
+        first = _next_chunk_id(tx)
+        tx.executemany(
+            "INSERT INTO chunks (id, chunk_id, project_id, file_id, ordinal, start_line,"
+            " end_line, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(first + i, *row) for i, row in enumerate(chunk_rows)],
+        )
+        tx.executemany(
+            f"INSERT INTO {table} (rowid, body, path) VALUES (?, ?, ?)",
+            [(first + i, *row) for i, row in enumerate(index_rows)],
+        )
+        chunk_rows.clear()
+        index_rows.clear()
+        pending.clear()
+
     for f in files:
+        if f.path in pending:
+            flush()  # the same path twice: the first one's chunks must exist to be dropped
         old = tx.execute(
             "SELECT id, content_hash, live FROM files WHERE project_id = ? AND path = ?",
             (pid, f.path),
@@ -175,16 +207,21 @@ def put_files(
                 (pid, f.path, f.content_hash, f.size, f.lines, f.body, now),
             ).fetchone()[0]
         for c in f.chunks:
-            # FTS5 picks the rowid (an explicit one costs it a lookup); the chunk takes it.
-            tx.execute(f"INSERT INTO {table} (path, body) VALUES (?, ?)", (f.path, c.text))
-            tx.execute(
-                "INSERT INTO chunks (id, chunk_id, project_id, file_id, ordinal, start_line,"
-                " end_line, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (tx.last_insert_rowid(), c.chunk_id, pid, file_id, c.ordinal, c.start_line,
-                 c.end_line, c.content_hash),
-            )  # fmt: skip
-        _history(tx, "file.put", pid, f.path, f.content_hash, job_id)
+            chunk_rows.append(
+                (c.chunk_id, pid, file_id, c.ordinal, c.start_line, c.end_line, c.content_hash)
+            )
+            index_rows.append((c.text, f.path))
+        pending.add(f.path)
+        history.append((now, "file.put", str(pid), f.path, f.content_hash, job_id))
         written += 1
+    if chunk_rows:
+        flush()
+    if history:
+        tx.executemany(
+            "INSERT INTO history (at, kind, project, ref, content_hash, job_id)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            history,
+        )
     if written:
         tx.execute("UPDATE projects SET generation = generation + 1 WHERE id = ?", (pid,))
     return written

@@ -84,7 +84,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         -- chunk_id is unique by construction (a hash of project, path, ordinal and
         -- content); no index is kept on it: nothing looks a chunk up by it.
         CREATE TABLE chunks (
-            id           INTEGER PRIMARY KEY,     -- rowid in the project's FTS table
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,  -- rowid in the FTS table, never reused
             chunk_id     BLOB NOT NULL,           -- 12 bytes, stable: from path and content
             project_id   INTEGER NOT NULL,
             file_id      INTEGER NOT NULL REFERENCES files (id),

@@ -8,10 +8,12 @@ and the claims that keep every worker fed (group commit, DESIGN.md).
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import pickle
 import signal
 import sys
+import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
@@ -95,6 +97,25 @@ def running_supervisor(home: Path) -> int | None:
     return lock_holder(Path(home) / SUPERVISOR_LOCK_FILE)
 
 
+def _fork_safe() -> bool:
+    """Whether a worker may be forked from this process instead of spawned.
+
+    Only when the process has no open SQLite connection (a forked child must never
+    share one, nor SQLite's per-file lock bookkeeping) and no other thread (whose
+    locks the child would inherit held).
+    """
+    return not apsw.connections() and threading.active_count() == 1
+
+
+def _forked_worker(inherited: list, *args: Any) -> None:
+    """Entry of a forked worker: drop what it inherited from the supervisor, then run."""
+    gc.freeze()  # never finalize an inherited object here (it is the supervisor's)
+    for conn in inherited:
+        conn.close()  # our copy only: the supervisor keeps its end
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    worker_main(*args)
+
+
 class Supervisor:
     def __init__(self, home: Path, config: Config, *, workers: int, drain: bool) -> None:
         self.home = Path(home)
@@ -118,7 +139,8 @@ class Supervisor:
         self.next_checkpoint = 0.0
         self.pause_reason: str | None = None  # set while claims are paused
         self.quick_deaths = 0  # consecutive workers that died right after starting
-        self.ctx = multiprocess.get_context("spawn")
+        self.ctx = multiprocess.get_context("spawn")  # respawns: the authority is open then
+        self.fork_ctx = multiprocess.get_context("fork")
         self.db: Authority
         self.queue: JobQueue
 
@@ -132,15 +154,21 @@ class Supervisor:
                 f"a supervisor is already running on {self.home} (pid {pid}); "
                 "stop it first or use `memoryd status`"
             )
-        previous = {
-            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
-        }
+        previous: dict = {}
         try:
+            # The first workers are forked, before the authority is opened and before
+            # our signal handlers exist: a fork costs milliseconds where a fresh
+            # interpreter costs a third of a second, and there is nothing to inherit
+            # but imported modules (see _fork_safe).
+            fork = _fork_safe()
+            for i in range(self.nworkers):
+                self.slots.append(self._spawn(i, fork=fork))
+            previous = {
+                sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
+            }
             self.db = open_authority(self.home, self.config)
             self.queue = JobQueue(self.db)
             self._reclaim_dead_supervisors()
-            for i in range(self.nworkers):
-                self.slots.append(self._spawn(i))
             self._write_state()
             self._loop()
         finally:
@@ -162,14 +190,16 @@ class Supervisor:
         if dead:
             self.stats.reclaimed += self.db.write(lambda tx: self.queue.reclaim_owners_in(tx, dead))
 
-    def _spawn(self, index: int) -> WorkerSlot:
-        parent, child = self.ctx.Pipe(duplex=True)
-        proc = self.ctx.Process(
-            target=worker_main,
-            args=(child, index, str(self.home), self.config.as_dict(), os.getpid()),
-            name=f"memoryd-worker-{index}",
-            daemon=True,
-        )
+    def _spawn(self, index: int, *, fork: bool = False) -> WorkerSlot:
+        ctx = self.fork_ctx if fork else self.ctx
+        parent, child = ctx.Pipe(duplex=True)
+        args = (child, index, str(self.home), self.config.as_dict(), os.getpid())
+        if fork:
+            inherited = [s.conn for s in self.slots]  # our ends of earlier workers' pipes
+            target, args = _forked_worker, (inherited, *args)
+        else:
+            target = worker_main
+        proc = ctx.Process(target=target, args=args, name=f"memoryd-worker-{index}", daemon=True)
         proc.start()
         child.close()
         return WorkerSlot(index, proc, parent)
