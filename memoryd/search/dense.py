@@ -76,29 +76,43 @@ class HashingEncoder:
                 out.append((b, sign * w))
         return out
 
-    def _id(self, stem: str) -> int:
-        """The stem's row in the feature table; -1: a stopword (no features); below
-        -1: a stem with more features than the table's width, kept apart."""
-        if stem in STOPWORDS:
-            self._ids[stem] = -1
-            return -1
-        if len(self._ids) >= _MAX_VOCAB:
+    def _add(self, new: set[str]) -> None:
+        """Give each new stem its row (-1: a stopword, no features; below -1: more
+        features than the table's width, kept apart), all rows written at once."""
+        if len(self._ids) + len(new) > _MAX_VOCAB:
             self._reset()
-        feats = self._stem_features(stem)
-        if len(feats) > _WIDTH:
-            i = -2 - len(self._long)
-            self._long[i] = (np.array([b for b, _ in feats]), np.array([v for _, v in feats]))
-        else:
-            i = self._rows
-            if i >= len(self._buckets):
-                grow = len(self._buckets)
-                self._buckets = np.vstack([self._buckets, np.zeros((grow, _WIDTH), np.intp)])
-                self._values = np.vstack([self._values, np.zeros((grow, _WIDTH))])
-            self._buckets[i, : len(feats)] = [b for b, _ in feats]
-            self._values[i, : len(feats)] = [v for _, v in feats]
-            self._rows += 1
-        self._ids[stem] = i
-        return i
+        short: list[str] = []
+        pad_b: list[list[int]] = []
+        pad_v: list[list[float]] = []
+        for stem in new:
+            if stem in STOPWORDS:
+                self._ids[stem] = -1
+                continue
+            feats = self._stem_features(stem)
+            if len(feats) > _WIDTH:
+                i = -2 - len(self._long)
+                self._long[i] = (np.array([b for b, _ in feats]), np.array([v for _, v in feats]))
+                self._ids[stem] = i
+                continue
+            short.append(stem)
+            fill = _WIDTH - len(feats)
+            pad_b.append([b for b, _ in feats] + [0] * fill)
+            pad_v.append([v for _, v in feats] + [0.0] * fill)
+        if not short:
+            return
+        first = self._rows
+        need = first + len(short)
+        if need > len(self._buckets):
+            size = max(need, 2 * len(self._buckets))
+            grown_b = np.zeros((size, _WIDTH), np.intp)
+            grown_v = np.zeros((size, _WIDTH))
+            grown_b[:first] = self._buckets[:first]
+            grown_v[:first] = self._values[:first]
+            self._buckets, self._values = grown_b, grown_v
+        self._buckets[first:need] = pad_b
+        self._values[first:need] = pad_v
+        self._ids.update(zip(short, range(first, need), strict=True))
+        self._rows = need
 
     def encode(self, texts: Sequence[str]) -> list[np.ndarray]:
         return self.encode_stems([stems(text) for text in texts])
@@ -107,21 +121,21 @@ class HashingEncoder:
         """:meth:`encode` of texts already tokenized (their indexed stems, in order),
         all of them in one array operation."""
         n = len(token_lists)
+        counted = [Counter(toks) for toks in token_lists]
+        ids_of = self._ids
+        new = {t for counts in counted for t in counts if t not in ids_of}
+        if new:
+            if len(ids_of) + len(new) > _MAX_VOCAB:  # start afresh with this batch's stems
+                new = {t for counts in counted for t in counts}
+            self._add(new)
+            ids_of = self._ids
         idx: list[int] = []
         tfs: list[int] = []
         seg: list[int] = []
         longs: list[tuple[int, int, int]] = []
-        for j, toks in enumerate(token_lists):
-            counts = Counter(toks)
-            ids_of = self._ids
-            ids = [ids_of.get(t) for t in counts]
-            if None in ids:
-                for t, i in zip(counts, ids, strict=True):
-                    if i is None:
-                        self._id(t)
-                ids_of = self._ids  # a reset may have replaced the table
-                ids = [ids_of[t] for t in counts]
-            for i, tf in zip(ids, counts.values(), strict=True):
+        for j, counts in enumerate(counted):
+            for t, tf in counts.items():
+                i = ids_of[t]
                 if i >= 0:
                     idx.append(i)
                     tfs.append(tf)

@@ -130,6 +130,8 @@ class Plan:
 def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
     focus: list[Term] = []
     dropped: list[Term] = []
+    if hasattr(stats, "prefetch"):
+        stats.prefetch([s for t in query.terms for s in t.all_stems])
     # a term with inflections ("buy", "bought") counts as often as its commonest form
     df = {t.stem: max(stats.df(s) for s in t.all_stems) for t in query.terms}
     for t in query.terms:

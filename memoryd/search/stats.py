@@ -86,6 +86,18 @@ class TermStats:
             self._df[stem] = hit
         return hit
 
+    def prefetch(self, stems: list[str]) -> None:
+        """Look the document frequencies of several stems up in one query."""
+        need = list({s for s in stems if s not in self._df})
+        if not need:
+            return
+        marks = ",".join("?" * len(need))
+        rows = self._db.query(
+            f"SELECT term, doc FROM {self._vocab} WHERE term IN ({marks})", tuple(need)
+        )
+        self._df.update({s: 0 for s in need})
+        self._df.update(rows)
+
     def fraction(self, stem: str) -> float:
         """Share of the project's chunks that hold the term (0.0 in an empty project)."""
         return self.df(stem) / self.chunks if self.chunks else 0.0
