@@ -71,8 +71,13 @@ def _train(ctx: WorkContext, p: dict, todo: list[Eligible]) -> bytes | None:
 
 
 def _run_scan(ctx: WorkContext, p: dict) -> dict:
-    result = scan(Path(p["root"]), max_bytes=int(ctx.config.max_file_bytes), excludes=p["excludes"])
     stored = live_hashes(ctx.authority(), p["project_id"])
+    result = scan(
+        Path(p["root"]),
+        max_bytes=int(ctx.config.max_file_bytes),
+        excludes=p["excludes"],
+        hashes=bool(stored),  # nothing to compare with: batches hash what they read
+    )
     todo = [e for e in result.eligible if stored.get(e.path) != e.content_hash]
     present = {e.path for e in result.eligible}
     cfg = ctx.config

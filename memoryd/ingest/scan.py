@@ -75,7 +75,11 @@ class _Ignores:
         return bool(verdict), reason
 
 
-def _read_eligible(path: Path, max_bytes: int, skipped: Counter) -> bytes | None:
+def _read_eligible(
+    path: Path, max_bytes: int, skipped: Counter, *, sniff_only: bool = False
+) -> bytes | None:
+    """The file's bytes, or None (counted in ``skipped``) when it is not eligible.
+    ``sniff_only`` reads just the prefix that decides binary files."""
     try:
         st = os.stat(path)
     except OSError:
@@ -89,7 +93,7 @@ def _read_eligible(path: Path, max_bytes: int, skipped: Counter) -> bytes | None
         return None
     try:
         with open(path, "rb") as fh:
-            raw = fh.read(max_bytes + 1)
+            raw = fh.read(BINARY_SNIFF_BYTES if sniff_only else max_bytes + 1)
     except OSError:
         skipped["unreadable"] += 1
         return None
@@ -140,12 +144,21 @@ def inside(root: Path, path: Path) -> bool:
     return True
 
 
-def scan(root: Path, *, max_bytes: int, excludes: list[str] | None = None) -> ScanResult:
+def scan(
+    root: Path, *, max_bytes: int, excludes: list[str] | None = None, hashes: bool = True
+) -> ScanResult:
+    """Eligible files with their sizes and content hashes. Without ``hashes`` (nothing
+    stored to compare with) only the binary-deciding prefix is read, the size comes
+    from ``stat`` and ``content_hash`` is empty: batches read and hash every file."""
     root = Path(root).resolve()
     result = ScanResult()
     ignores = _Ignores(list(excludes or []))
     for rel, path in _walk(root, ignores, result):
         if _symlink_skip(root, path, result.skipped):
+            continue
+        if not hashes:
+            if _read_eligible(path, max_bytes, result.skipped, sniff_only=True) is not None:
+                result.eligible.append(Eligible(rel, os.stat(path).st_size, ""))
             continue
         raw = _read_eligible(path, max_bytes, result.skipped)
         if raw is not None:
