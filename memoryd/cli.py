@@ -556,7 +556,9 @@ def config_cmd(md: Memoryd, as_json: bool) -> None:
     if as_json:
         emit_json({r["name"]: {"value": r["value"], "source": r["source"]} for r in rows})
         return
-    table = Table("setting", "value", "source", "meaning")
+    table = Table("setting", "value")
+    table.add_column("source", no_wrap=True)
+    table.add_column("meaning", overflow="fold")
     for r in rows:
         table.add_row(r["name"], str(r["value"]), r["source"], r["help"])
     out.print(table)

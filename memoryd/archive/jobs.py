@@ -9,13 +9,22 @@ supervisor stores it with the job's completion. Operations are idempotent
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from memoryd.archive.ops import OPS, run_op
-from memoryd.archive.owner import ArchiveOwner
+from memoryd.archive.owner import ArchiveOwner, archive_path
+from memoryd.config import Config
 from memoryd.errors import BadPayload
-from memoryd.queue import ClaimedJob
-from memoryd.workers.contract import ApplyContext, JobKind, WorkContext, register
+from memoryd.queue import ClaimedJob, JobSpec
+from memoryd.workers.contract import (
+    ApplyContext,
+    JobKind,
+    Periodic,
+    WorkContext,
+    register,
+    register_periodic,
+)
 
 ARCHIVE_OP = "archive.op"
 RETENTION_POOL = "retention"
@@ -36,6 +45,14 @@ def _apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         actx.queue.set_result_in(actx.tx, job, answer)
 
 
+def _tick(home: Path, config: Config) -> JobSpec | None:
+    """The retention maintenance tick, once the archive exists."""
+    if not archive_path(home).exists():
+        return None
+    return JobSpec(ARCHIVE_OP, {"op": "retention_run", "args": {}}, dedupe_key="retention.tick")
+
+
+register_periodic(Periodic("retention.tick", "retention_tick_seconds", _tick))
 register(
     JobKind(
         ARCHIVE_OP,

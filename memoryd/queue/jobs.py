@@ -269,6 +269,19 @@ class JobQueue:
             )[0][0]
         )
 
+    def ready_exists(self, kinds: Sequence[str] = ()) -> bool:
+        """Whether a job (of ``kinds``, when given) is claimable now."""
+        where, args = "", ()
+        if kinds:
+            where, args = f" AND kind IN ({','.join('?' * len(kinds))})", tuple(kinds)
+        return bool(
+            self.db.query(
+                "SELECT EXISTS (SELECT 1 FROM jobs WHERE state IN ('queued', 'failed')"
+                f" AND not_before <= ?{where})",
+                (time.time(), *args),
+            )[0][0]
+        )
+
     def next_ready_at(self) -> float | None:
         row = self.db.query("SELECT min(not_before) FROM jobs WHERE state IN ('queued', 'failed')")[
             0

@@ -82,12 +82,36 @@ class JobKind:
     pool: str = "jobs"  # "retention": run by the single retention worker (the archive owner)
 
 
+@dataclass(frozen=True)
+class Periodic:
+    """A job a running (non-draining) supervisor enqueues every ``every_setting`` seconds.
+
+    ``make(home, config)`` returns the job, or None when there is nothing to do
+    (for example no archive yet). Its dedupe key keeps at most one live copy.
+    """
+
+    name: str
+    every_setting: str  # name of the config setting holding the period
+    make: Callable[[Path, Config], Any]
+
+
 _KINDS: dict[str, JobKind] = {}
+_PERIODIC: dict[str, Periodic] = {}
 
 
 def register(kind: JobKind) -> JobKind:
     _KINDS[kind.name] = kind
     return kind
+
+
+def register_periodic(periodic: Periodic) -> Periodic:
+    _PERIODIC[periodic.name] = periodic
+    return periodic
+
+
+def periodic_jobs() -> list[Periodic]:
+    load_kinds()
+    return list(_PERIODIC.values())
 
 
 def job_kind(name: str) -> JobKind:

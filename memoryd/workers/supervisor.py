@@ -32,7 +32,13 @@ from memoryd.locks import FileLock, lock_holder
 from memoryd.queue import ClaimedJob, JobQueue
 from memoryd.storage import Authority, open_authority
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes
-from memoryd.workers.contract import ApplyContext, job_kind, load_kinds
+from memoryd.workers.contract import (
+    ApplyContext,
+    job_kind,
+    load_kinds,
+    periodic_jobs,
+    pool_kinds,
+)
 from memoryd.workers.worker import Outcome, worker_main
 
 MAX_OUTSTANDING_BATCHES = 2  # per worker: one running, one waiting in the pipe
@@ -40,6 +46,9 @@ MAX_DISPATCH_BATCH = 256
 WORKER_QUICK_DEATH_SECONDS = 2.0
 WORKER_CRASH_LOOP = 5  # quick deaths in a row before the supervisor gives up
 EWMA = 0.2
+JOBS_POOL = "jobs"
+RETENTION_POOL = "retention"  # one worker: the archive's only read-write owner
+POOL_CHECK_SECONDS = 1.0  # how often an idle supervisor looks for retention work
 
 
 @dataclass
@@ -47,6 +56,7 @@ class WorkerSlot:
     index: int
     process: Any
     conn: Any
+    pool: str = JOBS_POOL
     outstanding: deque = field(default_factory=deque)  # batches of ClaimedJob, in order
     started: float = field(default_factory=time.monotonic)
 
@@ -126,7 +136,11 @@ class Supervisor:
         self.lock = FileLock(self.home / SUPERVISOR_LOCK_FILE)
         self.owner = owner_id()
         self.slots: list[WorkerSlot] = []
-        self.buffer: deque[ClaimedJob] = deque()  # claimed, not yet dispatched
+        # claimed, not yet dispatched, per pool of workers
+        self.buffers: dict[str, deque[ClaimedJob]] = {JOBS_POOL: deque(), RETENTION_POOL: deque()}
+        self.retention_kinds: list[str] = []
+        self.next_pool_check = 0.0
+        self.next_periodic: dict[str, float] = {}
         self.finished: list[tuple[ClaimedJob, Outcome]] = []
         self.lost: list[tuple[ClaimedJob, str]] = []  # jobs whose worker died
         self.cost: dict[str, float] = {}  # EWMA seconds per job, by kind (dispatch sizing)
@@ -162,7 +176,8 @@ class Supervisor:
             # but imported modules (see _fork_safe).
             fork = _fork_safe()
             for i in range(self.nworkers):
-                self.slots.append(self._spawn(i, fork=fork))
+                self.slots.append(self._spawn(i, JOBS_POOL, fork=fork))
+            self.retention_kinds = pool_kinds(RETENTION_POOL)
             previous = {
                 sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
             }
@@ -190,7 +205,7 @@ class Supervisor:
         if dead:
             self.stats.reclaimed += self.db.write(lambda tx: self.queue.reclaim_owners_in(tx, dead))
 
-    def _spawn(self, index: int, *, fork: bool = False) -> WorkerSlot:
+    def _spawn(self, index: int, pool: str, *, fork: bool = False) -> WorkerSlot:
         ctx = self.fork_ctx if fork else self.ctx
         parent, child = ctx.Pipe(duplex=True)
         args = (child, index, str(self.home), self.config.as_dict(), os.getpid())
@@ -199,16 +214,19 @@ class Supervisor:
             target, args = _forked_worker, (inherited, *args)
         else:
             target = worker_main
-        proc = ctx.Process(target=target, args=args, name=f"memoryd-worker-{index}", daemon=True)
+        proc = ctx.Process(target=target, args=args, name=f"memoryd-{pool}-{index}", daemon=True)
         proc.start()
         child.close()
-        return WorkerSlot(index, proc, parent)
+        return WorkerSlot(index, proc, parent, pool)
 
     def _write_state(self) -> None:
         state = {
             "pid": os.getpid(),
             "owner": self.owner,
-            "workers": [{"index": s.index, "pid": s.pid} for s in self.slots],
+            "workers": [
+                {"index": s.index, "pid": s.pid} for s in self.slots if s.pool == JOBS_POOL
+            ],
+            "retention_worker": next((s.pid for s in self.slots if s.pool == RETENTION_POOL), None),
             "drain": self.drain,
             "claims_paused": self.pause_reason is not None,
             "pause_reason": self.pause_reason,
@@ -220,7 +238,8 @@ class Supervisor:
 
     def _shutdown(self) -> None:
         held = self._held()
-        self.buffer.clear()
+        for buffer in self.buffers.values():
+            buffer.clear()
         for slot in self.slots:
             slot.outstanding.clear()
             with contextlib.suppress(OSError):
@@ -245,6 +264,7 @@ class Supervisor:
     def _loop(self) -> None:
         while True:
             self._maintain()
+            self._schedule()
             self._collect(timeout=self._wait_timeout())
             claimed = self._turn()
             if self.stopping:
@@ -255,19 +275,21 @@ class Supervisor:
             if (
                 self.drain
                 and not claimed
-                and not self.buffer
+                and not any(self.buffers.values())
                 and not self._in_flight()
                 and not self.queue.has_pending()
             ):
                 return
 
     def _wait_timeout(self) -> float:
-        if self.buffer and self._free_slots():
+        if any(self.buffers[pool] and self._free_slots(pool) for pool in self.buffers):
             return 0.0
         return float(self.config.poll_seconds)
 
-    def _free_slots(self) -> int:
-        return sum(MAX_OUTSTANDING_BATCHES - len(s.outstanding) for s in self.slots)
+    def _free_slots(self, pool: str) -> int:
+        return sum(
+            MAX_OUTSTANDING_BATCHES - len(s.outstanding) for s in self.slots if s.pool == pool
+        )
 
     def _collect(self, timeout: float) -> None:
         """Gather finished batches and notice dead workers."""
@@ -298,7 +320,7 @@ class Supervisor:
         self.lost.extend((job, reason) for batch in slot.outstanding for job in batch)
         slot.conn.close()
         self._guard_crash_loop(slot)
-        self.slots[self.slots.index(slot)] = self._spawn(slot.index)
+        self.slots[self.slots.index(slot)] = self._spawn(slot.index, slot.pool)
         self.stats.respawned += 1
         self._write_state()
 
@@ -315,32 +337,56 @@ class Supervisor:
                 f"{slot.process.exitcode}); check that memoryd imports in a fresh interpreter"
             )
 
-    def _claim_size(self) -> int:
+    def _claim_size(self, pool: str) -> int:
         if self.stopping or self.pause_reason:
             return 0
-        free = self._free_slots()
+        free = self._free_slots(pool)
         if not free:
             return 0
+        if pool == RETENTION_POOL:  # archive operations: one at a time, in order
+            return max(0, free - len(self.buffers[pool]))
         target = float(self.config.dispatch_target_seconds)
         per_job = self.job_seconds
         per_batch = 1 if per_job is None else MAX_DISPATCH_BATCH
         if per_job:
             per_batch = max(1, min(MAX_DISPATCH_BATCH, int(target / per_job)))
-        want = free * per_batch - len(self.buffer)
+        want = free * per_batch - len(self.buffers[pool])
         return max(0, min(int(self.config.claim_batch_max), want))
+
+    def _claim_filter(self, pool: str) -> dict:
+        """Each pool claims its own kinds: retention kinds, or every other kind."""
+        return {"kinds": self.retention_kinds, "exclude": pool == JOBS_POOL}
+
+    def _ensure_retention_worker(self) -> None:
+        """Start the retention worker when its kinds have work and it is not running."""
+        if any(s.pool == RETENTION_POOL for s in self.slots) or not self.retention_kinds:
+            return
+        now = time.monotonic()
+        if now < self.next_pool_check:
+            return
+        self.next_pool_check = now + POOL_CHECK_SECONDS
+        if self.queue.ready_exists(self.retention_kinds):
+            self.slots.append(self._spawn(0, RETENTION_POOL))
+            self._write_state()
 
     def _turn(self) -> int:
         """One group commit: outcomes, lost jobs, renewals, reclaims and claims."""
         now = time.time()
         finished, lost = self.finished, self.lost
-        renew = now >= self.next_renew and bool(self.buffer or self._in_flight())
+        self._ensure_retention_worker()
+        renew = now >= self.next_renew and bool(self._held())
         reclaim = now >= self.next_reclaim
         # Stopping, or paused by WAL pressure: undispatched claims go back unharmed.
-        release = list(self.buffer) if self.stopping or self.pause_reason else []
-        limit = self._claim_size()
-        if limit and not (finished or lost or renew or reclaim) and not self._ready_exists():
-            limit = 0
-        if not (finished or lost or renew or reclaim or limit or release):
+        release = (
+            [j for b in self.buffers.values() for j in b]
+            if self.stopping or self.pause_reason
+            else []
+        )
+        limits = {pool: self._claim_size(pool) for pool in self.buffers}
+        busy = finished or lost or renew or reclaim
+        if any(limits.values()) and not busy and not self.queue.ready_exists():
+            limits = dict.fromkeys(limits, 0)  # nothing to claim: skip the write
+        if not (finished or lost or renew or reclaim or release or any(limits.values())):
             return 0
 
         def turn(tx: apsw.Connection) -> tuple[list[ClaimedJob], RunStats]:
@@ -354,33 +400,34 @@ class Supervisor:
                 self.queue.renew_in(tx, self._held(), self.lease)
             if reclaim:
                 tally.reclaimed = self.queue.reclaim_expired_in(tx)
-            return self.queue.claim_in(tx, self.owner, limit, self.lease), tally
+            claims = {
+                pool: self.queue.claim_in(
+                    tx, self.owner, limit, self.lease, **self._claim_filter(pool)
+                )
+                for pool, limit in limits.items()
+                if limit
+            }
+            return claims, tally
 
-        claimed, tally = self.db.write(turn)
+        claims, tally = self.db.write(turn)
         self.finished, self.lost = [], []
         for name in ("done", "failed", "dead", "rejected", "reclaimed"):
             setattr(self.stats, name, getattr(self.stats, name) + getattr(tally, name))
         self.stats.turns += 1
         if release:
-            self.buffer.clear()
+            for buffer in self.buffers.values():
+                buffer.clear()
         if renew:
             self.next_renew = now + self.lease / 4
         if reclaim:
             self.next_reclaim = now + self.lease / 4
-        self.buffer.extend(claimed)
-        return len(claimed)
+        for pool, claimed in claims.items():
+            self.buffers[pool].extend(claimed)
+        return sum(len(c) for c in claims.values())
 
     def _held(self) -> list[ClaimedJob]:
-        return list(self.buffer) + [j for s in self.slots for b in s.outstanding for j in b]
-
-    def _ready_exists(self) -> bool:
-        return bool(
-            self.db.query(
-                "SELECT EXISTS (SELECT 1 FROM jobs WHERE state IN ('queued', 'failed')"
-                " AND not_before <= ?)",
-                (time.time(),),
-            )[0][0]
-        )
+        buffered = [j for b in self.buffers.values() for j in b]
+        return buffered + [j for s in self.slots for b in s.outstanding for j in b]
 
     def _apply_outcomes(self, tx: apsw.Connection, finished: list, tally: RunStats) -> None:
         by_kind: dict[str, list[tuple[ClaimedJob, Any]]] = defaultdict(list)
@@ -419,17 +466,31 @@ class Supervisor:
         target = float(self.config.dispatch_target_seconds)
         for depth in range(MAX_OUTSTANDING_BATCHES):
             for slot in self.slots:
-                if not self.buffer:
-                    return
-                if len(slot.outstanding) > depth:
+                buffer = self.buffers[slot.pool]
+                if not buffer or len(slot.outstanding) > depth:
                     continue
                 batch, estimate = [], 0.0
-                while self.buffer and len(batch) < MAX_DISPATCH_BATCH and estimate < target:
-                    job = self.buffer.popleft()
+                while buffer and len(batch) < MAX_DISPATCH_BATCH and estimate < target:
+                    job = buffer.popleft()
                     batch.append(job)
                     estimate += self.cost.get(job.kind, target)
                 slot.conn.send_bytes(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
                 slot.outstanding.append(batch)
+
+    def _schedule(self) -> None:
+        """Enqueue due periodic jobs (e.g. the retention tick); never while draining."""
+        if self.drain or self.stopping:
+            return
+        now = time.monotonic()
+        for periodic in periodic_jobs():
+            if now < self.next_periodic.get(periodic.name, 0.0):
+                continue
+            self.next_periodic[periodic.name] = now + float(
+                getattr(self.config, periodic.every_setting)
+            )
+            spec = periodic.make(self.home, self.config)
+            if spec is not None:
+                self.queue.enqueue(spec)
 
     def _maintain(self) -> None:
         """Checkpoint outside every transaction when the WAL has grown or on a period.

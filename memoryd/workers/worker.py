@@ -61,6 +61,13 @@ def worker_main(conn, index: int, home: str, config_values: dict, parent_pid: in
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides about Ctrl-C
     ctx = WorkContext(Path(home), Config(config_values), index)
+    try:
+        _serve(conn, ctx, parent_pid)
+    finally:
+        ctx.close()  # e.g. the archive: a clean close on a graceful stop
+
+
+def _serve(conn, ctx: WorkContext, parent_pid: int) -> None:
     while True:
         if not conn.poll(PARENT_CHECK_SECONDS):
             if os.getppid() != parent_pid:
