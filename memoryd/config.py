@@ -32,8 +32,8 @@ COMPRESSION_LEVEL = 6
 # files (a body's frame names its dictionary, so older bodies stay decodable).
 ZSTD_DICT_BYTES = 64 * 1024
 ZSTD_DICT_MIN_FILES = 32  # fewer new files: no dictionary yet (bodies compress alone)
-ZSTD_DICT_SAMPLES = 64  # files read for training, spread evenly over the new ones
-ZSTD_DICT_SAMPLE_BYTES = 64 * 1024  # each sample is at most this prefix of its file
+ZSTD_DICT_SAMPLES = 128  # files read for training, spread evenly over the new ones
+ZSTD_DICT_SAMPLE_BYTES = 32 * 1024  # each sample is at most this prefix of its file
 PAGE_SIZE = 2048  # of a new authority (SQLite's default 4096 packs compressed bodies worse)
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this prefix marks a binary, as git decides
 

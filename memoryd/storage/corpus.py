@@ -323,9 +323,14 @@ def reclaim_free_pages(tx: apsw.Connection) -> int:
     the pages released; 0 on an authority created without incremental auto-vacuum."""
     if tx.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
         return 0
+    # FTS5 keeps recent inserts in memory and writes (and merges) them at commit,
+    # freeing pages after this point; a savepoint makes it write them now (it must,
+    # to be able to roll back to it).
+    tx.execute("SAVEPOINT reclaim_free_pages")
     free = tx.execute("PRAGMA freelist_count").fetchone()[0]
     if free:
         tx.execute("PRAGMA incremental_vacuum").fetchall()
+    tx.execute("RELEASE reclaim_free_pages")
     return free
 
 
