@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention
+.PHONY: demo test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -46,3 +46,6 @@ bench-ingest: $(STAMP)
 
 bench-retention: $(STAMP)
 	$(BIN)/python ops/bench/bench_retention.py
+
+bench-archive: $(STAMP)
+	$(BIN)/python ops/bench/bench_archive.py

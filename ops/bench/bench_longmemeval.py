@@ -28,8 +28,6 @@ reported.
 from __future__ import annotations
 
 import argparse
-import gzip
-import hashlib
 import json
 import os
 import statistics
@@ -40,6 +38,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "ops" / "bench"))
+
+# data, rendering and scoring shared with bench_archive.py (tests use them from here)
+from lme_data import DATA, evaluate, load, print_table, splits, text_digest  # noqa: E402, F401
 
 from memoryd.config import load_config  # noqa: E402
 from memoryd.ingest.chunking import prepare_file  # noqa: E402
@@ -51,27 +53,8 @@ from memoryd.search.terms import STOPWORDS, words  # noqa: E402
 from memoryd.storage import open_authority  # noqa: E402
 from memoryd.storage.corpus import ensure_project, fts_table, project_id, put_files  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "longmemeval_oracle.json.gz"
 PROJECT = "longmemeval"
 DEPTH = 50  # result items requested; recall counts distinct sessions among them
-
-
-def render(session: list[dict]) -> str:
-    lines = []
-    for turn in session:
-        text = " ".join(turn["content"].split())
-        lines.append(f"{turn['role']}: {text}")
-    return "\n".join(lines) + "\n"
-
-
-def load(path: Path):
-    with gzip.open(path) as fh:
-        data = json.load(fh)
-    sessions: dict[str, str] = {}
-    for q in data:
-        for sid, sess in zip(q["haystack_session_ids"], q["haystack_sessions"], strict=True):
-            sessions.setdefault(sid, render(sess))
-    return data, sessions
 
 
 def build(home: Path, sessions: dict[str, str]) -> tuple[object, dict[str, str]]:
@@ -88,10 +71,7 @@ def build(home: Path, sessions: dict[str, str]) -> tuple[object, dict[str, str]]
         pid = db.write(lambda tx: ensure_project(tx, PROJECT, None))
         rows = [prepare_file(PROJECT, paths[sid], sessions[sid].encode("utf-8")) for sid in order]
         db.write(lambda tx: put_files(tx, pid, rows))
-    digest = {
-        paths[sid]: hashlib.blake2b(sessions[sid].encode(), digest_size=12).hexdigest()
-        for sid in order
-    }
+    digest = {paths[sid]: text_digest(sessions[sid]) for sid in order}
     return db, digest, {sid: digest[paths[sid]] for sid in order}
 
 
@@ -108,49 +88,6 @@ def bm25_plain(db, pid: int, question: str, limit: int) -> dict:
     )
     items = [{"path": r[1]} for r in rows]
     return {"status": "ok" if items else "abstained", "items": items}
-
-
-def sessions_ranked(result: dict, digest: dict[str, str]) -> list[str]:
-    out: list[str] = []
-    for it in result["items"]:
-        d = digest[it["path"]]
-        if d not in out:
-            out.append(d)
-    return out
-
-
-def evaluate(data, runners: dict, digest, sid_digest, indices):
-    res = {}
-    for name, fn in runners.items():
-        r5, r10, frac10, all10, abst, lat = [], [], [], [], 0, []
-        n_abs = 0
-        for i in indices:
-            q = data[i]
-            t0 = time.perf_counter()
-            result = fn(q["question"])
-            lat.append(time.perf_counter() - t0)
-            if q["question_id"].endswith("_abs"):
-                n_abs += 1
-                abst += not result["items"]
-                continue
-            got = sessions_ranked(result, digest)
-            want = {sid_digest[s] for s in q["answer_session_ids"]}
-            r5.append(bool(want & set(got[:5])))
-            r10.append(bool(want & set(got[:10])))
-            frac10.append(len(want & set(got[:10])) / len(want))
-            all10.append(want <= set(got[:10]))
-        res[name] = {
-            "answerable": len(r10),
-            "recall@5": sum(r5) / len(r5) if r5 else 0.0,
-            "recall@10": sum(r10) / len(r10) if r10 else 0.0,
-            "share@10": sum(frac10) / len(frac10) if frac10 else 0.0,
-            "recall_all@10": sum(all10) / len(all10) if all10 else 0.0,
-            "abs_questions": n_abs,
-            "abstained": abst,
-            "p50_ms": statistics.median(lat) * 1000,
-            "p95_ms": sorted(lat)[int(0.95 * (len(lat) - 1))] * 1000,
-        }
-    return res
 
 
 def docstring_queries(files: list[Path], limit: int) -> list[str]:
@@ -260,20 +197,15 @@ def main(argv=None) -> int:
     }
     if args.only:
         runners = {k: v for k, v in runners.items() if k in args.only.split(",")}
-    step = 5 if args.quick else 1
-    idx = list(range(0, len(data), step))
-    splits = {
-        "tune (even)": [i for i in idx if i % 2 == 0],
-        "held-out (odd)": [i for i in idx if i % 2 == 1],
-        "all": idx,
-    }
+    parts = splits(len(data), args.quick)
+    idx = parts["all"]
     report = {
         "sessions": len(sessions),
         "chunks": chunks,
         "questions": len(idx),
         "build_seconds": round(built, 1),
         "splits": {
-            name: evaluate(data, runners, digest, sid_digest, ii) for name, ii in splits.items()
+            name: evaluate(data, runners, digest, sid_digest, ii) for name, ii in parts.items()
         },
     }
     with tempfile.TemporaryDirectory(prefix="memoryd-stdlib-") as std_home:
@@ -292,19 +224,7 @@ def main(argv=None) -> int:
         f"LongMemEval oracle: {report['sessions']} sessions, {chunks} chunks,"
         f" {len(idx)} questions{' (--quick)' if args.quick else ''}; store built in {built:.1f}s"
     )
-    for split, res in report["splits"].items():
-        print(f"\n{split}:")
-        print(
-            f"  {'runner':<9} {'answerable':>10} {'R@5':>7} {'R@10':>7} {'all@10':>7}"
-            f" {'share@10':>8} {'abstained':>10} {'p50 ms':>7} {'p95 ms':>7}"
-        )
-        for name, r in res.items():
-            print(
-                f"  {name:<9} {r['answerable']:>10} {r['recall@5']:>7.1%} {r['recall@10']:>7.1%}"
-                f" {r['recall_all@10']:>7.1%} {r['share@10']:>8.1%}"
-                f" {r['abstained']:>4}/{r['abs_questions']:<5}"
-                f" {r['p50_ms']:>7.2f} {r['p95_ms']:>7.2f}"
-            )
+    print_table(report["splits"])
     return 0
 
 
