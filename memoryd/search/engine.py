@@ -28,7 +28,6 @@ admitted; no argument disables the gate.
 
 from __future__ import annotations
 
-import os
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -37,6 +36,9 @@ from dataclasses import dataclass
 from memoryd.errors import UsageError
 from memoryd.search import gate as gate_mod
 from memoryd.search.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
+from memoryd.search.evidence import focus_hint as _focus_hint
+from memoryd.search.evidence import held as _held
+from memoryd.search.evidence import speaker_text as _speaker_text
 from memoryd.search.fts_query import phrase
 from memoryd.search.stats import TermStats, term_stats
 from memoryd.search.terms import (
@@ -56,10 +58,6 @@ MAX_LIMIT = 1000
 EXCERPT_CHARS = 320
 _FILE_CACHE = 512
 _CHUNK_CACHE = 200_000
-
-_SPEAKER_LINE = re.compile(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
-_ANY_SPEAKER_LINE = re.compile(_SPEAKER_LINE.pattern, re.I | re.M)
-_ROLE = {"user": "user", "human": "user", "me": "user"}
 
 
 @dataclass
@@ -181,48 +179,11 @@ def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
         files.popitem(last=False)
 
 
-def _speaker_text(text: str, speaker: str) -> str | None:
-    """The lines of ``speaker`` in a transcript chunk, or None if it is no transcript."""
-    if not _ANY_SPEAKER_LINE.search(text):
-        return None
-    current = None
-    mine: list[str] = []
-    found = False
-    for line in text.split("\n"):
-        m = _SPEAKER_LINE.match(line)
-        if m:
-            found = True
-            current = _ROLE.get(m.group(1).lower(), "assistant")
-            line = line[m.end() :]
-        if current == speaker:
-            mine.append(line)
-    return "\n".join(mine) if found else None
-
-
-def _held(p: gate_mod.Plan, tokens: Sequence[str]) -> set[str]:
-    """The focus terms (by their stem) among indexed ``tokens``, inflections included."""
-    if p.alias:
-        tokens = [p.alias.get(s, s) for s in tokens]
-    return set(p.focus_stems).intersection(tokens)
-
-
 def _stems(c: Candidate) -> list[str]:
     """Indexed stems of the candidate's text, tokenized once per query."""
     if c.tokens is None:
         c.tokens = stems(c.text) if c.text else []
     return c.tokens
-
-
-def _focus_hint(focus: Sequence[Term]) -> re.Pattern:
-    """Lowercase leading letters shared by each focus word as asked and its stem: a
-    line without any of them cannot hold the term (up to rare spelling variants)."""
-    prefixes = {
-        os.path.commonprefix([w, s])[:6] or s
-        for t in focus
-        for w, s in zip((t.word, *t.forms), t.all_stems, strict=False)
-    }
-    alts = "|".join(sorted(re.escape(x) for x in prefixes if x))
-    return re.compile(f"(?<![a-z])(?:{alts})" if alts else "$^")
 
 
 def _excerpt(text: str, focus: set[str], hint: re.Pattern, alias: dict[str, str]) -> str:

@@ -1,0 +1,64 @@
+"""Reading evidence text: who said a line, which focus terms a text holds.
+
+Generic helpers shared by project search (:mod:`memoryd.search.engine`) and
+archive search (:mod:`memoryd.archive.search`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+from memoryd.search import gate as gate_mod
+from memoryd.search.terms import Term
+
+SPEAKER_LINE = re.compile(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
+ANY_SPEAKER_LINE = re.compile(SPEAKER_LINE.pattern, re.I | re.M)
+_ROLE = {"user": "user", "human": "user", "me": "user"}
+
+
+def speaker_of(line: str) -> tuple[str | None, int]:
+    """``("user"|"assistant", end of the speaker prefix)`` of a transcript line, or
+    ``(None, 0)`` when the line names no speaker (it continues the previous turn)."""
+    m = SPEAKER_LINE.match(line)
+    if m is None:
+        return None, 0
+    return _ROLE.get(m.group(1).lower(), "assistant"), m.end()
+
+
+def speaker_text(text: str, speaker: str) -> str | None:
+    """The lines of ``speaker`` in a transcript chunk, or None if it is no transcript."""
+    if not ANY_SPEAKER_LINE.search(text):
+        return None
+    current = None
+    mine: list[str] = []
+    found = False
+    for line in text.split("\n"):
+        who, end = speaker_of(line)
+        if who is not None:
+            found = True
+            current = who
+            line = line[end:]
+        if current == speaker:
+            mine.append(line)
+    return "\n".join(mine) if found else None
+
+
+def held(p: gate_mod.Plan, tokens: Sequence[str]) -> set[str]:
+    """The focus terms (by their stem) among indexed ``tokens``, inflections included."""
+    if p.alias:
+        tokens = [p.alias.get(s, s) for s in tokens]
+    return set(p.focus_stems).intersection(tokens)
+
+
+def focus_hint(focus: Sequence[Term]) -> re.Pattern:
+    """Lowercase leading letters shared by each focus word as asked and its stem: a
+    line without any of them cannot hold the term (up to rare spelling variants)."""
+    prefixes = {
+        os.path.commonprefix([w, s])[:6] or s
+        for t in focus
+        for w, s in zip((t.word, *t.forms), t.all_stems, strict=False)
+    }
+    alts = "|".join(sorted(re.escape(x) for x in prefixes if x))
+    return re.compile(f"(?<![a-z])(?:{alts})" if alts else "$^")
