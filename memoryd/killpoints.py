@@ -3,7 +3,12 @@ process the Nth time (default: the first) it reaches ``NAME``.
 
 Names: ``before_commit`` (the group commit's work is done, COMMIT not yet
 issued), ``after_commit`` (committed, nothing else done yet),
-``after_checkpoint`` (a TRUNCATE checkpoint just succeeded).
+``after_checkpoint`` (a TRUNCATE checkpoint just succeeded); the archive and
+retention layers add their own (``RETENTION_NAMES``).
+
+With ``MEMORYD_KILL_ONCE=PATH`` only the first process to reach the point
+dies (it creates PATH): a respawned worker inherits the environment and must
+not die again at the same place.
 """
 
 from __future__ import annotations
@@ -12,7 +17,16 @@ import os
 import signal
 
 ENV = "MEMORYD_KILL_AT"
+ONCE_ENV = "MEMORYD_KILL_ONCE"
 NAMES = ("before_commit", "after_commit", "after_checkpoint")
+RETENTION_NAMES = (
+    "wave_after_check",
+    "wave_after_tombstone",
+    "wave_before_purge",
+    "archive_purge_chunk",
+    "archive_purge_final",
+    "retention_after_flush",
+)
 _hits: dict[str, int] = {}
 
 
@@ -24,5 +38,12 @@ def reach(name: str) -> None:
     if target != name:
         return
     _hits[name] = _hits.get(name, 0) + 1
-    if _hits[name] >= int(nth or 1):
-        os.kill(os.getpid(), signal.SIGKILL)
+    if _hits[name] < int(nth or 1):
+        return
+    once = os.environ.get(ONCE_ENV)
+    if once:
+        try:
+            os.close(os.open(once, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            return  # another process already died here
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,106 @@
+"""Issue 5, must show 4, with real processes: the retention worker is SIGKILLed
+mid-wave and right after a flush while its supervisor runs; the supervisor
+respawns it, the interrupted pass is redone idempotently, no live version is
+lost and no expired one becomes visible."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from memoryd.archive.owner import ArchiveOwner
+from memoryd.config import load_config
+from tests.conftest import status, wait_for
+
+pytestmark = pytest.mark.slow
+DAY = 86400
+
+
+def archive_sessions(cli, tmp_path: Path, count: int, *, days_old: int, tag: str) -> list[str]:
+    """Archive ``count`` one-turn transcripts created ``days_old`` days ago."""
+    stamp = time.time() - days_old * DAY
+    locators = []
+    for i in range(count):
+        path = tmp_path / f"{tag}{i}.jsonl"
+        line = {"role": "user", "content": f"note {tag} number {i} marker{tag}{i}",
+                "timestamp": stamp}  # fmt: skip
+        path.write_bytes(orjson.dumps(line) + b"\n")
+        res = cli("archive", "add", str(path), "--project", "p", "--json")
+        assert res.code == 0, res.stderr
+        locators.append(res.json()["locators"][0])
+    return locators
+
+
+@pytest.mark.parametrize(
+    "point, env",
+    [
+        ("wave_after_tombstone", {}),
+        ("wave_before_purge", {}),
+        ("retention_after_flush", {"MEMORYD_RETENTION_COMPACTION_DELETED_KEYS": "10"}),
+    ],
+)
+def test_retention_worker_killed_mid_wave_resumes_idempotently(
+    cli, home, tmp_path, background, point, env
+):
+    old = archive_sessions(cli, tmp_path, 12, days_old=200, tag="old")
+    recent = archive_sessions(cli, tmp_path, 6, days_old=1, tag="new")
+    once = tmp_path / "killed"
+    run_env = {**env, "MEMORYD_KILL_AT": f"{point}:1", "MEMORYD_KILL_ONCE": str(once),
+               "MEMORYD_RETENTION_TICK_SECONDS": "3600"}  # fmt: skip
+    sup = background("run", "--workers", "1", env=run_env)
+    sup.wait_running(1)
+
+    res = cli("retention", "run", "--force", "--json", env=run_env)
+    assert res.code == 0, res.stderr
+    assert once.exists(), f"the retention worker never reached {point}"
+    state = status(home)["supervisor"]
+    assert state["retention_worker"], "the supervisor respawned its retention worker"
+
+    # The pass the worker died in (the startup tick or the forced run) was redone.
+    def runs_done() -> list[dict] | None:
+        jobs = cli("jobs", "list", "--json").json()
+        runs = [j for j in jobs if j["payload"].get("op") == "retention_run"]
+        return runs if runs and all(j["state"] == "done" for j in runs) else None
+
+    runs = wait_for(runs_done, what="every retention pass done (a killed one backs off)")
+    redone = [j for j in runs if j["attempts"] >= 2 and "died" in (j["last_error"] or "")]
+    assert redone, runs
+
+    # Every old version expired, every recent one live, through the supervisor path.
+    for loc in old:
+        assert cli("archive", "get", loc, "--json").json()["status"] == "expired"
+    for loc in recent:
+        assert cli("archive", "get", loc, "--json").json()["status"] == "live"
+    for i in (0, 5, 11):
+        gone = cli("archive", "search", f"markerold{i}", "--project", "p", "--json").json()
+        assert gone["status"] == "abstained" and gone["items"] == []
+    kept = cli("archive", "search", "markernew3", "--project", "p", "--json").json()
+    assert [item["locator"] for item in kept["items"]] == [recent[3]]
+    sup.terminate()
+
+    # Reopened embedded after the supervisor stopped: postings match payloads,
+    # and a second forced pass changes nothing.
+    with ArchiveOwner(home, load_config(home)) as owner:
+        assert owner.store.verify_postings()["ok"]
+        before = owner.store.counts()
+    again = cli("retention", "run", "--force", "--json")
+    assert again.code == 0, again.stderr
+    with ArchiveOwner(home, load_config(home)) as owner:
+        assert owner.store.counts() == before
+
+
+def test_supervisor_routes_archive_work_to_one_retention_worker(cli, home, tmp_path, background):
+    archive_sessions(cli, tmp_path, 2, days_old=1, tag="a")
+    sup = background("run", "--workers", "2")
+    sup.wait_running(2)
+    worker = wait_for(lambda: status(home)["supervisor"]["retention_worker"], what="retention")
+    # while the supervisor runs, the archive is its retention worker's alone
+    archive_sessions(cli, tmp_path, 2, days_old=1, tag="b")
+    for tag in ("a1", "b0"):
+        found = cli("archive", "search", f"marker{tag}", "--project", "p", "--json").json()
+        assert found["status"] == "ok" and len(found["items"]) == 1
+    assert status(home)["supervisor"]["retention_worker"] == worker
+    sup.terminate()
