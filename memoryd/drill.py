@@ -10,7 +10,14 @@ finishes the work, and the drill checks the crash contract:
 - no effect applied twice: one effect row per done ``noop`` job, none twice;
 - every job ends done (none dead);
 - the index equals the repository (same paths and content hashes);
-- ``rebuild --verify`` equal and ``PRAGMA integrity_check`` ok.
+- ``rebuild --verify`` equal and ``PRAGMA integrity_check`` ok;
+- archive: every recent transcript is live and found by search, every
+  transcript past its retention age is expired and never returned, and the
+  archive's derived postings match its canonical payloads.
+
+Each cycle also archives two transcripts (one recent, one past its age) and
+runs a forced retention pass, so kills land in the retention worker too: at
+random moments and at the archive's kill points (mid-wave, after a flush).
 """
 
 from __future__ import annotations
@@ -31,13 +38,21 @@ from pathlib import Path
 import orjson
 
 from memoryd.api import Memoryd
+from memoryd.archive.jobs import ARCHIVE_OP
+from memoryd.archive.owner import ArchiveOwner
+from memoryd.archive.transcripts import doc_id
 from memoryd.config import SUPERVISOR_STATE_FILE, load_config
 from memoryd.ingest.chunking import digest
 from memoryd.killpoints import ENV as KILL_ENV
 from memoryd.killpoints import NAMES as KILL_POINTS
+from memoryd.killpoints import ONCE_ENV
+from memoryd.killpoints import RETENTION_NAMES as RETENTION_KILL_POINTS
+from memoryd.queue import JobSpec
 from memoryd.storage import open_authority
 
 REPO_FILES = 40
+DAY = 86400.0
+ARCHIVE_OLD_DAYS = 200  # past every class's default age
 NOOPS_PER_CYCLE = 500
 SLEEPS_PER_CYCLE = 12  # keeps workers busy for a moment, so random kills land mid-work
 SLEEP_SECONDS = 0.05
@@ -53,6 +68,7 @@ class Drill:
         self.workers = workers
         self.kills: Counter = Counter()
         self.violations: list[str] = []
+        self.sessions: list[tuple[str, str, str]] = []  # (session, "recent"|"old", token)
 
     # -- processes -------------------------------------------------------------
 
@@ -69,10 +85,11 @@ class Drill:
         if proc.returncode != 0:
             self.violations.append(f"recovery run failed: {proc.stderr.strip()[-500:]}")
 
-    def _start_supervisor(self, kill_at: str | None) -> subprocess.Popen:
-        env = {k: v for k, v in os.environ.items() if k != KILL_ENV}
+    def _start_supervisor(self, kill_at: str | None, once: Path) -> subprocess.Popen:
+        env = {k: v for k, v in os.environ.items() if k not in (KILL_ENV, ONCE_ENV)}
         if kill_at:
             env[KILL_ENV] = kill_at
+            env[ONCE_ENV] = str(once)  # a respawned worker must not die there again
         return subprocess.Popen(
             self._cmd("run", "--drain", "--workers", str(self.workers)),
             env=env,
@@ -80,14 +97,15 @@ class Drill:
             stderr=subprocess.DEVNULL,
         )
 
-    def _worker_pids(self, sup: subprocess.Popen) -> list[int]:
+    def _supervisor_state(self, sup: subprocess.Popen) -> dict:
         try:
             state = orjson.loads((self.home / SUPERVISOR_STATE_FILE).read_bytes())
         except (OSError, orjson.JSONDecodeError):
-            return []
-        if state.get("pid") != sup.pid:
-            return []
-        return [w["pid"] for w in state.get("workers", [])]
+            return {}
+        return state if state.get("pid") == sup.pid else {}
+
+    def _worker_pids(self, sup: subprocess.Popen) -> list[int]:
+        return [w["pid"] for w in self._supervisor_state(sup).get("workers", [])]
 
     # -- workload --------------------------------------------------------------
 
@@ -118,19 +136,48 @@ class Drill:
             md.ingest(self.repo, PROJECT)
             md.add_jobs("noop", count=NOOPS_PER_CYCLE)
             md.add_jobs("sleep", count=SLEEPS_PER_CYCLE, payload={"seconds": SLEEP_SECONDS})
+            md.queue.enqueue_many(self._archive_jobs())
         finally:
             md.close()
+
+    def _archive_jobs(self) -> list[JobSpec]:
+        """Two transcripts, one recent and one past its retention age, then a forced pass."""
+        now = time.time()
+        jobs = []
+        for kind, age_days in (("recent", 1), ("old", ARCHIVE_OLD_DAYS)):
+            session = f"{kind}-{len(self.sessions)}"
+            token = f"zq{self.rng.randrange(10**9)}"
+            self.sessions.append((session, kind, token))
+            args = {
+                "project": PROJECT,
+                "session": session,
+                "created_at": now - age_days * DAY,
+                "content": f"user: where is {token} kept?\nassistant: {token} is in the vault",
+                "turns": 2,
+                "tools": [{"content": f"$ find {token}", "timestamp": None}],
+            }
+            jobs.append(JobSpec(ARCHIVE_OP, {"op": "add", "args": args}))
+        jobs.append(JobSpec(ARCHIVE_OP, {"op": "retention_run", "args": {"force": True}}))
+        return jobs
 
     # -- one cycle -------------------------------------------------------------
 
     def cycle(self, n: int) -> None:
         self._edit_repo()
         self._enqueue()
-        target = self.rng.choice(["supervisor", "supervisor", "worker", "both"])
-        point = self.rng.choice([None, *KILL_POINTS]) if target == "supervisor" else None
-        kill_at = f"{point}:{self.rng.randint(1, 4)}" if point else None
-        sup = self._start_supervisor(kill_at)
-        done_before = self._kill(sup, target, point)
+        target = self.rng.choice(["supervisor", "supervisor", "worker", "both", "retention"])
+        point = None
+        if target == "supervisor":
+            point = self.rng.choice([None, *KILL_POINTS])
+        elif target == "retention":
+            point = self.rng.choice([None, *RETENTION_KILL_POINTS])
+        kill_at = f"{point}:{self.rng.randint(1, 4) if target == 'supervisor' else 1}"
+        once = self.home / f"killed-{n}"
+        sup = self._start_supervisor(kill_at if point else None, once)
+        if target == "retention":
+            done_before = self._kill_retention(sup, point, once)
+        else:
+            done_before = self._kill(sup, target, point)
         self._drain()
         self._verify(n, done_before)
 
@@ -160,6 +207,23 @@ class Drill:
             _sigkill(sup.pid) if sup.poll() is None else None
         sup.wait(timeout=RUN_TIMEOUT)
         self.kills[f"random_{target}"] += 1
+        return done
+
+    def _kill_retention(self, sup: subprocess.Popen, point: str | None, once: Path):
+        """Kill the retention worker (at a named point, or at a random moment) while its
+        supervisor keeps going: it must respawn it and redo the archive job."""
+        if point is None:
+            time.sleep(self.rng.uniform(0.3, 1.0))
+            pid = self._supervisor_state(sup).get("retention_worker")
+            if pid and sup.poll() is None:
+                _sigkill(pid)
+                self.kills["random_retention"] += 1
+            else:
+                self.kills["finished_before_kill"] += 1
+        done = self._done_jobs()
+        sup.wait(timeout=RUN_TIMEOUT)
+        if point:
+            self.kills[point if once.exists() else "not_reached"] += 1
         return done
 
     # -- checks ----------------------------------------------------------------
@@ -210,6 +274,7 @@ class Drill:
             fail(f"index differs from the repository: {len(indexed)} vs {len(on_disk)} files")
         if self._query("PRAGMA integrity_check") != [("ok",)]:
             fail("integrity_check failed")
+        self._verify_archive(fail)
         md = Memoryd(self.home)
         try:
             verify = md.rebuild(verify=True)
@@ -217,6 +282,25 @@ class Drill:
             md.close()
         if not verify["equal"]:
             fail(f"rebuild --verify differs: {verify['mismatches']}")
+
+    def _verify_archive(self, fail: Callable[[str], None]) -> None:
+        """After recovery and one more complete forced pass (a killed add may have been
+        redone after the cycle's pass): recent transcripts live and found, old ones
+        expired and never returned. Reads take no retrieval leases (those protect)."""
+        with ArchiveOwner(self.home, load_config(self.home)) as owner:
+            owner.maintenance.tick(force=True)
+            for session, kind, token in self.sessions:
+                versions = owner.store.versions(doc_id("s", PROJECT, session))
+                statuses = {v.status for v in versions}
+                hits = owner.store.search(PROJECT, [token], limit=10)
+                returned = any(hit.session == session for hit in hits)
+                if kind == "recent" and (statuses != {"live"} or not returned):
+                    fail(f"recent transcript {session} is {statuses}, found={returned}")
+                if kind == "old" and (statuses != {"expired"} or returned):
+                    fail(f"old transcript {session} is {statuses}, found={returned}")
+            postings = owner.store.verify_postings()
+            if not postings["ok"]:
+                fail(f"archive postings differ from payloads: {postings}")
 
 
 def _sigkill(pid: int) -> None:
