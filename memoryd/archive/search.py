@@ -1,38 +1,87 @@
 """Archive search: the project search's evidence-coverage gate over archive versions.
 
-Candidates come from the archive's exact-term BM25 (live versions only). A
-transcript is judged turn by turn, not as a whole session: each candidate is
-read as windows of a few consecutive lines and admitted by its best window
-under :func:`memoryd.search.gate.admit`, so a session holding every common
-word somewhere does not pass on that alone. Term statistics are the archive's
-own (document frequencies over live versions). Returned versions get a short
-retrieval lease so retention cannot expire them while the caller reads them.
+Candidates come from the archive's exact-term BM25 (live versions only) over
+the focus terms and those of their inflections the archive holds (the archive
+indexes exact words; the gate compares porter stems). A transcript is judged
+turn by turn, not as a whole session: each candidate is read as windows of
+``window`` consecutive lines (turns) and admitted by its best window under
+:func:`memoryd.search.gate.admit`, so a session holding every common word
+somewhere does not pass on that alone. Then, as project search does:
+
+* **speaker attribution**: when the question asks what the user said ("my",
+  "I") or what the assistant said ("you recommended"), the most specific
+  focus term a window holds must be on that speaker's lines of the window;
+* **named entities** of the question must be held by some admitted window
+  (on the asked speaker's lines), else the search abstains naming them;
+* **ranking** fuses, by reciprocal rank, the archive's BM25 order with the
+  specificity-weighted coverage of the best window and of the whole session.
+
+Term statistics are the archive's own (document frequencies over live
+versions). Returned versions get a short retrieval lease so retention cannot
+expire them while the caller reads them.
 """
 
 from __future__ import annotations
 
+import re
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from memoryd.archive.owner import ArchiveOwner
+from memoryd.errors import UsageError
 from memoryd.search import gate, terms
-from memoryd.storage.archive import utc_iso
+from memoryd.search.evidence import focus_hint, held, speaker_of
+from memoryd.storage.archive import Hit, tokenize, utc_iso
 
 WINDOW_LINES = 3  # a question's evidence is usually one exchange: a turn and its answer
 CANDIDATE_POOL = 50
+RRF_K = 60
+EXCERPT_CHARS = 600
+MAX_LIMIT = 1000
+_DOC_CACHE = 128  # decoded versions (text and line stems) kept between queries
+
+# Inflectional endings tried on a term's stem and word; a form is kept only when it
+# stems back to the term and the archive holds it.
+_ENDINGS = ("", "s", "es", "ed", "d", "ing", "e", "er", "ers", "ly", "ies", "ied", "y")
+
+
+@dataclass(frozen=True)
+class Tuning:
+    window: int = WINDOW_LINES
+    pool: int = CANDIDATE_POOL
+    inflections: bool = False  # candidates by every inflection the archive holds
+    speaker: bool = True  # the asked speaker must have said the most specific term
+    entity_speaker: bool = True  # named entities evidenced on the asked speaker's lines
+    w_bm25: float = 1.0
+    w_window: float = 1.0
+    w_session: float = 1.0
+    gate: gate.Tuning = gate.DEFAULT
+
+
+DEFAULT = Tuning()
 
 
 class ArchiveStats:
     """What the gate asks of term statistics, from the archive's live-version counts.
 
     The archive indexes exact lowercase words; a query term counts as often as the
-    commonest of its asked forms.
+    commonest of its forms (as asked, irregular forms, inflections the archive holds).
     """
 
-    def __init__(self, owner: ArchiveOwner, project: str, query: terms.Query) -> None:
-        self.chunks = owner.store.corpus_stats(project).versions
-        forms = {t.stem: {t.word, *t.forms} for t in query.terms}
-        raw = owner.store.term_stats(project, {w for ws in forms.values() for w in ws})
-        self._df = {s: max((raw.get(w, 0) for w in ws), default=0) for s, ws in forms.items()}
+    def __init__(self, owner: ArchiveOwner, project: str, query: terms.Query, inflect=True):
+        store = owner.store
+        self.chunks = store.corpus_stats(project).versions
+        tried = {
+            t.stem: _candidate_forms(t) if inflect else {t.word, *t.forms} for t in query.terms
+        }
+        raw = store.term_stats(project, {w for ws in tried.values() for w in ws})
+        # the exact words of each term that the archive holds (at least the asked ones)
+        self.forms = {
+            s: sorted({w for w in ws if raw.get(w)} | {t.word, *t.forms})
+            for t in query.terms
+            for s, ws in [(t.stem, tried[t.stem])]
+        }
+        self._df = {s: max((raw.get(w, 0) for w in tried[s]), default=0) for s in tried}
         for t in query.terms:
             for alt in t.alts:
                 self._df.setdefault(alt, self._df[t.stem])
@@ -41,79 +90,200 @@ class ArchiveStats:
         return self._df.get(stem, 0)
 
 
+def _candidate_forms(t: terms.Term) -> set[str]:
+    """Exact words that may be inflections of ``t`` (checked by stemming them)."""
+    bases = {t.word, t.stem}
+    if t.stem.endswith("i"):
+        bases.add(t.stem[:-1] + "y")
+    if len(t.stem) > 2 and t.stem[-1] not in "aeiouwxy" and t.stem[-2] in "aeiou":
+        bases.add(t.stem + t.stem[-1])  # doubled consonant: plan -> planned, planning
+    out = {t.word, *t.forms}
+    stems = set(t.all_stems)
+    for base in bases:
+        for end in _ENDINGS:
+            w = base + end
+            if w not in out and len(w) <= 64 and terms.stem(w) in stems:
+                out.add(w)
+    return {w for w in out if tokenize(w) == [w]}
+
+
+class _Doc:
+    """One version's lines, speakers and (lazily) line stems."""
+
+    __slots__ = ("lines", "speakers", "_stems")
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.split("\n")
+        self.speakers: list[str | None] = []
+        current = None
+        for line in self.lines:
+            who, _ = speaker_of(line)
+            current = who or current
+            self.speakers.append(current)
+        self._stems: dict[int, list[str]] = {}
+
+    def stems(self, i: int) -> list[str]:
+        got = self._stems.get(i)
+        if got is None:
+            got = self._stems[i] = terms.stems(self.lines[i])
+        return got
+
+
+_docs: OrderedDict[tuple[str, str], _Doc] = OrderedDict()
+
+
+def _load(owner: ArchiveOwner, locator: str) -> _Doc | None:
+    """A live version's parsed text (versions never change; liveness checked here)."""
+    key = (str(owner.path), locator)
+    doc = _docs.get(key)
+    if doc is not None:
+        _docs.move_to_end(key)
+        return doc
+    got = owner.store.get(locator)
+    if got.get("status") != "live":
+        return None
+    doc = _docs[key] = _Doc(got["content"])
+    while len(_docs) > _DOC_CACHE:
+        _docs.popitem(last=False)
+    return doc
+
+
 @dataclass
-class _Best:
-    verdict: gate.Verdict
-    start: int
-    end: int
-    matched: set[str]
+class _Cand:
+    hit: Hit
+    rank: int
+    doc: _Doc
+    line_held: list[set[str]]  # focus stems held by each line
+    verdict: gate.Verdict | None = None
+    start: int = 0
+    end: int = 0
+    matched: set[str] | None = None
+    spoken: set[str] | None = None
+    session: float = 0.0
 
 
-def _best_window(plan: gate.Plan, lines: list[str]) -> _Best | None:
-    line_stems = [set(terms.stems(line)) for line in lines]
-    best: _Best | None = None
-    for start in range(max(1, len(lines) - WINDOW_LINES + 1)):
-        end = min(len(lines), start + WINDOW_LINES)
-        matched = set().union(*line_stems[start:end])
-        matched |= {plan.alias[s] for s in matched if s in plan.alias}
-        verdict = gate.admit(plan, matched)
-        if verdict.admitted and (best is None or verdict.weighted > best.verdict.weighted):
-            best = _Best(verdict, start, end, matched)
-    return best
+def _line_held(p: gate.Plan, doc: _Doc, hint: re.Pattern) -> list[set[str]]:
+    out: list[set[str]] = []
+    for i, line in enumerate(doc.lines):
+        out.append(held(p, doc.stems(i)) if hint.search(line.lower()) else set())
+    return out
+
+
+def _best_window(p: gate.Plan, c: _Cand, q: terms.Query, t: Tuning) -> None:
+    n = len(c.doc.lines)
+    size = max(1, t.window)
+    best = None
+    for start in range(max(1, n - size + 1)):
+        end = min(n, start + size)
+        matched = set().union(*c.line_held[start:end])
+        if not matched:
+            continue
+        verdict = gate.admit(p, matched)
+        if not verdict.admitted:
+            continue
+        spoken = None
+        if q.speaker and (t.speaker or t.entity_speaker):
+            spoken = set().union(
+                *(c.line_held[i] for i in range(start, end) if c.doc.speakers[i] == q.speaker)
+            )
+            if t.speaker:
+                top = max(matched, key=lambda s: p.weights[s])
+                if top not in spoken:
+                    continue
+        if best is None or verdict.weighted > best[0].weighted:
+            best = (verdict, start, end, matched, spoken)
+    if best is not None:
+        c.verdict, c.start, c.end, c.matched, c.spoken = best
 
 
 def _abstain(gap: str) -> dict:
     return {"status": "abstained", "items": [], "gap": gap}
 
 
-def search_archive(owner: ArchiveOwner, project: str, query: str, limit: int, now: float) -> dict:
+def search_archive(
+    owner: ArchiveOwner,
+    project: str,
+    query: str,
+    limit: int,
+    now: float,
+    tuning: Tuning | None = None,
+) -> dict:
+    """Gated search of ``project``'s live archive versions; ``tuning`` is for measurement."""
+    if not isinstance(query, str):
+        raise UsageError("the query must be text")
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"limit must be an integer from 1 to {MAX_LIMIT}")
+    t = tuning or DEFAULT
     q = terms.analyze(query)
     if not q.terms:
-        return _abstain(f"the question has no searchable terms for project {project!r}")
-    stats = ArchiveStats(owner, project, q)
-    plan = gate.plan(q, stats)
-    words = sorted({w for t in q.terms for w in (t.word, *t.forms)})
-    hits = owner.store.search(project, words, limit=CANDIDATE_POOL)
-    admitted = []
-    for hit in hits:
-        doc = owner.store.get(hit.locator)
-        if doc["status"] != "live":
+        return _abstain(
+            f"the question has no searchable terms for archive project {project!r}"
+            " (only function words or memory phrasing); say what the evidence should contain"
+        )
+    stats = ArchiveStats(owner, project, q, t.inflections)
+    p = gate.plan(q, stats, t.gate)
+    if not p.focus:
+        return _abstain(
+            f"every term of the question occurs across much of archive project {project!r},"
+            " so none can single out evidence; name something more specific"
+        )
+    words = sorted({w for term in p.focus for w in stats.forms[term.stem]})
+    hits = owner.store.search(project, words, limit=max(t.pool, limit))
+    hint = focus_hint(p.focus)
+    cands: list[_Cand] = []
+    for rank, hit in enumerate(hits):
+        doc = _load(owner, hit.locator)
+        if doc is None:
             continue
-        lines = doc["content"].split("\n")
-        best = _best_window(plan, lines)
-        if best:
-            admitted.append((hit, doc, best, lines))
-    missing = gate.missing_entities(plan, [b.matched for _, _, b, _ in admitted])
-    if missing:
+        c = _Cand(hit, rank, doc, _line_held(p, doc, hint))
+        _best_window(p, c, q, t)
+        if c.verdict is not None:
+            c.session = gate.coverage(p, set().union(*c.line_held))[1]
+            cands.append(c)
+    if cands and t.entity_speaker and q.speaker:
+        seen = [c.spoken if c.spoken is not None else c.matched for c in cands]
+    else:
+        seen = [c.matched for c in cands]
+    missing = gate.missing_entities(p, [s for s in seen if s is not None])
+    if cands and missing:
         return _abstain(
             f"insufficient evidence in archive project {project!r}: nothing admitted "
-            f"mentions {', '.join(repr(m) for m in missing)} (this does not show the fact "
-            "does not exist)"
+            f"mentions {', '.join(repr(m) for m in missing)}; what was found is about other"
+            " things (this does not show the fact does not exist)"
         )
-    if not admitted:
-        focus = ", ".join(repr(t.word) for t in plan.focus) or "no focus terms"
+    if not cands:
+        focus = ", ".join(repr(term.word) for term in p.focus)
         return _abstain(
             f"insufficient evidence in archive project {project!r}: no turn holds enough of "
             f"the asked terms ({focus}) (this does not show the fact does not exist)"
         )
-    admitted.sort(key=lambda a: (-a[2].verdict.weighted, -a[0].score))
-    top = admitted[:limit]
+    fused = {id(c): 0.0 for c in cands}
+    for weight, key in (
+        (t.w_bm25, lambda c: c.rank),
+        (t.w_window, lambda c: (-c.verdict.weighted, c.rank)),
+        (t.w_session, lambda c: (-c.session, c.rank)),
+    ):
+        if weight > 0:
+            for i, c in enumerate(sorted(cands, key=key)):
+                fused[id(c)] += weight / (RRF_K + i + 1)
+    total = (t.w_bm25 + t.w_window + t.w_session) / (RRF_K + 1) or 1.0
+    ranked = sorted(cands, key=lambda c: (-fused[id(c)], c.rank))[:limit]
     owner.store.take_retrieval_leases(
-        [h.locator for h, *_ in top],
+        [c.hit.locator for c in ranked],
         seconds=float(owner.config.retention_retrieval_lease_seconds),
         now=now,
     )
     items = [
         {
-            "path": hit.session or hit.doc_id,
-            "start_line": best.start + 1,
-            "end_line": best.end,
-            "score": round(best.verdict.weighted, 4),
-            "excerpt": "\n".join(lines[best.start : best.end])[:600],
-            "locator": hit.locator,
-            "class": hit.cls,
-            "created_at": utc_iso(hit.created_at),
+            "path": c.hit.session or c.hit.doc_id,
+            "start_line": c.start + 1,
+            "end_line": c.end,
+            "score": round(fused[id(c)] / total, 4),
+            "excerpt": "\n".join(c.doc.lines[c.start : c.end])[:EXCERPT_CHARS],
+            "locator": c.hit.locator,
+            "class": c.hit.cls,
+            "created_at": utc_iso(c.hit.created_at),
         }
-        for hit, _doc, best, lines in top
+        for c in ranked
     ]
     return {"status": "ok", "items": items, "gap": None}
