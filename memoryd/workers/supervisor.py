@@ -140,6 +140,7 @@ class Supervisor:
         self.buffers: dict[str, deque[ClaimedJob]] = {JOBS_POOL: deque(), RETENTION_POOL: deque()}
         self.retention_kinds: list[str] = []
         self.next_pool_check = 0.0
+        self.first_look = True
         self.next_periodic: dict[str, float] = {}
         self.finished: list[tuple[ClaimedJob, Outcome]] = []
         self.lost: list[tuple[ClaimedJob, str]] = []  # jobs whose worker died
@@ -282,6 +283,11 @@ class Supervisor:
                 return
 
     def _wait_timeout(self) -> float:
+        """No wait before the first look at the queue, nor while claimed jobs wait for a
+        free worker."""
+        if self.first_look:
+            self.first_look = False
+            return 0.0
         if any(self.buffers[pool] and self._free_slots(pool) for pool in self.buffers):
             return 0.0
         return float(self.config.poll_seconds)
