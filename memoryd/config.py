@@ -17,6 +17,7 @@ from memoryd.errors import ConfigError
 MiB = 1024 * 1024
 
 AUTHORITY_FILE = "authority.db"
+ARCHIVE_DIR = "archive"  # the RocksDB evidence archive, inside the home
 CONFIG_FILE = "memoryd.toml"
 SUPERVISOR_LOCK_FILE = "supervisor.lock"
 SUPERVISOR_STATE_FILE = "supervisor.json"

@@ -12,9 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memoryd.archive.ops import OPS, run_op
-from memoryd.archive.owner import ArchiveOwner, archive_path
-from memoryd.config import Config
+from memoryd.config import ARCHIVE_DIR, Config
 from memoryd.errors import BadPayload
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.workers.contract import (
@@ -30,12 +28,21 @@ ARCHIVE_OP = "archive.op"
 RETENTION_POOL = "retention"
 
 
+# The archive (RocksDB) is imported only where it is opened: the supervisor and
+# the job workers register this kind but never touch the archive.
+
+
 def _validate(payload: Any) -> None:
+    from memoryd.archive.ops import OPS
+
     if not isinstance(payload, dict) or payload.get("op") not in OPS:
         raise BadPayload(f'archive.op needs {{"op": one of {sorted(OPS)}, "args": {{...}}}}')
 
 
 def _run(ctx: WorkContext, payload: dict) -> dict:
+    from memoryd.archive.ops import run_op
+    from memoryd.archive.owner import ArchiveOwner
+
     owner = ctx.resource("archive", lambda: ArchiveOwner(ctx.home, ctx.config))
     return run_op(owner, payload["op"], payload.get("args") or {})
 
@@ -47,7 +54,7 @@ def _apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
 
 def _tick(home: Path, config: Config) -> JobSpec | None:
     """The retention maintenance tick, once the archive exists."""
-    if not archive_path(home).exists():
+    if not (home / ARCHIVE_DIR).exists():
         return None
     return JobSpec(ARCHIVE_OP, {"op": "retention_run", "args": {}}, dedupe_key="retention.tick")
 

@@ -8,12 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memoryd.config import Config
+from memoryd.config import ARCHIVE_DIR, Config
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.maintenance import Maintenance
 from memoryd.storage.archive import ArchiveStore
-
-ARCHIVE_DIR = "archive"
 
 
 def archive_path(home: Path) -> Path:
