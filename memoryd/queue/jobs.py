@@ -157,6 +157,28 @@ class JobQueue:
         ).fetchone()
         return row is not None
 
+    def complete_many_in(self, tx: apsw.Connection, jobs: Iterable[ClaimedJob]) -> set[int]:
+        """Mark done every job whose lease is still ours, one statement per lease token.
+
+        Returns the ids marked done; a job missing from it lost its lease (it was
+        reclaimed and claimed again) and nothing of its result may be applied.
+        """
+        by_token: dict[str, list[int]] = {}
+        for job in jobs:
+            by_token.setdefault(job.token, []).append(job.id)
+        now = time.time()
+        done: set[int] = set()
+        for token, ids in by_token.items():
+            rows = tx.execute(
+                "UPDATE jobs SET state = 'done', finished_at = ?, updated_at = ?,"
+                " lease_owner = NULL, lease_expires = NULL"
+                " WHERE lease_token = ? AND state = 'claimed'"
+                " AND id IN (SELECT value FROM json_each(?)) RETURNING id",
+                (now, now, token, orjson.dumps(ids).decode()),  # text: a blob would be JSONB
+            )
+            done.update(r[0] for r in rows)
+        return done
+
     def complete(self, job: ClaimedJob) -> bool:
         return self.db.write(lambda tx: self.complete_in(tx, job))
 

@@ -445,7 +445,8 @@ class Supervisor:
         for kind, items in by_kind.items():
             try:
                 with self.db.savepoint("apply"):
-                    accepted = [(j, v) for j, v in items if self.queue.complete_in(tx, j)]
+                    done = self.queue.complete_many_in(tx, (j for j, _ in items))
+                    accepted = [(j, v) for j, v in items if j.id in done]
                     applier = job_kind(kind).apply
                     if accepted and applier:
                         applier(ApplyContext(tx, self.queue, self.config), accepted)
