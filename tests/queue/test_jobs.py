@@ -167,6 +167,25 @@ def test_late_result_after_reclaim_is_rejected_in_process(db, q: JobQueue) -> No
     assert effects(db, first.id) == 1
 
 
+def test_complete_many_accepts_only_jobs_whose_lease_is_still_ours(db, q: JobQueue) -> None:
+    """The supervisor's group completion: one statement per token, same fencing."""
+    q.enqueue_many([JobSpec("noop", {"i": i}) for i in range(6)])
+    batch = q.claim("a", 6, 60)
+    stale = batch[0]
+    expire(db, stale.id)
+    assert db.write(q.reclaim_expired_in) == 1
+    make_ready(db, stale.id)
+    [again] = q.claim("b", 1, 60)
+    assert again.id == stale.id
+    forged = ClaimedJob(batch[1].id, "noop", b"null", "forged", 1, None)
+    assert db.write(lambda tx: q.complete_many_in(tx, [stale, forged])) == set()
+    assert row(db, stale.id)["state"] == "claimed"  # still b's, untouched
+    done = db.write(lambda tx: q.complete_many_in(tx, [*batch[1:], again]))
+    assert done == {j.id for j in batch}
+    assert db.write(lambda tx: q.complete_many_in(tx, batch)) == set(), "no second completion"
+    assert {row(db, j.id)["state"] for j in batch} == {"done"}
+
+
 # -- failure, backoff, dead-letter, retry -----------------------------------------------
 
 
