@@ -23,7 +23,14 @@ from memoryd.archive import ops as archive_ops
 from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.transcripts import parse_jsonl, parse_time
-from memoryd.config import SETTINGS, SUPERVISOR_STATE_FILE, default_home, load_config
+from memoryd.config import (
+    ARCHIVE_POLL_SECONDS,
+    ARCHIVE_WAIT_SECONDS,
+    SETTINGS,
+    SUPERVISOR_STATE_FILE,
+    default_home,
+    load_config,
+)
 from memoryd.errors import BadPayload, HomeNotWritable, MemorydError, StoreBusy, UsageError
 from memoryd.ingest import runner as ingest_runner
 from memoryd.queue import STATES, JobQueue, JobSpec
@@ -34,9 +41,6 @@ from memoryd.storage.effects import effect_counts
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes, wal_reader_pids
 from memoryd.workers.contract import job_kind, kind_names
 from memoryd.workers.supervisor import Supervisor, running_supervisor
-
-ARCHIVE_WAIT_SECONDS = 120.0
-ARCHIVE_POLL_SECONDS = 0.02
 
 
 def parse_payload(text: str | None) -> Any:

@@ -18,6 +18,8 @@ MiB = 1024 * 1024
 
 AUTHORITY_FILE = "authority.db"
 ARCHIVE_DIR = "archive"  # the RocksDB evidence archive, inside the home
+ARCHIVE_WAIT_SECONDS = 120.0  # a CLI archive command waits this long for its job
+ARCHIVE_POLL_SECONDS = 0.02
 CONFIG_FILE = "memoryd.toml"
 SUPERVISOR_LOCK_FILE = "supervisor.lock"
 SUPERVISOR_STATE_FILE = "supervisor.json"
