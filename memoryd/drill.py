@@ -53,6 +53,7 @@ from memoryd.storage import open_authority
 REPO_FILES = 40
 DAY = 86400.0
 ARCHIVE_OLD_DAYS = 200  # past every class's default age
+ARCHIVE_RECHECK = 20  # earlier transcripts re-checked each cycle, at random
 NOOPS_PER_CYCLE = 500
 SLEEPS_PER_CYCLE = 12  # keeps workers busy for a moment, so random kills land mid-work
 SLEEP_SECONDS = 0.05
@@ -69,6 +70,7 @@ class Drill:
         self.kills: Counter = Counter()
         self.violations: list[str] = []
         self.sessions: list[tuple[str, str, str]] = []  # (session, "recent"|"old", token)
+        self.base = self.base_effect = 0  # largest job / effect id before this cycle
 
     # -- processes -------------------------------------------------------------
 
@@ -163,6 +165,7 @@ class Drill:
     # -- one cycle -------------------------------------------------------------
 
     def cycle(self, n: int) -> None:
+        self._mark_cycle_start()
         self._edit_repo()
         self._enqueue()
         target = self.rng.choice(["supervisor", "supervisor", "worker", "both", "retention"])
@@ -233,9 +236,22 @@ class Drill:
             return db.query(sql, args)
 
     def _done_jobs(self) -> dict[int, float]:
+        """Done jobs of this cycle (earlier cycles were verified when they ended)."""
         if not (self.home / "authority.db").exists():
             return {}
-        return dict(self._query("SELECT id, finished_at FROM jobs WHERE state = 'done'"))
+        return dict(
+            self._query(
+                "SELECT id, finished_at FROM jobs WHERE id > ? AND state = 'done'", (self.base,)
+            )
+        )
+
+    def _mark_cycle_start(self) -> None:
+        """Checks stay proportional to one cycle's work, however long the drill runs."""
+        if not (self.home / "authority.db").exists():
+            self.base = self.base_effect = 0
+            return
+        self.base = self._query("SELECT coalesce(max(id), 0) FROM jobs")[0][0]
+        self.base_effect = self._query("SELECT coalesce(max(id), 0) FROM job_effects")[0][0]
 
     def _verify(self, n: int, done_before: dict[int, float]) -> None:
         def fail(message: str) -> None:
@@ -247,21 +263,28 @@ class Drill:
                 fail(f"job {job} was done before the kill and is not now")
             elif done_after[job] != finished:
                 fail(f"job {job} was done before the kill and ran again")
+        # every job of every cycle: the states other than done have partial indexes
         for job, state, error in self._query(
-            "SELECT id, state, last_error FROM jobs WHERE state != 'done'"
+            "SELECT id, state, last_error FROM jobs WHERE state IN ('queued', 'failed')"
+            " UNION ALL SELECT id, state, last_error FROM jobs WHERE state = 'claimed'"
+            " UNION ALL SELECT id, state, last_error FROM jobs WHERE state = 'dead'"
         ):
             fail(f"job {job} ended {state}: {error}")
-        twice = self._query(
-            "SELECT job_id, count(*) FROM job_effects GROUP BY 1 HAVING count(*) > 1"
+        applied = Counter(
+            job for (job,) in self._query(
+                "SELECT job_id FROM job_effects WHERE id > ?", (self.base_effect,))
+        )  # fmt: skip
+        for job, count in applied.items():
+            if count > 1:
+                fail(f"job {job} applied {count} times")
+            if job <= self.base:
+                fail(f"job {job} of an earlier cycle was applied again")
+        with_effects = self._query(
+            "SELECT id FROM jobs WHERE id > ? AND kind IN ('noop', 'sleep')", (self.base,)
         )
-        for job, count in twice:
-            fail(f"job {job} applied {count} times")
-        missing = self._query(
-            "SELECT count(*) FROM jobs j WHERE j.kind = 'noop' AND j.state = 'done'"
-            " AND NOT EXISTS (SELECT 1 FROM job_effects e WHERE e.job_id = j.id)"
-        )[0][0]
+        missing = [job for (job,) in with_effects if job not in applied]
         if missing:
-            fail(f"{missing} done noop jobs have no effect row")
+            fail(f"{len(missing)} done noop/sleep jobs have no effect row")
         indexed = dict(
             self._query(
                 "SELECT f.path, f.content_hash FROM files f JOIN projects p ON p.id = f.project_id"
@@ -289,7 +312,9 @@ class Drill:
         expired and never returned. Reads take no retrieval leases (those protect)."""
         with ArchiveOwner(self.home, load_config(self.home)) as owner:
             owner.maintenance.tick(force=True)
-            for session, kind, token in self.sessions:
+            earlier = self.sessions[:-2]
+            sample = self.rng.sample(earlier, k=min(ARCHIVE_RECHECK, len(earlier)))
+            for session, kind, token in [*self.sessions[-2:], *sample]:
                 versions = owner.store.versions(doc_id("s", PROJECT, session))
                 statuses = {v.status for v in versions}
                 hits = owner.store.search(PROJECT, [token], limit=10)
