@@ -55,7 +55,8 @@ DAY = 86400.0
 ARCHIVE_OLD_DAYS = 200  # past every class's default age
 ARCHIVE_RECHECK = 20  # earlier transcripts re-checked each cycle, at random
 NOOPS_PER_CYCLE = 500
-SLEEPS_PER_CYCLE = 12  # keeps workers busy for a moment, so random kills land mid-work
+SLEEPS_PER_CYCLE = 16  # keeps workers busy for a moment, so random kills land mid-work
+KILL_DELAY = (0.1, 0.7)  # seconds after the supervisor starts: a random kill lands mid-work
 SLEEP_SECONDS = 0.05
 RUN_TIMEOUT = 120.0
 PROJECT = "drill-repo"
@@ -195,7 +196,7 @@ class Drill:
                 raise
             self.kills[point if code == -signal.SIGKILL else "not_reached"] += 1
             return self._done_jobs()
-        time.sleep(self.rng.uniform(0.3, 1.0))  # workers take a moment to start
+        time.sleep(self.rng.uniform(*KILL_DELAY))
         done = self._done_jobs()
         workers = self._worker_pids(sup)
         if sup.poll() is not None:
@@ -216,7 +217,7 @@ class Drill:
         """Kill the retention worker (at a named point, or at a random moment) while its
         supervisor keeps going: it must respawn it and redo the archive job."""
         if point is None:
-            time.sleep(self.rng.uniform(0.3, 1.0))
+            time.sleep(self.rng.uniform(*KILL_DELAY))
             pid = self._supervisor_state(sup).get("retention_worker")
             if pid and sup.poll() is None:
                 _sigkill(pid)
