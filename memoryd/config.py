@@ -69,7 +69,7 @@ SETTINGS: dict[str, Setting] = {
     "ingest_batch_files": Setting(256, "most files in one ingest.batch job"),
     "ingest_batch_bytes": Setting(8 * MiB, "most source bytes in one ingest.batch job"),
     "ingest_batch_target_bytes": Setting(
-        1 * MiB, "source bytes a batch aims for (smaller batches spread over workers)"
+        2 * MiB, "source bytes a batch aims for (smaller batches spread over workers)"
     ),
     # maintenance
     "wal_checkpoint_bytes": Setting(1 * MiB, "checkpoint (TRUNCATE) once the WAL is this large"),
