@@ -168,16 +168,18 @@ class IngestProgress:
             )
 
     def __enter__(self) -> IngestProgress:
-        if self.bar:
-            self.bar.start()
-            self.task = self.bar.add_task("scanning", total=None, files="0/?", mb="")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.bar:
+        if self.bar and self.task is not None:
             self.bar.stop()
 
     def __call__(self, run: dict) -> None:
+        if self.bar and self.task is None:
+            # started at the first report, after the supervisor is forked: the bar's
+            # refresh thread must not exist at the fork
+            self.bar.start()
+            self.task = self.bar.add_task("scanning", total=None, files="0/?", mb="")
         key = (run["scanned_at"], run["files_done"], run["bytes_done"], run["finished_at"])
         if key == self.last:
             return

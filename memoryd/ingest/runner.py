@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import apsw
 
 from memoryd.config import load_config
 from memoryd.errors import MemorydError, UsageError
@@ -76,6 +81,52 @@ def _dead_jobs(db: Authority, project: str, since: float) -> int:
     )[0][0]
 
 
+class _Child:
+    """The draining supervisor ``follow`` started, as a forked or a spawned process."""
+
+    def __init__(self, pid: int | None = None, proc: subprocess.Popen | None = None) -> None:
+        self.pid, self.proc, self.code = pid, proc, None
+
+    @classmethod
+    def start(cls, db: Authority, home: Path, workers: int) -> _Child:
+        """Fork when this process can (no thread, no SQLite connection but ``db``, which
+        is closed across the fork): no interpreter start-up, a fifth of a second of a
+        small ingest. Otherwise start ``python -m memoryd.ingest.runner``."""
+        if threading.active_count() == 1 and apsw.connections() == [db.conn]:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            with db.released():
+                pid = os.fork()
+                if pid == 0:  # the child: supervise, never return into the caller
+                    gc.freeze()  # never finalize what was the parent's
+                    code = 1
+                    try:
+                        code = supervise(str(home), workers)
+                    finally:
+                        os._exit(code)
+            return cls(pid=pid)
+        cmd = [sys.executable, "-m", "memoryd.ingest.runner", str(home), str(workers)]
+        return cls(proc=subprocess.Popen(cmd, stdout=subprocess.DEVNULL))
+
+    def poll(self) -> int | None:
+        if self.code is None:
+            if self.proc is not None:
+                self.code = self.proc.poll()
+            else:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self.code = os.waitstatus_to_exitcode(status)
+        return self.code
+
+    def wait(self) -> int:
+        if self.code is None:
+            if self.proc is not None:
+                self.code = self.proc.wait()
+            else:
+                self.code = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.code
+
+
 def follow(
     db: Authority,
     home: Path,
@@ -86,13 +137,7 @@ def follow(
     on_progress: Callable[[dict], None] | None = None,
 ) -> dict:
     """Run a draining supervisor unless one is running, and wait for the run to end."""
-    child = None
-    if running_supervisor(home) is None:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "memoryd.ingest.runner", str(home), str(workers)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+    child = _Child.start(db, home, workers) if running_supervisor(home) is None else None
     try:
         while True:
             state = runs.get_run(db, run)
@@ -103,10 +148,9 @@ def follow(
             if child and child.poll() is not None and running_supervisor(home) is None:
                 if not _pending_jobs(db, project):
                     break  # nothing left to do (finished, or dead jobs): read the final state
-                err = child.stderr.read().decode(errors="replace").strip() if child.stderr else ""
                 raise IngestIncomplete(
-                    f"the supervisor exited (code {child.returncode}) before the ingest "
-                    f"finished: {err or 'no message'}; run `memoryd ingest --wait` again"
+                    f"the supervisor exited (code {child.code}) before the ingest finished "
+                    "(its message is above); run `memoryd ingest --wait` again"
                 )
             time.sleep(FOLLOW_POLL_SECONDS)
     finally:
@@ -137,8 +181,7 @@ def summary(state: dict, project: str) -> dict:
 
 def supervise(home: str, workers: int) -> int:
     """The draining supervisor ``follow`` starts: what ``memoryd run --drain --home HOME
-    --workers N`` does, without importing the CLI (a tenth of a second of every
-    ``ingest --wait``). Errors go to stderr, where ``follow`` reads them."""
+    --workers N`` does, without the CLI. Errors go to stderr."""
     try:
         config = load_config(Path(home), {"workers": workers})
         Supervisor(Path(home), config, workers=workers, drain=True).run()

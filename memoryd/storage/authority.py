@@ -37,13 +37,13 @@ class Authority:
     def __init__(self, path: Path, config: Config, *, readonly: bool = False) -> None:
         self.path = Path(path)
         self.config = config
-        flags = (
+        self._flags = (
             apsw.SQLITE_OPEN_READONLY
             if readonly
             else (apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
         )
         try:
-            self.conn = apsw.Connection(str(self.path), flags=flags)
+            self.conn = apsw.Connection(str(self.path), flags=self._flags)
         except apsw.CantOpenError as exc:
             raise HomeNotWritable(
                 f"cannot open the authority {self.path} ({exc}); the data home must be a "
@@ -62,6 +62,17 @@ class Authority:
         except BaseException:
             self.conn.close()
             raise
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        """Close the connection for the block and reopen it after (e.g. around a fork:
+        a child must never inherit an open SQLite connection it could touch)."""
+        self.conn.close()
+        try:
+            yield
+        finally:
+            self.conn = apsw.Connection(str(self.path), flags=self._flags)
+            self._configure()
 
     # -- opening ---------------------------------------------------------------
 
