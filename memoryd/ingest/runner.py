@@ -89,10 +89,11 @@ class _Child:
 
     @classmethod
     def start(cls, db: Authority, home: Path, workers: int) -> _Child:
-        """Fork when this process can (no thread, no SQLite connection but ``db``, which
-        is closed across the fork): no interpreter start-up, a fifth of a second of a
-        small ingest. Otherwise start ``python -m memoryd.ingest.runner``."""
-        if threading.active_count() == 1 and apsw.connections() == [db.conn]:
+        """Fork when this process can (no other thread, no database connection but
+        ``db``, which is closed across the fork): no interpreter start-up, a fifth of a
+        second of a small ingest. Otherwise start ``python -m memoryd.ingest.runner``."""
+        files = [c for c in apsw.connections() if c.filename]  # in-memory ones hold no lock
+        if threading.active_count() == 1 and files == [db.conn]:
             sys.stdout.flush()
             sys.stderr.flush()
             with db.released():
