@@ -304,12 +304,6 @@ class JobQueue:
             )[0][0]
         )
 
-    def next_ready_at(self) -> float | None:
-        row = self.db.query("SELECT min(not_before) FROM jobs WHERE state IN ('queued', 'failed')")[
-            0
-        ]
-        return row[0]
-
     def list(self, state: str | None = None, limit: int = 100) -> list[dict]:
         sql = (
             "SELECT id, project, kind, payload, state, priority, attempts, max_attempts,"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import apsw
@@ -50,16 +49,6 @@ class FileRows(NamedTuple):
     lines: int
     body: bytes  # zstd-compressed text (with the project's dictionary, if any)
     chunks: Sequence[ChunkRow]
-
-
-@dataclass(frozen=True)
-class ChunkHit:
-    rowid: int
-    chunk_id: bytes
-    path: str
-    start_line: int
-    end_line: int
-    text: str
 
 
 def fts_table(project_id: int) -> str:
@@ -332,26 +321,6 @@ def reclaim_free_pages(tx: apsw.Connection) -> int:
         tx.execute("PRAGMA incremental_vacuum").fetchall()
     tx.execute("RELEASE reclaim_free_pages")
     return free
-
-
-def chunk_hits(db, rowids: Sequence[int]) -> dict[int, ChunkHit]:
-    """Chunks by FTS rowid, with their text cut from the decompressed file."""
-    if not rowids:
-        return {}
-    marks = ",".join("?" * len(rowids))
-    rows = db.query(
-        "SELECT c.id, c.chunk_id, f.path, c.start_line, c.end_line, f.id, f.body"
-        f" FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
-        tuple(rowids),
-    )
-    texts: dict[int, list[str]] = {}
-    hits = {}
-    for rowid, chunk_id, path, start, end, file_id, body in rows:
-        if file_id not in texts:
-            texts[file_id] = file_text(body, db).split("\n")
-        text = "\n".join(texts[file_id][start - 1 : end])
-        hits[rowid] = ChunkHit(rowid, chunk_id, path, start, end, text)
-    return hits
 
 
 def rebuild_index(tx: apsw.Connection, pid: int) -> int:

@@ -1,9 +1,10 @@
 """Derived tables: drop and rebuild them from the authority rows, or prove a rebuild matches.
 
 Derived tables are the per-project full-text indexes (and with them the
-fts5vocab term statistics) plus whatever capabilities register here (for
-example search vectors). Their content digest is what ``rebuild --verify``
-compares between the live store and a rebuilt scratch copy.
+fts5vocab term statistics); search keeps no other derived table (its vectors
+and caches live in memory, per index generation). Their content digest is
+what ``rebuild --verify`` compares between the live store and a rebuilt
+scratch copy.
 """
 
 from __future__ import annotations
@@ -44,11 +45,6 @@ def fts_digest(conn: apsw.Connection, pid: int) -> str:
 
 
 DERIVED: list[Derived] = [Derived("fts", rebuild_index, fts_digest)]
-
-
-def register_derived(derived: Derived) -> None:
-    if all(d.name != derived.name for d in DERIVED):
-        DERIVED.append(derived)
 
 
 def _projects(conn: apsw.Connection) -> list[tuple[int, str]]:
