@@ -153,6 +153,7 @@ class Supervisor:
         self.next_reclaim = 0.0
         self.next_checkpoint = 0.0
         self.pause_reason: str | None = None  # set while claims are paused
+        self.wal_pinned = False  # the last checkpoint gave way to a reader or writer
         self.quick_deaths = 0  # consecutive workers that died right after starting
         self.ctx = multiprocess.get_context("spawn")  # respawns: the authority is open then
         self.fork_ctx = multiprocess.get_context("fork")
@@ -268,6 +269,8 @@ class Supervisor:
             self._schedule()
             self._collect(timeout=self._wait_timeout())
             claimed = self._turn()
+            if self.wal_pinned:
+                self._maintain()  # before handing out more: this turn may have crossed the bound
             if self.stopping:
                 if time.monotonic() > self.stop_deadline or not self._in_flight():
                     return
@@ -293,9 +296,13 @@ class Supervisor:
         return float(self.config.poll_seconds)
 
     def _free_slots(self, pool: str) -> int:
-        return sum(
-            MAX_OUTSTANDING_BATCHES - len(s.outstanding) for s in self.slots if s.pool == pool
-        )
+        depth = self._depth()
+        return sum(max(0, depth - len(s.outstanding)) for s in self.slots if s.pool == pool)
+
+    def _depth(self) -> int:
+        """Batches a worker may hold. While a reader pins the WAL, one: when claims
+        pause, only one bounded job per worker is still to commit past the bound."""
+        return 1 if self.wal_pinned else MAX_OUTSTANDING_BATCHES
 
     def _collect(self, timeout: float) -> None:
         """Gather finished batches and notice dead workers."""
@@ -470,8 +477,10 @@ class Supervisor:
     def _dispatch(self) -> None:
         """Hand claimed jobs to workers breadth first: every worker gets a batch before
         any gets a second, so long jobs run side by side, not queued behind each other."""
+        if self.pause_reason:
+            return  # claims are going back; nothing more may start
         target = float(self.config.dispatch_target_seconds)
-        for depth in range(MAX_OUTSTANDING_BATCHES):
+        for depth in range(self._depth()):
             for slot in self.slots:
                 buffer = self.buffers[slot.pool]
                 if not buffer or len(slot.outstanding) > depth:
@@ -517,6 +526,7 @@ class Supervisor:
             return
         self.next_checkpoint = now + float(self.config.maintenance_period_seconds)
         result = checkpoint_truncate(self.db)
+        self.wal_pinned = not result.ok
         if result.ok:
             reason = None
         elif result.wal_bytes_after >= int(self.config.wal_pause_bytes):

@@ -108,13 +108,14 @@ def test_pinned_reader_pauses_claims_near_the_bound_and_claims_resume(
         time.sleep(1.0)
         assert wal_size(home) == held_size, "the WAL grew while claims were paused"
         peak = sampler.max
-        # Soft bound: 8 MiB plus the bounded jobs already dispatched when claims paused
-        # (2 workers: one running and one waiting in each pipe). A batch writes at most
-        # a few times its source to the WAL (compressed body, index, rows, page rewrites).
+        # Soft bound: 8 MiB plus the bounded job a worker may still be running when
+        # claims pause (two workers; while a reader pins the WAL a worker holds one
+        # batch, and nothing more is handed out once a turn crosses the bound). A batch
+        # writes at most a few times its source to the WAL (body, index, rows, pages).
         batch_wal = WAL_PER_SOURCE_BYTE * BATCH_BYTES
-        assert 8 * MiB <= peak <= 8 * MiB + 4 * batch_wal, f"WAL peaked at {peak:,} bytes"
+        assert 8 * MiB <= peak <= 8 * MiB + 2 * batch_wal, f"WAL peaked at {peak:,} bytes"
         with capsys.disabled():
-            print(f"\npinned reader: WAL peaked at {peak:,} bytes (bound 8 MiB + 4 batches)")
+            print(f"\npinned reader: WAL peaked at {peak:,} bytes (bound 8 MiB + 2 batches)")
         pending = query(home, "SELECT count(*) FROM jobs WHERE state IN ('queued', 'failed')")
         assert pending[0][0] > 0, "the ingest should still have work left while paused"
     finally:
