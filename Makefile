@@ -33,7 +33,7 @@ $(VENV)/.bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	touch $(VENV)/.bench
 
-bench: bench-queue
+bench: bench-queue bench-ingest bench-search bench-archive bench-retention
 
 bench-queue: $(VENV)/.bench
 	$(BIN)/python ops/bench/bench_queue.py
