@@ -48,6 +48,13 @@ class SchemaTooNew(MemorydError):
     code = "SCHEMA_TOO_NEW"
 
 
+class ForeignProject(MemorydError):
+    """A request names a project that the target (a repository, an archived
+    version) does not belong to."""
+
+    code = "FOREIGN_PROJECT"
+
+
 class NotAnAuthority(MemorydError):
     """The home's authority.db exists but is not a memoryd database; left untouched."""
 

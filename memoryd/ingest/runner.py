@@ -14,7 +14,7 @@ from pathlib import Path
 import apsw
 
 from memoryd.config import load_config
-from memoryd.errors import MemorydError, UsageError
+from memoryd.errors import ForeignProject, MemorydError, UsageError
 from memoryd.ingest.jobs import SCAN
 from memoryd.queue import JobQueue, JobSpec
 from memoryd.storage import Authority, runs
@@ -22,10 +22,6 @@ from memoryd.storage.corpus import ensure_project
 from memoryd.workers.supervisor import Supervisor, running_supervisor
 
 FOLLOW_POLL_SECONDS = 0.05  # a look at one row: cheap, and the summary comes sooner
-
-
-class ForeignProject(MemorydError):
-    code = "FOREIGN_PROJECT"
 
 
 class IngestIncomplete(MemorydError):

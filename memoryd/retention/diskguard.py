@@ -28,14 +28,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from memoryd.config import SETTINGS, MiB
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.policy import RetentionPolicy
 from memoryd.retention.waves import WAVE_CURSOR, run_wave
 from memoryd.storage.archive import ArchiveStore, DiskLow, utc_iso
 
-MiB = 1024 * 1024
-DEFAULT_THRESHOLD = 2048 * MiB
-DEFAULT_RESERVE = 64 * MiB
+DEFAULT_THRESHOLD = SETTINGS["retention_disk_low_bytes"].default
+DEFAULT_RESERVE = SETTINGS["retention_disk_reserve_bytes"].default
 SHORTEN_CURSOR = "retention.disk_low.shorten"
 
 

@@ -28,13 +28,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memoryd import killpoints
+from memoryd.config import SETTINGS
 from memoryd.retention.boundary import Boundary, BoundaryBusy, RetentionBlocked
 from memoryd.retention.diskguard import DiskGuard
 from memoryd.retention.policy import DAY, RetentionPolicy
 from memoryd.retention.waves import reindex, run_wave
 from memoryd.storage.archive import ArchiveStore
 
-MiB = 1024 * 1024
 COMPACTION_META = "retention.compaction"
 POLICY_META = "retention.policy_fingerprint"
 
@@ -42,18 +42,24 @@ POLICY_META = "retention.policy_fingerprint"
 KILL_POINTS = ("retention_after_flush",)
 
 
+def _default(name: str) -> Any:
+    return SETTINGS[name].default
+
+
 @dataclass(frozen=True)
 class TickBounds:
-    max_expired_protections: int = 1000
-    max_retrieval_leases: int = 1000
-    max_hints: int = 1000
-    waves_per_tick: int = 4
-    wave_documents: int = 256
-    purge_batch_keys: int = 4096
-    compaction_deleted_keys: int = 10_000
-    compaction_reclaimable_bytes: int = 256 * MiB
-    access_bucket_seconds: int = 86400
-    access_keep_days: int = 30
+    """The tick's bounds; defaults are the config module's (one source)."""
+
+    max_expired_protections: int = _default("retention_max_expired_protections")
+    max_retrieval_leases: int = _default("retention_max_retrieval_leases")
+    max_hints: int = _default("retention_max_hints")
+    waves_per_tick: int = _default("retention_waves_per_tick")
+    wave_documents: int = _default("retention_wave_documents")
+    purge_batch_keys: int = _default("retention_purge_batch_keys")
+    compaction_deleted_keys: int = _default("retention_compaction_deleted_keys")
+    compaction_reclaimable_bytes: int = _default("retention_compaction_reclaimable_bytes")
+    access_bucket_seconds: int = _default("retention_access_bucket_seconds")
+    access_keep_days: int = _default("retention_access_keep_days")
     reindex_documents: int = 1000
 
     @classmethod

@@ -81,7 +81,7 @@ import zstandard
 from rocksdict import AccessType, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 from memoryd import killpoints
-from memoryd.errors import MemorydError, UsageError
+from memoryd.errors import ForeignProject, MemorydError, UsageError
 
 # --------------------------------------------------------------------------- constants
 
@@ -161,12 +161,6 @@ class BadArchiveInput(UsageError):
 
 class LocatorNotFound(ArchiveError):
     code = "NOT_FOUND"
-
-
-class ForeignProject(ArchiveError):
-    """The target belongs to another project than the request names."""
-
-    code = "FOREIGN_PROJECT"
 
 
 class NotLive(ArchiveError):
