@@ -8,6 +8,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from memoryd.archive.owner import ArchiveOwner
+from memoryd.config import load_config
+
 DAY = 86400
 
 
@@ -90,28 +93,30 @@ def test_pin_protects_and_unpin_releases(cli, chat):
     assert cli("archive", "get", session, "--json").json()["status"] == "expired"
 
 
-def test_lease_is_all_or_nothing_and_per_client(cli, chat, tmp_path):
-    session, tool = add(cli, chat)
+def protection(home: Path, locator: str) -> str | None:
+    """What protects a version, read embedded (no supervisor runs in these tests)."""
+    with ArchiveOwner(home, load_config(home)) as owner:
+        return owner.store.protection(locator)
+
+
+def test_lease_is_all_or_nothing_and_per_client(cli, chat, tmp_path, home):
+    session, _ = add(cli, chat)
     other = transcript(tmp_path / "other.jsonl", [("user", "unrelated note")])
-    (foreign, *_) = (
-        add(cli, other, env=None)
-        if False
-        else cli("archive", "add", str(other), "--project", "elsewhere", "--json").json()[
-            "locators"
-        ]
-    )
+    res = cli("archive", "add", str(other), "--project", "elsewhere", "--json")
+    foreign = res.json()["locators"][0]
     bad = cli("archive", "lease", "acquire", "--client", "a", "--project", "demo",
               session, foreign, "--json")  # fmt: skip
     assert bad.code == 1
     err = bad.json()
     assert err["error"] == "LEASE_REJECTED" and err["retryable"] is False
+    assert protection(home, session) is None, "a rejected request protects nothing"
     ok_a = cli("archive", "lease", "acquire", "--client", "a", "--project", "demo", session)
     ok_b = cli("archive", "lease", "acquire", "--client", "b", "--project", "demo", session)
     assert ok_a.code == 0 and ok_b.code == 0
     assert cli("archive", "lease", "release", "--client", "a").code == 0
-    # b still protects the version through a forced wave at a time it is due
-    # (leases last retention_active_lease_seconds from now, so keep "now" close)
-    assert cli("archive", "get", session, "--json").json()["status"] == "live"
+    assert protection(home, session) == "lease:b", "releasing a never releases b"
+    assert cli("archive", "lease", "release", "--client", "b").code == 0
+    assert protection(home, session) is None
 
 
 def test_malformed_transcript_stores_nothing(cli, tmp_path, home):
