@@ -18,6 +18,7 @@ from typing import Any
 import apsw
 import orjson
 
+from memoryd import faults
 from memoryd.storage.authority import Authority
 
 STATES = ("queued", "claimed", "done", "failed", "dead")
@@ -168,14 +169,21 @@ class JobQueue:
             by_token.setdefault(job.token, []).append(job.id)
         now = time.time()
         done: set[int] = set()
+        fence = (
+            ""
+            if faults.active("unfenced_completion")
+            else "lease_token = ? AND state = 'claimed' AND"
+        )
         for token, ids in by_token.items():
+            if faults.active("lost_completion"):
+                done.update(ids)  # effects are applied, the completion is never written
+                continue
             rows = tx.execute(
                 "UPDATE jobs SET state = 'done', finished_at = ?, updated_at = ?,"
                 " lease_owner = NULL, lease_expires = NULL"
-                " WHERE lease_token = ? AND state = 'claimed'"
-                " AND id IN (SELECT value FROM json_each(?)) RETURNING id",
-                (now, now, token, orjson.dumps(ids).decode()),  # text: a blob would be JSONB
-            )
+                f" WHERE {fence} id IN (SELECT value FROM json_each(?)) RETURNING id",
+                (now, now, *([token] if fence else []), orjson.dumps(ids).decode()),
+            )  # the ids as text: a blob would be JSONB
             done.update(r[0] for r in rows)
         return done
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from memoryd import faults
 from memoryd.errors import BadPayload
 from memoryd.queue import ClaimedJob
 from memoryd.storage.effects import record_effects
@@ -19,6 +20,8 @@ from memoryd.workers.contract import ApplyContext, JobKind, WorkContext, registe
 def _effects(kind: str):
     def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         record_effects(actx.tx, (job.id for job, _ in done), kind)
+        if faults.active("double_effect"):
+            record_effects(actx.tx, (job.id for job, _ in done), kind)
 
     return apply
 
