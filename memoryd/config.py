@@ -23,6 +23,8 @@ ARCHIVE_POLL_SECONDS = 0.02
 CONFIG_FILE = "memoryd.toml"
 SUPERVISOR_LOCK_FILE = "supervisor.lock"
 SUPERVISOR_STATE_FILE = "supervisor.json"
+# ids of the jobs whose results the supervisor is committing (poison-job evidence)
+SUPERVISOR_APPLYING_FILE = "supervisor.applying"
 
 
 # Chunking and compression of ingested text (format constants, not tunables:
@@ -58,12 +60,23 @@ SETTINGS: dict[str, Setting] = {
     "lease_seconds": Setting(60.0, "lease length of a claimed job; running jobs are renewed"),
     "retry_backoff_base": Setting(1.0, "first retry delay in seconds; doubles per attempt"),
     "retry_backoff_max": Setting(300.0, "cap on one retry delay in seconds"),
+    "jobs_keep_seconds": Setting(7 * 86400.0, "done jobs older than this are purged"),
+    "jobs_purge_batch": Setting(1000, "most job rows one purge step looks at (bounded deletes)"),
+    "enqueue_chunk_rows": Setting(
+        10_000, "bulk enqueues (jobs add --count) commit in chunks of this many rows"
+    ),
     # supervisor
     "workers": Setting(2, "job worker processes"),
     "claim_batch_max": Setting(512, "most jobs claimed in one loop turn"),
     "dispatch_target_seconds": Setting(0.02, "estimated work handed to a worker at once"),
     "poll_seconds": Setting(0.05, "idle wait between looks at the queue"),
     "shutdown_grace_seconds": Setting(10.0, "SIGTERM: how long in-flight jobs may finish"),
+    "job_timeout_seconds": Setting(
+        600.0, "a job running longer gets its worker killed and the attempt charged"
+    ),
+    "supervisor_death_cap": Setting(
+        3, "supervisor deaths while applying a job's result before it is dead-lettered"
+    ),
     # ingestion
     "max_file_bytes": Setting(2 * MiB, "files larger than this are skipped"),
     "ingest_batch_files": Setting(256, "most files in one ingest.batch job"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import secrets
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -46,6 +46,7 @@ class ClaimedJob:
     token: str
     attempts: int
     project: str | None
+    deaths: int = 0  # supervisors that died applying this job's result (poison suspect)
 
     @cached_property
     def data(self) -> Any:
@@ -56,12 +57,14 @@ class ClaimedJob:
 class JobQueue:
     """The queue contract. One instance per :class:`Authority` connection."""
 
-    def __init__(self, authority: Authority) -> None:
+    def __init__(self, authority: Authority, clock: Callable[[], float] = time.time) -> None:
         self.db = authority
+        self.clock = clock  # every timestamp of the queue: tests move it instead of the rows
         cfg = authority.config
         self.max_attempts = int(cfg.max_attempts)
         self.backoff_base = float(cfg.retry_backoff_base)
         self.backoff_max = float(cfg.retry_backoff_max)
+        self.death_cap = int(cfg.supervisor_death_cap)
 
     # -- enqueue ---------------------------------------------------------------
 
@@ -75,7 +78,7 @@ class JobQueue:
         return self.db.write(lambda tx: self.enqueue_in(tx, specs))
 
     def enqueue_in(self, tx: apsw.Connection, specs: Sequence[JobSpec]) -> list[int | None]:
-        now = time.time()
+        now = self.clock()
         ids: list[int | None] = []
         for s in specs:
             row = tx.execute(
@@ -116,7 +119,7 @@ class JobQueue:
         """
         if limit <= 0:
             return []
-        now = time.time()
+        now = self.clock()
         token = secrets.token_hex(8)
         where, args = "", ()
         if kinds:
@@ -127,18 +130,18 @@ class JobQueue:
             " lease_token = ?, lease_expires = ?, updated_at = ?"
             " WHERE id IN (SELECT id FROM jobs WHERE state IN ('queued', 'failed')"
             f"   AND not_before <= ?{where} ORDER BY priority DESC, id LIMIT ?)"
-            " RETURNING id, kind, payload, attempts, project",
+            " RETURNING id, kind, payload, attempts, project, supervisor_deaths",
             (owner, token, now + lease_seconds, now, now, *args, limit),
         ).fetchall()
         rows.sort(key=lambda r: r[0])
-        return [ClaimedJob(r[0], r[1], r[2], token, r[3], r[4]) for r in rows]
+        return [ClaimedJob(r[0], r[1], r[2], token, r[3], r[4], r[5]) for r in rows]
 
     def claim(self, owner: str, limit: int, lease_seconds: float) -> list[ClaimedJob]:
         return self.db.write(lambda tx: self.claim_in(tx, owner, limit, lease_seconds))
 
     def renew_in(self, tx: apsw.Connection, jobs: Iterable[ClaimedJob], lease_seconds: float):
         """Extend the leases of jobs still held under their tokens."""
-        until = time.time() + lease_seconds
+        until = self.clock() + lease_seconds
         tx.executemany(
             "UPDATE jobs SET lease_expires = ? WHERE id = ? AND lease_token = ?"
             " AND state = 'claimed'",
@@ -149,7 +152,7 @@ class JobQueue:
 
     def complete_in(self, tx: apsw.Connection, job: ClaimedJob) -> bool:
         """Mark ``job`` done if its lease is still ours; False means: apply nothing."""
-        now = time.time()
+        now = self.clock()
         row = tx.execute(
             "UPDATE jobs SET state = 'done', finished_at = ?, updated_at = ?,"
             " lease_owner = NULL, lease_expires = NULL"
@@ -167,7 +170,7 @@ class JobQueue:
         by_token: dict[str, list[int]] = {}
         for job in jobs:
             by_token.setdefault(job.token, []).append(job.id)
-        now = time.time()
+        now = self.clock()
         done: set[int] = set()
         fence = (
             ""
@@ -215,7 +218,7 @@ class JobQueue:
         if row is None:
             return None
         attempts, max_attempts = row
-        now = time.time()
+        now = self.clock()
         state = "dead" if attempts >= max_attempts else "failed"
         not_before = now + self.backoff(attempts) if state == "failed" else 0.0
         tx.execute(
@@ -229,9 +232,26 @@ class JobQueue:
     def fail(self, job: ClaimedJob, error: str) -> str | None:
         return self.db.write(lambda tx: self.fail_in(tx, job, error))
 
+    def defer_in(self, tx: apsw.Connection, job: ClaimedJob, error: str) -> bool:
+        """Requeue a job that met a retryable condition (a busy store or archive).
+
+        No attempt is charged: the job did nothing wrong. It waits one backoff of
+        its current attempt count, and ``last_error`` keeps the typed reason.
+        Returns False when the lease was no longer ours.
+        """
+        now = self.clock()
+        row = tx.execute(
+            "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0),"
+            " last_error = ?, not_before = ?, updated_at = ?,"
+            " lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
+            " WHERE id = ? AND lease_token = ? AND state = 'claimed' RETURNING id",
+            (error[:4000], now + self.backoff(job.attempts), now, job.id, job.token),
+        ).fetchone()
+        return row is not None
+
     def release_in(self, tx: apsw.Connection, jobs: Iterable[ClaimedJob]) -> None:
         """Give claims back without charging an attempt (shutdown, unstarted work)."""
-        now = time.time()
+        now = self.clock()
         tx.executemany(
             "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0),"
             " lease_owner = NULL, lease_token = NULL, lease_expires = NULL, updated_at = ?"
@@ -251,36 +271,85 @@ class JobQueue:
         rows = tx.execute(
             "SELECT id, kind, payload, lease_token, attempts, project FROM jobs"
             " WHERE state = 'claimed' AND lease_expires < ?",
-            (time.time(),),
+            (self.clock(),),
         ).fetchall()
         for r in rows:
             self.fail_in(tx, ClaimedJob(r[0], r[1], r[2], r[3], r[4], r[5]), "lease expired")
         return len(rows)
 
-    def reclaim_owners_in(self, tx: apsw.Connection, dead_owners: Iterable[str]) -> int:
+    def reclaim_owners_in(
+        self, tx: apsw.Connection, dead_owners: Iterable[str], applying: Iterable[int] = ()
+    ) -> int:
         """Requeue at once every claim held by owners known to be dead.
 
         A supervisor that died lost all of its claims at once, most of them
-        never started, so the attempt is refunded instead of charged.
+        never started, so the attempt is refunded instead of charged. The jobs
+        in ``applying`` (those whose results it was committing when it died)
+        are poison suspects: each such death is counted on the job, and past
+        ``supervisor_death_cap`` deaths the job is dead-lettered instead of
+        crash-looping the service.
         """
-        now = time.time()
-        total = 0
-        for owner in dead_owners:
-            total += len(
-                tx.execute(
-                    "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0),"
-                    " lease_owner = NULL, lease_token = NULL, lease_expires = NULL,"
-                    " updated_at = ? WHERE state = 'claimed' AND lease_owner = ? RETURNING id",
-                    (now, owner),
-                ).fetchall()
-            )
-        return total
+        now = self.clock()
+        owners = list(dead_owners)
+        suspects = orjson.dumps(sorted(set(applying))).decode()
+        marks = ",".join("?" * len(owners))
+        tx.execute(
+            "UPDATE jobs SET supervisor_deaths = supervisor_deaths + 1"
+            f" WHERE state = 'claimed' AND lease_owner IN ({marks})"
+            " AND id IN (SELECT value FROM json_each(?))",
+            (*owners, suspects),
+        )
+        error = (
+            "killed its supervisor while its result was applied, {n} times "
+            f"(supervisor_death_cap={self.death_cap}); inspect the job, then `memoryd jobs retry`"
+        )
+        tx.execute(
+            "UPDATE jobs SET state = 'dead', finished_at = ?, updated_at = ?,"
+            " last_error = replace(?, '{n}', supervisor_deaths),"
+            " lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
+            f" WHERE state = 'claimed' AND lease_owner IN ({marks})"
+            " AND supervisor_deaths >= ?",
+            (now, now, error, *owners, self.death_cap),
+        )
+        return len(
+            tx.execute(
+                "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0),"
+                " lease_owner = NULL, lease_token = NULL, lease_expires = NULL,"
+                f" updated_at = ? WHERE state = 'claimed' AND lease_owner IN ({marks})"
+                " RETURNING id",
+                (now, *owners),
+            ).fetchall()
+        )
 
     def claim_owners(self) -> list[str]:
         return [
             r[0]
             for r in self.db.query("SELECT DISTINCT lease_owner FROM jobs WHERE state = 'claimed'")
         ]
+
+    # -- purge -----------------------------------------------------------------
+
+    def purge_done_in(
+        self, tx: apsw.Connection, keep_seconds: float, after_id: int, limit: int
+    ) -> tuple[int, int]:
+        """Delete done jobs finished more than ``keep_seconds`` ago, among the next
+        ``limit`` rows by id after ``after_id``: a bounded step without an index
+        on finished_at (which would cost a write per completion).
+
+        Returns (rows deleted, the id to continue after; 0 once the end is reached).
+        """
+        rows = tx.execute(
+            "SELECT id, state = 'done' AND finished_at < ? FROM jobs WHERE id > ?"
+            " ORDER BY id LIMIT ?",
+            (self.clock() - keep_seconds, after_id, limit),
+        ).fetchall()
+        old = [r[0] for r in rows if r[1]]
+        if old:
+            tx.execute(
+                "DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?))",
+                (orjson.dumps(old).decode(),),
+            )
+        return len(old), (rows[-1][0] if len(rows) == limit else 0)
 
     # -- inspection and operator actions --------------------------------------
 
@@ -308,7 +377,7 @@ class JobQueue:
             self.db.query(
                 "SELECT EXISTS (SELECT 1 FROM jobs WHERE state IN ('queued', 'failed')"
                 f" AND not_before <= ?{where})",
-                (time.time(), *args),
+                (self.clock(), *args),
             )[0][0]
         )
 
@@ -341,7 +410,7 @@ class JobQueue:
         """
 
         def op(tx: apsw.Connection) -> list[int]:
-            now = time.time()
+            now = self.clock()
             if all_dead:
                 ids_ = [r[0] for r in tx.execute("SELECT id FROM jobs WHERE state = 'dead'")]
             else:

@@ -126,6 +126,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX jobs_project ON jobs (project) WHERE state IN ('queued', 'claimed', 'failed');
         """,
     ),
+    (
+        3,
+        "supervisor deaths per job (poison jobs are dead-lettered)",
+        """
+        ALTER TABLE jobs ADD COLUMN supervisor_deaths INTEGER NOT NULL DEFAULT 0;
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]

@@ -2,16 +2,24 @@
 
 - ``noop``: writes one effect row carrying its job id.
 - ``sleep``: payload ``{"seconds": float}``; sleeps, then writes one effect row.
-- ``fail``: payload ``{"message": str}``; always raises, to exercise retry and dead-lettering.
+- ``fail``: payload ``{"message": str, "retryable": bool}``; always raises, to exercise
+  retry and dead-lettering; a retryable failure (``DRILL_BUSY``) is waited for instead.
+- ``echo``: returns its payload as its result (big payloads and results cross the
+  pipes both ways) and writes one effect row; a payload ``{"fail_apply": str}`` makes
+  its apply raise, to show one job's failed apply is that job's alone.
+- ``poison``: its apply SIGKILLs the supervisor, to show a job that kills its
+  supervisor is dead-lettered after ``supervisor_death_cap`` deaths.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from typing import Any
 
 from memoryd import faults
-from memoryd.errors import BadPayload
+from memoryd.errors import BadPayload, MemorydError
 from memoryd.queue import ClaimedJob
 from memoryd.storage.effects import record_effects
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext, register
@@ -45,9 +53,34 @@ class DrillFailure(RuntimeError):
     """Raised on purpose by the ``fail`` job kind."""
 
 
+class DrillBusy(MemorydError):
+    """Raised on purpose by a retryable ``fail`` job: a condition to wait out."""
+
+    code = "DRILL_BUSY"
+    retryable = True
+
+
 def _fail(ctx: WorkContext, payload: Any) -> None:
-    message = payload.get("message") if isinstance(payload, dict) else None
-    raise DrillFailure(message or "the fail job always raises")
+    payload = payload if isinstance(payload, dict) else {}
+    message = payload.get("message") or "the fail job always raises"
+    if payload.get("retryable"):
+        raise DrillBusy(f"{message} (a retryable drill condition: the job waits, uncharged)")
+    raise DrillFailure(message)
+
+
+def _echo(ctx: WorkContext, payload: Any) -> Any:
+    return payload
+
+
+def _apply_echo(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
+    for job, value in done:
+        if isinstance(value, dict) and "fail_apply" in value:
+            raise DrillFailure(f"job {job.id}: {value['fail_apply']}")
+    _effects("echo")(actx, done)
+
+
+def _apply_poison(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 register(JobKind("noop", _noop, _effects("noop"), doc="does nothing; writes one effect row"))
@@ -61,3 +94,5 @@ register(
     )
 )
 register(JobKind("fail", _fail, doc="always raises (retry and dead-letter drills)"))
+register(JobKind("echo", _echo, _apply_echo, doc="returns its payload; writes one effect row"))
+register(JobKind("poison", _noop, _apply_poison, doc="its apply SIGKILLs the supervisor (drills)"))

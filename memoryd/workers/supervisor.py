@@ -2,67 +2,46 @@
 
 Each loop turn commits, in one transaction, the outcomes of every job that
 finished since the last turn (each fenced by its lease token), lease renewals,
-and the claims that keep every worker fed (group commit, DESIGN.md).
+and the claims that keep every worker fed (group commit, DESIGN.md). The
+worker processes live in :mod:`memoryd.workers.pool`, claim sizing and batching
+in :mod:`memoryd.workers.dispatch`, checkpoints in :mod:`memoryd.workers.walguard`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
-import pickle
 import signal
-import sys
-import threading
 import time
 from collections import defaultdict, deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
-import multiprocess
 import orjson
 import psutil
-from multiprocess.connection import wait
 
-from memoryd.config import SUPERVISOR_LOCK_FILE, SUPERVISOR_STATE_FILE, Config
-from memoryd.errors import MemorydError, SupervisorRunning
+from memoryd.config import (
+    SUPERVISOR_APPLYING_FILE,
+    SUPERVISOR_LOCK_FILE,
+    SUPERVISOR_STATE_FILE,
+    Config,
+)
+from memoryd.errors import StoreBusy, SupervisorRunning
 from memoryd.locks import FileLock, lock_holder
 from memoryd.queue import ClaimedJob, JobQueue
 from memoryd.storage import Authority, open_authority
-from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes
-from memoryd.workers.contract import (
-    ApplyContext,
-    job_kind,
-    load_kinds,
-    periodic_jobs,
-    pool_kinds,
-)
-from memoryd.workers.worker import Outcome, worker_main
+from memoryd.storage.maintenance import checkpoint_truncate
+from memoryd.workers.contract import ApplyContext, job_kind, load_kinds, periodic_jobs, pool_kinds
+from memoryd.workers.dispatch import Dispatch
+from memoryd.workers.pool import JOBS_POOL, RETENTION_POOL, WorkerPool
+from memoryd.workers.walguard import WalGuard, log
+from memoryd.workers.worker import Outcome
 
-MAX_OUTSTANDING_BATCHES = 2  # per worker: one running, one waiting in the pipe
-MAX_DISPATCH_BATCH = 256
-WORKER_QUICK_DEATH_SECONDS = 2.0
-WORKER_CRASH_LOOP = 5  # quick deaths in a row before the supervisor gives up
-EWMA = 0.2
-JOBS_POOL = "jobs"
-RETENTION_POOL = "retention"  # one worker: the archive's only read-write owner
 POOL_CHECK_SECONDS = 1.0  # how often an idle supervisor looks for retention work
-
-
-@dataclass
-class WorkerSlot:
-    index: int
-    process: Any
-    conn: Any
-    pool: str = JOBS_POOL
-    outstanding: deque = field(default_factory=deque)  # batches of ClaimedJob, in order
-    started: float = field(default_factory=time.monotonic)
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
+PURGE_STEP_SECONDS = 1.0  # pace of purge steps while a sweep of the jobs table goes on
+T = TypeVar("T")
 
 
 @dataclass
@@ -71,22 +50,11 @@ class RunStats:
     failed: int = 0
     dead: int = 0
     rejected: int = 0  # late results for leases that were no longer ours
+    deferred: int = 0  # retryable conditions: requeued without charging an attempt
     respawned: int = 0
     reclaimed: int = 0
+    purged: int = 0  # done jobs deleted after jobs_keep_seconds
     turns: int = 0
-
-
-class WorkerCrashLoop(MemorydError):
-    code = "WORKER_CRASH_LOOP"
-
-
-def log(message: str) -> None:
-    """One line on stderr: operators see pauses and their pinning pids."""
-    print(f"memoryd[{os.getpid()}]: {message}", file=sys.stderr, flush=True)
-
-
-def _ewma(old: float | None, sample: float) -> float:
-    return sample if old is None else old + EWMA * (sample - old)
 
 
 def owner_id(pid: int | None = None) -> str:
@@ -107,23 +75,40 @@ def running_supervisor(home: Path) -> int | None:
     return lock_holder(Path(home) / SUPERVISOR_LOCK_FILE)
 
 
-def _fork_safe() -> bool:
-    """Whether a worker may be forked from this process instead of spawned.
+class ApplyingMark:
+    """``supervisor.applying``: the owner and the ids of the jobs whose results are being
+    committed right now. If the supervisor dies mid-commit, its successor knows which
+    jobs to suspect (fault 13). One small overwrite of a held file per turn; no fsync
+    (it only has to survive the process, not the machine)."""
 
-    Only when the process has no open SQLite connection (a forked child must never
-    share one, nor SQLite's per-file lock bookkeeping) and no other thread (whose
-    locks the child would inherit held).
-    """
-    return not apsw.connections() and threading.active_count() == 1
+    def __init__(self, path: Path, owner: str) -> None:
+        self.path, self.owner = path, owner
+        self.fd: int | None = None
 
+    def previous(self) -> tuple[str, list[int]]:
+        """(owner, job ids) left by a supervisor that did not clear its mark."""
+        try:
+            owner, _, ids = self.path.read_bytes().partition(b"\n")
+            return owner.decode(), list(orjson.loads(ids))
+        except (OSError, ValueError, UnicodeDecodeError):
+            return "", []
 
-def _forked_worker(inherited: list, *args: Any) -> None:
-    """Entry of a forked worker: drop what it inherited from the supervisor, then run."""
-    gc.freeze()  # never finalize an inherited object here (it is the supervisor's)
-    for conn in inherited:
-        conn.close()  # our copy only: the supervisor keeps its end
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    worker_main(*args)
+    def set(self, ids: list[int]) -> None:
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        data = self.owner.encode() + b"\n" + orjson.dumps(ids)
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, data, 0)
+
+    def clear(self) -> None:
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+            self.path.unlink(missing_ok=True)
 
 
 class Supervisor:
@@ -135,7 +120,9 @@ class Supervisor:
         self.stats = RunStats()
         self.lock = FileLock(self.home / SUPERVISOR_LOCK_FILE)
         self.owner = owner_id()
-        self.slots: list[WorkerSlot] = []
+        self.pool = WorkerPool(self.home, config)
+        self.dispatch = Dispatch(config.dispatch_target_seconds, config.claim_batch_max)
+        self.applying = ApplyingMark(self.home / SUPERVISOR_APPLYING_FILE, self.owner)
         # claimed, not yet dispatched, per pool of workers
         self.buffers: dict[str, deque[ClaimedJob]] = {JOBS_POOL: deque(), RETENTION_POOL: deque()}
         self.retention_kinds: list[str] = []
@@ -144,21 +131,17 @@ class Supervisor:
         self.next_periodic: dict[str, float] = {}
         self.finished: list[tuple[ClaimedJob, Outcome]] = []
         self.lost: list[tuple[ClaimedJob, str]] = []  # jobs whose worker died
-        self.cost: dict[str, float] = {}  # EWMA seconds per job, by kind (dispatch sizing)
-        self.job_seconds: float | None = None  # EWMA over all kinds (claim sizing)
         self.stopping = False
         self.stop_deadline = 0.0
         self.lease = float(config.lease_seconds)
         self.next_renew = 0.0
         self.next_reclaim = 0.0
-        self.next_checkpoint = 0.0
-        self.pause_reason: str | None = None  # set while claims are paused
-        self.wal_pinned = False  # the last checkpoint gave way to a reader or writer
-        self.quick_deaths = 0  # consecutive workers that died right after starting
-        self.ctx = multiprocess.get_context("spawn")  # respawns: the authority is open then
-        self.fork_ctx = multiprocess.get_context("fork")
+        self.next_purge = 0.0
+        self.purge_after = 0  # the job id the next purge step starts after
+        self.waiting_since: float | None = None  # set while the store is busy (daemon)
         self.db: Authority
         self.queue: JobQueue
+        self.wal: WalGuard
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -172,19 +155,16 @@ class Supervisor:
             )
         previous: dict = {}
         try:
-            # The first workers are forked, before the authority is opened and before
-            # our signal handlers exist: a fork costs milliseconds where a fresh
-            # interpreter costs a third of a second, and there is nothing to inherit
-            # but imported modules (see _fork_safe).
-            fork = _fork_safe()
-            for i in range(self.nworkers):
-                self.slots.append(self._spawn(i, JOBS_POOL, fork=fork))
+            # The first workers are forked before the authority is opened and before
+            # our signal handlers exist (see pool._fork_safe).
+            self.pool.start(self.nworkers)
             self.retention_kinds = pool_kinds(RETENTION_POOL)
             previous = {
                 sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
             }
             self.db = open_authority(self.home, self.config)
             self.queue = JobQueue(self.db)
+            self.wal = WalGuard(self.db)
             self._reclaim_dead_supervisors()
             self._write_state()
             self._loop()
@@ -203,35 +183,27 @@ class Supervisor:
         self.stop_deadline = time.monotonic() + float(self.config.shutdown_grace_seconds)
 
     def _reclaim_dead_supervisors(self) -> None:
+        """Requeue the claims of dead supervisors; count a death on the jobs the last one
+        was committing when it died (poison suspects)."""
         dead = [o for o in self.queue.claim_owners() if o != self.owner and not owner_alive(o)]
+        marked_owner, marked = self.applying.previous()
+        applying = marked if marked_owner in dead else []
         if dead:
-            self.stats.reclaimed += self.db.write(lambda tx: self.queue.reclaim_owners_in(tx, dead))
-
-    def _spawn(self, index: int, pool: str, *, fork: bool = False) -> WorkerSlot:
-        ctx = self.fork_ctx if fork else self.ctx
-        parent, child = ctx.Pipe(duplex=True)
-        args = (child, index, str(self.home), self.config.as_dict(), os.getpid())
-        if fork:
-            inherited = [s.conn for s in self.slots]  # our ends of earlier workers' pipes
-            target, args = _forked_worker, (inherited, *args)
-        else:
-            target = worker_main
-        proc = ctx.Process(target=target, args=args, name=f"memoryd-{pool}-{index}", daemon=True)
-        proc.start()
-        child.close()
-        return WorkerSlot(index, proc, parent, pool)
+            self.stats.reclaimed += self._write(
+                lambda tx: self.queue.reclaim_owners_in(tx, dead, applying)
+            )
 
     def _write_state(self) -> None:
+        slots = self.pool.slots
         state = {
             "pid": os.getpid(),
             "owner": self.owner,
-            "workers": [
-                {"index": s.index, "pid": s.pid} for s in self.slots if s.pool == JOBS_POOL
-            ],
-            "retention_worker": next((s.pid for s in self.slots if s.pool == RETENTION_POOL), None),
+            "workers": [{"index": s.index, "pid": s.pid} for s in slots if s.pool == JOBS_POOL],
+            "retention_worker": next((s.pid for s in slots if s.pool == RETENTION_POOL), None),
             "drain": self.drain,
-            "claims_paused": self.pause_reason is not None,
-            "pause_reason": self.pause_reason,
+            "claims_paused": self.wal.pause_reason is not None,
+            "pause_reason": self.wal.pause_reason,
+            "store_busy_since": self.waiting_since,
         }
         path = self.home / SUPERVISOR_STATE_FILE
         tmp = path.with_suffix(".tmp")
@@ -242,26 +214,39 @@ class Supervisor:
         held = self._held()
         for buffer in self.buffers.values():
             buffer.clear()
-        for slot in self.slots:
-            slot.outstanding.clear()
-            with contextlib.suppress(OSError):
-                slot.conn.send_bytes(pickle.dumps(None))
-        for slot in self.slots:
-            slot.process.join(timeout=2)
-            if slot.process.is_alive():
-                slot.process.kill()
-                slot.process.join(timeout=2)
-        if held and hasattr(self, "db"):
-            self.db.write(lambda tx: self.queue.release_in(tx, held))
+        self.pool.stop()
         if hasattr(self, "db"):
+            if held:
+                self.db.write(lambda tx: self.queue.release_in(tx, held))
             checkpoint_truncate(self.db)
             self.db.close()
+        self.applying.close()
         (self.home / SUPERVISOR_STATE_FILE).unlink(missing_ok=True)
 
-    # -- the loop --------------------------------------------------------------
+    # -- writing -----------------------------------------------------------------
 
-    def _in_flight(self) -> int:
-        return sum(len(b) for s in self.slots for b in s.outstanding)
+    def _write(self, fn: Callable[[apsw.Connection], T]) -> T:
+        """One transaction. A draining supervisor gives up after write_retry_seconds
+        (StoreBusy); a daemon waits as long as another writer holds the store, says so
+        once, and says when it resumes (a long outside write must not kill it)."""
+        while True:
+            try:
+                result = self.db.write(fn)
+            except StoreBusy:
+                if self.drain or (self.stopping and time.monotonic() > self.stop_deadline):
+                    raise
+                if self.waiting_since is None:
+                    self.waiting_since = time.time()
+                    log("the store is busy (another writer holds it); waiting")
+                    self._write_state()
+                continue
+            if self.waiting_since is not None:
+                log(f"the store is writable again after {time.time() - self.waiting_since:.1f}s")
+                self.waiting_since = None
+                self._write_state()
+            return result
+
+    # -- the loop --------------------------------------------------------------
 
     def _loop(self) -> None:
         while True:
@@ -269,10 +254,10 @@ class Supervisor:
             self._schedule()
             self._collect(timeout=self._wait_timeout())
             claimed = self._turn()
-            if self.wal_pinned:
+            if self.wal.pinned:
                 self._maintain()  # before handing out more: this turn may have crossed the bound
             if self.stopping:
-                if time.monotonic() > self.stop_deadline or not self._in_flight():
+                if time.monotonic() > self.stop_deadline or not self.pool.in_flight():
                     return
                 continue
             self._dispatch()
@@ -280,10 +265,14 @@ class Supervisor:
                 self.drain
                 and not claimed
                 and not any(self.buffers.values())
-                and not self._in_flight()
+                and not self.pool.in_flight()
                 and not self.queue.has_pending()
             ):
                 return
+
+    def _maintain(self) -> None:
+        if self.wal.maintain():
+            self._write_state()
 
     def _wait_timeout(self) -> float:
         """No wait before the first look at the queue, nor while claimed jobs wait for a
@@ -295,76 +284,32 @@ class Supervisor:
             return 0.0
         return float(self.config.poll_seconds)
 
-    def _free_slots(self, pool: str) -> int:
-        depth = self._depth()
-        return sum(max(0, depth - len(s.outstanding)) for s in self.slots if s.pool == pool)
-
     def _depth(self) -> int:
-        """Batches a worker may hold. While a reader pins the WAL, one: when claims
-        pause, only one bounded job per worker is still to commit past the bound."""
-        return 1 if self.wal_pinned else MAX_OUTSTANDING_BATCHES
+        return self.dispatch.depth(self.wal.pinned)
+
+    def _free_slots(self, pool: str) -> int:
+        outstanding = (len(s.outstanding) for s in self.pool.slots if s.pool == pool)
+        return self.dispatch.free_slots(outstanding, self._depth())
 
     def _collect(self, timeout: float) -> None:
-        """Gather finished batches and notice dead workers."""
-        waitables = [s.conn for s in self.slots] + [s.process.sentinel for s in self.slots]
-        ready = set(wait(waitables, timeout=timeout)) if waitables else set()
-        for slot in list(self.slots):
-            if slot.conn in ready:
-                self._receive(slot)
-            if slot.process.sentinel in ready:
-                self._replace_dead(slot)
-
-    def _receive(self, slot: WorkerSlot) -> None:
-        while slot.outstanding and slot.conn.poll(0):
-            try:
-                outcomes = pickle.loads(slot.conn.recv_bytes())
-            except (EOFError, OSError):
-                return
-            batch = slot.outstanding.popleft()
-            for job, outcome in zip(batch, outcomes, strict=True):
-                self.finished.append((job, outcome))
-                self.cost[job.kind] = _ewma(self.cost.get(job.kind), outcome.seconds)
-                self.job_seconds = _ewma(self.job_seconds, outcome.seconds)
-
-    def _replace_dead(self, slot: WorkerSlot) -> None:
-        self._receive(slot)  # results it sent before dying still count
-        slot.process.join(timeout=1)
-        reason = f"worker {slot.index} (pid {slot.pid}) died with exit code {slot.process.exitcode}"
-        self.lost.extend((job, reason) for batch in slot.outstanding for job in batch)
-        slot.conn.close()
-        self._guard_crash_loop(slot)
-        self.slots[self.slots.index(slot)] = self._spawn(slot.index, slot.pool)
-        self.stats.respawned += 1
-        self._write_state()
-
-    def _guard_crash_loop(self, slot: WorkerSlot) -> None:
-        """Stop instead of respawning forever when workers cannot even start."""
-        if time.monotonic() - slot.started > WORKER_QUICK_DEATH_SECONDS:
-            self.quick_deaths = 0
-            return
-        self.quick_deaths += 1
-        if self.quick_deaths >= WORKER_CRASH_LOOP:
-            raise WorkerCrashLoop(
-                f"{self.quick_deaths} workers in a row died within "
-                f"{WORKER_QUICK_DEATH_SECONDS:g}s of starting (last exit code "
-                f"{slot.process.exitcode}); check that memoryd imports in a fresh interpreter"
-            )
+        """Gather finished batches; dead or timed-out workers are replaced by the pool."""
+        events = self.pool.poll(timeout)
+        for job, outcome in events.finished:
+            self.dispatch.observe(job.kind, outcome.seconds)
+        self.finished.extend(events.finished)
+        self.lost.extend(events.lost)
+        if events.respawned:
+            self.stats.respawned += events.respawned
+            self._write_state()
 
     def _claim_size(self, pool: str) -> int:
-        if self.stopping or self.pause_reason:
+        if self.stopping or self.wal.pause_reason:
             return 0
-        free = self._free_slots(pool)
-        if not free:
-            return 0
-        if pool == RETENTION_POOL:  # archive operations: one at a time, in order
-            return max(0, free - len(self.buffers[pool]))
-        target = float(self.config.dispatch_target_seconds)
-        per_job = self.job_seconds
-        per_batch = 1 if per_job is None else MAX_DISPATCH_BATCH
-        if per_job:
-            per_batch = max(1, min(MAX_DISPATCH_BATCH, int(target / per_job)))
-        want = free * per_batch - len(self.buffers[pool])
-        return max(0, min(int(self.config.claim_batch_max), want))
+        return self.dispatch.claim_size(
+            self._free_slots(pool),
+            len(self.buffers[pool]),
+            one_at_a_time=pool == RETENTION_POOL,  # archive operations, in order
+        )
 
     def _claim_filter(self, pool: str) -> dict:
         """Each pool claims its own kinds: retention kinds, or every other kind."""
@@ -372,37 +317,40 @@ class Supervisor:
 
     def _ensure_retention_worker(self) -> None:
         """Start the retention worker when its kinds have work and it is not running."""
-        if any(s.pool == RETENTION_POOL for s in self.slots) or not self.retention_kinds:
+        if self.pool.has(RETENTION_POOL) or not self.retention_kinds:
             return
         now = time.monotonic()
         if now < self.next_pool_check:
             return
         self.next_pool_check = now + POOL_CHECK_SECONDS
         if self.queue.ready_exists(self.retention_kinds):
-            self.slots.append(self._spawn(0, RETENTION_POOL))
+            self.pool.add(0, RETENTION_POOL)
             self._write_state()
 
     def _turn(self) -> int:
-        """One group commit: outcomes, lost jobs, renewals, reclaims and claims."""
+        """One group commit: outcomes, lost jobs, renewals, reclaims, a purge step and
+        claims. Results of poison suspects are then committed one per transaction."""
         now = time.time()
-        finished, lost = self.finished, self.lost
+        finished, suspects = self._split_suspects(self.finished)
+        lost = self.lost
         self._ensure_retention_worker()
         renew = now >= self.next_renew and bool(self._held())
         reclaim = now >= self.next_reclaim
+        purge = now >= self.next_purge
         # Stopping, or paused by WAL pressure: undispatched claims go back unharmed.
         release = (
             [j for b in self.buffers.values() for j in b]
-            if self.stopping or self.pause_reason
+            if self.stopping or self.wal.pause_reason
             else []
         )
         limits = {pool: self._claim_size(pool) for pool in self.buffers}
         busy = finished or lost or renew or reclaim
         if any(limits.values()) and not busy and not self.queue.ready_exists():
             limits = dict.fromkeys(limits, 0)  # nothing to claim: skip the write
-        if not (finished or lost or renew or reclaim or release or any(limits.values())):
+        if not (busy or suspects or purge or release or any(limits.values())):
             return 0
 
-        def turn(tx: apsw.Connection) -> tuple[list[ClaimedJob], RunStats]:
+        def turn(tx: apsw.Connection) -> tuple[dict, RunStats, int]:
             tally = RunStats()  # fresh per attempt: a retried transaction counts once
             self._apply_outcomes(tx, finished, tally)
             for job, reason in lost:
@@ -413,6 +361,10 @@ class Supervisor:
                 self.queue.renew_in(tx, self._held(), self.lease)
             if reclaim:
                 tally.reclaimed = self.queue.reclaim_expired_in(tx)
+            after = self.purge_after
+            if purge:
+                keep, step = self.config.jobs_keep_seconds, self.config.jobs_purge_batch
+                tally.purged, after = self.queue.purge_done_in(tx, keep, after, step)
             claims = {
                 pool: self.queue.claim_in(
                     tx, self.owner, limit, self.lease, **self._claim_filter(pool)
@@ -420,13 +372,15 @@ class Supervisor:
                 for pool, limit in limits.items()
                 if limit
             }
-            return claims, tally
+            return claims, tally, after
 
-        claims, tally = self.db.write(turn)
+        self._mark_applying(finished)
+        claims, tally, after = self._write(turn)
+        self.applying.clear()
         self.finished, self.lost = [], []
-        for name in ("done", "failed", "dead", "rejected", "reclaimed"):
-            setattr(self.stats, name, getattr(self.stats, name) + getattr(tally, name))
-        self.stats.turns += 1
+        self._add_tally(tally)
+        for item in suspects:
+            self._apply_alone(item)
         if release:
             for buffer in self.buffers.values():
                 buffer.clear()
@@ -434,36 +388,83 @@ class Supervisor:
             self.next_renew = now + self.lease / 4
         if reclaim:
             self.next_reclaim = now + self.lease / 4
+        if purge:
+            self.purge_after = after  # a sweep goes on step by step, then rests a period
+            rest = float(self.config.maintenance_period_seconds)
+            self.next_purge = now + (PURGE_STEP_SECONDS if after else rest)
         for pool, claimed in claims.items():
             self.buffers[pool].extend(claimed)
         return sum(len(c) for c in claims.values())
 
+    def _add_tally(self, tally: RunStats) -> None:
+        for name in ("done", "failed", "dead", "rejected", "deferred", "reclaimed", "purged"):
+            setattr(self.stats, name, getattr(self.stats, name) + getattr(tally, name))
+        self.stats.turns += 1
+
+    @staticmethod
+    def _split_suspects(finished: list) -> tuple[list, list]:
+        """Results of jobs that were being applied when a supervisor died go alone."""
+        if not any(job.deaths for job, _ in finished):
+            return finished, []
+        suspects = [(j, o) for j, o in finished if j.deaths and o.ok]
+        return [(j, o) for j, o in finished if not (j.deaths and o.ok)], suspects
+
+    def _mark_applying(self, finished: list) -> None:
+        ids = [job.id for job, outcome in finished if outcome.ok]
+        if ids:
+            self.applying.set(ids)
+
+    def _apply_alone(self, item: tuple[ClaimedJob, Outcome]) -> None:
+        """Commit one suspect's result in its own transaction, under its own mark: if it
+        kills us again, only it is charged the death."""
+        self._mark_applying([item])
+
+        def one(tx: apsw.Connection) -> RunStats:
+            tally = RunStats()
+            self._apply_outcomes(tx, [item], tally)
+            return tally
+
+        tally = self._write(one)
+        self.applying.clear()
+        self._add_tally(tally)
+
     def _held(self) -> list[ClaimedJob]:
-        buffered = [j for b in self.buffers.values() for j in b]
-        return buffered + [j for s in self.slots for b in s.outstanding for j in b]
+        return [j for b in self.buffers.values() for j in b] + self.pool.held()
 
     def _apply_outcomes(self, tx: apsw.Connection, finished: list, tally: RunStats) -> None:
         by_kind: dict[str, list[tuple[ClaimedJob, Any]]] = defaultdict(list)
         for job, outcome in finished:
             if outcome.ok:
                 by_kind[job.kind].append((job, outcome.value))
+            elif outcome.deferred:
+                tally.deferred += self.queue.defer_in(tx, job, outcome.value)
             else:
                 self._count_failure(tally, self.queue.fail_in(tx, job, outcome.value))
         for kind, items in by_kind.items():
             try:
-                with self.db.savepoint("apply"):
-                    done = self.queue.complete_many_in(tx, (j for j, _ in items))
-                    accepted = [(j, v) for j, v in items if j.id in done]
-                    applier = job_kind(kind).apply
-                    if accepted and applier:
-                        applier(ApplyContext(tx, self.queue, self.config), accepted)
-            except Exception as exc:
-                error = f"applying results failed: {type(exc).__name__}: {exc}"
-                for job, _ in items:
-                    self._count_failure(tally, self.queue.fail_in(tx, job, error))
-                continue
-            tally.done += len(accepted)
-            tally.rejected += len(items) - len(accepted)
+                self._apply_kind(tx, kind, items, tally)
+            except Exception:
+                # One job's failure is that job's alone: each job again in its own savepoint.
+                for item in items:
+                    self._apply_one(tx, kind, item, tally)
+
+    def _apply_kind(self, tx: apsw.Connection, kind: str, items: list, tally: RunStats) -> None:
+        """Complete and apply a kind's jobs together, undone as a whole if it raises."""
+        with self.db.savepoint("apply"):
+            done = self.queue.complete_many_in(tx, (j for j, _ in items))
+            accepted = [(j, v) for j, v in items if j.id in done]
+            applier = job_kind(kind).apply
+            if accepted and applier:
+                applier(ApplyContext(tx, self.queue, self.config), accepted)
+        tally.done += len(accepted)
+        tally.rejected += len(items) - len(accepted)
+
+    def _apply_one(self, tx: apsw.Connection, kind: str, item: tuple, tally: RunStats) -> None:
+        try:
+            self._apply_kind(tx, kind, [item], tally)
+        except Exception as exc:
+            error = f"applying results failed: {type(exc).__name__}: {exc}"
+            self._count_failure(tally, self.queue.fail_in(tx, item[0], error))
 
     @staticmethod
     def _count_failure(tally: RunStats, state: str | None) -> None:
@@ -477,21 +478,14 @@ class Supervisor:
     def _dispatch(self) -> None:
         """Hand claimed jobs to workers breadth first: every worker gets a batch before
         any gets a second, so long jobs run side by side, not queued behind each other."""
-        if self.pause_reason:
+        if self.wal.pause_reason:
             return  # claims are going back; nothing more may start
-        target = float(self.config.dispatch_target_seconds)
         for depth in range(self._depth()):
-            for slot in self.slots:
+            for slot in self.pool.slots:
                 buffer = self.buffers[slot.pool]
-                if not buffer or len(slot.outstanding) > depth:
+                if not buffer or len(slot.outstanding) > depth or slot.broken:
                     continue
-                batch, estimate = [], 0.0
-                while buffer and len(batch) < MAX_DISPATCH_BATCH and estimate < target:
-                    job = buffer.popleft()
-                    batch.append(job)
-                    estimate += self.cost.get(job.kind, target)
-                slot.conn.send_bytes(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
-                slot.outstanding.append(batch)
+                self.pool.send(slot, self.dispatch.next_batch(buffer))
 
     def _schedule(self) -> None:
         """Enqueue due periodic jobs (e.g. the retention tick); never while draining."""
@@ -506,38 +500,4 @@ class Supervisor:
             )
             spec = periodic.make(self.home, self.config)
             if spec is not None:
-                self.queue.enqueue(spec)
-
-    def _maintain(self) -> None:
-        """Checkpoint outside every transaction when the WAL has grown or on a period.
-
-        A pinned reader makes TRUNCATE give way; once the WAL has reached
-        ``wal_pause_bytes`` that way, claims pause (a soft bound: in-flight
-        jobs still commit) and every later cycle retries until one succeeds.
-        """
-        size = wal_bytes(self.db)
-        now = time.monotonic()
-        due = (
-            self.pause_reason is not None
-            or size >= int(self.config.wal_checkpoint_bytes)
-            or (size and now >= self.next_checkpoint)
-        )
-        if not due:
-            return
-        self.next_checkpoint = now + float(self.config.maintenance_period_seconds)
-        result = checkpoint_truncate(self.db)
-        self.wal_pinned = not result.ok
-        if result.ok:
-            reason = None
-        elif result.wal_bytes_after >= int(self.config.wal_pause_bytes):
-            pids = ", ".join(map(str, result.reader_pids)) or "unknown"
-            reason = (
-                f"WAL at {result.wal_bytes_after:,} bytes and the checkpoint gave way: "
-                f"{result.blocked_by} (pids holding WAL read locks: {pids})"
-            )
-        else:
-            reason = self.pause_reason  # keep the state until a checkpoint succeeds
-        if reason != self.pause_reason:
-            log(f"claims {'paused: ' + reason if reason else 'resumed: WAL truncated'}")
-            self.pause_reason = reason
-            self._write_state()
+                self._write(lambda tx, spec=spec: self.queue.enqueue_in(tx, [spec]))

@@ -2,7 +2,9 @@
 
 Messages are pickled lists over a private pipe. A worker receives a batch of
 :class:`ClaimedJob` and answers with one :class:`Outcome` per job, in order.
-It never writes job effects, and it dies with its supervisor.
+It never writes job effects, and it dies with its supervisor. While a job runs,
+its start (monotonic) and id are in the shared ``progress`` array, so the
+supervisor can enforce ``job_timeout_seconds``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import orjson
 
 from memoryd.config import Config
+from memoryd.errors import MemorydError
 from memoryd.workers.contract import WorkContext, job_kind
 
 PR_SET_PDEATHSIG = 1
@@ -31,6 +34,7 @@ class Outcome:
     ok: bool
     value: Any  # the job's result, or the error text
     seconds: float
+    deferred: bool = False  # a retryable condition: requeue without charging an attempt
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -44,30 +48,41 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(0)
 
 
-def run_batch(ctx: WorkContext, batch: list) -> list[Outcome]:
+def run_batch(ctx: WorkContext, batch: list, progress: Any = None) -> list[Outcome]:
     outcomes = []
     for job in batch:
         start = time.perf_counter()
+        if progress is not None:
+            progress[1], progress[0] = job.id, time.monotonic()
+        deferred = False
         try:
             value = job_kind(job.kind).run(ctx, orjson.loads(job.payload))
             ok = True
+        except MemorydError as exc:
+            deferred = exc.retryable  # e.g. a busy archive: waited for, not charged
+            name = exc.code if deferred else type(exc).__name__
+            value, ok = f"{name}: {exc}", False
         except Exception as exc:  # a job's failure is data, never the worker's death
             value, ok = f"{type(exc).__name__}: {exc}", False
-        outcomes.append(Outcome(job.id, ok, value, time.perf_counter() - start))
+        outcomes.append(Outcome(job.id, ok, value, time.perf_counter() - start, deferred))
+    if progress is not None:
+        progress[0] = 0.0
     return outcomes
 
 
-def worker_main(conn, index: int, home: str, config_values: dict, parent_pid: int) -> None:
+def worker_main(
+    conn, index: int, home: str, config_values: dict, parent_pid: int, progress: Any = None
+) -> None:
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides about Ctrl-C
     ctx = WorkContext(Path(home), Config(config_values), index)
     try:
-        _serve(conn, ctx, parent_pid)
+        _serve(conn, ctx, parent_pid, progress)
     finally:
         ctx.close()  # e.g. the archive: a clean close on a graceful stop
 
 
-def _serve(conn, ctx: WorkContext, parent_pid: int) -> None:
+def _serve(conn, ctx: WorkContext, parent_pid: int, progress: Any) -> None:
     while True:
         if not conn.poll(PARENT_CHECK_SECONDS):
             if os.getppid() != parent_pid:
@@ -79,4 +94,5 @@ def _serve(conn, ctx: WorkContext, parent_pid: int) -> None:
             return
         if batch is None:
             return
-        conn.send_bytes(pickle.dumps(run_batch(ctx, batch), protocol=pickle.HIGHEST_PROTOCOL))
+        outcomes = run_batch(ctx, batch, progress)
+        conn.send_bytes(pickle.dumps(outcomes, protocol=pickle.HIGHEST_PROTOCOL))

@@ -1,0 +1,61 @@
+"""The WAL guard: checkpoint at safe boundaries, pause claims while the WAL is pinned.
+
+The supervisor calls :meth:`WalGuard.maintain` outside every transaction. A
+pinned reader makes TRUNCATE give way; once the WAL has reached
+``wal_pause_bytes`` that way, claims pause (a soft bound: in-flight jobs still
+commit) and every later call retries until a checkpoint succeeds.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from memoryd.storage import Authority
+from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes
+
+
+def log(message: str) -> None:
+    """One line on stderr: operators see pauses, waits and their causes."""
+    print(f"memoryd[{os.getpid()}]: {message}", file=sys.stderr, flush=True)
+
+
+class WalGuard:
+    def __init__(self, db: Authority) -> None:
+        self.db = db
+        self.config = db.config
+        self.next_checkpoint = 0.0
+        self.pause_reason: str | None = None  # set while claims are paused
+        self.pinned = False  # the last checkpoint gave way to a reader or writer
+
+    def maintain(self) -> bool:
+        """Checkpoint when the WAL has grown or on a period. True when the pause state
+        changed (the supervisor then republishes its state)."""
+        size = wal_bytes(self.db)
+        now = time.monotonic()
+        due = (
+            self.pause_reason is not None
+            or size >= int(self.config.wal_checkpoint_bytes)
+            or (size and now >= self.next_checkpoint)
+        )
+        if not due:
+            return False
+        self.next_checkpoint = now + float(self.config.maintenance_period_seconds)
+        result = checkpoint_truncate(self.db)
+        self.pinned = not result.ok
+        if result.ok:
+            reason = None
+        elif result.wal_bytes_after >= int(self.config.wal_pause_bytes):
+            pids = ", ".join(map(str, result.reader_pids)) or "unknown"
+            reason = (
+                f"WAL at {result.wal_bytes_after:,} bytes and the checkpoint gave way: "
+                f"{result.blocked_by} (pids holding WAL read locks: {pids})"
+            )
+        else:
+            reason = self.pause_reason  # keep the state until a checkpoint succeeds
+        if reason == self.pause_reason:
+            return False
+        log(f"claims {'paused: ' + reason if reason else 'resumed: WAL truncated'}")
+        self.pause_reason = reason
+        return True
