@@ -109,7 +109,9 @@ class Memoryd:
         max_attempts: int | None = None,
         dedupe_key: str | None = None,
     ) -> list[int | None]:
-        """Enqueue ``count`` jobs of ``kind`` in one transaction."""
+        """Enqueue ``count`` jobs of ``kind``, committed in chunks of ``enqueue_chunk_rows``
+        so a bulk add never holds the write lock long nor grows the WAL past the pause
+        bound (a crash keeps the chunks already committed)."""
         spec = job_kind(kind)
         if spec.validate:
             spec.validate(payload)
@@ -118,7 +120,11 @@ class Memoryd:
         if dedupe_key and count > 1:
             raise BadPayload("a dedupe key names one job; use --count 1")
         job = JobSpec(kind, payload, project, priority, max_attempts, dedupe_key)
-        return self.queue.enqueue_many([job] * count)
+        chunk = max(1, int(self.config.enqueue_chunk_rows))
+        ids: list[int | None] = []
+        for start in range(0, count, chunk):
+            ids += self.queue.enqueue_many([job] * min(chunk, count - start))
+        return ids
 
     def run(self, *, workers: int | None = None, drain: bool = False) -> dict:
         """Run a supervisor in this process until stopped (or drained)."""
@@ -142,10 +148,12 @@ class Memoryd:
     def status(self) -> dict:
         db = self.db
         sup = self.supervisor()
+        counts = self.queue.counts()
         return {
             "home": str(self.home),
             "schema": db.user_version(),
-            "queue": self.queue.counts(),
+            "queue": counts,
+            "done_jobs": {"kept": counts["done"], "keep_seconds": self.config.jobs_keep_seconds},
             "effects": effect_counts(db),
             "wal_bytes": wal_bytes(db),
             "wal_reader_pids": wal_reader_pids(db),

@@ -135,6 +135,8 @@ def status_cmd(md: Memoryd, as_json: bool) -> None:
     for state in STATES:
         table.add_row(state, f"{st['queue'][state]:,}")
     out.print(table)
+    kept = st["done_jobs"]
+    out.print(f"done jobs kept: {kept['kept']:,} (purged after {kept['keep_seconds']:g}s)")
     if st["projects"]:
         table = Table("project", "files", "chunks", "source MB", "root", title="projects")
         for p in st["projects"]:
@@ -491,7 +493,7 @@ def jobs_group() -> None:
 @click.option("--max-attempts", type=click.IntRange(1), help="Attempts before dead-lettering.")
 @click.option("--dedupe-key", help="Enqueue at most one live job with this key.")
 def jobs_add(md: Memoryd, as_json: bool, kind: str, payload: str | None, **opts: Any) -> None:
-    """Enqueue COUNT jobs of KIND in one transaction."""
+    """Enqueue COUNT jobs of KIND (committed in chunks of enqueue_chunk_rows)."""
     ids = md.add_jobs(kind, payload=parse_payload(payload), **opts)
     added = [i for i in ids if i is not None]
     if as_json:

@@ -26,24 +26,33 @@ def db(home: Path):
         yield authority
 
 
+class Clock:
+    """The queue's injectable clock: tests move time instead of rewriting rows."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 @pytest.fixture
-def q(db) -> JobQueue:
-    return JobQueue(db)
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def q(db, clock: Clock) -> JobQueue:
+    return JobQueue(db, clock=clock)
 
 
 def row(db, job_id: int) -> dict:
     keys = ("state", "attempts", "max_attempts", "not_before", "lease_token", "last_error")
     values = db.query(f"SELECT {', '.join(keys)} FROM jobs WHERE id = ?", (job_id,))[0]
     return dict(zip(keys, values, strict=True))
-
-
-def expire(db, job_id: int) -> None:
-    """Make a lease run out now (the store is real; only the clock is skipped)."""
-    db.write(lambda tx: tx.execute("UPDATE jobs SET lease_expires = 0 WHERE id = ?", (job_id,)))
-
-
-def make_ready(db, job_id: int) -> None:
-    db.write(lambda tx: tx.execute("UPDATE jobs SET not_before = 0 WHERE id = ?", (job_id,)))
 
 
 def complete_with_effect(db, q: JobQueue, job: ClaimedJob) -> bool:
@@ -115,11 +124,11 @@ def test_claim_takes_up_to_k_in_priority_order_under_one_token(db, q: JobQueue) 
     assert q.claim("owner-3", 10, 60) == []
 
 
-def test_claim_skips_jobs_backing_off(db, q: JobQueue) -> None:
-    later = q.enqueue(JobSpec("noop", not_before=time.time() + 3600))
+def test_claim_skips_jobs_backing_off(db, q: JobQueue, clock: Clock) -> None:
+    later = q.enqueue(JobSpec("noop", not_before=clock() + 3600))
     now = q.enqueue(JobSpec("noop"))
     assert [j.id for j in q.claim("o", 10, 60)] == [now]
-    make_ready(db, later)
+    clock.advance(3601)
     assert [j.id for j in q.claim("o", 10, 60)] == [later]
 
 
@@ -150,14 +159,14 @@ def test_complete_is_fenced_by_the_lease_token(db, q: JobQueue) -> None:
     assert effects(db, job.id) == 1
 
 
-def test_late_result_after_reclaim_is_rejected_in_process(db, q: JobQueue) -> None:
+def test_late_result_after_reclaim_is_rejected_in_process(db, q: JobQueue, clock: Clock) -> None:
     q.enqueue(JobSpec("noop"))
     [first] = q.claim("a", 1, 60)
-    expire(db, first.id)
+    clock.advance(61)  # the lease runs out
     assert db.write(q.reclaim_expired_in) == 1
     assert row(db, first.id)["state"] == "failed"
     assert row(db, first.id)["last_error"] == "lease expired"
-    make_ready(db, first.id)
+    clock.advance(1)  # past the backoff
     [second] = q.claim("b", 1, 60)
     assert second.id == first.id and second.token != first.token and second.attempts == 2
     assert complete_with_effect(db, q, second)
@@ -167,14 +176,16 @@ def test_late_result_after_reclaim_is_rejected_in_process(db, q: JobQueue) -> No
     assert effects(db, first.id) == 1
 
 
-def test_complete_many_accepts_only_jobs_whose_lease_is_still_ours(db, q: JobQueue) -> None:
+def test_complete_many_accepts_only_jobs_whose_lease_is_still_ours(
+    db, q: JobQueue, clock: Clock
+) -> None:
     """The supervisor's group completion: one statement per token, same fencing."""
     q.enqueue_many([JobSpec("noop", {"i": i}) for i in range(6)])
-    batch = q.claim("a", 6, 60)
+    batch = q.claim("a", 1, 1) + q.claim("a", 5, 3600)
     stale = batch[0]
-    expire(db, stale.id)
+    clock.advance(2)  # only the short lease runs out
     assert db.write(q.reclaim_expired_in) == 1
-    make_ready(db, stale.id)
+    clock.advance(1)  # past the backoff
     [again] = q.claim("b", 1, 60)
     assert again.id == stale.id
     forged = ClaimedJob(batch[1].id, "noop", b"null", "forged", 1, None)
@@ -189,12 +200,12 @@ def test_complete_many_accepts_only_jobs_whose_lease_is_still_ours(db, q: JobQue
 # -- failure, backoff, dead-letter, retry -----------------------------------------------
 
 
-def test_fail_backs_off_then_dead_letters_after_max_attempts(db, q: JobQueue) -> None:
+def test_fail_backs_off_then_dead_letters_after_max_attempts(db, q: JobQueue, clock: Clock) -> None:
     job_id = q.enqueue(JobSpec("fail", max_attempts=3))
     for attempt in (1, 2):
-        [job] = wait_for(lambda: q.claim("o", 1, 60), what="the job to be claimable again")
+        [job] = q.claim("o", 1, 60)
         assert job.attempts == attempt
-        now = time.time()
+        now = clock()
         assert q.fail(job, f"boom {attempt}") == "failed"
         r = row(db, job_id)
         assert (r["state"], r["last_error"], r["lease_token"]) == (
@@ -203,7 +214,9 @@ def test_fail_backs_off_then_dead_letters_after_max_attempts(db, q: JobQueue) ->
             None,
         )
         assert r["not_before"] > now, "a failed attempt waits before the next one"
-    [job] = wait_for(lambda: q.claim("o", 1, 60), what="the last attempt")
+        assert q.claim("o", 1, 60) == [], "not before its backoff"
+        clock.advance(1)
+    [job] = q.claim("o", 1, 60)
     assert q.fail(job, "boom 3") == "dead"
     r = row(db, job_id)
     assert (r["state"], r["attempts"], r["last_error"]) == ("dead", 3, "boom 3")
@@ -236,12 +249,12 @@ def test_backoff_grows_exponentially_with_jitter_and_a_cap(home: Path) -> None:
             assert len(set(delays)) > 1, "jittered"
 
 
-def test_expired_lease_counts_an_attempt_and_can_dead_letter(db, q: JobQueue) -> None:
+def test_expired_lease_counts_an_attempt_and_can_dead_letter(db, q: JobQueue, clock: Clock) -> None:
     job_id = q.enqueue(JobSpec("noop", max_attempts=2))
     for expected in ("failed", "dead"):
-        make_ready(db, job_id)
-        [job] = q.claim("gone", 1, 60)
-        expire(db, job.id)
+        clock.advance(1)  # past any backoff
+        [_job] = q.claim("gone", 1, 60)
+        clock.advance(61)  # the lease runs out
         assert db.write(q.reclaim_expired_in) == 1
         assert row(db, job_id)["state"] == expected
     assert row(db, job_id)["last_error"] == "lease expired"
@@ -442,3 +455,59 @@ def test_late_result_from_another_process_is_rejected(home: Path, tmp_path: Path
         assert db.query("SELECT state, attempts FROM jobs WHERE id = ?", (job_id,)) == [("done", 2)]
         assert effects(db, job_id) == 1, "applied exactly once"
         assert db.query("SELECT count(*) FROM job_effects")[0][0] == 1
+
+
+# -- deferral, purge and poison counting (issue 8) ---------------------------------------
+
+
+def test_defer_requeues_without_charging_and_keeps_the_typed_reason(
+    db, q: JobQueue, clock: Clock
+) -> None:
+    job_id = q.enqueue(JobSpec("noop", max_attempts=1))
+    for _ in range(3):  # with one attempt allowed, a charged deferral would dead-letter it
+        [job] = q.claim("o", 1, 60)
+        assert db.write(lambda tx, job=job: q.defer_in(tx, job, "ARCHIVE_BUSY: held by pid 7"))
+        r = row(db, job_id)
+        assert (r["state"], r["attempts"]) == ("queued", 0)
+        assert r["last_error"] == "ARCHIVE_BUSY: held by pid 7"
+        assert r["not_before"] > clock(), "a deferred job waits a backoff"
+        assert q.claim("o", 1, 60) == []
+        clock.advance(1)
+    forged = ClaimedJob(job_id, "noop", b"null", "forged", 1, None)
+    assert not db.write(lambda tx: q.defer_in(tx, forged, "late")), "fenced like the rest"
+
+
+def test_purge_deletes_only_old_done_jobs_in_bounded_steps(db, q: JobQueue, clock: Clock) -> None:
+    ids = q.enqueue_many([JobSpec("noop")] * 10)
+    jobs = q.claim("o", 7, 60)
+    db.write(lambda tx: q.complete_many_in(tx, jobs[:6]))  # 6 done, 1 claimed, 3 queued
+    keep = 3600.0
+    assert db.write(lambda tx: q.purge_done_in(tx, keep, 0, 4)) == (0, ids[3]), "too young"
+    clock.advance(keep + 1)
+    first = db.write(lambda tx: q.purge_done_in(tx, keep, 0, 4))
+    assert first == (4, ids[3]), "one step looks at 4 rows and goes on after the 4th"
+    second = db.write(lambda tx: q.purge_done_in(tx, keep, first[1], 4))
+    assert second == (2, ids[7])
+    third = db.write(lambda tx: q.purge_done_in(tx, keep, second[1], 4))
+    assert third == (0, 0), "the sweep reached the end: the next one starts over"
+    assert q.counts() == {"queued": 3, "claimed": 1, "done": 0, "failed": 0, "dead": 0}
+
+
+def test_a_job_that_keeps_killing_its_supervisor_is_dead_lettered(db, q: JobQueue) -> None:
+    """Only the jobs the dead supervisor was applying count a death; past the cap, dead."""
+    poison, bystander, held = q.enqueue_many([JobSpec("noop")] * 3)
+    for death in range(1, q.death_cap + 1):
+        owner = f"dead-{death}"
+        claimed = q.claim(owner, 3, 3600)
+        assert {j.id for j in claimed} == {poison, bystander, held}
+        assert claimed[0].deaths == death - 1, "a claim carries the count (suspects go alone)"
+        applying = [poison] if death > 1 else [poison, bystander]
+        db.write(lambda tx, o=owner, a=applying: q.reclaim_owners_in(tx, [o], a))
+        if death < q.death_cap:
+            assert row(db, poison)["state"] == "queued"
+    r = row(db, poison)
+    assert r["state"] == "dead"
+    assert f"3 times (supervisor_death_cap={q.death_cap})" in r["last_error"]
+    assert row(db, bystander)["state"] == row(db, held)["state"] == "queued"
+    deaths = dict(db.query("SELECT id, supervisor_deaths FROM jobs"))
+    assert deaths == {poison: 3, bystander: 1, held: 0}
