@@ -44,6 +44,12 @@ class StoreBusy(MemorydError):
     retryable = True
 
 
+class WorkerCrashLoop(MemorydError):
+    """Job workers keep dying right after they start: the supervisor stops."""
+
+    code = "WORKER_CRASH_LOOP"
+
+
 class SchemaTooNew(MemorydError):
     code = "SCHEMA_TOO_NEW"
 

@@ -33,7 +33,7 @@ import apsw
 import multiprocess
 
 from memoryd.config import Config
-from memoryd.errors import MemorydError
+from memoryd.errors import WorkerCrashLoop
 from memoryd.queue import ClaimedJob
 from memoryd.workers.worker import Outcome, worker_main
 
@@ -45,10 +45,6 @@ RECV_CHUNK = 1 << 20
 _HEADER = struct.Struct("!i")
 _LONG_HEADER = struct.Struct("!Q")
 _READ = select.POLLIN | select.POLLHUP | select.POLLERR
-
-
-class WorkerCrashLoop(MemorydError):
-    code = "WORKER_CRASH_LOOP"
 
 
 class WorkerGone(Exception):

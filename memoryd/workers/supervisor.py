@@ -216,8 +216,11 @@ class Supervisor:
             buffer.clear()
         self.pool.stop()
         if hasattr(self, "db"):
-            if held:
-                self.db.write(lambda tx: self.queue.release_in(tx, held))
+            try:
+                if held:
+                    self.db.write(lambda tx: self.queue.release_in(tx, held))
+            except StoreBusy:  # the next supervisor reclaims them (this owner is dead then)
+                log(f"the store stayed busy: {len(held)} claims are left to the next supervisor")
             checkpoint_truncate(self.db)
             self.db.close()
         self.applying.close()
@@ -329,9 +332,9 @@ class Supervisor:
 
     def _turn(self) -> int:
         """One group commit: outcomes, lost jobs, renewals, reclaims, a purge step and
-        claims. Results of poison suspects are then committed one per transaction."""
+        claims. Results of poison suspects are then committed apart (see _isolate)."""
         now = time.time()
-        finished, suspects = self._split_suspects(self.finished)
+        finished, suspects = self._isolate(self.finished)
         lost = self.lost
         self._ensure_retention_worker()
         renew = now >= self.next_renew and bool(self._held())
@@ -379,8 +382,8 @@ class Supervisor:
         self.applying.clear()
         self.finished, self.lost = [], []
         self._add_tally(tally)
-        for item in suspects:
-            self._apply_alone(item)
+        for group in suspects:
+            self._apply_apart(group)
         if release:
             for buffer in self.buffers.values():
                 buffer.clear()
@@ -401,30 +404,41 @@ class Supervisor:
             setattr(self.stats, name, getattr(self.stats, name) + getattr(tally, name))
         self.stats.turns += 1
 
-    @staticmethod
-    def _split_suspects(finished: list) -> tuple[list, list]:
-        """Results of jobs that were being applied when a supervisor died go alone."""
+    def _isolate(self, finished: list) -> tuple[list, list[list]]:
+        """Split off the results of poison suspects (jobs being applied when a supervisor
+        died). Those with fewer than ``cap - 1`` deaths are committed together in one
+        extra transaction, those with more each in its own: a healthy job that merely
+        shared a fatal commit is then never charged up to the cap (it gets at most
+        ``cap - 1`` deaths before it is applied alone and succeeds)."""
         if not any(job.deaths for job, _ in finished):
             return finished, []
-        suspects = [(j, o) for j, o in finished if j.deaths and o.ok]
-        return [(j, o) for j, o in finished if not (j.deaths and o.ok)], suspects
+        last_chance = self.queue.death_cap - 1
+        normal, group, alone = [], [], []
+        for job, outcome in finished:
+            if not (job.deaths and outcome.ok):
+                normal.append((job, outcome))
+            elif job.deaths < last_chance:
+                group.append((job, outcome))
+            else:
+                alone.append([(job, outcome)])
+        return normal, ([group] if group else []) + alone
 
     def _mark_applying(self, finished: list) -> None:
         ids = [job.id for job, outcome in finished if outcome.ok]
         if ids:
             self.applying.set(ids)
 
-    def _apply_alone(self, item: tuple[ClaimedJob, Outcome]) -> None:
-        """Commit one suspect's result in its own transaction, under its own mark: if it
-        kills us again, only it is charged the death."""
-        self._mark_applying([item])
+    def _apply_apart(self, items: list[tuple[ClaimedJob, Outcome]]) -> None:
+        """Commit suspects' results in a transaction of their own, under their own mark:
+        if they kill us again, only they are charged the death."""
+        self._mark_applying(items)
 
-        def one(tx: apsw.Connection) -> RunStats:
+        def apart(tx: apsw.Connection) -> RunStats:
             tally = RunStats()
-            self._apply_outcomes(tx, [item], tally)
+            self._apply_outcomes(tx, items, tally)
             return tally
 
-        tally = self._write(one)
+        tally = self._write(apart)
         self.applying.clear()
         self._add_tally(tally)
 

@@ -175,6 +175,10 @@ def test_a_poison_job_is_dead_lettered_after_the_death_cap(cli, home: Path) -> N
     rows = query(home, "SELECT id, state FROM jobs WHERE id != ?", (poison,))
     assert {s for _, s in rows} == {"done"} and len(rows) == 100
     assert query(home, "SELECT count(*), count(DISTINCT job_id) FROM job_effects") == [(100, 100)]
+    [(bystander_deaths,)] = query(
+        home, "SELECT max(supervisor_deaths) FROM jobs WHERE id != ?", (poison,)
+    )
+    assert bystander_deaths <= 2, "a job sharing a fatal commit never reaches the cap"
 
 
 # -- retryable errors are waited for, not charged ---------------------------------------
