@@ -234,6 +234,8 @@ class WorkerPool:
             poller.register(slot.sock, _READ | (select.POLLOUT if slot.outbox else 0))
             by_fd[slot.process.sentinel] = slot
             poller.register(slot.process.sentinel, _READ)
+        if any(slot.broken or slot.death is not None for slot in self.slots):
+            timeout = 0.0  # a worker to replace: no wait
         ready = {by_fd[fd] for fd, _ in poller.poll(max(0.0, timeout) * 1000)}
         for slot in list(self.slots):
             if slot in ready or slot.outbox or slot.broken or slot.death is not None:
