@@ -97,8 +97,8 @@ class ApplyingMark:
         if self.fd is None:
             self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         data = self.owner.encode() + b"\n" + orjson.dumps(ids)
-        os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, data, 0)
+        os.ftruncate(self.fd, len(data))
 
     def clear(self) -> None:
         if self.fd is not None:
