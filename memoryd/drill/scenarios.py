@@ -1,0 +1,314 @@
+"""What a cycle does to its processes. Each scenario runs the cycle's work, breaks
+something on purpose, and returns the jobs a reader saw done before the break
+(they must stay done, with the same finish time); the drill then recovers with a
+draining supervisor and checks.
+
+Kill and fault counts go to ``Drill.kills`` under the scenario's own names;
+``not_reached`` and ``finished_before_kill`` count cycles whose break did not land.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
+
+from memoryd.drill.core import RUN_TIMEOUT, Drill, DrillAborted
+from memoryd.drill.procs import signal_pid
+from memoryd.errors import StoreBusy
+from memoryd.killpoints import ENV as KILL_ENV
+from memoryd.killpoints import NAMES as KILL_POINTS
+from memoryd.killpoints import ONCE_ENV, RETENTION_NAMES
+from memoryd.queue import JobQueue, JobSpec
+from memoryd.workers.contract import ApplyContext, job_kind, load_kinds
+
+STALE_LEASE = 1.0  # seconds: the stale scenario's supervisor lease
+STALE_SLEEPS = 2  # long sleep jobs, claimed first, so a worker holds one when it is stopped
+STALE_SLEEP_SECONDS = 2.0
+SECOND_CLAIMER = "drill-second-claimer"
+SHUTDOWN_GRACE = 1.0  # seconds: the SIGTERM scenario's grace period
+TICK_SECONDS = 0.2  # the tick scenario's retention tick period
+WRITER_JOBS = 20_000  # a CLI bulk write killed mid-write
+WRITER_MARK = "drill-writer"
+
+Done = dict[int, float]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    run: Callable[[Drill], Done]
+    extra: Callable[[], list[JobSpec]] = list  # jobs enqueued before the cycle's work
+
+
+def _done(d: Drill) -> Done:
+    return d.read(lambda q: q.done_since(d.base))
+
+
+def _finished_early(d: Drill, sup) -> Done:
+    d.kills["finished_before_kill"] += 1
+    if d.await_exit(sup, "supervisor") == 0:
+        d.learn_turns(sup)
+    sup.close()
+    return _done(d)
+
+
+def _expect_clean_exit(d: Drill, sup, what: str) -> None:
+    code = d.await_exit(sup, "supervisor")
+    if code != 0:
+        d.fail(f"the supervisor exited {code} {what}: {sup.output() or 'no output'}")
+    sup.close()
+
+
+# -- the supervisor killed ---------------------------------------------------------
+
+
+def kill_point(d: Drill) -> Done:
+    """SIGKILL the supervisor at a named point; commit points are drawn over the whole
+    run (its expected number of commits, learned from runs that finished)."""
+    point = d.rng.choice(KILL_POINTS)
+    nth = d.rng.randint(1, d.turns) if point.endswith("commit") else 1
+    once = d.home / f"killed-{d.cycle_no}"
+    sup = d.supervisor(env={KILL_ENV: f"{point}:{nth}", ONCE_ENV: str(once)})
+    code = d.await_exit(sup, f"supervisor with kill point {point}:{nth}")
+    if once.exists():
+        d.kills[point] += 1
+    else:
+        d.kills["not_reached"] += 1
+        if code != 0:
+            d.fail(f"the supervisor exited {code} without reaching {point}: {sup.output()}")
+    sup.close()
+    return _done(d)
+
+
+def random_supervisor(d: Drill) -> Done:
+    """SIGKILL the supervisor at a random moment after some of the cycle's jobs are done."""
+    sup = d.supervisor()
+    if not d.wait_work_started(sup):
+        return _finished_early(d, sup)
+    done = _done(d)
+    d.sigkill(sup.pid)
+    d.await_exit(sup, "supervisor")
+    sup.close()
+    d.kills["random_supervisor"] += 1
+    return done
+
+
+def worker(d: Drill) -> Done:
+    """SIGKILL one job worker mid-work: the supervisor must replace it, fail its jobs
+    with the attempt charged, and drain to exit 0 (issue 8, fault 1)."""
+    sup = d.supervisor()
+    if not d.wait_work_started(sup):
+        return _finished_early(d, sup)
+    workers = [w["pid"] for w in d.supervisor_state(sup).get("workers", [])]
+    if not workers:
+        return _finished_early(d, sup)
+    victim = d.rng.choice(workers)
+    done = _done(d)
+    d.sigkill(victim)
+    d.kills["worker"] += 1
+    _expect_clean_exit(d, sup, f"after its worker {victim} was SIGKILLed")
+    return done
+
+
+def both(d: Drill) -> Done:
+    """SIGKILL a worker, then the supervisor a moment later."""
+    sup = d.supervisor()
+    if not d.wait_work_started(sup):
+        return _finished_early(d, sup)
+    done = _done(d)
+    d.sigkill(d.rng.choice([w["pid"] for w in d.supervisor_state(sup).get("workers", [])]))
+    time.sleep(d.rng.uniform(0.0, 0.3))
+    d.sigkill(sup.pid)
+    d.await_exit(sup, "supervisor")
+    sup.close()
+    d.kills["worker_and_supervisor"] += 1
+    return done
+
+
+def sigterm(d: Drill) -> Done:
+    """SIGTERM mid-work; half the time SIGKILL during the grace period, else the
+    shutdown must finish cleanly (exit 0, in-flight work finished or released)."""
+    sup = d.supervisor(env={"MEMORYD_SHUTDOWN_GRACE_SECONDS": str(SHUTDOWN_GRACE)})
+    if not d.wait_work_started(sup):
+        return _finished_early(d, sup)
+    done = _done(d)
+    sup.proc.send_signal(signal.SIGTERM)
+    if d.rng.random() < 0.5:
+        time.sleep(d.rng.uniform(0.0, SHUTDOWN_GRACE))
+        d.sigkill(sup.pid)
+        d.await_exit(sup, "supervisor")
+        sup.close()
+        d.kills["sigterm_then_sigkill"] += 1
+        return done
+    d.kills["sigterm"] += 1
+    _expect_clean_exit(d, sup, "on SIGTERM")
+    return done
+
+
+# -- the retention worker killed ---------------------------------------------------
+
+
+def retention(d: Drill) -> Done:
+    """Kill the retention worker (at one of the archive's points, or at random) while
+    its supervisor keeps going: it must respawn it and redo the archive job."""
+    point = d.rng.choice([None, *RETENTION_NAMES])
+    once = d.home / f"killed-{d.cycle_no}"
+    env = {KILL_ENV: f"{point}:1", ONCE_ENV: str(once)} if point else {}
+    sup = d.supervisor(env=env)
+    if point is None:
+        time.sleep(d.rng.uniform(0.1, 0.7))
+        pid = d.supervisor_state(sup).get("retention_worker")
+        if pid and sup.poll() is None:
+            d.sigkill(pid)
+            d.kills["random_retention"] += 1
+        else:
+            d.kills["finished_before_kill"] += 1
+    done = _done(d)
+    _expect_clean_exit(d, sup, "after its retention worker was killed")
+    if point:
+        d.kills[point if once.exists() else "not_reached"] += 1
+    return done
+
+
+def tick(d: Drill) -> Done:
+    """A non-draining supervisor with a fast periodic retention tick: SIGKILL its
+    retention worker or itself while ticks run. After a worker kill it must go on and
+    stop cleanly on SIGTERM."""
+    sup = d.supervisor(drain=False, env={"MEMORYD_RETENTION_TICK_SECONDS": str(TICK_SECONDS)})
+    if not d.wait_work_started(sup):
+        return _finished_early(d, sup)
+    time.sleep(d.rng.uniform(TICK_SECONDS, 5 * TICK_SECONDS))  # ticks are running by now
+    done = _done(d)
+    if d.rng.random() < 0.5:
+        d.sigkill(sup.pid)
+        d.await_exit(sup, "supervisor")
+        sup.close()
+        d.kills["tick_supervisor"] += 1
+        return done
+    d.sigkill(d.supervisor_state(sup).get("retention_worker"))
+    d.kills["tick_retention"] += 1
+    time.sleep(d.rng.uniform(0.0, 5 * TICK_SECONDS))
+    sup.proc.send_signal(signal.SIGTERM)
+    _expect_clean_exit(d, sup, "on SIGTERM after its retention worker was killed mid-tick")
+    return done
+
+
+# -- a CLI writer killed -----------------------------------------------------------
+
+
+def writer(d: Drill) -> Done:
+    """SIGKILL ``memoryd jobs add noop --count N`` mid-write beside a running supervisor:
+    what it committed is whole jobs, each applied once (checked with the effects)."""
+    sup = d.supervisor()
+    payload = orjson.dumps({WRITER_MARK: d.cycle_no}).decode()
+    cli = d.start("jobs", "add", "noop", "--count", str(WRITER_JOBS), "--payload", payload)
+    time.sleep(d.rng.uniform(0.05, 0.6))
+    d.sigkill(cli.pid)
+    code = cli.proc.wait(timeout=RUN_TIMEOUT)
+    cli.close()
+    d.kills["writer" if code == -signal.SIGKILL else "writer_finished"] += 1
+    done = _done(d)
+    _expect_clean_exit(d, sup, "beside a killed CLI writer")
+    return done
+
+
+# -- a stale result -----------------------------------------------------------------
+
+
+def _long_sleeps() -> list[JobSpec]:
+    return [JobSpec("sleep", {"seconds": STALE_SLEEP_SECONDS}, priority=1)] * STALE_SLEEPS
+
+
+def stale(d: Drill) -> Done:
+    """A result that reaches the supervisor after its lease was reclaimed must be
+    rejected (fencing).
+
+    The supervisor (short lease) claims long ``sleep`` jobs first; once one is claimed,
+    its workers and then the supervisor are SIGSTOPped past the lease. A second
+    claimer reclaims the expired leases and completes the sleep jobs (another attempt
+    commits). SIGCONT: the workers finish, and their late results reach the
+    supervisor under the old lease token. A supervisor alone never produces this:
+    it renews the leases of all it holds, and its lock keeps a second one out, so the
+    second claimer is the drill itself, through ``JobQueue``'s methods and the kind's
+    own apply, as a supervisor that lost its lock would.
+    """
+    sup = d.supervisor(env={"MEMORYD_LEASE_SECONDS": str(STALE_LEASE)})
+    held = _wait_claimed(d, sup, "sleep")
+    if not held:
+        return _finished_early(d, sup)
+    tree = sup.tree()
+    for pid in reversed(tree):  # workers first: the supervisor must not see them finish
+        signal_pid(pid, signal.SIGSTOP)
+    try:
+        second = _second_attempt(d, sup, tree)
+    finally:
+        for pid in tree:
+            signal_pid(pid, signal.SIGCONT)
+    d.kills["stale_result" if set(second) & set(held) else "not_reached"] += 1
+    done = _done(d)
+    _expect_clean_exit(d, sup, "after a late result")
+    return done
+
+
+def _wait_claimed(d: Drill, sup, kind: str) -> list[int]:
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while sup.poll() is None and time.monotonic() < deadline:
+        held = [job for job, _, _ in d.read(lambda q: q.claimed((kind,)))]
+        if held:
+            return held
+        time.sleep(0.01)
+    return []
+
+
+def _second_attempt(d: Drill, sup, tree: list[int]) -> list[int]:
+    """Once every lease the stopped supervisor holds has run out, reclaim and complete
+    its sleep jobs. A supervisor stopped inside a transaction holds the write lock:
+    then let it run a moment and stop it again."""
+    load_kinds()
+    for _ in range(20):
+        _wait_expired(d)
+        try:
+            with d.queue(retry_backoff_base=0.0, write_retry_seconds=0.5) as q:
+                return q.db.write(lambda tx: _reclaim_and_complete(tx, q))
+        except StoreBusy:
+            for pid in tree:
+                signal_pid(pid, signal.SIGCONT)
+            time.sleep(0.02)
+            for pid in reversed(tree):
+                signal_pid(pid, signal.SIGSTOP)
+    raise DrillAborted("the stopped supervisor kept the write lock: no second attempt")
+
+
+def _wait_expired(d: Drill) -> None:
+    deadline = time.monotonic() + 10 * STALE_LEASE + 10
+    while time.monotonic() < deadline:
+        leases = [expires for _, _, expires in d.read(lambda q: q.claimed())]
+        if not leases or max(leases) < time.time():
+            return
+        time.sleep(0.05)
+
+
+def _reclaim_and_complete(tx, q: JobQueue) -> list[int]:
+    q.reclaim_expired_in(tx)
+    jobs = q.claim_in(tx, SECOND_CLAIMER, 10_000, 60.0, kinds=("sleep",))
+    done = q.complete_many_in(tx, jobs)
+    accepted = [(j, None) for j in jobs if j.id in done]
+    if accepted:
+        job_kind("sleep").apply(ApplyContext(tx, q, q.db.config), accepted)
+    return [j.id for j, _ in accepted]
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "kill_point": Scenario(kill_point),
+    "random_supervisor": Scenario(random_supervisor),
+    "worker": Scenario(worker),
+    "both": Scenario(both),
+    "sigterm": Scenario(sigterm),
+    "retention": Scenario(retention),
+    "tick": Scenario(tick),
+    "writer": Scenario(writer),
+    "stale": Scenario(stale, _long_sleeps),
+}
