@@ -102,18 +102,22 @@ class Drill:
         effects without its completion; a hang or such a job stops the drill."""
         deadline = time.monotonic() + timeout
         while (code := proc.poll()) is None:
-            lost = self.read(lambda q: q.applied_not_done(self.base_effect))
-            if lost:
-                proc.kill_tree()
-                raise DrillAborted(
-                    f"{what}: {len(lost)} jobs (e.g. {lost[:3]}) have committed effects but"
-                    " are not done: a completion was lost"
-                )
+            self.guard(proc, what)
             if time.monotonic() > deadline:
                 proc.kill_tree()
                 raise DrillAborted(f"{what} did not finish within {timeout:g}s")
             time.sleep(0.25)
         return code
+
+    def guard(self, proc: Started, what: str) -> None:
+        """Stop the drill if a committed job has effects without its completion."""
+        lost = self.read(lambda q: q.applied_not_done(self.base_effect))
+        if lost:
+            proc.kill_tree()
+            raise DrillAborted(
+                f"{what}: {len(lost)} jobs (e.g. {lost[:3]}) have committed effects but"
+                " are not done: a completion was lost"
+            )
 
     def learn_turns(self, proc: Started) -> None:
         """A run that finished a whole cycle tells how many commits such a run makes."""
@@ -128,6 +132,7 @@ class Drill:
         want = self.rng.randint(1, NOOPS_PER_CYCLE // 2)
         deadline = time.monotonic() + RUN_TIMEOUT
         while sup.poll() is None and time.monotonic() < deadline:
+            self.guard(sup, "supervisor")
             if len(self.read(lambda q: q.done_since(self.base))) >= want:
                 time.sleep(self.rng.uniform(0.0, 0.2))
                 return sup.poll() is None

@@ -256,6 +256,7 @@ def stale(d: Drill) -> Done:
 def _wait_claimed(d: Drill, sup, kind: str) -> list[int]:
     deadline = time.monotonic() + RUN_TIMEOUT
     while sup.poll() is None and time.monotonic() < deadline:
+        d.guard(sup, "supervisor")
         held = [job for job, _, _ in d.read(lambda q: q.claimed((kind,)))]
         if held:
             return held
