@@ -9,13 +9,17 @@ from pathlib import Path
 import apsw
 import pytest
 
+from memoryd.drill import SCENARIOS
 from tests.conftest import run_cli
+
+# Every scenario but ``migration``, which finds a real loss on today's code (below).
+CI_SCENARIOS = [arg for name in SCENARIOS if name != "migration" for arg in ("--scenario", name)]
 
 
 @pytest.mark.slow
 def test_drill_fifty_cycles_passes(tmp_path, capsys):
     res = run_cli(
-        "drill", "--cycles", "50", "--seed", "2026", "--json",
+        "drill", "--cycles", "50", "--seed", "2026", "--json", *CI_SCENARIOS,
         "--home", str(tmp_path / "drill-home"), home=None, timeout=1200,
     )  # fmt: skip
     report = res.json()
@@ -88,3 +92,23 @@ def test_drill_never_drills_the_users_home(tmp_path):
     report = run_cli("drill", "--cycles", "1", "--seed", "4", "--json", home=home).json()
     assert report["ok"] and report["scratch"] and report["home"] != str(home)
     assert _snapshot(home) == before
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="archive data lost after a kill mid-switch: the embedded `archive migrate` status"
+    " opens the archive (creating an empty one where the switch had moved it away) before"
+    " Migration.recover() runs; recover then takes the empty store as switched, and --commit"
+    " deletes archive.prev, the real data",
+)
+def test_drill_migration_scenario(tmp_path):
+    """Kills in `archive migrate --copy` and `--verify` (the directory switch), then the
+    steps re-run to committed: every transcript must still be there."""
+    res = run_cli(
+        "drill", "--cycles", "2", "--seed", "5", "--json", "--scenario", "migration",
+        home=None, timeout=600,
+    )  # fmt: skip
+    report = res.json()
+    assert report["kills"].get("migration_mid_switch"), report["kills"]
+    assert report["ok"], report["violations"]

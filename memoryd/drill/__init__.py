@@ -27,6 +27,7 @@ from pathlib import Path
 from memoryd.drill.checks import verify
 from memoryd.drill.core import NOOPS_PER_CYCLE, SLEEPS_PER_CYCLE, Drill, DrillAborted
 from memoryd.drill.scenarios import SCENARIOS
+from memoryd.errors import MemorydError
 
 __all__ = ["NOOPS_PER_CYCLE", "SCENARIOS", "SLEEPS_PER_CYCLE", "run_drill"]
 
@@ -73,7 +74,7 @@ def run_drill(
         for n, name in enumerate(_plan(d, cycles, names), 1):
             try:
                 _cycle(d, n, name)
-            except DrillAborted as exc:
+            except (DrillAborted, MemorydError) as exc:
                 d.fail(f"{name}: {exc}; the drill stopped")
                 aborted = n
             if on_cycle:
@@ -86,6 +87,7 @@ def run_drill(
             shutil.rmtree(scratch, ignore_errors=True)
     return {
         "ok": not d.violations,
+        "stopped_at": aborted,  # the cycle after which the drill could not go on, if any
         "home": str(d.home),
         "scratch": scratch is not None,
         "cycles": cycles,

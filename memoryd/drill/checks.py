@@ -12,6 +12,7 @@ from memoryd.config import load_config
 from memoryd.drill.core import PROJECT, Drill
 from memoryd.drill.scenarios import WRITER_JOBS
 from memoryd.storage import open_authority
+from memoryd.storage.archive import LocatorNotFound
 from memoryd.storage.corpus import live_hashes, project_id
 from memoryd.storage.runs import get_run
 
@@ -109,7 +110,11 @@ def _archive(d: Drill) -> None:
         earlier = sessions[:-2]
         sample = d.rng.sample(earlier, k=min(ARCHIVE_RECHECK, len(earlier)))
         for session, kind, token in [*sessions[-2:], *sample]:
-            versions = owner.store.versions(doc_id("s", PROJECT, session))
+            try:
+                versions = owner.store.versions(doc_id("s", PROJECT, session))
+            except LocatorNotFound:
+                d.fail(f"{kind} transcript {session} has no version left in the archive")
+                continue
             statuses = {v.status for v in versions}
             hits = owner.store.search(PROJECT, [token], limit=10)
             returned = any(hit.session == session for hit in hits)

@@ -215,6 +215,69 @@ def writer(d: Drill) -> Done:
     return done
 
 
+# -- an archive migration killed ----------------------------------------------------
+
+MIGRATION_POINTS = ("migration_mid_copy", "migration_mid_switch")
+NEXT_STEP = {"copying": "--copy", "blocked": "--copy", "awaiting_verification": "--verify"}
+
+
+def migration(d: Drill) -> Done:
+    """After the cycle's work, an archive format migration (``archive migrate --copy``,
+    then ``--verify``, which switches directories) is SIGKILLed mid-copy or mid-switch
+    (at a kill point or at random); re-running the steps must finish it, and the
+    archive checks then run on the migrated store."""
+    _expect_clean_exit(d, d.supervisor(), "before the migration")
+    done = _done(d)
+    point = d.rng.choice([None, *MIGRATION_POINTS])
+    once = d.home / f"killed-{d.cycle_no}"
+    env = {KILL_ENV: f"{point}:1", ONCE_ENV: str(once)} if point else {}
+    if point == "migration_mid_switch":
+        _migrate(d, "--copy")
+    step = "--verify" if point == "migration_mid_switch" else d.rng.choice(["--copy", "--verify"])
+    if step == "--verify" and point is None:
+        _migrate(d, "--copy")
+    cli = d.start("archive", "migrate", step, env=env)
+    if point is None:
+        time.sleep(d.rng.uniform(0.3, 0.8))  # the command's start-up is about 0.4 s
+        d.sigkill(cli.pid)
+    code = cli.proc.wait(timeout=RUN_TIMEOUT)
+    if point:
+        d.kills[point if once.exists() else "not_reached"] += 1
+    else:
+        d.kills["random_migration" if code == -signal.SIGKILL else "not_reached"] += 1
+    cli.close()
+    _finish_migration(d)
+    return done
+
+
+def _migrate(d: Drill, *step: str) -> dict:
+    """Run one step; a refused step (``MIGRATION_ERROR``, exit 1) is an answer, not a
+    crash: the status read before it does not finish an interrupted switch (the step
+    itself does), so ``--verify`` may find the migration already verified."""
+    cli = d.start("archive", "migrate", *step, "--json")
+    code = cli.proc.wait(timeout=RUN_TIMEOUT)
+    out = cli.output()
+    cli.close()
+    try:
+        answer = orjson.loads(out[out.find("{") : out.rfind("}") + 1])
+    except orjson.JSONDecodeError:
+        answer = {}
+    if code != 0 and answer.get("error") != "MIGRATION_ERROR":
+        raise DrillAborted(f"archive migrate {' '.join(step)} exited {code}: {out}")
+    return answer
+
+
+def _finish_migration(d: Drill) -> None:
+    """Re-run the steps a crash left undone until the migration is committed."""
+    state = None
+    for _ in range(6):
+        state = _migrate(d)["state"]
+        if state == "committed":
+            return
+        _migrate(d, NEXT_STEP.get(state, "--commit"))
+    raise DrillAborted(f"the archive migration did not reach committed (it is {state})")
+
+
 # -- a stale result -----------------------------------------------------------------
 
 
@@ -312,4 +375,5 @@ SCENARIOS: dict[str, Scenario] = {
     "tick": Scenario(tick),
     "writer": Scenario(writer),
     "stale": Scenario(stale, _long_sleeps),
+    "migration": Scenario(migration),
 }
