@@ -121,9 +121,10 @@ class Drill:
 
     def learn_turns(self, proc: Started) -> None:
         """A run that finished a whole cycle tells how many commits such a run makes."""
+        out = proc.output()
         try:
-            stats = orjson.loads(proc.output()[proc.output().find("{") :])
-        except (orjson.JSONDecodeError, ValueError):
+            stats = orjson.loads(out[out.find("{") :])
+        except orjson.JSONDecodeError:
             return
         self.turns = max(self.turns, int(stats.get("turns", 0)))
 

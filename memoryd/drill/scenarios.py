@@ -31,6 +31,8 @@ STALE_SLEEP_SECONDS = 2.0
 SECOND_CLAIMER = "drill-second-claimer"
 SHUTDOWN_GRACE = 1.0  # seconds: the SIGTERM scenario's grace period
 TICK_SECONDS = 0.2  # the tick scenario's retention tick period
+CHECKPOINT_BYTES = 64 * 1024  # the checkpoint kill's WAL bound
+CHECKPOINTS = 6  # the checkpoint kill lands on one of the first this many
 WRITER_JOBS = 20_000  # a CLI bulk write killed mid-write
 WRITER_MARK = "drill-writer"
 
@@ -59,6 +61,8 @@ def _expect_clean_exit(d: Drill, sup, what: str) -> None:
     code = d.await_exit(sup, "supervisor")
     if code != 0:
         d.fail(f"the supervisor exited {code} {what}: {sup.output() or 'no output'}")
+    else:
+        d.learn_turns(sup)
     sup.close()
 
 
@@ -69,9 +73,14 @@ def kill_point(d: Drill) -> Done:
     """SIGKILL the supervisor at a named point; commit points are drawn over the whole
     run (its expected number of commits, learned from runs that finished)."""
     point = d.rng.choice(KILL_POINTS)
-    nth = d.rng.randint(1, d.turns) if point.endswith("commit") else 1
     once = d.home / f"killed-{d.cycle_no}"
-    sup = d.supervisor(env={KILL_ENV: f"{point}:{nth}", ONCE_ENV: str(once)})
+    env = {ONCE_ENV: str(once)}
+    if point.endswith("commit"):
+        nth = d.rng.randint(1, d.turns)
+    else:  # a small WAL bound: checkpoints all through the run, not only at its end
+        nth = d.rng.randint(1, CHECKPOINTS)
+        env["MEMORYD_WAL_CHECKPOINT_BYTES"] = str(CHECKPOINT_BYTES)
+    sup = d.supervisor(env={**env, KILL_ENV: f"{point}:{nth}"})
     code = d.await_exit(sup, f"supervisor with kill point {point}:{nth}")
     if once.exists():
         d.kills[point] += 1
