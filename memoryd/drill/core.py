@@ -140,15 +140,18 @@ class Drill:
             time.sleep(POLL)
         return False
 
-    def drain(self) -> None:
-        """The recovery run: a draining supervisor finishes whatever is left."""
-        proc = self.supervisor()
-        code = self.await_exit(proc, "recovery run")
+    def expect_clean_exit(self, proc: Started, what: str) -> None:
+        """``proc`` (a supervisor) must exit 0 by itself; ``what`` says when."""
+        code = self.await_exit(proc, what)
         if code != 0:
-            self.fail(f"recovery run exited {code}: {proc.output()}")
+            self.fail(f"{what}: the supervisor exited {code}: {proc.output() or 'no output'}")
         else:
             self.learn_turns(proc)
         proc.close()
+
+    def drain(self) -> None:
+        """The recovery run: a draining supervisor finishes whatever is left."""
+        self.expect_clean_exit(self.supervisor(), "recovery run")
 
     # -- workload ----------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from memoryd.killpoints import ENV as KILL_ENV
 from memoryd.killpoints import NAMES as KILL_POINTS
 from memoryd.killpoints import ONCE_ENV, RETENTION_NAMES
 from memoryd.queue import JobQueue, JobSpec
+from memoryd.retention.boundary import KILL_POINTS as MIGRATION_POINTS
 from memoryd.workers.contract import ApplyContext, job_kind, load_kinds
 
 STALE_LEASE = 1.0  # seconds: the stale scenario's supervisor lease
@@ -51,19 +52,19 @@ def _done(d: Drill) -> Done:
 
 def _finished_early(d: Drill, sup) -> Done:
     d.kills["finished_before_kill"] += 1
-    if d.await_exit(sup, "supervisor") == 0:
-        d.learn_turns(sup)
-    sup.close()
+    d.expect_clean_exit(sup, "a run that finished before its break")
     return _done(d)
 
 
-def _expect_clean_exit(d: Drill, sup, what: str) -> None:
-    code = d.await_exit(sup, "supervisor")
-    if code != 0:
-        d.fail(f"the supervisor exited {code} {what}: {sup.output() or 'no output'}")
-    else:
-        d.learn_turns(sup)
+def _kill_supervisor(d: Drill, sup, label: str) -> None:
+    d.sigkill(sup.pid)
+    d.await_exit(sup, "supervisor")
     sup.close()
+    d.kills[label] += 1
+
+
+def _workers(d: Drill, sup) -> list[int]:
+    return [w["pid"] for w in d.supervisor_state(sup).get("workers", [])]
 
 
 # -- the supervisor killed ---------------------------------------------------------
@@ -98,10 +99,7 @@ def random_supervisor(d: Drill) -> Done:
     if not d.wait_work_started(sup):
         return _finished_early(d, sup)
     done = _done(d)
-    d.sigkill(sup.pid)
-    d.await_exit(sup, "supervisor")
-    sup.close()
-    d.kills["random_supervisor"] += 1
+    _kill_supervisor(d, sup, "random_supervisor")
     return done
 
 
@@ -111,14 +109,14 @@ def worker(d: Drill) -> Done:
     sup = d.supervisor()
     if not d.wait_work_started(sup):
         return _finished_early(d, sup)
-    workers = [w["pid"] for w in d.supervisor_state(sup).get("workers", [])]
+    workers = _workers(d, sup)
     if not workers:
         return _finished_early(d, sup)
     victim = d.rng.choice(workers)
     done = _done(d)
     d.sigkill(victim)
     d.kills["worker"] += 1
-    _expect_clean_exit(d, sup, f"after its worker {victim} was SIGKILLed")
+    d.expect_clean_exit(sup, f"after its worker {victim} was SIGKILLed")
     return done
 
 
@@ -128,12 +126,10 @@ def both(d: Drill) -> Done:
     if not d.wait_work_started(sup):
         return _finished_early(d, sup)
     done = _done(d)
-    d.sigkill(d.rng.choice([w["pid"] for w in d.supervisor_state(sup).get("workers", [])]))
+    for pid in _workers(d, sup)[:1]:
+        d.sigkill(pid)
     time.sleep(d.rng.uniform(0.0, 0.3))
-    d.sigkill(sup.pid)
-    d.await_exit(sup, "supervisor")
-    sup.close()
-    d.kills["worker_and_supervisor"] += 1
+    _kill_supervisor(d, sup, "worker_and_supervisor")
     return done
 
 
@@ -147,13 +143,10 @@ def sigterm(d: Drill) -> Done:
     sup.proc.send_signal(signal.SIGTERM)
     if d.rng.random() < 0.5:
         time.sleep(d.rng.uniform(0.0, SHUTDOWN_GRACE))
-        d.sigkill(sup.pid)
-        d.await_exit(sup, "supervisor")
-        sup.close()
-        d.kills["sigterm_then_sigkill"] += 1
+        _kill_supervisor(d, sup, "sigterm_then_sigkill")
         return done
     d.kills["sigterm"] += 1
-    _expect_clean_exit(d, sup, "on SIGTERM")
+    d.expect_clean_exit(sup, "on SIGTERM")
     return done
 
 
@@ -176,7 +169,7 @@ def retention(d: Drill) -> Done:
         else:
             d.kills["finished_before_kill"] += 1
     done = _done(d)
-    _expect_clean_exit(d, sup, "after its retention worker was killed")
+    d.expect_clean_exit(sup, "after its retention worker was killed")
     if point:
         d.kills[point if once.exists() else "not_reached"] += 1
     return done
@@ -192,16 +185,13 @@ def tick(d: Drill) -> Done:
     time.sleep(d.rng.uniform(TICK_SECONDS, 5 * TICK_SECONDS))  # ticks are running by now
     done = _done(d)
     if d.rng.random() < 0.5:
-        d.sigkill(sup.pid)
-        d.await_exit(sup, "supervisor")
-        sup.close()
-        d.kills["tick_supervisor"] += 1
+        _kill_supervisor(d, sup, "tick_supervisor")
         return done
     d.sigkill(d.supervisor_state(sup).get("retention_worker"))
     d.kills["tick_retention"] += 1
     time.sleep(d.rng.uniform(0.0, 5 * TICK_SECONDS))
     sup.proc.send_signal(signal.SIGTERM)
-    _expect_clean_exit(d, sup, "on SIGTERM after its retention worker was killed mid-tick")
+    d.expect_clean_exit(sup, "on SIGTERM after its retention worker was killed mid-tick")
     return done
 
 
@@ -220,13 +210,12 @@ def writer(d: Drill) -> Done:
     cli.close()
     d.kills["writer" if code == -signal.SIGKILL else "writer_finished"] += 1
     done = _done(d)
-    _expect_clean_exit(d, sup, "beside a killed CLI writer")
+    d.expect_clean_exit(sup, "beside a killed CLI writer")
     return done
 
 
 # -- an archive migration killed ----------------------------------------------------
 
-MIGRATION_POINTS = ("migration_mid_copy", "migration_mid_switch")
 NEXT_STEP = {"copying": "--copy", "blocked": "--copy", "awaiting_verification": "--verify"}
 
 
@@ -235,7 +224,7 @@ def migration(d: Drill) -> Done:
     then ``--verify``, which switches directories) is SIGKILLed mid-copy or mid-switch
     (at a kill point or at random); re-running the steps must finish it, and the
     archive checks then run on the migrated store."""
-    _expect_clean_exit(d, d.supervisor(), "before the migration")
+    d.expect_clean_exit(d.supervisor(), "before the migration")
     done = _done(d)
     point = d.rng.choice([None, *MIGRATION_POINTS])
     once = d.home / f"killed-{d.cycle_no}"
@@ -321,7 +310,7 @@ def stale(d: Drill) -> Done:
             signal_pid(pid, signal.SIGCONT)
     d.kills["stale_result" if set(second) & set(held) else "not_reached"] += 1
     done = _done(d)
-    _expect_clean_exit(d, sup, "after a late result")
+    d.expect_clean_exit(sup, "after a late result")
     return done
 
 
