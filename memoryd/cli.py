@@ -306,11 +306,7 @@ def rebuild_cmd(md: Memoryd, as_json: bool, verify: bool) -> None:
     help="Run only these scenarios (repeatable; default: all, rotated).",
 )
 def drill_cmd(md: Memoryd, as_json: bool, cycles: int, seed: int, workers: int, scenarios):
-    """Crash drill: break the service on purpose (kills, SIGTERM, stale results), verify.
-
-    Runs in a scratch home, removed afterwards, unless --home is given on this
-    command line: never in $MEMORYD_HOME or the default home.
-    """
+    """Crash drill in a scratch home (never $MEMORYD_HOME; --home to choose): break, verify."""
     from memoryd.drill import run_drill
 
     home = md.home if _home_on_command_line() else None

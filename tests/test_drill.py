@@ -12,14 +12,17 @@ import pytest
 from memoryd.drill import SCENARIOS
 from tests.conftest import run_cli
 
-# Every scenario but ``migration``, which finds a real loss on today's code (below).
-CI_SCENARIOS = [arg for name in SCENARIOS if name != "migration" for arg in ("--scenario", name)]
+# Scenarios that find real faults on today's code (tests below), left out of the runs
+# that must pass: put each back once its fault is fixed.
+KNOWN_FAULTS = ("worker", "migration")
+CI_SCENARIOS = [name for name in SCENARIOS if name not in KNOWN_FAULTS]
+CI_ARGS = [arg for name in CI_SCENARIOS for arg in ("--scenario", name)]
 
 
 @pytest.mark.slow
 def test_drill_fifty_cycles_passes(tmp_path, capsys):
     res = run_cli(
-        "drill", "--cycles", "50", "--seed", "2026", "--json", *CI_SCENARIOS,
+        "drill", "--cycles", "50", "--seed", "2026", "--json", *CI_ARGS,
         "--home", str(tmp_path / "drill-home"), home=None, timeout=1200,
     )  # fmt: skip
     report = res.json()
@@ -111,4 +114,20 @@ def test_drill_migration_scenario(tmp_path):
     )  # fmt: skip
     report = res.json()
     assert report["kills"].get("migration_mid_switch"), report["kills"]
+    assert report["ok"], report["violations"]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    reason="issue 8 fault 1: a SIGKILLed worker can kill the supervisor (BrokenPipeError on"
+    " its pipe escapes run(), click exits 1 without a word); not every run hits it"
+)
+def test_drill_worker_scenario():
+    """A job worker SIGKILLed mid-work: the supervisor must replace it and drain to exit 0."""
+    res = run_cli(
+        "drill", "--cycles", "4", "--seed", "3", "--json", "--scenario", "worker",
+        home=None, timeout=600,
+    )  # fmt: skip
+    report = res.json()
+    assert report["kills"].get("worker"), report["kills"]
     assert report["ok"], report["violations"]

@@ -6,28 +6,25 @@ The scenarios rotate (each runs once in every block of as many cycles as there a
 scenarios, in a seeded order), so one block reaches the stale-result scenario that
 ``unfenced_completion`` needs; the other two faults break the first cycle.
 
-``migration`` is left out: on today's code it finds a real loss of archive data
-(see ``tests/test_drill.py::test_drill_migration_scenario``), so a clean block
-would not report 0.
+The scenarios that find real faults on today's code (``KNOWN_FAULTS``, see
+``tests/test_drill.py``) are left out, so a clean block reports 0.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from memoryd.drill import SCENARIOS
 from tests.conftest import run_cli
+from tests.test_drill import CI_ARGS, CI_SCENARIOS
 
 SEED = "11"
-CI_SCENARIOS = [name for name in SCENARIOS if name != "migration"]
 BLOCK = str(len(CI_SCENARIOS))
 
 
 def _drill(tmp_path, cycles: str, fault: str | None) -> dict:
     env = {"MEMORYD_FAULT": fault} if fault else {}
-    chosen = [arg for name in CI_SCENARIOS for arg in ("--scenario", name)]
     res = run_cli(
-        "drill", "--cycles", cycles, "--seed", SEED, "--json", *chosen,
+        "drill", "--cycles", cycles, "--seed", SEED, "--json", *CI_ARGS,
         home=tmp_path / "unused", env=env, timeout=600,
     )  # fmt: skip
     report = res.json()

@@ -208,7 +208,7 @@ def writer(d: Drill) -> Done:
     d.sigkill(cli.pid)
     code = cli.proc.wait(timeout=RUN_TIMEOUT)
     cli.close()
-    d.kills["writer" if code == -signal.SIGKILL else "writer_finished"] += 1
+    d.kills["writer" if code == -signal.SIGKILL else "finished_before_kill"] += 1
     done = _done(d)
     d.expect_clean_exit(sup, "beside a killed CLI writer")
     return done
