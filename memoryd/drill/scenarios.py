@@ -187,8 +187,9 @@ def tick(d: Drill) -> Done:
     if d.rng.random() < 0.5:
         _kill_supervisor(d, sup, "tick_supervisor")
         return done
-    d.sigkill(d.supervisor_state(sup).get("retention_worker"))
-    d.kills["tick_retention"] += 1
+    victim = d.supervisor_state(sup).get("retention_worker")
+    d.sigkill(victim)
+    d.kills["tick_retention" if victim else "not_reached"] += 1
     time.sleep(d.rng.uniform(0.0, 5 * TICK_SECONDS))
     sup.proc.send_signal(signal.SIGTERM)
     d.expect_clean_exit(sup, "on SIGTERM after its retention worker was killed mid-tick")
@@ -229,10 +230,9 @@ def migration(d: Drill) -> Done:
     point = d.rng.choice([None, *MIGRATION_POINTS])
     once = d.home / f"killed-{d.cycle_no}"
     env = {KILL_ENV: f"{point}:1", ONCE_ENV: str(once)} if point else {}
-    if point == "migration_mid_switch":
-        _migrate(d, "--copy")
-    step = "--verify" if point == "migration_mid_switch" else d.rng.choice(["--copy", "--verify"])
-    if step == "--verify" and point is None:
+    steps = {"migration_mid_copy": "--copy", "migration_mid_switch": "--verify"}
+    step = steps.get(point) or d.rng.choice(["--copy", "--verify"])
+    if step == "--verify":
         _migrate(d, "--copy")
     cli = d.start("archive", "migrate", step, env=env)
     if point is None:
