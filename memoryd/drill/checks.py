@@ -5,6 +5,8 @@ files on disk, and a rebuild of the index from the stored bodies.
 
 from __future__ import annotations
 
+import orjson
+
 from memoryd.api import Memoryd
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.transcripts import doc_id
@@ -17,6 +19,11 @@ from memoryd.storage.corpus import live_hashes, project_id
 from memoryd.storage.runs import get_run
 
 ARCHIVE_RECHECK = 20  # earlier transcripts re-checked each cycle, at random
+
+
+def _text(value: object) -> str:
+    """Structured details as compact JSON in a violation (never a Python repr)."""
+    return orjson.dumps(value, default=str).decode()[:500]
 
 
 def verify(d: Drill, done_before: dict[int, float]) -> None:
@@ -33,7 +40,7 @@ def verify(d: Drill, done_before: dict[int, float]) -> None:
     finally:
         md.close()
     if not result["equal"]:
-        d.fail(f"rebuild --verify differs: {result['mismatches']}")
+        d.fail(f"rebuild --verify differs: {_text(result['mismatches'])}")
 
 
 def _jobs(d: Drill, done_before: dict[int, float]) -> None:
@@ -81,7 +88,8 @@ def _index(d: Drill, db) -> None:
     counted = (run["files_total"], run["files_done"], run["retired"], run["unchanged"])
     if counted != (len(changed), len(changed), len(deleted), len(after) - len(changed)):
         d.fail(
-            f"ingest run {d.oracle.run} counted (files, done, retired, unchanged) = {counted};"
+            f"ingest run {d.oracle.run} counted files, done, retired, unchanged ="
+            f" {', '.join(map(str, counted))};"
             f" the drill changed {len(changed)}, deleted {len(deleted)}, kept"
             f" {len(after) - len(changed)}"
         )
@@ -118,12 +126,13 @@ def _archive(d: Drill) -> None:
             statuses = {v.status for v in versions}
             hits = owner.store.search(PROJECT, [token], limit=10)
             returned = any(hit.session == session for hit in hits)
+            seen = f"{'/'.join(sorted(statuses))}, {'found' if returned else 'not found'}"
             if len(versions) != 1:
-                d.fail(f"transcript {session} has {len(versions)} versions ({statuses})")
+                d.fail(f"transcript {session} has {len(versions)} versions ({seen})")
             if kind == "recent" and (statuses != {"live"} or not returned):
-                d.fail(f"recent transcript {session} is {statuses}, found={returned}")
+                d.fail(f"recent transcript {session} is {seen}; want live, found")
             if kind == "old" and (statuses != {"expired"} or returned):
-                d.fail(f"old transcript {session} is {statuses}, found={returned}")
+                d.fail(f"old transcript {session} is {seen}; want expired, not found")
         postings = owner.store.verify_postings()
         if not postings["ok"]:
-            d.fail(f"archive postings differ from payloads: {postings}")
+            d.fail(f"archive postings differ from payloads: {_text(postings)}")

@@ -115,7 +115,7 @@ class Drill:
         if lost:
             proc.kill_tree()
             raise DrillAborted(
-                f"{what}: {len(lost)} jobs (e.g. {lost[:3]}) have committed effects but"
+                f"{what}: {len(lost)} jobs (e.g. {', '.join(map(str, lost[:3]))}) have effects but"
                 " are not done: a completion was lost"
             )
 
