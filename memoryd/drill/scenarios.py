@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import orjson
 
@@ -22,7 +23,7 @@ from memoryd.errors import StoreBusy
 from memoryd.killpoints import ENV as KILL_ENV
 from memoryd.killpoints import NAMES as KILL_POINTS
 from memoryd.killpoints import ONCE_ENV, RETENTION_NAMES
-from memoryd.queue import JobQueue, JobSpec
+from memoryd.queue import ClaimedJob, JobQueue, JobSpec
 from memoryd.retention.boundary import KILL_POINTS as MIGRATION_POINTS
 from memoryd.workers.contract import ApplyContext, job_kind, load_kinds
 
@@ -283,13 +284,14 @@ def _long_sleeps() -> list[JobSpec]:
     return [JobSpec("sleep", {"seconds": STALE_SLEEP_SECONDS}, priority=1)] * STALE_SLEEPS
 
 
-def stale(d: Drill) -> Done:
+def stale(d: Drill, *, everything: bool = False) -> Done:
     """A result that reaches the supervisor after its lease was reclaimed must be
     rejected (fencing).
 
     The supervisor (short lease) claims long ``sleep`` jobs first; once one is claimed,
     its workers and then the supervisor are SIGSTOPped past the lease. A second
-    claimer reclaims the expired leases and completes the sleep jobs (another attempt
+    claimer reclaims the sleep jobs' expired leases (with ``everything``, every
+    expired lease, as ``reclaim_expired_in`` does) and completes them (another attempt
     commits). SIGCONT: the workers finish, and their late results reach the
     supervisor under the old lease token. A supervisor alone never produces this:
     it renews the leases of all it holds, and its lock keeps a second one out, so the
@@ -304,28 +306,37 @@ def stale(d: Drill) -> Done:
     for pid in reversed(tree):  # workers first: the supervisor must not see them finish
         signal_pid(pid, signal.SIGSTOP)
     try:
-        second = _second_attempt(d, sup, tree)
+        second = _second_attempt(d, tree, everything)
     finally:
         for pid in tree:
             signal_pid(pid, signal.SIGCONT)
-    d.kills["stale_result" if set(second) & set(held) else "not_reached"] += 1
+    label = "stale_result_all" if everything else "stale_result"
+    d.kills[label if set(second) & set(held) else "not_reached"] += 1
     done = _done(d)
     d.expect_clean_exit(sup, "after a late result")
     return done
+
+
+def stale_all(d: Drill) -> Done:
+    """:func:`stale` where the second claimer reclaims every expired lease: the
+    resumed supervisor then claims its own reclaimed work again while the old
+    attempts are still in flight, so a late result may meet its job's new attempt
+    in one group commit."""
+    return stale(d, everything=True)
 
 
 def _wait_claimed(d: Drill, sup, kind: str) -> list[int]:
     deadline = time.monotonic() + RUN_TIMEOUT
     while sup.poll() is None and time.monotonic() < deadline:
         d.guard(sup, "supervisor")
-        held = [job for job, _, _ in d.read(lambda q: q.claimed((kind,)))]
+        held = [job.id for job, _ in d.read(lambda q: q.claimed((kind,)))]
         if held:
             return held
         time.sleep(0.01)
     return []
 
 
-def _second_attempt(d: Drill, sup, tree: list[int]) -> list[int]:
+def _second_attempt(d: Drill, tree: list[int], everything: bool) -> list[int]:
     """Once every lease the stopped supervisor holds has run out, reclaim and complete
     its sleep jobs. A supervisor stopped inside a transaction holds the write lock:
     then let it run a moment and stop it again."""
@@ -334,7 +345,8 @@ def _second_attempt(d: Drill, sup, tree: list[int]) -> list[int]:
         _wait_expired(d)
         try:
             with d.queue(retry_backoff_base=0.0, write_retry_seconds=0.5) as q:
-                return q.db.write(lambda tx: _reclaim_and_complete(tx, q))
+                sleeps = None if everything else [job for job, _ in q.claimed(("sleep",))]
+                return q.db.write(partial(_reclaim_and_complete, q=q, sleeps=sleeps))
         except StoreBusy:
             for pid in tree:
                 signal_pid(pid, signal.SIGCONT)
@@ -347,14 +359,19 @@ def _second_attempt(d: Drill, sup, tree: list[int]) -> list[int]:
 def _wait_expired(d: Drill) -> None:
     deadline = time.monotonic() + 10 * STALE_LEASE + 10
     while time.monotonic() < deadline:
-        leases = [expires for _, _, expires in d.read(lambda q: q.claimed())]
+        leases = [expires for _, expires in d.read(lambda q: q.claimed())]
         if not leases or max(leases) < time.time():
             return
         time.sleep(0.05)
 
 
-def _reclaim_and_complete(tx, q: JobQueue) -> list[int]:
-    q.reclaim_expired_in(tx)
+def _reclaim_and_complete(tx, q: JobQueue, sleeps: list[ClaimedJob] | None) -> list[int]:
+    """Reclaim (``sleeps`` only, else every expired lease), then claim, complete and
+    apply the sleep jobs as a supervisor's group commit would."""
+    if sleeps is None:
+        q.reclaim_expired_in(tx)
+    for job in sleeps or ():
+        q.fail_in(tx, job, "lease expired")
     jobs = q.claim_in(tx, SECOND_CLAIMER, 10_000, 60.0, kinds=("sleep",))
     done = q.complete_many_in(tx, jobs)
     accepted = [(j, None) for j in jobs if j.id in done]
@@ -373,5 +390,6 @@ SCENARIOS: dict[str, Scenario] = {
     "tick": Scenario(tick),
     "writer": Scenario(writer),
     "stale": Scenario(stale, _long_sleeps),
+    "stale_all": Scenario(stale_all, _long_sleeps),
     "migration": Scenario(migration),
 }

@@ -396,12 +396,18 @@ class JobQueue:
             " UNION ALL SELECT id, state, last_error FROM jobs WHERE state = 'dead'"
         )
 
-    def claimed(self, kinds: Sequence[str] = ()) -> list[tuple[int, str, float]]:
-        """``(id, kind, lease expiry)`` of the claimed jobs (of ``kinds``, when given)."""
+    def claimed(self, kinds: Sequence[str] = ()) -> list[tuple[ClaimedJob, float]]:
+        """The claimed jobs (of ``kinds``, when given) under their current lease tokens,
+        each with its lease expiry."""
         rows = self.db.query(
-            "SELECT id, kind, lease_expires FROM jobs WHERE state = 'claimed' ORDER BY id"
+            "SELECT id, kind, payload, lease_token, attempts, project, lease_expires FROM jobs"
+            " WHERE state = 'claimed' ORDER BY id"
         )
-        return [r for r in rows if not kinds or r[1] in kinds]
+        return [
+            (ClaimedJob(r[0], r[1], r[2], r[3], r[4], r[5]), r[6])
+            for r in rows
+            if not kinds or r[1] in kinds
+        ]
 
     def effects_since(self, after_effect_id: int) -> dict[int, int]:
         """``{job id: effect rows}`` over the effect rows whose id is above ``after_effect_id``."""
