@@ -85,14 +85,15 @@ def test_drill_never_drills_the_users_home(tmp_path):
     assert len(dead) == 1
     before = _snapshot(home)
 
-    res = run_cli("drill", "--cycles", "1", "--seed", "4", home=home, timeout=600)
+    args = ("drill", "--cycles", "1", "--seed", "4", *CI_ARGS)
+    res = run_cli(*args, home=home, timeout=600)
     assert res.code == 0, res.stdout + res.stderr
     assert "scratch home" in res.stdout and str(home) not in res.stdout
     assert "violation" not in res.stdout
     assert "{'" not in res.stdout + res.stderr  # prose and a table, never a dict repr
     assert _snapshot(home) == before
 
-    report = run_cli("drill", "--cycles", "1", "--seed", "4", "--json", home=home).json()
+    report = run_cli(*args, "--json", home=home, timeout=600).json()
     assert report["ok"] and report["scratch"] and report["home"] != str(home)
     assert _snapshot(home) == before
 
