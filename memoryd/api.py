@@ -9,7 +9,6 @@ md.status()["queue"]  # {"queued": 0, "claimed": 0, "done": 10, ...}
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -57,7 +56,6 @@ class Memoryd:
     """One data home: its configuration, authority and queue."""
 
     def __init__(self, home: str | Path | None = None, overrides: dict | None = None) -> None:
-        self.home_given = bool(home or os.environ.get("MEMORYD_HOME"))
         self.home = Path(home).expanduser() if home else default_home()
         self.config = load_config(self.home, overrides)
         self._db: Authority | None = None

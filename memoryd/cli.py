@@ -26,6 +26,7 @@ from rich.table import Table
 from memoryd.api import Memoryd, parse_payload
 from memoryd.archive.transcripts import parse_time
 from memoryd.config import SETTINGS
+from memoryd.drill.scenarios import SCENARIOS as DRILL_SCENARIOS
 from memoryd.errors import MemorydError, UsageError
 from memoryd.queue import STATES
 
@@ -299,31 +300,62 @@ def rebuild_cmd(md: Memoryd, as_json: bool, verify: bool) -> None:
 @click.option("--cycles", type=click.IntRange(1), default=20, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--workers", type=click.IntRange(1, 16), default=2, show_default=True)
-def drill_cmd(md: Memoryd, as_json: bool, cycles: int, seed: int, workers: int) -> None:
-    """Crash drill: SIGKILL supervisor/workers at random and named points, verify.
-
-    Runs in a scratch home unless --home (or MEMORYD_HOME) names one.
-    """
+@click.option(
+    "--scenario",
+    "scenarios",
+    multiple=True,
+    type=click.Choice(list(DRILL_SCENARIOS)),
+    help="Run only these scenarios (repeatable; default: all, rotated).",
+)
+def drill_cmd(md: Memoryd, as_json: bool, cycles: int, seed: int, workers: int, scenarios):
+    """Crash drill in a scratch home (never $MEMORYD_HOME; --home to choose): break, verify."""
     from memoryd.drill import run_drill
 
-    home = md.home if md.home_given else None
+    home = md.home if _home_on_command_line() else None
 
-    def tick(n: int, info: dict) -> None:
+    def tick(n: int, scenario: str, violations: int) -> None:
         if not as_json:
-            err.print(f"cycle {n}/{cycles}: kills {info['kills']}, violations {info['violations']}")
+            err.print(f"cycle {n}/{cycles}: {scenario}, violations so far {violations}")
 
-    report = run_drill(cycles=cycles, seed=seed, workers=workers, home=home, on_cycle=tick)
+    report = run_drill(
+        cycles=cycles, seed=seed, workers=workers, home=home, scenarios=scenarios, on_cycle=tick
+    )
     if as_json:
         emit_json(report)
     else:
-        verdict = "[green]ok[/]" if report["ok"] else "[bold red]VIOLATIONS[/]"
-        out.print(
-            f"drill {verdict}: {cycles} cycles in {report['seconds']}s; kills {report['kills']}"
-        )
-        for v in report["violations"]:
-            out.print(f"  {v}", highlight=False)
+        _print_drill(report)
     if not report["ok"]:
         sys.exit(1)
+
+
+def _home_on_command_line() -> bool:
+    """Whether --home was typed (on the command or before it), not taken from the env."""
+    ctx = click.get_current_context()
+    return any(
+        c.get_parameter_source("home") == click.core.ParameterSource.COMMANDLINE
+        for c in (ctx, ctx.find_root())
+    )
+
+
+def _print_drill(report: dict) -> None:
+    where = "a scratch home (removed)" if report["scratch"] else "the home"
+    verdict = "ok" if report["ok"] else f"{len(report['violations'])} violations"
+    out.print(
+        f"drill {verdict}: {report['cycles_run']} of {report['cycles']} cycles (seed"
+        f" {report['seed']}) in {report['seconds']}s, in {where} {report['home']}",
+        highlight=False,
+    )
+    table = Table("kill or fault", "cycles", box=None)
+    for name, count in report["kills"].items():
+        table.add_row(name, str(count))
+    out.print(table)
+    out.print(
+        f"jobs {report['jobs']:,}, effects {report['effects']:,}"
+        f" (the drill enqueued {report['expected_effects']:,} jobs with effects)",
+        highlight=False,
+    )
+    for v in report["violations"]:
+        out.print(f"  violation: {v}", highlight=False)
 
 
 @main.group("archive")

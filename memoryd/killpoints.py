@@ -4,7 +4,9 @@ process the Nth time (default: the first) it reaches ``NAME``.
 Names: ``before_commit`` (the group commit's work is done, COMMIT not yet
 issued), ``after_commit`` (committed, nothing else done yet),
 ``after_checkpoint`` (a TRUNCATE checkpoint just succeeded); the archive and
-retention layers add their own (``RETENTION_NAMES``).
+retention layers add their own (``RETENTION_NAMES``), and the archive migration
+its ``migration_mid_copy`` and ``migration_mid_switch``
+(``memoryd.retention.boundary.KILL_POINTS``). ``memoryd drill`` reaches them all.
 
 With ``MEMORYD_KILL_ONCE=PATH`` only the first process to reach the point
 dies (it creates PATH): a respawned worker inherits the environment and must

@@ -431,3 +431,73 @@ class JobQueue:
             return requeued
 
         return self.db.write(op)
+
+    # -- reads for the drill and operators ------------------------------------
+
+    def last_ids(self) -> tuple[int, int]:
+        """The largest job id and job-effect id so far (0 when there is none)."""
+        row = self.db.query(
+            "SELECT (SELECT coalesce(max(id), 0) FROM jobs),"
+            " (SELECT coalesce(max(id), 0) FROM job_effects)"
+        )[0]
+        return int(row[0]), int(row[1])
+
+    def totals(self) -> tuple[int, int]:
+        """How many jobs and job-effect rows the authority holds."""
+        row = self.db.query(
+            "SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM job_effects)"
+        )[0]
+        return int(row[0]), int(row[1])
+
+    def done_since(self, after_id: int) -> dict[int, float]:
+        """``{id: finished_at}`` of the done jobs whose id is above ``after_id``."""
+        return dict(
+            self.db.query(
+                "SELECT id, finished_at FROM jobs WHERE id > ? AND state = 'done'", (after_id,)
+            )
+        )
+
+    def not_done(self) -> list[tuple[int, str, str | None]]:
+        """``(id, state, last error)`` of every job not done, through the state index."""
+        return self.db.query(
+            "SELECT id, state, last_error FROM jobs WHERE state IN ('queued', 'failed')"
+            " UNION ALL SELECT id, state, last_error FROM jobs WHERE state = 'claimed'"
+            " UNION ALL SELECT id, state, last_error FROM jobs WHERE state = 'dead'"
+        )
+
+    def claimed(self, kinds: Sequence[str] = ()) -> list[tuple[ClaimedJob, float]]:
+        """The claimed jobs (of ``kinds``, when given) under their current lease tokens,
+        each with its lease expiry."""
+        rows = self.db.query(
+            "SELECT id, kind, payload, lease_token, attempts, project, lease_expires FROM jobs"
+            " WHERE state = 'claimed' ORDER BY id"
+        )
+        return [
+            (ClaimedJob(r[0], r[1], r[2], r[3], r[4], r[5]), r[6])
+            for r in rows
+            if not kinds or r[1] in kinds
+        ]
+
+    def effects_since(self, after_effect_id: int) -> dict[int, int]:
+        """``{job id: effect rows}`` over the effect rows whose id is above ``after_effect_id``."""
+        return dict(
+            self.db.query(
+                "SELECT job_id, count(*) FROM job_effects WHERE id > ? GROUP BY job_id",
+                (after_effect_id,),
+            )
+        )
+
+    def applied_not_done(self, after_effect_id: int) -> list[int]:
+        """Jobs with an effect row above ``after_effect_id`` that are not done.
+
+        A job's effects and its completion commit in one transaction, so any
+        such job, at any moment, is a completion lost after its effects.
+        """
+        return [
+            r[0]
+            for r in self.db.query(
+                "SELECT DISTINCT e.job_id FROM job_effects AS e JOIN jobs AS j ON j.id = e.job_id"
+                " WHERE e.id > ? AND j.state != 'done'",
+                (after_effect_id,),
+            )
+        ]
