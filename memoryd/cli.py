@@ -359,7 +359,18 @@ def archive_add(md: Memoryd, as_json: bool, source: str, session: str | None, **
             raise UsageError(f"{source}: {exc.strerror or exc}") from None
         session = session or Path(source).stem
     r = md.archive_add(data, source=name, session=session, **opts)
-    _emit_archive(as_json, r, "archived: " + ", ".join(r["locators"]))
+    _emit_archive(as_json, r, _added_text(r))
+
+
+def _added_text(r: dict) -> str:
+    """One line per locator: archived now, or already archived (and its status now)."""
+    lines = []
+    for locator, created, status in zip(r["locators"], r["created"], r["status"], strict=True):
+        if created:
+            lines.append(f"archived {locator}")
+        else:
+            lines.append(f"already archived {locator} ({status}); not stored again")
+    return "\n".join(lines)
 
 
 @command(

@@ -53,7 +53,14 @@ def add(owner: ArchiveOwner, a: dict) -> dict:
             )
         )  # fmt: skip
     results = owner.store.append_many(items, now=_now(a))
-    return {"locators": [r.locator for r in results], "created": [r.created for r in results]}
+    return _add_answer(owner, [r.locator for r in results], [r.created for r in results])
+
+
+def _add_answer(owner: ArchiveOwner, locators: list[str], created: list[bool]) -> dict:
+    """Each locator with whether this request created it and its status now: a redone
+    add of expired content answers "expired" (its request record outlives the purge)."""
+    status = [owner.store.version_info(loc).status for loc in locators]
+    return {"locators": locators, "created": created, "status": status}
 
 
 def _request_id(project: str, doc: str, body: dict) -> str:

@@ -55,7 +55,9 @@ Layout (first byte is the family)::
     Q doc 0 ver                  retrieval lease -> expires_ms (u64)
     q expires_ms doc 0 ver       retrieval lease expiry index
     G bucket doc                 coarse access record
-    I request_id                 idempotent append record -> locator
+    I request_id                 idempotent append record -> locator (kept, like the
+                                 ledger, after the version is purged: a redone request
+                                 answers with its first outcome, never a new version)
     K name                       cursor
 """
 
@@ -1101,9 +1103,7 @@ class ArchiveStore:
                 final.wb.delete(key)
                 if ledger is not None:
                     v = ledger["versions"][ver - 1]
-                    v["purged"] = True
-                    if v.get("request_id"):
-                        final.wb.delete(_REQUEST + v["request_id"].encode())
+                    v["purged"] = True  # its request record stays: a redo answers "expired"
                     final.ledgers[_DOC + doc] = ledger
                 killpoint("archive_purge_final")
                 self._write(final)

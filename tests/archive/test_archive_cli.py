@@ -3,6 +3,7 @@ disk-low mode; embedded (no supervisor) and through a running supervisor."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import orjson
@@ -148,3 +149,25 @@ def test_disk_low_rejects_appends_but_search_pins_and_leases_work(cli, chat, tmp
     off = {"MEMORYD_RETENTION_DISK_LOW_BYTES": "0"}
     assert cli("retention", "status", "--json", env=off).json()["degraded"] is None
     assert cli("archive", "add", str(more), "--project", "demo", env=off).code == 0
+
+
+def test_redone_add_after_purge_stores_nothing_and_says_expired(cli, tmp_path):
+    """Issue 8 fault 12: the same add after expiry + purge gives no live version 2."""
+    old = time.time() - 200 * DAY  # past every class's retention
+    path = tmp_path / "old.jsonl"
+    lines = [{"role": "user", "content": "the staging password rotates weekly", "timestamp": old},
+             {"role": "tool", "content": "rotation log line", "timestamp": old}]  # fmt: skip
+    path.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
+    first = cli("archive", "add", str(path), "--project", "demo", "--json").json()
+    assert first["created"] == [True, True]
+    assert cli("retention", "run", "--force").code == 0
+    redo = cli("archive", "add", str(path), "--project", "demo", "--json")
+    assert redo.code == 0, redo.stderr
+    again = redo.json()
+    assert again["locators"] == first["locators"] and again["created"] == [False, False]
+    assert again["status"] == ["expired", "expired"]
+    for loc in first["locators"]:
+        doc = loc.rsplit("@", 1)[0]
+        assert cli("archive", "get", f"{doc}@2", "--json").code == 1, "no version 2"
+    text = cli("archive", "add", str(path), "--project", "demo").stdout
+    assert "already archived" in text and "expired" in text
