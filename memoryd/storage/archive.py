@@ -109,6 +109,9 @@ PAYLOAD_FORMATS = (1, 2)
 CURRENT_PAYLOAD_FORMAT = 1
 _ZSTD_LEVEL = {1: 3, 2: 9}
 
+#: The last second an archived time may name (9999-12-31T23:59:59Z); the first is the epoch.
+MAX_EPOCH_SECONDS = 253_402_300_799.0
+
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _PROJECT_RE = re.compile(r"^[^\x00/@]{1,200}$")
 _TERM_RE = re.compile(r"\w+")
@@ -202,10 +205,28 @@ class DiskLow(ArchiveError):
 
 
 def utc_iso(ts: float | None) -> str | None:
-    """Epoch seconds as an ISO 8601 UTC string (``None`` stays ``None``)."""
+    """Epoch seconds as an ISO 8601 UTC string (``None`` stays ``None``).
+
+    A time no calendar can show (stored before input was range-checked, e.g.
+    milliseconds taken for seconds) reads as ``None`` instead of failing the read.
+    """
     if ts is None:
         return None
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+    try:
+        return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+def check_epoch(name: str, ts: object) -> float:
+    """``ts`` as epoch seconds between 1970 and the year 9999; else :class:`BadArchiveInput`."""
+    if isinstance(ts, bool) or not isinstance(ts, int | float) or not math.isfinite(ts):
+        raise BadArchiveInput(f"{name} must be epoch seconds, got {ts!r}")
+    if not 0 <= ts <= MAX_EPOCH_SECONDS:
+        raise BadArchiveInput(
+            f"{name} {ts!r} is not a time between 1970 and the year 9999 (epoch seconds)"
+        )
+    return float(ts)
 
 
 def tokenize(text: str) -> list[str]:
@@ -808,9 +829,9 @@ class ArchiveStore:
                 raise BadArchiveInput("session must be a string")
             if it.request_id is not None:
                 _check_id("request id", it.request_id)
-            for name, ts in (("created_at", it.created_at), ("expires_at", it.expires_at)):
-                if ts is not None and (not isinstance(ts, int | float) or not math.isfinite(ts)):
-                    raise BadArchiveInput(f"{name} must be epoch seconds, got {ts!r}")
+            check_epoch("created_at", it.created_at)
+            if it.expires_at is not None:
+                check_epoch("expires_at", it.expires_at)
             payload = self.encode_payload(it.content, it.meta, self.payload_format)
             prepared.append((it, project, payload))
         if self.admission is not None:
