@@ -28,6 +28,7 @@ from memoryd.archive.transcripts import parse_time
 from memoryd.config import SETTINGS
 from memoryd.errors import MemorydError, UsageError
 from memoryd.queue import STATES
+from memoryd.storage.archive import utc_iso
 
 out = Console()
 err = Console(stderr=True)
@@ -452,7 +453,7 @@ def retention_group() -> None:
 
     \b
     Example:
-      memoryd retention run --force && memoryd retention status --json
+      memoryd retention run --dry-run && memoryd retention status
     """
 
 
@@ -460,13 +461,61 @@ def _iso_or_none(value: str | None) -> float | None:
     return parse_time(value, "--now")
 
 
-@command(retention_group, "run", "memoryd retention run --now 2027-03-01T00:00:00Z --force")
-@click.option("--now", help="Pretend it is this time (ISO 8601): tests and drills.")
+@command(retention_group, "run", "memoryd retention run --dry-run && memoryd retention run")
+@click.option("--dry-run", is_flag=True, help="Show what would expire, by class and project.")
 @click.option("--force", is_flag=True, help="Run waves until nothing due is left.")
-def retention_run(md: Memoryd, as_json: bool, now: str | None, force: bool) -> None:
+@click.option("--now", help="Evaluate as of this time (ISO 8601); never later than the clock.")
+@click.option(
+    "--allow-future-now",
+    is_flag=True,
+    help="DANGER: let --now pass the clock; expires live data early (scratch homes only).",
+)
+def retention_run(md: Memoryd, as_json: bool, now: str | None, **flags: bool) -> None:
     """One maintenance pass: lapsed protections, due expiry waves, compaction trigger."""
-    r = md.archive("retention_run", {"now": _iso_or_none(now), "force": force})
-    _emit_archive(as_json, r, f"retention pass: {r}")
+    r = md.archive("retention_run", {"now": _iso_or_none(now), **flags})
+    if as_json:
+        emit_json(r)
+    elif r.get("dry_run"):
+        _print_dry_run(r)
+    else:
+        out.print(_pass_text(r), highlight=False)
+
+
+def _print_dry_run(r: dict) -> None:
+    when = utc_iso(r["now"])
+    if not r["would_expire"]:
+        out.print(f"dry run at {when}: nothing would expire", highlight=False)
+    else:
+        table = Table("class", "project", "versions", title=f"would expire at {when} (dry run)")
+        for row in r["would_expire"]:
+            table.add_row(row["class"], row["project"], f"{row['versions']:,}")
+        out.print(table)
+    kept = ", ".join(f"{n:,} {why}" for why, n in sorted(r["protected"].items()))
+    if kept:
+        out.print(f"due but protected: {kept}", highlight=False)
+    if r["truncated"]:
+        out.print("(only the first due entries were read; more may be due)")
+
+
+def _pass_text(r: dict) -> str:
+    """A retention pass report in prose."""
+    if r["skipped"]:
+        return "retention pass skipped: another pass is running"
+    lines = [
+        f"retention pass at {utc_iso(r['now'])}: {r['expired']:,} versions expired, "
+        f"{r['purged_versions']:,} purged ({r['keys_deleted']:,} keys deleted) "
+        f"in {r['waves']} wave(s), {r['seconds']:.2f}s",
+        f"cleaned: {r['protections_cleaned']:,} lapsed leases, "
+        f"{r['retrieval_leases_cleaned']:,} retrieval leases, {r['hints_cleaned']:,} access "
+        f"records, {r.get('spool_orphans_removed', 0):,} orphaned spool files",
+    ]
+    if r["refused"]:
+        lines.append(f"waves refused: {r['refused']}")
+    if r["disk"]:
+        lines.append(f"disk low: {r['disk'].get('free_bytes', 0):,} bytes free")
+    if r["compaction"].get("flushed"):
+        lines.append("compaction: flushed, background compaction scheduled")
+    return "\n".join(lines)
 
 
 @command(retention_group, "status", "memoryd retention status --json")
@@ -477,10 +526,28 @@ def retention_status(md: Memoryd, as_json: bool, now: str | None) -> None:
     if as_json:
         emit_json(r)
         return
+    c = r["counts"]
     degraded = r["degraded"]
-    out.print(f"degraded: {degraded}" if degraded else "not degraded", highlight=False)
-    out.print(f"migration: {r['migration'].get('state')}, due entries: {r['due_entries']}")
-    out.print(f"counts: {r['counts']}", highlight=False)
+    out.print(
+        f"disk-low mode since {degraded.get('since')}" if degraded else "not degraded",
+        highlight=False,
+    )
+    out.print(
+        f"migration: {r['migration'].get('state')}; due now: {r['due_entries']}; "
+        f"waiting for purge: {r['pending_purge']:,}",
+        highlight=False,
+    )
+    versions = ", ".join(f"{n:,} {s}" for s, n in c["versions"].items())
+    out.print(
+        f"{c['documents']:,} documents, versions: {versions}; {c['pins']:,} pinned; "
+        f"live payload {c['live_payload_bytes']:,} bytes",
+        highlight=False,
+    )
+    table = Table("class", "live versions", "expires after (days)", title="retention")
+    for cls, n in c["live_by_class"].items():
+        days = r["policy"][cls]["age_days"]
+        table.add_row(cls, f"{n:,}", str(days) if days else "never")
+    out.print(table)
 
 
 @main.group("jobs")

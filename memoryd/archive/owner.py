@@ -20,6 +20,7 @@ def archive_path(home: Path) -> Path:
 
 class ArchiveOwner:
     def __init__(self, home: Path, config: Config) -> None:
+        self.home = Path(home)
         self.path = archive_path(home)
         self.config = config
         self._open()

@@ -1133,6 +1133,11 @@ class ArchiveStore:
                 versions += 1
         return PurgeReport(versions, deleted, False)
 
+    def request_locator(self, request_id: str) -> str | None:
+        """The locator an applied append request created, or None if never applied."""
+        raw = self._db.get(_REQUEST + _check_id("request id", request_id))
+        return None if raw is None else raw.decode()
+
     def pending_purge(self) -> int:
         """How many tombstoned versions still have canonical records."""
         return sum(1 for _ in self._prefix(_PURGE, fill_cache=False))

@@ -63,7 +63,7 @@ def test_add_search_and_abstain(cli, chat):
 def test_expired_leaves_search_and_get_says_expired(cli, chat, tmp_path):
     session, tool = add(cli, chat)
     later = "2027-06-01T00:00:00Z"  # past 90 days (conversation) and 14 days (ephemeral)
-    run = cli("retention", "run", "--now", later, "--force", "--json")
+    run = cli("retention", "run", "--now", later, "--allow-future-now", "--force", "--json")
     assert run.code == 0, run.stderr
     for loc in (session, tool):
         got = cli("archive", "get", loc, "--json").json()
@@ -87,10 +87,10 @@ def test_pin_protects_and_unpin_releases(cli, chat):
     session, _ = add(cli, chat)
     assert cli("archive", "pin", session).code == 0
     later = "2027-06-01T00:00:00Z"
-    assert cli("retention", "run", "--now", later, "--force").code == 0
+    assert cli("retention", "run", "--now", later, "--allow-future-now", "--force").code == 0
     assert cli("archive", "get", session, "--json").json()["status"] == "live"
     assert cli("archive", "unpin", session).code == 0
-    assert cli("retention", "run", "--now", later, "--force").code == 0
+    assert cli("retention", "run", "--now", later, "--allow-future-now", "--force").code == 0
     assert cli("archive", "get", session, "--json").json()["status"] == "expired"
 
 
