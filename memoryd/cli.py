@@ -482,7 +482,7 @@ def retention_run(md: Memoryd, as_json: bool, now: str | None, **flags: bool) ->
 
 
 def _print_dry_run(r: dict) -> None:
-    when = utc_iso(r["now"])
+    when = utc_iso(int(r["now"]))
     if not r["would_expire"]:
         out.print(f"dry run at {when}: nothing would expire", highlight=False)
     else:
@@ -502,7 +502,7 @@ def _pass_text(r: dict) -> str:
     if r["skipped"]:
         return "retention pass skipped: another pass is running"
     lines = [
-        f"retention pass at {utc_iso(r['now'])}: {r['expired']:,} versions expired, "
+        f"retention pass at {utc_iso(int(r['now']))}: {r['expired']:,} versions expired, "
         f"{r['purged_versions']:,} purged ({r['keys_deleted']:,} keys deleted) "
         f"in {r['waves']} wave(s), {r['seconds']:.2f}s",
         f"cleaned: {r['protections_cleaned']:,} lapsed leases, "
