@@ -144,10 +144,11 @@ class ArchiveError(MemorydError):
 
 
 class ArchiveBusy(ArchiveError):
-    """Another process holds the archive read-write (the retention worker)."""
+    """Another process holds the archive read-write; retryable (it lets go eventually)."""
 
     code = "ARCHIVE_BUSY"
     retryable = True
+    in_this_process = False  # held by another open store of this very process
 
 
 class ArchiveReadOnly(ArchiveError):
@@ -493,10 +494,12 @@ class ArchiveStore:
             db = Rdict(str(path), cls._options(True))
         except Exception as exc:  # rocksdict raises bare Exception
             if "lock" in str(exc).lower():
-                raise ArchiveBusy(
-                    f"the archive {path} is open read-write in another process (the retention "
-                    "worker); go through it, or read with a secondary instance"
-                ) from None
+                busy = ArchiveBusy(
+                    f"the archive {path} is open read-write elsewhere; "
+                    "retry when it lets go, or read with a secondary instance"
+                )
+                busy.in_this_process = "current process" in str(exc)
+                raise busy from None
             raise ArchiveError(f"cannot open the archive {path}: {exc}") from None
         if db.get(_META + b"format") is None:
             if payload_format not in PAYLOAD_FORMATS:
