@@ -59,7 +59,11 @@ def command(group: click.Group, name: str, example: str, **kwargs) -> Callable:
                 fn(md, as_json, **params)
             except MemorydError as exc:
                 if as_json:
-                    emit_json({"error": exc.code, "message": str(exc), "retryable": exc.retryable})
+                    details = getattr(exc, "details", None) or {}  # e.g. a lease's "rejected"
+                    emit_json(
+                        {"error": exc.code, "message": str(exc), "retryable": exc.retryable}
+                        | details
+                    )
                 err.print(f"[bold red]memoryd: {exc}[/]", highlight=False)
                 sys.exit(exc.exit_code)
             finally:
@@ -431,7 +435,18 @@ def archive_lease(md: Memoryd, as_json: bool, action: str, locators: tuple[str, 
         raise UsageError("lease acquire needs --project and at least one locator")
     args = {"action": action, **o, "locators": list(locators) or None}
     r = md.archive("lease", args)
-    _emit_archive(as_json, r, f"lease {action}: {r}")
+    _emit_archive(as_json, r, _lease_text(action, r))
+
+
+def _lease_text(action: str, r: dict) -> str:
+    if action == "acquire":
+        return (
+            f"client {r['client']} leases {len(r['locators'])} version(s) until "
+            f"{r['expires_at']} (epoch {r['epoch']}); renew before then"
+        )
+    if action == "renew":
+        return f"lease of client {r['client']} renewed until {r['expires_at']}"
+    return f"client {r['client']} released {r['released']} protection(s)"
 
 
 @command(

@@ -21,7 +21,7 @@ from memoryd.errors import FutureNow, MemorydError, SpoolMissing, UsageError
 from memoryd.retention.boundary import Migration
 from memoryd.retention.waves import preview
 from memoryd.storage.archive import CLASSES as ARCHIVE_CLASSES
-from memoryd.storage.archive import ArchiveBusy, LeaseRejected, NewVersion, utc_iso
+from memoryd.storage.archive import ArchiveBusy, LeaseGrant, LeaseRejected, NewVersion, utc_iso
 
 Op = Callable[[ArchiveOwner, dict], dict]
 
@@ -137,13 +137,16 @@ def lease(owner: ArchiveOwner, a: dict) -> dict:
         except LeaseRejected as exc:
             exc.details = {"rejected": exc.rejected}
             raise
-        return {"client": grant.client, "epoch": grant.epoch, "expires_at": grant.expires_at,
-                "locators": list(grant.locators)}  # fmt: skip
+        return {**_grant(grant), "locators": list(grant.locators)}
     if action == "renew":
-        return {"client": client, **store.renew_leases(client, ttl=ttl, now=_now(a))}
+        return _grant(store.renew_leases(client, ttl=ttl, now=_now(a)))
     if action == "release":
         return {"client": client, "released": store.release_leases(client, a.get("locators"))}
     raise UsageError(f"unknown lease action {action!r}")
+
+
+def _grant(grant: LeaseGrant) -> dict:
+    return {"client": grant.client, "epoch": grant.epoch, "expires_at": utc_iso(grant.expires_at)}
 
 
 def search(owner: ArchiveOwner, a: dict) -> dict:

@@ -1316,9 +1316,11 @@ class ArchiveStore:
                     continue
                 targets.append((doc, ver, loc))
             if rejected:
+                named = ", ".join(f"{loc} ({why})" for loc, why in list(rejected.items())[:10])
+                more = f" and {len(rejected) - 10} more" if len(rejected) > 10 else ""
                 raise LeaseRejected(
-                    f"lease request rejected whole: {len(rejected)} of {len(locators)} "
-                    "targets are not leasable (see 'rejected')",
+                    f"lease request rejected whole, nothing leased: {len(rejected)} of "
+                    f"{len(locators)} targets are not leasable: {named}{more}",
                     rejected,
                 )
             owner = self._owner(cl)
