@@ -249,16 +249,21 @@ def search_cmd(md: Memoryd, as_json: bool, query: str, project: str | None, limi
         print_search(result)
 
 
-def print_search(result: dict, excerpt_lines: int = 6) -> None:
+def _hit_heading(item: dict) -> str:
+    return (
+        f"[bold cyan]{item['path']}[/]:{item['start_line']}-{item['end_line']}"
+        f"  [dim]score {item['score']:.3f}[/]"
+    )
+
+
+def print_search(
+    result: dict, excerpt_lines: int = 6, heading: Callable[[dict], str] = _hit_heading
+) -> None:
     if result["status"] == "abstained":
         out.print(f"[yellow]abstained[/]: {result['gap']}", highlight=False)
         return
     for item in result["items"]:
-        out.print(
-            f"[bold cyan]{item['path']}[/]:{item['start_line']}-{item['end_line']}"
-            f"  [dim]score {item['score']:.3f}[/]",
-            highlight=False,
-        )
+        out.print(heading(item), highlight=False)
         for line in item["excerpt"].splitlines()[:excerpt_lines]:
             out.print(f"    {line}", highlight=False, markup=False)
 
@@ -392,7 +397,16 @@ def archive_search(md: Memoryd, as_json: bool, query: str, project: str, limit: 
     if as_json:
         emit_json(r)
         return
-    print_search(r)
+    print_search(r, heading=_archive_hit_heading)
+
+
+def _archive_hit_heading(item: dict) -> str:
+    """An archive hit names its locator (what get, pin and lease take)."""
+    return (
+        f"[bold cyan]{item['locator']}[/]  lines {item['start_line']}-{item['end_line']}"
+        f"  [dim]{item['class']}, {item['created_at'] or 'unknown time'}, "
+        f"score {item['score']:.3f}[/]"
+    )
 
 
 @command(archive_group, "get", "memoryd archive get s-chat-1a2b3c@1")

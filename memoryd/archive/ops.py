@@ -152,6 +152,8 @@ def _grant(grant: LeaseGrant) -> dict:
 def search(owner: ArchiveOwner, a: dict) -> dict:
     from memoryd.archive.search import search_archive
 
+    if isinstance(a.get("query"), str) and not a["query"].strip():
+        raise UsageError("empty query: say what the evidence should contain")
     return search_archive(owner, a["project"], a["query"], int(a.get("limit") or 10), _now(a))
 
 

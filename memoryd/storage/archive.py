@@ -1587,6 +1587,10 @@ class ArchiveStore:
         raw = self._get_json(_CORPUS + project)
         return (raw["versions"], raw["length"]) if raw else (0, 0)
 
+    def projects(self) -> list[str]:
+        """Every project that ever archived a version (one corpus record each), sorted."""
+        return sorted(key[1:].decode() for key, _ in self._prefix(_CORPUS))
+
     def corpus_stats(self, project: str) -> CorpusStats:
         """Live versions and their total token count in ``project``."""
         return CorpusStats(*self.corpus_stats_raw(_check_project(project)))

@@ -171,3 +171,28 @@ def test_redone_add_after_purge_stores_nothing_and_says_expired(cli, tmp_path):
         assert cli("archive", "get", f"{doc}@2", "--json").code == 1, "no version 2"
     text = cli("archive", "add", str(path), "--project", "demo").stdout
     assert "already archived" in text and "expired" in text
+
+
+def test_unknown_project_and_empty_query_are_errors_like_project_search(cli, chat):
+    """Issue 18 item 8: the same "no project named" error as project search (exit 1)."""
+    add(cli, chat)
+    res = cli("archive", "search", "which port?", "--project", "nosuch", "--json")
+    assert res.code == 1 and res.json()["error"] == "UNKNOWN_PROJECT"
+    assert res.json()["message"] == "no project named 'nosuch'; known projects: demo"
+    project = cli("search", "which port?", "--project", "nosuch")
+    human = cli("archive", "search", "which port?", "--project", "nosuch")
+    assert project.code == human.code == 1
+    assert "no project named 'nosuch'" in project.message
+    assert "no project named 'nosuch'" in human.message
+    for query in ("", "   "):
+        empty = cli("archive", "search", query, "--project", "demo")
+        assert empty.code == 2 and "empty query" in empty.message
+
+
+def test_human_search_shows_each_hits_locator(cli, chat):
+    """Issue 18 item 10: the locator is what get, pin and lease take."""
+    session, _ = add(cli, chat)
+    res = cli("archive", "search", "which port did we pick for the dev server?",
+              "--project", "demo")  # fmt: skip
+    assert res.code == 0, res.stderr
+    assert session in res.stdout and "5173" in res.stdout and "{" not in res.stdout
