@@ -463,6 +463,24 @@ def _lease_text(action: str, r: dict) -> str:
     return f"client {r['client']} released {r['released']} protection(s)"
 
 
+@command(archive_group, "forget", "memoryd archive forget --session s42 --project myrepo")
+@click.argument("locator", required=False)
+@click.option("--session", help="Forget every document of this session (with --project).")
+@click.option("--project", help="Project of the session.")
+def archive_forget(md: Memoryd, as_json: bool, locator: str | None, **o: str | None) -> None:
+    """Remove a transcript now (its document, or a whole session): tombstone, purge and
+    compact, whatever pins or leases it has; its locators then read 'expired'."""
+    if bool(locator) == bool(o["session"]) or (o["session"] and not o["project"]):
+        raise UsageError("name a LOCATOR, or --session with --project (not both)")
+    r = md.archive("forget", {"locator": locator, **o})
+    _emit_archive(
+        as_json,
+        r,
+        f"forgot {len(r['forgotten'])} version(s) of {len(r['documents'])} document(s); "
+        f"purged {r['purged_versions']} and compacted the archive: nothing of them is left",
+    )
+
+
 @command(
     archive_group, "migrate", "memoryd archive migrate --copy && memoryd archive migrate --verify"
 )

@@ -19,9 +19,17 @@ from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.transcripts import doc_id
 from memoryd.errors import FutureNow, MemorydError, SpoolMissing, UsageError
 from memoryd.retention.boundary import Migration
-from memoryd.retention.waves import preview
+from memoryd.retention.waves import preview, purge_all
 from memoryd.storage.archive import CLASSES as ARCHIVE_CLASSES
-from memoryd.storage.archive import ArchiveBusy, LeaseGrant, LeaseRejected, NewVersion, utc_iso
+from memoryd.storage.archive import (
+    ArchiveBusy,
+    ArchiveStore,
+    LeaseGrant,
+    LeaseRejected,
+    LocatorNotFound,
+    NewVersion,
+    utc_iso,
+)
 
 Op = Callable[[ArchiveOwner, dict], dict]
 
@@ -157,6 +165,36 @@ def search(owner: ArchiveOwner, a: dict) -> dict:
     return search_archive(owner, a["project"], a["query"], int(a.get("limit") or 10), _now(a))
 
 
+def forget(owner: ArchiveOwner, a: dict) -> dict:
+    """Remove a document (``locator``) or a whole session now, as retention would:
+    tombstone, purge, then a full compaction so no file of the archive keeps it.
+
+    Pins and leases do not stop it (the user's right to delete); a migration in
+    progress does (its copy would keep the content): finish or roll it back first.
+    """
+    store = owner.store
+    docs = _forget_targets(store, a)
+    with owner.boundary.retention_wave():
+        retired = store.forget(docs, now=_now(a))
+        versions, keys = purge_all(store, owner.maintenance.bounds.purge_batch_keys)
+    compaction = owner.maintenance.compact()
+    return {"documents": docs, "forgotten": retired, "purged_versions": versions,
+            "keys_deleted": keys, "compaction": compaction}  # fmt: skip
+
+
+def _forget_targets(store: ArchiveStore, a: dict) -> list[str]:
+    if a.get("locator"):
+        info = store.version_info(a["locator"])
+        return [info.doc_id]
+    project, session = a.get("project"), a.get("session")
+    if not (project and session):
+        raise UsageError("forget needs a locator, or a session with its project")
+    docs = store.session_documents(project, session)
+    if not docs:
+        raise LocatorNotFound(f"no archived session {session!r} in project {project!r}")
+    return docs
+
+
 def retention_run(owner: ArchiveOwner, a: dict) -> dict:
     """A maintenance tick, then orphaned spool files (by the wall clock, never ``now``).
 
@@ -212,6 +250,7 @@ OPS: dict[str, Op] = {
     "unpin": unpin,
     "lease": lease,
     "search": search,
+    "forget": forget,
     "retention_run": retention_run,
     "retention_status": retention_status,
     "migrate": migrate,

@@ -141,12 +141,20 @@ def _due(info: VersionInfo, entry: ExpiryEntry, policy: RetentionPolicy, now: fl
 
 
 def _purge_all(store: ArchiveStore, report: WaveReport, batch_keys: int) -> None:
+    versions, keys = purge_all(store, batch_keys)
+    report.purged_versions += versions
+    report.keys_deleted += keys
+
+
+def purge_all(store: ArchiveStore, batch_keys: int) -> tuple[int, int]:
+    """Purge every tombstoned version in bounded batches: (versions, keys deleted)."""
+    versions = keys = 0
     while True:
         purge = store.purge_pending(max_keys=batch_keys)
-        report.purged_versions += purge.versions
-        report.keys_deleted += purge.keys_deleted
+        versions += purge.versions
+        keys += purge.keys_deleted
         if not purge.remaining:
-            return
+            return versions, keys
 
 
 def reindex(

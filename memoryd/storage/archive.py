@@ -330,6 +330,7 @@ class VersionInfo:
     retired_at: float | None
     current_version: int
     pinned: bool
+    forgotten: bool = False  # retired by ``forget`` (the user's request), not by age
 
     @property
     def locator(self) -> str:
@@ -680,6 +681,7 @@ class ArchiveStore:
             retired_at=v.get("retired_at"),
             current_version=ledger["current"],
             pinned=pinned,
+            forgotten=v.get("forgotten", False),
         )
 
     def version_info(self, locator: str) -> VersionInfo:
@@ -733,6 +735,8 @@ class ArchiveStore:
             out["pinned"] = info.pinned
         elif info.status == "expired":
             out["expired_at"] = utc_iso(info.retired_at)
+            if info.forgotten:
+                out["forgotten"] = True
         else:
             out["superseded_at"] = utc_iso(info.retired_at)
             out["superseded_by"] = make_locator(info.doc_id, info.version + 1)
@@ -1036,6 +1040,41 @@ class ArchiveStore:
             batch.wb.delete(entry.key)
             self._write(batch)
             return "expired"
+
+    def forget(self, doc_ids: Sequence[str], *, now: float | None = None) -> list[str]:
+        """Tombstone every live version of these documents now, pinned or leased
+        (the user's right to delete), and drop their pins; one batch.
+
+        The versions read ``expired`` (with ``forgotten``) from then on and are
+        queued for purge like any expired version. Returns the locators retired.
+        """
+        self._need_primary()
+        now = time.time() if now is None else now
+        with self._lock:
+            batch = _Batch()
+            retired = []
+            for doc_id in doc_ids:
+                doc = _check_id("document id", doc_id)
+                ledger = self._ledger(doc, batch)
+                if ledger is None:
+                    raise LocatorNotFound(f"no archived document {doc_id}")
+                for ver, v in enumerate(ledger["versions"], 1):
+                    if v["status"] == "live":
+                        self._retire(batch, doc, ledger, ver, "expired", now)
+                        v["forgotten"] = True
+                        retired.append(make_locator(doc_id, ver))
+                if (_PIN + doc) in self._db:
+                    batch.delete(_PIN + doc)
+            self._write(batch)
+            return retired
+
+    def session_documents(self, project: str, session: str) -> list[str]:
+        """Ids of ``project``'s documents of ``session`` (a full ledger scan, in pages)."""
+        found, after = [], None
+        while page := self.documents(project=project, after=after):
+            found += [info.doc_id for info in page if info.session == session]
+            after = page[-1].doc_id
+        return found
 
     def set_expiry(
         self,
