@@ -491,7 +491,25 @@ def archive_forget(md: Memoryd, as_json: bool, locator: str | None, **o: str | N
 def archive_migrate(md: Memoryd, as_json: bool, step: str | None) -> None:
     """A format migration of the archive; retention waits until it is committed."""
     r = md.archive("migrate", {"step": step or "status"})
-    _emit_archive(as_json, r, f"migration: {r.get('state')}")
+    _emit_archive(as_json, r, _migration_text(r))
+
+
+def _migration_text(r: dict) -> str:
+    """Where a migration stands and the next step, in prose."""
+    target = r.get("target_format")
+    texts = {
+        "committed": "no archive migration in progress",
+        "copying": f"a copy to format {target} was interrupted; run --copy again or --rollback",
+        "awaiting_verification": f"copied {r.get('copied_keys', 0):,} keys to format {target}; "
+        "next: memoryd archive migrate --verify",
+        "blocked": "verification failed ("
+        + "; ".join(map(str, r.get("reason") or []))
+        + "); run --copy again or --rollback",
+        "verified": f"switched to format {target} (verified); next: --commit to make it "
+        "final, or --rollback",
+    }
+    state = r.get("state")
+    return texts.get(state, f"migration state: {state}")
 
 
 @main.group("retention")
