@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from memoryd import killpoints
 from memoryd.archive import spool
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.transcripts import doc_id
@@ -32,6 +33,10 @@ from memoryd.storage.archive import (
 )
 
 Op = Callable[[ArchiveOwner, dict], dict]
+
+#: Crash points of this module (``MEMORYD_KILL_AT``): a spooled add is durable, its
+#: spool file still there; the file is gone, the answer not yet committed.
+KILL_POINTS = ("archive_add_applied", "archive_add_unspooled")
 
 #: A retention ``now`` this far past the wall clock is still "now" (clock skew).
 FUTURE_SLACK_SECONDS = 60.0
@@ -53,7 +58,9 @@ def add(owner: ArchiveOwner, a: dict) -> dict:
     if args is None:  # applied before (the file goes only once the append is durable)
         return _answer_from_requests(owner, a)
     answer = _add(owner, {**args, "now": a.get("now")})
+    killpoints.reach("archive_add_applied")
     spool.remove(owner.home, a["spool"])
+    killpoints.reach("archive_add_unspooled")
     return answer
 
 

@@ -22,6 +22,15 @@ SECRET = "zanzibar-quokka-7731 is the staging database password"
 TOOL_SECRET = "quokka tool output 99182"
 
 
+def write_transcript(path: Path, said: str, tool: str) -> Path:
+    """A user turn and a tool output from an hour ago."""
+    stamp = time.time() - 3600
+    lines = [{"role": "user", "content": said, "timestamp": stamp},
+             {"role": "tool", "content": tool, "timestamp": stamp}]  # fmt: skip
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    return path
+
+
 def files_holding(root: Path, needle: bytes, *, skip: str | None = None) -> list[Path]:
     found = []
     for dirpath, dirs, files in os.walk(root):
@@ -35,11 +44,7 @@ def files_holding(root: Path, needle: bytes, *, skip: str | None = None) -> list
 
 
 def test_archive_content_never_stays_in_the_authority(cli, home, tmp_path, background):
-    path = tmp_path / "chat.jsonl"
-    stamp = time.time() - 3600
-    lines = [{"role": "user", "content": SECRET, "timestamp": stamp},
-             {"role": "tool", "content": TOOL_SECRET, "timestamp": stamp}]  # fmt: skip
-    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    path = write_transcript(tmp_path / "chat.jsonl", SECRET, TOOL_SECRET)
     assert cli("init").code == 0
     sup = background("run", "--workers", "1", env={"MEMORYD_RETENTION_TICK_SECONDS": "3600"})
     sup.wait_running(1)
@@ -100,3 +105,31 @@ def test_the_tick_removes_orphaned_spool_files(cli, home):
     assert res.code == 0, res.stderr
     assert res.json()["spool_orphans_removed"] == 1
     assert not orphan.exists() and fresh.exists()
+
+
+@pytest.mark.parametrize("point", ["archive_add_applied", "archive_add_unspooled"])
+def test_a_retention_worker_killed_around_the_spool_redoes_the_add_once(
+    cli, home, tmp_path, background, point
+):
+    """SIGKILL after the durable append (spool file still there) and after its removal
+    (answer not committed): the redone job stores nothing new and answers the same."""
+    path = write_transcript(tmp_path / "kill.jsonl", "the otter cache is warmed", "otter ok")
+    assert cli("init").code == 0
+    once = tmp_path / "killed"
+    env = {"MEMORYD_KILL_AT": point, "MEMORYD_KILL_ONCE": str(once),
+           "MEMORYD_RETENTION_TICK_SECONDS": "3600"}  # fmt: skip
+    sup = background("run", "--workers", "1", env=env)
+    sup.wait_running(1)
+    res = cli("archive", "add", str(path), "--project", "demo", "--json")
+    assert res.code == 0, res.stderr
+    assert once.exists(), f"the retention worker never reached {point}"
+    answer = res.json()
+    assert answer["status"] == ["live", "live"]
+    (job,) = [j for j in cli("jobs", "list", "--json").json() if j["payload"].get("op") == "add"]
+    assert job["state"] == "done" and job["attempts"] == 2
+    assert not list(spool.spool_dir(home).glob("*")), "the redo removed the spool file"
+    sup.terminate()
+    with ArchiveOwner(home, load_config(home)) as owner:
+        for loc in answer["locators"]:
+            doc = loc.rsplit("@", 1)[0]
+            assert [v.status for v in owner.store.versions(doc)] == ["live"]
