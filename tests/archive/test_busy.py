@@ -16,7 +16,7 @@ from memoryd.archive.owner import ArchiveOwner
 from memoryd.config import load_config
 from memoryd.storage.archive import ArchiveBusy
 from memoryd.workers.contract import WorkContext, job_kind
-from tests.conftest import clean_env, query, wait_for
+from tests.conftest import clean_env, query, status, wait_for
 
 HOLD = """
 import sys
@@ -92,3 +92,31 @@ def test_a_busy_archive_is_waited_for_without_charging_attempts(cli, home, holde
     wait_for(lambda: query(home, "SELECT state FROM jobs WHERE id = ?", (job,))[0][0] == "done",
              what="the job done once the holder let go")  # fmt: skip
     assert all(s != "dead" for (s,) in query(home, "SELECT state FROM jobs"))
+
+
+@pytest.mark.slow
+def test_busy_because_of_the_retention_worker_says_so(cli, home, tmp_path, background):
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"role": "user", "content": "hello", "timestamp": 1718000000}\n')
+    assert cli("archive", "add", str(path), "--project", "demo").code == 0
+    sup = background("run", "--workers", "1", env={"MEMORYD_RETENTION_TICK_SECONDS": "3600"})
+    sup.wait_running(1)
+
+    def retention_pid() -> int | None:
+        return (status(home)["supervisor"] or {}).get("retention_worker")
+
+    pid = wait_for(retention_pid, what="the retention worker")
+    # it opens the archive at its first job (the startup tick); wait until it holds it
+    busy = wait_for(lambda: _open_error(home), what="the archive held by the retention worker")
+    assert busy.retryable and busy.code == "ARCHIVE_BUSY"
+    assert f"the retention worker (pid {pid}) of the running supervisor (pid {sup.pid})" in str(
+        busy
+    )
+
+
+def _open_error(home: Path) -> ArchiveBusy | None:
+    try:
+        ArchiveOwner(home, load_config(home)).close()
+    except ArchiveBusy as exc:
+        return exc
+    return None
