@@ -529,7 +529,7 @@ def _iso_or_none(value: str | None) -> float | None:
 @command(retention_group, "run", "memoryd retention run --dry-run && memoryd retention run")
 @click.option("--dry-run", is_flag=True, help="Show what would expire, by class and project.")
 @click.option("--force", is_flag=True, help="Run waves until nothing due is left.")
-@click.option("--now", help="Evaluate as of this time (ISO 8601); never later than the clock.")
+@click.option("--now", help="As of this time (ISO 8601); past the clock only with --dry-run.")
 @click.option(
     "--allow-future-now",
     is_flag=True,

@@ -205,19 +205,20 @@ def _forget_targets(store: ArchiveStore, a: dict) -> list[str]:
 def retention_run(owner: ArchiveOwner, a: dict) -> dict:
     """A maintenance tick, then orphaned spool files (by the wall clock, never ``now``).
 
-    ``dry_run``: what would expire now, by class and project; nothing changes.
+    ``dry_run``: what would expire at ``now`` (any time: nothing changes), by class
+    and project.
     """
-    now = _retention_now(a)
+    now = _now(a)
     if a.get("dry_run"):
         return {"now": now, "dry_run": True, **preview(owner.store, owner.policy, now=now)}
+    _refuse_future(now, a)
     report = owner.maintenance.tick(now=now, force=bool(a.get("force"))).as_dict()
     keep = float(owner.config.archive_spool_keep_seconds)
     return {**report, "spool_orphans_removed": spool.purge_orphans(owner.home, keep)}
 
 
-def _retention_now(a: dict) -> float:
-    """``now`` for a pass; a time past the wall clock only with ``allow_future_now``."""
-    now = _now(a)
+def _refuse_future(now: float, a: dict) -> None:
+    """A pass at a time past the wall clock only with ``allow_future_now``."""
     if now > time.time() + FUTURE_SLACK_SECONDS and not a.get("allow_future_now"):
         raise FutureNow(
             f"--now {utc_iso(now)} is in the future: a pass then expires versions whose "
@@ -225,7 +226,6 @@ def _retention_now(a: dict) -> float:
             "--now out (or see what would expire with --dry-run); --allow-future-now is "
             "for scratch homes and drills only"
         )
-    return now
 
 
 def retention_status(owner: ArchiveOwner, a: dict) -> dict:

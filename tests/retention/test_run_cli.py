@@ -37,6 +37,14 @@ def test_future_now_is_refused_without_the_scary_flag(cli, tmp_path):
     assert res.code == 2 and res.json()["error"] == "NOW_IN_FUTURE"
     assert "--allow-future-now" in res.message
     assert status_of(cli, session) == "live" and status_of(cli, tool) == "live"
+    preview = cli("retention", "run", "--now", "2099-03-01T00:00:00Z", "--dry-run", "--json")
+    assert preview.code == 0, preview.stderr
+    # a dry run may look ahead (nothing changes): by then the lease has lapsed too
+    assert preview.json()["would_expire"] == [
+        {"class": "conversation", "project": "demo", "versions": 1},
+        {"class": "ephemeral", "project": "demo", "versions": 1},
+    ]
+    assert status_of(cli, session) == "live" and status_of(cli, tool) == "live"
     past = cli("retention", "run", "--now", "2020-01-01T00:00:00Z", "--json")
     assert past.code == 0, past.stderr
     forced = cli("retention", "run", "--now", "2099-03-01T00:00:00Z", "--allow-future-now",
@@ -56,9 +64,7 @@ def test_the_help_example_keeps_live_data(cli, tmp_path):
     assert status_of(cli, session) == "live" and status_of(cli, tool) == "live"
 
 
-def test_dry_run_names_what_would_expire_by_class_and_project_and_changes_nothing(
-    cli, tmp_path
-):
+def test_dry_run_names_what_would_expire_by_class_and_project_and_changes_nothing(cli, tmp_path):
     old_session, old_tool = archive(cli, tmp_path, "old", "an old chat", 200)
     pinned, _ = archive(cli, tmp_path, "kept", "a pinned old chat", 200)
     assert cli("archive", "pin", pinned).code == 0
