@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from memoryd.archive import ops as archive_ops
+from memoryd.archive import spool
 from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.transcripts import parse_jsonl, parse_time
@@ -237,12 +238,14 @@ class Memoryd:
             self.ensure_home()
             with ArchiveOwner(self.home, self.config) as owner:
                 return archive_ops.unwrap(archive_ops.run_op(owner, op, args))
+        if op == "add":  # the transcript rides as a spool file, never in the job row
+            args = {**spool.put(self.home, args), "requests": archive_ops.request_ids(args)}
         job = self.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))
         deadline = time.monotonic() + timeout
         while True:
-            state, answer, error = self.queue.outcome(job)
+            state, _, error = self.queue.outcome(job)
             if state == "done":
-                return archive_ops.unwrap(answer)
+                return archive_ops.unwrap(self.queue.take_result(job))
             if state == "dead":
                 raise MemorydError(f"archive job {job} failed: {error}")
             if time.monotonic() > deadline:

@@ -29,6 +29,7 @@ from memoryd.config import SETTINGS
 from memoryd.drill.scenarios import SCENARIOS as DRILL_SCENARIOS
 from memoryd.errors import MemorydError, UsageError
 from memoryd.queue import STATES
+from memoryd.storage.archive import utc_iso
 
 out = Console()
 err = Console(stderr=True)
@@ -59,7 +60,11 @@ def command(group: click.Group, name: str, example: str, **kwargs) -> Callable:
                 fn(md, as_json, **params)
             except MemorydError as exc:
                 if as_json:
-                    emit_json({"error": exc.code, "message": str(exc), "retryable": exc.retryable})
+                    details = getattr(exc, "details", None) or {}  # e.g. a lease's "rejected"
+                    emit_json(
+                        {"error": exc.code, "message": str(exc), "retryable": exc.retryable}
+                        | details
+                    )
                 err.print(f"[bold red]memoryd: {exc}[/]", highlight=False)
                 sys.exit(exc.exit_code)
             finally:
@@ -247,16 +252,21 @@ def search_cmd(md: Memoryd, as_json: bool, query: str, project: str | None, limi
         print_search(result)
 
 
-def print_search(result: dict, excerpt_lines: int = 6) -> None:
+def _hit_heading(item: dict) -> str:
+    return (
+        f"[bold cyan]{item['path']}[/]:{item['start_line']}-{item['end_line']}"
+        f"  [dim]score {item['score']:.3f}[/]"
+    )
+
+
+def print_search(
+    result: dict, excerpt_lines: int = 6, heading: Callable[[dict], str] = _hit_heading
+) -> None:
     if result["status"] == "abstained":
         out.print(f"[yellow]abstained[/]: {result['gap']}", highlight=False)
         return
     for item in result["items"]:
-        out.print(
-            f"[bold cyan]{item['path']}[/]:{item['start_line']}-{item['end_line']}"
-            f"  [dim]score {item['score']:.3f}[/]",
-            highlight=False,
-        )
+        out.print(heading(item), highlight=False)
         for line in item["excerpt"].splitlines()[:excerpt_lines]:
             out.print(f"    {line}", highlight=False, markup=False)
 
@@ -393,7 +403,18 @@ def archive_add(md: Memoryd, as_json: bool, source: str, session: str | None, **
             raise UsageError(f"{source}: {exc.strerror or exc}") from None
         session = session or Path(source).stem
     r = md.archive_add(data, source=name, session=session, **opts)
-    _emit_archive(as_json, r, "archived: " + ", ".join(r["locators"]))
+    _emit_archive(as_json, r, _added_text(r))
+
+
+def _added_text(r: dict) -> str:
+    """One line per locator: archived now, or already archived (and its status now)."""
+    lines = []
+    for locator, created, status in zip(r["locators"], r["created"], r["status"], strict=True):
+        if created:
+            lines.append(f"archived {locator}")
+        else:
+            lines.append(f"already archived {locator} ({status}); not stored again")
+    return "\n".join(lines)
 
 
 @command(
@@ -410,7 +431,16 @@ def archive_search(md: Memoryd, as_json: bool, query: str, project: str, limit: 
     if as_json:
         emit_json(r)
         return
-    print_search(r)
+    print_search(r, heading=_archive_hit_heading)
+
+
+def _archive_hit_heading(item: dict) -> str:
+    """An archive hit names its locator (what get, pin and lease take)."""
+    return (
+        f"[bold cyan]{item['locator']}[/]  lines {item['start_line']}-{item['end_line']}"
+        f"  [dim]{item['class']}, {item['created_at'] or 'unknown time'}, "
+        f"score {item['score']:.3f}[/]"
+    )
 
 
 @command(archive_group, "get", "memoryd archive get s-chat-1a2b3c@1")
@@ -453,7 +483,36 @@ def archive_lease(md: Memoryd, as_json: bool, action: str, locators: tuple[str, 
         raise UsageError("lease acquire needs --project and at least one locator")
     args = {"action": action, **o, "locators": list(locators) or None}
     r = md.archive("lease", args)
-    _emit_archive(as_json, r, f"lease {action}: {r}")
+    _emit_archive(as_json, r, _lease_text(action, r))
+
+
+def _lease_text(action: str, r: dict) -> str:
+    if action == "acquire":
+        return (
+            f"client {r['client']} leases {len(r['locators'])} version(s) until "
+            f"{r['expires_at']} (epoch {r['epoch']}); renew before then"
+        )
+    if action == "renew":
+        return f"lease of client {r['client']} renewed until {r['expires_at']}"
+    return f"client {r['client']} released {r['released']} protection(s)"
+
+
+@command(archive_group, "forget", "memoryd archive forget --session s42 --project myrepo")
+@click.argument("locator", required=False)
+@click.option("--session", help="Forget every document of this session (with --project).")
+@click.option("--project", help="Project of the session.")
+def archive_forget(md: Memoryd, as_json: bool, locator: str | None, **o: str | None) -> None:
+    """Remove a transcript now (its document, or a whole session): tombstone, purge and
+    compact, whatever pins or leases it has; its locators then read 'expired'."""
+    if bool(locator) == bool(o["session"]) or (o["session"] and not o["project"]):
+        raise UsageError("name a LOCATOR, or --session with --project (not both)")
+    r = md.archive("forget", {"locator": locator, **o})
+    _emit_archive(
+        as_json,
+        r,
+        f"forgot {len(r['forgotten'])} version(s) of {len(r['documents'])} document(s); "
+        f"purged {r['purged_versions']} and compacted the archive: nothing of them is left",
+    )
 
 
 @command(
@@ -466,7 +525,25 @@ def archive_lease(md: Memoryd, as_json: bool, action: str, locators: tuple[str, 
 def archive_migrate(md: Memoryd, as_json: bool, step: str | None) -> None:
     """A format migration of the archive; retention waits until it is committed."""
     r = md.archive("migrate", {"step": step or "status"})
-    _emit_archive(as_json, r, f"migration: {r.get('state')}")
+    _emit_archive(as_json, r, _migration_text(r))
+
+
+def _migration_text(r: dict) -> str:
+    """Where a migration stands and the next step, in prose."""
+    target = r.get("target_format")
+    texts = {
+        "committed": "no archive migration in progress",
+        "copying": f"a copy to format {target} was interrupted; run --copy again or --rollback",
+        "awaiting_verification": f"copied {r.get('copied_keys', 0):,} keys to format {target}; "
+        "next: memoryd archive migrate --verify",
+        "blocked": "verification failed ("
+        + "; ".join(map(str, r.get("reason") or []))
+        + "); run --copy again or --rollback",
+        "verified": f"switched to format {target} (verified); next: --commit to make it "
+        "final, or --rollback",
+    }
+    state = r.get("state")
+    return texts.get(state, f"migration state: {state}")
 
 
 @main.group("retention")
@@ -475,7 +552,7 @@ def retention_group() -> None:
 
     \b
     Example:
-      memoryd retention run --force && memoryd retention status --json
+      memoryd retention run --dry-run && memoryd retention status
     """
 
 
@@ -483,13 +560,61 @@ def _iso_or_none(value: str | None) -> float | None:
     return parse_time(value, "--now")
 
 
-@command(retention_group, "run", "memoryd retention run --now 2027-03-01T00:00:00Z --force")
-@click.option("--now", help="Pretend it is this time (ISO 8601): tests and drills.")
+@command(retention_group, "run", "memoryd retention run --dry-run && memoryd retention run")
+@click.option("--dry-run", is_flag=True, help="Show what would expire, by class and project.")
 @click.option("--force", is_flag=True, help="Run waves until nothing due is left.")
-def retention_run(md: Memoryd, as_json: bool, now: str | None, force: bool) -> None:
+@click.option("--now", help="As of this time (ISO 8601); past the clock only with --dry-run.")
+@click.option(
+    "--allow-future-now",
+    is_flag=True,
+    help="DANGER: let --now pass the clock; expires live data early (scratch homes only).",
+)
+def retention_run(md: Memoryd, as_json: bool, now: str | None, **flags: bool) -> None:
     """One maintenance pass: lapsed protections, due expiry waves, compaction trigger."""
-    r = md.archive("retention_run", {"now": _iso_or_none(now), "force": force})
-    _emit_archive(as_json, r, f"retention pass: {r}")
+    r = md.archive("retention_run", {"now": _iso_or_none(now), **flags})
+    if as_json:
+        emit_json(r)
+    elif r.get("dry_run"):
+        _print_dry_run(r)
+    else:
+        out.print(_pass_text(r), highlight=False)
+
+
+def _print_dry_run(r: dict) -> None:
+    when = utc_iso(int(r["now"]))
+    if not r["would_expire"]:
+        out.print(f"dry run at {when}: nothing would expire", highlight=False)
+    else:
+        table = Table("class", "project", "versions", title=f"would expire at {when} (dry run)")
+        for row in r["would_expire"]:
+            table.add_row(row["class"], row["project"], f"{row['versions']:,}")
+        out.print(table)
+    kept = ", ".join(f"{n:,} {why}" for why, n in sorted(r["protected"].items()))
+    if kept:
+        out.print(f"due but protected: {kept}", highlight=False)
+    if r["truncated"]:
+        out.print("(only the first due entries were read; more may be due)")
+
+
+def _pass_text(r: dict) -> str:
+    """A retention pass report in prose."""
+    if r["skipped"]:
+        return "retention pass skipped: another pass is running"
+    lines = [
+        f"retention pass at {utc_iso(int(r['now']))}: {r['expired']:,} versions expired, "
+        f"{r['purged_versions']:,} purged ({r['keys_deleted']:,} keys deleted) "
+        f"in {r['waves']} wave(s), {r['seconds']:.2f}s",
+        f"cleaned: {r['protections_cleaned']:,} lapsed leases, "
+        f"{r['retrieval_leases_cleaned']:,} retrieval leases, {r['hints_cleaned']:,} access "
+        f"records, {r.get('spool_orphans_removed', 0):,} orphaned spool files",
+    ]
+    if r["refused"]:
+        lines.append(f"waves refused: {r['refused']}")
+    if r["disk"]:
+        lines.append(f"disk low: {r['disk'].get('free_bytes', 0):,} bytes free")
+    if r["compaction"].get("flushed"):
+        lines.append("compaction: flushed, background compaction scheduled")
+    return "\n".join(lines)
 
 
 @command(retention_group, "status", "memoryd retention status --json")
@@ -500,10 +625,28 @@ def retention_status(md: Memoryd, as_json: bool, now: str | None) -> None:
     if as_json:
         emit_json(r)
         return
+    c = r["counts"]
     degraded = r["degraded"]
-    out.print(f"degraded: {degraded}" if degraded else "not degraded", highlight=False)
-    out.print(f"migration: {r['migration'].get('state')}, due entries: {r['due_entries']}")
-    out.print(f"counts: {r['counts']}", highlight=False)
+    out.print(
+        f"disk-low mode since {degraded.get('since')}" if degraded else "not degraded",
+        highlight=False,
+    )
+    out.print(
+        f"migration: {r['migration'].get('state')}; due now: {r['due_entries']}; "
+        f"waiting for purge: {r['pending_purge']:,}",
+        highlight=False,
+    )
+    versions = ", ".join(f"{n:,} {s}" for s, n in c["versions"].items())
+    out.print(
+        f"{c['documents']:,} documents, versions: {versions}; {c['pins']:,} pinned; "
+        f"live payload {c['live_payload_bytes']:,} bytes",
+        highlight=False,
+    )
+    table = Table("class", "live versions", "expires after (days)", title="retention")
+    for cls, n in c["live_by_class"].items():
+        days = r["policy"][cls]["age_days"]
+        table.add_row(cls, f"{n:,}", str(days) if days else "never")
+    out.print(table)
 
 
 @main.group("jobs")

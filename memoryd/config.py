@@ -20,6 +20,7 @@ AUTHORITY_FILE = "authority.db"
 ARCHIVE_DIR = "archive"  # the RocksDB evidence archive, inside the home
 ARCHIVE_WAIT_SECONDS = 120.0  # a CLI archive command waits this long for its job
 ARCHIVE_POLL_SECONDS = 0.02
+SPOOL_DIR = "spool"  # archive content handed to the retention worker as files
 CONFIG_FILE = "memoryd.toml"
 SUPERVISOR_LOCK_FILE = "supervisor.lock"
 SUPERVISOR_STATE_FILE = "supervisor.json"
@@ -112,6 +113,9 @@ SETTINGS: dict[str, Setting] = {
     "retention_access_keep_days": Setting(30, "access records older than this are cleaned"),
     "retention_disk_low_bytes": Setting(2048 * MiB, "disk-low mode below this free space (0: off)"),
     "retention_disk_reserve_bytes": Setting(64 * MiB, "free space archival writes never consume"),
+    "archive_spool_keep_seconds": Setting(
+        86400.0, "an archive add's spool file nobody took is deleted after this"
+    ),
 }
 
 

@@ -69,3 +69,21 @@ class NotAnAuthority(MemorydError):
 
 class ConfigError(UsageError):
     code = "BAD_CONFIG"
+
+
+class SpoolCorrupt(MemorydError):
+    """An archive add's spool file is not what its job names (damaged or foreign)."""
+
+    code = "ARCHIVE_SPOOL_CORRUPT"
+
+
+class SpoolMissing(MemorydError):
+    """An archive add's spool file is gone and its versions were never stored."""
+
+    code = "ARCHIVE_SPOOL_MISSING"
+
+
+class FutureNow(UsageError):
+    """A retention ``now`` past the wall clock: it would expire what has not lapsed."""
+
+    code = "NOW_IN_FUTURE"

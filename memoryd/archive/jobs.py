@@ -3,8 +3,10 @@
 The worker keeps the archive open as its own resource for its lifetime (it is
 the only process that opens ``archive/`` read-write while a supervisor runs),
 applies the operation in one WriteBatch and sends the answer back; the
-supervisor stores it with the job's completion. Operations are idempotent
-(appends carry request ids), so a crash between the two redoes harmlessly.
+supervisor stores it with the job's completion and the waiting caller takes it
+(clearing it). Operations are idempotent (appends carry request ids, kept after
+a purge), so a crash between the two redoes harmlessly. An add's transcript
+comes as a spool file (:mod:`memoryd.archive.spool`), never in the payload.
 """
 
 from __future__ import annotations

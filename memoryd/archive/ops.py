@@ -14,14 +14,32 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from memoryd import killpoints
+from memoryd.archive import spool
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.transcripts import doc_id
-from memoryd.errors import MemorydError, UsageError
+from memoryd.errors import FutureNow, MemorydError, SpoolMissing, UsageError
 from memoryd.retention.boundary import Migration
+from memoryd.retention.waves import preview, purge_all
 from memoryd.storage.archive import CLASSES as ARCHIVE_CLASSES
-from memoryd.storage.archive import ArchiveBusy, LeaseRejected, NewVersion
+from memoryd.storage.archive import (
+    ArchiveBusy,
+    ArchiveStore,
+    LeaseGrant,
+    LeaseRejected,
+    LocatorNotFound,
+    NewVersion,
+    utc_iso,
+)
 
 Op = Callable[[ArchiveOwner, dict], dict]
+
+#: Crash points of this module (``MEMORYD_KILL_AT``): a spooled add is durable, its
+#: spool file still there; the file is gone, the answer not yet committed.
+KILL_POINTS = ("archive_add_applied", "archive_add_unspooled")
+
+#: A retention ``now`` this far past the wall clock is still "now" (clock skew).
+FUTURE_SLACK_SECONDS = 60.0
 
 
 def _now(args: dict) -> float:
@@ -29,31 +47,80 @@ def _now(args: dict) -> float:
 
 
 def add(owner: ArchiveOwner, a: dict) -> dict:
-    """Store one transcript: the session document first, then its tool outputs."""
-    project, session, created_at = a["project"], a["session"], float(a["created_at"])
+    """Store one transcript: the session document first, then its tool outputs.
+
+    Through a supervisor the arguments come as a spool reference (see
+    :mod:`memoryd.archive.spool`): read, applied, then the file is deleted.
+    """
+    if "spool" not in a:
+        return _add(owner, a)
+    args = spool.load(owner.home, a)
+    if args is None:  # applied before (the file goes only once the append is durable)
+        return _answer_from_requests(owner, a)
+    answer = _add(owner, {**args, "now": a.get("now")})
+    killpoints.reach("archive_add_applied")
+    spool.remove(owner.home, a["spool"])
+    killpoints.reach("archive_add_unspooled")
+    return answer
+
+
+def _add(owner: ArchiveOwner, a: dict) -> dict:
     cls = a.get("class") or "conversation"
     if cls not in ARCHIVE_CLASSES:
         raise UsageError(f"unknown class {cls!r}; one of {', '.join(ARCHIVE_CLASSES)}")
+    project, session, created_at = a["project"], a["session"], float(a["created_at"])
     policy = owner.policy
-    session_doc = doc_id("s", project, session)
+    (session_doc, session_rid), *tool_docs = _documents(a)
     items = [
         NewVersion(
             project, cls, a["content"], created_at, policy.expires_at(cls, created_at),
-            session_doc, session, {"turns": a["turns"]}, _request_id(project, session_doc, a),
+            session_doc, session, {"turns": a["turns"]}, session_rid,
         )
     ]  # fmt: skip
-    for i, tool in enumerate(a.get("tools", [])):
-        tool_doc = doc_id("t", project, f"{session}#{i}")
+    for tool, (tool_doc, rid) in zip(a.get("tools", []), tool_docs, strict=True):
         stamp = float(tool["timestamp"] or created_at)
         items.append(
             NewVersion(
                 project, "ephemeral", tool["content"], stamp,
                 policy.expires_at("ephemeral", stamp), tool_doc, session,
-                {"session_doc": session_doc}, _request_id(project, tool_doc, tool),
+                {"session_doc": session_doc}, rid,
             )
         )  # fmt: skip
     results = owner.store.append_many(items, now=_now(a))
-    return {"locators": [r.locator for r in results], "created": [r.created for r in results]}
+    return _add_answer(owner, [r.locator for r in results], [r.created for r in results])
+
+
+def _documents(a: dict) -> list[tuple[str, str]]:
+    """(document id, request id) of the session and of each tool output, in order."""
+    project, session = a["project"], a["session"]
+    session_doc = doc_id("s", project, session)
+    docs = [(session_doc, _request_id(project, session_doc, a))]
+    for i, tool in enumerate(a.get("tools", [])):
+        tool_doc = doc_id("t", project, f"{session}#{i}")
+        docs.append((tool_doc, _request_id(project, tool_doc, tool)))
+    return docs
+
+
+def request_ids(a: dict) -> list[str]:
+    """The request ids an add of ``a`` applies (carried by a spooled add's job)."""
+    return [rid for _, rid in _documents(a)]
+
+
+def _answer_from_requests(owner: ArchiveOwner, ref: dict) -> dict:
+    locators = [owner.store.request_locator(rid) for rid in ref["requests"]]
+    if None in locators:
+        raise SpoolMissing(
+            f"spool file {ref['spool']} is gone and the transcript was never archived "
+            "(an orphan cleaned by the maintenance tick?); add it again"
+        )
+    return _add_answer(owner, locators, [False] * len(locators))
+
+
+def _add_answer(owner: ArchiveOwner, locators: list[str], created: list[bool]) -> dict:
+    """Each locator with whether this request created it and its status now: a redone
+    add of expired content answers "expired" (its request record outlives the purge)."""
+    status = [owner.store.version_info(loc).status for loc in locators]
+    return {"locators": locators, "created": created, "status": status}
 
 
 def _request_id(project: str, doc: str, body: dict) -> str:
@@ -85,23 +152,80 @@ def lease(owner: ArchiveOwner, a: dict) -> dict:
         except LeaseRejected as exc:
             exc.details = {"rejected": exc.rejected}
             raise
-        return {"client": grant.client, "epoch": grant.epoch, "expires_at": grant.expires_at,
-                "locators": list(grant.locators)}  # fmt: skip
+        return {**_grant(grant), "locators": list(grant.locators)}
     if action == "renew":
-        return {"client": client, **store.renew_leases(client, ttl=ttl, now=_now(a))}
+        return _grant(store.renew_leases(client, ttl=ttl, now=_now(a)))
     if action == "release":
         return {"client": client, "released": store.release_leases(client, a.get("locators"))}
     raise UsageError(f"unknown lease action {action!r}")
 
 
+def _grant(grant: LeaseGrant) -> dict:
+    return {"client": grant.client, "epoch": grant.epoch, "expires_at": utc_iso(grant.expires_at)}
+
+
 def search(owner: ArchiveOwner, a: dict) -> dict:
     from memoryd.archive.search import search_archive
 
+    if isinstance(a.get("query"), str) and not a["query"].strip():
+        raise UsageError("empty query: say what the evidence should contain")
     return search_archive(owner, a["project"], a["query"], int(a.get("limit") or 10), _now(a))
 
 
+def forget(owner: ArchiveOwner, a: dict) -> dict:
+    """Remove a document (``locator``) or a whole session now, as retention would:
+    tombstone, purge, then a full compaction so no file of the archive keeps it.
+
+    Pins and leases do not stop it (the user's right to delete); a migration in
+    progress does (its copy would keep the content): finish or roll it back first.
+    """
+    store = owner.store
+    docs = _forget_targets(store, a)
+    with owner.boundary.retention_wave():
+        retired = store.forget(docs, now=_now(a))
+        versions, keys = purge_all(store, owner.maintenance.bounds.purge_batch_keys)
+    compaction = owner.maintenance.compact()
+    return {"documents": docs, "forgotten": retired, "purged_versions": versions,
+            "keys_deleted": keys, "compaction": compaction}  # fmt: skip
+
+
+def _forget_targets(store: ArchiveStore, a: dict) -> list[str]:
+    if a.get("locator"):
+        info = store.version_info(a["locator"])
+        return [info.doc_id]
+    project, session = a.get("project"), a.get("session")
+    if not (project and session):
+        raise UsageError("forget needs a locator, or a session with its project")
+    docs = store.session_documents(project, session)
+    if not docs:
+        raise LocatorNotFound(f"no archived session {session!r} in project {project!r}")
+    return docs
+
+
 def retention_run(owner: ArchiveOwner, a: dict) -> dict:
-    return owner.maintenance.tick(now=_now(a), force=bool(a.get("force"))).as_dict()
+    """A maintenance tick, then orphaned spool files (by the wall clock, never ``now``).
+
+    ``dry_run``: what would expire at ``now`` (any time: nothing changes), by class
+    and project.
+    """
+    now = _now(a)
+    if a.get("dry_run"):
+        return {"now": now, "dry_run": True, **preview(owner.store, owner.policy, now=now)}
+    _refuse_future(now, a)
+    report = owner.maintenance.tick(now=now, force=bool(a.get("force"))).as_dict()
+    keep = float(owner.config.archive_spool_keep_seconds)
+    return {**report, "spool_orphans_removed": spool.purge_orphans(owner.home, keep)}
+
+
+def _refuse_future(now: float, a: dict) -> None:
+    """A pass at a time past the wall clock only with ``allow_future_now``."""
+    if now > time.time() + FUTURE_SLACK_SECONDS and not a.get("allow_future_now"):
+        raise FutureNow(
+            f"--now {utc_iso(now)} is in the future: a pass then expires versions whose "
+            "deadlines, leases and pins have not lapsed yet, deleting live data. Leave "
+            "--now out (or see what would expire with --dry-run); --allow-future-now is "
+            "for scratch homes and drills only"
+        )
 
 
 def retention_status(owner: ArchiveOwner, a: dict) -> dict:
@@ -133,6 +257,7 @@ OPS: dict[str, Op] = {
     "unpin": unpin,
     "lease": lease,
     "search": search,
+    "forget": forget,
     "retention_run": retention_run,
     "retention_status": retention_status,
     "migrate": migrate,

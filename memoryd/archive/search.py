@@ -32,6 +32,7 @@ from memoryd.errors import UsageError
 from memoryd.search import gate, terms
 from memoryd.search.evidence import focus_hint, held, speaker_of
 from memoryd.storage.archive import Hit, tokenize, utc_iso
+from memoryd.storage.corpus import UnknownProject
 
 WINDOW_LINES = 3  # a question's evidence is usually one exchange: a turn and its answer
 CANDIDATE_POOL = 50
@@ -213,6 +214,11 @@ def search_archive(
         raise UsageError("the query must be text")
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise UsageError(f"limit must be an integer from 1 to {MAX_LIMIT}")
+    known = owner.store.projects()
+    if project not in known:
+        raise UnknownProject(
+            f"no project named {project!r}; known projects: {', '.join(known) or 'none'}"
+        )
     t = tuning or DEFAULT
     q = terms.analyze(query)
     if not q.terms:

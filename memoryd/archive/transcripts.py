@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 import orjson
 
-from memoryd.storage.archive import BadArchiveInput
+from memoryd.storage.archive import BadArchiveInput, check_epoch
 
 TURN_ROLES = ("user", "assistant", "system")
 TOOL_ROLES = ("tool", "tool_result", "function")
@@ -52,29 +52,73 @@ def doc_id(kind: str, project: str, name: str) -> str:
     return f"{kind}-{safe}-{digest}"
 
 
+#: A number this large is not seconds (that would be after the year 5138): it is
+#: milliseconds, as JavaScript's ``Date.now()`` writes them.
+MILLISECONDS_FROM = 1e11
+
+
 def parse_time(value: object, where: str) -> float | None:
-    """Epoch seconds from an ISO 8601 string or a number; None when absent."""
+    """Epoch seconds from an ISO 8601 string or a number of seconds or milliseconds.
+
+    None when absent; a time outside 1970..9999 (or not a time) is refused with
+    :class:`BadArchiveInput`, so nothing unreadable is ever stored.
+    """
     if value is None or value == "":
         return None
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            pass
-        else:
-            return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
-    raise BadArchiveInput(f"{where}: timestamp {value!r} is not ISO 8601 or epoch seconds")
+        seconds = float(value)
+        if abs(seconds) >= MILLISECONDS_FROM:
+            seconds /= 1000
+    elif isinstance(value, str):
+        seconds = _iso_seconds(value, where)
+    else:
+        raise BadArchiveInput(f"{where}: timestamp {value!r} is not ISO 8601 or epoch seconds")
+    try:
+        return check_epoch(f"{where}: timestamp", seconds)
+    except BadArchiveInput:
+        raise BadArchiveInput(
+            f"{where}: timestamp {value!r} is not a time between 1970 and the year 9999 "
+            "(ISO 8601, epoch seconds or milliseconds); fix the line, nothing was stored"
+        ) from None
+
+
+def _iso_seconds(value: str, where: str) -> float:
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadArchiveInput(
+            f"{where}: timestamp {value!r} is not ISO 8601 or epoch seconds"
+        ) from None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
 
 
 def _content(value: object, where: str) -> str:
+    """A message's text: a string, or content blocks whose ``text`` parts are joined.
+
+    Blocks without text (images, tool calls) are skipped; a block that is not an
+    object, or whose ``text`` is not a string, is refused.
+    """
     if isinstance(value, str):
         return value
-    if isinstance(value, list):  # content blocks: [{"type": "text", "text": ...}, ...]
-        parts = [b.get("text", "") if isinstance(b, dict) else str(b) for b in value]
-        return "\n".join(p for p in parts if p)
-    raise BadArchiveInput(f"{where}: content must be text or a list of text blocks")
+    if not isinstance(value, list):
+        raise BadArchiveInput(f"{where}: content must be text or a list of content blocks")
+    parts = []
+    for i, block in enumerate(value):
+        text = block.get("text") if isinstance(block, dict) else block
+        if text is None and isinstance(block, dict):
+            continue
+        if not isinstance(text, str):
+            raise BadArchiveInput(
+                f'{where}: content block {i} must be an object whose "text" is a string, '
+                f"got {_short(block)}; nothing was stored"
+            )
+        parts.append(text)
+    return "\n".join(p for p in parts if p)
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def parse_jsonl(

@@ -205,6 +205,21 @@ class JobQueue:
         state, result, error = rows[0]
         return state, (orjson.loads(result) if result else None), error
 
+    def take_result(self, job_id: int) -> object:
+        """A job's decoded result, cleared in the same short write: the caller takes it once,
+        so what it carried (archive content) does not stay in the authority. The row's old
+        bytes are zeroed (``secure_delete``), not left in the page's free space."""
+
+        def take(tx: apsw.Connection) -> object:
+            row = tx.execute("SELECT result FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise KeyError(job_id)
+            tx.execute("PRAGMA secure_delete=ON")
+            tx.execute("UPDATE jobs SET result = NULL WHERE id = ?", (job_id,))
+            return orjson.loads(row[0]) if row[0] else None
+
+        return self.db.write(take)
+
     def fail_in(self, tx: apsw.Connection, job: ClaimedJob, error: str) -> str | None:
         """Record a failed attempt: back off, or dead-letter past max attempts.
 

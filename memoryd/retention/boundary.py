@@ -290,7 +290,9 @@ class Migration:
         self.recover()
         state = self.state()
         if state["state"] != "verified":
-            raise MigrationError(f"only a verified migration can be committed (it is {state})")
+            raise MigrationError(
+                f"only a verified migration can be committed (it is {state['state']})"
+            )
         with self.boundary.exclusive():
             shutil.rmtree(self.prev_path, ignore_errors=True)
             self.boundary._set_state(None)

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from memoryd import killpoints
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.policy import RetentionPolicy
-from memoryd.storage.archive import ArchiveStore, ExpiryEntry, LocatorNotFound
+from memoryd.storage.archive import ArchiveStore, ExpiryEntry, LocatorNotFound, VersionInfo
 
 WAVE_CURSOR = "retention.wave"
 
@@ -103,13 +103,58 @@ def _retire(store: ArchiveStore, policy: RetentionPolicy, entry: ExpiryEntry, no
     return store.retire_expired(entry, now=now)
 
 
+def preview(
+    store: ArchiveStore, policy: RetentionPolicy, *, now: float, limit: int = 100_000
+) -> dict:
+    """What waves at ``now`` would expire, by class and project; changes nothing.
+
+    The same checks as a wave (generation, deadline under the current policy,
+    pin, leases) without the tombstone; at most ``limit`` due entries are read.
+    """
+    due: Counter[tuple[str, str]] = Counter()
+    protected: Counter[str] = Counter()
+    entries = store.expiry_entries(until=now, limit=limit)
+    for entry in entries:
+        try:
+            info = store.version_info(entry.locator)
+        except LocatorNotFound:
+            continue
+        if not _due(info, entry, policy, now):
+            continue
+        guard = store.protection(entry.locator, now=now)
+        if guard:
+            protected[guard.split(":", 1)[0]] += 1
+        else:
+            due[(info.cls, info.project)] += 1
+    rows = [{"class": c, "project": p, "versions": n} for (c, p), n in sorted(due.items())]
+    return {"would_expire": rows, "protected": dict(protected), "truncated": len(entries) >= limit}
+
+
+def _due(info: VersionInfo, entry: ExpiryEntry, policy: RetentionPolicy, now: float) -> bool:
+    """As a wave decides: its stored deadline passed and the current policy agrees."""
+    if info.status != "live" or info.generation != entry.generation:
+        return False
+    if info.expires_at is None or info.expires_at > now:
+        return False
+    deadline = info.expires_at if info.override else policy.expires_at(info.cls, info.created_at)
+    return deadline is not None and deadline <= now
+
+
 def _purge_all(store: ArchiveStore, report: WaveReport, batch_keys: int) -> None:
+    versions, keys = purge_all(store, batch_keys)
+    report.purged_versions += versions
+    report.keys_deleted += keys
+
+
+def purge_all(store: ArchiveStore, batch_keys: int) -> tuple[int, int]:
+    """Purge every tombstoned version in bounded batches: (versions, keys deleted)."""
+    versions = keys = 0
     while True:
         purge = store.purge_pending(max_keys=batch_keys)
-        report.purged_versions += purge.versions
-        report.keys_deleted += purge.keys_deleted
+        versions += purge.versions
+        keys += purge.keys_deleted
         if not purge.remaining:
-            return
+            return versions, keys
 
 
 def reindex(

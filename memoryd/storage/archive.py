@@ -55,7 +55,9 @@ Layout (first byte is the family)::
     Q doc 0 ver                  retrieval lease -> expires_ms (u64)
     q expires_ms doc 0 ver       retrieval lease expiry index
     G bucket doc                 coarse access record
-    I request_id                 idempotent append record -> locator
+    I request_id                 idempotent append record -> locator (kept, like the
+                                 ledger, after the version is purged: a redone request
+                                 answers with its first outcome, never a new version)
     K name                       cursor
 """
 
@@ -107,6 +109,9 @@ PAYLOAD_FORMATS = (1, 2)
 CURRENT_PAYLOAD_FORMAT = 1
 _ZSTD_LEVEL = {1: 3, 2: 9}
 
+#: The last second an archived time may name (9999-12-31T23:59:59Z); the first is the epoch.
+MAX_EPOCH_SECONDS = 253_402_300_799.0
+
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _PROJECT_RE = re.compile(r"^[^\x00/@]{1,200}$")
 _TERM_RE = re.compile(r"\w+")
@@ -139,10 +144,11 @@ class ArchiveError(MemorydError):
 
 
 class ArchiveBusy(ArchiveError):
-    """Another process holds the archive read-write (the retention worker)."""
+    """Another process holds the archive read-write; retryable (it lets go eventually)."""
 
     code = "ARCHIVE_BUSY"
     retryable = True
+    in_this_process = False  # held by another open store of this very process
 
 
 class ArchiveReadOnly(ArchiveError):
@@ -200,10 +206,28 @@ class DiskLow(ArchiveError):
 
 
 def utc_iso(ts: float | None) -> str | None:
-    """Epoch seconds as an ISO 8601 UTC string (``None`` stays ``None``)."""
+    """Epoch seconds as an ISO 8601 UTC string (``None`` stays ``None``).
+
+    A time no calendar can show (stored before input was range-checked, e.g.
+    milliseconds taken for seconds) reads as ``None`` instead of failing the read.
+    """
     if ts is None:
         return None
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+    try:
+        return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+def check_epoch(name: str, ts: object) -> float:
+    """``ts`` as epoch seconds between 1970 and the year 9999; else :class:`BadArchiveInput`."""
+    if isinstance(ts, bool) or not isinstance(ts, int | float) or not math.isfinite(ts):
+        raise BadArchiveInput(f"{name} must be epoch seconds, got {ts!r}")
+    if not 0 <= ts <= MAX_EPOCH_SECONDS:
+        raise BadArchiveInput(
+            f"{name} {ts!r} is not a time between 1970 and the year 9999 (epoch seconds)"
+        )
+    return float(ts)
 
 
 def tokenize(text: str) -> list[str]:
@@ -306,6 +330,7 @@ class VersionInfo:
     retired_at: float | None
     current_version: int
     pinned: bool
+    forgotten: bool = False  # retired by ``forget`` (the user's request), not by age
 
     @property
     def locator(self) -> str:
@@ -470,10 +495,12 @@ class ArchiveStore:
             db = Rdict(str(path), cls._options(True))
         except Exception as exc:  # rocksdict raises bare Exception
             if "lock" in str(exc).lower():
-                raise ArchiveBusy(
-                    f"the archive {path} is open read-write in another process (the retention "
-                    "worker); go through it, or read with a secondary instance"
-                ) from None
+                busy = ArchiveBusy(
+                    f"the archive {path} is open read-write elsewhere; "
+                    "retry when it lets go, or read with a secondary instance"
+                )
+                busy.in_this_process = "current process" in str(exc)
+                raise busy from None
             raise ArchiveError(f"cannot open the archive {path}: {exc}") from None
         if db.get(_META + b"format") is None:
             if payload_format not in PAYLOAD_FORMATS:
@@ -654,6 +681,7 @@ class ArchiveStore:
             retired_at=v.get("retired_at"),
             current_version=ledger["current"],
             pinned=pinned,
+            forgotten=v.get("forgotten", False),
         )
 
     def version_info(self, locator: str) -> VersionInfo:
@@ -707,6 +735,8 @@ class ArchiveStore:
             out["pinned"] = info.pinned
         elif info.status == "expired":
             out["expired_at"] = utc_iso(info.retired_at)
+            if info.forgotten:
+                out["forgotten"] = True
         else:
             out["superseded_at"] = utc_iso(info.retired_at)
             out["superseded_by"] = make_locator(info.doc_id, info.version + 1)
@@ -806,9 +836,9 @@ class ArchiveStore:
                 raise BadArchiveInput("session must be a string")
             if it.request_id is not None:
                 _check_id("request id", it.request_id)
-            for name, ts in (("created_at", it.created_at), ("expires_at", it.expires_at)):
-                if ts is not None and (not isinstance(ts, int | float) or not math.isfinite(ts)):
-                    raise BadArchiveInput(f"{name} must be epoch seconds, got {ts!r}")
+            check_epoch("created_at", it.created_at)
+            if it.expires_at is not None:
+                check_epoch("expires_at", it.expires_at)
             payload = self.encode_payload(it.content, it.meta, self.payload_format)
             prepared.append((it, project, payload))
         if self.admission is not None:
@@ -1011,6 +1041,41 @@ class ArchiveStore:
             self._write(batch)
             return "expired"
 
+    def forget(self, doc_ids: Sequence[str], *, now: float | None = None) -> list[str]:
+        """Tombstone every live version of these documents now, pinned or leased
+        (the user's right to delete), and drop their pins; one batch.
+
+        The versions read ``expired`` (with ``forgotten``) from then on and are
+        queued for purge like any expired version. Returns the locators retired.
+        """
+        self._need_primary()
+        now = time.time() if now is None else now
+        with self._lock:
+            batch = _Batch()
+            retired = []
+            for doc_id in doc_ids:
+                doc = _check_id("document id", doc_id)
+                ledger = self._ledger(doc, batch)
+                if ledger is None:
+                    raise LocatorNotFound(f"no archived document {doc_id}")
+                for ver, v in enumerate(ledger["versions"], 1):
+                    if v["status"] == "live":
+                        self._retire(batch, doc, ledger, ver, "expired", now)
+                        v["forgotten"] = True
+                        retired.append(make_locator(doc_id, ver))
+                if (_PIN + doc) in self._db:
+                    batch.delete(_PIN + doc)
+            self._write(batch)
+            return retired
+
+    def session_documents(self, project: str, session: str) -> list[str]:
+        """Ids of ``project``'s documents of ``session`` (a full ledger scan, in pages)."""
+        found, after = [], None
+        while page := self.documents(project=project, after=after):
+            found += [info.doc_id for info in page if info.session == session]
+            after = page[-1].doc_id
+        return found
+
     def set_expiry(
         self,
         locator: str,
@@ -1101,9 +1166,7 @@ class ArchiveStore:
                 final.wb.delete(key)
                 if ledger is not None:
                     v = ledger["versions"][ver - 1]
-                    v["purged"] = True
-                    if v.get("request_id"):
-                        final.wb.delete(_REQUEST + v["request_id"].encode())
+                    v["purged"] = True  # its request record stays: a redo answers "expired"
                     final.ledgers[_DOC + doc] = ledger
                 killpoint("archive_purge_final")
                 self._write(final)
@@ -1111,6 +1174,11 @@ class ArchiveStore:
                 budget -= final.deleted
                 versions += 1
         return PurgeReport(versions, deleted, False)
+
+    def request_locator(self, request_id: str) -> str | None:
+        """The locator an applied append request created, or None if never applied."""
+        raw = self._db.get(_REQUEST + _check_id("request id", request_id))
+        return None if raw is None else raw.decode()
 
     def pending_purge(self) -> int:
         """How many tombstoned versions still have canonical records."""
@@ -1287,9 +1355,11 @@ class ArchiveStore:
                     continue
                 targets.append((doc, ver, loc))
             if rejected:
+                named = ", ".join(f"{loc} ({why})" for loc, why in list(rejected.items())[:10])
+                more = f" and {len(rejected) - 10} more" if len(rejected) > 10 else ""
                 raise LeaseRejected(
-                    f"lease request rejected whole: {len(rejected)} of {len(locators)} "
-                    "targets are not leasable (see 'rejected')",
+                    f"lease request rejected whole, nothing leased: {len(rejected)} of "
+                    f"{len(locators)} targets are not leasable: {named}{more}",
                     rejected,
                 )
             owner = self._owner(cl)
@@ -1555,6 +1625,10 @@ class ArchiveStore:
     def corpus_stats_raw(self, project: bytes) -> tuple[int, int]:
         raw = self._get_json(_CORPUS + project)
         return (raw["versions"], raw["length"]) if raw else (0, 0)
+
+    def projects(self) -> list[str]:
+        """Every project that ever archived a version (one corpus record each), sorted."""
+        return sorted(key[1:].decode() for key, _ in self._prefix(_CORPUS))
 
     def corpus_stats(self, project: str) -> CorpusStats:
         """Live versions and their total token count in ``project``."""

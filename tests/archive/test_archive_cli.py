@@ -3,6 +3,7 @@ disk-low mode; embedded (no supervisor) and through a running supervisor."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import orjson
@@ -62,7 +63,7 @@ def test_add_search_and_abstain(cli, chat):
 def test_expired_leaves_search_and_get_says_expired(cli, chat, tmp_path):
     session, tool = add(cli, chat)
     later = "2027-06-01T00:00:00Z"  # past 90 days (conversation) and 14 days (ephemeral)
-    run = cli("retention", "run", "--now", later, "--force", "--json")
+    run = cli("retention", "run", "--now", later, "--allow-future-now", "--force", "--json")
     assert run.code == 0, run.stderr
     for loc in (session, tool):
         got = cli("archive", "get", loc, "--json").json()
@@ -86,10 +87,10 @@ def test_pin_protects_and_unpin_releases(cli, chat):
     session, _ = add(cli, chat)
     assert cli("archive", "pin", session).code == 0
     later = "2027-06-01T00:00:00Z"
-    assert cli("retention", "run", "--now", later, "--force").code == 0
+    assert cli("retention", "run", "--now", later, "--allow-future-now", "--force").code == 0
     assert cli("archive", "get", session, "--json").json()["status"] == "live"
     assert cli("archive", "unpin", session).code == 0
-    assert cli("retention", "run", "--now", later, "--force").code == 0
+    assert cli("retention", "run", "--now", later, "--allow-future-now", "--force").code == 0
     assert cli("archive", "get", session, "--json").json()["status"] == "expired"
 
 
@@ -148,3 +149,50 @@ def test_disk_low_rejects_appends_but_search_pins_and_leases_work(cli, chat, tmp
     off = {"MEMORYD_RETENTION_DISK_LOW_BYTES": "0"}
     assert cli("retention", "status", "--json", env=off).json()["degraded"] is None
     assert cli("archive", "add", str(more), "--project", "demo", env=off).code == 0
+
+
+def test_redone_add_after_purge_stores_nothing_and_says_expired(cli, tmp_path):
+    """Issue 8 fault 12: the same add after expiry + purge gives no live version 2."""
+    old = time.time() - 200 * DAY  # past every class's retention
+    path = tmp_path / "old.jsonl"
+    lines = [{"role": "user", "content": "the staging password rotates weekly", "timestamp": old},
+             {"role": "tool", "content": "rotation log line", "timestamp": old}]  # fmt: skip
+    path.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
+    first = cli("archive", "add", str(path), "--project", "demo", "--json").json()
+    assert first["created"] == [True, True]
+    assert cli("retention", "run", "--force").code == 0
+    redo = cli("archive", "add", str(path), "--project", "demo", "--json")
+    assert redo.code == 0, redo.stderr
+    again = redo.json()
+    assert again["locators"] == first["locators"] and again["created"] == [False, False]
+    assert again["status"] == ["expired", "expired"]
+    for loc in first["locators"]:
+        doc = loc.rsplit("@", 1)[0]
+        assert cli("archive", "get", f"{doc}@2", "--json").code == 1, "no version 2"
+    text = cli("archive", "add", str(path), "--project", "demo").stdout
+    assert "already archived" in text and "expired" in text
+
+
+def test_unknown_project_and_empty_query_are_errors_like_project_search(cli, chat):
+    """Issue 18 item 8: the same "no project named" error as project search (exit 1)."""
+    add(cli, chat)
+    res = cli("archive", "search", "which port?", "--project", "nosuch", "--json")
+    assert res.code == 1 and res.json()["error"] == "UNKNOWN_PROJECT"
+    assert res.json()["message"] == "no project named 'nosuch'; known projects: demo"
+    project = cli("search", "which port?", "--project", "nosuch")
+    human = cli("archive", "search", "which port?", "--project", "nosuch")
+    assert project.code == human.code == 1
+    assert "no project named 'nosuch'" in project.message
+    assert "no project named 'nosuch'" in human.message
+    for query in ("", "   "):
+        empty = cli("archive", "search", query, "--project", "demo")
+        assert empty.code == 2 and "empty query" in empty.message
+
+
+def test_human_search_shows_each_hits_locator(cli, chat):
+    """Issue 18 item 10: the locator is what get, pin and lease take."""
+    session, _ = add(cli, chat)
+    res = cli("archive", "search", "which port did we pick for the dev server?",
+              "--project", "demo")  # fmt: skip
+    assert res.code == 0, res.stderr
+    assert session in res.stdout and "5173" in res.stdout and "{" not in res.stdout

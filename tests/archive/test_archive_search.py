@@ -16,6 +16,7 @@ from memoryd.archive.ops import run_op, unwrap
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.search import search_archive
 from memoryd.config import load_config
+from memoryd.storage.corpus import UnknownProject
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "ops" / "bench" / "bench_archive.py"
@@ -97,9 +98,10 @@ def test_arbitrary_text_never_raises(small, query):
     assert set(r) == {"status", "items", "gap"}
 
 
-def test_unknown_project_abstains(small):
-    r = search_archive(small, "nobody-here", "which port for the dev server?", 10, NOW)
-    assert r["status"] == "abstained" and r["items"] == []
+def test_unknown_project_is_an_error_not_an_abstention(small):
+    """Issue 18 item 8: as project search does, an unknown project is named (exit 1)."""
+    with pytest.raises(UnknownProject, match="no project named 'nobody-here'"):
+        search_archive(small, "nobody-here", "which port for the dev server?", 10, NOW)
 
 
 @pytest.mark.slow

@@ -130,6 +130,18 @@ def test_request_id_makes_append_idempotent(store):
     assert res[0].locator == res[1].locator and store.counts()["documents"] == 2
 
 
+def test_request_id_outlives_the_purge_of_its_version(store):
+    """Issue 8 fault 12: a redone add after expiry and purge creates no live version 2."""
+    first = add(store, "secret tool output", request_id="job-19", doc_id="d1", ttl=DAY)
+    expire_all_due(store, NOW + 2 * DAY)
+    while store.purge_pending(max_keys=2).remaining:
+        pass
+    assert store.version_info(first.locator).purged
+    again = add(store, "secret tool output", request_id="job-19", doc_id="d1", ttl=DAY)
+    assert not again.created and again.locator == first.locator
+    assert [v.status for v in store.versions("d1")] == ["expired"]
+
+
 def test_bad_input_writes_nothing(store):
     add(store, "kept")
     before = store.counts()
