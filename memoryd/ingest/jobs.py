@@ -77,6 +77,8 @@ def _run_scan(ctx: WorkContext, p: dict) -> dict:
         max_bytes=int(ctx.config.max_file_bytes),
         excludes=p["excludes"],
         hashes=bool(stored),  # nothing to compare with: batches hash what they read
+        include_hidden=bool(p.get("include_hidden")),
+        include_secrets=bool(p.get("include_secrets")),
     )
     todo = [e for e in result.eligible if stored.get(e.path) != e.content_hash]
     present = {e.path for e in result.eligible}
