@@ -32,6 +32,7 @@ from memoryd.config import (
     load_config,
 )
 from memoryd.errors import BadPayload, HomeNotWritable, MemorydError, StoreBusy, UsageError
+from memoryd.home import DIR_MODE, make_private, private_umask
 from memoryd.ingest import runner as ingest_runner
 from memoryd.queue import STATES, JobQueue, JobSpec
 from memoryd.storage import Authority, open_authority
@@ -57,6 +58,7 @@ class Memoryd:
     """One data home: its configuration, authority and queue."""
 
     def __init__(self, home: str | Path | None = None, overrides: dict | None = None) -> None:
+        private_umask()  # the library entry: every file this process creates is private
         self.home_given = bool(home or os.environ.get("MEMORYD_HOME"))
         self.home = Path(home).expanduser() if home else default_home()
         self.config = load_config(self.home, overrides)
@@ -66,9 +68,10 @@ class Memoryd:
 
     def ensure_home(self) -> Path:
         try:
-            self.home.mkdir(parents=True, exist_ok=True)
+            self.home.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
             with tempfile.TemporaryFile(dir=self.home):
                 pass
+            make_private(self.home)
         except OSError as exc:
             raise HomeNotWritable(
                 f"data home {self.home} is not writable ({exc.strerror or exc}); "

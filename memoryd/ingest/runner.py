@@ -15,6 +15,7 @@ import apsw
 
 from memoryd.config import load_config
 from memoryd.errors import ForeignProject, MemorydError, UsageError
+from memoryd.home import private_umask
 from memoryd.ingest.jobs import SCAN
 from memoryd.queue import JobQueue, JobSpec
 from memoryd.storage import Authority, runs
@@ -189,4 +190,5 @@ def supervise(home: str, workers: int) -> int:
 
 
 if __name__ == "__main__":
+    private_umask()
     raise SystemExit(supervise(sys.argv[1], int(sys.argv[2])))
