@@ -31,7 +31,16 @@ from memoryd.config import (
     default_home,
     load_config,
 )
-from memoryd.errors import BadPayload, HomeNotWritable, MemorydError, StoreBusy, UsageError
+from memoryd.errors import (
+    BadPayload,
+    HomeNotWritable,
+    MemorydError,
+    StoreBusy,
+    UsageError,
+    disk_full,
+    is_disk_full,
+    typed_disk_full,
+)
 from memoryd.home import DIR_MODE, make_private, private_umask
 from memoryd.ingest import runner as ingest_runner
 from memoryd.queue import STATES, JobQueue, JobSpec
@@ -130,7 +139,8 @@ class Memoryd:
         sup = Supervisor(
             self.home, self.config, workers=workers or self.config.workers, drain=drain
         )
-        return asdict(sup.run())
+        with typed_disk_full(str(self.home)):
+            return asdict(sup.run())
 
     def supervisor(self) -> dict | None:
         pid = running_supervisor(self.home)
@@ -232,7 +242,7 @@ class Memoryd:
         """
         if running_supervisor(self.home) is None:
             self.ensure_home()
-            with ArchiveOwner(self.home, self.config) as owner:
+            with typed_disk_full(str(self.home)), ArchiveOwner(self.home, self.config) as owner:
                 return archive_ops.unwrap(archive_ops.run_op(owner, op, args))
         job = self.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))
         deadline = time.monotonic() + timeout
@@ -241,6 +251,8 @@ class Memoryd:
             if state == "done":
                 return archive_ops.unwrap(answer)
             if state == "dead":
+                if is_disk_full(error or ""):
+                    raise disk_full(error, f"archive job {job}")
                 raise MemorydError(f"archive job {job} failed: {error}")
             if time.monotonic() > deadline:
                 raise StoreBusy(

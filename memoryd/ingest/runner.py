@@ -8,13 +8,14 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import apsw
 
 from memoryd.config import load_config
-from memoryd.errors import ForeignProject, MemorydError, UsageError
+from memoryd.errors import ForeignProject, MemorydError, UsageError, typed_disk_full
 from memoryd.home import private_umask
 from memoryd.ingest.jobs import SCAN
 from memoryd.queue import JobQueue, JobSpec
@@ -179,13 +180,18 @@ def summary(state: dict, project: str) -> dict:
 
 def supervise(home: str, workers: int) -> int:
     """The draining supervisor ``follow`` starts: what ``memoryd run --drain --home HOME
-    --workers N`` does, without the CLI. Errors go to stderr."""
+    --workers N`` does, without the CLI. Every error goes to stderr (a forked child
+    leaves through ``os._exit``, which would print nothing), a full disk as DISK_FULL."""
     try:
         config = load_config(Path(home), {"workers": workers})
-        Supervisor(Path(home), config, workers=workers, drain=True).run()
+        with typed_disk_full(home):
+            Supervisor(Path(home), config, workers=workers, drain=True).run()
     except MemorydError as exc:
-        print(f"memoryd: {exc}", file=sys.stderr)
+        print(f"memoryd: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
+    except Exception:
+        traceback.print_exc()
+        return 1
     return 0
 
 

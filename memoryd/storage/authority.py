@@ -25,7 +25,13 @@ from tenacity import (
 
 from memoryd import killpoints
 from memoryd.config import AUTHORITY_FILE, PAGE_SIZE, Config
-from memoryd.errors import HomeNotWritable, NotAnAuthority, SchemaTooNew, StoreBusy
+from memoryd.errors import (
+    HomeNotWritable,
+    NotAnAuthority,
+    SchemaTooNew,
+    StoreBusy,
+    disk_full,
+)
 from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS
 
 T = TypeVar("T")
@@ -142,6 +148,8 @@ class Authority:
             for attempt in retrying:
                 with attempt:
                     return self._write_once(fn)
+        except apsw.FullError as exc:
+            raise disk_full(exc, str(self.path)) from None
         except RetryError as exc:
             raise StoreBusy(
                 f"{self.path} stayed locked by another writer for "
