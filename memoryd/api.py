@@ -174,13 +174,19 @@ class Memoryd:
         project: str | None = None,
         *,
         excludes: list[str] | tuple[str, ...] = (),
+        include_hidden: bool = False,
+        include_secrets: bool = False,
         wait: bool = False,
         workers: int | None = None,
         on_progress: Callable[[dict], None] | None = None,
     ) -> dict:
-        """Enqueue an ingest of the repository at ``path``; with ``wait``, see it through."""
+        """Enqueue an ingest of the repository at ``path``; with ``wait``, see it through.
+        Hidden files and common secret files are skipped unless included explicitly."""
         root = ingest_runner.resolve_root(path)
-        run, name = ingest_runner.start(self.db, root, project, list(excludes))
+        options = ingest_runner.scan_options(
+            excludes, include_hidden=include_hidden, include_secrets=include_secrets
+        )
+        run, name = ingest_runner.start(self.db, root, project, options)
         if not wait:
             return {"project": name, "run": run, "queued": True}
         state = ingest_runner.follow(

@@ -204,6 +204,10 @@ class IngestProgress:
 @click.option("--wait", is_flag=True, help="Run (or follow) a supervisor until done.")
 @click.option("--workers", type=click.IntRange(1, 64), help="Workers for --wait.")
 @click.option("--exclude", "excludes", multiple=True, help="Extra gitignore-style pattern.")
+@click.option("--include-hidden", is_flag=True, help="Also ingest hidden files (.name).")
+@click.option(
+    "--include-secrets", is_flag=True, help="Also ingest secret files (.env*, keys, *.pem...)."
+)
 def ingest_cmd(md: Memoryd, as_json: bool, path: str, wait: bool, **opts: Any) -> None:
     """Ingest a repository into searchable project memory (incremental)."""
     with IngestProgress(as_json) as progress:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import apsw
+import orjson
 
 from memoryd.config import load_config
 from memoryd.errors import ForeignProject, MemorydError, UsageError, typed_disk_full
@@ -39,8 +40,36 @@ def resolve_root(path: str | Path) -> Path:
     return root.resolve()
 
 
-def start(db: Authority, root: Path, project: str | None, excludes: list[str]) -> tuple[int, str]:
-    """Register the project and the run, and enqueue the scan, in one transaction."""
+def scan_options(
+    excludes: list[str] | tuple[str, ...] = (),
+    *,
+    include_hidden: bool = False,
+    include_secrets: bool = False,
+) -> dict:
+    """What a scan payload carries besides its run: the user's choices of files."""
+    return {
+        "excludes": list(excludes),
+        "include_hidden": include_hidden,
+        "include_secrets": include_secrets,
+    }
+
+
+def _queued_scan(tx, name: str, options: dict) -> int | None:
+    """The run of a scan of this project still waiting in the queue with the same
+    options: a second plain ``ingest`` joins it instead of queueing another scan."""
+    for (payload,) in tx.execute(
+        "SELECT payload FROM jobs WHERE kind = ? AND project = ? AND state = 'queued'",
+        (SCAN, name),
+    ).fetchall():
+        p = orjson.loads(payload)
+        if {k: p.get(k) for k in options} == options:
+            return p["run"]
+    return None
+
+
+def start(db: Authority, root: Path, project: str | None, options: dict) -> tuple[int, str]:
+    """Register the project and the run, and enqueue the scan, in one transaction
+    (or join the same scan already queued)."""
     name = project or root.name
 
     def op(tx) -> int:
@@ -50,15 +79,12 @@ def start(db: Authority, root: Path, project: str | None, excludes: list[str]) -
                 f"project {name!r} belongs to {row[0]}, not {root}; "
                 "choose another name with --project"
             )
+        queued = _queued_scan(tx, name, options)
+        if queued is not None:
+            return queued
         pid = ensure_project(tx, name, str(root))
         run = runs.start_run(tx, pid, str(root))
-        payload = {
-            "run": run,
-            "project_id": pid,
-            "project": name,
-            "root": str(root),
-            "excludes": list(excludes),
-        }
+        payload = {"run": run, "project_id": pid, "project": name, "root": str(root), **options}
         JobQueue(db).enqueue_in(tx, [JobSpec(SCAN, payload, project=name, priority=1)])
         return run
 
