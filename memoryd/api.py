@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import apsw
 import orjson
 
 from memoryd.archive import ops as archive_ops
@@ -26,13 +27,16 @@ from memoryd.archive.transcripts import parse_jsonl, parse_time
 from memoryd.config import (
     ARCHIVE_POLL_SECONDS,
     ARCHIVE_WAIT_SECONDS,
+    AUTHORITY_FILE,
     SETTINGS,
     SUPERVISOR_STATE_FILE,
+    Config,
     default_home,
     load_config,
 )
 from memoryd.errors import (
     BadPayload,
+    HomeMissing,
     HomeNotWritable,
     MemorydError,
     StoreBusy,
@@ -51,6 +55,17 @@ from memoryd.storage.effects import effect_counts
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes, wal_reader_pids
 from memoryd.workers.contract import job_kind, kind_names
 from memoryd.workers.supervisor import Supervisor, running_supervisor
+
+ARCHIVE_READS = ("get", "search", "retention_status")  # never create a home
+
+
+def _open_readonly(home: Path, config: Config) -> Authority:
+    """A read-only connection; an immutable one when even that cannot open (a WAL
+    database whose -shm cannot be created, on a read-only file system)."""
+    try:
+        return open_authority(home, config, readonly=True)
+    except (HomeNotWritable, apsw.CantOpenError):
+        return open_authority(home, config, immutable=True)
 
 
 def parse_payload(text: str | None) -> Any:
@@ -94,6 +109,23 @@ class Memoryd:
             self.ensure_home()
             self._db = open_authority(self.home, self.config)
         return self._db
+
+    @property
+    def reader(self) -> Authority:
+        """The authority for a read: never creates a home (a typo'd path must not look
+        like an empty one), and opens a home this process cannot write read-only."""
+        if self._db is None:
+            self._require_home()
+            path = self.home / AUTHORITY_FILE
+            if os.access(self.home, os.W_OK) and os.access(path, os.W_OK):
+                self._db = open_authority(self.home, self.config)
+            else:
+                self._db = _open_readonly(self.home, self.config)
+        return self._db
+
+    def _require_home(self) -> None:
+        if not (self.home / AUTHORITY_FILE).exists():
+            raise HomeMissing(f"no memoryd home at {self.home} (create it with `memoryd init`)")
 
     @property
     def queue(self) -> JobQueue:
@@ -153,7 +185,7 @@ class Memoryd:
         return {**state, "pid": pid}
 
     def status(self) -> dict:
-        db = self.db
+        db = self.reader
         sup = self.supervisor()
         return {
             "home": str(self.home),
@@ -205,13 +237,13 @@ class Memoryd:
 
         if limit < 1:
             raise UsageError("--limit must be at least 1")
-        return search(self.db, self.default_project(project), query, limit)
+        return search(self.reader, self.default_project(project), query, limit)
 
     def default_project(self, project: str | None) -> str:
         """The named project; else the only one; else the one named like the cwd."""
         if project:
             return project
-        names = [p["project"] for p in project_stats(self.db)]
+        names = [p["project"] for p in project_stats(self.reader)]
         if len(names) == 1:
             return names[0]
         if Path.cwd().name in names:
@@ -246,6 +278,8 @@ class Memoryd:
         worker (the only process holding the archive read-write); without one,
         it runs here, embedded, under the archive's own lock.
         """
+        if op in ARCHIVE_READS:
+            self._require_home()
         if running_supervisor(self.home) is None:
             self.ensure_home()
             with typed_disk_full(str(self.home)), ArchiveOwner(self.home, self.config) as owner:
@@ -296,12 +330,12 @@ class Memoryd:
         return self.archive("add", args)
 
     def projects(self) -> list[dict]:
-        return project_stats(self.db)
+        return project_stats(self.reader)
 
     def list_jobs(self, state: str | None = None, limit: int = 100) -> list[dict]:
         if state and state not in STATES:
             raise BadPayload(f"unknown state {state!r}; one of {', '.join(STATES)}")
-        return self.queue.list(state, limit)
+        return JobQueue(self.reader).list(state, limit)
 
     def retry(self, ids: list[int] | None = None, *, all_dead: bool = False) -> list[int]:
         return self.queue.retry(ids or [], all_dead=all_dead)

@@ -37,6 +37,12 @@ class HomeNotWritable(MemorydError):
     code = "HOME_NOT_WRITABLE"
 
 
+class HomeMissing(MemorydError):
+    """A read named a home that does not exist (a typo'd path looks like lost data)."""
+
+    code = "HOME_MISSING"
+
+
 class SupervisorRunning(MemorydError):
     code = "SUPERVISOR_RUNNING"
 

@@ -59,3 +59,53 @@ def test_an_existing_world_readable_home_is_made_private(home):
     os.chmod(home / "stray.txt", 0o644)
     assert run_cli("jobs", "add", "noop", home=home).code == 0
     assert _loose(home) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("status",),
+        ("search", "anything", "--project", "p"),
+        ("jobs", "list"),
+        ("archive", "search", "anything", "--project", "p"),
+    ],
+)
+def test_a_read_on_a_missing_home_says_so_and_creates_nothing(tmp_path, args):
+    typo = tmp_path / "homme"
+    res = run_cli(*args, home=typo)
+    assert res.code == 1
+    assert f"no memoryd home at {typo} (create it with `memoryd init`)" in res.message
+    assert not typo.exists()
+    res = run_cli(*args, "--json", home=typo)
+    assert res.code == 1 and res.json()["error"] == "HOME_MISSING"
+    assert not typo.exists()
+
+
+@pytest.fixture
+def read_only_mount(tmp_path: Path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    mount = ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)]
+    if subprocess.run(mount, capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.mark.slow
+def test_a_read_only_home_can_be_inspected(read_only_mount, tmp_path):
+    home = read_only_mount / "home"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "ledger.py").write_text("def reconcile_quarterly_ledger():\n    return 0\n")
+    assert run_cli("ingest", str(repo), "--wait", "--workers", "1", home=home).code == 0
+    subprocess.run(["mount", "-o", "remount,ro", str(read_only_mount)], check=True)
+    res = run_cli("status", "--json", home=home)
+    assert res.code == 0, res.stderr
+    assert res.json()["projects"][0]["files"] == 1
+    res = run_cli("search", "reconcile quarterly ledger", "--project", "repo", "--json", home=home)
+    assert res.code == 0, res.stderr
+    assert res.json()["items"][0]["path"] == "ledger.py"
+    assert run_cli("jobs", "list", home=home).code == 0
