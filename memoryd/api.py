@@ -38,6 +38,7 @@ from memoryd.errors import (
     BadPayload,
     HomeMissing,
     HomeNotWritable,
+    IngestPending,
     MemorydError,
     StoreBusy,
     UsageError,
@@ -48,15 +49,20 @@ from memoryd.errors import (
 from memoryd.home import DIR_MODE, make_private, private_umask
 from memoryd.ingest import runner as ingest_runner
 from memoryd.queue import STATES, JobQueue, JobSpec
-from memoryd.storage import Authority, open_authority
+from memoryd.storage import Authority, open_authority, runs
 from memoryd.storage import rebuild as rebuild_mod
-from memoryd.storage.corpus import project_stats
+from memoryd.storage.corpus import project_id, project_stats
 from memoryd.storage.effects import effect_counts
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes, wal_reader_pids
 from memoryd.workers.contract import job_kind, kind_names
 from memoryd.workers.supervisor import Supervisor, running_supervisor
 
 ARCHIVE_READS = ("get", "search", "retention_status")  # never create a home
+
+
+def _waiting(queue: dict[str, int]) -> int:
+    """Jobs that wait for a supervisor to run them (queued, or failed and to be retried)."""
+    return queue["queued"] + queue["failed"]
 
 
 def _open_readonly(home: Path, config: Config) -> Authority:
@@ -187,10 +193,12 @@ class Memoryd:
     def status(self) -> dict:
         db = self.reader
         sup = self.supervisor()
+        queue = self.queue.counts()
         return {
             "home": str(self.home),
             "schema": db.user_version(),
-            "queue": self.queue.counts(),
+            "queue": queue,
+            "waiting_without_supervisor": 0 if sup else _waiting(queue),
             "effects": effect_counts(db),
             "wal_bytes": wal_bytes(db),
             "wal_reader_pids": wal_reader_pids(db),
@@ -218,9 +226,11 @@ class Memoryd:
         options = ingest_runner.scan_options(
             excludes, include_hidden=include_hidden, include_secrets=include_secrets
         )
-        run, name = ingest_runner.start(self.db, root, project, options)
+        run, name, joined = ingest_runner.start(self.db, root, project, options)
         if not wait:
-            return {"project": name, "run": run, "queued": True}
+            sup = running_supervisor(self.home)
+            return {"project": name, "run": run, "queued": True, "joined": joined,
+                    "supervisor": sup}  # fmt: skip
         state = ingest_runner.follow(
             self.db,
             self.home,
@@ -237,7 +247,14 @@ class Memoryd:
 
         if limit < 1:
             raise UsageError("--limit must be at least 1")
-        return search(self.reader, self.default_project(project), query, limit)
+        name = self.default_project(project)
+        result = search(self.reader, name, query, limit)
+        if result["status"] == "abstained":
+            run = runs.unfinished_first_run(self.reader, project_id(self.reader, name))
+            if run is not None:
+                pending = ingest_runner.pending_message(name, run, running_supervisor(self.home))
+                raise IngestPending(pending)
+        return result
 
     def default_project(self, project: str | None) -> str:
         """The named project; else the only one; else the one named like the cwd."""

@@ -131,6 +131,12 @@ def status_cmd(md: Memoryd, as_json: bool) -> None:
         if sup
         else "supervisor: not running"
     )
+    if st["waiting_without_supervisor"]:
+        out.print(
+            f"[bold yellow]{st['waiting_without_supervisor']:,} jobs wait and no supervisor is "
+            "running[/]: process them with `memoryd run --drain` (or keep `memoryd run` going)",
+            highlight=False,
+        )
     table = Table("state", "jobs", title="queue")
     for state in STATES:
         table.add_row(state, f"{st['queue'][state]:,}")
@@ -215,11 +221,24 @@ def ingest_cmd(md: Memoryd, as_json: bool, path: str, wait: bool, **opts: Any) -
     if as_json:
         emit_line({"event": "summary", **result})
     elif not wait:
-        out.print(f"queued ingest run {result['run']} of project {result['project']}")
+        _print_queued(result)
     else:
         _print_ingest_summary(result)
     if wait and not result["complete"]:
         sys.exit(1)
+
+
+def _print_queued(r: dict) -> None:
+    verb = "already queued" if r["joined"] else "queued"
+    out.print(f"{verb}: ingest run {r['run']} of project {r['project']}", highlight=False)
+    if r["supervisor"]:
+        out.print(f"the running supervisor (pid {r['supervisor']}) will process it")
+    else:
+        out.print(
+            "no supervisor is running: process it with `memoryd run --drain`, "
+            "or ingest with --wait to see it through",
+            highlight=False,
+        )
 
 
 def _print_ingest_summary(r: dict) -> None:

@@ -43,6 +43,13 @@ class HomeMissing(MemorydError):
     code = "HOME_MISSING"
 
 
+class IngestPending(MemorydError):
+    """A search of a project whose first ingest has not finished: an abstention would
+    look like absent evidence."""
+
+    code = "INGEST_PENDING"
+
+
 class SupervisorRunning(MemorydError):
     code = "SUPERVISOR_RUNNING"
 

@@ -31,6 +31,20 @@ class IngestIncomplete(MemorydError):
     code = "INGEST_INCOMPLETE"
 
 
+def pending_message(project: str, run: dict, supervisor: int | None) -> str:
+    """What a user must know about a first ingest that has not finished."""
+    done = f"{run['files_done']:,} of {run['files_total']:,} files indexed"
+    state = done if run["scanned_at"] else "not scanned yet"
+    how = (
+        f"the supervisor (pid {supervisor}) is working on it; search again when it is done"
+        if supervisor
+        else "no supervisor is running: process it with `memoryd run --drain` "
+        "(or `memoryd ingest PATH --wait`)"
+    )
+    first = f"the first ingest of project {project!r} (run {run['id']})"
+    return f"{first} has not finished ({state}); {how}"
+
+
 def resolve_root(path: str | Path) -> Path:
     root = Path(path).expanduser()
     if not root.exists():
@@ -67,12 +81,12 @@ def _queued_scan(tx, name: str, options: dict) -> int | None:
     return None
 
 
-def start(db: Authority, root: Path, project: str | None, options: dict) -> tuple[int, str]:
+def start(db: Authority, root: Path, project: str | None, options: dict) -> tuple[int, str, bool]:
     """Register the project and the run, and enqueue the scan, in one transaction
-    (or join the same scan already queued)."""
+    (or join the same scan already queued). Returns (run, project, joined)."""
     name = project or root.name
 
-    def op(tx) -> int:
+    def op(tx) -> tuple[int, bool]:
         row = tx.execute("SELECT root FROM projects WHERE name = ?", (name,)).fetchone()
         if row and row[0] and row[0] != str(root):
             raise ForeignProject(
@@ -81,14 +95,15 @@ def start(db: Authority, root: Path, project: str | None, options: dict) -> tupl
             )
         queued = _queued_scan(tx, name, options)
         if queued is not None:
-            return queued
+            return queued, True
         pid = ensure_project(tx, name, str(root))
         run = runs.start_run(tx, pid, str(root))
         payload = {"run": run, "project_id": pid, "project": name, "root": str(root), **options}
         JobQueue(db).enqueue_in(tx, [JobSpec(SCAN, payload, project=name, priority=1)])
-        return run
+        return run, False
 
-    return db.write(op), name
+    run, joined = db.write(op)
+    return run, name, joined
 
 
 def _pending_jobs(db: Authority, project: str) -> int:
