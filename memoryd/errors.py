@@ -50,6 +50,13 @@ class IngestPending(MemorydError):
     code = "INGEST_PENDING"
 
 
+class IngestInterrupted(MemorydError):
+    """Ctrl-C during ``ingest --wait``: exit 130, as a shell reports SIGINT."""
+
+    code = "INTERRUPTED"
+    exit_code = 130
+
+
 class SupervisorRunning(MemorydError):
     code = "SUPERVISOR_RUNNING"
 

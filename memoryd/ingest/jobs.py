@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.config import ZSTD_DICT_MIN_FILES, ZSTD_DICT_SAMPLE_BYTES, ZSTD_DICT_SAMPLES
+from memoryd.ingest import progress
 from memoryd.ingest.chunking import prepare_file, train_dictionary
+from memoryd.ingest.progress import ScanProgress
 from memoryd.ingest.scan import Eligible, read_file, scan
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.storage import runs
@@ -79,6 +81,7 @@ def _run_scan(ctx: WorkContext, p: dict) -> dict:
         hashes=bool(stored),  # nothing to compare with: batches hash what they read
         include_hidden=bool(p.get("include_hidden")),
         include_secrets=bool(p.get("include_secrets")),
+        on_eligible=ScanProgress(ctx.home, p["run"], float(ctx.config.scan_progress_seconds)),
     )
     todo = [e for e in result.eligible if stored.get(e.path) != e.content_hash]
     present = {e.path for e in result.eligible}
@@ -129,6 +132,8 @@ def _apply_scan(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
             unchanged=out["unchanged"],
             skipped=out["skipped"],
         )
+        # the home is the authority's directory (an apply gets no home of its own)
+        progress.clear(Path(actx.tx.db_filename("main")).parent, p["run"])
 
 
 # -- batch ----------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -16,8 +17,15 @@ import apsw
 import orjson
 
 from memoryd.config import load_config
-from memoryd.errors import ForeignProject, MemorydError, UsageError, typed_disk_full
+from memoryd.errors import (
+    ForeignProject,
+    IngestInterrupted,
+    MemorydError,
+    UsageError,
+    typed_disk_full,
+)
 from memoryd.home import private_umask
+from memoryd.ingest import progress
 from memoryd.ingest.jobs import SCAN
 from memoryd.queue import JobQueue, JobSpec
 from memoryd.storage import Authority, runs
@@ -25,6 +33,7 @@ from memoryd.storage.corpus import ensure_project
 from memoryd.workers.supervisor import Supervisor, running_supervisor
 
 FOLLOW_POLL_SECONDS = 0.05  # a look at one row: cheap, and the summary comes sooner
+DEAD_REASONS_SHOWN = 5  # distinct (kind, error) pairs an incomplete summary names
 
 
 class IngestIncomplete(MemorydError):
@@ -120,6 +129,17 @@ def _dead_jobs(db: Authority, project: str, since: float) -> int:
     )[0][0]
 
 
+def _dead_reasons(db: Authority, project: str, since: float) -> list[dict]:
+    """The most common errors of the run's dead jobs, for the summary."""
+    rows = db.query(
+        "SELECT kind, last_error, count(*) FROM jobs WHERE project = ? AND state = 'dead'"
+        " AND created_at >= ? GROUP BY kind, last_error ORDER BY count(*) DESC, kind"
+        f" LIMIT {DEAD_REASONS_SHOWN}",
+        (project, since),
+    )
+    return [{"kind": kind, "error": error or "", "jobs": n} for kind, error, n in rows]
+
+
 class _Child:
     """The draining supervisor ``follow`` started, as a forked or a spawned process."""
 
@@ -158,6 +178,13 @@ class _Child:
                     self.code = os.waitstatus_to_exitcode(status)
         return self.code
 
+    def interrupt(self) -> None:
+        """Ask the supervisor to stop. A terminal's Ctrl-C reaches it too (one process
+        group); a second SIGINT only makes it stop sooner, without waiting for the
+        work in flight (which is redone later: nothing committed is lost)."""
+        if self.poll() is None:
+            os.kill(self.pid if self.proc is None else self.proc.pid, signal.SIGINT)
+
     def wait(self) -> int:
         if self.code is None:
             if self.proc is not None:
@@ -176,29 +203,62 @@ def follow(
     workers: int,
     on_progress: Callable[[dict], None] | None = None,
 ) -> dict:
-    """Run a draining supervisor unless one is running, and wait for the run to end."""
+    """Run a draining supervisor unless one is running, and wait for the run to end.
+    Ctrl-C stops the supervisor it started and raises :class:`IngestInterrupted`."""
     child = _Child.start(db, home, workers) if running_supervisor(home) is None else None
     try:
-        while True:
-            state = runs.get_run(db, run)
-            if on_progress:
-                on_progress(state)
-            if state["finished_at"] or (state["scanned_at"] and not _pending_jobs(db, project)):
-                break
-            if child and child.poll() is not None and running_supervisor(home) is None:
-                if not _pending_jobs(db, project):
-                    break  # nothing left to do (finished, or dead jobs): read the final state
-                raise IngestIncomplete(
-                    f"the supervisor exited (code {child.code}) before the ingest finished "
-                    "(its message is above); run `memoryd ingest --wait` again"
-                )
-            time.sleep(FOLLOW_POLL_SECONDS)
+        _wait_for_run(db, home, run, project, child, on_progress)
+    except KeyboardInterrupt:
+        if child:
+            child.interrupt()
+            child.wait()  # its last commits count in what is left
+        raise _interrupted(db, runs.get_run(db, run), project) from None
     finally:
         if child:
             child.wait()
     state = runs.get_run(db, run)
     state["dead_jobs"] = _dead_jobs(db, project, state["started_at"])
+    state["dead_reasons"] = _dead_reasons(db, project, state["started_at"])
     return state
+
+
+def _wait_for_run(
+    db: Authority,
+    home: Path,
+    run: int,
+    project: str,
+    child: _Child | None,
+    on_progress: Callable[[dict], None] | None,
+) -> None:
+    while True:
+        state = runs.get_run(db, run)
+        if on_progress:
+            state["discovered"] = progress.discovered(home, run)
+            on_progress(state)
+        if state["finished_at"] or (state["scanned_at"] and not _pending_jobs(db, project)):
+            return
+        if child and child.poll() is not None and running_supervisor(home) is None:
+            if not _pending_jobs(db, project):
+                return  # nothing left to do (finished, or dead jobs): read the final state
+            raise IngestIncomplete(
+                f"the supervisor exited (code {child.code}) before the ingest finished "
+                "(its message is above); run `memoryd ingest --wait` again"
+            )
+        time.sleep(FOLLOW_POLL_SECONDS)
+
+
+def _interrupted(db: Authority, state: dict, project: str) -> IngestInterrupted:
+    """What a Ctrl-C left behind, and how to go on."""
+    done = (
+        f"{state['files_done']:,} of {state['files_total']:,} files indexed"
+        if state["scanned_at"]
+        else "the scan had not finished"
+    )
+    return IngestInterrupted(
+        f"interrupted: ingest run {state['id']} of project {project!r}: {done}, "
+        f"{_pending_jobs(db, project):,} jobs left in the queue (nothing committed is lost); "
+        f"resume with `memoryd run --drain`, or `memoryd ingest {state['root']} --wait`"
+    )
 
 
 def summary(state: dict, project: str) -> dict:
@@ -214,6 +274,7 @@ def summary(state: dict, project: str) -> dict:
         "retired": state["retired"],
         "skipped": state["skipped"],
         "dead_jobs": state.get("dead_jobs", 0),
+        "dead_reasons": state.get("dead_reasons", []),
         "seconds": round(seconds, 3),
         "mb_per_s": round(state["bytes_done"] / seconds / 1e6, 2),
     }

@@ -18,7 +18,7 @@ import errno
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -260,10 +260,12 @@ def scan(
     hashes: bool = True,
     include_hidden: bool = False,
     include_secrets: bool = False,
+    on_eligible: Callable[[int], None] | None = None,
 ) -> ScanResult:
     """Eligible files with their sizes and content hashes. Without ``hashes`` (nothing
     stored to compare with) only the binary-deciding prefix is read, the size comes
-    from ``stat`` and ``content_hash`` is empty: batches read and hash every file."""
+    from ``stat`` and ``content_hash`` is empty: batches read and hash every file.
+    ``on_eligible`` is told the count of eligible files found so far, after each."""
     root = Path(root).resolve()
     result = ScanResult()
     ignores = _Ignores(list(excludes or []), include_hidden, include_secrets)
@@ -274,6 +276,8 @@ def scan(
         if read is not None:
             raw, size = read
             result.eligible.append(Eligible(rel, size, digest(raw) if hashes else ""))
+            if on_eligible:
+                on_eligible(len(result.eligible))
     return result
 
 

@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import orjson
+import psutil
 import pytest
 
-from tests.conftest import query
+from memoryd.api import Memoryd
+from memoryd.ingest import progress
+from memoryd.ingest.jobs import BATCH
+from memoryd.ingest.progress import ScanProgress
+from memoryd.ingest.scan import scan
+from memoryd.queue import JobSpec
+from tests.conftest import MEMORYD, clean_env, in_sleep, query, wait_for, worker_pids
+
+MISSING_DICT = 987654321
 
 
 @pytest.mark.slow
@@ -41,3 +57,94 @@ def test_queued_ingest_without_supervisor_is_explained_end_to_end(cli, home, tmp
     assert res.json()["items"][0]["path"] == "ledger.py"
     # a later plain ingest queues a new scan: the first one ran
     assert "queued: ingest run 2" in cli("ingest", str(repo)).stdout
+
+
+def _repo(tmp_path: Path, files: int = 3) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for i in range(files):
+        (repo / f"mod_{i}.py").write_text(f"def function_number_{i}():\n    return {i}\n")
+    return repo
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_ingest_wait_says_what_is_left_and_exits_130(cli, home, tmp_path):
+    repo = _repo(tmp_path)
+    assert cli("ingest", str(repo)).code == 0  # the scan, queued
+    # A job of the project claimed first holds the only worker: the run cannot end
+    # before Ctrl-C comes, whatever the machine's speed.
+    sleep = ("sleep", "--payload", '{"seconds": 600}', "--project", "repo", "--priority", "9")
+    assert cli("jobs", "add", *sleep).code == 0
+    proc = subprocess.Popen(
+        [*MEMORYD, "ingest", str(repo), "--wait", "--workers", "1"],
+        env=clean_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    try:
+        workers = wait_for(lambda: worker_pids(home), what="the forked supervisor's worker")
+        wait_for(lambda: in_sleep(workers[0]), what="the worker in the sleep job")
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole group
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    message = " ".join(stderr.split())
+    assert proc.returncode == 130, stderr
+    assert "Aborted!" not in stderr and "Traceback" not in stderr
+    left = query(home, "SELECT count(*) FROM jobs WHERE state != 'done'")[0][0]
+    done = "(the scan had not finished|0 of 3 files indexed)"  # the sleep holds the batch
+    assert re.search(
+        f"interrupted: ingest run 1 of project 'repo': {done}, {left} jobs left in the queue"
+        r" \(nothing committed is lost\)",
+        message,
+    ), message
+    assert f"resume with `memoryd run --drain`, or `memoryd ingest {repo} --wait`" in message
+    assert cli("status", "--json").json()["supervisor"] is None
+    assert not psutil.pid_exists(workers[0]) or psutil.Process(workers[0]).status() == "zombie"
+
+
+@pytest.mark.slow
+def test_an_incomplete_ingest_names_its_dead_jobs_reasons(cli, home, tmp_path):
+    repo = _repo(tmp_path)
+    assert cli("ingest", str(repo)).code == 0
+    md = Memoryd(home)
+    try:
+        pid = md.db.query("SELECT id FROM projects WHERE name = 'repo'")[0][0]
+        payload = {"run": 1, "project_id": pid, "project": "repo", "root": str(repo),
+                   "files": [["mod_0.py", 10]], "dict": MISSING_DICT}  # fmt: skip
+        md.queue.enqueue(JobSpec(BATCH, payload, project="repo", max_attempts=1))
+    finally:
+        md.close()
+    res = cli("ingest", str(repo), "--wait", "--workers", "1", "--json")
+    summary = orjson.loads(res.stdout.splitlines()[-1])
+    assert summary["dead_jobs"] == 1
+    [reason] = summary["dead_reasons"]
+    assert reason["kind"] == BATCH and reason["jobs"] == 1
+    assert f"zstd dictionary {MISSING_DICT} is missing" in reason["error"]
+    res = cli("ingest", str(repo), "--wait")  # a new run: no dead job of its own
+    assert "dead" not in res.stdout
+
+
+@pytest.mark.slow
+def test_plain_progress_lines_when_stderr_is_not_a_terminal(cli, home, tmp_path):
+    repo = _repo(tmp_path, files=40)
+    res = cli("ingest", str(repo), "--wait", env={"MEMORYD_PROGRESS_LINE_SECONDS": "0"})
+    assert res.code == 0, res.stderr
+    lines = res.stderr.splitlines()
+    assert lines and all(line.startswith("ingest run 1: ") for line in lines), res.stderr
+    assert "\x1b" not in res.stderr  # no terminal control codes in a log
+    assert "repo: complete: 40 files" in res.stdout
+
+
+def test_a_scan_reports_the_files_it_found_before_it_commits(tmp_path):
+    repo = _repo(tmp_path, files=7)
+    home = tmp_path / "home"
+    home.mkdir()
+    result = scan(repo, max_bytes=1 << 20, on_eligible=ScanProgress(home, 5, period=0.0))
+    assert len(result.eligible) == 7
+    assert progress.discovered(home, 5) == 7
+    progress.clear(home, 5)
+    assert progress.discovered(home, 5) == 0 and not progress.progress_path(home, 5).exists()
