@@ -106,24 +106,39 @@ def test_ctrl_c_during_ingest_wait_says_what_is_left_and_exits_130(cli, home, tm
     assert not psutil.pid_exists(workers[0]) or psutil.Process(workers[0]).status() == "zombie"
 
 
-@pytest.mark.slow
-def test_an_incomplete_ingest_names_its_dead_jobs_reasons(cli, home, tmp_path):
-    repo = _repo(tmp_path)
-    assert cli("ingest", str(repo)).code == 0
+def _queue_with_a_doomed_batch(cli, home: Path, repo: Path) -> None:
+    """Queue a plain ingest, and beside it a batch of its run that dies at its first
+    attempt (its dictionary does not exist)."""
+    res = cli("ingest", str(repo), "--json")
+    run = res.json()["run"]
     md = Memoryd(home)
     try:
         pid = md.db.query("SELECT id FROM projects WHERE name = 'repo'")[0][0]
-        payload = {"run": 1, "project_id": pid, "project": "repo", "root": str(repo),
+        payload = {"run": run, "project_id": pid, "project": "repo", "root": str(repo),
                    "files": [["mod_0.py", 10]], "dict": MISSING_DICT}  # fmt: skip
         md.queue.enqueue(JobSpec(BATCH, payload, project="repo", max_attempts=1))
     finally:
         md.close()
-    res = cli("ingest", str(repo), "--wait", "--workers", "1", "--json")
+
+
+@pytest.mark.slow
+def test_an_incomplete_ingest_names_its_dead_jobs_reasons(cli, home, tmp_path):
+    repo = _repo(tmp_path)
+    _queue_with_a_doomed_batch(cli, home, repo)
+    res = cli("ingest", str(repo), "--wait", "--workers", "1", "--json")  # joins that run
     summary = orjson.loads(res.stdout.splitlines()[-1])
     assert summary["dead_jobs"] == 1
     [reason] = summary["dead_reasons"]
     assert reason["kind"] == BATCH and reason["jobs"] == 1
     assert f"zstd dictionary {MISSING_DICT} is missing" in reason["error"]
+
+    _queue_with_a_doomed_batch(cli, home, repo)
+    res = cli("ingest", str(repo), "--wait", "--workers", "1")
+    text = " ".join(res.stdout.split())
+    assert "1 dead ingest.batch: " in text
+    assert f"zstd dictionary {MISSING_DICT} is missing" in text
+    assert "see `memoryd jobs dead`" in text
+
     res = cli("ingest", str(repo), "--wait")  # a new run: no dead job of its own
     assert "dead" not in res.stdout
 
