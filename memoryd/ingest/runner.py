@@ -60,7 +60,15 @@ def resolve_root(path: str | Path) -> Path:
         raise UsageError(f"{path}: no such directory")
     if not root.is_dir():
         raise UsageError(f"{path}: not a directory (ingest takes a repository folder)")
-    return root.resolve()
+    root = root.resolve()
+    try:
+        str(root).encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"{os.fsencode(root)!r}: the repository path is not UTF-8; rename it or "
+            "ingest it through a symlink whose path is"
+        ) from None
+    return root
 
 
 def scan_options(

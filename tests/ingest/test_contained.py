@@ -4,6 +4,7 @@ that is not UTF-8 never fails an ingest. Real CLI, real supervisor, real files."
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from memoryd.api import Memoryd
 from memoryd.ingest.jobs import BATCH
 from memoryd.queue import JobSpec
-from tests.conftest import query, queue_counts
+from tests.conftest import MEMORYD, clean_env, query, queue_counts
 from tests.ingest.test_ingest import fts_paths, ingest
 
 MARKER = "zyxoutsidemarker"  # one FTS token that only the outside file holds
@@ -121,3 +122,14 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_counted(cli, home, tmp_path
     assert summary["files_ingested"] == 20
     assert summary["skipped"] == {"bad_name": 2}
     assert query(home, "SELECT count(*) FROM files WHERE live = 1")[0][0] == 20
+
+
+def test_a_repository_path_that_is_not_utf8_is_refused_clearly(cli, home, tmp_path):
+    bad = tmp_path / os.fsdecode(b"repo\xe9")
+    bad.mkdir()
+    (bad / "a.txt").write_text("words\n")
+    proc = subprocess.run(
+        [*MEMORYD, "ingest", os.fsencode(bad)], env=clean_env(home), capture_output=True
+    )
+    assert proc.returncode == 2 and b"Traceback" not in proc.stderr
+    assert b"the repository path is not UTF-8" in proc.stderr

@@ -65,6 +65,13 @@ def test_disk_full_is_typed_reported_by_the_forked_supervisor_and_recoverable(
     _no_traceback(res)
     assert '"error": "DISK_FULL"' in res.stdout
 
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text('{"role": "user", "content": "hello", "timestamp": 1718000000}\n')
+    res = cli("archive", "add", str(chat), "--project", "repo", "--json", home=home)
+    assert res.code == 1  # RocksDB's "No space left on device", typed the same way
+    _no_traceback(res)
+    assert '"error": "DISK_FULL"' in res.stdout
+
     subprocess.run(["mount", "-o", "remount,size=256m", str(small_fs)], check=True)
     res = cli("ingest", str(repo), "--wait", "--workers", "1", home=home)
     assert res.code == 0, res.stderr
