@@ -25,6 +25,7 @@ from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.transcripts import parse_jsonl, parse_time
 from memoryd.config import (
+    ARCHIVE_DIR,
     ARCHIVE_POLL_SECONDS,
     ARCHIVE_WAIT_SECONDS,
     AUTHORITY_FILE,
@@ -123,14 +124,16 @@ class Memoryd:
         if self._db is None:
             self._require_home()
             path = self.home / AUTHORITY_FILE
-            if os.access(self.home, os.W_OK) and os.access(path, os.W_OK):
+            if os.access(self.home, os.W_OK) and (not path.exists() or os.access(path, os.W_OK)):
                 self._db = open_authority(self.home, self.config)
             else:
                 self._db = _open_readonly(self.home, self.config)
         return self._db
 
     def _require_home(self) -> None:
-        if not (self.home / AUTHORITY_FILE).exists():
+        """A home is a directory holding an authority or an archive (an embedded
+        archive command makes only the latter)."""
+        if not any((self.home / name).exists() for name in (AUTHORITY_FILE, ARCHIVE_DIR)):
             raise HomeMissing(f"no memoryd home at {self.home} (create it with `memoryd init`)")
 
     @property

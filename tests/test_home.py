@@ -109,3 +109,13 @@ def test_a_read_only_home_can_be_inspected(read_only_mount, tmp_path):
     assert res.code == 0, res.stderr
     assert res.json()["items"][0]["path"] == "ledger.py"
     assert run_cli("jobs", "list", home=home).code == 0
+
+
+def test_a_home_that_holds_only_an_archive_is_a_home(home, tmp_path):
+    chat = tmp_path / "chat.jsonl"
+    chat.write_bytes(TRANSCRIPT)
+    assert run_cli("archive", "add", str(chat), "--project", "p", home=home).code == 0
+    assert not (home / "authority.db").exists()  # an embedded archive command
+    res = run_cli("archive", "search", "hello private world", "--project", "p", home=home)
+    assert res.code == 0, res.stderr
+    assert run_cli("status", home=home).code == 0
