@@ -211,9 +211,10 @@ class IngestProgress:
                 completed=run["bytes_done"],
                 files=f"{run['files_done']}/{run['files_total']}",
                 mb=f"{run['bytes_done'] / 1e6:.1f}/{run['bytes_total'] / 1e6:.1f} MB",
+                refresh=True,
             )
         else:
-            self.bar.update(self.task, files=f"{run['discovered']:,} found")
+            self.bar.update(self.task, files=f"{run['discovered']:,} found", refresh=True)
 
     def _plain_line(self, run: dict) -> None:
         if time.monotonic() < self.next_line:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
@@ -11,7 +12,9 @@ from pathlib import Path
 import orjson
 import psutil
 import pytest
+from rich.console import Console
 
+from memoryd import cli as cli_mod
 from memoryd.api import Memoryd
 from memoryd.ingest import progress
 from memoryd.ingest.jobs import BATCH
@@ -163,3 +166,18 @@ def test_a_scan_reports_the_files_it_found_before_it_commits(tmp_path):
     assert progress.discovered(home, 5) == 7
     progress.clear(home, 5)
     assert progress.discovered(home, 5) == 0 and not progress.progress_path(home, 5).exists()
+
+
+def test_the_terminal_bar_shows_files_found_and_leaves_nothing_behind(monkeypatch):
+    """On a terminal: files found while scanning, and no stale bar once the run ends
+    (a no-op rerun: scanned with nothing to do); the summary prints on a clean line."""
+    screen = io.StringIO()
+    monkeypatch.setattr(cli_mod, "err", Console(file=screen, force_terminal=True, width=120))
+    run = {"id": 2, "scanned_at": None, "discovered": 42, "files_done": 0, "files_total": 0,
+           "bytes_done": 0, "bytes_total": 0, "finished_at": None, "unchanged": 0}  # fmt: skip
+    with cli_mod.IngestProgress(as_json=False, line_seconds=10.0) as progress:
+        progress(run)
+        progress({**run, "scanned_at": 1.0, "finished_at": 2.0, "unchanged": 42})
+    output = screen.getvalue()
+    assert "42 found" in output
+    assert output.endswith("\x1b[2K")  # the bar's line is erased when it stops
