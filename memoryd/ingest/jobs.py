@@ -25,6 +25,7 @@ from memoryd.ingest.scan import Eligible, read_file, scan
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.storage import runs
 from memoryd.storage.corpus import (
+    UnknownProject,
     dict_data,
     live_hashes,
     project_dict,
@@ -56,17 +57,26 @@ def bounded_batches(files: list[Eligible], max_files: int, max_bytes: int) -> li
     return batches
 
 
+def project_root(ctx: WorkContext, p: dict) -> Path:
+    """The repository a job may read: its project's root as the authority records it,
+    never a root a (crafted) payload names."""
+    root = ctx.authority().query("SELECT root FROM projects WHERE id = ?", (p["project_id"],))
+    if not root or not root[0][0]:
+        raise UnknownProject(f"no project with id {p['project_id']} and a repository root")
+    return Path(root[0][0])
+
+
 # -- scan -----------------------------------------------------------------------
 
 
-def _train(ctx: WorkContext, p: dict, todo: list[Eligible]) -> bytes | None:
+def _train(ctx: WorkContext, p: dict, root: Path, todo: list[Eligible]) -> bytes | None:
     """A dictionary for a project that has none, from files spread over ``todo``."""
     if len(todo) < ZSTD_DICT_MIN_FILES or project_dict(ctx.authority(), p["project_id"]):
         return None
     step = max(1, len(todo) // ZSTD_DICT_SAMPLES)
     samples = []
     for e in todo[::step][:ZSTD_DICT_SAMPLES]:
-        raw = read_file(Path(p["root"]), e.path, int(ctx.config.max_file_bytes), Counter())
+        raw = read_file(root, e.path, int(ctx.config.max_file_bytes), Counter())
         if raw:
             samples.append(raw[:ZSTD_DICT_SAMPLE_BYTES])
     return train_dictionary(samples)
@@ -74,8 +84,9 @@ def _train(ctx: WorkContext, p: dict, todo: list[Eligible]) -> bytes | None:
 
 def _run_scan(ctx: WorkContext, p: dict) -> dict:
     stored = live_hashes(ctx.authority(), p["project_id"])
+    root = project_root(ctx, p)
     result = scan(
-        Path(p["root"]),
+        root,
         max_bytes=int(ctx.config.max_file_bytes),
         excludes=p["excludes"],
         hashes=bool(stored),  # nothing to compare with: batches hash what they read
@@ -95,7 +106,7 @@ def _run_scan(ctx: WorkContext, p: dict) -> dict:
         "files": len(todo),
         "bytes": sum(e.size for e in todo),
         "skipped": dict(result.skipped),
-        "dictionary": _train(ctx, p, todo),
+        "dictionary": _train(ctx, p, root, todo),
     }
 
 
@@ -109,7 +120,7 @@ def _apply_scan(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         specs = [
             JobSpec(
                 BATCH,
-                {**common, "root": p["root"], "files": files, "dict": dict_id},
+                {**common, "files": files, "dict": dict_id},
                 project=p["project"],
             )
             for files in out["batches"]
@@ -154,8 +165,9 @@ def _run_batch(ctx: WorkContext, p: dict) -> dict:
     prepared = []
     nbytes = 0
     dictionary = _dictionary(ctx, p.get("dict"))
+    root = project_root(ctx, p)
     for rel, size, *_ in p["files"]:
-        raw = read_file(Path(p["root"]), rel, int(ctx.config.max_file_bytes), skipped)
+        raw = read_file(root, rel, int(ctx.config.max_file_bytes), skipped)
         nbytes += size
         if raw is not None:
             prepared.append(prepare_file(p["project"], rel, raw, dictionary=dictionary))

@@ -115,7 +115,7 @@ def start(db: Authority, root: Path, project: str | None, options: dict) -> tupl
             return queued, True
         pid = ensure_project(tx, name, str(root))
         run = runs.start_run(tx, pid, str(root))
-        payload = {"run": run, "project_id": pid, "project": name, "root": str(root), **options}
+        payload = {"run": run, "project_id": pid, "project": name, **options}
         JobQueue(db).enqueue_in(tx, [JobSpec(SCAN, payload, project=name, priority=1)])
         return run, False
 

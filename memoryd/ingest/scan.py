@@ -107,7 +107,7 @@ _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 def _components(rel: str) -> list[str]:
     """The components of a repository-relative path; :class:`Escape` if it could leave."""
     parts = rel.split("/")
-    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    if not rel or rel.startswith("/") or "\0" in rel or any(p in ("", ".", "..") for p in parts):
         raise Escape(rel)
     return parts
 

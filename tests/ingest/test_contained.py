@@ -95,6 +95,9 @@ def test_crafted_batch_payload_naming_dotdot_reads_nothing_outside(cli, home, tm
         ]
         payload = {"run": run, "project_id": pid, "project": "repo", "root": str(repo)}
         md.queue.enqueue(JobSpec(BATCH, {**payload, "files": crafted, "dict": None}, "repo"))
+        # a payload naming another root: the project's recorded root is used instead
+        elsewhere = {**payload, "root": str(outside), "files": [["passwd", 40], ["a\0b", 1]]}
+        md.queue.enqueue(JobSpec(BATCH, {**elsewhere, "dict": None}, "repo"))
     finally:
         md.close()
     res = cli("run", "--drain", "--workers", "1")
