@@ -255,8 +255,8 @@ class Memoryd:
         if result["status"] == "abstained":
             run = runs.unfinished_first_run(self.reader, project_id(self.reader, name))
             if run is not None:
-                pending = ingest_runner.pending_message(name, run, running_supervisor(self.home))
-                raise IngestPending(pending)
+                sup = running_supervisor(self.home)
+                raise IngestPending(ingest_runner.pending_message(self.reader, name, run, sup))
         return result
 
     def default_project(self, project: str | None) -> str:

@@ -40,16 +40,19 @@ class IngestIncomplete(MemorydError):
     code = "INGEST_INCOMPLETE"
 
 
-def pending_message(project: str, run: dict, supervisor: int | None) -> str:
+def pending_message(db: Authority, project: str, run: dict, supervisor: int | None) -> str:
     """What a user must know about a first ingest that has not finished."""
     done = f"{run['files_done']:,} of {run['files_total']:,} files indexed"
     state = done if run["scanned_at"] else "not scanned yet"
-    how = (
-        f"the supervisor (pid {supervisor}) is working on it; search again when it is done"
-        if supervisor
-        else "no supervisor is running: process it with `memoryd run --drain` "
-        "(or `memoryd ingest PATH --wait`)"
-    )
+    if not _pending_jobs(db, project):
+        how = "its remaining jobs are dead: see `memoryd jobs dead`, then `memoryd jobs retry`"
+    elif supervisor:
+        how = f"the supervisor (pid {supervisor}) is working on it; search again when it is done"
+    else:
+        how = (
+            "no supervisor is running: process it with `memoryd run --drain` "
+            "(or `memoryd ingest PATH --wait`)"
+        )
     first = f"the first ingest of project {project!r} (run {run['id']})"
     return f"{first} has not finished ({state}); {how}"
 

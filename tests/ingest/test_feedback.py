@@ -9,6 +9,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import apsw
 import orjson
 import psutil
 import pytest
@@ -21,7 +22,15 @@ from memoryd.ingest.jobs import BATCH
 from memoryd.ingest.progress import ScanProgress
 from memoryd.ingest.scan import scan
 from memoryd.queue import JobSpec
-from tests.conftest import MEMORYD, clean_env, in_sleep, query, wait_for, worker_pids
+from tests.conftest import (
+    MEMORYD,
+    clean_env,
+    in_sleep,
+    query,
+    queue_counts,
+    wait_for,
+    worker_pids,
+)
 
 MISSING_DICT = 987654321
 
@@ -181,3 +190,18 @@ def test_the_terminal_bar_shows_files_found_and_leaves_nothing_behind(monkeypatc
     output = screen.getvalue()
     assert "42 found" in output
     assert output.endswith("\x1b[2K")  # the bar's line is erased when it stops
+
+
+@pytest.mark.slow
+def test_search_of_a_project_whose_first_ingest_died_points_at_the_dead_jobs(cli, home, tmp_path):
+    repo = _repo(tmp_path)
+    assert cli("ingest", str(repo)).code == 0
+    with apsw.Connection(str(home / "authority.db")) as conn:  # the scan will find no root
+        conn.execute("UPDATE projects SET root = NULL WHERE name = 'repo'")
+    res = cli("run", "--drain", "--workers", "1", env={"MEMORYD_MAX_ATTEMPTS": "1"})
+    assert res.code == 0, res.stderr
+    assert queue_counts(home)["dead"] == 1
+    res = cli("search", "zebra", "--project", "repo")
+    assert res.code == 1
+    assert "first ingest of project 'repo' (run 1) has not finished" in res.message
+    assert "its remaining jobs are dead: see `memoryd jobs dead`" in res.message
