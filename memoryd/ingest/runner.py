@@ -223,7 +223,7 @@ def follow(
         if child:
             child.interrupt()
             child.wait()  # its last commits count in what is left
-        raise _interrupted(db, runs.get_run(db, run), project) from None
+        raise _interrupted(db, runs.get_run(db, run), project, stopped=child is not None) from None
     finally:
         if child:
             child.wait()
@@ -258,8 +258,9 @@ def _wait_for_run(
         time.sleep(FOLLOW_POLL_SECONDS)
 
 
-def _interrupted(db: Authority, state: dict, project: str) -> IngestInterrupted:
-    """What a Ctrl-C left behind, and how to go on."""
+def _interrupted(db: Authority, state: dict, project: str, *, stopped: bool) -> IngestInterrupted:
+    """What a Ctrl-C left behind, and how to go on (``stopped``: the supervisor was
+    ours and is gone; else the running one goes on with the run)."""
     done = (
         f"{state['files_done']:,} of {state['files_total']:,} files indexed"
         if state["scanned_at"]
@@ -268,7 +269,11 @@ def _interrupted(db: Authority, state: dict, project: str) -> IngestInterrupted:
     return IngestInterrupted(
         f"interrupted: ingest run {state['id']} of project {project!r}: {done}, "
         f"{_pending_jobs(db, project):,} jobs left in the queue (nothing committed is lost); "
-        f"resume with `memoryd run --drain`, or `memoryd ingest {state['root']} --wait`"
+        + (
+            f"resume with `memoryd run --drain`, or `memoryd ingest {state['root']} --wait`"
+            if stopped
+            else "the running supervisor goes on with them (`memoryd status` shows it)"
+        )
     )
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import apsw
 import orjson
-import psutil
 import pytest
 from rich.console import Console
 
@@ -79,14 +78,9 @@ def _repo(tmp_path: Path, files: int = 3) -> Path:
     return repo
 
 
-@pytest.mark.slow
-def test_ctrl_c_during_ingest_wait_says_what_is_left_and_exits_130(cli, home, tmp_path):
-    repo = _repo(tmp_path)
-    assert cli("ingest", str(repo)).code == 0  # the scan, queued
-    # A job of the project claimed first holds the only worker: the run cannot end
-    # before Ctrl-C comes, whatever the machine's speed.
-    sleep = ("sleep", "--payload", '{"seconds": 600}', "--project", "repo", "--priority", "9")
-    assert cli("jobs", "add", *sleep).code == 0
+def _interrupt_ingest_wait(home: Path, repo: Path) -> tuple[int, str]:
+    """Run `ingest --wait` as a terminal's foreground job, Ctrl-C it once a worker sits
+    in the project's sleep job, and return its exit code and stderr (collapsed)."""
     proc = subprocess.Popen(
         [*MEMORYD, "ingest", str(repo), "--wait", "--workers", "1"],
         env=clean_env(home),
@@ -96,16 +90,29 @@ def test_ctrl_c_during_ingest_wait_says_what_is_left_and_exits_130(cli, home, tm
         start_new_session=True,  # its own process group, as a terminal's foreground job
     )
     try:
-        workers = wait_for(lambda: worker_pids(home), what="the forked supervisor's worker")
+        workers = wait_for(lambda: worker_pids(home), what="a supervisor's worker")
         wait_for(lambda: in_sleep(workers[0]), what="the worker in the sleep job")
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole group
         _, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    message = " ".join(stderr.split())
-    assert proc.returncode == 130, stderr
     assert "Aborted!" not in stderr and "Traceback" not in stderr
+    return proc.returncode, " ".join(stderr.split())
+
+
+# A job of the project claimed first holds the only worker: the run cannot end
+# before Ctrl-C comes, whatever the machine's speed.
+SLEEP = ("sleep", "--payload", '{"seconds": 600}', "--project", "repo", "--priority", "9")
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_ingest_wait_says_what_is_left_and_exits_130(cli, home, tmp_path):
+    repo = _repo(tmp_path)
+    assert cli("ingest", str(repo)).code == 0  # the scan, queued
+    assert cli("jobs", "add", *SLEEP).code == 0
+    code, message = _interrupt_ingest_wait(home, repo)
+    assert code == 130, message
     left = query(home, "SELECT count(*) FROM jobs WHERE state != 'done'")[0][0]
     done = "(the scan had not finished|0 of 3 files indexed)"  # the sleep holds the batch
     assert re.search(
@@ -114,8 +121,23 @@ def test_ctrl_c_during_ingest_wait_says_what_is_left_and_exits_130(cli, home, tm
         message,
     ), message
     assert f"resume with `memoryd run --drain`, or `memoryd ingest {repo} --wait`" in message
-    assert cli("status", "--json").json()["supervisor"] is None
-    assert not psutil.pid_exists(workers[0]) or psutil.Process(workers[0]).status() == "zombie"
+    assert cli("status", "--json").json()["supervisor"] is None  # ours stopped with us
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_following_a_running_supervisor_leaves_it_running(
+    cli, home, tmp_path, background
+):
+    repo = _repo(tmp_path)
+    assert cli("jobs", "add", *SLEEP).code == 0
+    sup = background("run", "--workers", "1")
+    sup.wait_running(1)
+    code, message = _interrupt_ingest_wait(home, repo)
+    assert code == 130, message
+    assert "interrupted: ingest run 1 of project 'repo'" in message
+    assert "the running supervisor goes on with them" in message
+    assert sup.alive()
+    assert sup.terminate() == 0
 
 
 def _queue_with_a_doomed_batch(cli, home: Path, repo: Path) -> None:
