@@ -9,6 +9,7 @@ md.status()["queue"]  # {"queued": 0, "claimed": 0, "done": 10, ...}
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import apsw
 import orjson
 
 from memoryd.archive import ops as archive_ops
@@ -24,23 +26,54 @@ from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.transcripts import parse_jsonl, parse_time
 from memoryd.config import (
+    ARCHIVE_DIR,
     ARCHIVE_POLL_SECONDS,
     ARCHIVE_WAIT_SECONDS,
+    AUTHORITY_FILE,
     SETTINGS,
     SUPERVISOR_STATE_FILE,
+    Config,
     default_home,
     load_config,
 )
-from memoryd.errors import BadPayload, HomeNotWritable, MemorydError, StoreBusy, UsageError
+from memoryd.errors import (
+    BadPayload,
+    HomeMissing,
+    HomeNotWritable,
+    IngestPending,
+    MemorydError,
+    StoreBusy,
+    UsageError,
+    disk_full,
+    is_disk_full,
+    typed_disk_full,
+)
+from memoryd.home import DIR_MODE, make_private, private_umask
 from memoryd.ingest import runner as ingest_runner
 from memoryd.queue import STATES, JobQueue, JobSpec
-from memoryd.storage import Authority, open_authority
+from memoryd.storage import Authority, open_authority, runs
 from memoryd.storage import rebuild as rebuild_mod
-from memoryd.storage.corpus import project_stats
+from memoryd.storage.corpus import project_id, project_stats
 from memoryd.storage.effects import effect_counts
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes, wal_reader_pids
 from memoryd.workers.contract import job_kind, kind_names
 from memoryd.workers.supervisor import Supervisor, running_supervisor
+
+ARCHIVE_READS = ("get", "search", "retention_status")  # never create a home
+
+
+def _waiting(queue: dict[str, int]) -> int:
+    """Jobs that wait for a supervisor to run them (queued, or failed and to be retried)."""
+    return queue["queued"] + queue["failed"]
+
+
+def _open_readonly(home: Path, config: Config) -> Authority:
+    """A read-only connection; an immutable one when even that cannot open (a WAL
+    database whose -shm cannot be created, on a read-only file system)."""
+    try:
+        return open_authority(home, config, readonly=True)
+    except (HomeNotWritable, apsw.CantOpenError):
+        return open_authority(home, config, immutable=True)
 
 
 def parse_payload(text: str | None) -> Any:
@@ -57,6 +90,7 @@ class Memoryd:
     """One data home: its configuration, authority and queue."""
 
     def __init__(self, home: str | Path | None = None, overrides: dict | None = None) -> None:
+        private_umask()  # the library entry: every file this process creates is private
         self.home = Path(home).expanduser() if home else default_home()
         self.config = load_config(self.home, overrides)
         self._db: Authority | None = None
@@ -65,9 +99,10 @@ class Memoryd:
 
     def ensure_home(self) -> Path:
         try:
-            self.home.mkdir(parents=True, exist_ok=True)
+            self.home.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
             with tempfile.TemporaryFile(dir=self.home):
                 pass
+            make_private(self.home)
         except OSError as exc:
             raise HomeNotWritable(
                 f"data home {self.home} is not writable ({exc.strerror or exc}); "
@@ -81,6 +116,25 @@ class Memoryd:
             self.ensure_home()
             self._db = open_authority(self.home, self.config)
         return self._db
+
+    @property
+    def reader(self) -> Authority:
+        """The authority for a read: never creates a home (a typo'd path must not look
+        like an empty one), and opens a home this process cannot write read-only."""
+        if self._db is None:
+            self._require_home()
+            path = self.home / AUTHORITY_FILE
+            if os.access(self.home, os.W_OK) and (not path.exists() or os.access(path, os.W_OK)):
+                self._db = open_authority(self.home, self.config)
+            else:
+                self._db = _open_readonly(self.home, self.config)
+        return self._db
+
+    def _require_home(self) -> None:
+        """A home is a directory holding an authority or an archive (an embedded
+        archive command makes only the latter)."""
+        if not any((self.home / name).exists() for name in (AUTHORITY_FILE, ARCHIVE_DIR)):
+            raise HomeMissing(f"no memoryd home at {self.home} (create it with `memoryd init`)")
 
     @property
     def queue(self) -> JobQueue:
@@ -132,7 +186,8 @@ class Memoryd:
         sup = Supervisor(
             self.home, self.config, workers=workers or self.config.workers, drain=drain
         )
-        return asdict(sup.run())
+        with typed_disk_full(str(self.home)):
+            return asdict(sup.run())
 
     def supervisor(self) -> dict | None:
         pid = running_supervisor(self.home)
@@ -145,7 +200,7 @@ class Memoryd:
         return {**state, "pid": pid}
 
     def status(self) -> dict:
-        db = self.db
+        db = self.reader
         sup = self.supervisor()
         counts = self.queue.counts()
         return {
@@ -153,6 +208,7 @@ class Memoryd:
             "schema": db.user_version(),
             "queue": counts,
             "done_jobs": {"kept": counts["done"], "keep_seconds": self.config.jobs_keep_seconds},
+            "waiting_without_supervisor": 0 if sup else _waiting(counts),
             "effects": effect_counts(db),
             "wal_bytes": wal_bytes(db),
             "wal_reader_pids": wal_reader_pids(db),
@@ -168,15 +224,23 @@ class Memoryd:
         project: str | None = None,
         *,
         excludes: list[str] | tuple[str, ...] = (),
+        include_hidden: bool = False,
+        include_secrets: bool = False,
         wait: bool = False,
         workers: int | None = None,
         on_progress: Callable[[dict], None] | None = None,
     ) -> dict:
-        """Enqueue an ingest of the repository at ``path``; with ``wait``, see it through."""
+        """Enqueue an ingest of the repository at ``path``; with ``wait``, see it through.
+        Hidden files and common secret files are skipped unless included explicitly."""
         root = ingest_runner.resolve_root(path)
-        run, name = ingest_runner.start(self.db, root, project, list(excludes))
+        options = ingest_runner.scan_options(
+            excludes, include_hidden=include_hidden, include_secrets=include_secrets
+        )
+        run, name, joined = ingest_runner.start(self.db, root, project, options)
         if not wait:
-            return {"project": name, "run": run, "queued": True}
+            sup = running_supervisor(self.home)
+            return {"project": name, "run": run, "queued": True, "joined": joined,
+                    "supervisor": sup}  # fmt: skip
         state = ingest_runner.follow(
             self.db,
             self.home,
@@ -193,13 +257,20 @@ class Memoryd:
 
         if limit < 1:
             raise UsageError("--limit must be at least 1")
-        return search(self.db, self.default_project(project), query, limit)
+        name = self.default_project(project)
+        result = search(self.reader, name, query, limit)
+        if result["status"] == "abstained":
+            run = runs.unfinished_first_run(self.reader, project_id(self.reader, name))
+            if run is not None:
+                sup = running_supervisor(self.home)
+                raise IngestPending(ingest_runner.pending_message(self.reader, name, run, sup))
+        return result
 
     def default_project(self, project: str | None) -> str:
         """The named project; else the only one; else the one named like the cwd."""
         if project:
             return project
-        names = [p["project"] for p in project_stats(self.db)]
+        names = [p["project"] for p in project_stats(self.reader)]
         if len(names) == 1:
             return names[0]
         if Path.cwd().name in names:
@@ -234,9 +305,11 @@ class Memoryd:
         worker (the only process holding the archive read-write); without one,
         it runs here, embedded, under the archive's own lock.
         """
+        if op in ARCHIVE_READS:
+            self._require_home()
         if running_supervisor(self.home) is None:
             self.ensure_home()
-            with ArchiveOwner(self.home, self.config) as owner:
+            with typed_disk_full(str(self.home)), ArchiveOwner(self.home, self.config) as owner:
                 return archive_ops.unwrap(archive_ops.run_op(owner, op, args))
         if op == "add":  # the transcript rides as a spool file, never in the job row
             args = {**spool.put(self.home, args), "requests": archive_ops.request_ids(args)}
@@ -247,6 +320,8 @@ class Memoryd:
             if state == "done":
                 return archive_ops.unwrap(self.queue.take_result(job))
             if state == "dead":
+                if is_disk_full(error or ""):
+                    raise disk_full(error, f"archive job {job}")
                 raise MemorydError(f"archive job {job} failed: {error}")
             if time.monotonic() > deadline:
                 raise StoreBusy(
@@ -284,12 +359,12 @@ class Memoryd:
         return self.archive("add", args)
 
     def projects(self) -> list[dict]:
-        return project_stats(self.db)
+        return project_stats(self.reader)
 
     def list_jobs(self, state: str | None = None, limit: int = 100) -> list[dict]:
         if state and state not in STATES:
             raise BadPayload(f"unknown state {state!r}; one of {', '.join(STATES)}")
-        return self.queue.list(state, limit)
+        return JobQueue(self.reader).list(state, limit)
 
     def retry(self, ids: list[int] | None = None, *, all_dead: bool = False) -> list[int]:
         return self.queue.retry(ids or [], all_dead=all_dead)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,12 @@ def status_cmd(md: Memoryd, as_json: bool) -> None:
         if sup
         else "supervisor: not running"
     )
+    if st["waiting_without_supervisor"]:
+        out.print(
+            f"[bold yellow]{st['waiting_without_supervisor']:,} jobs wait and no supervisor is "
+            "running[/]: process them with `memoryd run --drain` (or keep `memoryd run` going)",
+            highlight=False,
+        )
     table = Table("state", "jobs", title="queue")
     for state in STATES:
         table.add_row(state, f"{st['queue'][state]:,}")
@@ -157,10 +164,15 @@ def status_cmd(md: Memoryd, as_json: bool) -> None:
 
 
 class IngestProgress:
-    """A live bar (files, MB, rate, ETA) on a terminal, JSON lines with --json."""
+    """How ``ingest --wait`` shows its run: a bar on a terminal (files found while
+    scanning, then files, MB, rate, ETA), gone when the run ends (no stale bar above
+    the summary); JSON lines with --json; otherwise (a log, CI) a plain line every
+    ``progress_line_seconds``."""
 
-    def __init__(self, as_json: bool) -> None:
+    def __init__(self, as_json: bool, line_seconds: float) -> None:
         self.as_json = as_json
+        self.line_seconds = line_seconds
+        self.next_line = time.monotonic() + line_seconds
         self.last: tuple = ()
         self.bar: Progress | None = None
         self.task = None
@@ -173,6 +185,7 @@ class IngestProgress:
                 TransferSpeedColumn(),
                 TimeRemainingColumn(),
                 console=err,
+                transient=True,
             )
 
     def __enter__(self) -> IngestProgress:
@@ -187,15 +200,18 @@ class IngestProgress:
             # started at the first report, after the supervisor is forked: the bar's
             # refresh thread must not exist at the fork
             self.bar.start()
-            self.task = self.bar.add_task("scanning", total=None, files="0/?", mb="")
-        key = (run["scanned_at"], run["files_done"], run["bytes_done"], run["finished_at"])
+            self.task = self.bar.add_task("scanning", total=None, files="0", mb="")
+        if not self.as_json and not self.bar:
+            self._plain_line(run)
+            return
+        key = (run["scanned_at"], run["discovered"], run["files_done"], run["bytes_done"])
         if key == self.last:
             return
         self.last = key
         if self.as_json:
-            fields = ("files_done", "files_total", "bytes_done", "bytes_total", "unchanged")
-            emit_line({"event": "progress", **{k: run[k] for k in fields}})
-        elif self.bar and run["scanned_at"]:
+            fields = ("discovered", "files_done", "files_total", "bytes_done", "bytes_total")
+            emit_line({"event": "progress", **{k: run[k] for k in (*fields, "unchanged")}})
+        elif run["scanned_at"]:
             self.bar.update(
                 self.task,
                 description="ingesting",
@@ -203,7 +219,24 @@ class IngestProgress:
                 completed=run["bytes_done"],
                 files=f"{run['files_done']}/{run['files_total']}",
                 mb=f"{run['bytes_done'] / 1e6:.1f}/{run['bytes_total'] / 1e6:.1f} MB",
+                refresh=True,
             )
+        else:
+            self.bar.update(self.task, files=f"{run['discovered']:,} found", refresh=True)
+
+    def _plain_line(self, run: dict) -> None:
+        if time.monotonic() < self.next_line:
+            return
+        self.next_line = time.monotonic() + self.line_seconds
+        if run["scanned_at"]:
+            where = (
+                f"{run['files_done']:,}/{run['files_total']:,} files, "
+                f"{run['bytes_done'] / 1e6:.1f}/{run['bytes_total'] / 1e6:.1f} MB"
+            )
+        else:
+            where = f"scanning, {run['discovered']:,} files found so far"
+        sys.stderr.write(f"ingest run {run['id']}: {where}\n")
+        sys.stderr.flush()
 
 
 @command(main, "ingest", "memoryd ingest ~/src/myrepo --wait --workers 2 --exclude 'tests/'")
@@ -212,18 +245,35 @@ class IngestProgress:
 @click.option("--wait", is_flag=True, help="Run (or follow) a supervisor until done.")
 @click.option("--workers", type=click.IntRange(1, 64), help="Workers for --wait.")
 @click.option("--exclude", "excludes", multiple=True, help="Extra gitignore-style pattern.")
+@click.option("--include-hidden", is_flag=True, help="Also ingest hidden files (.name).")
+@click.option(
+    "--include-secrets", is_flag=True, help="Also ingest secret files (.env*, keys, *.pem...)."
+)
 def ingest_cmd(md: Memoryd, as_json: bool, path: str, wait: bool, **opts: Any) -> None:
     """Ingest a repository into searchable project memory (incremental)."""
-    with IngestProgress(as_json) as progress:
+    with IngestProgress(as_json, float(md.config.progress_line_seconds)) as progress:
         result = md.ingest(path, wait=wait, on_progress=progress, **opts)
     if as_json:
         emit_line({"event": "summary", **result})
     elif not wait:
-        out.print(f"queued ingest run {result['run']} of project {result['project']}")
+        _print_queued(result)
     else:
         _print_ingest_summary(result)
     if wait and not result["complete"]:
         sys.exit(1)
+
+
+def _print_queued(r: dict) -> None:
+    verb = "already queued" if r["joined"] else "queued"
+    out.print(f"{verb}: ingest run {r['run']} of project {r['project']}", highlight=False)
+    if r["supervisor"]:
+        out.print(f"the running supervisor (pid {r['supervisor']}) will process it")
+    else:
+        out.print(
+            "no supervisor is running: process it with `memoryd run --drain`, "
+            "or ingest with --wait to see it through",
+            highlight=False,
+        )
 
 
 def _print_ingest_summary(r: dict) -> None:
@@ -237,6 +287,13 @@ def _print_ingest_summary(r: dict) -> None:
     if r["skipped"]:
         skipped = ", ".join(f"{k} {v:,}" for k, v in r["skipped"].items())
         out.print(f"skipped: {skipped}", highlight=False)
+    for dead in r["dead_reasons"]:
+        out.print(f"  {dead['jobs']:,} dead {dead['kind']}: {dead['error']}", highlight=False)
+    if r["dead_jobs"]:
+        out.print(
+            "see `memoryd jobs dead`; once the cause is fixed, `memoryd jobs retry --all-dead`",
+            highlight=False,
+        )
 
 
 @command(main, "search", "memoryd search 'how are JSON documents decoded?' --project python3.11")

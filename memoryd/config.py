@@ -22,6 +22,7 @@ ARCHIVE_WAIT_SECONDS = 120.0  # a CLI archive command waits this long for its jo
 ARCHIVE_POLL_SECONDS = 0.02
 SPOOL_DIR = "spool"  # archive content handed to the retention worker as files
 CONFIG_FILE = "memoryd.toml"
+PROGRESS_DIR = "progress"  # scan progress files (files discovered so far), per run
 SUPERVISOR_LOCK_FILE = "supervisor.lock"
 SUPERVISOR_STATE_FILE = "supervisor.json"
 # ids of the jobs whose results the supervisor is committing (poison-job evidence)
@@ -84,6 +85,10 @@ SETTINGS: dict[str, Setting] = {
     "ingest_batch_bytes": Setting(8 * MiB, "most source bytes in one ingest.batch job"),
     "ingest_batch_target_bytes": Setting(
         2 * MiB, "source bytes a batch aims for (smaller batches spread over workers)"
+    ),
+    "scan_progress_seconds": Setting(0.5, "a scan reports the files it found this often"),
+    "progress_line_seconds": Setting(
+        10.0, "ingest --wait prints a plain progress line this often when not on a terminal"
     ),
     # maintenance
     "wal_checkpoint_bytes": Setting(1 * MiB, "checkpoint (TRUNCATE) once the WAL is this large"),

@@ -5,6 +5,10 @@ Exit codes follow DESIGN.md: 1 for a reported failure, 2 for bad usage.
 
 from __future__ import annotations
 
+import errno
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class MemorydError(Exception):
     """Base of every error memoryd reports to a user."""
@@ -31,6 +35,26 @@ class BadPayload(UsageError):
 
 class HomeNotWritable(MemorydError):
     code = "HOME_NOT_WRITABLE"
+
+
+class HomeMissing(MemorydError):
+    """A read named a home that does not exist (a typo'd path looks like lost data)."""
+
+    code = "HOME_MISSING"
+
+
+class IngestPending(MemorydError):
+    """A search of a project whose first ingest has not finished: an abstention would
+    look like absent evidence."""
+
+    code = "INGEST_PENDING"
+
+
+class IngestInterrupted(MemorydError):
+    """Ctrl-C during ``ingest --wait``: exit 130, as a shell reports SIGINT."""
+
+    code = "INTERRUPTED"
+    exit_code = 130
 
 
 class SupervisorRunning(MemorydError):
@@ -87,3 +111,45 @@ class FutureNow(UsageError):
     """A retention ``now`` past the wall clock: it would expire what has not lapsed."""
 
     code = "NOW_IN_FUTURE"
+
+
+class DiskFull(MemorydError):
+    """The file system holding the home ran out of space (SQLite or RocksDB said so)."""
+
+    code = "DISK_FULL"
+    retryable = True
+
+
+# strerror(ENOSPC), also in RocksDB's IOError text; SQLite's SQLITE_FULL message
+NO_SPACE_MESSAGES = ("No space left on device", "database or disk is full")
+
+
+def is_disk_full(exc: BaseException | str) -> bool:
+    """SQLite's SQLITE_FULL, ENOSPC, or an error text (a dead job's) saying so."""
+    if isinstance(exc, BaseException) and (
+        type(exc).__name__ == "FullError" or getattr(exc, "errno", None) == errno.ENOSPC
+    ):
+        return True
+    return any(m in str(exc) for m in NO_SPACE_MESSAGES)
+
+
+def disk_full(exc: BaseException | str, where: str) -> DiskFull:
+    """The typed error for ``exc`` (see :func:`is_disk_full`) met while writing ``where``."""
+    return DiskFull(
+        f"{where}: the disk is full ({exc}); nothing committed was lost: free some space "
+        "(or move the home with --home), then run the command again"
+    )
+
+
+@contextmanager
+def typed_disk_full(where: str) -> Iterator[None]:
+    """Any error of the block that means "disk full" leaves it as :class:`DiskFull`
+    (code ``DISK_FULL``), never as a raw ``apsw.FullError`` or RocksDB IOError."""
+    try:
+        yield
+    except DiskFull:
+        raise
+    except Exception as exc:
+        if is_disk_full(exc):
+            raise disk_full(exc, where) from None
+        raise

@@ -18,11 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.config import ZSTD_DICT_MIN_FILES, ZSTD_DICT_SAMPLE_BYTES, ZSTD_DICT_SAMPLES
+from memoryd.ingest import progress
 from memoryd.ingest.chunking import prepare_file, train_dictionary
+from memoryd.ingest.progress import ScanProgress
 from memoryd.ingest.scan import Eligible, read_file, scan
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.storage import runs
 from memoryd.storage.corpus import (
+    UnknownProject,
     dict_data,
     live_hashes,
     project_dict,
@@ -54,17 +57,26 @@ def bounded_batches(files: list[Eligible], max_files: int, max_bytes: int) -> li
     return batches
 
 
+def project_root(ctx: WorkContext, p: dict) -> Path:
+    """The repository a job may read: its project's root as the authority records it,
+    never a root a (crafted) payload names."""
+    root = ctx.authority().query("SELECT root FROM projects WHERE id = ?", (p["project_id"],))
+    if not root or not root[0][0]:
+        raise UnknownProject(f"no project with id {p['project_id']} and a repository root")
+    return Path(root[0][0])
+
+
 # -- scan -----------------------------------------------------------------------
 
 
-def _train(ctx: WorkContext, p: dict, todo: list[Eligible]) -> bytes | None:
+def _train(ctx: WorkContext, p: dict, root: Path, todo: list[Eligible]) -> bytes | None:
     """A dictionary for a project that has none, from files spread over ``todo``."""
     if len(todo) < ZSTD_DICT_MIN_FILES or project_dict(ctx.authority(), p["project_id"]):
         return None
     step = max(1, len(todo) // ZSTD_DICT_SAMPLES)
     samples = []
     for e in todo[::step][:ZSTD_DICT_SAMPLES]:
-        raw = read_file(Path(p["root"]), e.path, int(ctx.config.max_file_bytes), Counter())
+        raw = read_file(root, e.path, int(ctx.config.max_file_bytes), Counter())
         if raw:
             samples.append(raw[:ZSTD_DICT_SAMPLE_BYTES])
     return train_dictionary(samples)
@@ -72,11 +84,15 @@ def _train(ctx: WorkContext, p: dict, todo: list[Eligible]) -> bytes | None:
 
 def _run_scan(ctx: WorkContext, p: dict) -> dict:
     stored = live_hashes(ctx.authority(), p["project_id"])
+    root = project_root(ctx, p)
     result = scan(
-        Path(p["root"]),
+        root,
         max_bytes=int(ctx.config.max_file_bytes),
         excludes=p["excludes"],
         hashes=bool(stored),  # nothing to compare with: batches hash what they read
+        include_hidden=bool(p.get("include_hidden")),
+        include_secrets=bool(p.get("include_secrets")),
+        on_eligible=ScanProgress(ctx.home, p["run"], float(ctx.config.scan_progress_seconds)),
     )
     todo = [e for e in result.eligible if stored.get(e.path) != e.content_hash]
     present = {e.path for e in result.eligible}
@@ -90,7 +106,7 @@ def _run_scan(ctx: WorkContext, p: dict) -> dict:
         "files": len(todo),
         "bytes": sum(e.size for e in todo),
         "skipped": dict(result.skipped),
-        "dictionary": _train(ctx, p, todo),
+        "dictionary": _train(ctx, p, root, todo),
     }
 
 
@@ -104,7 +120,7 @@ def _apply_scan(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         specs = [
             JobSpec(
                 BATCH,
-                {**common, "root": p["root"], "files": files, "dict": dict_id},
+                {**common, "files": files, "dict": dict_id},
                 project=p["project"],
             )
             for files in out["batches"]
@@ -127,6 +143,8 @@ def _apply_scan(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
             unchanged=out["unchanged"],
             skipped=out["skipped"],
         )
+        # the home is the authority's directory (an apply gets no home of its own)
+        progress.clear(Path(actx.tx.db_filename("main")).parent, p["run"])
 
 
 # -- batch ----------------------------------------------------------------------
@@ -147,8 +165,9 @@ def _run_batch(ctx: WorkContext, p: dict) -> dict:
     prepared = []
     nbytes = 0
     dictionary = _dictionary(ctx, p.get("dict"))
+    root = project_root(ctx, p)
     for rel, size, *_ in p["files"]:
-        raw = read_file(Path(p["root"]), rel, int(ctx.config.max_file_bytes), skipped)
+        raw = read_file(root, rel, int(ctx.config.max_file_bytes), skipped)
         nbytes += size
         if raw is not None:
             prepared.append(prepare_file(p["project"], rel, raw, dictionary=dictionary))

@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import apsw
+import orjson
 
 from memoryd.config import load_config
-from memoryd.errors import ForeignProject, MemorydError, UsageError
+from memoryd.errors import (
+    ForeignProject,
+    IngestInterrupted,
+    MemorydError,
+    UsageError,
+    typed_disk_full,
+)
+from memoryd.home import private_umask
+from memoryd.ingest import progress
 from memoryd.ingest.jobs import SCAN
 from memoryd.queue import JobQueue, JobSpec
 from memoryd.storage import Authority, runs
@@ -22,10 +33,28 @@ from memoryd.storage.corpus import ensure_project
 from memoryd.workers.supervisor import Supervisor, running_supervisor
 
 FOLLOW_POLL_SECONDS = 0.05  # a look at one row: cheap, and the summary comes sooner
+DEAD_REASONS_SHOWN = 5  # distinct (kind, error) pairs an incomplete summary names
 
 
 class IngestIncomplete(MemorydError):
     code = "INGEST_INCOMPLETE"
+
+
+def pending_message(db: Authority, project: str, run: dict, supervisor: int | None) -> str:
+    """What a user must know about a first ingest that has not finished."""
+    done = f"{run['files_done']:,} of {run['files_total']:,} files indexed"
+    state = done if run["scanned_at"] else "not scanned yet"
+    if not _pending_jobs(db, project):
+        how = "its remaining jobs are dead: see `memoryd jobs dead`, then `memoryd jobs retry`"
+    elif supervisor:
+        how = f"the supervisor (pid {supervisor}) is working on it; search again when it is done"
+    else:
+        how = (
+            "no supervisor is running: process it with `memoryd run --drain` "
+            "(or `memoryd ingest PATH --wait`)"
+        )
+    first = f"the first ingest of project {project!r} (run {run['id']})"
+    return f"{first} has not finished ({state}); {how}"
 
 
 def resolve_root(path: str | Path) -> Path:
@@ -34,33 +63,67 @@ def resolve_root(path: str | Path) -> Path:
         raise UsageError(f"{path}: no such directory")
     if not root.is_dir():
         raise UsageError(f"{path}: not a directory (ingest takes a repository folder)")
-    return root.resolve()
+    root = root.resolve()
+    try:
+        str(root).encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"{os.fsencode(root)!r}: the repository path is not UTF-8; rename it or "
+            "ingest it through a symlink whose path is"
+        ) from None
+    return root
 
 
-def start(db: Authority, root: Path, project: str | None, excludes: list[str]) -> tuple[int, str]:
-    """Register the project and the run, and enqueue the scan, in one transaction."""
+def scan_options(
+    excludes: list[str] | tuple[str, ...] = (),
+    *,
+    include_hidden: bool = False,
+    include_secrets: bool = False,
+) -> dict:
+    """What a scan payload carries besides its run: the user's choices of files."""
+    return {
+        "excludes": list(excludes),
+        "include_hidden": include_hidden,
+        "include_secrets": include_secrets,
+    }
+
+
+def _queued_scan(tx, name: str, options: dict) -> int | None:
+    """The run of a scan of this project still waiting in the queue with the same
+    options: a second plain ``ingest`` joins it instead of queueing another scan."""
+    for (payload,) in tx.execute(
+        "SELECT payload FROM jobs WHERE kind = ? AND project = ? AND state = 'queued'",
+        (SCAN, name),
+    ).fetchall():
+        p = orjson.loads(payload)
+        if {k: p.get(k) for k in options} == options:
+            return p["run"]
+    return None
+
+
+def start(db: Authority, root: Path, project: str | None, options: dict) -> tuple[int, str, bool]:
+    """Register the project and the run, and enqueue the scan, in one transaction
+    (or join the same scan already queued). Returns (run, project, joined)."""
     name = project or root.name
 
-    def op(tx) -> int:
+    def op(tx) -> tuple[int, bool]:
         row = tx.execute("SELECT root FROM projects WHERE name = ?", (name,)).fetchone()
         if row and row[0] and row[0] != str(root):
             raise ForeignProject(
                 f"project {name!r} belongs to {row[0]}, not {root}; "
                 "choose another name with --project"
             )
+        queued = _queued_scan(tx, name, options)
+        if queued is not None:
+            return queued, True
         pid = ensure_project(tx, name, str(root))
         run = runs.start_run(tx, pid, str(root))
-        payload = {
-            "run": run,
-            "project_id": pid,
-            "project": name,
-            "root": str(root),
-            "excludes": list(excludes),
-        }
+        payload = {"run": run, "project_id": pid, "project": name, **options}
         JobQueue(db).enqueue_in(tx, [JobSpec(SCAN, payload, project=name, priority=1)])
-        return run
+        return run, False
 
-    return db.write(op), name
+    run, joined = db.write(op)
+    return run, name, joined
 
 
 def _pending_jobs(db: Authority, project: str) -> int:
@@ -75,6 +138,17 @@ def _dead_jobs(db: Authority, project: str, since: float) -> int:
         "SELECT count(*) FROM jobs WHERE project = ? AND state = 'dead' AND created_at >= ?",
         (project, since),
     )[0][0]
+
+
+def _dead_reasons(db: Authority, project: str, since: float) -> list[dict]:
+    """The most common errors of the run's dead jobs, for the summary."""
+    rows = db.query(
+        "SELECT kind, last_error, count(*) FROM jobs WHERE project = ? AND state = 'dead'"
+        " AND created_at >= ? GROUP BY kind, last_error ORDER BY count(*) DESC, kind"
+        f" LIMIT {DEAD_REASONS_SHOWN}",
+        (project, since),
+    )
+    return [{"kind": kind, "error": error or "", "jobs": n} for kind, error, n in rows]
 
 
 class _Child:
@@ -115,6 +189,13 @@ class _Child:
                     self.code = os.waitstatus_to_exitcode(status)
         return self.code
 
+    def interrupt(self) -> None:
+        """Ask the supervisor to stop. A terminal's Ctrl-C reaches it too (one process
+        group); a second SIGINT only makes it stop sooner, without waiting for the
+        work in flight (which is redone later: nothing committed is lost)."""
+        if self.poll() is None:
+            os.kill(self.pid if self.proc is None else self.proc.pid, signal.SIGINT)
+
     def wait(self) -> int:
         if self.code is None:
             if self.proc is not None:
@@ -133,29 +214,67 @@ def follow(
     workers: int,
     on_progress: Callable[[dict], None] | None = None,
 ) -> dict:
-    """Run a draining supervisor unless one is running, and wait for the run to end."""
+    """Run a draining supervisor unless one is running, and wait for the run to end.
+    Ctrl-C stops the supervisor it started and raises :class:`IngestInterrupted`."""
     child = _Child.start(db, home, workers) if running_supervisor(home) is None else None
     try:
-        while True:
-            state = runs.get_run(db, run)
-            if on_progress:
-                on_progress(state)
-            if state["finished_at"] or (state["scanned_at"] and not _pending_jobs(db, project)):
-                break
-            if child and child.poll() is not None and running_supervisor(home) is None:
-                if not _pending_jobs(db, project):
-                    break  # nothing left to do (finished, or dead jobs): read the final state
-                raise IngestIncomplete(
-                    f"the supervisor exited (code {child.code}) before the ingest finished "
-                    "(its message is above); run `memoryd ingest --wait` again"
-                )
-            time.sleep(FOLLOW_POLL_SECONDS)
+        _wait_for_run(db, home, run, project, child, on_progress)
+    except KeyboardInterrupt:
+        if child:
+            child.interrupt()
+            child.wait()  # its last commits count in what is left
+        raise _interrupted(db, runs.get_run(db, run), project, stopped=child is not None) from None
     finally:
         if child:
             child.wait()
     state = runs.get_run(db, run)
     state["dead_jobs"] = _dead_jobs(db, project, state["started_at"])
+    state["dead_reasons"] = _dead_reasons(db, project, state["started_at"])
     return state
+
+
+def _wait_for_run(
+    db: Authority,
+    home: Path,
+    run: int,
+    project: str,
+    child: _Child | None,
+    on_progress: Callable[[dict], None] | None,
+) -> None:
+    while True:
+        state = runs.get_run(db, run)
+        if on_progress:
+            state["discovered"] = progress.discovered(home, run)
+            on_progress(state)
+        if state["finished_at"] or (state["scanned_at"] and not _pending_jobs(db, project)):
+            return
+        if child and child.poll() is not None and running_supervisor(home) is None:
+            if not _pending_jobs(db, project):
+                return  # nothing left to do (finished, or dead jobs): read the final state
+            raise IngestIncomplete(
+                f"the supervisor exited (code {child.code}) before the ingest finished "
+                "(its message is above); run `memoryd ingest --wait` again"
+            )
+        time.sleep(FOLLOW_POLL_SECONDS)
+
+
+def _interrupted(db: Authority, state: dict, project: str, *, stopped: bool) -> IngestInterrupted:
+    """What a Ctrl-C left behind, and how to go on (``stopped``: the supervisor was
+    ours and is gone; else the running one goes on with the run)."""
+    done = (
+        f"{state['files_done']:,} of {state['files_total']:,} files indexed"
+        if state["scanned_at"]
+        else "the scan had not finished"
+    )
+    return IngestInterrupted(
+        f"interrupted: ingest run {state['id']} of project {project!r}: {done}, "
+        f"{_pending_jobs(db, project):,} jobs left in the queue (nothing committed is lost); "
+        + (
+            f"resume with `memoryd run --drain`, or `memoryd ingest {state['root']} --wait`"
+            if stopped
+            else "the running supervisor goes on with them (`memoryd status` shows it)"
+        )
+    )
 
 
 def summary(state: dict, project: str) -> dict:
@@ -171,6 +290,7 @@ def summary(state: dict, project: str) -> dict:
         "retired": state["retired"],
         "skipped": state["skipped"],
         "dead_jobs": state.get("dead_jobs", 0),
+        "dead_reasons": state.get("dead_reasons", []),
         "seconds": round(seconds, 3),
         "mb_per_s": round(state["bytes_done"] / seconds / 1e6, 2),
     }
@@ -178,15 +298,21 @@ def summary(state: dict, project: str) -> dict:
 
 def supervise(home: str, workers: int) -> int:
     """The draining supervisor ``follow`` starts: what ``memoryd run --drain --home HOME
-    --workers N`` does, without the CLI. Errors go to stderr."""
+    --workers N`` does, without the CLI. Every error goes to stderr (a forked child
+    leaves through ``os._exit``, which would print nothing), a full disk as DISK_FULL."""
     try:
         config = load_config(Path(home), {"workers": workers})
-        Supervisor(Path(home), config, workers=workers, drain=True).run()
+        with typed_disk_full(home):
+            Supervisor(Path(home), config, workers=workers, drain=True).run()
     except MemorydError as exc:
-        print(f"memoryd: {exc}", file=sys.stderr)
+        print(f"memoryd: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
+    except Exception:
+        traceback.print_exc()
+        return 1
     return 0
 
 
 if __name__ == "__main__":
+    private_umask()
     raise SystemExit(supervise(sys.argv[1], int(sys.argv[2])))

@@ -2,18 +2,23 @@
 
 Rules: ``.git/`` and the default ignore set are skipped; ``.gitignore`` files
 apply to their own directory and below (deeper files win, as in git); extra
-``excludes`` use the same syntax; symlinks are followed only to regular files
+``excludes`` use the same syntax; hidden names and common secret files
+(``SECRET_FILES``) are skipped unless included explicitly, and names that are
+not UTF-8 are skipped and counted as ``bad_name``; symlinks are followed only to regular files
 inside the repository, never into directories; binaries (a NUL byte in the
 first 8 KiB, as git decides), files over the size limit, special files and
-unreadable files are skipped.
+unreadable files are skipped. Every read opens its path component by
+component from the root with ``O_NOFOLLOW`` (:func:`open_contained`): nothing
+outside the repository is ever read, whatever changes between scan and batch.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +33,17 @@ DEFAULT_IGNORES = (
     ".tox/", ".nox/", ".cache/", "build/", "dist/", "target/", "*.egg-info/",
     ".eggs/", ".gradle/", ".idea/", ".DS_Store", "*.pyc", "*.pyo", "*.o", "*.so",
     "*.a", "*.dylib", "*.class", "*.jar", "*.whl", "*.zip", "*.tar", "*.gz",
+)  # fmt: skip
+
+# Skipped unless --include-secrets: names that commonly hold credentials (matched
+# against a file's name, gitignore syntax). Hidden names (a leading dot) are
+# skipped too unless --include-hidden, as ripgrep-like tools do.
+SECRET_FILES = (
+    ".env", ".env.*", "*.env", ".envrc", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
+    "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx", "*.gpg",
+    "credentials", "credentials.*", "*credentials*.json", "service-account*.json",
+    ".netrc", ".pgpass", ".npmrc", ".pypirc", ".git-credentials", ".htpasswd",
+    "secrets.*", "*.secret", "*.secrets",
 )  # fmt: skip
 
 
@@ -45,10 +61,14 @@ class ScanResult:
 
 
 class _Ignores:
-    """The stack of ignore specs that apply to one directory."""
+    """The stack of ignore specs that apply to one directory, and the name rules."""
 
-    def __init__(self, excludes: list[str]) -> None:
+    def __init__(
+        self, excludes: list[str], include_hidden: bool = False, include_secrets: bool = False
+    ) -> None:
         self.base = GitIgnoreSpec.from_lines([*DEFAULT_IGNORES, *excludes])
+        self.secrets = GitIgnoreSpec.from_lines(SECRET_FILES)
+        self.include_hidden, self.include_secrets = include_hidden, include_secrets
         self.nested: dict[str, GitIgnoreSpec] = {}  # dir rel path -> its .gitignore
 
     def load(self, root: Path, rel_dir: str) -> None:
@@ -75,35 +95,114 @@ class _Ignores:
         return bool(verdict), reason
 
 
+class Escape(ValueError):
+    """A path that would leave the repository (``..``, absolute, a symlinked directory)."""
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO swapped in after the scan must not block the worker.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _components(rel: str) -> list[str]:
+    """The components of a repository-relative path; :class:`Escape` if it could leave."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or "\0" in rel or any(p in ("", ".", "..") for p in parts):
+        raise Escape(rel)
+    return parts
+
+
+def open_contained(root: Path, rel: str, *, follow_last: bool = True) -> int:
+    """An fd of ``root/rel`` opened component by component from ``root`` with
+    ``O_NOFOLLOW``: a directory swapped for a symlink (to ``/etc``, say) between scan
+    and read fails the open instead of being followed. A symlink as the last component
+    is followed only when it resolves inside ``root``, and then the resolved path is
+    opened the same strict way. Raises :class:`Escape` or ``OSError``."""
+    parts = _components(rel)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise Escape(rel) from None
+                raise
+            os.close(fd)
+            fd = nxt
+        try:
+            return os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            if not follow_last:
+                raise Escape(rel) from None
+    finally:
+        os.close(fd)
+    return _open_symlink_target(root, rel)
+
+
+def _open_symlink_target(root: Path, rel: str) -> int:
+    """The fd of the regular file a last-component symlink leads to, inside ``root``."""
+    target = Path(os.path.realpath(root / rel))
+    try:
+        inner = target.relative_to(root).as_posix()
+    except ValueError:
+        raise Escape(rel) from None
+    return open_contained(root, inner, follow_last=False)  # resolved: no symlink left
+
+
 def _read_eligible(
-    path: Path, max_bytes: int, skipped: Counter, *, sniff_only: bool = False
-) -> bytes | None:
-    """The file's bytes, or None (counted in ``skipped``) when it is not eligible.
-    ``sniff_only`` reads just the prefix that decides binary files."""
+    root: Path, rel: str, max_bytes: int, skipped: Counter, *, sniff_only: bool = False
+) -> tuple[bytes, int] | None:
+    """The file's bytes and size, or None (counted in ``skipped``) when it is not
+    eligible. ``sniff_only`` reads just the prefix that decides binary files."""
     try:
-        st = os.stat(path)
+        fd = open_contained(root, rel)
+    except Escape:
+        skipped["outside_root"] += 1
+        return None
+    except FileNotFoundError:
+        skipped["vanished"] += 1
+        return None
     except OSError:
         skipped["unreadable"] += 1
         return None
-    if not stat.S_ISREG(st.st_mode):
-        skipped["special"] += 1
-        return None
-    if st.st_size > max_bytes:
-        skipped["too_large"] += 1
-        return None
-    try:
-        with open(path, "rb") as fh:
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            skipped["special"] += 1
+            return None
+        if st.st_size > max_bytes:
+            skipped["too_large"] += 1
+            return None
+        try:
             raw = fh.read(BINARY_SNIFF_BYTES if sniff_only else max_bytes + 1)
-    except OSError:
-        skipped["unreadable"] += 1
-        return None
+        except OSError:
+            skipped["unreadable"] += 1
+            return None
     if len(raw) > max_bytes:
         skipped["too_large"] += 1
         return None
     if b"\0" in raw[:BINARY_SNIFF_BYTES]:
         skipped["binary"] += 1
         return None
-    return raw
+    return raw, st.st_size
+
+
+def _name_reason(name: str, ignores: _Ignores) -> str:
+    """Why a file or directory is skipped by its name alone, before any ignore file:
+    a name that is not UTF-8 (it could not travel in a job payload nor be stored),
+    a secret, a hidden name. Empty when the name is fine."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "bad_name"
+    if not ignores.include_secrets and ignores.secrets.match_file(name):
+        return "secret"
+    if not ignores.include_hidden and name.startswith("."):
+        return "hidden"
+    return ""
 
 
 def _walk(root: Path, ignores: _Ignores, result: ScanResult) -> Iterator[tuple[str, Path]]:
@@ -116,23 +215,32 @@ def _walk(root: Path, ignores: _Ignores, result: ScanResult) -> Iterator[tuple[s
         keep = []
         for name in sorted(dirnames):
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            full = Path(dirpath, name)
-            if full.is_symlink():
+            if Path(dirpath, name).is_symlink():
                 result.skipped["symlink_dir"] += 1
                 continue
-            is_ignored, reason = ignores.ignored(rel, True)
-            if is_ignored:
+            reason = _skip_reason(ignores, rel, name, True)
+            if reason:
                 result.skipped[reason] += 1
             else:
                 keep.append(name)
         dirnames[:] = keep
         for name in sorted(filenames):
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            is_ignored, reason = ignores.ignored(rel, False)
-            if is_ignored:
+            reason = _skip_reason(ignores, rel, name, False)
+            if reason:
                 result.skipped[reason] += 1
                 continue
             yield rel, Path(dirpath, name)
+
+
+def _skip_reason(ignores: _Ignores, rel: str, name: str, is_dir: bool) -> str:
+    """The first reason to skip an entry: a bad name, then ignore files, then the
+    secret and hidden rules (so a gitignored ``.env`` counts as gitignored)."""
+    reason = _name_reason(name, ignores)
+    if reason == "bad_name":
+        return reason
+    is_ignored, ignored_reason = ignores.ignored(rel, is_dir)
+    return ignored_reason if is_ignored else reason
 
 
 def inside(root: Path, path: Path) -> bool:
@@ -145,37 +253,48 @@ def inside(root: Path, path: Path) -> bool:
 
 
 def scan(
-    root: Path, *, max_bytes: int, excludes: list[str] | None = None, hashes: bool = True
+    root: Path,
+    *,
+    max_bytes: int,
+    excludes: list[str] | None = None,
+    hashes: bool = True,
+    include_hidden: bool = False,
+    include_secrets: bool = False,
+    on_eligible: Callable[[int], None] | None = None,
 ) -> ScanResult:
     """Eligible files with their sizes and content hashes. Without ``hashes`` (nothing
     stored to compare with) only the binary-deciding prefix is read, the size comes
-    from ``stat`` and ``content_hash`` is empty: batches read and hash every file."""
+    from ``stat`` and ``content_hash`` is empty: batches read and hash every file.
+    ``on_eligible`` is told the count of eligible files found so far, after each."""
     root = Path(root).resolve()
     result = ScanResult()
-    ignores = _Ignores(list(excludes or []))
+    ignores = _Ignores(list(excludes or []), include_hidden, include_secrets)
     for rel, path in _walk(root, ignores, result):
         if _symlink_skip(root, path, result.skipped):
             continue
-        if not hashes:
-            if _read_eligible(path, max_bytes, result.skipped, sniff_only=True) is not None:
-                result.eligible.append(Eligible(rel, os.stat(path).st_size, ""))
-            continue
-        raw = _read_eligible(path, max_bytes, result.skipped)
-        if raw is not None:
-            result.eligible.append(Eligible(rel, len(raw), digest(raw)))
+        read = _read_eligible(root, rel, max_bytes, result.skipped, sniff_only=not hashes)
+        if read is not None:
+            raw, size = read
+            result.eligible.append(Eligible(rel, size, digest(raw) if hashes else ""))
+            if on_eligible:
+                on_eligible(len(result.eligible))
     return result
 
 
 def read_file(root: Path, rel: str, max_bytes: int, skipped: Counter) -> bytes | None:
-    """Read one eligible file again at batch time (it may have changed or vanished)."""
+    """Read one eligible file again at batch time (it may have changed or vanished, a
+    directory on its path may now be a symlink, a crafted payload may name ``..``):
+    only a regular file inside ``root`` is ever read."""
     root = Path(root).resolve()
-    path = root / rel
+    try:
+        path = root / "/".join(_components(rel))
+    except Escape:
+        skipped["outside_root"] += 1
+        return None
     if _symlink_skip(root, path, skipped):
         return None
-    if not path.exists():
-        skipped["vanished"] += 1
-        return None
-    return _read_eligible(path, max_bytes, skipped)
+    read = _read_eligible(root, rel, max_bytes, skipped)
+    return read[0] if read is not None else None
 
 
 def _symlink_skip(root: Path, path: Path, skipped: Counter) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import quote
 
 import apsw
 from tenacity import (
@@ -25,7 +26,13 @@ from tenacity import (
 
 from memoryd import killpoints
 from memoryd.config import AUTHORITY_FILE, PAGE_SIZE, Config
-from memoryd.errors import HomeNotWritable, NotAnAuthority, SchemaTooNew, StoreBusy
+from memoryd.errors import (
+    HomeNotWritable,
+    NotAnAuthority,
+    SchemaTooNew,
+    StoreBusy,
+    disk_full,
+)
 from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS
 
 T = TypeVar("T")
@@ -34,16 +41,23 @@ T = TypeVar("T")
 class Authority:
     """An open authority database. Not shared across processes or threads."""
 
-    def __init__(self, path: Path, config: Config, *, readonly: bool = False) -> None:
+    def __init__(
+        self, path: Path, config: Config, *, readonly: bool = False, immutable: bool = False
+    ) -> None:
         self.path = Path(path)
         self.config = config
         self._flags = (
             apsw.SQLITE_OPEN_READONLY
-            if readonly
+            if readonly or immutable
             else (apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
         )
+        # immutable: a WAL database on a read-only file system (no -shm can be made)
+        self._name = str(self.path)
+        if immutable:
+            self._name = f"file:{quote(str(self.path.absolute()))}?immutable=1"
+            self._flags |= apsw.SQLITE_OPEN_URI
         try:
-            self.conn = apsw.Connection(str(self.path), flags=self._flags)
+            self.conn = apsw.Connection(self._name, flags=self._flags)
         except apsw.CantOpenError as exc:
             raise HomeNotWritable(
                 f"cannot open the authority {self.path} ({exc}); the data home must be a "
@@ -51,7 +65,7 @@ class Authority:
             ) from None
         try:
             self._configure()
-            if not readonly:
+            if not (readonly or immutable):
                 self._migrate()
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             self.conn.close()
@@ -71,7 +85,7 @@ class Authority:
         try:
             yield
         finally:
-            self.conn = apsw.Connection(str(self.path), flags=self._flags)
+            self.conn = apsw.Connection(self._name, flags=self._flags)
             self._configure()
 
     # -- opening ---------------------------------------------------------------
@@ -142,6 +156,8 @@ class Authority:
             for attempt in retrying:
                 with attempt:
                     return self._write_once(fn)
+        except apsw.FullError as exc:
+            raise disk_full(exc, str(self.path)) from None
         except RetryError as exc:
             raise StoreBusy(
                 f"{self.path} stayed locked by another writer for "
@@ -190,5 +206,7 @@ class Authority:
         self.close()
 
 
-def open_authority(home: Path, config: Config, *, readonly: bool = False) -> Authority:
-    return Authority(Path(home) / AUTHORITY_FILE, config, readonly=readonly)
+def open_authority(
+    home: Path, config: Config, *, readonly: bool = False, immutable: bool = False
+) -> Authority:
+    return Authority(Path(home) / AUTHORITY_FILE, config, readonly=readonly, immutable=immutable)

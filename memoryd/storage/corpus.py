@@ -262,18 +262,45 @@ def dict_data(db, dict_id: int) -> bytes:
 
 def store_dict(tx: apsw.Connection, pid: int, data: bytes) -> int:
     """Keep the project's first dictionary forever; a later one (a redone or racing
-    scan) is dropped and the existing one is used. Returns the dictionary id in use."""
+    scan) is dropped and the existing one is used. Returns the dictionary id in use.
+
+    A body's frame names its dictionary by id, so ids are unique in the authority:
+    the same files under a second project name train the very same dictionary (and
+    id), which is then stored under a free id of its own."""
     existing = project_dict(tx, pid)
     if existing is not None:
         return existing
-    dict_id = zstandard.ZstdCompressionDict(data).dict_id()
-    if tx.execute("SELECT 1 FROM zdicts WHERE id = ?", (dict_id,)).fetchone():
-        raise MemorydError(f"zstd dictionary id {dict_id} is already taken")
+    dict_id, data = _with_free_id(tx, data)
     tx.execute(
         "INSERT INTO zdicts (id, project_id, data, created_at) VALUES (?, ?, ?, ?)",
         (dict_id, pid, data, time.time()),
     )
     return dict_id
+
+
+ZSTD_DICT_MAGIC = (0xEC30A437).to_bytes(4, "little")  # a zstd dictionary's first 4 bytes
+# Ids zstd leaves to users: [2**15, 2**31) (lower and higher ones are reserved).
+ZSTD_DICT_ID_LOW, ZSTD_DICT_ID_SPAN = 2**15, 2**31 - 2**15
+ZSTD_DICT_ID_STEP = 7919  # a prime: successive candidates spread over the span
+
+
+def _taken(tx: apsw.Connection, dict_id: int) -> bool:
+    return tx.execute("SELECT 1 FROM zdicts WHERE id = ?", (dict_id,)).fetchone() is not None
+
+
+def _with_free_id(tx: apsw.Connection, data: bytes) -> tuple[int, bytes]:
+    """The dictionary's id and data, its id (bytes 4-8 of the format) moved to a free
+    one when another project's dictionary already has it."""
+    dict_id = zstandard.ZstdCompressionDict(data).dict_id()
+    if not _taken(tx, dict_id):
+        return dict_id, data
+    if data[:4] != ZSTD_DICT_MAGIC:
+        raise MemorydError(f"zstd dictionary id {dict_id} is taken and this one has no header")
+    candidate = dict_id
+    while _taken(tx, candidate):
+        offset = (candidate - ZSTD_DICT_ID_LOW + ZSTD_DICT_ID_STEP) % ZSTD_DICT_ID_SPAN
+        candidate = ZSTD_DICT_ID_LOW + offset
+    return candidate, data[:4] + candidate.to_bytes(4, "little") + data[8:]
 
 
 def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:

@@ -105,3 +105,14 @@ def get_run(db, run: int) -> dict:
     out = dict(zip(RUN_COLUMNS, row, strict=True))
     out["skipped"] = orjson.loads(out["skipped"] or b"{}")
     return out
+
+
+def unfinished_first_run(db, pid: int) -> dict | None:
+    """The project's latest run while none of its runs has finished (its files are
+    not all indexed yet), else None."""
+    latest, finished = db.query(
+        "SELECT max(id), count(finished_at) FROM ingest_runs WHERE project_id = ?", (pid,)
+    )[0]
+    if latest is None or finished:
+        return None
+    return get_run(db, latest)

@@ -174,7 +174,8 @@ def test_bad_input_each_has_a_clear_outcome(cli, home, tmp_path):
     assert skipped["gitignore"] == 1
     assert skipped["default_ignore"] >= 1
     live = dict(query(home, "SELECT path, size FROM files WHERE live = 1"))
-    assert set(live) == {"good.py", "latin1.txt", "inside-link.py", "sub/.gitignore"}
+    assert skipped["hidden"] == 1  # sub/.gitignore: hidden names are skipped by default
+    assert set(live) == {"good.py", "latin1.txt", "inside-link.py"}
     # invalid UTF-8 was decoded with replacement, and the rest of the file is searchable
     pid = query(home, "SELECT id FROM projects")[0][0]
     assert fts_paths(home, pid, "unicorns") == {"latin1.txt"}

@@ -1,0 +1,138 @@
+"""Issue 8 faults 3 and 4: every read stays inside the repository, and a file name
+that is not UTF-8 never fails an ingest. Real CLI, real supervisor, real files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memoryd.api import Memoryd
+from memoryd.ingest.jobs import BATCH
+from memoryd.queue import JobSpec
+from tests.conftest import MEMORYD, clean_env, query, queue_counts
+from tests.ingest.test_ingest import fts_paths, ingest
+
+MARKER = "zyxoutsidemarker"  # one FTS token that only the outside file holds
+
+
+def _outside(tmp_path: Path) -> Path:
+    """A directory outside the repository with content that must never be indexed."""
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "notes.txt").write_text(f"{MARKER} private words\n")
+    (out / "passwd").write_text(f"root:x:0:0:{MARKER}:/root:/bin/sh\n")
+    return out
+
+
+def _jobs(home: Path) -> dict[str, set[str]]:
+    states: dict[str, set[str]] = {}
+    for kind, state in query(home, "SELECT kind, state FROM jobs"):
+        states.setdefault(kind, set()).add(state)
+    return states
+
+
+def _scan_applied_batches_pending(cli, home: Path) -> None:
+    """Run a supervisor SIGKILLed at its Kth commit, K = 1, 2, ..., until the scan's
+    effect is committed while its batches are not: the moment between scan and batch."""
+    for k in range(1, 12):
+        cli("run", "--drain", "--workers", "1", env={"MEMORYD_KILL_AT": f"after_commit:{k}"})
+        jobs = _jobs(home)
+        if jobs.get("ingest.scan") == {"done"}:
+            assert "done" not in jobs.get(BATCH, set()), jobs
+            return
+    raise AssertionError(f"the scan never committed: {_jobs(home)}")
+
+
+def _pid(home: Path, project: str) -> int:
+    return query(home, "SELECT id FROM projects WHERE name = ?", (project,))[0][0]
+
+
+@pytest.mark.slow
+def test_directory_swapped_for_symlink_between_scan_and_batch_is_not_followed(cli, home, tmp_path):
+    outside = _outside(tmp_path)
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    (repo / "top.txt").write_text("ordinary words at the top\n")
+    (repo / "sub" / "notes.txt").write_text("ordinary words in sub\n")
+    (repo / "sub" / "passwd").write_text("ordinary words in a file named passwd\n")
+    assert cli("ingest", str(repo)).code == 0  # queued, no supervisor
+    _scan_applied_batches_pending(cli, home)
+
+    (repo / "sub").rename(tmp_path / "sub-moved")
+    (repo / "sub").symlink_to(outside, target_is_directory=True)
+    res = cli("run", "--drain", "--workers", "1")
+    assert res.code == 0, res.stderr
+    assert queue_counts(home)["dead"] == 0
+    pid = _pid(home, "repo")
+    assert fts_paths(home, pid, MARKER) == set()
+    assert set(dict(query(home, "SELECT path, live FROM files"))) == {"top.txt"}
+    skipped = query(home, "SELECT skipped FROM ingest_runs")[0][0]
+    assert b"outside_root" in skipped
+    search = cli("search", MARKER, "--project", "repo", "--json").json()
+    assert search["status"] == "abstained" and search["items"] == []
+
+
+@pytest.mark.slow
+def test_crafted_batch_payload_naming_dotdot_reads_nothing_outside(cli, home, tmp_path):
+    outside = _outside(tmp_path)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.txt").write_text("ordinary words\n")
+    res, summary = ingest(cli, repo)
+    assert res.code == 0 and summary["complete"], res.stderr
+    pid = _pid(home, "repo")
+    md = Memoryd(home)
+    try:
+        run = md.db.query("SELECT max(id) FROM ingest_runs")[0][0]
+        crafted = [
+            [os.path.relpath(outside / "passwd", repo), 40],
+            [str(outside / "notes.txt"), 40],  # absolute
+            ["../../../../../../../../etc/passwd", 40],
+            ["./a.txt/../../outside/notes.txt", 40],
+        ]
+        payload = {"run": run, "project_id": pid, "project": "repo", "root": str(repo)}
+        md.queue.enqueue(JobSpec(BATCH, {**payload, "files": crafted, "dict": None}, "repo"))
+        # a payload naming another root: the project's recorded root is used instead
+        elsewhere = {**payload, "root": str(outside), "files": [["passwd", 40], ["a\0b", 1]]}
+        md.queue.enqueue(JobSpec(BATCH, {**elsewhere, "dict": None}, "repo"))
+    finally:
+        md.close()
+    res = cli("run", "--drain", "--workers", "1")
+    assert res.code == 0, res.stderr
+    assert _jobs(home)[BATCH] == {"done"}
+    assert fts_paths(home, pid, MARKER) == set()
+    assert fts_paths(home, pid, "root") == set()  # /etc/passwd was not read either
+    assert [p for (p,) in query(home, "SELECT path FROM files")] == ["a.txt"]
+
+
+@pytest.mark.slow
+def test_a_file_name_that_is_not_utf8_is_skipped_and_counted(cli, home, tmp_path):
+    """Chosen behaviour: such a file is skipped and counted as ``bad_name`` (its name
+    could travel in no JSON payload nor be stored as text); the others are ingested."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for i in range(20):
+        (repo / f"file_{i:02d}.txt").write_text(f"ordinary words of file {i}\n")
+    (repo / os.fsdecode(b"caf\xe9.txt")).write_text("latin-1 named file\n")
+    (repo / os.fsdecode(b"dir\xff")).mkdir()
+    (repo / os.fsdecode(b"dir\xff") / "inner.txt").write_text("inside a badly named dir\n")
+    res, summary = ingest(cli, repo)
+    assert res.code == 0, res.stderr
+    assert summary["complete"] and summary["dead_jobs"] == 0
+    assert summary["files_ingested"] == 20
+    assert summary["skipped"] == {"bad_name": 2}
+    assert query(home, "SELECT count(*) FROM files WHERE live = 1")[0][0] == 20
+
+
+def test_a_repository_path_that_is_not_utf8_is_refused_clearly(cli, home, tmp_path):
+    bad = tmp_path / os.fsdecode(b"repo\xe9")
+    bad.mkdir()
+    (bad / "a.txt").write_text("words\n")
+    proc = subprocess.run(
+        [*MEMORYD, "ingest", os.fsencode(bad)], env=clean_env(home), capture_output=True
+    )
+    assert proc.returncode == 2 and b"Traceback" not in proc.stderr
+    assert b"the repository path is not UTF-8" in proc.stderr

@@ -1,0 +1,80 @@
+"""Issue 8 fault 10: a full disk gives a typed DISK_FULL error, never a traceback; the
+supervisor ``ingest --wait`` forks reports its own error; nothing committed is lost.
+
+The home lives on a real 2 MiB tmpfs (mounting needs root; skipped otherwise)."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import query
+
+SMALL_FS = "size=2m"
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", SMALL_FS, "tmpfs", str(mnt)], capture_output=True
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _repo_larger_than_the_disk(root: Path) -> Path:
+    """About 7 MB of text that compresses poorly (random words)."""
+    rng = random.Random(8)
+    words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 12)))
+             for _ in range(50_000)]  # fmt: skip
+    root.mkdir()
+    for i in range(60):
+        lines = (" ".join(rng.choices(words, k=12)) for _ in range(1200))
+        (root / f"notes_{i:02d}.txt").write_text("\n".join(lines))
+    return root
+
+
+def _no_traceback(res) -> None:
+    assert "Traceback" not in res.stderr, res.stderr
+    assert "disk is full" in res.message, res.stderr
+
+
+@pytest.mark.slow
+def test_disk_full_is_typed_reported_by_the_forked_supervisor_and_recoverable(
+    cli, small_fs, tmp_path
+):
+    home = small_fs / "home"
+    repo = _repo_larger_than_the_disk(tmp_path / "repo")
+    res = cli("ingest", str(repo), "--wait", "--workers", "1", home=home)
+    assert res.code == 1
+    _no_traceback(res)  # the forked supervisor's own message, not "its message is above"
+
+    res = cli("run", "--drain", "--workers", "1", "--json", home=home)
+    assert res.code == 1
+    _no_traceback(res)
+    assert '"error": "DISK_FULL"' in res.stdout
+
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text('{"role": "user", "content": "hello", "timestamp": 1718000000}\n')
+    res = cli("archive", "add", str(chat), "--project", "repo", "--json", home=home)
+    assert res.code == 1  # RocksDB's "No space left on device", typed the same way
+    _no_traceback(res)
+    assert '"error": "DISK_FULL"' in res.stdout
+
+    subprocess.run(["mount", "-o", "remount,size=256m", str(small_fs)], check=True)
+    res = cli("ingest", str(repo), "--wait", "--workers", "1", home=home)
+    assert res.code == 0, res.stderr
+    assert query(home, "PRAGMA integrity_check") == [("ok",)]
+    assert query(home, "SELECT count(*) FROM files WHERE live = 1")[0][0] == 60
+    assert os.statvfs(small_fs).f_bavail > 0

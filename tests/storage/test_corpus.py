@@ -1,0 +1,43 @@
+"""Issue 18 defect 1: the same tree under a second project name ingests fully, each
+project with a dictionary id of its own (a body's frame names its dictionary)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+import zstandard
+
+from memoryd.config import ZSTD_DICT_MIN_FILES
+from tests.conftest import query
+from tests.ingest.test_store import _repo
+
+
+def _summary(res) -> dict:
+    assert res.code == 0, res.stderr
+    return orjson.loads(res.stdout.splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_same_tree_under_two_project_names(cli, home, tmp_path):
+    (tmp_path / "src").mkdir()
+    src = _repo(tmp_path / "src", ZSTD_DICT_MIN_FILES + 9)
+    (src / "ledger.py").write_text(
+        "def reconcile_ledger_balances(ledger):\n"
+        '    """Reconcile the quarterly ledger balances against the bank statement."""\n'
+        "    return sum(entry.amount for entry in ledger)\n"
+    )
+    for name in ("a", "b"):
+        summary = _summary(cli("ingest", str(src), "--project", name, "--wait", "--json"))
+        assert summary["complete"] and summary["dead_jobs"] == 0
+        assert summary["files_ingested"] == ZSTD_DICT_MIN_FILES + 10
+    dicts = dict(query(home, "SELECT project_id, id FROM zdicts"))
+    assert len(dicts) == 2 and len(set(dicts.values())) == 2
+    for pid, dict_id in dicts.items():
+        frames = query(home, "SELECT body FROM files WHERE project_id = ?", (pid,))
+        assert {zstandard.get_frame_parameters(b).dict_id for (b,) in frames} == {dict_id}
+    for name in ("a", "b"):
+        res = cli("search", "reconcile quarterly ledger balances", "--project", name, "--json")
+        assert res.code == 0, res.stderr
+        assert res.json()["items"][0]["path"] == "ledger.py"
+    verify = cli("rebuild", "--verify", "--json")
+    assert verify.code == 0 and verify.json()["equal"], verify.stdout
