@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,15 @@ from memoryd.config import (
     default_home,
     load_config,
 )
-from memoryd.errors import BadPayload, HomeNotWritable, MemorydError, StoreBusy, UsageError
+from memoryd.errors import (
+    BadPayload,
+    HomeNotWritable,
+    InternalJobKind,
+    MemorydError,
+    NoSuchJob,
+    StoreBusy,
+    UsageError,
+)
 from memoryd.ingest import runner as ingest_runner
 from memoryd.queue import STATES, JobQueue, JobSpec
 from memoryd.storage import Authority, open_authority
@@ -39,8 +48,22 @@ from memoryd.storage import rebuild as rebuild_mod
 from memoryd.storage.corpus import project_stats
 from memoryd.storage.effects import effect_counts
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes, wal_reader_pids
-from memoryd.workers.contract import job_kind, kind_names
+from memoryd.workers.contract import USER_KINDS, job_kind
 from memoryd.workers.supervisor import Supervisor, running_supervisor
+
+JOB_TIMES = ("not_before", "created_at", "updated_at", "finished_at", "lease_expires")
+
+
+def iso_time(ts: float | None) -> str | None:
+    """The JSON convention for a moment: ISO 8601 in UTC, or None (0 means never)."""
+    if not ts:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def job_view(job: dict) -> dict:
+    """A queue row as the API shows it: times as ISO strings."""
+    return {k: iso_time(v) if k in JOB_TIMES else v for k, v in job.items()}
 
 
 def parse_payload(text: str | None) -> Any:
@@ -56,10 +79,13 @@ def parse_payload(text: str | None) -> Any:
 class Memoryd:
     """One data home: its configuration, authority and queue."""
 
-    def __init__(self, home: str | Path | None = None, overrides: dict | None = None) -> None:
+    def __init__(
+        self, home: str | Path | None = None, overrides: dict | None = None, *, strict: bool = True
+    ) -> None:
+        """``strict=False`` loads a faulty configuration anyway (``config.problems``)."""
         self.home_given = bool(home or os.environ.get("MEMORYD_HOME"))
         self.home = Path(home).expanduser() if home else default_home()
-        self.config = load_config(self.home, overrides)
+        self.config = load_config(self.home, overrides, strict=strict)
         self._db: Authority | None = None
 
     # -- plumbing --------------------------------------------------------------
@@ -109,8 +135,17 @@ class Memoryd:
         max_attempts: int | None = None,
         dedupe_key: str | None = None,
     ) -> list[int | None]:
-        """Enqueue ``count`` jobs of ``kind`` in one transaction."""
+        """Enqueue ``count`` jobs of a user kind (:data:`USER_KINDS`) in one transaction.
+
+        The other kinds are enqueued by the capability that owns them, with the
+        payload it builds: a hand-made one would only fail later, in a worker.
+        """
         spec = job_kind(kind)
+        if kind not in USER_KINDS:
+            raise InternalJobKind(
+                f"job kind {kind!r} is internal (memoryd enqueues it itself); "
+                f"`memoryd jobs add` takes {', '.join(sorted(USER_KINDS))}"
+            )
         if spec.validate:
             spec.validate(payload)
         if count < 1:
@@ -277,25 +312,62 @@ class Memoryd:
     def projects(self) -> list[dict]:
         return project_stats(self.db)
 
-    def list_jobs(self, state: str | None = None, limit: int = 100) -> list[dict]:
+    def list_jobs(
+        self,
+        state: str | None = None,
+        limit: int = 100,
+        *,
+        kind: str | None = None,
+        project: str | None = None,
+    ) -> list[dict]:
+        """Jobs newest first, filtered by state, kind and project (times in ISO 8601 UTC)."""
         if state and state not in STATES:
             raise BadPayload(f"unknown state {state!r}; one of {', '.join(STATES)}")
-        return self.queue.list(state, limit)
+        jobs = self.queue.list(state, limit, kind=kind, project=project)
+        return [job_view(j) for j in jobs]
 
-    def retry(self, ids: list[int] | None = None, *, all_dead: bool = False) -> list[int]:
-        return self.queue.retry(ids or [], all_dead=all_dead)
+    def job(self, job_id: int) -> dict:
+        """One job: payload, full last error, attempts, lease and times."""
+        found = self.queue.get(job_id)
+        if found is None:
+            raise NoSuchJob(f"no job {job_id}; see `memoryd jobs list`")
+        return job_view(found)
 
-    def config_report(self) -> list[dict]:
-        return [
-            {
-                "name": name,
-                "value": self.config.values[name],
-                "source": self.config.sources[name],
-                "help": SETTINGS[name].help,
-            }
-            for name in SETTINGS
-        ]
+    def retry(self, ids: list[int] | None = None, *, all_dead: bool = False) -> dict:
+        """Requeue dead jobs; ``refused`` says why each other named job was not requeued."""
+        requeued = self.queue.retry(ids or [], all_dead=all_dead)
+        refused = []
+        for job_id in dict.fromkeys(ids or []):
+            if job_id in requeued:
+                continue
+            job = self.queue.get(job_id)
+            if job is None:
+                reason = "no such job"
+            elif job["state"] != "dead":
+                reason = f"it is {job['state']}, not dead"
+            else:
+                reason = "a live job with its dedupe key already exists"
+            refused.append({"id": job_id, "reason": reason})
+        return {"requeued": requeued, "refused": refused}
+
+    def config_report(self) -> dict:
+        """The effective settings, where each came from, and what was wrong on the way."""
+        file = self.config.file
+        return {
+            "home": str(self.home),
+            "config_file": str(file) if file else None,
+            "problems": list(self.config.problems),
+            "settings": {
+                name: {
+                    "value": self.config.values[name],
+                    "source": self.config.sources[name],
+                    "help": SETTINGS[name].help,
+                }
+                for name in SETTINGS
+            },
+        }
 
     @staticmethod
     def job_kinds() -> list[str]:
-        return kind_names()
+        """The kinds a user may enqueue."""
+        return sorted(USER_KINDS)

@@ -22,12 +22,14 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from memoryd.api import Memoryd, parse_payload
 from memoryd.archive.transcripts import parse_time
 from memoryd.config import SETTINGS
-from memoryd.errors import MemorydError, UsageError
+from memoryd.errors import ConfigError, MemorydError, UsageError
 from memoryd.queue import STATES
+from memoryd.workers.contract import USER_KINDS
 
 out = Console()
 err = Console(stderr=True)
@@ -42,8 +44,39 @@ def emit_json(value: Any) -> None:
     sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
-def command(group: click.Group, name: str, example: str, **kwargs) -> Callable:
-    """Declare a subcommand with ``--home``, ``--json`` and an example in its help."""
+def report_error(code: str, message: str, retryable: bool, exit_code: int, as_json: bool):
+    """The one way a command fails: a JSON object under --json, a red line on stderr, an exit."""
+    if as_json:
+        emit_json({"error": code, "message": message, "retryable": retryable})
+    err.print(Text(f"memoryd: {message}", style="bold red"))
+    sys.exit(exit_code)
+
+
+class MemorydGroup(click.Group):
+    """click's group, but a usage error under ``--json`` is a JSON error object too."""
+
+    def main(self, args: list[str] | None = None, **kwargs: Any) -> Any:
+        args = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(args, standalone_mode=False, **kwargs)
+        except click.ClickException as exc:
+            if "--json" not in args:
+                exc.show()
+                sys.exit(exc.exit_code)
+            report_error("BAD_USAGE", exc.format_message(), False, exc.exit_code, True)
+        except click.exceptions.Abort:
+            err.print("Aborted!")
+            sys.exit(130)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def command(
+    group: click.Group, name: str, example: str, *, strict: bool = True, **kwargs
+) -> Callable:
+    """Declare a subcommand with ``--home``, ``--json`` and an example in its help.
+
+    ``strict=False`` lets the command run on a faulty configuration (to report it).
+    """
 
     def decorate(fn: Callable) -> click.Command:
         @functools.wraps(fn)
@@ -54,13 +87,10 @@ def command(group: click.Group, name: str, example: str, **kwargs) -> Callable:
             overrides = {k: v for k, v in params.items() if k in SETTINGS and v is not None}
             md = None
             try:
-                md = Memoryd(home, overrides)
+                md = Memoryd(home, overrides, strict=strict)
                 fn(md, as_json, **params)
             except MemorydError as exc:
-                if as_json:
-                    emit_json({"error": exc.code, "message": str(exc), "retryable": exc.retryable})
-                err.print(f"[bold red]memoryd: {exc}[/]", highlight=False)
-                sys.exit(exc.exit_code)
+                report_error(exc.code, str(exc), exc.retryable, exc.exit_code, as_json)
             finally:
                 if md is not None:
                     md.close()
@@ -78,7 +108,7 @@ def command(group: click.Group, name: str, example: str, **kwargs) -> Callable:
     return decorate
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=MemorydGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", envvar="MEMORYD_HOME", type=click.Path(file_okay=False), hidden=True)
 @click.version_option(package_name="memoryd")
 def main(home: str | None) -> None:
@@ -482,7 +512,12 @@ def jobs_group() -> None:
     """
 
 
-@command(jobs_group, "add", "memoryd jobs add sleep --payload '{\"seconds\": 0.5}' --count 4")
+@command(
+    jobs_group,
+    "add",
+    "memoryd jobs add sleep --payload '{\"seconds\": 0.5}' --count 4",
+    epilog=f"Kinds: {', '.join(sorted(USER_KINDS))} (the others are memoryd's own).",
+)
 @click.argument("kind")
 @click.option("--count", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--payload", help="Job payload as JSON.")
@@ -491,7 +526,7 @@ def jobs_group() -> None:
 @click.option("--max-attempts", type=click.IntRange(1), help="Attempts before dead-lettering.")
 @click.option("--dedupe-key", help="Enqueue at most one live job with this key.")
 def jobs_add(md: Memoryd, as_json: bool, kind: str, payload: str | None, **opts: Any) -> None:
-    """Enqueue COUNT jobs of KIND in one transaction."""
+    """Enqueue COUNT jobs of KIND (noop, sleep, fail) in one transaction."""
     ids = md.add_jobs(kind, payload=parse_payload(payload), **opts)
     added = [i for i in ids if i is not None]
     if as_json:
@@ -500,8 +535,15 @@ def jobs_add(md: Memoryd, as_json: bool, kind: str, payload: str | None, **opts:
         out.print(f"added {len(added)} {kind} job(s)" + ("" if added else " (deduplicated)"))
 
 
+def clip(text: str | None, width: int) -> str:
+    """One line of at most ``width`` characters; a cut is marked with an ellipsis."""
+    line = " ".join((text or "").split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
 def _print_jobs(jobs: list[dict], title: str) -> None:
-    table = Table("id", "kind", "state", "attempts", "project", "last error", title=title)
+    table = Table("id", "kind", "state", "attempts", "project", title=title)
+    table.add_column("last error", overflow="ellipsis")
     for j in jobs:
         table.add_row(
             str(j["id"]),
@@ -509,21 +551,55 @@ def _print_jobs(jobs: list[dict], title: str) -> None:
             j["state"],
             f"{j['attempts']}/{j['max_attempts']}",
             j["project"] or "",
-            (j["last_error"] or "")[:80],
+            clip(j["last_error"], 80),
         )
     out.print(table)
+    if any(len(j["last_error"] or "") > 80 for j in jobs):
+        out.print("full errors: memoryd jobs show ID", highlight=False)
 
 
-@command(jobs_group, "list", "memoryd jobs list --state failed --limit 20")
+@command(jobs_group, "list", "memoryd jobs list --state failed --kind ingest.batch --limit 20")
 @click.option("--state", type=click.Choice(STATES))
+@click.option("--kind", help="Only jobs of this kind.")
+@click.option("--project", help="Only jobs of this project.")
 @click.option("--limit", type=click.IntRange(1), default=100, show_default=True)
-def jobs_list(md: Memoryd, as_json: bool, state: str | None, limit: int) -> None:
+def jobs_list(md: Memoryd, as_json: bool, state: str | None, limit: int, **filters: Any) -> None:
     """List jobs, newest first."""
-    jobs = md.list_jobs(state, limit)
+    jobs = md.list_jobs(state, limit, **filters)
     if as_json:
         emit_json(jobs)
     else:
         _print_jobs(jobs, f"jobs ({state or 'all'})")
+
+
+@command(jobs_group, "show", "memoryd jobs show 42")
+@click.argument("job_id", type=int)
+def jobs_show(md: Memoryd, as_json: bool, job_id: int) -> None:
+    """One job in full: payload, attempts, times and its whole last error."""
+    job = md.job(job_id)
+    if as_json:
+        emit_json(job)
+        return
+    rows = {
+        "job": f"{job['id']} ({job['kind']}) {job['state']}",
+        "project": job["project"] or "-",
+        "attempts": f"{job['attempts']} of {job['max_attempts']}",
+        "priority": str(job["priority"]),
+        "payload": clip(orjson.dumps(job["payload"]).decode(), 200),
+        "dedupe key": job["dedupe_key"] or "-",
+        "created": job["created_at"],
+        "updated": job["updated_at"],
+        "not before": job["not_before"] or "-",
+        "finished": job["finished_at"] or "-",
+        "lease": f"{job['lease_owner']} until {job['lease_expires']}"
+        if job["lease_owner"]
+        else "-",
+    }
+    for label, value in rows.items():
+        out.print(f"{label:>11}: {value}", highlight=False, markup=False)
+    if job["last_error"]:
+        out.print(f"{'last error':>11}:", highlight=False)
+        out.print(job["last_error"], highlight=False, markup=False, soft_wrap=True)
 
 
 @command(jobs_group, "dead", "memoryd jobs dead --json")
@@ -541,29 +617,58 @@ def jobs_dead(md: Memoryd, as_json: bool, limit: int) -> None:
 @click.argument("ids", nargs=-1, type=int)
 @click.option("--all-dead", is_flag=True, help="Requeue every dead job.")
 def jobs_retry(md: Memoryd, as_json: bool, ids: tuple[int, ...], all_dead: bool) -> None:
-    """Requeue dead jobs (by id, or all of them) with fresh attempts."""
+    """Requeue dead jobs (by id, or all of them) with fresh attempts.
+
+    Exits 1 when a named job is unknown or not dead.
+    """
     if not ids and not all_dead:
         raise click.UsageError("name job ids or pass --all-dead")
-    requeued = md.retry(list(ids), all_dead=all_dead)
+    r = md.retry(list(ids), all_dead=all_dead)
     if as_json:
-        emit_json({"requeued": requeued})
+        emit_json(r)
     else:
-        out.print(f"requeued {len(requeued)} job(s)")
+        out.print(f"requeued {len(r['requeued'])} job(s)")
+        for refused in r["refused"]:
+            err.print(f"job {refused['id']} not requeued: {refused['reason']}", highlight=False)
+    if r["refused"]:
+        sys.exit(1)
 
 
-@command(main, "config", "MEMORYD_WORKERS=4 memoryd config")
+def human_size(n: int) -> str:
+    """Bytes as the largest binary unit that keeps a whole number: 64 MiB, 1536 KiB, 100 B."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} B"
+
+
+def _setting_text(name: str, value: Any) -> str:
+    if name.endswith("_bytes") or name == "journal_size_limit":
+        return human_size(value)
+    return str(value)
+
+
+@command(main, "config", "MEMORYD_WORKERS=4 memoryd config", strict=False)
 def config_cmd(md: Memoryd, as_json: bool) -> None:
-    """Print the effective configuration and where each value came from."""
-    rows = md.config_report()
+    """Print the effective configuration and where each value came from.
+
+    Exits 2 after the report when memoryd.toml or the environment has a problem.
+    """
+    report = md.config_report()
     if as_json:
-        emit_json({r["name"]: {"value": r["value"], "source": r["source"]} for r in rows})
-        return
-    table = Table("setting", "value")
-    table.add_column("source", no_wrap=True)
-    table.add_column("meaning", overflow="fold")
-    for r in rows:
-        table.add_row(r["name"], str(r["value"]), r["source"], r["help"])
-    out.print(table)
+        emit_json(report)
+    else:
+        # plain lines, never wrapped or cut by a terminal's width
+        click.echo(f"home:        {report['home']}")
+        click.echo(f"config file: {report['config_file'] or 'none (defaults, environment, flags)'}")
+        width = max(map(len, report["settings"]))
+        for name, s in report["settings"].items():
+            click.echo(f"{name:<{width}}  {_setting_text(name, s['value']):>10}  {s['source']}")
+            click.echo(f"  {s['help']}")
+    for problem in report["problems"]:
+        err.print(Text(f"memoryd: {problem}", style="bold red"))
+    if report["problems"]:
+        sys.exit(ConfigError.exit_code)
 
 
 if __name__ == "__main__":

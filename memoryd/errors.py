@@ -25,8 +25,26 @@ class UnknownJobKind(UsageError):
     code = "UNKNOWN_JOB_KIND"
 
 
+class InternalJobKind(UsageError):
+    """A kind only memoryd itself enqueues (ingest.*, archive.op, ...), with its own payload."""
+
+    code = "INTERNAL_JOB_KIND"
+
+
 class BadPayload(UsageError):
     code = "BAD_PAYLOAD"
+
+
+class NoSuchJob(MemorydError):
+    code = "NO_SUCH_JOB"
+
+
+class NoSuchProject(MemorydError):
+    code = "NO_SUCH_PROJECT"
+
+
+class HomeNotReadable(MemorydError):
+    code = "HOME_NOT_READABLE"
 
 
 class HomeNotWritable(MemorydError):

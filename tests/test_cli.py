@@ -95,6 +95,24 @@ def test_malformed_payload_is_bad_usage_and_changes_nothing(
     assert healthy(home)
 
 
+@pytest.mark.parametrize("kind", ["ingest.scan", "ingest.batch", "ingest.finalize", "archive.op"])
+def test_internal_job_kinds_are_refused_at_enqueue(cli, home: Path, seeded, kind: str) -> None:
+    """`jobs add ingest.scan` used to be accepted and die in a worker with a TypeError."""
+    res = cli("jobs", "add", kind)
+    assert res.code == 2, res
+    assert f"job kind {kind!r} is internal" in res.message
+    assert "fail, noop, sleep" in res.message
+    res = cli("jobs", "add", kind, "--payload", "{}", "--json")
+    assert (res.code, res.json()["error"]) == (2, "INTERNAL_JOB_KIND")
+    assert snapshot(home) == seeded
+
+
+def test_jobs_add_help_lists_only_user_kinds(cli) -> None:
+    res = cli("jobs", "add", "--help")
+    assert "Kinds: fail, noop, sleep" in " ".join(res.stdout.split())
+    assert "ingest." not in res.stdout and "archive.op" not in res.stdout
+
+
 def test_malformed_payload_json_error(cli, home: Path, seeded) -> None:
     res = cli("jobs", "add", "noop", "--payload", "[1, 2", "--json")
     assert res.code == 2
@@ -263,24 +281,50 @@ def test_config_shows_every_setting_and_its_source(cli, home: Path) -> None:
     res = cli("config", "--json")
     assert res.code == 0, res.stderr
     report = res.json()
-    assert set(report) == set(SETTINGS)
+    assert (report["home"], report["config_file"], report["problems"]) == (str(home), None, [])
+    settings = report["settings"]
+    assert set(settings) == set(SETTINGS)
     for name, setting in SETTINGS.items():
-        assert report[name] == {"value": setting.default, "source": "default"}
+        assert settings[name] == {
+            "value": setting.default,
+            "source": "default",
+            "help": setting.help,
+        }
 
     home.mkdir(exist_ok=True)
     toml = home / "memoryd.toml"
     toml.write_text("workers = 3\nlease_seconds = 30.0\n")
     report = cli("config", "--json").json()
-    assert report["workers"] == {"value": 3, "source": str(toml)}
-    assert report["lease_seconds"] == {"value": 30.0, "source": str(toml)}
-    assert report["max_attempts"]["source"] == "default"
+    assert report["config_file"] == str(toml)
+    settings = report["settings"]
+    assert settings["workers"]["value"] == 3 and settings["workers"]["source"] == str(toml)
+    assert settings["lease_seconds"]["value"] == 30.0
+    assert settings["max_attempts"]["source"] == "default"
 
-    report = cli("config", "--json", env={"MEMORYD_WORKERS": "5"}).json()
-    assert report["workers"] == {"value": 5, "source": "MEMORYD_WORKERS"}, "env beats the file"
-    assert report["lease_seconds"]["source"] == str(toml)
+    settings = cli("config", "--json", env={"MEMORYD_WORKERS": "5"}).json()["settings"]
+    assert (settings["workers"]["value"], settings["workers"]["source"]) == (5, "MEMORYD_WORKERS")
+    assert settings["lease_seconds"]["source"] == str(toml)
 
     res = cli("config")
     assert res.code == 0 and "workers" in res.stdout and "memoryd.toml" in res.stdout
+
+
+def test_config_human_output_is_whole_at_80_columns_and_piped(cli, home: Path) -> None:
+    """Names, sources and paths are never cut; sizes read as 64 MiB; home and file are named."""
+    home.mkdir()
+    (home / "memoryd.toml").write_text("retention_compaction_reclaimable_bytes = 268435456\n")
+    res = cli("config", env={"COLUMNS": "80"})
+    assert res.code == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].split() == ["home:", str(home)]
+    assert lines[1].split() == ["config", "file:", str(home / "memoryd.toml")]
+    for name in SETTINGS:
+        assert any(line.split()[:1] == [name] for line in lines), name
+    by_name = {line.split()[0]: line for line in lines if line and not line[0].isspace()}
+    assert "64 MiB" in by_name["journal_size_limit"]
+    assert "256 MiB" in by_name["retention_compaction_reclaimable_bytes"]
+    assert str(home / "memoryd.toml") in by_name["retention_compaction_reclaimable_bytes"]
+    assert "…" not in res.stdout
 
 
 def test_flags_are_the_strongest_source(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -290,7 +334,7 @@ def test_flags_are_the_strongest_source(home: Path, monkeypatch: pytest.MonkeyPa
     home.mkdir()
     (home / "memoryd.toml").write_text("workers = 3\n")
     monkeypatch.setenv("MEMORYD_WORKERS", "5")
-    report = {r["name"]: r for r in Memoryd(home, overrides={"workers": 7}).config_report()}
+    report = Memoryd(home, overrides={"workers": 7}).config_report()["settings"]
     assert (report["workers"]["value"], report["workers"]["source"]) == (7, "flag")
 
 
@@ -306,6 +350,77 @@ def test_bad_setting_is_bad_usage(cli, home: Path, where: str) -> None:
     assert res.code == 2, res
     assert "workers must be int" in res.message
     assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize(
+    ("setting", "raw", "why"),
+    [
+        ("workers", "-3", "workers must be at least 1"),
+        ("workers", "65", "workers must be at most 64"),
+        ("max_attempts", "0", "max_attempts must be at least 1"),
+        ("lease_seconds", "-1", "lease_seconds must be above 0"),
+        ("lease_seconds", "0", "lease_seconds must be above 0"),
+        ("poll_seconds", "0", "poll_seconds must be above 0"),
+        ("max_file_bytes", "-5", "max_file_bytes must be above 0"),
+        ("retention_conversation_days", "-1", "retention_conversation_days must be at least 0"),
+    ],
+)
+@pytest.mark.parametrize("where", ["env", "toml"])
+def test_out_of_range_setting_is_refused(cli, home: Path, where, setting, raw, why) -> None:
+    env = {}
+    if where == "env":
+        env[f"MEMORYD_{setting.upper()}"] = raw
+    else:
+        home.mkdir()
+        (home / "memoryd.toml").write_text(f"{setting} = {raw}\n")
+    for args in (["jobs", "list"], ["status"], ["config"]):
+        res = cli(*args, env=env)
+        assert res.code == 2, (args, res)
+        assert why in res.message
+        assert "Traceback" not in res.stderr
+    res = cli("jobs", "list", "--json", env=env)
+    assert res.json()["error"] == "BAD_CONFIG"
+
+
+def test_every_setting_default_is_in_its_own_range() -> None:
+    for name, setting in SETTINGS.items():
+        assert setting.check(setting.default) is None, name
+
+
+def test_a_flag_mends_a_bad_environment_value(cli, home: Path) -> None:
+    """MEMORYD_WORKERS=-3 is an error, unless --workers overrides it."""
+    bad = {"MEMORYD_WORKERS": "-3"}
+    assert cli("jobs", "add", "noop", "--count", "2").code == 0
+    res = cli("run", "--drain", env=bad)
+    assert res.code == 2 and "workers must be at least 1" in res.message
+    res = cli("run", "--drain", "--workers", "1", "--json", env=bad)
+    assert res.code == 0, res.stderr
+    assert res.json()["done"] == 2
+
+
+def test_unknown_key_suggests_the_nearest_and_config_still_reports(cli, home: Path) -> None:
+    home.mkdir()
+    toml = home / "memoryd.toml"
+    toml.write_text("wrokers = 3\nlease_seconds = 30.0\nmax_attempts = 0\n")
+    res = cli("status")
+    assert res.code == 2
+    assert "unknown setting 'wrokers'; did you mean workers?" in res.message
+
+    res = cli("config")
+    assert res.code == 2, res
+    assert "lease_seconds" in res.stdout and "workers" in res.stdout, "the report is printed"
+    assert "did you mean workers?" in res.message
+    assert "max_attempts must be at least 1" in res.message, "every problem is listed"
+
+    report = cli("config", "--json").json()
+    assert report["settings"]["lease_seconds"] == {
+        "value": 30.0, "source": str(toml), "help": SETTINGS["lease_seconds"].help
+    }  # fmt: skip
+    assert report["settings"]["max_attempts"]["source"] == "default", "a bad value is not used"
+    assert len(report["problems"]) == 2
+
+    toml.write_text("zzzz = 1\n")
+    assert "see `memoryd config`" in cli("status").message
 
 
 # -- help: every command has an example ---------------------------------------------------

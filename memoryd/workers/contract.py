@@ -95,6 +95,7 @@ class Periodic:
     make: Callable[[Path, Config], Any]
 
 
+USER_KINDS = frozenset({"noop", "sleep", "fail"})  # all `memoryd jobs add` may enqueue
 _KINDS: dict[str, JobKind] = {}
 _PERIODIC: dict[str, Periodic] = {}
 
