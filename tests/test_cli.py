@@ -8,17 +8,30 @@ store before and after.
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import subprocess
 import uuid
 from pathlib import Path
 
 import click
+import orjson
 import pytest
 
 from memoryd.config import SETTINGS, load_config
 from memoryd.queue import JobQueue
 from memoryd.storage import open_authority
 from memoryd.storage.effects import record_effects
-from tests.conftest import assert_each_done_once, query, queue_counts, status, wait_for
+from tests.conftest import (
+    MEMORYD,
+    Result,
+    assert_each_done_once,
+    clean_env,
+    query,
+    queue_counts,
+    status,
+    wait_for,
+)
 
 
 def snapshot(home: Path) -> tuple:
@@ -470,3 +483,139 @@ def test_every_leaf_command_takes_home_and_json(cli) -> None:
 def test_version(cli) -> None:
     res = cli("--version", home=None)
     assert res.code == 0 and "version" in res.stdout
+
+
+# -- operator errors: retry, unreadable homes, usage errors under --json ---------------------
+
+
+def test_retry_of_unknown_or_live_job_is_reported(cli, home: Path, seeded) -> None:
+    res = cli("jobs", "retry", "999")
+    assert res.code == 1, res
+    assert "job 999 not requeued: no such job" in res.message
+    res = cli("jobs", "retry", "1", "5", "--json")  # 1 is done, 5 is queued
+    assert res.code == 1
+    assert res.json() == {
+        "requeued": [],
+        "refused": [
+            {"id": 1, "reason": "it is done, not dead"},
+            {"id": 5, "reason": "it is queued, not dead"},
+        ],
+    }
+    assert snapshot(home) == seeded
+    res = cli("jobs", "retry", "--all-dead", "--json")
+    assert (res.code, res.json()) == (0, {"requeued": [], "refused": []})
+
+
+def _run_without_dac_override(args: list[str], home: Path) -> Result:
+    """The CLI as a user the permission bits apply to (root without CAP_DAC_OVERRIDE)."""
+    prefix = []
+    if os.geteuid() == 0:
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    proc = subprocess.run(
+        [*prefix, *MEMORYD, *args],
+        env=clean_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and not shutil.which("setpriv"), reason="needs setpriv")
+@pytest.mark.parametrize("args", [["status"], ["jobs", "list"], ["init"], ["config"]])
+def test_home_under_an_untraversable_directory(tmp_path: Path, args: list[str]) -> None:
+    locked = tmp_path / "locked"
+    (locked / "home").mkdir(parents=True)
+    locked.chmod(0)
+    try:
+        res = _run_without_dac_override(args, locked / "home")
+        assert res.code == 1, res
+        assert "Permission denied" in res.message and "--home" in res.message
+        assert "Traceback" not in res.stderr
+        res = _run_without_dac_override([*args, "--json"], locked / "home")
+        assert res.json()["error"] == "HOME_NOT_READABLE"
+    finally:
+        locked.chmod(0o700)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["jobs", "list", "--state", "bogus"],
+        ["jobs", "retry"],
+        ["run", "--workers", "0"],
+        ["jobs", "show", "notanumber"],
+        ["status", "--no-such-option"],
+    ],
+)
+def test_usage_errors_are_json_under_json(cli, home: Path, args: list[str]) -> None:
+    res = cli(*args, "--json")
+    assert res.code == 2, res
+    body = res.json()
+    assert body["error"] == "BAD_USAGE" and body["message"] and body["retryable"] is False
+    assert "Traceback" not in res.stderr
+    plain = cli(*args)
+    assert plain.code == 2 and plain.stdout == "" and "Usage:" in plain.stderr
+
+
+# -- jobs show, list filters, errors never cut silently -----------------------------------
+
+
+def _dead_job(cli, message: str, **kw: str) -> int:
+    extra = [a for k, v in kw.items() for a in (f"--{k}", v)]
+    res = cli(
+        "jobs", "add", "fail", "--payload", orjson.dumps({"message": message}).decode(),
+        "--max-attempts", "1", "--json", *extra,
+    )  # fmt: skip
+    assert res.code == 0, res.stderr
+    return res.json()["ids"][0]
+
+
+def test_jobs_show_and_list_filters(cli, home: Path) -> None:
+    long_error = "the disk said no: " + "x" * 150 + " END"
+    job_id = _dead_job(cli, long_error, project="alpha")
+    assert cli("jobs", "add", "noop", "--count", "2", "--project", "beta").code == 0
+    res = cli("run", "--drain", "--workers", "1")
+    assert res.code == 0, res.stderr
+
+    shown = cli("jobs", "show", str(job_id), "--json")
+    assert shown.code == 0, shown.stderr
+    job = shown.json()
+    assert (job["id"], job["kind"], job["state"], job["project"]) == (
+        job_id,
+        "fail",
+        "dead",
+        "alpha",
+    )
+    assert job["last_error"].endswith(long_error)
+    assert (job["attempts"], job["max_attempts"]) == (1, 1)
+    assert job["payload"] == {"message": long_error}
+    for key in ("created_at", "updated_at", "finished_at"):
+        assert job[key].endswith("Z") and job[key][:4].isdigit(), key
+    human = cli("jobs", "show", str(job_id))
+    assert human.code == 0 and "END" in human.stdout and "alpha" in human.stdout
+    assert f"{job_id} (fail) dead" in human.stdout
+
+    res = cli("jobs", "show", "4242", "--json")
+    assert (res.code, res.json()["error"]) == (1, "NO_SUCH_JOB")
+
+    by_kind = cli("jobs", "list", "--kind", "noop", "--json").json()
+    assert [j["kind"] for j in by_kind] == ["noop", "noop"]
+    assert [j["project"] for j in cli("jobs", "list", "--project", "alpha", "--json").json()] == [
+        "alpha"
+    ]
+    assert cli("jobs", "list", "--project", "beta", "--kind", "fail", "--json").json() == []
+
+    table = cli("jobs", "dead", env={"COLUMNS": "200"}).stdout
+    assert "the disk said no" in table and "END" not in table
+    assert "…" in table, "a cut error is marked"
+    assert "memoryd jobs show ID" in table
+
+
+def test_job_times_are_iso_8601_utc(cli, home: Path) -> None:
+    assert cli("jobs", "add", "noop").code == 0
+    (job,) = cli("jobs", "list", "--json").json()
+    assert job["created_at"].endswith("Z") and "T" in job["created_at"]
+    assert job["not_before"] is None and job["finished_at"] is None
+    assert job["created_at"] == cli("jobs", "show", str(job["id"]), "--json").json()["created_at"]
