@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from memoryd import projects as projects_mod
 from memoryd.archive import ops as archive_ops
 from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.archive.owner import ArchiveOwner
@@ -27,6 +28,7 @@ from memoryd.archive.transcripts import parse_jsonl, parse_time
 from memoryd.config import (
     ARCHIVE_POLL_SECONDS,
     ARCHIVE_WAIT_SECONDS,
+    FOLLOW_POLL_SECONDS,
     SETTINGS,
     SUPERVISOR_STATE_FILE,
     default_home,
@@ -310,7 +312,41 @@ class Memoryd:
         return self.archive("add", args)
 
     def projects(self) -> list[dict]:
-        return project_stats(self.db)
+        """Every project: root, live files, chunks, source bytes, created and last ingest."""
+        return [
+            {
+                **p,
+                "created_at": iso_time(p["created_at"]),
+                "last_ingest_at": iso_time(p["last_ingest_at"]),
+            }
+            for p in projects_mod.list_projects(self.db)
+        ]
+
+    def rename_project(self, old: str, new: str) -> dict:
+        return projects_mod.rename(self.db, old, new)
+
+    def remove_project(self, name: str, *, wait: bool = False) -> dict:
+        """Queue the bounded removal of a project; with ``wait``, see it through.
+
+        Waiting follows a running supervisor, or runs a draining one here (which
+        also runs whatever else is queued).
+        """
+        started = projects_mod.remove(self.db, name)
+        if not wait:
+            return {**started, "removed": False}
+        drained = False
+        while projects_mod.removal_pending(self.db, started["job"]):
+            if running_supervisor(self.home) is not None:
+                time.sleep(FOLLOW_POLL_SECONDS)
+            elif drained:
+                raise MemorydError(
+                    f"removal of project {name!r} stopped before the end; "
+                    "see `memoryd jobs dead`, then `memoryd jobs retry --all-dead`"
+                )
+            else:
+                self.run(drain=True)
+                drained = True
+        return {**started, "removed": True}
 
     def list_jobs(
         self,

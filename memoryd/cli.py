@@ -44,6 +44,14 @@ def emit_json(value: Any) -> None:
     sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
+def emit(as_json: bool, value: Any, text: str) -> None:
+    """``value`` as JSON under --json, else the human ``text``."""
+    if as_json:
+        emit_json(value)
+    else:
+        out.print(text, highlight=False, markup=False)
+
+
 def report_error(code: str, message: str, retryable: bool, exit_code: int, as_json: bool):
     """The one way a command fails: a JSON object under --json, a red line on stderr, an exit."""
     if as_json:
@@ -632,6 +640,70 @@ def jobs_retry(md: Memoryd, as_json: bool, ids: tuple[int, ...], all_dead: bool)
             err.print(f"job {refused['id']} not requeued: {refused['reason']}", highlight=False)
     if r["refused"]:
         sys.exit(1)
+
+
+@main.group("projects", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine output (of the list).")
+@click.option("--home", envvar="MEMORYD_HOME", type=click.Path(file_okay=False), hidden=True)
+@click.pass_context
+def projects_group(ctx: click.Context, as_json: bool, home: str | None) -> None:
+    """Projects in project memory: list (the default), rename, remove.
+
+    \b
+    Example:
+      memoryd projects && memoryd projects rename old-name new-name
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(projects_list, as_json=as_json, home=home)
+
+
+@command(projects_group, "list", "memoryd projects list --json")
+def projects_list(md: Memoryd, as_json: bool) -> None:
+    """List projects with their root, live files, chunks and last ingest."""
+    projects = md.projects()
+    if as_json:
+        emit_json(projects)
+        return
+    if not projects:
+        out.print("no projects yet: memoryd ingest PATH --wait")
+        return
+    table = Table("project", "files", "chunks", "source", "last ingest", "root")
+    for p in projects:
+        table.add_row(
+            p["project"],
+            f"{p['files']:,}",
+            f"{p['chunks']:,}",
+            human_size(p["source_bytes"]),
+            p["last_ingest_at"] or "never",
+            p["root"] or "",
+        )
+    out.print(table)
+
+
+@command(projects_group, "rename", "memoryd projects rename myrepo myrepo-old")
+@click.argument("old")
+@click.argument("new")
+def projects_rename(md: Memoryd, as_json: bool, old: str, new: str) -> None:
+    """Rename a project (its files, index and history stay)."""
+    r = md.rename_project(old, new)
+    emit(as_json, r, f"renamed project {old} to {new}")
+
+
+@command(projects_group, "remove", "memoryd projects remove myrepo-old --wait")
+@click.argument("name")
+@click.option("--wait", is_flag=True, help="Run (or follow) a supervisor until it is gone.")
+def projects_remove(md: Memoryd, as_json: bool, name: str, wait: bool) -> None:
+    """Remove a project: its files, chunks, index and history, in bounded queued steps.
+
+    The name is free at once; the rows go as the supervisor runs the removal jobs.
+    Archived transcripts of the project are not touched.
+    """
+    r = md.remove_project(name, wait=wait)
+    if r["removed"]:
+        text = f"removed project {name}"
+    else:
+        text = f"project {name} is being removed (job {r['job']}); `memoryd run --drain` runs it"
+    emit(as_json, r, text)
 
 
 def human_size(n: int) -> str:

@@ -21,6 +21,7 @@ AUTHORITY_FILE = "authority.db"
 ARCHIVE_DIR = "archive"  # the RocksDB evidence archive, inside the home
 ARCHIVE_WAIT_SECONDS = 120.0  # a CLI archive command waits this long for its job
 ARCHIVE_POLL_SECONDS = 0.02
+FOLLOW_POLL_SECONDS = 0.1  # a command following a running supervisor's work looks this often
 CONFIG_FILE = "memoryd.toml"
 SUPERVISOR_LOCK_FILE = "supervisor.lock"
 SUPERVISOR_STATE_FILE = "supervisor.json"
@@ -91,6 +92,9 @@ SETTINGS: dict[str, Setting] = {
     "ingest_batch_bytes": _positive(8 * MiB, "most source bytes in one ingest.batch job"),
     "ingest_batch_target_bytes": _positive(
         2 * MiB, "source bytes a batch aims for (smaller batches spread over workers)"
+    ),
+    "project_remove_batch_rows": _positive(
+        5000, "most rows one projects.remove job deletes (it queues its continuation)"
     ),
     # maintenance
     "wal_checkpoint_bytes": Setting(1 * MiB, "checkpoint (TRUNCATE) once the WAL is this large"),

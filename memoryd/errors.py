@@ -39,8 +39,15 @@ class NoSuchJob(MemorydError):
     code = "NO_SUCH_JOB"
 
 
-class NoSuchProject(MemorydError):
-    code = "NO_SUCH_PROJECT"
+class ProjectBusy(MemorydError):
+    """The project has work queued or running; changing it now would race that work."""
+
+    code = "PROJECT_BUSY"
+    retryable = True
+
+
+class ProjectExists(UsageError):
+    code = "PROJECT_EXISTS"
 
 
 class HomeNotReadable(MemorydError):
