@@ -9,7 +9,9 @@ md.status()["queue"]  # {"queued": 0, "claimed": 0, "done": 10, ...}
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import tempfile
 import time
 from collections.abc import Callable
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import psutil
 
 from memoryd import projects as projects_mod
 from memoryd.archive import ops as archive_ops
@@ -30,6 +33,7 @@ from memoryd.config import (
     ARCHIVE_WAIT_SECONDS,
     FOLLOW_POLL_SECONDS,
     SETTINGS,
+    STOP_MARGIN_SECONDS,
     SUPERVISOR_STATE_FILE,
     default_home,
     load_config,
@@ -61,6 +65,14 @@ def iso_time(ts: float | None) -> str | None:
     if not ts:
         return None
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` is gone (a zombie waiting for its parent counts as gone)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def job_view(job: dict) -> dict:
@@ -385,6 +397,37 @@ class Memoryd:
                 reason = "a live job with its dedupe key already exists"
             refused.append({"id": job_id, "reason": reason})
         return {"requeued": requeued, "refused": refused}
+
+    def doctor(self) -> dict:
+        """Findings about this home, each with what to do; ``ok`` when none needs action."""
+        from memoryd.doctor import diagnose
+
+        self.close()
+        findings = diagnose(self.home, self.config)
+        return {
+            "home": str(self.home),
+            "ok": all(f["status"] != "action" for f in findings),
+            "findings": findings,
+        }
+
+    def stop(self, *, timeout: float | None = None) -> dict:
+        """SIGTERM the running supervisor and wait until it has let go of the home."""
+        pid = running_supervisor(self.home)
+        if pid is None:
+            return {"pid": None, "stopped": False}
+        limit = float(self.config.shutdown_grace_seconds) + STOP_MARGIN_SECONDS
+        deadline = time.monotonic() + (timeout or limit)
+        start = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        while running_supervisor(self.home) == pid or not _exited(pid):
+            if time.monotonic() > deadline:
+                raise StoreBusy(
+                    f"supervisor pid {pid} is still running {timeout or limit:g}s after SIGTERM; "
+                    f"it may be finishing work: wait, or `kill -KILL {pid}` (its claims requeue)"
+                )
+            time.sleep(FOLLOW_POLL_SECONDS)
+        return {"pid": pid, "stopped": True, "seconds": round(time.monotonic() - start, 2)}
 
     def config_report(self) -> dict:
         """The effective settings, where each came from, and what was wrong on the way."""

@@ -706,6 +706,41 @@ def projects_remove(md: Memoryd, as_json: bool, name: str, wait: bool) -> None:
     emit(as_json, r, text)
 
 
+@command(main, "doctor", "memoryd doctor --json", strict=False)
+def doctor_cmd(md: Memoryd, as_json: bool) -> None:
+    """Check the home: config, stray home, stale lock, queue, dead jobs, WAL, archive, disk.
+
+    Exits 1 when a finding needs action; each says what to do.
+    """
+    report = md.doctor()
+    if as_json:
+        emit_json(report)
+    else:
+        marks = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "action": "[bold red]ACTION[/]"}
+        for f in report["findings"]:
+            out.print(f"{marks[f['status']]:<6} {f['check']}: ", end="", highlight=False)
+            out.print(f["message"], highlight=False, markup=False, soft_wrap=True)
+            if f["action"]:
+                out.print(f"       -> {f['action']}", highlight=False, markup=False, soft_wrap=True)
+    if not report["ok"]:
+        sys.exit(1)
+
+
+@command(main, "stop", "memoryd stop --json")
+@click.option("--timeout", type=click.FloatRange(0, min_open=True), help="Seconds to wait.")
+def stop_cmd(md: Memoryd, as_json: bool, timeout: float | None) -> None:
+    """Stop the running supervisor (SIGTERM) and wait until it has exited.
+
+    In-flight jobs get the shutdown grace to finish; the rest go back to the queue.
+    """
+    r = md.stop(timeout=timeout)
+    if r["stopped"]:
+        text = f"stopped supervisor pid {r['pid']} in {r['seconds']}s"
+    else:
+        text = "no supervisor was running"
+    emit(as_json, r, text)
+
+
 def human_size(n: int) -> str:
     """Bytes as the largest binary unit that keeps a whole number: 64 MiB, 1536 KiB, 100 B."""
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):

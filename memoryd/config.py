@@ -21,6 +21,7 @@ AUTHORITY_FILE = "authority.db"
 ARCHIVE_DIR = "archive"  # the RocksDB evidence archive, inside the home
 ARCHIVE_WAIT_SECONDS = 120.0  # a CLI archive command waits this long for its job
 ARCHIVE_POLL_SECONDS = 0.02
+STOP_MARGIN_SECONDS = 30.0  # `memoryd stop` waits the shutdown grace plus this
 FOLLOW_POLL_SECONDS = 0.1  # a command following a running supervisor's work looks this often
 CONFIG_FILE = "memoryd.toml"
 SUPERVISOR_LOCK_FILE = "supervisor.lock"

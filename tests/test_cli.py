@@ -619,3 +619,22 @@ def test_job_times_are_iso_8601_utc(cli, home: Path) -> None:
     assert job["created_at"].endswith("Z") and "T" in job["created_at"]
     assert job["not_before"] is None and job["finished_at"] is None
     assert job["created_at"] == cli("jobs", "show", str(job["id"]), "--json").json()["created_at"]
+
+
+# -- memoryd stop ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_stop_signals_the_supervisor_and_waits(cli, home: Path, background) -> None:
+    assert cli("jobs", "add", "noop", "--count", "5").code == 0
+    sup = background("run", "--workers", "1")
+    sup.wait_running(workers=1)
+    res = cli("stop", "--json")
+    assert res.code == 0, res.stderr
+    body = res.json()
+    assert (body["pid"], body["stopped"]) == (sup.pid, True)
+    assert not sup.alive(), "stop returns only once the supervisor has exited"
+    assert sup.wait() == 0, "SIGTERM is a clean shutdown"
+    assert status(home)["supervisor"] is None
+    res = cli("stop")
+    assert res.code == 0 and "no supervisor was running" in res.stdout
