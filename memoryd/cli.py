@@ -716,9 +716,10 @@ def doctor_cmd(md: Memoryd, as_json: bool) -> None:
     if as_json:
         emit_json(report)
     else:
-        marks = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "action": "[bold red]ACTION[/]"}
+        styles = {"ok": "green", "warn": "yellow", "action": "bold red"}
         for f in report["findings"]:
-            out.print(f"{marks[f['status']]:<6} {f['check']}: ", end="", highlight=False)
+            mark = f"{f['status'].upper() if f['status'] == 'action' else f['status']:<6}"
+            out.print(f"[{styles[f['status']]}]{mark}[/] {f['check']}: ", end="", highlight=False)
             out.print(f["message"], highlight=False, markup=False, soft_wrap=True)
             if f["action"]:
                 out.print(f"       -> {f['action']}", highlight=False, markup=False, soft_wrap=True)

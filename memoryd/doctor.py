@@ -59,7 +59,7 @@ def _findings(home: Path, config: Config) -> Iterator[Finding]:
             "check --home / MEMORYD_HOME, or run `memoryd init` to make it a home",
         )
         return
-    yield Finding("home", "ok", f"home {home}")
+    yield Finding("home", "ok", str(home))
     pid = running_supervisor(home)
     yield from _supervisor(home, pid)
     if has_authority:

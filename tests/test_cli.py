@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import uuid
@@ -32,6 +33,7 @@ from tests.conftest import (
     status,
     wait_for,
 )
+from tests.test_docs import command_at, command_paths
 
 
 def snapshot(home: Path) -> tuple:
@@ -436,42 +438,12 @@ def test_unknown_key_suggests_the_nearest_and_config_still_reports(cli, home: Pa
     assert "see `memoryd config`" in cli("status").message
 
 
-# -- help: every command has an example ---------------------------------------------------
-
-
-def _command_paths() -> list[tuple[str, ...]]:
-    from memoryd.cli import main
-
-    paths: list[tuple[str, ...]] = []
-
-    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
-        paths.append(path)
-        if isinstance(cmd, click.Group):
-            for name, sub in sorted(cmd.commands.items()):
-                walk(sub, (*path, name))
-
-    walk(main, ())
-    return paths
-
-
-def _help_param(path: tuple[str, ...]):
-    return pytest.param(path, id=" ".join(path) or "memoryd")
-
-
-@pytest.mark.parametrize("path", [_help_param(p) for p in _command_paths()])
-def test_every_help_has_an_example(cli, path: tuple[str, ...]) -> None:
-    res = cli(*path, "--help")
-    assert res.code == 0, res.stderr
-    assert "Example" in res.stdout
+# -- every leaf command takes --home and --json --------------------------------------------
 
 
 def test_every_leaf_command_takes_home_and_json(cli) -> None:
-    from memoryd.cli import main
-
-    for path in _command_paths():
-        cmd: click.Command = main
-        for name in path:
-            cmd = cmd.commands[name]  # type: ignore[attr-defined]
+    for path in command_paths():
+        cmd = command_at(path)
         if isinstance(cmd, click.Group):
             continue
         opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
@@ -638,3 +610,45 @@ def test_stop_signals_the_supervisor_and_waits(cli, home: Path, background) -> N
     assert status(home)["supervisor"] is None
     res = cli("stop")
     assert res.code == 0 and "no supervisor was running" in res.stdout
+
+
+# -- human output is prose or tables, never Python reprs --------------------------------------
+
+PY_REPR = re.compile(r"\{'|\['|': |\(\d+, |<[a-z_.]+ object at")
+
+
+@pytest.mark.slow
+def test_no_human_output_holds_a_python_repr(cli, home: Path, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "app.py").write_text("def handshake_timeout():\n    return 30\n")
+    assert cli("ingest", str(src), "--project", "demo", "--wait").code == 0
+    assert (
+        cli("jobs", "add", "fail", "--payload", '{"message": "x"}', "--max-attempts", "1").code == 0
+    )
+    commands = [
+        ["init"],
+        ["run", "--drain", "--workers", "1"],
+        ["status"],
+        ["search", "handshake timeout", "--project", "demo"],
+        ["jobs", "add", "noop"],
+        ["jobs", "list"],
+        ["jobs", "list", "--kind", "fail"],
+        ["jobs", "dead"],
+        ["jobs", "show", "1"],
+        ["jobs", "retry", "1"],
+        ["config"],
+        ["projects"],
+        ["projects", "rename", "demo", "demo2"],
+        ["doctor"],
+        ["checkpoint-wal"],
+        ["rebuild", "--verify"],
+        ["rebuild"],
+        ["projects", "remove", "demo2"],
+        ["stop"],
+    ]
+    for args in commands:
+        res = cli(*args)
+        assert "Traceback" not in res.stderr, args
+        found = PY_REPR.search(res.stdout + res.stderr)
+        assert found is None, (args, found, res.stdout)
