@@ -201,7 +201,9 @@ class Memoryd:
             "claims_paused": bool(sup and sup.get("claims_paused")),
             "pause_reason": (sup or {}).get("pause_reason"),
             "supervisor": sup,
-            "projects": project_stats(db),
+            "projects": [
+                p for p in project_stats(db) if not p["project"].startswith(projects_mod.TOMBSTONE)
+            ],
         }
 
     def ingest(

@@ -174,13 +174,13 @@ def status_cmd(md: Memoryd, as_json: bool) -> None:
         table.add_row(state, f"{st['queue'][state]:,}")
     out.print(table)
     if st["projects"]:
-        table = Table("project", "files", "chunks", "source MB", "root", title="projects")
+        table = Table("project", "files", "chunks", "source", "root", title="projects")
         for p in st["projects"]:
             table.add_row(
                 p["project"],
                 f"{p['files']:,}",
                 f"{p['chunks']:,}",
-                f"{p['source_bytes'] / 1e6:.1f}",
+                human_size(p["source_bytes"]),
                 p["root"] or "",
             )
         out.print(table)
@@ -743,10 +743,10 @@ def stop_cmd(md: Memoryd, as_json: bool, timeout: float | None) -> None:
 
 
 def human_size(n: int) -> str:
-    """Bytes as the largest binary unit that keeps a whole number: 64 MiB, 1536 KiB, 100 B."""
+    """Bytes in the largest binary unit they fill: 64 MiB, 1.5 KiB, 100 B (exact when whole)."""
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n and n % size == 0:
-            return f"{n // size} {unit}"
+        if n >= size:
+            return f"{n // size} {unit}" if n % size == 0 else f"{n / size:.1f} {unit}"
     return f"{n} B"
 
 

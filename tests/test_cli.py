@@ -337,6 +337,7 @@ def test_config_human_output_is_whole_at_80_columns_and_piped(cli, home: Path) -
         assert any(line.split()[:1] == [name] for line in lines), name
     by_name = {line.split()[0]: line for line in lines if line and not line[0].isspace()}
     assert "64 MiB" in by_name["journal_size_limit"]
+    assert "2 GiB" in by_name["retention_disk_low_bytes"]
     assert "256 MiB" in by_name["retention_compaction_reclaimable_bytes"]
     assert str(home / "memoryd.toml") in by_name["retention_compaction_reclaimable_bytes"]
     assert "…" not in res.stdout

@@ -11,7 +11,7 @@ import pytest
 from memoryd.config import load_config
 from memoryd.projects import remove_step
 from memoryd.storage import open_authority
-from tests.conftest import query
+from tests.conftest import query, status
 
 SMALL_STEPS = {"MEMORYD_PROJECT_REMOVE_BATCH_ROWS": "7"}
 
@@ -87,6 +87,7 @@ def test_remove_runs_in_bounded_steps_through_the_queue(cli, home: Path, two_pro
     assert res.json()["removed"] is False
     # The name is gone at once: listing and search no longer see it.
     assert [p["project"] for p in cli("projects", "--json").json()] == ["beta"]
+    assert [p["project"] for p in status(home)["projects"]] == ["beta"]
     assert cli("search", "aardvark", "--project", "alpha").code != 0
     assert project_rows(home, alpha)["chunks"] > 0, "nothing is deleted before the queue runs"
 
