@@ -126,8 +126,13 @@ def _delete_some(tx: apsw.Connection, table: str, where: str, args: tuple, limit
 
 def remove_step(tx: apsw.Connection, pid: int, limit: int) -> bool:
     """Delete at most ``limit`` rows of project ``pid``; True once nothing is left."""
-    chunk_ids = [
-        r[0] for r in tx.execute("SELECT id FROM chunks WHERE project_id = ? LIMIT ?", (pid, limit))
+    chunk_ids = [  # through files: (project_id, path) and chunks (file_id) are indexed
+        r[0]
+        for r in tx.execute(
+            "SELECT c.id FROM files f JOIN chunks c ON c.file_id = f.id"
+            " WHERE f.project_id = ? LIMIT ?",
+            (pid, limit),
+        )
     ]
     if chunk_ids:
         rows = [(i,) for i in chunk_ids]
