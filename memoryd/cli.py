@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a reported failure, 2 bad usage.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +76,9 @@ class MemorydGroup(click.Group):
         except click.exceptions.Abort:
             err.print("Aborted!")
             sys.exit(130)
+        except BrokenPipeError:  # `memoryd jobs list | head`: the reader left
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error
+            sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
 
 
