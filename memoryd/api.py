@@ -201,9 +201,7 @@ class Memoryd:
             "claims_paused": bool(sup and sup.get("claims_paused")),
             "pause_reason": (sup or {}).get("pause_reason"),
             "supervisor": sup,
-            "projects": [
-                p for p in project_stats(db) if not p["project"].startswith(projects_mod.TOMBSTONE)
-            ],
+            "projects": self.projects(),  # the same shape as `memoryd projects`
         }
 
     def ingest(
