@@ -9,17 +9,22 @@ md.status()["queue"]  # {"queued": 0, "claimed": 0, "done": 10, ...}
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import apsw
 import orjson
+import psutil
 
+from memoryd import projects as projects_mod
 from memoryd.archive import ops as archive_ops
 from memoryd.archive import spool
 from memoryd.archive.jobs import ARCHIVE_OP
@@ -30,7 +35,9 @@ from memoryd.config import (
     ARCHIVE_POLL_SECONDS,
     ARCHIVE_WAIT_SECONDS,
     AUTHORITY_FILE,
+    FOLLOW_POLL_SECONDS,
     SETTINGS,
+    STOP_MARGIN_SECONDS,
     SUPERVISOR_STATE_FILE,
     Config,
     default_home,
@@ -41,7 +48,9 @@ from memoryd.errors import (
     HomeMissing,
     HomeNotWritable,
     IngestPending,
+    InternalJobKind,
     MemorydError,
+    NoSuchJob,
     StoreBusy,
     UsageError,
     disk_full,
@@ -56,7 +65,7 @@ from memoryd.storage import rebuild as rebuild_mod
 from memoryd.storage.corpus import project_id, project_stats
 from memoryd.storage.effects import effect_counts
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes, wal_reader_pids
-from memoryd.workers.contract import job_kind, kind_names
+from memoryd.workers.contract import USER_KINDS, job_kind
 from memoryd.workers.supervisor import Supervisor, running_supervisor
 
 ARCHIVE_READS = ("get", "search", "retention_status")  # never create a home
@@ -76,6 +85,29 @@ def _open_readonly(home: Path, config: Config) -> Authority:
         return open_authority(home, config, immutable=True)
 
 
+JOB_TIMES = ("not_before", "created_at", "updated_at", "finished_at", "lease_expires")
+
+
+def iso_time(ts: float | None) -> str | None:
+    """The JSON convention for a moment: ISO 8601 in UTC, or None (0 means never)."""
+    if not ts:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` is gone (a zombie waiting for its parent counts as gone)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def job_view(job: dict) -> dict:
+    """A queue row as the API shows it: times as ISO strings."""
+    return {k: iso_time(v) if k in JOB_TIMES else v for k, v in job.items()}
+
+
 def parse_payload(text: str | None) -> Any:
     """Parse a payload given as JSON text; a clear error says what was wrong."""
     if text is None:
@@ -89,10 +121,13 @@ def parse_payload(text: str | None) -> Any:
 class Memoryd:
     """One data home: its configuration, authority and queue."""
 
-    def __init__(self, home: str | Path | None = None, overrides: dict | None = None) -> None:
+    def __init__(
+        self, home: str | Path | None = None, overrides: dict | None = None, *, strict: bool = True
+    ) -> None:
+        """``strict=False`` loads a faulty configuration anyway (``config.problems``)."""
         private_umask()  # the library entry: every file this process creates is private
         self.home = Path(home).expanduser() if home else default_home()
-        self.config = load_config(self.home, overrides)
+        self.config = load_config(self.home, overrides, strict=strict)
         self._db: Authority | None = None
 
     # -- plumbing --------------------------------------------------------------
@@ -162,10 +197,19 @@ class Memoryd:
         max_attempts: int | None = None,
         dedupe_key: str | None = None,
     ) -> list[int | None]:
-        """Enqueue ``count`` jobs of ``kind``, committed in chunks of ``enqueue_chunk_rows``
-        so a bulk add never holds the write lock long nor grows the WAL past the pause
-        bound (a crash keeps the chunks already committed)."""
+        """Enqueue ``count`` jobs of a user kind (:data:`USER_KINDS`), committed in chunks of
+        ``enqueue_chunk_rows`` so a bulk add never holds the write lock long nor grows the
+        WAL past the pause bound (a crash keeps the chunks already committed).
+
+        The other kinds are enqueued by the capability that owns them, with the
+        payload it builds: a hand-made one would only fail later, in a worker.
+        """
         spec = job_kind(kind)
+        if kind not in USER_KINDS:
+            raise InternalJobKind(
+                f"job kind {kind!r} is internal (memoryd enqueues it itself); "
+                f"`memoryd jobs add` takes {', '.join(sorted(USER_KINDS))}"
+            )
         if spec.validate:
             spec.validate(payload)
         if count < 1:
@@ -215,7 +259,7 @@ class Memoryd:
             "claims_paused": bool(sup and sup.get("claims_paused")),
             "pause_reason": (sup or {}).get("pause_reason"),
             "supervisor": sup,
-            "projects": project_stats(db),
+            "projects": self.projects(),  # the same shape as `memoryd projects`
         }
 
     def ingest(
@@ -359,27 +403,129 @@ class Memoryd:
         return self.archive("add", args)
 
     def projects(self) -> list[dict]:
-        return project_stats(self.reader)
-
-    def list_jobs(self, state: str | None = None, limit: int = 100) -> list[dict]:
-        if state and state not in STATES:
-            raise BadPayload(f"unknown state {state!r}; one of {', '.join(STATES)}")
-        return JobQueue(self.reader).list(state, limit)
-
-    def retry(self, ids: list[int] | None = None, *, all_dead: bool = False) -> list[int]:
-        return self.queue.retry(ids or [], all_dead=all_dead)
-
-    def config_report(self) -> list[dict]:
+        """Every project: root, live files, chunks, source bytes, created and last ingest."""
         return [
             {
-                "name": name,
-                "value": self.config.values[name],
-                "source": self.config.sources[name],
-                "help": SETTINGS[name].help,
+                **p,
+                "created_at": iso_time(p["created_at"]),
+                "last_ingest_at": iso_time(p["last_ingest_at"]),
             }
-            for name in SETTINGS
+            for p in projects_mod.list_projects(self.reader)
         ]
+
+    def rename_project(self, old: str, new: str) -> dict:
+        return projects_mod.rename(self.db, old, new)
+
+    def remove_project(self, name: str, *, wait: bool = False) -> dict:
+        """Queue the bounded removal of a project; with ``wait``, see it through.
+
+        Waiting follows a running supervisor, or runs a draining one here (which
+        also runs whatever else is queued).
+        """
+        started = projects_mod.remove(self.db, name)
+        if not wait:
+            return {**started, "removed": False}
+        drained = False
+        while projects_mod.removal_pending(self.db, started["job"]):
+            if running_supervisor(self.home) is not None:
+                time.sleep(FOLLOW_POLL_SECONDS)
+            elif drained:
+                raise MemorydError(
+                    f"removal of project {name!r} stopped before the end; "
+                    "see `memoryd jobs dead`, then `memoryd jobs retry --all-dead`"
+                )
+            else:
+                self.run(drain=True)
+                drained = True
+        return {**started, "removed": True}
+
+    def list_jobs(
+        self,
+        state: str | None = None,
+        limit: int = 100,
+        *,
+        kind: str | None = None,
+        project: str | None = None,
+    ) -> list[dict]:
+        """Jobs newest first, filtered by state, kind and project (times in ISO 8601 UTC)."""
+        if state and state not in STATES:
+            raise BadPayload(f"unknown state {state!r}; one of {', '.join(STATES)}")
+        jobs = JobQueue(self.reader).list(state, limit, kind=kind, project=project)
+        return [job_view(j) for j in jobs]
+
+    def job(self, job_id: int) -> dict:
+        """One job: payload, full last error, attempts, lease and times."""
+        found = self.queue.get(job_id)
+        if found is None:
+            raise NoSuchJob(f"no job {job_id}; see `memoryd jobs list`")
+        return job_view(found)
+
+    def retry(self, ids: list[int] | None = None, *, all_dead: bool = False) -> dict:
+        """Requeue dead jobs; ``refused`` says why each other named job was not requeued."""
+        requeued = self.queue.retry(ids or [], all_dead=all_dead)
+        refused = []
+        for job_id in dict.fromkeys(ids or []):
+            if job_id in requeued:
+                continue
+            job = self.queue.get(job_id)
+            if job is None:
+                reason = "no such job"
+            elif job["state"] != "dead":
+                reason = f"it is {job['state']}, not dead"
+            else:
+                reason = "a live job with its dedupe key already exists"
+            refused.append({"id": job_id, "reason": reason})
+        return {"requeued": requeued, "refused": refused}
+
+    def doctor(self) -> dict:
+        """Findings about this home, each with what to do; ``ok`` when none needs action."""
+        from memoryd.doctor import diagnose
+
+        self.close()
+        findings = diagnose(self.home, self.config)
+        return {
+            "home": str(self.home),
+            "ok": all(f["status"] != "action" for f in findings),
+            "findings": findings,
+        }
+
+    def stop(self, *, timeout: float | None = None) -> dict:
+        """SIGTERM the running supervisor and wait until it has let go of the home."""
+        pid = running_supervisor(self.home)
+        if pid is None:
+            return {"pid": None, "stopped": False}
+        limit = float(self.config.shutdown_grace_seconds) + STOP_MARGIN_SECONDS
+        deadline = time.monotonic() + (timeout or limit)
+        start = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        while running_supervisor(self.home) == pid or not _exited(pid):
+            if time.monotonic() > deadline:
+                raise StoreBusy(
+                    f"supervisor pid {pid} is still running {timeout or limit:g}s after SIGTERM; "
+                    f"it may be finishing work: wait, or `kill -KILL {pid}` (its claims requeue)"
+                )
+            time.sleep(FOLLOW_POLL_SECONDS)
+        return {"pid": pid, "stopped": True, "seconds": round(time.monotonic() - start, 2)}
+
+    def config_report(self) -> dict:
+        """The effective settings, where each came from, and what was wrong on the way."""
+        file = self.config.file
+        return {
+            "home": str(self.home),
+            "config_file": str(file) if file else None,
+            "problems": list(self.config.problems),
+            "settings": {
+                name: {
+                    "value": self.config.values[name],
+                    "source": self.config.sources[name],
+                    "help": SETTINGS[name].help,
+                }
+                for name in SETTINGS
+            },
+        }
 
     @staticmethod
     def job_kinds() -> list[str]:
-        return kind_names()
+        """The kinds a user may enqueue."""
+        return sorted(USER_KINDS)

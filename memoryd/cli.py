@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a reported failure, 2 bad usage.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,14 +24,16 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from memoryd.api import Memoryd, parse_payload
 from memoryd.archive.transcripts import parse_time
 from memoryd.config import SETTINGS
 from memoryd.drill.scenarios import SCENARIOS as DRILL_SCENARIOS
-from memoryd.errors import MemorydError, UsageError
+from memoryd.errors import ConfigError, MemorydError, UsageError
 from memoryd.queue import STATES
 from memoryd.storage.archive import utc_iso
+from memoryd.workers.contract import USER_KINDS
 
 out = Console()
 err = Console(stderr=True)
@@ -45,8 +48,57 @@ def emit_json(value: Any) -> None:
     sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
-def command(group: click.Group, name: str, example: str, **kwargs) -> Callable:
-    """Declare a subcommand with ``--home``, ``--json`` and an example in its help."""
+def emit(as_json: bool, value: Any, text: str) -> None:
+    """``value`` as JSON under --json, else the human ``text``."""
+    if as_json:
+        emit_json(value)
+    else:
+        out.print(text, highlight=False, markup=False)
+
+
+def report_error(
+    code: str,
+    message: str,
+    retryable: bool,
+    exit_code: int,
+    as_json: bool,
+    details: dict | None = None,
+):
+    """The one way a command fails: a JSON object under --json, a red line on stderr, an exit."""
+    if as_json:
+        emit_json({"error": code, "message": message, "retryable": retryable} | (details or {}))
+    err.print(Text(f"memoryd: {message}", style="bold red"))
+    sys.exit(exit_code)
+
+
+class MemorydGroup(click.Group):
+    """click's group, but a usage error under ``--json`` is a JSON error object too."""
+
+    def main(self, args: list[str] | None = None, **kwargs: Any) -> Any:
+        args = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(args, standalone_mode=False, **kwargs)
+        except click.ClickException as exc:
+            if "--json" not in args:
+                exc.show()
+                sys.exit(exc.exit_code)
+            report_error("BAD_USAGE", exc.format_message(), False, exc.exit_code, True)
+        except click.exceptions.Abort:
+            err.print("Aborted!")
+            sys.exit(130)
+        except BrokenPipeError:  # `memoryd jobs list | head`: the reader left
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def command(
+    group: click.Group, name: str, example: str, *, strict: bool = True, **kwargs
+) -> Callable:
+    """Declare a subcommand with ``--home``, ``--json`` and an example in its help.
+
+    ``strict=False`` lets the command run on a faulty configuration (to report it).
+    """
 
     def decorate(fn: Callable) -> click.Command:
         @functools.wraps(fn)
@@ -57,17 +109,11 @@ def command(group: click.Group, name: str, example: str, **kwargs) -> Callable:
             overrides = {k: v for k, v in params.items() if k in SETTINGS and v is not None}
             md = None
             try:
-                md = Memoryd(home, overrides)
+                md = Memoryd(home, overrides, strict=strict)
                 fn(md, as_json, **params)
             except MemorydError as exc:
-                if as_json:
-                    details = getattr(exc, "details", None) or {}  # e.g. a lease's "rejected"
-                    emit_json(
-                        {"error": exc.code, "message": str(exc), "retryable": exc.retryable}
-                        | details
-                    )
-                err.print(f"[bold red]memoryd: {exc}[/]", highlight=False)
-                sys.exit(exc.exit_code)
+                details = getattr(exc, "details", None) or {}  # e.g. a lease's "rejected"
+                report_error(exc.code, str(exc), exc.retryable, exc.exit_code, as_json, details)
             finally:
                 if md is not None:
                     md.close()
@@ -85,7 +131,7 @@ def command(group: click.Group, name: str, example: str, **kwargs) -> Callable:
     return decorate
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=MemorydGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", envvar="MEMORYD_HOME", type=click.Path(file_okay=False), hidden=True)
 @click.version_option(package_name="memoryd")
 def main(home: str | None) -> None:
@@ -151,13 +197,13 @@ def status_cmd(md: Memoryd, as_json: bool) -> None:
     kept = st["done_jobs"]
     out.print(f"done jobs kept: {kept['kept']:,} (purged after {kept['keep_seconds']:g}s)")
     if st["projects"]:
-        table = Table("project", "files", "chunks", "source MB", "root", title="projects")
+        table = Table("project", "files", "chunks", "source", "root", title="projects")
         for p in st["projects"]:
             table.add_row(
                 p["project"],
                 f"{p['files']:,}",
                 f"{p['chunks']:,}",
-                f"{p['source_bytes'] / 1e6:.1f}",
+                human_size(p["source_bytes"]),
                 p["root"] or "",
             )
         out.print(table)
@@ -716,7 +762,12 @@ def jobs_group() -> None:
     """
 
 
-@command(jobs_group, "add", "memoryd jobs add sleep --payload '{\"seconds\": 0.5}' --count 4")
+@command(
+    jobs_group,
+    "add",
+    "memoryd jobs add sleep --payload '{\"seconds\": 0.5}' --count 4",
+    epilog=f"Kinds: {', '.join(sorted(USER_KINDS))} (the others are memoryd's own).",
+)
 @click.argument("kind")
 @click.option("--count", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--payload", help="Job payload as JSON.")
@@ -725,7 +776,8 @@ def jobs_group() -> None:
 @click.option("--max-attempts", type=click.IntRange(1), help="Attempts before dead-lettering.")
 @click.option("--dedupe-key", help="Enqueue at most one live job with this key.")
 def jobs_add(md: Memoryd, as_json: bool, kind: str, payload: str | None, **opts: Any) -> None:
-    """Enqueue COUNT jobs of KIND (committed in chunks of enqueue_chunk_rows)."""
+    """Enqueue COUNT jobs of KIND (noop, sleep, fail), committed in chunks of
+    enqueue_chunk_rows."""
     ids = md.add_jobs(kind, payload=parse_payload(payload), **opts)
     added = [i for i in ids if i is not None]
     if as_json:
@@ -734,8 +786,15 @@ def jobs_add(md: Memoryd, as_json: bool, kind: str, payload: str | None, **opts:
         out.print(f"added {len(added)} {kind} job(s)" + ("" if added else " (deduplicated)"))
 
 
+def clip(text: str | None, width: int) -> str:
+    """One line of at most ``width`` characters; a cut is marked with an ellipsis."""
+    line = " ".join((text or "").split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
 def _print_jobs(jobs: list[dict], title: str) -> None:
-    table = Table("id", "kind", "state", "attempts", "project", "last error", title=title)
+    table = Table("id", "kind", "state", "attempts", "project", title=title)
+    table.add_column("last error", overflow="ellipsis")
     for j in jobs:
         table.add_row(
             str(j["id"]),
@@ -743,21 +802,55 @@ def _print_jobs(jobs: list[dict], title: str) -> None:
             j["state"],
             f"{j['attempts']}/{j['max_attempts']}",
             j["project"] or "",
-            (j["last_error"] or "")[:80],
+            clip(j["last_error"], 80),
         )
     out.print(table)
+    if any(len(j["last_error"] or "") > 80 for j in jobs):
+        out.print("full errors: memoryd jobs show ID", highlight=False)
 
 
-@command(jobs_group, "list", "memoryd jobs list --state failed --limit 20")
+@command(jobs_group, "list", "memoryd jobs list --state failed --kind ingest.batch --limit 20")
 @click.option("--state", type=click.Choice(STATES))
+@click.option("--kind", help="Only jobs of this kind.")
+@click.option("--project", help="Only jobs of this project.")
 @click.option("--limit", type=click.IntRange(1), default=100, show_default=True)
-def jobs_list(md: Memoryd, as_json: bool, state: str | None, limit: int) -> None:
+def jobs_list(md: Memoryd, as_json: bool, state: str | None, limit: int, **filters: Any) -> None:
     """List jobs, newest first."""
-    jobs = md.list_jobs(state, limit)
+    jobs = md.list_jobs(state, limit, **filters)
     if as_json:
         emit_json(jobs)
     else:
         _print_jobs(jobs, f"jobs ({state or 'all'})")
+
+
+@command(jobs_group, "show", "memoryd jobs show 42")
+@click.argument("job_id", type=int)
+def jobs_show(md: Memoryd, as_json: bool, job_id: int) -> None:
+    """One job in full: payload, attempts, times and its whole last error."""
+    job = md.job(job_id)
+    if as_json:
+        emit_json(job)
+        return
+    rows = {
+        "job": f"{job['id']} ({job['kind']}) {job['state']}",
+        "project": job["project"] or "-",
+        "attempts": f"{job['attempts']} of {job['max_attempts']}",
+        "priority": str(job["priority"]),
+        "payload": clip(orjson.dumps(job["payload"]).decode(), 200),
+        "dedupe key": job["dedupe_key"] or "-",
+        "created": job["created_at"],
+        "updated": job["updated_at"],
+        "not before": job["not_before"] or "-",
+        "finished": job["finished_at"] or "-",
+        "lease": f"{job['lease_owner']} until {job['lease_expires']}"
+        if job["lease_owner"]
+        else "-",
+    }
+    for label, value in rows.items():
+        out.print(f"{label:>11}: {value}", highlight=False, markup=False)
+    if job["last_error"]:
+        out.print(f"{'last error':>11}:", highlight=False)
+        out.print(job["last_error"], highlight=False, markup=False, soft_wrap=True)
 
 
 @command(jobs_group, "dead", "memoryd jobs dead --json")
@@ -775,29 +868,158 @@ def jobs_dead(md: Memoryd, as_json: bool, limit: int) -> None:
 @click.argument("ids", nargs=-1, type=int)
 @click.option("--all-dead", is_flag=True, help="Requeue every dead job.")
 def jobs_retry(md: Memoryd, as_json: bool, ids: tuple[int, ...], all_dead: bool) -> None:
-    """Requeue dead jobs (by id, or all of them) with fresh attempts."""
+    """Requeue dead jobs (by id, or all of them) with fresh attempts.
+
+    Exits 1 when a named job is unknown or not dead.
+    """
     if not ids and not all_dead:
         raise click.UsageError("name job ids or pass --all-dead")
-    requeued = md.retry(list(ids), all_dead=all_dead)
+    r = md.retry(list(ids), all_dead=all_dead)
     if as_json:
-        emit_json({"requeued": requeued})
+        emit_json(r)
     else:
-        out.print(f"requeued {len(requeued)} job(s)")
+        out.print(f"requeued {len(r['requeued'])} job(s)")
+        for refused in r["refused"]:
+            err.print(f"job {refused['id']} not requeued: {refused['reason']}", highlight=False)
+    if r["refused"]:
+        sys.exit(1)
 
 
-@command(main, "config", "MEMORYD_WORKERS=4 memoryd config")
-def config_cmd(md: Memoryd, as_json: bool) -> None:
-    """Print the effective configuration and where each value came from."""
-    rows = md.config_report()
+@main.group("projects", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine output (of the list).")
+@click.option("--home", envvar="MEMORYD_HOME", type=click.Path(file_okay=False), hidden=True)
+@click.pass_context
+def projects_group(ctx: click.Context, as_json: bool, home: str | None) -> None:
+    """Projects in project memory: list (the default), rename, remove.
+
+    \b
+    Example:
+      memoryd projects && memoryd projects rename old-name new-name
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(projects_list, as_json=as_json, home=home)
+
+
+@command(projects_group, "list", "memoryd projects list --json")
+def projects_list(md: Memoryd, as_json: bool) -> None:
+    """List projects with their root, live files, chunks and last ingest."""
+    projects = md.projects()
     if as_json:
-        emit_json({r["name"]: {"value": r["value"], "source": r["source"]} for r in rows})
+        emit_json(projects)
         return
-    table = Table("setting", "value")
-    table.add_column("source", no_wrap=True)
-    table.add_column("meaning", overflow="fold")
-    for r in rows:
-        table.add_row(r["name"], str(r["value"]), r["source"], r["help"])
+    if not projects:
+        out.print("no projects yet: memoryd ingest PATH --wait")
+        return
+    table = Table("project", "files", "chunks", "source", "last ingest", "root")
+    for p in projects:
+        table.add_row(
+            p["project"],
+            f"{p['files']:,}",
+            f"{p['chunks']:,}",
+            human_size(p["source_bytes"]),
+            p["last_ingest_at"] or "never",
+            p["root"] or "",
+        )
     out.print(table)
+
+
+@command(projects_group, "rename", "memoryd projects rename myrepo myrepo-old")
+@click.argument("old")
+@click.argument("new")
+def projects_rename(md: Memoryd, as_json: bool, old: str, new: str) -> None:
+    """Rename a project (its files, index and history stay)."""
+    r = md.rename_project(old, new)
+    emit(as_json, r, f"renamed project {old} to {new}")
+
+
+@command(projects_group, "remove", "memoryd projects remove myrepo-old --wait")
+@click.argument("name")
+@click.option("--wait", is_flag=True, help="Run (or follow) a supervisor until it is gone.")
+def projects_remove(md: Memoryd, as_json: bool, name: str, wait: bool) -> None:
+    """Remove a project: its files, chunks, index and history, in bounded queued steps.
+
+    The name is free at once; the rows go as the supervisor runs the removal jobs.
+    Archived transcripts of the project are not touched.
+    """
+    r = md.remove_project(name, wait=wait)
+    if r["removed"]:
+        text = f"removed project {name}"
+    else:
+        text = f"project {name} is being removed (job {r['job']}); `memoryd run --drain` runs it"
+    emit(as_json, r, text)
+
+
+@command(main, "doctor", "memoryd doctor --json", strict=False)
+def doctor_cmd(md: Memoryd, as_json: bool) -> None:
+    """Check the home: config, stray home, stale lock, queue, dead jobs, WAL, archive, disk.
+
+    Exits 1 when a finding needs action; each says what to do.
+    """
+    report = md.doctor()
+    if as_json:
+        emit_json(report)
+    else:
+        styles = {"ok": "green", "warn": "yellow", "action": "bold red"}
+        for f in report["findings"]:
+            mark = f"{f['status'].upper() if f['status'] == 'action' else f['status']:<6}"
+            out.print(f"[{styles[f['status']]}]{mark}[/] {f['check']}: ", end="", highlight=False)
+            out.print(f["message"], highlight=False, markup=False, soft_wrap=True)
+            if f["action"]:
+                out.print(f"       -> {f['action']}", highlight=False, markup=False, soft_wrap=True)
+    if not report["ok"]:
+        sys.exit(1)
+
+
+@command(main, "stop", "memoryd stop --json")
+@click.option("--timeout", type=click.FloatRange(0, min_open=True), help="Seconds to wait.")
+def stop_cmd(md: Memoryd, as_json: bool, timeout: float | None) -> None:
+    """Stop the running supervisor (SIGTERM) and wait until it has exited.
+
+    In-flight jobs get the shutdown grace to finish; the rest go back to the queue.
+    """
+    r = md.stop(timeout=timeout)
+    if r["stopped"]:
+        text = f"stopped supervisor pid {r['pid']} in {r['seconds']}s"
+    else:
+        text = "no supervisor was running"
+    emit(as_json, r, text)
+
+
+def human_size(n: int) -> str:
+    """Bytes in the largest binary unit they fill: 64 MiB, 1.5 KiB, 100 B (exact when whole)."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n // size} {unit}" if n % size == 0 else f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _setting_text(name: str, value: Any) -> str:
+    if name.endswith("_bytes") or name == "journal_size_limit":
+        return human_size(value)
+    return str(value)
+
+
+@command(main, "config", "MEMORYD_WORKERS=4 memoryd config", strict=False)
+def config_cmd(md: Memoryd, as_json: bool) -> None:
+    """Print the effective configuration and where each value came from.
+
+    Exits 2 after the report when memoryd.toml or the environment has a problem.
+    """
+    report = md.config_report()
+    if as_json:
+        emit_json(report)
+    else:
+        # plain lines, never wrapped or cut by a terminal's width
+        click.echo(f"home:        {report['home']}")
+        click.echo(f"config file: {report['config_file'] or 'none (defaults, environment, flags)'}")
+        width = max(map(len, report["settings"]))
+        for name, s in report["settings"].items():
+            click.echo(f"{name:<{width}}  {_setting_text(name, s['value']):>10}  {s['source']}")
+            click.echo(f"  {s['help']}")
+    for problem in report["problems"]:
+        err.print(Text(f"memoryd: {problem}", style="bold red"))
+    if report["problems"]:
+        sys.exit(ConfigError.exit_code)
 
 
 if __name__ == "__main__":

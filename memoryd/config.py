@@ -6,13 +6,14 @@ Strength, weakest first: the defaults below, ``$MEMORYD_HOME/memoryd.toml``,
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memoryd.errors import ConfigError
+from memoryd.errors import ConfigError, HomeNotReadable
 
 MiB = 1024 * 1024
 
@@ -21,6 +22,8 @@ ARCHIVE_DIR = "archive"  # the RocksDB evidence archive, inside the home
 ARCHIVE_WAIT_SECONDS = 120.0  # a CLI archive command waits this long for its job
 ARCHIVE_POLL_SECONDS = 0.02
 SPOOL_DIR = "spool"  # archive content handed to the retention worker as files
+STOP_MARGIN_SECONDS = 30.0  # `memoryd stop` waits the shutdown grace plus this
+FOLLOW_POLL_SECONDS = 0.1  # a command following a running supervisor's work looks this often
 CONFIG_FILE = "memoryd.toml"
 PROGRESS_DIR = "progress"  # scan progress files (files discovered so far), per run
 SUPERVISOR_LOCK_FILE = "supervisor.lock"
@@ -47,19 +50,39 @@ BINARY_SNIFF_BYTES = 8192  # a NUL byte in this prefix marks a binary, as git de
 
 @dataclass(frozen=True)
 class Setting:
+    """A default, its meaning, and the range a value must fall in (numbers are never negative)."""
+
     default: Any
     help: str
+    minimum: float = 0
+    maximum: float | None = None
+    exclusive: bool = False  # the value must be strictly above ``minimum`` (a period, a length)
+
+    def check(self, value: Any) -> str | None:
+        """Why ``value`` is out of range, or None."""
+        if value < self.minimum or (self.exclusive and value == self.minimum):
+            return f"must be {'above' if self.exclusive else 'at least'} {self.minimum:g}"
+        if self.maximum is not None and value > self.maximum:
+            return f"must be at most {self.maximum:g}"
+        return None
+
+
+def _positive(default: Any, help: str, maximum: float | None = None) -> Setting:
+    """A setting that must be above zero (periods, lengths, counts of at least one)."""
+    return Setting(default, help, 0, maximum, exclusive=True)
 
 
 SETTINGS: dict[str, Setting] = {
     # SQLite authority
-    "busy_timeout_ms": Setting(100, "SQLite busy timeout per statement (short: retries are whole)"),
-    "write_retry_seconds": Setting(30.0, "give up retrying a busy write transaction after this"),
-    "cache_kib": Setting(65536, "SQLite page cache per connection, KiB (FTS merges need room)"),
+    "busy_timeout_ms": _positive(
+        100, "SQLite busy timeout per statement (short: retries are whole)"
+    ),
+    "write_retry_seconds": _positive(30.0, "give up retrying a busy write transaction after this"),
+    "cache_kib": _positive(65536, "SQLite page cache per connection, KiB (FTS merges need room)"),
     "journal_size_limit": Setting(64 * MiB, "WAL size SQLite shrinks back to after a reset"),
     # queue
-    "max_attempts": Setting(5, "attempts before a job is dead-lettered"),
-    "lease_seconds": Setting(60.0, "lease length of a claimed job; running jobs are renewed"),
+    "max_attempts": Setting(5, "attempts before a job is dead-lettered", 1, 1000),
+    "lease_seconds": _positive(60.0, "lease length of a claimed job; running jobs are renewed"),
     "retry_backoff_base": Setting(1.0, "first retry delay in seconds; doubles per attempt"),
     "retry_backoff_max": Setting(300.0, "cap on one retry delay in seconds"),
     "jobs_keep_seconds": Setting(7 * 86400.0, "done jobs older than this are purged"),
@@ -68,10 +91,10 @@ SETTINGS: dict[str, Setting] = {
         10_000, "bulk enqueues (jobs add --count) commit in chunks of this many rows"
     ),
     # supervisor
-    "workers": Setting(2, "job worker processes"),
-    "claim_batch_max": Setting(512, "most jobs claimed in one loop turn"),
-    "dispatch_target_seconds": Setting(0.02, "estimated work handed to a worker at once"),
-    "poll_seconds": Setting(0.05, "idle wait between looks at the queue"),
+    "workers": Setting(2, "job worker processes", 1, 64),
+    "claim_batch_max": _positive(512, "most jobs claimed in one loop turn"),
+    "dispatch_target_seconds": _positive(0.02, "estimated work handed to a worker at once"),
+    "poll_seconds": _positive(0.05, "idle wait between looks at the queue"),
     "shutdown_grace_seconds": Setting(10.0, "SIGTERM: how long in-flight jobs may finish"),
     "job_timeout_seconds": Setting(
         600.0, "a job running longer gets its worker killed and the attempt charged"
@@ -80,19 +103,22 @@ SETTINGS: dict[str, Setting] = {
         3, "supervisor deaths while applying a job's result before it is dead-lettered"
     ),
     # ingestion
-    "max_file_bytes": Setting(2 * MiB, "files larger than this are skipped"),
-    "ingest_batch_files": Setting(256, "most files in one ingest.batch job"),
-    "ingest_batch_bytes": Setting(8 * MiB, "most source bytes in one ingest.batch job"),
-    "ingest_batch_target_bytes": Setting(
+    "max_file_bytes": _positive(2 * MiB, "files larger than this are skipped"),
+    "ingest_batch_files": _positive(256, "most files in one ingest.batch job"),
+    "ingest_batch_bytes": _positive(8 * MiB, "most source bytes in one ingest.batch job"),
+    "ingest_batch_target_bytes": _positive(
         2 * MiB, "source bytes a batch aims for (smaller batches spread over workers)"
     ),
     "scan_progress_seconds": Setting(0.5, "a scan reports the files it found this often"),
     "progress_line_seconds": Setting(
         10.0, "ingest --wait prints a plain progress line this often when not on a terminal"
     ),
+    "project_remove_batch_rows": _positive(
+        5000, "most rows one projects.remove job deletes (it queues its continuation)"
+    ),
     # maintenance
     "wal_checkpoint_bytes": Setting(1 * MiB, "checkpoint (TRUNCATE) once the WAL is this large"),
-    "maintenance_period_seconds": Setting(30.0, "checkpoint a non-empty WAL at least this often"),
+    "maintenance_period_seconds": _positive(30.0, "checkpoint a non-empty WAL at least this often"),
     "wal_pause_bytes": Setting(8 * MiB, "pause claims when a pinned reader keeps the WAL this big"),
     # retention (evidence archive; 0 days = the class never expires)
     "retention_ephemeral_days": Setting(14, "age (days from source creation), ephemeral"),
@@ -101,20 +127,22 @@ SETTINGS: dict[str, Setting] = {
     "retention_ephemeral_recall_days": Setting(7, "automatic-recall horizon of ephemeral, days"),
     "retention_conversation_recall_days": Setting(30, "automatic-recall horizon, conversation"),
     "retention_derived_recall_days": Setting(30, "automatic-recall horizon of derived, days"),
-    "retention_tick_seconds": Setting(60.0, "period of the archive maintenance tick"),
-    "retention_max_expired_protections": Setting(1000, "lapsed lease records cleaned per tick"),
-    "retention_max_retrieval_leases": Setting(1000, "lapsed retrieval leases cleaned per tick"),
-    "retention_max_hints": Setting(1000, "old access (hint/exposure) records cleaned per tick"),
-    "retention_waves_per_tick": Setting(4, "retention waves per maintenance tick"),
-    "retention_wave_documents": Setting(256, "most documents one retention wave retires"),
-    "retention_purge_batch_keys": Setting(4096, "most keys one purge WriteBatch deletes"),
-    "retention_compaction_deleted_keys": Setting(10_000, "flush after this many deleted keys"),
-    "retention_compaction_reclaimable_bytes": Setting(
+    "retention_tick_seconds": _positive(60.0, "period of the archive maintenance tick"),
+    "retention_max_expired_protections": _positive(1000, "lapsed lease records cleaned per tick"),
+    "retention_max_retrieval_leases": _positive(1000, "lapsed retrieval leases cleaned per tick"),
+    "retention_max_hints": _positive(1000, "old access (hint/exposure) records cleaned per tick"),
+    "retention_waves_per_tick": _positive(4, "retention waves per maintenance tick"),
+    "retention_wave_documents": _positive(256, "most documents one retention wave retires"),
+    "retention_purge_batch_keys": _positive(4096, "most keys one purge WriteBatch deletes"),
+    "retention_compaction_deleted_keys": _positive(10_000, "flush after this many deleted keys"),
+    "retention_compaction_reclaimable_bytes": _positive(
         256 * MiB, "flush once RocksDB reports this much reclaimable SST data"
     ),
-    "retention_retrieval_lease_seconds": Setting(300.0, "lease a search takes on its results"),
-    "retention_active_lease_seconds": Setting(600.0, "active-context lease length per heartbeat"),
-    "retention_access_bucket_seconds": Setting(86400, "at most one access record per doc per this"),
+    "retention_retrieval_lease_seconds": _positive(300.0, "lease a search takes on its results"),
+    "retention_active_lease_seconds": _positive(600.0, "active-context lease length per heartbeat"),
+    "retention_access_bucket_seconds": _positive(
+        86400, "at most one access record per doc per this"
+    ),
     "retention_access_keep_days": Setting(30, "access records older than this are cleaned"),
     "retention_disk_low_bytes": Setting(2048 * MiB, "disk-low mode below this free space (0: off)"),
     "retention_disk_reserve_bytes": Setting(64 * MiB, "free space archival writes never consume"),
@@ -126,10 +154,12 @@ SETTINGS: dict[str, Setting] = {
 
 @dataclass
 class Config:
-    """Effective settings plus where each value came from."""
+    """Effective settings plus where each value came from, and what was wrong on the way."""
 
     values: dict[str, Any]
     sources: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    file: Path | None = None  # the memoryd.toml read, if any
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -151,7 +181,8 @@ def default_home() -> Path:
 
 
 def _coerce(name: str, raw: Any, origin: str) -> Any:
-    kind = type(SETTINGS[name].default)
+    setting = SETTINGS[name]
+    kind = type(setting.default)
     try:
         if kind is bool and isinstance(raw, str):
             if raw.lower() not in ("1", "0", "true", "false", "yes", "no"):
@@ -159,30 +190,88 @@ def _coerce(name: str, raw: Any, origin: str) -> Any:
             return raw.lower() in ("1", "true", "yes")
         if kind is int and isinstance(raw, float) and not raw.is_integer():
             raise ValueError(raw)
-        return kind(raw)
+        value = kind(raw)
     except (TypeError, ValueError):
         raise ConfigError(f"{origin}: {name} must be {kind.__name__}, got {raw!r}") from None
+    if kind is not bool and (why := setting.check(value)):
+        raise ConfigError(f"{origin}: {name} {why}, got {raw!r}")
+    return value
 
 
-def load_config(home: Path, overrides: dict[str, Any] | None = None) -> Config:
-    """Build the effective configuration for ``home``."""
-    values = {name: s.default for name, s in SETTINGS.items()}
-    sources = dict.fromkeys(SETTINGS, "default")
+def unknown_setting(name: str, origin: str) -> str:
+    """The message for a name that is no setting, with the nearest real names."""
+    near = difflib.get_close_matches(name, SETTINGS, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(near)}?" if near else "; see `memoryd config`"
+    return f"{origin}: unknown setting {name!r}{hint}"
+
+
+def _read_file(path: Path) -> dict[str, Any] | None:
+    """The settings table of ``path``; None when there is no such file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):  # no file; the home check comes later
+        return None
+    except PermissionError as exc:
+        raise HomeNotReadable(
+            f"cannot read {path} ({exc.strerror}): give this user access to the home "
+            "or choose another with --home or MEMORYD_HOME"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+
+
+def _strongest(
+    name: str, flags: dict[str, Any], file_layer: dict[str, Any], file_origin: str
+) -> tuple[str, Any] | None:
+    """(origin, raw value) of the strongest layer that sets ``name``: flag, environment, file."""
+    if name in flags:
+        return "flag", flags[name]
+    env = f"MEMORYD_{name.upper()}"
+    if env in os.environ:
+        return env, os.environ[env]
+    if name in file_layer:
+        return file_origin, file_layer[name]
+    return None
+
+
+def load_config(
+    home: Path, overrides: dict[str, Any] | None = None, *, strict: bool = True
+) -> Config:
+    """Build the effective configuration for ``home``.
+
+    A stronger layer replaces a weaker one before it is checked, so a flag
+    mends a bad environment value. ``strict`` raises the first problem; a lenient
+    load (``memoryd config``) keeps the default instead and lists every problem.
+    """
     path = home / CONFIG_FILE
-    if path.is_file():
-        try:
-            table = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-        for name, raw in table.items():
-            if name not in SETTINGS:
-                raise ConfigError(f"{path}: unknown setting {name!r}")
-            values[name], sources[name] = _coerce(name, raw, str(path)), str(path)
+    table = _read_file(path)
+    file_layer = table or {}
+    flags = {n: v for n, v in (overrides or {}).items() if v is not None}
+    config = Config(
+        {name: s.default for name, s in SETTINGS.items()},
+        dict.fromkeys(SETTINGS, "default"),
+        file=None if table is None else path,
+    )
+
+    def problem(message: str) -> None:
+        if strict:
+            raise ConfigError(message)
+        config.problems.append(message)
+
+    for name in file_layer:
+        if name not in SETTINGS:
+            problem(unknown_setting(name, str(path)))
     for name in SETTINGS:
-        env = f"MEMORYD_{name.upper()}"
-        if env in os.environ:
-            values[name], sources[name] = _coerce(name, os.environ[env], env), env
-    for name, raw in (overrides or {}).items():
-        if raw is not None:
-            values[name], sources[name] = _coerce(name, raw, "flag"), "flag"
-    return Config(values, sources)
+        found = _strongest(name, flags, file_layer, str(path))
+        if found is None:
+            continue
+        origin, raw = found
+        try:
+            config.values[name], config.sources[name] = _coerce(name, raw, origin), origin
+        except ConfigError as exc:
+            problem(str(exc))
+    return config

@@ -29,8 +29,33 @@ class UnknownJobKind(UsageError):
     code = "UNKNOWN_JOB_KIND"
 
 
+class InternalJobKind(UsageError):
+    """A kind only memoryd itself enqueues (ingest.*, archive.op, ...), with its own payload."""
+
+    code = "INTERNAL_JOB_KIND"
+
+
 class BadPayload(UsageError):
     code = "BAD_PAYLOAD"
+
+
+class NoSuchJob(MemorydError):
+    code = "NO_SUCH_JOB"
+
+
+class ProjectBusy(MemorydError):
+    """The project has work queued or running; changing it now would race that work."""
+
+    code = "PROJECT_BUSY"
+    retryable = True
+
+
+class ProjectExists(UsageError):
+    code = "PROJECT_EXISTS"
+
+
+class HomeNotReadable(MemorydError):
+    code = "HOME_NOT_READABLE"
 
 
 class HomeNotWritable(MemorydError):

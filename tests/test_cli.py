@@ -8,17 +8,32 @@ store before and after.
 from __future__ import annotations
 
 import hashlib
+import os
+import re
+import shutil
+import subprocess
 import uuid
 from pathlib import Path
 
 import click
+import orjson
 import pytest
 
 from memoryd.config import SETTINGS, load_config
 from memoryd.queue import JobQueue
 from memoryd.storage import open_authority
 from memoryd.storage.effects import record_effects
-from tests.conftest import assert_each_done_once, query, queue_counts, status, wait_for
+from tests.conftest import (
+    MEMORYD,
+    Result,
+    assert_each_done_once,
+    clean_env,
+    query,
+    queue_counts,
+    status,
+    wait_for,
+)
+from tests.test_docs import command_at, command_paths
 
 
 def snapshot(home: Path) -> tuple:
@@ -93,6 +108,24 @@ def test_malformed_payload_is_bad_usage_and_changes_nothing(
     assert "Traceback" not in res.stderr
     assert snapshot(home) == seeded
     assert healthy(home)
+
+
+@pytest.mark.parametrize("kind", ["ingest.scan", "ingest.batch", "ingest.finalize", "archive.op"])
+def test_internal_job_kinds_are_refused_at_enqueue(cli, home: Path, seeded, kind: str) -> None:
+    """`jobs add ingest.scan` used to be accepted and die in a worker with a TypeError."""
+    res = cli("jobs", "add", kind)
+    assert res.code == 2, res
+    assert f"job kind {kind!r} is internal" in res.message
+    assert "fail, noop, sleep" in res.message
+    res = cli("jobs", "add", kind, "--payload", "{}", "--json")
+    assert (res.code, res.json()["error"]) == (2, "INTERNAL_JOB_KIND")
+    assert snapshot(home) == seeded
+
+
+def test_jobs_add_help_lists_only_user_kinds(cli) -> None:
+    res = cli("jobs", "add", "--help")
+    assert "Kinds: fail, noop, sleep" in " ".join(res.stdout.split())
+    assert "ingest." not in res.stdout and "archive.op" not in res.stdout
 
 
 def test_malformed_payload_json_error(cli, home: Path, seeded) -> None:
@@ -261,24 +294,51 @@ def test_config_shows_every_setting_and_its_source(cli, home: Path) -> None:
     res = cli("config", "--json")
     assert res.code == 0, res.stderr
     report = res.json()
-    assert set(report) == set(SETTINGS)
+    assert (report["home"], report["config_file"], report["problems"]) == (str(home), None, [])
+    settings = report["settings"]
+    assert set(settings) == set(SETTINGS)
     for name, setting in SETTINGS.items():
-        assert report[name] == {"value": setting.default, "source": "default"}
+        assert settings[name] == {
+            "value": setting.default,
+            "source": "default",
+            "help": setting.help,
+        }
 
     home.mkdir(exist_ok=True)
     toml = home / "memoryd.toml"
     toml.write_text("workers = 3\nlease_seconds = 30.0\n")
     report = cli("config", "--json").json()
-    assert report["workers"] == {"value": 3, "source": str(toml)}
-    assert report["lease_seconds"] == {"value": 30.0, "source": str(toml)}
-    assert report["max_attempts"]["source"] == "default"
+    assert report["config_file"] == str(toml)
+    settings = report["settings"]
+    assert settings["workers"]["value"] == 3 and settings["workers"]["source"] == str(toml)
+    assert settings["lease_seconds"]["value"] == 30.0
+    assert settings["max_attempts"]["source"] == "default"
 
-    report = cli("config", "--json", env={"MEMORYD_WORKERS": "5"}).json()
-    assert report["workers"] == {"value": 5, "source": "MEMORYD_WORKERS"}, "env beats the file"
-    assert report["lease_seconds"]["source"] == str(toml)
+    settings = cli("config", "--json", env={"MEMORYD_WORKERS": "5"}).json()["settings"]
+    assert (settings["workers"]["value"], settings["workers"]["source"]) == (5, "MEMORYD_WORKERS")
+    assert settings["lease_seconds"]["source"] == str(toml)
 
     res = cli("config")
     assert res.code == 0 and "workers" in res.stdout and "memoryd.toml" in res.stdout
+
+
+def test_config_human_output_is_whole_at_80_columns_and_piped(cli, home: Path) -> None:
+    """Names, sources and paths are never cut; sizes read as 64 MiB; home and file are named."""
+    home.mkdir()
+    (home / "memoryd.toml").write_text("retention_compaction_reclaimable_bytes = 268435456\n")
+    res = cli("config", env={"COLUMNS": "80"})
+    assert res.code == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].split() == ["home:", str(home)]
+    assert lines[1].split() == ["config", "file:", str(home / "memoryd.toml")]
+    for name in SETTINGS:
+        assert any(line.split()[:1] == [name] for line in lines), name
+    by_name = {line.split()[0]: line for line in lines if line and not line[0].isspace()}
+    assert "64 MiB" in by_name["journal_size_limit"]
+    assert "2 GiB" in by_name["retention_disk_low_bytes"]
+    assert "256 MiB" in by_name["retention_compaction_reclaimable_bytes"]
+    assert str(home / "memoryd.toml") in by_name["retention_compaction_reclaimable_bytes"]
+    assert "…" not in res.stdout
 
 
 def test_flags_are_the_strongest_source(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -288,7 +348,7 @@ def test_flags_are_the_strongest_source(home: Path, monkeypatch: pytest.MonkeyPa
     home.mkdir()
     (home / "memoryd.toml").write_text("workers = 3\n")
     monkeypatch.setenv("MEMORYD_WORKERS", "5")
-    report = {r["name"]: r for r in Memoryd(home, overrides={"workers": 7}).config_report()}
+    report = Memoryd(home, overrides={"workers": 7}).config_report()["settings"]
     assert (report["workers"]["value"], report["workers"]["source"]) == (7, "flag")
 
 
@@ -306,42 +366,83 @@ def test_bad_setting_is_bad_usage(cli, home: Path, where: str) -> None:
     assert "Traceback" not in res.stderr
 
 
-# -- help: every command has an example ---------------------------------------------------
+@pytest.mark.parametrize(
+    ("setting", "raw", "why"),
+    [
+        ("workers", "-3", "workers must be at least 1"),
+        ("workers", "65", "workers must be at most 64"),
+        ("max_attempts", "0", "max_attempts must be at least 1"),
+        ("lease_seconds", "-1", "lease_seconds must be above 0"),
+        ("lease_seconds", "0", "lease_seconds must be above 0"),
+        ("poll_seconds", "0", "poll_seconds must be above 0"),
+        ("max_file_bytes", "-5", "max_file_bytes must be above 0"),
+        ("retention_conversation_days", "-1", "retention_conversation_days must be at least 0"),
+    ],
+)
+@pytest.mark.parametrize("where", ["env", "toml"])
+def test_out_of_range_setting_is_refused(cli, home: Path, where, setting, raw, why) -> None:
+    env = {}
+    if where == "env":
+        env[f"MEMORYD_{setting.upper()}"] = raw
+    else:
+        home.mkdir()
+        (home / "memoryd.toml").write_text(f"{setting} = {raw}\n")
+    for args in (["jobs", "list"], ["status"], ["config"]):
+        res = cli(*args, env=env)
+        assert res.code == 2, (args, res)
+        assert why in res.message
+        assert "Traceback" not in res.stderr
+    res = cli("jobs", "list", "--json", env=env)
+    assert res.json()["error"] == "BAD_CONFIG"
 
 
-def _command_paths() -> list[tuple[str, ...]]:
-    from memoryd.cli import main
-
-    paths: list[tuple[str, ...]] = []
-
-    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
-        paths.append(path)
-        if isinstance(cmd, click.Group):
-            for name, sub in sorted(cmd.commands.items()):
-                walk(sub, (*path, name))
-
-    walk(main, ())
-    return paths
+def test_every_setting_default_is_in_its_own_range() -> None:
+    for name, setting in SETTINGS.items():
+        assert setting.check(setting.default) is None, name
 
 
-def _help_param(path: tuple[str, ...]):
-    return pytest.param(path, id=" ".join(path) or "memoryd")
-
-
-@pytest.mark.parametrize("path", [_help_param(p) for p in _command_paths()])
-def test_every_help_has_an_example(cli, path: tuple[str, ...]) -> None:
-    res = cli(*path, "--help")
+def test_a_flag_mends_a_bad_environment_value(cli, home: Path) -> None:
+    """MEMORYD_WORKERS=-3 is an error, unless --workers overrides it."""
+    bad = {"MEMORYD_WORKERS": "-3"}
+    assert cli("jobs", "add", "noop", "--count", "2").code == 0
+    res = cli("run", "--drain", env=bad)
+    assert res.code == 2 and "workers must be at least 1" in res.message
+    res = cli("run", "--drain", "--workers", "1", "--json", env=bad)
     assert res.code == 0, res.stderr
-    assert "Example" in res.stdout
+    assert res.json()["done"] == 2
+
+
+def test_unknown_key_suggests_the_nearest_and_config_still_reports(cli, home: Path) -> None:
+    home.mkdir()
+    toml = home / "memoryd.toml"
+    toml.write_text("wrokers = 3\nlease_seconds = 30.0\nmax_attempts = 0\n")
+    res = cli("status")
+    assert res.code == 2
+    assert "unknown setting 'wrokers'; did you mean workers?" in res.message
+
+    res = cli("config")
+    assert res.code == 2, res
+    assert "lease_seconds" in res.stdout and "workers" in res.stdout, "the report is printed"
+    assert "did you mean workers?" in res.message
+    assert "max_attempts must be at least 1" in res.message, "every problem is listed"
+
+    report = cli("config", "--json").json()
+    assert report["settings"]["lease_seconds"] == {
+        "value": 30.0, "source": str(toml), "help": SETTINGS["lease_seconds"].help
+    }  # fmt: skip
+    assert report["settings"]["max_attempts"]["source"] == "default", "a bad value is not used"
+    assert len(report["problems"]) == 2
+
+    toml.write_text("zzzz = 1\n")
+    assert "see `memoryd config`" in cli("status").message
+
+
+# -- every leaf command takes --home and --json --------------------------------------------
 
 
 def test_every_leaf_command_takes_home_and_json(cli) -> None:
-    from memoryd.cli import main
-
-    for path in _command_paths():
-        cmd: click.Command = main
-        for name in path:
-            cmd = cmd.commands[name]  # type: ignore[attr-defined]
+    for path in command_paths():
+        cmd = command_at(path)
         if isinstance(cmd, click.Group):
             continue
         opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
@@ -353,3 +454,200 @@ def test_every_leaf_command_takes_home_and_json(cli) -> None:
 def test_version(cli) -> None:
     res = cli("--version", home=None)
     assert res.code == 0 and "version" in res.stdout
+
+
+# -- operator errors: retry, unreadable homes, usage errors under --json ---------------------
+
+
+def test_retry_of_unknown_or_live_job_is_reported(cli, home: Path, seeded) -> None:
+    res = cli("jobs", "retry", "999")
+    assert res.code == 1, res
+    assert "job 999 not requeued: no such job" in res.message
+    res = cli("jobs", "retry", "1", "5", "--json")  # 1 is done, 5 is queued
+    assert res.code == 1
+    assert res.json() == {
+        "requeued": [],
+        "refused": [
+            {"id": 1, "reason": "it is done, not dead"},
+            {"id": 5, "reason": "it is queued, not dead"},
+        ],
+    }
+    assert snapshot(home) == seeded
+    res = cli("jobs", "retry", "--all-dead", "--json")
+    assert (res.code, res.json()) == (0, {"requeued": [], "refused": []})
+
+
+def _run_without_dac_override(args: list[str], home: Path) -> Result:
+    """The CLI as a user the permission bits apply to (root without CAP_DAC_OVERRIDE)."""
+    prefix = []
+    if os.geteuid() == 0:
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    proc = subprocess.run(
+        [*prefix, *MEMORYD, *args],
+        env=clean_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and not shutil.which("setpriv"), reason="needs setpriv")
+@pytest.mark.parametrize("args", [["status"], ["jobs", "list"], ["init"], ["config"]])
+def test_home_under_an_untraversable_directory(tmp_path: Path, args: list[str]) -> None:
+    locked = tmp_path / "locked"
+    (locked / "home").mkdir(parents=True)
+    locked.chmod(0)
+    try:
+        res = _run_without_dac_override(args, locked / "home")
+        assert res.code == 1, res
+        assert "Permission denied" in res.message and "--home" in res.message
+        assert "Traceback" not in res.stderr
+        res = _run_without_dac_override([*args, "--json"], locked / "home")
+        assert res.json()["error"] == "HOME_NOT_READABLE"
+    finally:
+        locked.chmod(0o700)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["jobs", "list", "--state", "bogus"],
+        ["jobs", "retry"],
+        ["run", "--workers", "0"],
+        ["jobs", "show", "notanumber"],
+        ["status", "--no-such-option"],
+    ],
+)
+def test_usage_errors_are_json_under_json(cli, home: Path, args: list[str]) -> None:
+    res = cli(*args, "--json")
+    assert res.code == 2, res
+    body = res.json()
+    assert body["error"] == "BAD_USAGE" and body["message"] and body["retryable"] is False
+    assert "Traceback" not in res.stderr
+    plain = cli(*args)
+    assert plain.code == 2 and plain.stdout == "" and "Usage:" in plain.stderr
+
+
+# -- jobs show, list filters, errors never cut silently -----------------------------------
+
+
+def _dead_job(cli, message: str, **kw: str) -> int:
+    extra = [a for k, v in kw.items() for a in (f"--{k}", v)]
+    res = cli(
+        "jobs", "add", "fail", "--payload", orjson.dumps({"message": message}).decode(),
+        "--max-attempts", "1", "--json", *extra,
+    )  # fmt: skip
+    assert res.code == 0, res.stderr
+    return res.json()["ids"][0]
+
+
+def test_jobs_show_and_list_filters(cli, home: Path) -> None:
+    long_error = "the disk said no: " + "x" * 150 + " END"
+    job_id = _dead_job(cli, long_error, project="alpha")
+    assert cli("jobs", "add", "noop", "--count", "2", "--project", "beta").code == 0
+    res = cli("run", "--drain", "--workers", "1")
+    assert res.code == 0, res.stderr
+
+    shown = cli("jobs", "show", str(job_id), "--json")
+    assert shown.code == 0, shown.stderr
+    job = shown.json()
+    assert (job["id"], job["kind"], job["state"], job["project"]) == (
+        job_id,
+        "fail",
+        "dead",
+        "alpha",
+    )
+    assert job["last_error"].endswith(long_error)
+    assert (job["attempts"], job["max_attempts"]) == (1, 1)
+    assert job["payload"] == {"message": long_error}
+    for key in ("created_at", "updated_at", "finished_at"):
+        assert job[key].endswith("Z") and job[key][:4].isdigit(), key
+    human = cli("jobs", "show", str(job_id))
+    assert human.code == 0 and "END" in human.stdout and "alpha" in human.stdout
+    assert f"{job_id} (fail) dead" in human.stdout
+
+    res = cli("jobs", "show", "4242", "--json")
+    assert (res.code, res.json()["error"]) == (1, "NO_SUCH_JOB")
+
+    by_kind = cli("jobs", "list", "--kind", "noop", "--json").json()
+    assert [j["kind"] for j in by_kind] == ["noop", "noop"]
+    assert [j["project"] for j in cli("jobs", "list", "--project", "alpha", "--json").json()] == [
+        "alpha"
+    ]
+    assert cli("jobs", "list", "--project", "beta", "--kind", "fail", "--json").json() == []
+
+    table = cli("jobs", "dead", env={"COLUMNS": "200"}).stdout
+    assert "the disk said no" in table and "END" not in table
+    assert "…" in table, "a cut error is marked"
+    assert "memoryd jobs show ID" in table
+
+
+def test_job_times_are_iso_8601_utc(cli, home: Path) -> None:
+    assert cli("jobs", "add", "noop").code == 0
+    (job,) = cli("jobs", "list", "--json").json()
+    assert job["created_at"].endswith("Z") and "T" in job["created_at"]
+    assert job["not_before"] is None and job["finished_at"] is None
+    assert job["created_at"] == cli("jobs", "show", str(job["id"]), "--json").json()["created_at"]
+
+
+# -- memoryd stop ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_stop_signals_the_supervisor_and_waits(cli, home: Path, background) -> None:
+    assert cli("jobs", "add", "noop", "--count", "5").code == 0
+    sup = background("run", "--workers", "1")
+    sup.wait_running(workers=1)
+    res = cli("stop", "--json")
+    assert res.code == 0, res.stderr
+    body = res.json()
+    assert (body["pid"], body["stopped"]) == (sup.pid, True)
+    assert not sup.alive(), "stop returns only once the supervisor has exited"
+    assert sup.wait() == 0, "SIGTERM is a clean shutdown"
+    assert status(home)["supervisor"] is None
+    res = cli("stop")
+    assert res.code == 0 and "no supervisor was running" in res.stdout
+
+
+# -- human output is prose or tables, never Python reprs --------------------------------------
+
+PY_REPR = re.compile(r"\{'|\['|': |\(\d+, |<[a-z_.]+ object at")
+
+
+@pytest.mark.slow
+def test_no_human_output_holds_a_python_repr(cli, home: Path, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "app.py").write_text("def handshake_timeout():\n    return 30\n")
+    assert cli("ingest", str(src), "--project", "demo", "--wait").code == 0
+    assert (
+        cli("jobs", "add", "fail", "--payload", '{"message": "x"}', "--max-attempts", "1").code == 0
+    )
+    commands = [
+        ["init"],
+        ["run", "--drain", "--workers", "1"],
+        ["status"],
+        ["search", "handshake timeout", "--project", "demo"],
+        ["jobs", "add", "noop"],
+        ["jobs", "list"],
+        ["jobs", "list", "--kind", "fail"],
+        ["jobs", "dead"],
+        ["jobs", "show", "1"],
+        ["jobs", "retry", "1"],
+        ["config"],
+        ["projects"],
+        ["projects", "rename", "demo", "demo2"],
+        ["doctor"],
+        ["checkpoint-wal"],
+        ["rebuild", "--verify"],
+        ["rebuild"],
+        ["projects", "remove", "demo2"],
+        ["stop"],
+    ]
+    for args in commands:
+        res = cli(*args)
+        assert "Traceback" not in res.stderr, args
+        found = PY_REPR.search(res.stdout + res.stderr)
+        assert found is None, (args, found, res.stdout)

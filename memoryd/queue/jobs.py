@@ -396,26 +396,41 @@ class JobQueue:
             )[0][0]
         )
 
-    def list(self, state: str | None = None, limit: int = 100) -> list[dict]:
-        sql = (
-            "SELECT id, project, kind, payload, state, priority, attempts, max_attempts,"
-            " not_before, created_at, updated_at, finished_at, last_error, dedupe_key FROM jobs"
-        )
-        args: tuple = ()
-        if state:
-            sql, args = sql + " WHERE state = ?", (state,)
-        rows = self.db.query(sql + " ORDER BY id DESC LIMIT ?", (*args, limit))
-        keys = (
-            "id", "project", "kind", "payload", "state", "priority", "attempts",
-            "max_attempts", "not_before", "created_at", "updated_at", "finished_at",
-            "last_error", "dedupe_key",
-        )  # fmt: skip
+    _COLUMNS = (
+        "id", "project", "kind", "payload", "state", "priority", "attempts",
+        "max_attempts", "not_before", "created_at", "updated_at", "finished_at",
+        "last_error", "dedupe_key", "lease_owner", "lease_expires",
+    )  # fmt: skip
+
+    def _rows(self, where: dict[str, Any], limit: int) -> list[dict]:
+        """Jobs matching every ``column = value`` in ``where`` (None: unfiltered), newest first."""
+        conds = {k: v for k, v in where.items() if v is not None}
+        sql = f"SELECT {', '.join(self._COLUMNS)} FROM jobs"
+        if conds:
+            sql += " WHERE " + " AND ".join(f"{k} = ?" for k in conds)
+        rows = self.db.query(sql + " ORDER BY id DESC LIMIT ?", (*conds.values(), limit))
         out = []
         for r in rows:
-            job = dict(zip(keys, r, strict=True))
+            job = dict(zip(self._COLUMNS, r, strict=True))
             job["payload"] = orjson.loads(job["payload"])
             out.append(job)
         return out
+
+    def list(
+        self,
+        state: str | None = None,
+        limit: int = 100,
+        *,
+        kind: str | None = None,
+        project: str | None = None,
+    ) -> list[dict]:
+        """Jobs newest first, filtered by state, kind and project when given."""
+        return self._rows({"state": state, "kind": kind, "project": project}, limit)
+
+    def get(self, job_id: int) -> dict | None:
+        """One job's row (decoded payload), or None when there is no such job."""
+        rows = self._rows({"id": job_id}, 1)
+        return rows[0] if rows else None
 
     def retry(self, ids: Sequence[int] = (), *, all_dead: bool = False) -> list[int]:
         """Requeue dead jobs with a fresh set of attempts. Returns the ids requeued.

@@ -95,6 +95,7 @@ class Periodic:
     make: Callable[[Path, Config], Any]
 
 
+USER_KINDS = frozenset({"noop", "sleep", "fail"})  # all `memoryd jobs add` may enqueue
 _KINDS: dict[str, JobKind] = {}
 _PERIODIC: dict[str, Periodic] = {}
 
@@ -139,4 +140,5 @@ def load_kinds() -> None:
     """Import every capability that registers job kinds (idempotent)."""
     import memoryd.archive.jobs  # noqa: F401
     import memoryd.ingest.jobs  # noqa: F401
+    import memoryd.projects  # noqa: F401
     import memoryd.workers.builtin  # noqa: F401

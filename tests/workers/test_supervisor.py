@@ -167,7 +167,7 @@ def test_an_always_failing_job_backs_off_dies_and_can_be_retried(cli, home: Path
 
     res = cli("jobs", "retry", str(job_id), "--json")
     assert res.code == 0, res.stderr
-    assert res.json() == {"requeued": [job_id]}
+    assert res.json() == {"requeued": [job_id], "refused": []}
     res = cli("jobs", "list", "--state", "queued", "--json")
     [queued] = res.json()
     assert (queued["id"], queued["attempts"]) == (job_id, 0)
@@ -178,7 +178,10 @@ def test_an_always_failing_job_backs_off_dies_and_can_be_retried(cli, home: Path
     res = cli("run", "--drain", "--json", env=FAST_RETRY)
     assert res.code == 0, res.stderr
     assert res.json()["dead"] == 1
-    assert cli("jobs", "retry", "--all-dead", "--json").json() == {"requeued": [job_id]}
+    assert cli("jobs", "retry", "--all-dead", "--json").json() == {
+        "requeued": [job_id],
+        "refused": [],
+    }
 
 
 def test_sigterm_finishes_in_flight_work_and_keeps_the_rest(cli, home: Path, background) -> None:
