@@ -374,7 +374,7 @@ def _reclaim_and_complete(tx, q: JobQueue, sleeps: list[ClaimedJob] | None) -> l
         q.fail_in(tx, job, "lease expired")
     jobs = q.claim_in(tx, SECOND_CLAIMER, 10_000, 60.0, kinds=("sleep",))
     done = q.complete_many_in(tx, jobs)
-    accepted = [(j, None) for j in jobs if j.id in done]
+    accepted = [(j, None) for j in jobs if (j.id, j.token) in done]
     if accepted:
         job_kind("sleep").apply(ApplyContext(tx, q, q.db.config), accepted)
     return [j.id for j, _ in accepted]

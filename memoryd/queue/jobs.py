@@ -161,17 +161,21 @@ class JobQueue:
         ).fetchone()
         return row is not None
 
-    def complete_many_in(self, tx: apsw.Connection, jobs: Iterable[ClaimedJob]) -> set[int]:
+    def complete_many_in(
+        self, tx: apsw.Connection, jobs: Iterable[ClaimedJob]
+    ) -> set[tuple[int, str]]:
         """Mark done every job whose lease is still ours, one statement per lease token.
 
-        Returns the ids marked done; a job missing from it lost its lease (it was
-        reclaimed and claimed again) and nothing of its result may be applied.
+        Returns the (id, lease token) pairs marked done; a job missing from it lost
+        its lease (it was reclaimed and claimed again) and nothing of its result may
+        be applied. The token matters: a stale result and the job's new attempt can
+        reach one turn together, and only the new one's pair is returned.
         """
         by_token: dict[str, list[int]] = {}
         for job in jobs:
             by_token.setdefault(job.token, []).append(job.id)
         now = self.clock()
-        done: set[int] = set()
+        done: set[tuple[int, str]] = set()
         fence = (
             ""
             if faults.active("unfenced_completion")
@@ -179,7 +183,7 @@ class JobQueue:
         )
         for token, ids in by_token.items():
             if faults.active("lost_completion"):
-                done.update(ids)  # effects are applied, the completion is never written
+                done.update((i, token) for i in ids)  # applied, the completion never written
                 continue
             rows = tx.execute(
                 "UPDATE jobs SET state = 'done', finished_at = ?, updated_at = ?,"
@@ -187,7 +191,7 @@ class JobQueue:
                 f" WHERE {fence} id IN (SELECT value FROM json_each(?)) RETURNING id",
                 (now, now, *([token] if fence else []), orjson.dumps(ids).decode()),
             )  # the ids as text: a blob would be JSONB
-            done.update(r[0] for r in rows)
+            done.update((r[0], token) for r in rows)
         return done
 
     def complete(self, job: ClaimedJob) -> bool:

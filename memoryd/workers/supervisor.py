@@ -466,7 +466,7 @@ class Supervisor:
         """Complete and apply a kind's jobs together, undone as a whole if it raises."""
         with self.db.savepoint("apply"):
             done = self.queue.complete_many_in(tx, (j for j, _ in items))
-            accepted = [(j, v) for j, v in items if j.id in done]
+            accepted = [(j, v) for j, v in items if (j.id, j.token) in done]
             applier = job_kind(kind).apply
             if accepted and applier:
                 applier(ApplyContext(tx, self.queue, self.config), accepted)

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.api import Memoryd
 from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.config import load_config
+from memoryd.queue import JobSpec
 from memoryd.storage.archive import ArchiveBusy
 from memoryd.workers.contract import WorkContext, job_kind
 from tests.conftest import clean_env, query, status, wait_for
@@ -70,15 +72,14 @@ def test_an_embedded_command_meeting_a_busy_archive_says_who_holds_it(cli, holde
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="needs the pool branch: a retryable error is deferred without charging an attempt",
-    strict=False,
-)
 def test_a_busy_archive_is_waited_for_without_charging_attempts(cli, home, holder, background):
     sup = background("run", "--workers", "1", env={"MEMORYD_RETENTION_TICK_SECONDS": "3600"})
     sup.wait_running(1)
-    added = cli("jobs", "add", ARCHIVE_OP, "--payload", '{"op": "retention_status"}', "--json")
-    job = added.json()["ids"][0]
+    md = Memoryd(home)  # an internal kind: enqueued as the archive capability does
+    try:
+        job = md.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": "retention_status", "args": {}}))
+    finally:
+        md.close()
 
     def deferred() -> tuple | None:
         rows = query(home, "SELECT state, attempts, last_error FROM jobs WHERE id = ?", (job,))

@@ -192,9 +192,27 @@ def test_complete_many_accepts_only_jobs_whose_lease_is_still_ours(
     assert db.write(lambda tx: q.complete_many_in(tx, [stale, forged])) == set()
     assert row(db, stale.id)["state"] == "claimed"  # still b's, untouched
     done = db.write(lambda tx: q.complete_many_in(tx, [*batch[1:], again]))
-    assert done == {j.id for j in batch}
+    assert done == {(j.id, j.token) for j in [*batch[1:], again]}
     assert db.write(lambda tx: q.complete_many_in(tx, batch)) == set(), "no second completion"
     assert {row(db, j.id)["state"] for j in batch} == {"done"}
+
+
+def test_a_stale_result_and_the_new_attempt_in_one_turn_accept_only_the_new(
+    db, q: JobQueue, clock: Clock
+) -> None:
+    """Both results of one job reach the same group commit: the returned pairs name
+    only the current lease's token, so the stale result is never applied."""
+    q.enqueue(JobSpec("noop"))
+    [stale] = q.claim("a", 1, 1)
+    clock.advance(2)
+    assert db.write(q.reclaim_expired_in) == 1
+    clock.advance(1)
+    [again] = q.claim("b", 1, 60)
+    for order in ([stale, again], [again, stale]):
+        done = db.write(lambda tx, jobs=order: q.complete_many_in(tx, jobs))
+        if done:
+            assert done == {(again.id, again.token)}
+    assert row(db, again.id)["state"] == "done"
 
 
 # -- failure, backoff, dead-letter, retry -----------------------------------------------
