@@ -61,6 +61,7 @@ def test_milliseconds_and_seconds_are_both_read_as_the_same_time(cli, tmp_path, 
     ],
 )
 def test_unreadable_input_is_refused_and_nothing_is_stored(cli, tmp_path, message):
+    assert cli("init").code == 0  # an existing home, so a read can prove nothing was stored
     good = {"role": "assistant", "content": "fine line", "timestamp": 1718000000}
     res = add(cli, write(tmp_path / "bad.jsonl", good, message))
     assert res.code == 2, (res.code, res.stderr)
