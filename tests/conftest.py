@@ -28,6 +28,8 @@ T = TypeVar("T")
 # Generous bounds: they only matter when something is broken; tests poll, never sleep-and-hope.
 CLI_TIMEOUT = 180.0
 WAIT_TIMEOUT = 120.0
+# retries that come back at once (tests of failure paths)
+FAST_RETRY = {"MEMORYD_RETRY_BACKOFF_BASE": "0.01", "MEMORYD_RETRY_BACKOFF_MAX": "0.05"}
 
 _SCRIPT = Path(sys.executable).with_name("memoryd")
 MEMORYD = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "memoryd.cli"]

@@ -19,6 +19,7 @@ from memoryd.config import load_config
 from memoryd.queue import JobQueue, JobSpec
 from memoryd.storage import open_authority
 from tests.conftest import (
+    FAST_RETRY,
     assert_each_done_once,
     db_path,
     in_sleep,
@@ -31,7 +32,6 @@ from tests.conftest import (
 
 pytestmark = pytest.mark.slow
 
-FAST_RETRY = {"MEMORYD_RETRY_BACKOFF_BASE": "0.01", "MEMORYD_RETRY_BACKOFF_MAX": "0.05"}
 MiB = 1024 * 1024
 
 

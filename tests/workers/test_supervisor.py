@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from tests.conftest import (
+    FAST_RETRY,
     assert_each_done_once,
     in_sleep,
     query,
@@ -25,8 +26,6 @@ from tests.conftest import (
 )
 
 pytestmark = pytest.mark.slow
-
-FAST_RETRY = {"MEMORYD_RETRY_BACKOFF_BASE": "0.01", "MEMORYD_RETRY_BACKOFF_MAX": "0.05"}
 
 
 def sleeping_workers(home: Path) -> list[int]:
