@@ -12,10 +12,7 @@ import pytest
 from memoryd.drill import SCENARIOS
 from tests.conftest import run_cli
 
-# Scenarios that find real faults on today's code (tests below), left out of the runs
-# that must pass: put each back once its fault is fixed.
-KNOWN_FAULTS = ("migration",)
-CI_SCENARIOS = [name for name in SCENARIOS if name not in KNOWN_FAULTS]
+CI_SCENARIOS = list(SCENARIOS)  # every scenario must pass (a fault found is fixed, not skipped)
 CI_ARGS = [arg for name in CI_SCENARIOS for arg in ("--scenario", name)]
 
 
@@ -99,13 +96,6 @@ def test_drill_never_drills_the_users_home(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="archive data lost after a kill mid-switch: the embedded `archive migrate` status"
-    " opens the archive (creating an empty one where the switch had moved it away) before"
-    " Migration.recover() runs; recover then takes the empty store as switched, and --commit"
-    " deletes archive.prev, the real data",
-)
 def test_drill_migration_scenario():
     """Kills in `archive migrate --copy` and `--verify` (the directory switch), then the
     steps re-run to committed: every transcript must still be there."""

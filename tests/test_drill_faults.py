@@ -6,8 +6,7 @@ The scenarios rotate (each runs once in every block of as many cycles as there a
 scenarios, in a seeded order), so one block reaches the stale-result scenario that
 ``unfenced_completion`` needs; the other two faults break the first cycle.
 
-The scenarios that find real faults on today's code (``KNOWN_FAULTS``, see
-``tests/test_drill.py``) are left out, so a clean block reports 0.
+Without a fault, the same block reports 0.
 """
 
 from __future__ import annotations

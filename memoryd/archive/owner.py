@@ -13,7 +13,7 @@ import psutil
 
 from memoryd.config import ARCHIVE_DIR, Config
 from memoryd.locks import lock_holder
-from memoryd.retention.boundary import Boundary
+from memoryd.retention.boundary import Boundary, Migration
 from memoryd.retention.maintenance import Maintenance
 from memoryd.storage.archive import ArchiveBusy, ArchiveStore
 
@@ -57,6 +57,9 @@ class ArchiveOwner:
 
     def _open(self) -> None:
         config = self.config
+        # A directory switch a crash interrupted is finished first: opening would
+        # otherwise create an empty archive where the switch had moved the real one.
+        Migration(self.path).recover()
         try:
             self.store = ArchiveStore.open_primary(self.path)
         except ArchiveBusy as exc:
