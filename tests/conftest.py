@@ -215,6 +215,8 @@ class Background:
 
         def ready() -> dict[int, int] | None:
             assert self.alive(), f"supervisor exited early: {self.stderr}"
+            if not (self.home / "authority.db").exists():
+                return None  # the supervisor has not created its home yet
             sup = status(self.home)["supervisor"]
             if sup and sup["pid"] == self.pid and len(sup.get("workers", [])) == workers:
                 return {w["index"]: w["pid"] for w in sup["workers"]}
