@@ -621,12 +621,19 @@ def archive_forget(md: Memoryd, as_json: bool, locator: str | None, **o: str | N
 @command(
     archive_group, "migrate", "memoryd archive migrate --copy && memoryd archive migrate --verify"
 )
-@click.option("--copy", "step", flag_value="copy", help="Copy into a new format (re-encode).")
-@click.option("--verify", "step", flag_value="verify", help="Verify the copy and switch to it.")
-@click.option("--commit", "step", flag_value="commit", help="Make the migration final.")
-@click.option("--rollback", "step", flag_value="rollback", help="Go back to the old format.")
-def archive_migrate(md: Memoryd, as_json: bool, step: str | None) -> None:
+@click.option("--copy", is_flag=True, help="Copy into a new format (re-encode).")
+@click.option("--verify", is_flag=True, help="Verify the copy and switch to it.")
+@click.option("--commit", is_flag=True, help="Make the migration final.")
+@click.option("--rollback", is_flag=True, help="Go back to the old format.")
+def archive_migrate(md: Memoryd, as_json: bool, **steps: bool) -> None:
     """A format migration of the archive; retention waits until it is committed."""
+    chosen = [name for name, on in steps.items() if on]
+    if len(chosen) > 1:
+        raise UsageError(
+            f"one migration step at a time (got --{' --'.join(chosen)}); "
+            "run them in order: --copy, then --verify, then --commit"
+        )
+    step = chosen[0] if chosen else None
     r = md.archive("migrate", {"step": step or "status"})
     _emit_archive(as_json, r, _migration_text(r))
 

@@ -196,3 +196,10 @@ def test_human_search_shows_each_hits_locator(cli, chat):
               "--project", "demo")  # fmt: skip
     assert res.code == 0, res.stderr
     assert session in res.stdout and "5173" in res.stdout and "{" not in res.stdout
+
+
+def test_migrate_refuses_two_steps_at_once(cli, home):
+    res = cli("archive", "migrate", "--copy", "--verify", "--json")
+    assert res.code == 2 and res.json()["error"] == "BAD_USAGE"
+    assert "one migration step at a time" in res.message
+    assert not home.exists(), "a refused request creates nothing"
