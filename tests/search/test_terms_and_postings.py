@@ -35,38 +35,38 @@ def test_conversation_questions_ask_no_speaker():
     assert analyze("Can you remind me what we discussed about the tomatoes?").speaker is None
     assert analyze("In our previous chat, which hotel did I pick?").speaker is None
     assert analyze("What did I say about my dog in our last conversation?").speaker == "user"
-    assert analyze("What is the name of my hamster?").speaker == "user"
+    assert analyze("What colour is my bicycle?").speaker == "user"
     assert analyze("Which recipe did you recommend?").speaker == "assistant"
 
 
 def test_answer_form_is_context():
-    q = analyze("What is the total number of days I spent in Japan?")
-    assert [t.stem for t in q.terms] == ["spent", "japan"]
-    q = analyze("What is the order of the museums I visited from earliest to latest?")
-    assert [t.stem for t in q.terms] == ["museum", "visit"]
+    q = analyze("Tell me the total number of hours I spent in Lisbon?")
+    assert [t.stem for t in q.terms] == ["spent", "lisbon"]
+    q = analyze("Give the order of the castles I toured from earliest to latest?")
+    assert [t.stem for t in q.terms] == ["castl", "tour"]
     q = analyze("Who arrived first, Tom or Alex?")
     assert "first" not in {t.word for t in q.terms}
     assert "first" in {t.word for t in analyze("What was my first car?").terms}
 
 
 def test_relative_time_is_context():
-    q = analyze("Who did I go with to the music event last Saturday?")
-    assert [t.stem for t in q.terms] == ["music", "event"]
-    q = analyze("What gardening activity did I do two weeks ago?")
-    assert [t.stem for t in q.terms] == ["garden", "activ"]
+    q = analyze("Who did I meet at the chess club last Tuesday?")
+    assert [t.stem for t in q.terms] == ["meet", "chess", "club"]
+    q = analyze("What painting activity did I do three weeks ago?")
+    assert [t.stem for t in q.terms] == ["paint", "activ"]
     assert "morn" in {t.stem for t in analyze("What is my morning routine?").terms}
 
 
 def test_coordinated_names_are_sides():
-    q = analyze("How many days did I spend in Hawaii and in Seattle?")
-    assert {"spend", "hawaii"} in q.alternatives and {"spend", "seattl"} in q.alternatives
+    q = analyze("How many days did I sleep in Oslo and in Bergen?")
+    assert {"sleep", "oslo"} in q.alternatives and {"sleep", "bergen"} in q.alternatives
 
 
 def test_name_particles_and_possessives():
     q = analyze("Who is Guido van Rossum's wife?")
     assert q.entities == [["guido", "van", "rossum"]] and q.possessive
     assert analyze("Who is the wife of Guido van Rossum?").possessive
-    assert not analyze("What did I bake for my uncle's birthday party?").possessive
+    assert not analyze("What did I cook for my cousin's graduation dinner?").possessive
     assert analyze("the van was red, Tom said").entities == [["tom"]]
 
 
