@@ -46,6 +46,36 @@ def clean_env(home: Path | None, extra: dict[str, str] | None = None) -> dict[st
     return env
 
 
+_WAL_READER = """
+import sys, apsw
+conn = apsw.Connection(sys.argv[1])
+conn.execute("BEGIN")
+conn.execute("SELECT count(*) FROM jobs").fetchall()
+print("held", flush=True)
+sys.stdin.readline()
+"""
+
+
+@contextlib.contextmanager
+def wal_reader(home: Path) -> Iterator[subprocess.Popen]:
+    """Another process holding a read snapshot of the authority (it pins the WAL)
+    for the block; it lets go when the block ends."""
+    reader = subprocess.Popen(
+        [sys.executable, "-c", _WAL_READER, str(home / "authority.db")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=clean_env(None),
+    )
+    try:
+        assert reader.stdout.readline().strip() == "held"
+        yield reader
+    finally:
+        reader.stdin.write("\n")
+        reader.stdin.flush()
+        reader.wait(timeout=30)
+
+
 class Result(NamedTuple):
     code: int
     stdout: str

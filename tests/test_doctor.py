@@ -5,14 +5,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import clean_env
-from tests.workers.test_wal_pressure import READER  # a process pinning the WAL
+from tests.conftest import wal_reader
 
 
 def findings(res) -> dict[str, dict]:
@@ -82,25 +79,13 @@ def test_stale_supervisor_state_after_sigkill(cli, home: Path, background) -> No
 @pytest.mark.slow
 def test_wal_pinned_names_the_reader(cli, home: Path) -> None:
     assert cli("init").code == 0
-    reader = subprocess.Popen(
-        [sys.executable, "-c", READER, str(home / "authority.db")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=clean_env(None),
-    )
-    try:
-        assert reader.stdout.readline().strip() == "held"
+    with wal_reader(home) as reader:
         assert cli("jobs", "add", "noop", "--count", "2000").code == 0
         res = cli("doctor", "--json", env={"MEMORYD_WAL_PAUSE_BYTES": "4096"})
         assert res.code == 1
         wal = findings(res)["wal"]
         assert wal["status"] == "action" and str(reader.pid) in wal["message"]
         assert "checkpoint-wal" in wal["action"]
-    finally:
-        reader.stdin.write("\n")
-        reader.stdin.flush()
-        reader.wait(timeout=30)
 
 
 def test_low_disk_and_config_problems(cli, home: Path) -> None:

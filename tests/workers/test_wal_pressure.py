@@ -4,15 +4,13 @@ with independent processes and real SIGKILLs."""
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import clean_env, query, status, wait_for
+from tests.conftest import query, status, wait_for, wal_reader
 
 MiB = 1024 * 1024
 BATCH_BYTES = 512 * 1024
@@ -61,16 +59,6 @@ class WalSampler:
         return self.max
 
 
-READER = """
-import sys, apsw
-conn = apsw.Connection(sys.argv[1])
-conn.execute("BEGIN")
-conn.execute("SELECT count(*) FROM jobs").fetchall()
-print("held", flush=True)
-sys.stdin.readline()
-"""
-
-
 def test_pinned_reader_pauses_claims_near_the_bound_and_claims_resume(
     cli, home, tmp_path, background, capsys
 ):
@@ -80,16 +68,8 @@ def test_pinned_reader_pauses_claims_near_the_bound_and_claims_resume(
         "MEMORYD_MAINTENANCE_PERIOD_SECONDS": "0.2",
     }
     assert cli("init").code == 0
-    reader = subprocess.Popen(
-        [sys.executable, "-c", READER, str(home / "authority.db")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=clean_env(None),
-    )
-    assert reader.stdout.readline().strip() == "held"
     sampler = WalSampler(home)
-    try:
+    with wal_reader(home) as reader:
         assert cli("ingest", str(repo), env=env).code == 0
         sup = background("run", "--workers", "2", env=env)
         paused = wait_for(
@@ -118,10 +98,6 @@ def test_pinned_reader_pauses_claims_near_the_bound_and_claims_resume(
             print(f"\npinned reader: WAL peaked at {peak:,} bytes (bound 8 MiB + 2 batches)")
         pending = query(home, "SELECT count(*) FROM jobs WHERE state IN ('queued', 'failed')")
         assert pending[0][0] > 0, "the ingest should still have work left while paused"
-    finally:
-        reader.stdin.write("\n")
-        reader.stdin.flush()
-        reader.wait(timeout=30)
     wait_for(lambda: not status(home)["claims_paused"], what="claims to resume")
     wait_for(
         lambda: query(home, "SELECT finished_at FROM ingest_runs")[0][0] is not None,
