@@ -133,6 +133,14 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE jobs ADD COLUMN supervisor_deaths INTEGER NOT NULL DEFAULT 0;
         """,
     ),
+    (
+        4,
+        "jobs by project without the state: claims and completions no longer rewrite it",
+        """
+        DROP INDEX jobs_project;
+        CREATE INDEX jobs_project ON jobs (project) WHERE project IS NOT NULL;
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]

@@ -31,6 +31,17 @@ class Dispatch:
         self.cost[kind] = ewma(self.cost.get(kind), seconds)
         self.job_seconds = ewma(self.job_seconds, seconds)
 
+    def observe_many(self, samples: Iterable[tuple[str, float]]) -> None:
+        """One sample per kind: the mean seconds of its jobs that just finished (a
+        poll's worth of results counts once, not once per job)."""
+        sums: dict[str, list[float]] = {}
+        for kind, seconds in samples:
+            acc = sums.setdefault(kind, [0.0, 0])
+            acc[0] += seconds
+            acc[1] += 1
+        for kind, (total, count) in sums.items():
+            self.observe(kind, total / count)
+
     @staticmethod
     def depth(wal_pinned: bool) -> int:
         """Batches a worker may hold. While a reader pins the WAL, one: when claims
@@ -61,8 +72,9 @@ class Dispatch:
         """Take from ``buffer`` about ``target`` seconds of work (an unknown kind counts
         as a whole target, so it goes alone until it has been measured)."""
         batch, estimate = [], 0.0
-        while buffer and len(batch) < MAX_DISPATCH_BATCH and estimate < self.target:
-            job = buffer.popleft()
+        cost, target, take = self.cost, self.target, buffer.popleft  # a hot loop
+        while buffer and len(batch) < MAX_DISPATCH_BATCH and estimate < target:
+            job = take()
             batch.append(job)
-            estimate += self.cost.get(job.kind, self.target)
+            estimate += cost.get(job.kind, target)
         return batch

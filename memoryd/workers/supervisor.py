@@ -297,8 +297,7 @@ class Supervisor:
     def _collect(self, timeout: float) -> None:
         """Gather finished batches; dead or timed-out workers are replaced by the pool."""
         events = self.pool.poll(timeout)
-        for job, outcome in events.finished:
-            self.dispatch.observe(job.kind, outcome.seconds)
+        self.dispatch.observe_many((job.kind, outcome.seconds) for job, outcome in events.finished)
         self.finished.extend(events.finished)
         self.lost.extend(events.lost)
         if events.respawned:

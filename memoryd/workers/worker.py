@@ -14,9 +14,8 @@ import os
 import pickle
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -28,8 +27,9 @@ PR_SET_PDEATHSIG = 1
 PARENT_CHECK_SECONDS = 1.0
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
+    """What one job produced (a named tuple: cheap to pickle back by the thousand)."""
+
     job_id: int
     ok: bool
     value: Any  # the job's result, or the error text

@@ -92,6 +92,9 @@ def _interrupt_ingest_wait(home: Path, repo: Path) -> tuple[int, str]:
     try:
         workers = wait_for(lambda: worker_pids(home), what="a supervisor's worker")
         wait_for(lambda: in_sleep(workers[0]), what="the worker in the sleep job")
+        # A supervisor already running has its worker asleep before `ingest` even starts:
+        # wait for the command itself to sleep in its follow loop (not in its imports).
+        wait_for(lambda: in_sleep(proc.pid), what="`ingest --wait` in its follow loop")
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole group
         _, stderr = proc.communicate(timeout=120)
     finally:
