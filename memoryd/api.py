@@ -310,6 +310,31 @@ class Memoryd:
                 raise IngestPending(ingest_runner.pending_message(self.reader, name, run, sup))
         return result
 
+    def search_all(self, query: str, *, limit: int = 10) -> dict:
+        """Search every project; each item names its ``project``. Items are ranked by
+        their fused score across projects; projects whose first ingest is still under
+        way are listed in ``pending`` rather than failing the search."""
+        if limit < 1:
+            raise UsageError("--limit must be at least 1")
+        names = [p["project"] for p in project_stats(self.reader)]
+        if not names:
+            raise UsageError("there are no projects yet; ingest one with `memoryd ingest PATH`")
+        items, gaps, pending = [], [], []
+        for name in names:
+            try:
+                result = self.search(query, name, limit=limit)
+            except IngestPending:
+                pending.append(name)
+                continue
+            items += [{**item, "project": name} for item in result["items"]]
+            if result["gap"]:
+                gaps.append(f"{name}: {result['gap']}")
+        items.sort(key=lambda item: -item["score"])
+        if items:
+            return {"status": "ok", "items": items[:limit], "gap": None, "pending": pending}
+        gap = "; ".join(gaps) or "no project has finished its first ingest"
+        return {"status": "abstained", "items": [], "gap": gap, "pending": pending}
+
     def default_project(self, project: str | None) -> str:
         """The named project; else the only one; else the one named like the cwd."""
         if project:
@@ -320,7 +345,8 @@ class Memoryd:
         if Path.cwd().name in names:
             return Path.cwd().name
         raise UsageError(
-            f"name a project with --project; known projects: {', '.join(names) or 'none'}"
+            "name a project with --project, or search them all with --all; known projects: "
+            f"{', '.join(names) or 'none'}"
         )
 
     def checkpoint_wal(self) -> dict:

@@ -345,19 +345,33 @@ def _print_ingest_summary(r: dict) -> None:
 @command(main, "search", "memoryd search 'how are JSON documents decoded?' --project python3.11")
 @click.argument("query")
 @click.option("--project", help="Project to search (default: the only one).")
+@click.option("--all", "all_projects", is_flag=True, help="Search every project.")
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
-def search_cmd(md: Memoryd, as_json: bool, query: str, project: str | None, limit: int) -> None:
-    """Search project memory; abstain when the evidence is insufficient."""
-    result = md.search(query, project, limit=limit)
+def search_cmd(
+    md: Memoryd, as_json: bool, query: str, project: str | None, all_projects: bool, limit: int
+) -> None:
+    """Search project memory; abstain when the evidence is insufficient.
+
+    With --all, every project is searched and each hit names its project."""
+    if all_projects and project:
+        raise click.UsageError("--all searches every project: drop --project")
+    if all_projects:
+        result = md.search_all(query, limit=limit)
+    else:
+        result = md.search(query, project, limit=limit)
     if as_json:
         emit_json(result)
     else:
         print_search(result)
+        if result.get("pending"):
+            names = ", ".join(result["pending"])
+            out.print(f"[dim]not searched (first ingest under way): {names}[/]", highlight=False)
 
 
 def _hit_heading(item: dict) -> str:
+    where = f"[magenta]{item['project']}[/] " if "project" in item else ""
     return (
-        f"[bold cyan]{item['path']}[/]:{item['start_line']}-{item['end_line']}"
+        f"{where}[bold cyan]{item['path']}[/]:{item['start_line']}-{item['end_line']}"
         f"  [dim]score {item['score']:.3f}[/]"
     )
 

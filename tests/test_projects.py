@@ -155,3 +155,27 @@ def test_rename(cli, home: Path, two_projects) -> None:
     res = cli("projects", "remove", "nosuch")
     assert res.code == 1 and "no project named 'nosuch'" in res.message
     verify_equal(cli)
+
+
+@pytest.mark.slow
+def test_search_all_names_each_hits_project(cli, home: Path, tmp_path: Path) -> None:
+    for name in ("alpha", "beta"):
+        root = make_tree(tmp_path / f"{name}-src", name)
+        (root / "NOTES.md").write_text(
+            f"# Hangar\n\nThe zeppelin hangar of {name} is inspected every spring;"
+            " the inspection checklist lives beside the mooring mast.\n"
+        )
+        ingest(cli, root, name)
+    res = cli("search", "zeppelin hangar inspection checklist", "--json")
+    assert res.code == 2 and "--all" in res.json()["message"]  # two projects: say which
+
+    res = cli("search", "zeppelin hangar inspection checklist", "--all", "--json")
+    assert res.code == 0, res.stdout
+    hits = res.json()["items"]
+    assert {(h["project"], h["path"]) for h in hits} == {(p, "NOTES.md") for p in ("alpha", "beta")}
+    res = cli("search", "zeppelin hangar inspection checklist", "--all")
+    assert "alpha NOTES.md" in res.stdout and "beta NOTES.md" in res.stdout
+
+    res = cli("search", "function alpha_3_7 returns", "--all", "--json")
+    assert {h["project"] for h in res.json()["items"]} == {"alpha"}
+    assert cli("search", "zeppelin", "--all", "--project", "alpha").code == 2
