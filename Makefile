@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive
+.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/python ops/demo.py
+
+readme: $(STAMP)  # rerun the README's worked example and rewrite its output
+	$(BIN)/python ops/readme_example.py
 
 test: $(STAMP)
 	$(BIN)/pytest -q

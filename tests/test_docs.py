@@ -7,6 +7,9 @@ section names every command, and names no command that does not exist.
 from __future__ import annotations
 
 import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -89,3 +92,48 @@ def test_shell_completion_is_documented_and_works(cli) -> None:
     assert "_MEMORYD_COMPLETE=bash_source memoryd" in cli_section()
     res = cli(env={"_MEMORYD_COMPLETE": "bash_source"}, home=None)
     assert res.code == 0 and "_memoryd_completion" in res.stdout
+
+
+def readme_commands() -> list[list[str]]:
+    """Every `memoryd ...` command the README shows after a `$ ` prompt (continuations
+    joined, `a && b` split), as argv without the program name."""
+    commands = []
+    lines = README.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("$ "):
+            continue
+        text, j = line[2:], i
+        while text.endswith("\\"):
+            j += 1
+            text = text[:-1] + " " + lines[j].strip()
+        for part in text.split("&&"):
+            argv = shlex.split(part)
+            if argv and argv[0] == "memoryd":
+                commands.append(argv[1:])
+    return commands
+
+
+@pytest.mark.parametrize("argv", readme_commands(), ids=" ".join)
+def test_every_readme_command_names_real_commands_and_options(cli, argv: list[str]) -> None:
+    """`--help` appended: an unknown command or option fails the parse before help."""
+    res = cli(*argv, "--help", home=None)
+    assert res.code == 0, res.stderr
+    words = [w for w in argv if not w.startswith("-")]
+    path = []
+    cmd: click.Command = main
+    for word in words:
+        if not isinstance(cmd, click.Group) or word not in cmd.commands:
+            break
+        cmd = cmd.commands[word]
+        path.append(word)
+    assert res.stdout.startswith(f"Usage: memoryd {' '.join(path)}".rstrip()), res.stdout
+
+
+@pytest.mark.slow
+def test_the_worked_example_prints_what_the_readme_shows() -> None:
+    """The README's worked example, rerun for real (numbers aside): see ops/readme_example.py."""
+    script = README.parent / "ops" / "readme_example.py"
+    res = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=600
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
