@@ -1043,5 +1043,89 @@ def config_cmd(md: Memoryd, as_json: bool) -> None:
         sys.exit(ConfigError.exit_code)
 
 
+@main.command(
+    "diagnose",
+    help="Ingest CHECKOUT into a new workspace and report bytes by phase, time and oracle"
+    " scores (offline; never reads or writes your home).\n\n\b\nExample:\n"
+    "  memoryd diagnose ~/src/app --workspace /tmp/diag --oracles ops/oracles/app.json",
+)
+@click.argument("checkout", type=click.Path(exists=True, file_okay=False))
+@click.option("--workspace", required=True, type=click.Path(), help="A directory to create.")
+@click.option("--oracles", type=click.Path(exists=True, dir_okay=False), help="Oracle file.")
+@click.option("--baseline", help="Another memoryd command to run the same diagnostic.")
+@click.option("--workers", type=click.IntRange(1, 16), default=2, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine output.")
+def diagnose_cmd(checkout, workspace, oracles, baseline, workers, as_json) -> None:
+    from memoryd import diagnose
+
+    try:
+        report = diagnose.diagnose(
+            checkout, workspace, oracles=oracles, baseline=baseline, workers=workers
+        )
+    except MemorydError as exc:
+        report_error(exc.code, str(exc), exc.retryable, exc.exit_code, as_json)
+        return
+    if as_json:
+        emit_json(report)
+    else:
+        print_diagnosis(report)
+
+
+def print_diagnosis(r: dict) -> None:
+    out.print(
+        f"{r['checkout']}: {r['files']:,} files, {r['source_bytes'] / 2**20:.1f} MiB of source"
+        f" ingested (of {r['checkout_bytes'] / 2**20:.1f} MiB in the checkout)"
+        f" in {r['ingest_seconds']:.1f}s ({r['ingest_mb_per_s']} MB/s)",
+        highlight=False,
+    )
+    b = r["bytes"]
+    table = Table("phase", "database", "WAL", "SHM", "archive", "other", "total", title="bytes")
+    for phase in ("empty_authority", "peak_live", "live_after_drain", "quiescent", "closed",
+                  "reopened"):  # fmt: skip
+        row = b[phase]
+        parts = ("database", "wal", "shm", "archive", "other", "total")
+        table.add_row(phase.replace("_", " "), *(f"{row[p + '_bytes']:,}" for p in parts))
+    out.print(table)
+    out.print(
+        f"largest WAL {b['largest_wal_bytes']:,} bytes ({b['samples']:,} commits sampled);"
+        f" store after a checkpoint, less the empty authority: {r['marginal_ratio']}x the source",
+        highlight=False,
+    )
+    t = r["time"]
+    out.print(
+        f"first query {t['first_query_ms']} ms; warm p50 {t['warm_p50_ms']} ms,"
+        f" p95 {t['warm_p95_ms']} ms over {t['warm_queries']} queries",
+        highlight=False,
+    )
+    if r["oracles"]:
+        _print_oracles(r["oracles"])
+    if "baseline" in r:
+        from memoryd.diagnose import comparison
+
+        table = Table("measure", "this memoryd", "baseline", "ratio", title="against the baseline")
+        for label, ours, theirs, ratio in comparison(r):
+            table.add_row(label, f"{ours:,}", f"{theirs:,}", "-" if ratio is None else f"{ratio}x")
+        out.print(table)
+
+
+def _print_oracles(o: dict) -> None:
+    a, u = o["answerable"], o["unanswerable"]
+    out.print(
+        f"answerable: {a['hits']}/{a['cases']} hit@{o['k']}, MRR {a['mrr']},"
+        f" precision {a['precision']}; unanswerable: {u['abstained']}/{u['cases']} abstained",
+        highlight=False,
+    )
+    table = Table("case", "result", "detail", box=None)
+    for case in o["cases"]:
+        if "hit" in case:
+            result = "hit" if case["hit"] else "miss"
+            detail = f"rank {round(1 / case['reciprocal_rank'])}" if case["hit"] else case["status"]
+        else:
+            result = "abstained" if case["passed"] else "FAIL"
+            detail = case["failure"] or ""
+        table.add_row(str(case["id"]), result, detail)
+    out.print(table)
+
+
 if __name__ == "__main__":
     main()

@@ -220,6 +220,9 @@ def _excerpt(text: str, focus: set[str], hint: re.Pattern, alias: dict[str, str]
 
 
 def _abstain(gap: str) -> dict:
+    """Every abstention says that the evidence is insufficient, then why."""
+    if not gap.startswith("insufficient evidence"):
+        gap = f"insufficient evidence: {gap}"
     return {"status": "abstained", "items": [], "gap": gap}
 
 

@@ -112,7 +112,18 @@ class ApplyingMark:
 
 
 class Supervisor:
-    def __init__(self, home: Path, config: Config, *, workers: int, drain: bool) -> None:
+    def __init__(
+        self,
+        home: Path,
+        config: Config,
+        *,
+        workers: int,
+        drain: bool,
+        after_commit: Callable[[], None] | None = None,
+    ) -> None:
+        """``after_commit`` runs after every transaction this supervisor commits (the
+        diagnostic samples the store's size there)."""
+        self.after_commit = after_commit
         self.home = Path(home)
         self.config = config
         self.nworkers = max(1, int(workers))
@@ -243,6 +254,8 @@ class Supervisor:
                     log("the store is busy (another writer holds it); waiting")
                     self._write_state()
                 continue
+            if self.after_commit:
+                self.after_commit()
             if self.waiting_since is not None:
                 log(f"the store is writable again after {time.time() - self.waiting_since:.1f}s")
                 self.waiting_since = None

@@ -1,0 +1,91 @@
+"""`memoryd diagnose`: a fresh workspace, bytes by phase, strict oracle scoring."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from memoryd.diagnose import score_unanswerable
+from tests.conftest import run_cli
+
+GAP = "insufficient evidence in project 'x': no chunk holds enough of the asked terms"
+CASE = {"id": "u1", "q": "which queue broker do they run?"}
+
+
+def _tree(root: Path) -> Path:
+    (root / "pkg").mkdir(parents=True)
+    for i in range(6):
+        (root / "pkg" / f"part_{i}.py").write_text(
+            f'"""Part {i}: the lighthouse keeper logs tide heights."""\n\n'
+            f"def tide_height_{i}(hour):\n    return {i} * hour\n"
+        )
+    (root / "README.md").write_text("# Lighthouse\n\nTide tables for the keeper.\n")
+    return root
+
+
+def _oracles(tmp_path: Path) -> Path:
+    path = tmp_path / "oracles.json"
+    path.write_bytes(
+        orjson.dumps(
+            {
+                "answerable": [
+                    {"id": "a1", "q": "tide_height_3", "expect_paths": ["pkg/part_3.py"]}
+                ],
+                "unanswerable": [{"id": "u1", "q": "which kubernetes namespace hosts billing?"}],
+            }
+        )
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("result", "failure"),
+    [
+        ({"status": "ok", "items": [{"path": "a.py"}], "gap": None}, "returned 1 items"),
+        ({"error": "STORE_BUSY", "message": "busy"}, "error STORE_BUSY"),
+        ({"status": "ok", "items": [], "gap": None}, "status 'ok' without items"),
+        ({"status": "abstained", "items": [], "gap": "nothing"}, "the gap does not state"),
+    ],
+)
+def test_each_wrong_answer_to_an_unanswerable_question_fails(result, failure) -> None:
+    case = score_unanswerable(CASE, result)
+    assert not case["passed"] and case["failure"].startswith(failure)
+
+
+def test_an_abstention_stating_insufficient_evidence_passes() -> None:
+    assert score_unanswerable(CASE, {"status": "abstained", "items": [], "gap": GAP})["passed"]
+
+
+def test_an_existing_workspace_is_refused(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "keep.txt").write_text("mine")
+    src = _tree(tmp_path / "src")
+    res = run_cli("diagnose", str(src), "--workspace", str(ws), "--json", home=None)
+    assert res.code == 2 and res.json()["error"] == "WORKSPACE_EXISTS"
+    assert sorted(p.name for p in ws.iterdir()) == ["keep.txt"]
+
+
+@pytest.mark.slow
+def test_a_diagnosis_reports_bytes_by_phase_scores_and_a_baseline(tmp_path: Path) -> None:
+    src, ws = _tree(tmp_path / "src"), tmp_path / "ws"
+    baseline = f"{sys.executable} -m memoryd.cli"
+    args = ("diagnose", str(src), "--workspace", str(ws), "--oracles", str(_oracles(tmp_path)))
+    res = run_cli(*args, "--baseline", baseline, "--json", home=tmp_path / "untouched")
+    assert res.code == 0, res.stderr
+    r = res.json()
+    assert not (tmp_path / "untouched").exists()  # the user's home is never made or read
+    b = r["bytes"]
+    assert b["samples"] >= 1 and b["peak_live"]["total_bytes"] >= b["quiescent"]["total_bytes"]
+    assert b["quiescent"]["wal_bytes"] == 0 and b["closed"]["shm_bytes"] == 0
+    assert b["largest_wal_bytes"] > 0 and r["source_bytes"] > 0 and r["files"] == 7
+    assert r["oracles"]["answerable"]["hits"] == 1
+    assert r["oracles"]["unanswerable"]["abstained"] == 1
+    assert "tide" not in res.stdout.replace("tide_height_3", "")  # no checkout text
+    assert r["baseline"]["files"] == 7
+
+    human = run_cli(*args[:3], str(tmp_path / "ws2"), "--baseline", baseline, home=None).stdout
+    assert "against the baseline" in human and "ingest MB/s" in human and "x" in human
