@@ -1127,5 +1127,62 @@ def _print_oracles(o: dict) -> None:
     out.print(table)
 
 
+@main.group("service")
+def service_group() -> None:
+    """systemd units for this home: the supervisor, and nightly retention on a timer.
+
+    \b
+    Example:
+      memoryd service install --user && systemctl --user enable --now memoryd.service
+    """
+
+
+@command(service_group, "install", "memoryd service install --user --print")
+@click.option("--user", is_flag=True, help="The user's systemd manager (default: the system).")
+@click.option("--print", "to_stdout", is_flag=True, help="Print the units; write nothing.")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), help="Write them here.")
+def service_install(
+    md: Memoryd, as_json: bool, user: bool, to_stdout: bool, directory: str | None
+) -> None:
+    """Write memoryd.service, memoryd-retention.service and memoryd-retention.timer."""
+    from memoryd import service
+
+    if to_stdout:
+        units = service.render(md.home, md.config, user=user)
+        if as_json:
+            emit_json({"units": units})
+            return
+        for name, text in units.items():
+            click.echo(f"# --- {name} ---\n{text}")
+        return
+    r = service.install(
+        md.home, md.config, user=user, directory=Path(directory) if directory else None
+    )
+    if as_json:
+        emit_json(r)
+        return
+    for path in r["written"]:
+        out.print(f"wrote {path}", highlight=False)
+    if not directory:
+        out.print(service.enable_hint(user), highlight=False)
+
+
+@command(service_group, "uninstall", "memoryd service uninstall --user")
+@click.option("--user", is_flag=True, help="The user's systemd manager (default: the system).")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), help="Remove them here.")
+def service_uninstall(md: Memoryd, as_json: bool, user: bool, directory: str | None) -> None:
+    """Remove the units (stop them first: systemctl disable --now ...)."""
+    from memoryd import service
+
+    r = service.uninstall(user=user, directory=Path(directory) if directory else None)
+    if as_json:
+        emit_json(r)
+        return
+    for path in r["removed"]:
+        out.print(f"removed {path}", highlight=False)
+    if not r["removed"]:
+        out.print("no memoryd units were installed there", highlight=False)
+
+
 if __name__ == "__main__":
     main()

@@ -25,6 +25,10 @@ SPOOL_DIR = "spool"  # archive content handed to the retention worker as files
 STOP_MARGIN_SECONDS = 30.0  # `memoryd stop` waits the shutdown grace plus this
 FOLLOW_POLL_SECONDS = 0.1  # a command following a running supervisor's work looks this often
 CONFIG_FILE = "memoryd.toml"
+# systemd units (`memoryd service install`): templates in ops/systemd/
+UNIT_NAMES = ("memoryd.service", "memoryd-retention.service", "memoryd-retention.timer")
+RETENTION_CALENDAR = "*-*-* 03:00:00"  # nightly, local time
+RETENTION_RANDOM_DELAY = "30min"  # spread the homes of one machine apart
 PROGRESS_DIR = "progress"  # scan progress files (files discovered so far), per run
 SUPERVISOR_LOCK_FILE = "supervisor.lock"
 SUPERVISOR_STATE_FILE = "supervisor.json"
