@@ -26,6 +26,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from memoryd import logs
 from memoryd.api import Memoryd, parse_payload
 from memoryd.archive.transcripts import parse_time
 from memoryd.config import SETTINGS
@@ -156,8 +157,21 @@ def init_cmd(md: Memoryd, as_json: bool) -> None:
 @command(main, "run", "memoryd run --workers 2 --drain")
 @click.option("--workers", type=click.IntRange(1, 64), help="Job worker processes.")
 @click.option("--drain", is_flag=True, help="Exit when nothing is claimable or in flight.")
-def run_cmd(md: Memoryd, as_json: bool, workers: int | None, drain: bool) -> None:
-    """Run the supervisor: claim jobs, run them in workers, commit their effects."""
+@click.option(
+    "--log-format", type=click.Choice(["text", "json"]), help="Log lines on stderr (text)."
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    help="Least severe log line shown (info).",
+)
+def run_cmd(md: Memoryd, as_json: bool, workers: int | None, drain: bool, **_logs: str) -> None:
+    """Run the supervisor: claim jobs, run them in workers, commit their effects.
+
+    It logs one line per event that matters on stderr (start, worker respawns,
+    claim pauses and the pids pinning the WAL, checkpoints that gave way, dead
+    jobs, retention ticks, busy waits, stop)."""
+    logs.configure(md.config.log_format, md.config.log_level)
     stats = md.run(workers=workers, drain=drain)
     if as_json:
         emit_json(stats)

@@ -61,9 +61,12 @@ class Setting:
     minimum: float = 0
     maximum: float | None = None
     exclusive: bool = False  # the value must be strictly above ``minimum`` (a period, a length)
+    choices: tuple[str, ...] = ()  # a text setting: the values it may take
 
     def check(self, value: Any) -> str | None:
         """Why ``value`` is out of range, or None."""
+        if isinstance(value, str):
+            return None if value in self.choices else f"must be one of {', '.join(self.choices)}"
         if value < self.minimum or (self.exclusive and value == self.minimum):
             return f"must be {'above' if self.exclusive else 'at least'} {self.minimum:g}"
         if self.maximum is not None and value > self.maximum:
@@ -96,6 +99,10 @@ SETTINGS: dict[str, Setting] = {
     ),
     # supervisor
     "workers": Setting(2, "job worker processes", 1, 64),
+    "log_format": Setting("text", "supervisor log lines: text or json", choices=("text", "json")),
+    "log_level": Setting(
+        "info", "least severe log lines shown", choices=("debug", "info", "warning", "error")
+    ),
     "claim_batch_max": _positive(512, "most jobs claimed in one loop turn"),
     "dispatch_target_seconds": _positive(0.02, "estimated work handed to a worker at once"),
     "poll_seconds": _positive(0.05, "idle wait between looks at the queue"),

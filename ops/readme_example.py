@@ -26,6 +26,7 @@ README = ROOT / "README.md"
 SECTION = "## Worked example"
 MARK = "\x1e--memoryd-readme-example--"
 COLUMNS = "90"
+SHOWN_HOME = "~/.local/share/memoryd"  # the scratch home, shown as a user's default one
 
 
 def example_span(text: str) -> tuple[int, int]:
@@ -73,7 +74,7 @@ def run(commands: list[str]) -> list[list[str]]:
         script = "".join(f"printf '{MARK}\\n'\n{cmd} 2>&1\n" for cmd in commands)
         out = subprocess.run(
             ["bash", "-c", script], env=env, cwd=tmp, capture_output=True, text=True, check=False
-        ).stdout
+        ).stdout.replace(env["MEMORYD_HOME"], SHOWN_HOME)
     chunks = out.split(MARK + "\n")[1:]
     return [[line.rstrip() for line in chunk.rstrip("\n").splitlines()] for chunk in chunks]
 

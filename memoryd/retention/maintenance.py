@@ -22,12 +22,13 @@ followed by the next one.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from memoryd import killpoints
+from memoryd import killpoints, logs
 from memoryd.config import SETTINGS
 from memoryd.retention.boundary import Boundary, BoundaryBusy, RetentionBlocked
 from memoryd.retention.diskguard import DiskGuard
@@ -185,6 +186,7 @@ class Maintenance:
         finally:
             report.seconds = round(time.monotonic() - started, 4)
             self._running.release()
+        _log_tick(report)
         return report
 
     def _reindex(self, report: TickReport) -> None:
@@ -301,3 +303,26 @@ class Maintenance:
             "deleted_keys_total": s.deleted_keys_total(),
             "properties": s.properties(),
         }
+
+
+def _log_tick(r: TickReport) -> None:
+    """A tick that expired, purged or was refused is news (info); an idle one is not."""
+    if r.skipped:
+        return
+    busy = r.expired or r.purged_versions or r.keys_deleted or r.refused or r.emergency
+    message = (
+        f"retention tick: {r.waves} waves, {r.expired:,} expired, {r.purged_versions:,} versions"
+        f" purged, {r.keys_deleted:,} keys deleted in {r.seconds:.2f}s"
+        + (f"; refused: {r.refused}" if r.refused else "")
+    )
+    logs.event(
+        "retention_tick",
+        message,
+        level=logging.INFO if busy else logging.DEBUG,
+        waves=r.waves,
+        expired=r.expired,
+        purged_versions=r.purged_versions,
+        keys_deleted=r.keys_deleted,
+        refused=r.refused,
+        exhausted=r.exhausted,
+    )

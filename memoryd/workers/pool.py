@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 import pickle
 import select
@@ -32,6 +33,7 @@ from typing import Any
 import apsw
 import multiprocess
 
+from memoryd import logs
 from memoryd.config import Config
 from memoryd.errors import WorkerCrashLoop
 from memoryd.queue import ClaimedJob
@@ -280,7 +282,17 @@ class WorkerPool:
         reason = slot.death or (
             f"worker {slot.index} (pid {slot.pid}) died with exit code {slot.process.exitcode}"
         )
-        events.lost.extend((job, reason) for batch in slot.outstanding for job in batch)
+        lost = [job for batch in slot.outstanding for job in batch]
+        events.lost.extend((job, reason) for job in lost)
+        logs.event(
+            "worker_respawned",
+            f"{reason}; its {len(lost)} jobs go back to the queue, a new worker takes its place",
+            level=logging.WARNING,
+            worker=slot.index,
+            pid=slot.pid,
+            exit_code=slot.process.exitcode,
+            jobs_lost=len(lost),
+        )
         slot.outstanding.clear()
         slot.sock.close()
         self._guard_crash_loop(slot)

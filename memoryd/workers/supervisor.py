@@ -9,12 +9,14 @@ in :mod:`memoryd.workers.dispatch`, checkpoints in :mod:`memoryd.workers.walguar
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import sys
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +24,7 @@ import apsw
 import orjson
 import psutil
 
+from memoryd import logs
 from memoryd.config import (
     SUPERVISOR_APPLYING_FILE,
     SUPERVISOR_LOCK_FILE,
@@ -36,7 +39,7 @@ from memoryd.storage.maintenance import checkpoint_truncate
 from memoryd.workers.contract import ApplyContext, job_kind, load_kinds, periodic_jobs, pool_kinds
 from memoryd.workers.dispatch import Dispatch
 from memoryd.workers.pool import JOBS_POOL, RETENTION_POOL, WorkerPool
-from memoryd.workers.walguard import WalGuard, log
+from memoryd.workers.walguard import WalGuard
 from memoryd.workers.worker import Outcome
 
 POOL_CHECK_SECONDS = 1.0  # how often an idle supervisor looks for retention work
@@ -178,13 +181,42 @@ class Supervisor:
             self.wal = WalGuard(self.db)
             self._reclaim_dead_supervisors()
             self._write_state()
+            self._log_start()
             self._loop()
         finally:
             self._shutdown()
+            self._log_stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             self.lock.release()
         return self.stats
+
+    def _log_start(self) -> None:
+        pids = [s.pid for s in self.pool.slots]
+        logs.event(
+            "supervisor_started",
+            f"supervisor started on {self.home}: {self.nworkers} workers (pids "
+            f"{', '.join(map(str, pids))}){', draining' if self.drain else ''}",
+            home=str(self.home),
+            workers=self.nworkers,
+            worker_pids=pids,
+            drain=self.drain,
+            reclaimed=self.stats.reclaimed,
+        )
+
+    def _log_stop(self) -> None:
+        st = self.stats
+        error = sys.exc_info()[1]  # called in a finally: the error ending the run, if any
+        why = "stopped by signal" if self.stopping else "drained" if self.drain else "stopped"
+        if error is not None and not isinstance(error, KeyboardInterrupt):
+            why = f"stopped on error ({type(error).__name__}: {error})"
+        logs.event(
+            "supervisor_stopped",
+            f"supervisor {why}: done {st.done:,}, failed {st.failed:,}, dead {st.dead:,}, "
+            f"rejected {st.rejected:,}, workers respawned {st.respawned}",
+            why=why,
+            **asdict(st),
+        )
 
     def _on_signal(self, signum, frame) -> None:
         if self.stopping:  # a second signal: stop waiting for in-flight work
@@ -231,7 +263,12 @@ class Supervisor:
                 if held:
                     self.db.write(lambda tx: self.queue.release_in(tx, held))
             except StoreBusy:  # the next supervisor reclaims them (this owner is dead then)
-                log(f"the store stayed busy: {len(held)} claims are left to the next supervisor")
+                logs.event(
+                    "store_busy_at_stop",
+                    f"the store stayed busy: {len(held)} claims are left to the next supervisor",
+                    level=logging.WARNING,
+                    claims=len(held),
+                )
             checkpoint_truncate(self.db)
             self.db.close()
         self.applying.close()
@@ -251,13 +288,22 @@ class Supervisor:
                     raise
                 if self.waiting_since is None:
                     self.waiting_since = time.time()
-                    log("the store is busy (another writer holds it); waiting")
+                    logs.event(
+                        "store_busy",
+                        "the store is busy (another writer holds it); waiting",
+                        level=logging.WARNING,
+                    )
                     self._write_state()
                 continue
             if self.after_commit:
                 self.after_commit()
             if self.waiting_since is not None:
-                log(f"the store is writable again after {time.time() - self.waiting_since:.1f}s")
+                waited = time.time() - self.waiting_since
+                logs.event(
+                    "store_writable",
+                    f"the store is writable again after {waited:.1f}s",
+                    waited_seconds=round(waited, 3),
+                )
                 self.waiting_since = None
                 self._write_state()
             return result
@@ -369,7 +415,7 @@ class Supervisor:
             tally = RunStats()  # fresh per attempt: a retried transaction counts once
             self._apply_outcomes(tx, finished, tally)
             for job, reason in lost:
-                self._count_failure(tally, self.queue.fail_in(tx, job, reason))
+                self._count_failure(tally, self.queue.fail_in(tx, job, reason), job, reason)
             if release:
                 self.queue.release_in(tx, release)
             if renew:
@@ -465,7 +511,9 @@ class Supervisor:
             elif outcome.deferred:
                 tally.deferred += self.queue.defer_in(tx, job, outcome.value)
             else:
-                self._count_failure(tally, self.queue.fail_in(tx, job, outcome.value))
+                self._count_failure(
+                    tally, self.queue.fail_in(tx, job, outcome.value), job, outcome.value
+                )
         for kind, items in by_kind.items():
             try:
                 self._apply_kind(tx, kind, items, tally)
@@ -490,12 +538,21 @@ class Supervisor:
             self._apply_kind(tx, kind, [item], tally)
         except Exception as exc:
             error = f"applying results failed: {type(exc).__name__}: {exc}"
-            self._count_failure(tally, self.queue.fail_in(tx, item[0], error))
+            self._count_failure(tally, self.queue.fail_in(tx, item[0], error), item[0], error)
 
     @staticmethod
-    def _count_failure(tally: RunStats, state: str | None) -> None:
+    def _count_failure(tally: RunStats, state: str | None, job: ClaimedJob, error: str) -> None:
         if state == "dead":
             tally.dead += 1
+            logs.event(
+                "job_dead",
+                f"job {job.id} ({job.kind}) is dead after {job.attempts} attempts: {error}",
+                level=logging.WARNING,
+                job_id=job.id,
+                kind=job.kind,
+                attempts=job.attempts,
+                error=error,
+            )
         elif state == "failed":
             tally.failed += 1
         else:

@@ -8,17 +8,12 @@ commit) and every later call retries until a checkpoint succeeds.
 
 from __future__ import annotations
 
-import os
-import sys
+import logging
 import time
 
+from memoryd import logs
 from memoryd.storage import Authority
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes
-
-
-def log(message: str) -> None:
-    """One line on stderr: operators see pauses, waits and their causes."""
-    print(f"memoryd[{os.getpid()}]: {message}", file=sys.stderr, flush=True)
 
 
 class WalGuard:
@@ -44,6 +39,7 @@ class WalGuard:
         self.next_checkpoint = now + float(self.config.maintenance_period_seconds)
         result = checkpoint_truncate(self.db)
         self.pinned = not result.ok
+        _log_checkpoint(result)
         if result.ok:
             reason = None
         elif result.wal_bytes_after >= int(self.config.wal_pause_bytes):
@@ -56,6 +52,37 @@ class WalGuard:
             reason = self.pause_reason  # keep the state until a checkpoint succeeds
         if reason == self.pause_reason:
             return False
-        log(f"claims {'paused: ' + reason if reason else 'resumed: WAL truncated'}")
+        if reason:
+            logs.event(
+                "claims_paused",
+                f"claims paused: {reason}",
+                level=logging.WARNING,
+                wal_bytes=result.wal_bytes_after,
+                reader_pids=result.reader_pids,
+                blocked_by=result.blocked_by,
+            )
+        else:
+            logs.event("claims_resumed", "claims resumed: WAL truncated", wal_bytes=0)
         self.pause_reason = reason
         return True
+
+
+def _log_checkpoint(result) -> None:
+    """A truncating checkpoint is routine (debug); one that gave way to a reader says who."""
+    if result.ok:
+        logs.event(
+            "checkpoint",
+            f"WAL checkpointed: {result.wal_bytes_before:,} -> 0 bytes",
+            level=logging.DEBUG,
+            wal_bytes_before=result.wal_bytes_before,
+        )
+        return
+    pids = ", ".join(map(str, result.reader_pids)) or "unknown"
+    logs.event(
+        "checkpoint_gave_way",
+        f"checkpoint gave way: {result.blocked_by} (reader pids {pids});"
+        f" WAL stays {result.wal_bytes_after:,} bytes",
+        wal_bytes=result.wal_bytes_after,
+        reader_pids=result.reader_pids,
+        blocked_by=result.blocked_by,
+    )

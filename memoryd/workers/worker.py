@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from memoryd import logs
 from memoryd.config import Config
 from memoryd.errors import MemorydError
 from memoryd.workers.contract import WorkContext, job_kind
@@ -75,7 +76,9 @@ def worker_main(
 ) -> None:
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides about Ctrl-C
-    ctx = WorkContext(Path(home), Config(config_values), index)
+    config = Config(config_values)
+    logs.configure(config.log_format, config.log_level)  # a spawned worker starts bare
+    ctx = WorkContext(Path(home), config, index)
     try:
         _serve(conn, ctx, parent_pid, progress)
     finally:
