@@ -38,8 +38,8 @@ class WalGuard:
             return False
         self.next_checkpoint = now + float(self.config.maintenance_period_seconds)
         result = checkpoint_truncate(self.db)
+        _log_checkpoint(result, news=not self.pinned)  # a paused guard retries every turn
         self.pinned = not result.ok
-        _log_checkpoint(result)
         if result.ok:
             reason = None
         elif result.wal_bytes_after >= int(self.config.wal_pause_bytes):
@@ -52,6 +52,9 @@ class WalGuard:
             reason = self.pause_reason  # keep the state until a checkpoint succeeds
         if reason == self.pause_reason:
             return False
+        if reason and self.pause_reason:
+            self.pause_reason = reason  # still paused; the WAL size in the reason moved
+            return True
         if reason:
             logs.event(
                 "claims_paused",
@@ -67,8 +70,9 @@ class WalGuard:
         return True
 
 
-def _log_checkpoint(result) -> None:
-    """A truncating checkpoint is routine (debug); one that gave way to a reader says who."""
+def _log_checkpoint(result, *, news: bool) -> None:
+    """A truncating checkpoint is routine (debug); the first to give way to a reader says
+    who (``news``), the retries after it are debug."""
     if result.ok:
         logs.event(
             "checkpoint",
@@ -82,6 +86,7 @@ def _log_checkpoint(result) -> None:
         "checkpoint_gave_way",
         f"checkpoint gave way: {result.blocked_by} (reader pids {pids});"
         f" WAL stays {result.wal_bytes_after:,} bytes",
+        level=logging.INFO if news else logging.DEBUG,
         wal_bytes=result.wal_bytes_after,
         reader_pids=result.reader_pids,
         blocked_by=result.blocked_by,
