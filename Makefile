@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive
+.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,7 +18,7 @@ demo: $(STAMP)
 readme: $(STAMP)  # rerun the README's worked example and rewrite its output
 	$(BIN)/python ops/readme_example.py
 
-test: $(STAMP)
+test: $(STAMP) $(VENV)/.ray
 	$(BIN)/pytest -q
 
 test-fast: $(STAMP)
@@ -32,11 +32,18 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+$(VENV)/.ray: $(STAMP)  # the optional Ray executor; `make test` runs its tests
+	$(BIN)/pip install --quiet -e '.[ray]'
+	touch $(VENV)/.ray
+
 $(VENV)/.bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	touch $(VENV)/.bench
 
 bench: bench-queue bench-ingest bench-search bench-archive bench-retention
+
+bench-ray: $(VENV)/.ray
+	$(BIN)/python ops/bench/bench_ray.py
 
 bench-queue: $(VENV)/.bench
 	$(BIN)/python ops/bench/bench_queue.py

@@ -223,12 +223,25 @@ class Memoryd:
             ids += self.queue.enqueue_many([job] * min(chunk, count - start))
         return ids
 
-    def run(self, *, workers: int | None = None, drain: bool = False) -> dict:
-        """Run a supervisor in this process until stopped (or drained)."""
+    def run(
+        self,
+        *,
+        workers: int | None = None,
+        drain: bool = False,
+        executor: str = "local",
+        ray_address: str | None = None,
+    ) -> dict:
+        """Run a supervisor in this process until stopped (or drained); ``executor="ray"``
+        runs job batches as Ray tasks (see :mod:`memoryd.workers.raypool`)."""
         self.ensure_home()
         self.close()  # the supervisor opens its own connection
         sup = Supervisor(
-            self.home, self.config, workers=workers or self.config.workers, drain=drain
+            self.home,
+            self.config,
+            workers=workers or self.config.workers,
+            drain=drain,
+            executor=executor,
+            ray_address=ray_address,
         )
         with typed_disk_full(str(self.home)):
             return asdict(sup.run())

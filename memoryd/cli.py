@@ -165,14 +165,30 @@ def init_cmd(md: Memoryd, as_json: bool) -> None:
     type=click.Choice(["debug", "info", "warning", "error"]),
     help="Least severe log line shown (info).",
 )
-def run_cmd(md: Memoryd, as_json: bool, workers: int | None, drain: bool, **_logs: str) -> None:
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where job batches run: worker processes here, or Ray tasks.",
+)
+@click.option("--ray-address", help="A Ray cluster to join (default: start a local one).")
+def run_cmd(
+    md: Memoryd,
+    as_json: bool,
+    workers: int | None,
+    drain: bool,
+    executor: str,
+    ray_address: str | None,
+    **_logs: str,
+) -> None:
     """Run the supervisor: claim jobs, run them in workers, commit their effects.
 
     It logs one line per event that matters on stderr (start, worker respawns,
     claim pauses and the pids pinning the WAL, checkpoints that gave way, dead
     jobs, retention ticks, busy waits, stop)."""
     logs.configure(md.config.log_format, md.config.log_level)
-    stats = md.run(workers=workers, drain=drain)
+    stats = md.run(workers=workers, drain=drain, executor=executor, ray_address=ray_address)
     if as_json:
         emit_json(stats)
     else:

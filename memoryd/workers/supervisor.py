@@ -123,9 +123,12 @@ class Supervisor:
         workers: int,
         drain: bool,
         after_commit: Callable[[], None] | None = None,
+        executor: str = "local",
+        ray_address: str | None = None,
     ) -> None:
         """``after_commit`` runs after every transaction this supervisor commits (the
-        diagnostic samples the store's size there)."""
+        diagnostic samples the store's size there). ``executor="ray"`` runs job batches
+        as Ray tasks (on the cluster at ``ray_address``, else a local one)."""
         self.after_commit = after_commit
         self.home = Path(home)
         self.config = config
@@ -134,7 +137,7 @@ class Supervisor:
         self.stats = RunStats()
         self.lock = FileLock(self.home / SUPERVISOR_LOCK_FILE)
         self.owner = owner_id()
-        self.pool = WorkerPool(self.home, config)
+        self.pool = _pool(self.home, config, executor, ray_address)
         self.dispatch = Dispatch(config.dispatch_target_seconds, config.claim_batch_max)
         self.applying = ApplyingMark(self.home / SUPERVISOR_APPLYING_FILE, self.owner)
         # claimed, not yet dispatched, per pool of workers
@@ -192,11 +195,12 @@ class Supervisor:
         return self.stats
 
     def _log_start(self) -> None:
-        pids = [s.pid for s in self.pool.slots]
+        pids = [s.pid for s in self.pool.slots if s.pid]
+        where = f"pids {', '.join(map(str, pids))}" if pids else "Ray tasks"
         logs.event(
             "supervisor_started",
-            f"supervisor started on {self.home}: {self.nworkers} workers (pids "
-            f"{', '.join(map(str, pids))}){', draining' if self.drain else ''}",
+            f"supervisor started on {self.home}: {self.nworkers} workers ({where})"
+            f"{', draining' if self.drain else ''}",
             home=str(self.home),
             workers=self.nworkers,
             worker_pids=pids,
@@ -584,3 +588,11 @@ class Supervisor:
             spec = periodic.make(self.home, self.config)
             if spec is not None:
                 self._write(lambda tx, spec=spec: self.queue.enqueue_in(tx, [spec]))
+
+
+def _pool(home: Path, config: Config, executor: str, ray_address: str | None):
+    if executor == "ray":
+        from memoryd.workers.raypool import RayWorkerPool
+
+        return RayWorkerPool(home, config, ray_address)
+    return WorkerPool(home, config)
