@@ -31,6 +31,7 @@ from memoryd.archive.transcripts import parse_time
 from memoryd.config import SETTINGS
 from memoryd.drill.scenarios import SCENARIOS as DRILL_SCENARIOS
 from memoryd.errors import ConfigError, MemorydError, UsageError
+from memoryd.memory.cli import add_commands as add_memory_commands
 from memoryd.queue import STATES
 from memoryd.storage.archive import utc_iso
 from memoryd.workers.contract import USER_KINDS
@@ -1027,6 +1028,9 @@ def config_cmd(md: Memoryd, as_json: bool) -> None:
         err.print(Text(f"memoryd: {problem}", style="bold red"))
     if report["problems"]:
         sys.exit(ConfigError.exit_code)
+
+
+add_memory_commands(main, command, emit)
 
 
 if __name__ == "__main__":

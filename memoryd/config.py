@@ -149,6 +149,30 @@ SETTINGS: dict[str, Setting] = {
     "archive_spool_keep_seconds": Setting(
         86400.0, "an archive add's spool file nobody took is deleted after this"
     ),
+    # memory consolidation
+    "memory_adjudicator": Setting(
+        "",
+        "command judging shortlist collisions (JSON on stdin, verdict on stdout); "
+        "empty: the deterministic default",
+    ),
+    "memory_adjudicator_timeout_seconds": _positive(
+        10.0, "an adjudicator command answering later than this is killed (candidate parked)"
+    ),
+    "memory_max_attempts": Setting(3, "adjudications of a candidate before it is dead-lettered", 1),
+    "memory_duplicate_similarity": Setting(
+        0.8, "default adjudicator: stem-set Jaccard from which a candidate is a duplicate", 0, 1
+    ),
+    "memory_shortlist_size": _positive(8, "most records on a candidate's shortlist"),
+    "memory_shortlist_min_overlap": Setting(
+        0.5, "share of the smaller text's stems a record must share to be shortlisted", 0, 1
+    ),
+    "memory_max_text_bytes": _positive(16 * 1024, "longest candidate text, UTF-8 bytes"),
+    "memory_run_candidates": _positive(256, "most candidates one consolidation job decides"),
+    "memory_run_seconds": _positive(
+        30.0, "a consolidation job takes no new candidate after this (the next job goes on)"
+    ),
+    "memory_keep_runs": _positive(1000, "consolidation runs kept in the run log"),
+    "memory_keep_outcomes": _positive(10_000, "per-candidate outcomes kept in the run log"),
 }
 
 
@@ -193,7 +217,7 @@ def _coerce(name: str, raw: Any, origin: str) -> Any:
         value = kind(raw)
     except (TypeError, ValueError):
         raise ConfigError(f"{origin}: {name} must be {kind.__name__}, got {raw!r}") from None
-    if kind is not bool and (why := setting.check(value)):
+    if kind in (int, float) and (why := setting.check(value)):
         raise ConfigError(f"{origin}: {name} {why}, got {raw!r}")
     return value
 

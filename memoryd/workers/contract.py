@@ -140,5 +140,6 @@ def load_kinds() -> None:
     """Import every capability that registers job kinds (idempotent)."""
     import memoryd.archive.jobs  # noqa: F401
     import memoryd.ingest.jobs  # noqa: F401
+    import memoryd.memory.jobs  # noqa: F401
     import memoryd.projects  # noqa: F401
     import memoryd.workers.builtin  # noqa: F401

@@ -1,0 +1,272 @@
+"""The ``memory.consolidate`` job kind: one live job per project (dedupe key).
+
+In a job worker, a run first brings the markdown mirror up to date and tidies
+staging (files of candidates already consumed are removed, dead letters move to
+``deadletter/``: both idempotent, driven by committed state), then decides up
+to ``memory_run_candidates`` due candidates in staging order: shortlist, and
+for a non-empty shortlist, a verdict. It writes no record.
+
+In the supervisor, the apply commits each candidate on its own: a savepoint per
+candidate inside the group commit, so a candidate whose apply fails is undone
+alone and parked, never taking another with it. The candidate's id is recorded
+with its effects in that same savepoint: a staging file whose id is recorded
+is never consumed again, whatever crashed after. The apply then logs the run
+and enqueues the next run in the same commit when anything is left to do (the
+next run also writes the mirror and tidies staging for this one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from memoryd.config import Config
+from memoryd.memory import adjudicate, mirror, staging
+from memoryd.memory.adjudicate import Undecidable, VerdictError
+from memoryd.memory.candidates import norm_hash, normalize, record_id, scope_key
+from memoryd.memory.shortlist import Shortlister
+from memoryd.memory.verdicts import StaleTarget
+from memoryd.memory.verdicts import apply as apply_verdict
+from memoryd.queue import ClaimedJob, JobSpec
+from memoryd.storage import records
+from memoryd.workers.contract import ApplyContext, JobKind, WorkContext, register
+
+CONSOLIDATE = "memory.consolidate"
+DAMAGED_SUFFIX = ".damaged.json"
+
+
+def job_spec(project: str, pid: int, not_before: float = 0.0) -> JobSpec:
+    """The project's consolidation job (at most one live: its dedupe key)."""
+    return JobSpec(
+        CONSOLIDATE,
+        {"project": project, "project_id": pid},
+        project=project,
+        dedupe_key=f"{CONSOLIDATE}:{pid}",
+        not_before=not_before,
+    )
+
+
+# -- in the worker --------------------------------------------------------------------
+
+
+def new_record(pid: int, cid: str, candidate: dict, verdict: dict, shortlist: list[dict]) -> dict:
+    """The host-owned record a candidate creates (for a merge: text and triggers joined
+    with the targets'; the apply joins refs, sources and counts from the rows)."""
+    texts, triggers = [candidate["text"]], list(candidate["triggers"])
+    if verdict["verdict"] == "merge":
+        hits = {h["id"]: h for h in shortlist}
+        olds = [hits[t] for t in verdict["targets"]]
+        texts = [*(h["text"] for h in olds), candidate["text"]]
+        triggers = list(dict.fromkeys([*(t for h in olds for t in h["triggers"]), *triggers]))
+        texts = list({normalize(t): t for t in reversed(texts)}.values())[::-1]
+    text = "\n\n".join(texts)
+    return {
+        "id": record_id(cid),
+        "project_id": pid,
+        "scope": candidate["scope"],
+        "scope_key": scope_key(candidate["scope"]),
+        "kind": candidate["kind"],
+        "status": "active",
+        "text": text,
+        "norm_hash": norm_hash(text),
+        "triggers": triggers,
+        "refs": list(candidate["refs"]),
+        "sources": [candidate["source"]] if candidate.get("source") else [],
+    }
+
+
+def decide(
+    sl: Shortlister, judge: adjudicate.Adjudicator, staged: staging.Staged, attempts: int, cap: int
+) -> dict:
+    """One candidate's decision: a verdict with the record it makes, or park/deadletter."""
+    cand = staged.candidate
+    base = {"cid": staged.id, "candidate": cand, "attempts": attempts, "targets": []}
+    shortlist = sl.shortlist(cand)
+    try:
+        verdict = {"verdict": "add", "targets": []}
+        if shortlist:
+            verdict = adjudicate.check(judge(cand, shortlist), shortlist)
+    except Undecidable as exc:
+        return {**base, "verdict": "deadletter", "reason": str(exc)}
+    except VerdictError as exc:
+        tries = attempts + 1
+        return {
+            **base,
+            "verdict": "deadletter" if tries >= cap else "park",
+            "reason": str(exc),
+            "attempts": tries,
+        }
+    decision = {**base, **verdict}
+    if verdict["verdict"] != "duplicate":
+        decision["record"] = new_record(sl.pid, staged.id, cand, verdict, shortlist)
+        sl.overlay.add(decision["record"])
+        sl.overlay.retire(verdict["targets"])
+    return decision
+
+
+def _deadletter_file(home: Path, project: str, s: staging.Staged, state: dict) -> None:
+    body = {"id": s.id, "project": project, "candidate": s.candidate, "reason": state["reason"]}
+    staging.deadletter(home, project, f"{s.id}.json", {**body, "attempts": state["attempts"]})
+    staging.remove(s.path)
+
+
+def _discard(home: Path, project: str, s: staging.Staged) -> None:
+    """A damaged staging file (not one memoryd wrote whole): kept under deadletter/."""
+    try:
+        content = s.path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return
+    body = {"file": s.path.name, "reason": "damaged staging file", "content": content}
+    staging.deadletter(home, project, s.path.stem + DAMAGED_SUFFIX, body)
+    staging.remove(s.path)
+
+
+def tidy(home: Path, conn: Any, project: str, now: float) -> dict:
+    """Walk the project's staging directory: finish what committed state says, and return
+    the due candidates (with their attempts), the names seen and the next due time."""
+    found = [staging.read(p) for p in staging.staged_files(home, project)]
+    states = records.candidate_states(conn, [s.id for s in found if s.id])
+    due, next_due, counts = [], None, Counter()
+    for s in found:
+        state = states.get(s.id) if s.id else None
+        if s.id is None:
+            _discard(home, project, s)
+            counts["discarded"] += 1
+        elif s.project != project:
+            counts["wrong_project"] += 1  # its owner's: left alone
+        elif state and state["state"] == "consumed":
+            staging.remove(s.path)
+        elif state and state["state"] == "deadletter":
+            _deadletter_file(home, project, s, state)
+        elif state and state["due_at"] > now:
+            next_due = min(next_due or state["due_at"], state["due_at"])
+        else:
+            due.append((s, state["attempts"] if state else 0))
+    return {"due": due, "next_due": next_due, "seen": [s.path.name for s in found], **counts}
+
+
+def run(ctx: WorkContext, p: dict) -> dict:
+    home, cfg, project, pid = ctx.home, ctx.config, p["project"], p["project_id"]
+    conn = ctx.authority().conn
+    mirror.sync(home, conn, project, pid)
+    found = tidy(home, conn, project, time.time())
+    sl = Shortlister(
+        conn, pid, int(cfg.memory_shortlist_size), float(cfg.memory_shortlist_min_overlap)
+    )
+    judge = adjudicate.from_config(cfg)
+    deadline = time.monotonic() + float(cfg.memory_run_seconds)
+    decisions = []
+    for staged, attempts in found["due"][: int(cfg.memory_run_candidates)]:
+        if decisions and time.monotonic() > deadline:
+            break
+        decisions.append(decide(sl, judge, staged, attempts, int(cfg.memory_max_attempts)))
+    return {
+        "decisions": decisions,
+        "more": len(decisions) < len(found["due"]),
+        "next_due": found["next_due"],
+        "seen": found["seen"],
+        "discarded": found.get("discarded", 0),
+    }
+
+
+# -- in the supervisor ----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _savepoint(tx: apsw.Connection) -> Iterator[None]:
+    tx.execute("SAVEPOINT memory_candidate")
+    try:
+        yield
+    except BaseException:
+        tx.execute("ROLLBACK TO memory_candidate")
+        tx.execute("RELEASE memory_candidate")
+        raise
+    tx.execute("RELEASE memory_candidate")
+
+
+def _settle(
+    actx: ApplyContext, pid: int, d: dict, now: float
+) -> tuple[str, str | None, str | None]:
+    """Apply one decision in its own savepoint. Returns (outcome, record id, reason)."""
+    tx, cid = actx.tx, d["cid"]
+    prior = records.candidate_states(tx, [cid]).get(cid)
+    if prior and prior["state"] != "parked":
+        return "already", prior["record_id"], None  # decided before: never twice
+    keep = {"candidate": d["candidate"], "attempts": d["attempts"], "reason": d.get("reason")}
+    if d["verdict"] == "deadletter":
+        records.set_candidate_in(tx, pid, cid, "deadletter", now, **keep)
+        return "deadlettered", None, d["reason"]
+    if d["verdict"] == "park":
+        due = now + actx.queue.backoff(d["attempts"])
+        records.set_candidate_in(tx, pid, cid, "parked", now, due_at=due, **keep)
+        return "parked", None, d["reason"]
+    try:
+        with _savepoint(tx):
+            outcome, rid = apply_verdict(tx, d, now)
+            records.set_candidate_in(tx, pid, cid, "consumed", now, outcome=outcome, record_id=rid)
+            return outcome, rid, None
+    except StaleTarget as exc:  # not the candidate's fault: decided again next run, uncharged
+        records.set_candidate_in(tx, pid, cid, "parked", now, **{**keep, "reason": str(exc)})
+        return "parked", None, str(exc)
+    except Exception as exc:  # this candidate's alone: undone, parked or dead-lettered
+        tries = d["attempts"] + 1
+        state = "deadletter" if tries >= int(actx.config.memory_max_attempts) else "parked"
+        reason = f"applying failed: {type(exc).__name__}: {exc}"
+        due = now + actx.queue.backoff(tries)
+        fields = {**keep, "attempts": tries, "reason": reason, "due_at": due}
+        records.set_candidate_in(tx, pid, cid, state, now, **fields)
+        return ("deadlettered" if state == "deadletter" else "parked"), None, reason
+
+
+def _unseen(home: Path, project: str, seen: list[str]) -> bool:
+    """Whether staging holds a file the run did not see (staged while it ran: that
+    add's enqueue met this live job's dedupe key and was dropped)."""
+    known = set(seen)
+    with contextlib.suppress(FileNotFoundError):
+        return any(
+            n.endswith(".json") and n not in known
+            for n in os.listdir(staging.staging_dir(home, project))
+        )
+    return False
+
+
+def _follow_up(actx: ApplyContext, job: ClaimedJob, out: dict, home: Path) -> None:
+    p = job.data
+    parked = records.next_due(actx.tx, p["project_id"])
+    if out["decisions"] or out["more"] or _unseen(home, p["project"], out["seen"]):
+        when = 0.0
+    elif parked is not None:
+        when = parked
+    else:
+        return
+    actx.queue.enqueue_in(actx.tx, [job_spec(p["project"], p["project_id"], when)])
+
+
+def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
+    home = Path(actx.tx.db_filename("main")).parent  # an apply gets no home of its own
+    cfg: Config = actx.config
+    for job, out in done:
+        pid, now = job.data["project_id"], time.time()
+        rates: Counter = Counter(discarded=out["discarded"])
+        outcomes = []
+        for d in out["decisions"]:
+            outcome, rid, reason = _settle(actx, pid, d, now)
+            rates[outcome] += 1
+            outcomes.append((d["cid"], outcome, rid, reason))
+        if outcomes or rates["discarded"]:  # a tidy-up run alone is not logged
+            run_id = records.log_run_in(actx.tx, pid, job.id, now, rates)
+            records.log_outcomes_in(actx.tx, run_id, outcomes, now)
+            keep = int(cfg.memory_keep_runs), int(cfg.memory_keep_outcomes)
+            records.trim_log_in(actx.tx, *keep)
+        _follow_up(actx, job, out, home)
+
+
+KIND = JobKind(CONSOLIDATE, run, apply, doc="consolidate a project's staged memory candidates")
+register(KIND)
