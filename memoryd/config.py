@@ -160,7 +160,10 @@ SETTINGS: dict[str, Setting] = {
     ),
     "memory_max_attempts": Setting(3, "adjudications of a candidate before it is dead-lettered", 1),
     "memory_duplicate_similarity": Setting(
-        0.8, "default adjudicator: stem-set Jaccard from which a candidate is a duplicate", 0, 1
+        0.85,
+        "default adjudicator: content-stem Jaccard from which a candidate is a duplicate",
+        0,
+        1,
     ),
     "memory_shortlist_size": _positive(8, "most records on a candidate's shortlist"),
     "memory_shortlist_min_overlap": Setting(

@@ -7,7 +7,7 @@ decides nothing else: ids, text, scope, triggers and pointers are the host's.
 
 - The default (``memory_adjudicator`` empty) is deterministic: the most similar
   shortlisted record whose normalized text equals the candidate's, or whose
-  stem-set Jaccard similarity is at least ``memory_duplicate_similarity``, makes
+  content-stem Jaccard similarity is at least ``memory_duplicate_similarity``, makes
   the candidate a ``duplicate``; otherwise a lesson is ``distinct``, and any
   other kind cannot be decided without a judge (:class:`Undecidable`, the
   candidate is dead-lettered with reason ``needs_adjudicator``).

@@ -10,7 +10,9 @@ smaller side's distinct stems (overlap coefficient); exact duplicates of the
 normalized text are always on it.
 
 The near-duplicate measure (documented in the README) is the Jaccard
-similarity of the two texts' stem sets, stopwords included.
+similarity of the two texts' content-stem sets (:func:`stem_set`): case,
+punctuation, spacing, stopwords, inflection and word order never count; one
+different content word in eight gives 7/9 = 0.78.
 
 Records this run already decided on (added, or flipped away from active) are
 not committed yet when the next candidate is shortlisted; the :class:`Overlay`
@@ -36,7 +38,10 @@ def content_words(text: str) -> list[str]:
 
 
 def stem_set(text: str) -> frozenset[str]:
-    return frozenset(stems(text))
+    """The stems of the text's content words; of all its words when it has none (a text
+    of stopwords only)."""
+    content = " ".join(content_words(text))
+    return frozenset(stems(content or text))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
