@@ -103,7 +103,13 @@ def add_commands(main: click.Group, command: Callable, emit: Callable) -> None:
 
     @main.group("memory")
     def memory_group() -> None:
-        """Memory records: save lessons, facts, decisions and preferences; consolidate them."""
+        """Memory records: save lessons, facts, decisions and preferences; consolidate them.
+
+        \b
+        Example:
+          memoryd memory add candidates.jsonl --project app --wait
+          memoryd memory list --project app --status active
+        """
 
     @command(memory_group, "add", "memoryd memory add candidates.jsonl --project app --wait")
     @click.argument("source")

@@ -30,6 +30,10 @@ if how == "garbage":
     print("certainly! the verdict is: duplicate")
     sys.exit(0)
 ids = [h["id"] for h in req["shortlist"]]
+if how == "archive_first":  # another writer flips the target between decision and apply
+    import sqlite3
+    with sqlite3.connect(rule["db"], timeout=60) as db:
+        db.execute("UPDATE memory_records SET status = 'archived' WHERE id = ?", (ids[0],))
 verdict = {"verdict": rule["verdict"]}
 if rule["verdict"] == "merge":
     verdict["targets"] = ids
