@@ -128,48 +128,61 @@ def _discard(home: Path, project: str, s: staging.Staged) -> None:
     staging.remove(s.path)
 
 
-def tidy(home: Path, conn: Any, project: str, now: float) -> dict:
-    """Walk the project's staging directory: finish what committed state says, and return
-    the due candidates (with their attempts), the names seen and the next due time."""
-    found = [staging.read(p) for p in staging.staged_files(home, project)]
-    states = records.candidate_states(conn, [s.id for s in found if s.id])
-    due, next_due, counts = [], None, Counter()
-    for s in found:
-        state = states.get(s.id) if s.id else None
-        if s.id is None:
-            _discard(home, project, s)
-            counts["discarded"] += 1
-        elif s.project != project:
-            counts["wrong_project"] += 1  # its owner's: left alone
-        elif state and state["state"] == "consumed":
-            staging.remove(s.path)
-        elif state and state["state"] == "deadletter":
-            _deadletter_file(home, project, s, state)
-        elif state and state["due_at"] > now:
+def _name_id(path: Path) -> str | None:
+    """The candidate id a staging file's name carries (``<ns>-<id>.json``)."""
+    stem = path.name.removesuffix(".json")
+    _, sep, cid = stem.partition("-")
+    return cid if sep and cid else None
+
+
+def tidy(home: Path, conn: Any, project: str, now: float, want: int) -> dict:
+    """Walk the project's staging directory: finish what committed state says (by the
+    ids in the file names, reading no consumed file), and read up to ``want`` due
+    candidates (with their attempts). Also: the names seen, the next due time."""
+    paths = list(staging.staged_files(home, project))
+    states = records.candidate_states(conn, [i for i in map(_name_id, paths) if i])
+    due, next_due, counts, pending = [], None, Counter(), 0
+    for path in paths:
+        state = states.get(_name_id(path) or "")
+        if state and state["state"] == "consumed":
+            staging.remove(path)
+        elif state and state["state"] == "parked" and state["due_at"] > now:
             next_due = min(next_due or state["due_at"], state["due_at"])
+        elif state and state["state"] == "deadletter":
+            _deadletter_file(home, project, staging.read(path), state)
+        elif len(due) >= want:
+            pending += 1  # due, for the next run
         else:
-            due.append((s, state["attempts"] if state else 0))
-    return {"due": due, "next_due": next_due, "seen": [s.path.name for s in found], **counts}
+            s = staging.read(path)
+            if s.id is None or s.id != _name_id(path):
+                _discard(home, project, s)
+                counts["discarded"] += 1
+            elif s.project != project:
+                counts["wrong_project"] += 1  # its owner's: left alone
+            else:
+                due.append((s, state["attempts"] if state else 0))
+    seen = [p.name for p in paths]
+    return {"due": due, "pending": pending, "next_due": next_due, "seen": seen, **counts}
 
 
 def run(ctx: WorkContext, p: dict) -> dict:
     home, cfg, project, pid = ctx.home, ctx.config, p["project"], p["project_id"]
     conn = ctx.authority().conn
     mirror.sync(home, conn, project, pid)
-    found = tidy(home, conn, project, time.time())
+    found = tidy(home, conn, project, time.time(), int(cfg.memory_run_candidates))
     sl = Shortlister(
         conn, pid, int(cfg.memory_shortlist_size), float(cfg.memory_shortlist_min_overlap)
     )
     judge = adjudicate.from_config(cfg)
     deadline = time.monotonic() + float(cfg.memory_run_seconds)
     decisions = []
-    for staged, attempts in found["due"][: int(cfg.memory_run_candidates)]:
+    for staged, attempts in found["due"]:
         if decisions and time.monotonic() > deadline:
             break
         decisions.append(decide(sl, judge, staged, attempts, int(cfg.memory_max_attempts)))
     return {
         "decisions": decisions,
-        "more": len(decisions) < len(found["due"]),
+        "more": bool(found["pending"]) or len(decisions) < len(found["due"]),
         "next_due": found["next_due"],
         "seen": found["seen"],
         "discarded": found.get("discarded", 0),

@@ -65,16 +65,26 @@ def match_expression(pid: int, skey: str, terms: list[str], status: str = "activ
 
 @dataclass
 class Overlay:
-    """A run's own decisions, not yet committed: new records and status flips."""
+    """A run's own decisions, not yet committed: new records (indexed by stem) and
+    records no longer active."""
 
-    added: list[dict] = field(default_factory=list)  # {"id", "scope_key", "text", ...}
-    gone: set[str] = field(default_factory=set)  # no longer active
+    added: dict[str, dict] = field(default_factory=dict)  # id -> record
+    by_stem: dict[str, list[str]] = field(default_factory=dict)  # stem -> ids
+    gone: set[str] = field(default_factory=set)
 
     def add(self, rec: dict) -> None:
-        self.added.append(rec)
+        self.added[rec["id"]] = rec
+        for stem in stem_set(rec["text"]):
+            self.by_stem.setdefault(stem, []).append(rec["id"])
 
     def retire(self, ids: list[str]) -> None:
         self.gone.update(ids)
+
+    def sharing(self, stems_: frozenset[str], skey: str) -> list[dict]:
+        """Added, still active records of scope ``skey`` sharing a stem with ``stems_``."""
+        ids = {i for s in stems_ for i in self.by_stem.get(s, ())}
+        found = (self.added[i] for i in sorted(ids) if i not in self.gone)
+        return [r for r in found if r["scope_key"] == skey]
 
 
 @dataclass
@@ -96,9 +106,8 @@ class Shortlister:
             self.conn, self.pid, skey, norm_hash(candidate["text"])
         ):
             hits.setdefault(rid, self._hit(rid))
-        for rec in self.overlay.added:
-            if rec["scope_key"] == skey and rec["id"] not in self.overlay.gone:
-                hits.setdefault(rec["id"], {**_public(rec), "score": 0.0})
+        for rec in self.overlay.sharing(mine, skey):
+            hits.setdefault(rec["id"], {**_public(rec), "score": 0.0})
         out = []
         for hit in hits.values():
             if hit is None or hit["id"] in self.overlay.gone:
