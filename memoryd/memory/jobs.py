@@ -22,6 +22,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from memoryd.config import Config
 from memoryd.memory import adjudicate, mirror, staging
 from memoryd.memory.adjudicate import Undecidable, VerdictError
 from memoryd.memory.candidates import norm_hash, normalize, record_id, scope_key
-from memoryd.memory.shortlist import Shortlister
+from memoryd.memory.shortlist import Shortlister, stem_set
 from memoryd.memory.verdicts import StaleTarget
 from memoryd.memory.verdicts import apply as apply_verdict
 from memoryd.queue import ClaimedJob, JobSpec
@@ -76,6 +77,7 @@ def new_record(pid: int, cid: str, candidate: dict, verdict: dict, shortlist: li
         "status": "active",
         "text": text,
         "norm_hash": norm_hash(text),
+        "nterms": len(stem_set(text)),
         "triggers": triggers,
         "refs": list(candidate["refs"]),
         "sources": [candidate["source"]] if candidate.get("source") else [],
@@ -114,55 +116,72 @@ def decide(
 def _deadletter_file(home: Path, project: str, s: staging.Staged, state: dict) -> None:
     body = {"id": s.id, "project": project, "candidate": s.candidate, "reason": state["reason"]}
     staging.deadletter(home, project, f"{s.id}.json", {**body, "attempts": state["attempts"]})
-    staging.remove(s.path)
 
 
-def _discard(home: Path, project: str, s: staging.Staged) -> None:
+def _discard(home: Path, project: str, path: Path) -> None:
     """A damaged staging file (not one memoryd wrote whole): kept under deadletter/."""
     try:
-        content = s.path.read_bytes().decode("utf-8", errors="replace")
+        content = path.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError:
         return
-    body = {"file": s.path.name, "reason": "damaged staging file", "content": content}
-    staging.deadletter(home, project, s.path.stem + DAMAGED_SUFFIX, body)
-    staging.remove(s.path)
+    body = {"file": path.name, "reason": "damaged staging file", "content": content}
+    staging.deadletter(home, project, path.stem + DAMAGED_SUFFIX, body)
+    staging.remove(path)
 
 
-def _name_id(path: Path) -> str | None:
-    """The candidate id a staging file's name carries (``<ns>-<id>.json``)."""
-    stem = path.name.removesuffix(".json")
-    _, sep, cid = stem.partition("-")
-    return cid if sep and cid else None
+@dataclass
+class Tidy:
+    """What a walk of the staging directory found."""
+
+    due: list[tuple[staging.Staged, int]] = field(default_factory=list)  # with attempts
+    pending: int = 0  # due, left for the next run
+    next_due: float | None = None  # the earliest parked candidate's next try
+    seen: list[str] = field(default_factory=list)  # file names
+    discarded: int = 0
+    wrong_project: int = 0
+
+    def park(self, due_at: float) -> None:
+        self.next_due = min(self.next_due or due_at, due_at)
 
 
-def tidy(home: Path, conn: Any, project: str, now: float, want: int) -> dict:
-    """Walk the project's staging directory: finish what committed state says (by the
-    ids in the file names, reading no consumed file), and read up to ``want`` due
-    candidates (with their attempts). Also: the names seen, the next due time."""
-    paths = list(staging.staged_files(home, project))
-    states = records.candidate_states(conn, [i for i in map(_name_id, paths) if i])
-    due, next_due, counts, pending = [], None, Counter(), 0
-    for path in paths:
-        state = states.get(_name_id(path) or "")
+def tidy(home: Path, conn: Any, project: str, now: float, want: int) -> Tidy:
+    """Walk the project's staging files: finish what committed state says (dead letters
+    to deadletter/, a file whose candidates are all decided removed), and collect up to
+    ``want`` due candidates."""
+    found = Tidy()
+    files = [(p, staging.read(p)) for p in staging.staged_files(home, project)]
+    found.seen = [p.name for p, _ in files]
+    ids = [s.id for _, entries in files for s in entries or ()]
+    states = records.candidate_states(conn, ids)
+    for path, entries in files:
+        if entries is None:
+            _discard(home, project, path)
+            found.discarded += 1
+        elif any(s.project != project for s in entries):
+            found.wrong_project += 1  # its owner's: left alone
+        elif _walk(home, project, entries, states, now, want, found):
+            staging.remove(path)  # every candidate in it is consumed or dead-lettered
+    return found
+
+
+def _walk(home: Path, project: str, entries: list, states: dict, now, want, found: Tidy) -> bool:
+    """Sort one file's candidates; True when all of them are terminal."""
+    terminal = True
+    for s in entries:
+        state = states.get(s.id)
         if state and state["state"] == "consumed":
-            staging.remove(path)
-        elif state and state["state"] == "parked" and state["due_at"] > now:
-            next_due = min(next_due or state["due_at"], state["due_at"])
-        elif state and state["state"] == "deadletter":
-            _deadletter_file(home, project, staging.read(path), state)
-        elif len(due) >= want:
-            pending += 1  # due, for the next run
+            continue
+        if state and state["state"] == "deadletter":
+            _deadletter_file(home, project, s, state)
+            continue
+        terminal = False
+        if state and state["due_at"] > now:
+            found.park(state["due_at"])
+        elif len(found.due) < want:
+            found.due.append((s, state["attempts"] if state else 0))
         else:
-            s = staging.read(path)
-            if s.id is None or s.id != _name_id(path):
-                _discard(home, project, s)
-                counts["discarded"] += 1
-            elif s.project != project:
-                counts["wrong_project"] += 1  # its owner's: left alone
-            else:
-                due.append((s, state["attempts"] if state else 0))
-    seen = [p.name for p in paths]
-    return {"due": due, "pending": pending, "next_due": next_due, "seen": seen, **counts}
+            found.pending += 1
+    return terminal
 
 
 def run(ctx: WorkContext, p: dict) -> dict:
@@ -176,16 +195,16 @@ def run(ctx: WorkContext, p: dict) -> dict:
     judge = adjudicate.from_config(cfg)
     deadline = time.monotonic() + float(cfg.memory_run_seconds)
     decisions = []
-    for staged, attempts in found["due"]:
+    for staged, attempts in found.due:
         if decisions and time.monotonic() > deadline:
             break
         decisions.append(decide(sl, judge, staged, attempts, int(cfg.memory_max_attempts)))
     return {
         "decisions": decisions,
-        "more": bool(found["pending"]) or len(decisions) < len(found["due"]),
-        "next_due": found["next_due"],
-        "seen": found["seen"],
-        "discarded": found.get("discarded", 0),
+        "more": bool(found.pending) or len(decisions) < len(found.due),
+        "next_due": found.next_due,
+        "seen": found.seen,
+        "discarded": found.discarded,
     }
 
 
@@ -244,7 +263,7 @@ def _unseen(home: Path, project: str, seen: list[str]) -> bool:
     known = set(seen)
     with contextlib.suppress(FileNotFoundError):
         return any(
-            n.endswith(".json") and n not in known
+            n.endswith(staging.SUFFIX) and n not in known
             for n in os.listdir(staging.staging_dir(home, project))
         )
     return False

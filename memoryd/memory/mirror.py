@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memoryd.home import DIR_MODE
 from memoryd.memory.staging import write_atomic
 from memoryd.storage import records
 
@@ -66,8 +67,9 @@ def sync(home: Path, conn: Any, project: str, pid: int) -> int:
     """Write the records changed since the mirror's watermark. Returns files written."""
     folder = mirror_dir(home, project)
     rows = records.mirror_rows(conn, pid, _watermark(folder))
-    for _, rec in rows:
-        write_atomic(folder / f"{rec['id']}.md", render(rec).encode(), durable=False)
+    folder.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    for _, rec in rows:  # in place: a torn file is rewritten, the watermark moves after
+        (folder / f"{rec['id']}.md").write_text(render(rec), encoding="utf-8")
     if rows:
         write_atomic(folder / SEQ_FILE, str(rows[-1][0]).encode(), durable=False)
     return len(rows)

@@ -78,6 +78,7 @@ def show(db: Authority, record_id: str) -> dict:
 
 
 def _staged(home: Path, project: str | None, names: list[str]) -> int:
+    """Staging files (one per add) not yet fully decided."""
     return sum(
         sum(1 for _ in staging.staged_files(home, name))
         for name in ([project] if project else names)
@@ -118,7 +119,9 @@ def deadletters(db: Authority, project: str | None) -> list[dict]:
 
 
 def _existing_staging(home: Path, project: str, cid: str) -> bool:
-    return any(p.name.endswith(f"-{cid}.json") for p in staging.staged_files(home, project))
+    return any(
+        s.id == cid for p in staging.staged_files(home, project) for s in staging.read(p) or ()
+    )
 
 
 def retry(db: Authority, home: Path, ids: list[str], *, every: bool, project: str | None) -> dict:

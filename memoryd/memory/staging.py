@@ -1,7 +1,9 @@
 """Staging and dead-letter files: one candidate per file, written atomically.
 
-``staging/<project>/<ns>-<id>.json`` holds a validated candidate until a
-consolidation run has committed its fate; ``deadletter/<project>/<id>.json``
+``staging/<project>/<ns>-<tag>.jsonl`` holds the validated candidates of one
+``memory add`` (one line each: id, project, candidate) until a consolidation
+run has committed the fate of every one of them (one fsync per add, not per
+candidate); ``deadletter/<project>/<id>.json``
 keeps a candidate that could not be consolidated, with the reason. Both are
 written to a temporary name, fsynced, renamed and the directory fsynced, with
 mode 0600: a crash leaves either the whole file or none.
@@ -10,6 +12,7 @@ mode 0600: a crash leaves either the whole file or none.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import time
 from collections.abc import Iterator
@@ -23,6 +26,7 @@ from memoryd.home import DIR_MODE, FILE_MODE
 STAGING_DIR = "staging"
 DEADLETTER_DIR = "deadletter"
 TMP_SUFFIX = ".tmp"
+SUFFIX = ".jsonl"
 
 
 def staging_dir(home: Path, project: str) -> Path:
@@ -42,7 +46,8 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename (0600)."""
+    """Write ``data`` to ``path`` through a temporary file and a rename (0600); with
+    ``durable``, fsync the file and its directory."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
     tmp = path.with_name(path.name + TMP_SUFFIX)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
@@ -57,34 +62,39 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
         _fsync_dir(path.parent)
 
 
-def stage(home: Path, project: str, items: list[tuple[str, dict]]) -> list[Path]:
-    """Write one staging file per (candidate id, candidate); names sort in staging order."""
-    folder = staging_dir(home, project)
-    base = time.time_ns()
-    paths = []
-    for i, (cid, candidate) in enumerate(items):
-        path = folder / f"{base + i:020d}-{cid}.json"
-        body = {"id": cid, "project": project, "candidate": candidate, "staged_at": base / 1e9}
-        write_atomic(path, orjson.dumps(body))
-        paths.append(path)
-    return paths
+def stage(home: Path, project: str, items: list[tuple[str, dict]]) -> Path:
+    """Write one staging file holding every (candidate id, candidate), in order; file
+    names sort in staging order."""
+    now = time.time_ns()
+    tag = hashlib.blake2b("".join(cid for cid, _ in items).encode(), digest_size=6).hexdigest()
+    path = staging_dir(home, project) / f"{now:020d}-{tag}{SUFFIX}"
+    lines = [
+        orjson.dumps({"id": cid, "project": project, "candidate": c, "staged_at": now / 1e9})
+        for cid, c in items
+    ]
+    write_atomic(path, b"\n".join(lines) + b"\n")
+    return path
 
 
 @dataclass(frozen=True)
 class Staged:
     path: Path
-    id: str | None  # None: the file is not a readable staging file
-    project: str | None
-    candidate: dict | None
+    id: str
+    project: str
+    candidate: dict
 
 
-def read(path: Path) -> Staged:
-    """A staging file's content; unreadable or damaged files come back with ``id`` None."""
+def read(path: Path) -> list[Staged] | None:
+    """A staging file's candidates; None when it is damaged (not a file memoryd wrote
+    whole) or gone."""
     try:
-        body = orjson.loads(path.read_bytes())
-        return Staged(path, str(body["id"]), str(body["project"]), dict(body["candidate"]))
+        out = []
+        for line in path.read_bytes().splitlines():
+            body = orjson.loads(line)
+            out.append(Staged(path, str(body["id"]), str(body["project"]), dict(body["candidate"])))
+        return out or None
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-        return Staged(path, None, None, None)
+        return None
 
 
 def staged_files(home: Path, project: str) -> Iterator[Path]:
@@ -92,7 +102,7 @@ def staged_files(home: Path, project: str) -> Iterator[Path]:
     folder = staging_dir(home, project)
     with contextlib.suppress(FileNotFoundError):
         for name in sorted(os.listdir(folder)):
-            if name.endswith(".json"):
+            if name.endswith(SUFFIX):
                 yield folder / name
 
 

@@ -48,11 +48,11 @@ def insert_record_in(tx: apsw.Connection, rec: dict, now: float) -> None:
     """A new active record (``rec`` has the host-owned fields, lists as lists)."""
     tx.execute(
         "INSERT INTO memory_records (id, project_id, scope, scope_key, kind, text, norm_hash,"
-        " triggers, refs, sources, count, created_at, updated_at, last_seen_at, seq)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " nterms, triggers, refs, sources, count, created_at, updated_at, last_seen_at, seq)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             rec["id"], rec["project_id"], rec["scope"], rec["scope_key"], rec["kind"],
-            rec["text"], rec["norm_hash"], orjson.dumps(rec["triggers"]).decode(),
+            rec["text"], rec["norm_hash"], rec["nterms"], orjson.dumps(rec["triggers"]).decode(),
             orjson.dumps(rec["refs"]).decode(), orjson.dumps(rec["sources"]).decode(),
             rec.get("count", 1), now, now, now, next_seq(tx, rec["project_id"]),
         ),
@@ -160,6 +160,31 @@ def fts_matches(conn: Any, match: str, limit: int) -> list[dict]:
         {"id": i, "kind": k, "status": st, "text": t, "triggers": orjson.loads(tr), "score": s}
         for i, k, st, t, tr, s in rows
     ]
+
+
+def term_rows(conn: Any, word: str) -> list[int]:
+    """Rowids of the records whose text or triggers hold ``word`` (any project)."""
+    match = '{text triggers} : "' + word.replace('"', '""') + '"'
+    return [
+        r[0]
+        for r in conn.execute("SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?", (match,))
+    ]
+
+
+def active_in_scope(conn: Any, rowids: list[int], pid: int, skey: str) -> list[dict]:
+    """The records among ``rowids`` that are active in the project's scope ``skey``."""
+    rows = _rows(
+        conn,
+        "SELECT n, id, kind, status, text, triggers, nterms FROM memory_records"
+        " WHERE n IN (SELECT value FROM json_each(?)) AND +project_id = ? AND +scope_key = ?"
+        " AND +status = 'active'",  # '+': look the few rowids up, never scan a scope's index
+        (orjson.dumps(rowids).decode(), pid, skey),
+    )
+    keys = ("n", "id", "kind", "status", "text", "triggers", "nterms")
+    out = [dict(zip(keys, r, strict=True)) for r in rows]
+    for rec in out:
+        rec["triggers"] = orjson.loads(rec["triggers"])
+    return out
 
 
 def mirror_rows(conn: Any, pid: int, after_seq: int) -> list[tuple[int, dict]]:

@@ -149,6 +149,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
                              ('active', 'superseded', 'merged', 'flagged', 'archived')),
             text         TEXT NOT NULL,
             norm_hash    TEXT NOT NULL,            -- hash of the normalized text
+            nterms       INTEGER NOT NULL,         -- distinct content stems (shortlist)
             triggers     TEXT NOT NULL,            -- JSON array of strings, joined for FTS
             refs         TEXT NOT NULL,            -- JSON array
             sources      TEXT NOT NULL,            -- JSON array
@@ -166,7 +167,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX memory_records_seq ON memory_records (project_id, seq);
 
         -- Full text over record text and triggers; ``key`` holds project, scope and
-        -- status tokens so a shortlist is one MATCH. Derived: kept by the triggers below.
+        -- status tokens (to filter a search). Derived: kept by the triggers below.
         CREATE VIRTUAL TABLE memory_fts USING fts5(text, triggers, key, content='memory_records',
             content_rowid='n', tokenize='porter unicode61 remove_diacritics 2');
         CREATE TRIGGER memory_records_ai AFTER INSERT ON memory_records BEGIN

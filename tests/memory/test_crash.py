@@ -69,7 +69,7 @@ def test_random_sigkills_while_1000_candidates_consolidate(project_home, backgro
     ids = md.memory_add(lines(*cands), "app")["candidates"]
     md.close()
     assert len(ids) == len(cands) == 1000
-    env = {"MEMORYD_MEMORY_RUN_CANDIDATES": "20", "MEMORYD_WORKERS": "2"}
+    env = {"MEMORYD_MEMORY_RUN_CANDIDATES": "4", "MEMORYD_WORKERS": "2"}  # many small commits
     kills = {"supervisor": 0, "worker": 0, "kill_point": 0}
     for _ in range(KILLS):
         point = rng.choice([None, None, "before_commit", "after_commit"])
@@ -80,7 +80,7 @@ def test_random_sigkills_while_1000_candidates_consolidate(project_home, backgro
         sup = background("run", env={**env, **extra})
         # once this supervisor is committing candidates, at a random moment
         wait_for(lambda b=before, s=sup: consumed(project_home) > b or not s.alive())
-        time.sleep(rng.uniform(0.0, 0.5))
+        time.sleep(rng.uniform(0.0, 0.3))
         if not sup.alive():
             kills["kill_point"] += sup.wait() == -signal.SIGKILL
             continue

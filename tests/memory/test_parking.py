@@ -69,10 +69,10 @@ def test_retry_restages_a_dead_letter_under_its_id(memoryd, judge, project_home)
 
 def test_wrong_project_files_are_left_for_their_owner(memoryd, project_home) -> None:
     md = memoryd()
-    foreign = staging.stage(project_home, "app", [("f00dfeedf00dfeed", fact(OTHER))])[0]
+    foreign = staging.stage(project_home, "app", [("f00dfeedf00dfeed", fact(OTHER))])
     body = orjson.loads(foreign.read_bytes())
-    foreign.write_bytes(orjson.dumps({**body, "project": "other"}))
-    damaged = staging.staging_dir(project_home, "app") / "00000000000000000001-dead.json"
+    foreign.write_bytes(orjson.dumps({**body, "project": "other"}) + b"\n")
+    damaged = staging.staging_dir(project_home, "app") / "00000000000000000001-dead.jsonl"
     damaged.write_bytes(b'{"id": "trunc')
     (out,) = md.memory_add(lines(fact(OLD)), "app", wait=True)["outcomes"]
     assert out["outcome"] == "added"
@@ -82,6 +82,19 @@ def test_wrong_project_files_are_left_for_their_owner(memoryd, project_home) -> 
     assert orjson.loads(kept.read_bytes())["content"] == '{"id": "trunc'
     assert md.memory_status("app")["totals"]["discarded"] == 1
     assert query(project_home, "SELECT count(*) FROM memory_records") == [(1,)]
+
+
+def test_a_file_stays_until_every_candidate_in_it_is_decided(memoryd, judge, project_home):
+    """One add, one staging file: it goes only when its last candidate is terminal."""
+    md = memoryd(memory_adjudicator=judge({"server room": {"how": "crash"}}), memory_max_attempts=3)
+    md.memory_add(lines(fact(OLD)), "app", wait=True)
+    added = md.memory_add(lines(fact(OTHER), fact(NEW)), "app")
+    folder = staging.staging_dir(project_home, "app")
+    (path,) = list(staging.staged_files(project_home, "app"))
+    md.run(drain=True)
+    states = dict(query(project_home, "SELECT id, state FROM memory_candidates"))
+    assert [states[i] for i in added["candidates"]] == ["consumed", "deadletter"]
+    assert not path.exists() and not any(folder.iterdir())
 
 
 def test_a_failing_apply_is_that_candidates_alone(memoryd, judge, project_home) -> None:
