@@ -136,9 +136,7 @@ class Shortlister:
         by_stem = {}
         for word in content_words(text):
             by_stem.setdefault(stem(word), word)
-        shared: Counter = Counter()
-        for word in list(by_stem.values())[:MAX_QUERY_WORDS]:
-            shared.update(records.term_rows(self.conn, word))
+        shared = Counter(records.term_rows(self.conn, list(by_stem.values())[:MAX_QUERY_WORDS]))
         floor = min(2, n_mine)
         likely = [n for n, c in shared.most_common(CANDIDATE_ROWS) if c >= floor]
         found = records.active_in_scope(self.conn, likely, self.pid, skey) if likely else []

@@ -1,7 +1,7 @@
 """Staging and dead-letter files: one candidate per file, written atomically.
 
 ``staging/<project>/<ns>-<tag>.jsonl`` holds the validated candidates of one
-``memory add`` (one line each: id, project, candidate) until a consolidation
+``memory add`` (a line naming the project, then one line per candidate) until a consolidation
 run has committed the fate of every one of them (one fsync per add, not per
 candidate); ``deadletter/<project>/<id>.json``
 keeps a candidate that could not be consolidated, with the reason. Both are
@@ -16,7 +16,8 @@ import hashlib
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import orjson
@@ -64,36 +65,43 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
 
 def stage(home: Path, project: str, items: list[tuple[str, dict]]) -> Path:
     """Write one staging file holding every (candidate id, candidate), in order; file
-    names sort in staging order."""
+    names sort in staging order. Its first line names the project; each other line is
+    ``<id> TAB <candidate JSON>`` (a run reads ids without parsing every candidate)."""
     now = time.time_ns()
     tag = hashlib.blake2b("".join(cid for cid, _ in items).encode(), digest_size=6).hexdigest()
     path = staging_dir(home, project) / f"{now:020d}-{tag}{SUFFIX}"
-    lines = [
-        orjson.dumps({"id": cid, "project": project, "candidate": c, "staged_at": now / 1e9})
-        for cid, c in items
-    ]
-    write_atomic(path, b"\n".join(lines) + b"\n")
+    head = orjson.dumps({"project": project, "staged_at": now / 1e9})
+    lines = [cid.encode() + b"\t" + orjson.dumps(c) for cid, c in items]
+    write_atomic(path, b"\n".join([head, *lines]) + b"\n")
     return path
 
 
-@dataclass(frozen=True)
+@dataclass
 class Staged:
     path: Path
     id: str
     project: str
-    candidate: dict
+    raw: bytes = field(repr=False)
+
+    @cached_property
+    def candidate(self) -> dict:
+        return dict(orjson.loads(self.raw))
 
 
 def read(path: Path) -> list[Staged] | None:
-    """A staging file's candidates; None when it is damaged (not a file memoryd wrote
-    whole) or gone."""
+    """A staging file's candidates (parsed when first used); None when it is damaged
+    (not a file memoryd wrote whole) or gone."""
     try:
+        head, *lines = path.read_bytes().splitlines()
+        project = str(orjson.loads(head)["project"])
         out = []
-        for line in path.read_bytes().splitlines():
-            body = orjson.loads(line)
-            out.append(Staged(path, str(body["id"]), str(body["project"]), dict(body["candidate"])))
+        for line in lines:
+            cid, tab, raw = line.partition(b"\t")
+            if not tab or not raw.startswith(b"{"):
+                return None
+            out.append(Staged(path, cid.decode("ascii"), project, raw))
         return out or None
-    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+    except (OSError, ValueError, KeyError, TypeError):  # JSONDecodeError is a ValueError
         return None
 
 

@@ -162,13 +162,14 @@ def fts_matches(conn: Any, match: str, limit: int) -> list[dict]:
     ]
 
 
-def term_rows(conn: Any, word: str) -> list[int]:
-    """Rowids of the records whose text or triggers hold ``word`` (any project)."""
-    match = '{text triggers} : "' + word.replace('"', '""') + '"'
-    return [
-        r[0]
-        for r in conn.execute("SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?", (match,))
-    ]
+def term_rows(conn: Any, words: list[str]) -> list[int]:
+    """Rowids of the records whose text or triggers hold each word (any project), one
+    rowid per (record, word): counting them gives the words a record shares."""
+    if not words:
+        return []
+    one = "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?"
+    matches = tuple('{text triggers} : "' + w.replace('"', '""') + '"' for w in words)
+    return [r[0] for r in conn.execute(" UNION ALL ".join([one] * len(words)), matches)]
 
 
 def active_in_scope(conn: Any, rowids: list[int], pid: int, skey: str) -> list[dict]:

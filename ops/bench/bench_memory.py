@@ -238,15 +238,15 @@ def shortlist_latency(base: Path, n_records: int, queries: int) -> dict:
     home = base / "shortlist"
     home.mkdir()
     db = open_authority(home, load_config(home))
-    items = workload(n_records, seed=29)
-    texts = list(dict.fromkeys(t for t, _ in items))
+    rng = random.Random(29)
+    vocab = vocabulary(rng)
+    texts = list(dict.fromkeys(fresh(rng, vocab) for _ in range(n_records)))
     db.write(
         lambda tx: [
             records.insert_record_in(tx, record_row(1, i, t), 0.0) for i, t in enumerate(texts)
         ]  # noqa: E501
     )
     rng = random.Random(5)
-    vocab = vocabulary(random.Random(29))
     probes = [
         near_duplicate(rng, rng.choice(texts)) if i % 2 else fresh(rng, vocab)
         for i in range(queries)

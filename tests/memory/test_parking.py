@@ -70,13 +70,13 @@ def test_retry_restages_a_dead_letter_under_its_id(memoryd, judge, project_home)
 def test_wrong_project_files_are_left_for_their_owner(memoryd, project_home) -> None:
     md = memoryd()
     foreign = staging.stage(project_home, "app", [("f00dfeedf00dfeed", fact(OTHER))])
-    body = orjson.loads(foreign.read_bytes())
-    foreign.write_bytes(orjson.dumps({**body, "project": "other"}) + b"\n")
+    head, rest = foreign.read_bytes().split(b"\n", 1)  # the first line names the project
+    foreign.write_bytes(orjson.dumps({**orjson.loads(head), "project": "other"}) + b"\n" + rest)
     damaged = staging.staging_dir(project_home, "app") / "00000000000000000001-dead.jsonl"
     damaged.write_bytes(b'{"id": "trunc')
     (out,) = md.memory_add(lines(fact(OLD)), "app", wait=True)["outcomes"]
     assert out["outcome"] == "added"
-    assert foreign.exists() and orjson.loads(foreign.read_bytes())["project"] == "other"
+    assert foreign.exists() and staging.read(foreign)[0].project == "other"
     assert not damaged.exists()  # a damaged file is discarded into deadletter/, kept
     kept = Path(project_home, "deadletter", "app", "00000000000000000001-dead.damaged.json")
     assert orjson.loads(kept.read_bytes())["content"] == '{"id": "trunc'
