@@ -61,12 +61,13 @@ from memoryd.home import DIR_MODE, make_private, private_umask
 from memoryd.ingest import runner as ingest_runner
 from memoryd.memory import service as memory_service
 from memoryd.queue import STATES, JobQueue, JobSpec
+from memoryd.registry import Registry, default_registry
 from memoryd.storage import Authority, open_authority, runs
 from memoryd.storage import rebuild as rebuild_mod
 from memoryd.storage.corpus import project_id, project_stats
 from memoryd.storage.effects import effect_counts
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes, wal_reader_pids
-from memoryd.workers.contract import USER_KINDS, job_kind
+from memoryd.workers.contract import USER_KINDS
 from memoryd.workers.supervisor import Supervisor, running_supervisor
 
 ARCHIVE_READS = ("get", "search", "retention_status")  # never create a home
@@ -123,9 +124,16 @@ class Memoryd:
     """One data home: its configuration, authority and queue."""
 
     def __init__(
-        self, home: str | Path | None = None, overrides: dict | None = None, *, strict: bool = True
+        self,
+        home: str | Path | None = None,
+        overrides: dict | None = None,
+        *,
+        strict: bool = True,
+        registry: Registry | None = None,
     ) -> None:
-        """``strict=False`` loads a faulty configuration anyway (``config.problems``)."""
+        """``strict=False`` loads a faulty configuration anyway (``config.problems``);
+        ``registry``: the job kinds (default: every capability memoryd ships)."""
+        self.registry = registry or default_registry()
         private_umask()  # the library entry: every file this process creates is private
         self.home = Path(home).expanduser() if home else default_home()
         self.config = load_config(self.home, overrides, strict=strict)
@@ -205,7 +213,7 @@ class Memoryd:
         The other kinds are enqueued by the capability that owns them, with the
         payload it builds: a hand-made one would only fail later, in a worker.
         """
-        spec = job_kind(kind)
+        spec = self.registry.job_kind(kind)
         if kind not in USER_KINDS:
             raise InternalJobKind(
                 f"job kind {kind!r} is internal (memoryd enqueues it itself); "
@@ -229,7 +237,11 @@ class Memoryd:
         self.ensure_home()
         self.close()  # the supervisor opens its own connection
         sup = Supervisor(
-            self.home, self.config, workers=workers or self.config.workers, drain=drain
+            self.home,
+            self.config,
+            workers=workers or self.config.workers,
+            drain=drain,
+            registry=self.registry,
         )
         with typed_disk_full(str(self.home)):
             return asdict(sup.run())

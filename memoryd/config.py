@@ -59,7 +59,9 @@ class Setting:
     exclusive: bool = False  # the value must be strictly above ``minimum`` (a period, a length)
 
     def check(self, value: Any) -> str | None:
-        """Why ``value`` is out of range, or None."""
+        """Why ``value`` is out of range, or None (text settings have no range)."""
+        if isinstance(value, str):
+            return None
         if value < self.minimum or (self.exclusive and value == self.minimum):
             return f"must be {'above' if self.exclusive else 'at least'} {self.minimum:g}"
         if self.maximum is not None and value > self.maximum:
@@ -220,7 +222,7 @@ def _coerce(name: str, raw: Any, origin: str) -> Any:
         value = kind(raw)
     except (TypeError, ValueError):
         raise ConfigError(f"{origin}: {name} must be {kind.__name__}, got {raw!r}") from None
-    if kind in (int, float) and (why := setting.check(value)):
+    if kind is not bool and (why := setting.check(value)):
         raise ConfigError(f"{origin}: {name} {why}, got {raw!r}")
     return value
 

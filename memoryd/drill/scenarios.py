@@ -25,8 +25,9 @@ from memoryd.killpoints import ENV as KILL_ENV
 from memoryd.killpoints import NAMES as KILL_POINTS
 from memoryd.killpoints import ONCE_ENV, RETENTION_NAMES
 from memoryd.queue import ClaimedJob, JobQueue, JobSpec
+from memoryd.registry import default_registry
 from memoryd.retention.boundary import KILL_POINTS as MIGRATION_POINTS
-from memoryd.workers.contract import ApplyContext, job_kind, load_kinds
+from memoryd.workers.contract import ApplyContext
 
 STALE_LEASE = 1.0  # seconds: the stale scenario's supervisor lease
 STALE_SLEEPS = 2  # long sleep jobs, claimed first, so a worker holds one when it is stopped
@@ -341,7 +342,6 @@ def _second_attempt(d: Drill, tree: list[int], everything: bool) -> list[int]:
     """Once every lease the stopped supervisor holds has run out, reclaim and complete
     its sleep jobs. A supervisor stopped inside a transaction holds the write lock:
     then let it run a moment and stop it again."""
-    load_kinds()
     for _ in range(20):
         _wait_expired(d)
         try:
@@ -377,7 +377,7 @@ def _reclaim_and_complete(tx, q: JobQueue, sleeps: list[ClaimedJob] | None) -> l
     done = q.complete_many_in(tx, jobs)
     accepted = [(j, None) for j in jobs if (j.id, j.token) in done]
     if accepted:
-        job_kind("sleep").apply(ApplyContext(tx, q, q.db.config), accepted)
+        default_registry().job_kind("sleep").apply(ApplyContext(tx, q, q.db.config), accepted)
     return [j.id for j, _ in accepted]
 
 

@@ -37,7 +37,7 @@ from memoryd.memory.verdicts import StaleTarget
 from memoryd.memory.verdicts import apply as apply_verdict
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.storage import records
-from memoryd.workers.contract import ApplyContext, JobKind, WorkContext, register
+from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 CONSOLIDATE = "memory.consolidate"
 DAMAGED_SUFFIX = ".damaged.json"
@@ -300,5 +300,4 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         _follow_up(actx, job, out, home)
 
 
-KIND = JobKind(CONSOLIDATE, run, apply, doc="consolidate a project's staged memory candidates")
-register(KIND)
+KINDS = [JobKind(CONSOLIDATE, run, apply, doc="consolidate a project's staged memory candidates")]

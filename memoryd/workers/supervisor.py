@@ -31,9 +31,10 @@ from memoryd.config import (
 from memoryd.errors import StoreBusy, SupervisorRunning
 from memoryd.locks import FileLock, lock_holder
 from memoryd.queue import ClaimedJob, JobQueue
+from memoryd.registry import Registry, default_registry
 from memoryd.storage import Authority, open_authority
 from memoryd.storage.maintenance import checkpoint_truncate
-from memoryd.workers.contract import ApplyContext, job_kind, load_kinds, periodic_jobs, pool_kinds
+from memoryd.workers.contract import ApplyContext
 from memoryd.workers.dispatch import Dispatch
 from memoryd.workers.pool import JOBS_POOL, RETENTION_POOL, WorkerPool
 from memoryd.workers.walguard import WalGuard, log
@@ -112,15 +113,24 @@ class ApplyingMark:
 
 
 class Supervisor:
-    def __init__(self, home: Path, config: Config, *, workers: int, drain: bool) -> None:
+    def __init__(
+        self,
+        home: Path,
+        config: Config,
+        *,
+        workers: int,
+        drain: bool,
+        registry: Registry | None = None,
+    ) -> None:
         self.home = Path(home)
         self.config = config
+        self.registry = registry or default_registry()  # the composition root's
         self.nworkers = max(1, int(workers))
         self.drain = drain
         self.stats = RunStats()
         self.lock = FileLock(self.home / SUPERVISOR_LOCK_FILE)
         self.owner = owner_id()
-        self.pool = WorkerPool(self.home, config)
+        self.pool = WorkerPool(self.home, config, self.registry.modules)
         self.dispatch = Dispatch(config.dispatch_target_seconds, config.claim_batch_max)
         self.applying = ApplyingMark(self.home / SUPERVISOR_APPLYING_FILE, self.owner)
         # claimed, not yet dispatched, per pool of workers
@@ -146,7 +156,6 @@ class Supervisor:
     # -- lifecycle -------------------------------------------------------------
 
     def run(self) -> RunStats:
-        load_kinds()
         if not self.lock.try_acquire():
             pid = running_supervisor(self.home)
             raise SupervisorRunning(
@@ -158,7 +167,7 @@ class Supervisor:
             # The first workers are forked before the authority is opened and before
             # our signal handlers exist (see pool._fork_safe).
             self.pool.start(self.nworkers)
-            self.retention_kinds = pool_kinds(RETENTION_POOL)
+            self.retention_kinds = self.registry.pool_kinds(RETENTION_POOL)
             previous = {
                 sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
             }
@@ -467,7 +476,7 @@ class Supervisor:
         with self.db.savepoint("apply"):
             done = self.queue.complete_many_in(tx, (j for j, _ in items))
             accepted = [(j, v) for j, v in items if (j.id, j.token) in done]
-            applier = job_kind(kind).apply
+            applier = self.registry.job_kind(kind).apply
             if accepted and applier:
                 applier(ApplyContext(tx, self.queue, self.config), accepted)
         tally.done += len(accepted)
@@ -506,7 +515,7 @@ class Supervisor:
         if self.drain or self.stopping:
             return
         now = time.monotonic()
-        for periodic in periodic_jobs():
+        for periodic in self.registry.periodic_jobs():
             if now < self.next_periodic.get(periodic.name, 0.0):
                 continue
             self.next_periodic[periodic.name] = now + float(
