@@ -98,8 +98,15 @@ def _deadletter_text(items: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def add_commands(main: click.Group, command: Callable, emit: Callable) -> None:
+def add_commands(main: click.Group, command: Callable, emit_json: Callable) -> None:
     """Declare ``memoryd memory ...`` on ``main``."""
+
+    def emit(as_json: bool, value: Any, text: str) -> None:
+        """JSON, or plain lines (never wrapped: records are long lines)."""
+        if as_json:
+            emit_json(True, value, "")
+        else:
+            click.echo(text)
 
     @main.group("memory")
     def memory_group() -> None:
