@@ -108,13 +108,11 @@ class Shortlister:
         """Colliding active records, most similar first, each with ``similarity``
         (Jaccard of content-stem sets) and ``score`` (shared stems)."""
         skey = scope_key(candidate["scope"])
-        mine = stem_set(candidate["text"])
+        mine, digest = stem_set(candidate["text"]), norm_hash(candidate["text"])
         hits: dict[str, dict] = {}
         for rec in self._stored(skey, candidate["text"], len(mine)):
             hits[rec["id"]] = rec
-        for rid in records.exact_duplicates(
-            self.conn, self.pid, skey, norm_hash(candidate["text"])
-        ):
+        for rid in records.exact_duplicates(self.conn, self.pid, skey, digest):
             if rid not in hits and (rec := records.get_record(self.conn, rid)):
                 hits[rid] = {**_public(rec), "score": 0}
         for rec in self.overlay.sharing(mine, skey):
@@ -124,7 +122,7 @@ class Shortlister:
             if hit["id"] in self.overlay.gone:
                 continue
             theirs = stem_set(hit["text"])
-            exact = norm_hash(hit["text"]) == norm_hash(candidate["text"])
+            exact = norm_hash(hit["text"]) == digest
             if exact or _collides(len(mine & theirs), len(mine), len(theirs), self.min_overlap):
                 hit = {**hit, "score": len(mine & theirs)}
                 out.append({**hit, "similarity": round(jaccard(mine, theirs), 4)})
