@@ -172,7 +172,9 @@ SETTINGS: dict[str, Setting] = {
         0.5, "share of the smaller text's stems a record must share to be shortlisted", 0, 1
     ),
     "memory_max_text_bytes": _positive(16 * 1024, "longest candidate text, UTF-8 bytes"),
-    "memory_run_candidates": _positive(256, "most candidates one consolidation job decides"),
+    "memory_run_candidates": _positive(
+        1024, "most candidates one consolidation job decides (a run re-reads staging)"
+    ),
     "memory_run_seconds": _positive(
         30.0, "a consolidation job takes no new candidate after this (the next job goes on)"
     ),
