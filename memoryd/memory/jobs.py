@@ -138,7 +138,6 @@ class Tidy:
     next_due: float | None = None  # the earliest parked candidate's next try
     seen: list[str] = field(default_factory=list)  # file names
     discarded: int = 0
-    wrong_project: int = 0
 
     def park(self, due_at: float) -> None:
         self.next_due = min(self.next_due or due_at, due_at)
@@ -158,7 +157,7 @@ def tidy(home: Path, conn: Any, project: str, now: float, want: int) -> Tidy:
             _discard(home, project, path)
             found.discarded += 1
         elif any(s.project != project for s in entries):
-            found.wrong_project += 1  # its owner's: left alone
+            continue  # another project's file: left for its owner
         elif _walk(home, project, entries, states, now, want, found):
             staging.remove(path)  # every candidate in it is consumed or dead-lettered
     return found

@@ -13,8 +13,6 @@ from memoryd.memory.shortlist import match_expression
 from memoryd.storage import records
 from memoryd.storage.corpus import project_id
 
-RECORD_STATUSES = ("active", "superseded", "merged", "flagged", "archived")
-
 
 def find_records(
     db: Any, project: str, terms: list[str], limit: int, *, statuses: tuple[str, ...] = ("active",)

@@ -287,10 +287,6 @@ def requeue_candidates_in(tx: apsw.Connection, ids: list[str], now: float) -> li
     )
 
 
-def deadletter_ids(conn: Any, pid: int | None) -> list[str]:
-    return [c["id"] for c in pending_candidates(conn, pid, "deadletter")]
-
-
 # -- run log ------------------------------------------------------------------------
 
 RATES = ("added", "duplicate", "superseded", "merged", "parked", "deadlettered", "discarded")
