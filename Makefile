@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray
+.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -40,7 +40,7 @@ $(VENV)/.bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	touch $(VENV)/.bench
 
-bench: bench-queue bench-ingest bench-search bench-archive bench-retention
+bench: bench-queue bench-ingest bench-search bench-archive bench-retention bench-memory
 
 bench-ray: $(VENV)/.ray
 	$(BIN)/python ops/bench/bench_ray.py
@@ -59,3 +59,6 @@ bench-retention: $(STAMP)
 
 bench-archive: $(STAMP)
 	$(BIN)/python ops/bench/bench_archive.py
+
+bench-memory: $(STAMP)
+	$(BIN)/python ops/bench/bench_memory.py

@@ -59,13 +59,15 @@ from memoryd.errors import (
 )
 from memoryd.home import DIR_MODE, make_private, private_umask
 from memoryd.ingest import runner as ingest_runner
+from memoryd.memory import service as memory_service
 from memoryd.queue import STATES, JobQueue, JobSpec
+from memoryd.registry import Registry, default_registry
 from memoryd.storage import Authority, open_authority, runs
 from memoryd.storage import rebuild as rebuild_mod
 from memoryd.storage.corpus import project_id, project_stats
 from memoryd.storage.effects import effect_counts
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes, wal_reader_pids
-from memoryd.workers.contract import USER_KINDS, job_kind
+from memoryd.workers.contract import USER_KINDS
 from memoryd.workers.supervisor import Supervisor, running_supervisor
 
 ARCHIVE_READS = ("get", "search", "retention_status")  # never create a home
@@ -122,9 +124,16 @@ class Memoryd:
     """One data home: its configuration, authority and queue."""
 
     def __init__(
-        self, home: str | Path | None = None, overrides: dict | None = None, *, strict: bool = True
+        self,
+        home: str | Path | None = None,
+        overrides: dict | None = None,
+        *,
+        strict: bool = True,
+        registry: Registry | None = None,
     ) -> None:
-        """``strict=False`` loads a faulty configuration anyway (``config.problems``)."""
+        """``strict=False`` loads a faulty configuration anyway (``config.problems``);
+        ``registry``: the job kinds (default: every capability memoryd ships)."""
+        self.registry = registry or default_registry()
         private_umask()  # the library entry: every file this process creates is private
         self.home = Path(home).expanduser() if home else default_home()
         self.config = load_config(self.home, overrides, strict=strict)
@@ -204,7 +213,7 @@ class Memoryd:
         The other kinds are enqueued by the capability that owns them, with the
         payload it builds: a hand-made one would only fail later, in a worker.
         """
-        spec = job_kind(kind)
+        spec = self.registry.job_kind(kind)
         if kind not in USER_KINDS:
             raise InternalJobKind(
                 f"job kind {kind!r} is internal (memoryd enqueues it itself); "
@@ -242,6 +251,7 @@ class Memoryd:
             drain=drain,
             executor=executor,
             ray_address=ray_address,
+            registry=self.registry,
         )
         with typed_disk_full(str(self.home)):
             return asdict(sup.run())
@@ -374,10 +384,17 @@ class Memoryd:
         }
 
     def rebuild(self, *, verify: bool = False) -> dict:
-        """Drop and rebuild every derived table; with ``verify``, prove it would match."""
+        """Drop and rebuild every derived table; with ``verify``, prove it would match.
+        Memory records' index and markdown mirror are derived too."""
         if verify:
-            return rebuild_mod.verify(self.db)
-        return {"rebuilt": rebuild_mod.rebuild(self.db)}
+            out = rebuild_mod.verify(self.db)
+            mem = memory_service.verify(self.db, self.home)
+            mismatches = out["mismatches"] + mem["mismatches"]
+            return {**out, "equal": not mismatches, "mismatches": mismatches, "memory": mem}
+        return {
+            "rebuilt": rebuild_mod.rebuild(self.db),
+            "memory": memory_service.rebuild(self.db, self.home),
+        }
 
     # -- the evidence archive ----------------------------------------------------
 
@@ -568,3 +585,77 @@ class Memoryd:
     def job_kinds() -> list[str]:
         """The kinds a user may enqueue."""
         return sorted(USER_KINDS)
+
+    # -- memory consolidation ------------------------------------------------------
+
+    def memory_add(self, data: bytes, project: str, *, wait: bool = False) -> dict:
+        """Validate candidate lines, stage the valid ones, enqueue the project's
+        consolidation; with ``wait``, see every staged candidate to its outcome."""
+        self.ensure_home()
+        added = memory_service.add(self.db, self.home, self.config, data, project)
+        if not wait:
+            return {**added, "supervisor": running_supervisor(self.home)}
+        return {**added, "outcomes": self._memory_wait(added["candidates"])}
+
+    def _memory_wait(self, ids: list[str]) -> list[dict]:
+        """Follow a running supervisor, or drain one here, until every id is decided."""
+        drained = False
+        while (done := memory_service.outcomes(self.db, ids)) is None:
+            if running_supervisor(self.home) is not None:
+                time.sleep(FOLLOW_POLL_SECONDS)
+            elif drained:
+                raise MemorydError(
+                    "consolidation stopped before every candidate was decided; "
+                    "see `memoryd memory status` and `memoryd jobs dead`"
+                )
+            else:
+                self.run(drain=True)
+                drained = True
+        return done
+
+    def memory_list(
+        self, project: str | None, *, status: str | None = None, kind: str | None = None,
+        limit: int = 100,
+    ) -> list[dict]:  # fmt: skip
+        name = self.default_project(project)
+        found = memory_service.list_records(self.reader, name, status, kind, limit)
+        return [_record_view(r) for r in found]
+
+    def memory_show(self, record_id: str) -> dict:
+        rec = memory_service.show(self.reader, record_id)
+        history = [{**h, "at": iso_time(h["at"])} for h in rec["history"]]
+        return {**_record_view(rec), "history": history}
+
+    def memory_status(self, project: str | None = None) -> dict:
+        out = memory_service.status(self.reader, self.home, project)
+        runs = [{**r, "at": iso_time(r["at"])} for r in out["last_runs"]]
+        return {**out, "last_runs": runs}
+
+    def memory_deadletter(self, project: str | None = None) -> list[dict]:
+        return [
+            {**d, "due_at": iso_time(d["due_at"]), "updated_at": iso_time(d["updated_at"])}
+            for d in memory_service.deadletters(self.reader, project)
+        ]
+
+    def memory_retry(
+        self, ids: list[str], *, every: bool = False, project: str | None = None
+    ) -> dict:
+        return memory_service.retry(self.db, self.home, ids, every=every, project=project)
+
+    def memory_sweep(
+        self, project: str | None, *, older_than_days: float = 0.0, dry_run: bool = False
+    ) -> dict:
+        name = self.default_project(project)
+        return memory_service.sweep(
+            self.db, self.home, name, older_than_days=older_than_days, dry_run=dry_run
+        )
+
+
+RECORD_TIMES = ("created_at", "updated_at", "last_seen_at")
+
+
+def _record_view(rec: dict) -> dict:
+    """A memory record as the API shows it: times as ISO strings, no internal ids."""
+    out = {k: iso_time(v) if k in RECORD_TIMES else v for k, v in rec.items()}
+    out.pop("project_id", None)
+    return out

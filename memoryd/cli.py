@@ -32,6 +32,7 @@ from memoryd.archive.transcripts import parse_time
 from memoryd.config import SETTINGS
 from memoryd.drill.scenarios import SCENARIOS as DRILL_SCENARIOS
 from memoryd.errors import ConfigError, MemorydError, UsageError
+from memoryd.memory.cli import add_commands as add_memory_commands
 from memoryd.queue import STATES
 from memoryd.storage.archive import utc_iso
 from memoryd.workers.contract import USER_KINDS
@@ -1212,6 +1213,9 @@ def service_uninstall(md: Memoryd, as_json: bool, user: bool, directory: str | N
         out.print(f"removed {path}", highlight=False)
     if not r["removed"]:
         out.print("no memoryd units were installed there", highlight=False)
+
+
+add_memory_commands(main, command, emit)
 
 
 if __name__ == "__main__":

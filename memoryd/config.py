@@ -64,9 +64,11 @@ class Setting:
     choices: tuple[str, ...] = ()  # a text setting: the values it may take
 
     def check(self, value: Any) -> str | None:
-        """Why ``value`` is out of range, or None."""
+        """Why ``value`` is out of range, or None (free text when no choices are named)."""
         if isinstance(value, str):
-            return None if value in self.choices else f"must be one of {', '.join(self.choices)}"
+            if not self.choices or value in self.choices:
+                return None
+            return f"must be one of {', '.join(self.choices)}"
         if value < self.minimum or (self.exclusive and value == self.minimum):
             return f"must be {'above' if self.exclusive else 'at least'} {self.minimum:g}"
         if self.maximum is not None and value > self.maximum:
@@ -160,6 +162,35 @@ SETTINGS: dict[str, Setting] = {
     "archive_spool_keep_seconds": Setting(
         86400.0, "an archive add's spool file nobody took is deleted after this"
     ),
+    # memory consolidation
+    "memory_adjudicator": Setting(
+        "",
+        "command judging shortlist collisions (JSON on stdin, verdict on stdout); "
+        "empty: the deterministic default",
+    ),
+    "memory_adjudicator_timeout_seconds": _positive(
+        10.0, "an adjudicator command answering later than this is killed (candidate parked)"
+    ),
+    "memory_max_attempts": Setting(3, "adjudications of a candidate before it is dead-lettered", 1),
+    "memory_duplicate_similarity": Setting(
+        0.85,
+        "default adjudicator: content-stem Jaccard from which a candidate is a duplicate",
+        0,
+        1,
+    ),
+    "memory_shortlist_size": _positive(8, "most records on a candidate's shortlist"),
+    "memory_shortlist_min_overlap": Setting(
+        0.5, "share of the smaller text's stems a record must share to be shortlisted", 0, 1
+    ),
+    "memory_max_text_bytes": _positive(16 * 1024, "longest candidate text, UTF-8 bytes"),
+    "memory_run_candidates": _positive(
+        1024, "most candidates one consolidation job decides (a run re-reads staging)"
+    ),
+    "memory_run_seconds": _positive(
+        30.0, "a consolidation job takes no new candidate after this (the next job goes on)"
+    ),
+    "memory_keep_runs": _positive(1000, "consolidation runs kept in the run log"),
+    "memory_keep_outcomes": _positive(10_000, "per-candidate outcomes kept in the run log"),
 }
 
 

@@ -178,3 +178,17 @@ def typed_disk_full(where: str) -> Iterator[None]:
         if is_disk_full(exc):
             raise disk_full(exc, where) from None
         raise
+
+
+class MalformedCandidate(UsageError):
+    """A memory candidate line that cannot be staged (its line number and reason say why)."""
+
+    code = "MALFORMED_CANDIDATE"
+
+    def __init__(self, message: str, dropped: list[dict]) -> None:
+        super().__init__(message)
+        self.details = {"dropped": dropped}
+
+
+class NoSuchRecord(MemorydError):
+    code = "NO_SUCH_RECORD"

@@ -22,7 +22,7 @@ from memoryd.queue import ClaimedJob, JobQueue, JobSpec
 from memoryd.queue.jobs import PENDING
 from memoryd.storage import Authority
 from memoryd.storage.corpus import fts_table, project_id, reclaim_free_pages
-from memoryd.workers.contract import ApplyContext, JobKind, WorkContext, register
+from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 REMOVE = "projects.remove"
 TOMBSTONE = "~removing~"  # prefix of a project being removed; no user name starts with it
@@ -165,11 +165,11 @@ def _apply_remove(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> Non
             actx.queue.enqueue_in(actx.tx, [JobSpec(REMOVE, job.data, priority=-1)])
 
 
-register(
+KINDS = [
     JobKind(
         REMOVE,
         _run_remove,
         _apply_remove,
         doc="delete a bounded slice of a removed project, queue the rest",
     )
-)
+]

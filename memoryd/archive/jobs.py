@@ -22,8 +22,6 @@ from memoryd.workers.contract import (
     JobKind,
     Periodic,
     WorkContext,
-    register,
-    register_periodic,
 )
 
 ARCHIVE_OP = "archive.op"
@@ -31,7 +29,7 @@ RETENTION_POOL = "retention"
 
 
 # The archive (RocksDB) is imported only where it is opened: the supervisor and
-# the job workers register this kind but never touch the archive.
+# the job workers know this kind but never touch the archive.
 
 
 def _validate(payload: Any) -> None:
@@ -61,8 +59,8 @@ def _tick(home: Path, config: Config) -> JobSpec | None:
     return JobSpec(ARCHIVE_OP, {"op": "retention_run", "args": {}}, dedupe_key="retention.tick")
 
 
-register_periodic(Periodic("retention.tick", "retention_tick_seconds", _tick))
-register(
+PERIODIC = [Periodic("retention.tick", "retention_tick_seconds", _tick)]
+KINDS = [
     JobKind(
         ARCHIVE_OP,
         _run,
@@ -71,4 +69,4 @@ register(
         doc="one archive operation (append, pin, lease, search, retention tick, ...)",
         pool=RETENTION_POOL,
     )
-)
+]

@@ -13,6 +13,7 @@ from memoryd.archive.transcripts import doc_id
 from memoryd.config import load_config
 from memoryd.drill.core import PROJECT, Drill
 from memoryd.drill.scenarios import WRITER_JOBS
+from memoryd.memory import staging
 from memoryd.storage import open_authority
 from memoryd.storage.archive import LocatorNotFound
 from memoryd.storage.corpus import live_hashes, project_id
@@ -31,6 +32,7 @@ def verify(d: Drill, done_before: dict[int, float]) -> None:
     _effects(d)
     with open_authority(d.home, load_config(d.home), readonly=True) as db:
         _index(d, db)
+        _memory(d, db)
         if db.query("PRAGMA integrity_check") != [("ok",)]:
             d.fail("integrity_check failed")
     _archive(d)
@@ -136,3 +138,30 @@ def _archive(d: Drill) -> None:
         postings = owner.store.verify_postings()
         if not postings["ok"]:
             d.fail(f"archive postings differ from payloads: {_text(postings)}")
+
+
+def _memory(d: Drill, db) -> None:
+    """Every memory candidate the drill staged is decided (none lost), staging is
+    drained, no normalized text has two active records (none made twice), and the
+    records' counts add up to the consumed candidates."""
+    if not d.oracle.memory:
+        return
+    states = dict(db.query("SELECT id, state FROM memory_candidates"))
+    lost = d.oracle.memory - {c for c, s in states.items() if s in ("consumed", "deadletter")}
+    if lost:
+        d.fail(f"{len(lost)} memory candidates were never decided (e.g. {sorted(lost)[:3]})")
+    if left := list(staging.staged_files(d.home, PROJECT)):
+        d.fail(f"{len(left)} staging files left after recovery (e.g. {left[0].name})")
+    twice = db.query(
+        "SELECT norm_hash, count(*) FROM memory_records WHERE status = 'active'"
+        " GROUP BY project_id, scope_key, norm_hash HAVING count(*) > 1"
+    )
+    if twice:
+        d.fail(f"{len(twice)} memory texts have more than one active record")
+    counted = db.query("SELECT coalesce(sum(count), 0) FROM memory_records")[0][0]
+    consumed = db.query(
+        "SELECT count(*) FROM memory_candidates WHERE state = 'consumed'"
+        " AND outcome IN ('added', 'duplicate')"
+    )[0][0]
+    if counted != consumed:
+        d.fail(f"memory records count {counted} sightings; {consumed} candidates were consumed")

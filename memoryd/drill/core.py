@@ -50,6 +50,7 @@ class Oracle:
     files_before: dict[str, str] = field(default_factory=dict)  # path -> hash, cycle start
     files_after: dict[str, str] = field(default_factory=dict)  # path -> hash, after the edit
     run: int = 0  # this cycle's ingest run
+    memory: set[str] = field(default_factory=set)  # memory candidate ids it staged
 
 
 class Drill:

@@ -17,15 +17,17 @@ from functools import partial
 
 import orjson
 
-from memoryd.drill.core import RUN_TIMEOUT, Drill, DrillAborted
+from memoryd.api import Memoryd
+from memoryd.drill.core import PROJECT, RUN_TIMEOUT, Drill, DrillAborted
 from memoryd.drill.procs import signal_pid
 from memoryd.errors import StoreBusy
 from memoryd.killpoints import ENV as KILL_ENV
 from memoryd.killpoints import NAMES as KILL_POINTS
 from memoryd.killpoints import ONCE_ENV, RETENTION_NAMES
 from memoryd.queue import ClaimedJob, JobQueue, JobSpec
+from memoryd.registry import default_registry
 from memoryd.retention.boundary import KILL_POINTS as MIGRATION_POINTS
-from memoryd.workers.contract import ApplyContext, job_kind, load_kinds
+from memoryd.workers.contract import ApplyContext
 
 STALE_LEASE = 1.0  # seconds: the stale scenario's supervisor lease
 STALE_SLEEPS = 2  # long sleep jobs, claimed first, so a worker holds one when it is stopped
@@ -340,7 +342,6 @@ def _second_attempt(d: Drill, tree: list[int], everything: bool) -> list[int]:
     """Once every lease the stopped supervisor holds has run out, reclaim and complete
     its sleep jobs. A supervisor stopped inside a transaction holds the write lock:
     then let it run a moment and stop it again."""
-    load_kinds()
     for _ in range(20):
         _wait_expired(d)
         try:
@@ -376,8 +377,59 @@ def _reclaim_and_complete(tx, q: JobQueue, sleeps: list[ClaimedJob] | None) -> l
     done = q.complete_many_in(tx, jobs)
     accepted = [(j, None) for j in jobs if (j.id, j.token) in done]
     if accepted:
-        job_kind("sleep").apply(ApplyContext(tx, q, q.db.config), accepted)
+        default_registry().job_kind("sleep").apply(ApplyContext(tx, q, q.db.config), accepted)
     return [j.id for j, _ in accepted]
+
+
+# -- memory consolidation killed --------------------------------------------------
+
+MEMORY_CANDIDATES = 120  # per cycle: distinct lessons, then repeats of some of them
+MEMORY_REPEATS = 40
+MEMORY_RUN_CANDIDATES = "10"  # small runs: many commits for the kill to land between
+
+
+def _memory_candidates(d: Drill) -> list[dict]:
+    """Lessons of made-up words (never shortlisted together), then exact or
+    upper-cased repeats of some of them (duplicates)."""
+    words = [f"zq{d.rng.randrange(16**6):06x}" for _ in range(8 * MEMORY_CANDIDATES)]
+    texts = [" ".join(words[i : i + 8]) for i in range(0, len(words), 8)]
+    texts = texts[: MEMORY_CANDIDATES - MEMORY_REPEATS]
+    repeats = [
+        t.upper() if d.rng.random() < 0.5 else t for t in d.rng.choices(texts, k=MEMORY_REPEATS)
+    ]
+    return [{"kind": "lesson", "text": t} for t in texts + repeats]
+
+
+def memory(d: Drill) -> Done:
+    """Stage candidates, then SIGKILL the supervisor (at a random moment or a commit
+    point) or a worker while they consolidate: no candidate lost, no record twice."""
+    md = Memoryd(d.home)
+    try:
+        data = b"".join(orjson.dumps(c) + b"\n" for c in _memory_candidates(d))
+        d.oracle.memory.update(md.memory_add(data, PROJECT)["candidates"])
+    finally:
+        md.close()
+    env = {"MEMORYD_MEMORY_RUN_CANDIDATES": MEMORY_RUN_CANDIDATES}
+    how = d.rng.choice(["supervisor", "worker", "before_commit", "after_commit"])
+    if how.endswith("commit"):
+        once = d.home / f"killed-{d.cycle_no}"
+        nth = d.rng.randint(1, d.turns)
+        sup = d.supervisor(env={**env, ONCE_ENV: str(once), KILL_ENV: f"{how}:{nth}"})
+        d.await_exit(sup, f"supervisor with kill point {how}:{nth}")
+        d.kills[f"memory_{how}" if once.exists() else "not_reached"] += 1
+        sup.close()
+        return _done(d)
+    sup = d.supervisor(env=env)
+    if not d.wait_work_started(sup):
+        return _finished_early(d, sup)
+    done = _done(d)
+    if how == "worker" and (workers := _workers(d, sup)):
+        d.sigkill(d.rng.choice(workers))
+        d.kills["memory_worker"] += 1
+        d.expect_clean_exit(sup, "after its worker was SIGKILLed mid-consolidation")
+        return done
+    _kill_supervisor(d, sup, "memory_supervisor")
+    return done
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -392,4 +444,5 @@ SCENARIOS: dict[str, Scenario] = {
     "stale": Scenario(stale, _long_sleeps),
     "stale_all": Scenario(stale_all, _long_sleeps),
     "migration": Scenario(migration),
+    "memory": Scenario(memory),
 }

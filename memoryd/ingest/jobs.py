@@ -34,7 +34,7 @@ from memoryd.storage.corpus import (
     retire_files,
     store_dict,
 )
-from memoryd.workers.contract import ApplyContext, JobKind, WorkContext, register
+from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 SCAN, BATCH, FINALIZE = "ingest.scan", "ingest.batch", "ingest.finalize"
 FINALIZE_PRIORITY = -1  # after the batches, though it does not depend on them
@@ -198,6 +198,8 @@ def _apply_finalize(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> N
         runs.record_finalize(actx.tx, p["run"], retired, on_finish=reclaim_free_pages)
 
 
-register(JobKind(SCAN, _run_scan, _apply_scan, doc="walk a repository, enqueue batches"))
-register(JobKind(BATCH, _run_batch, _apply_batch, doc="read, chunk, compress files"))
-register(JobKind(FINALIZE, lambda ctx, p: None, _apply_finalize, doc="retire vanished files"))
+KINDS = [
+    JobKind(SCAN, _run_scan, _apply_scan, doc="walk a repository, enqueue batches"),
+    JobKind(BATCH, _run_batch, _apply_batch, doc="read, chunk, compress files"),
+    JobKind(FINALIZE, lambda ctx, p: None, _apply_finalize, doc="retire vanished files"),
+]

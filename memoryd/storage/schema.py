@@ -141,6 +141,112 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX jobs_project ON jobs (project) WHERE project IS NOT NULL;
         """,
     ),
+    (
+        5,
+        "memory records, their history, staged candidates and the bounded run log",
+        """
+        -- One row per memory record; records are never deleted (status flips instead).
+        CREATE TABLE memory_records (
+            n            INTEGER PRIMARY KEY,      -- rowid in memory_fts
+            id           TEXT NOT NULL UNIQUE,     -- 'm-' + 16 hex, from the candidate that made it
+            project_id   INTEGER NOT NULL,
+            scope        TEXT NOT NULL,
+            scope_key    TEXT NOT NULL,            -- 's' + hex hash of scope: one FTS token
+            kind         TEXT NOT NULL,
+            status       TEXT NOT NULL DEFAULT 'active' CHECK (status IN
+                             ('active', 'superseded', 'merged', 'flagged', 'archived')),
+            text         TEXT NOT NULL,
+            norm_hash    TEXT NOT NULL,            -- hash of the normalized text
+            nterms       INTEGER NOT NULL,         -- distinct content stems (shortlist)
+            triggers     TEXT NOT NULL,            -- JSON array of strings, joined for FTS
+            refs         TEXT NOT NULL,            -- JSON array
+            sources      TEXT NOT NULL,            -- JSON array
+            count        INTEGER NOT NULL DEFAULT 1,
+            pointer      TEXT,                     -- the record that superseded or merged it
+            created_at   REAL NOT NULL,
+            updated_at   REAL NOT NULL,
+            last_seen_at REAL NOT NULL,
+            seq          INTEGER NOT NULL,         -- change sequence (the markdown mirror's cursor)
+            key          TEXT GENERATED ALWAYS AS
+                             ('p' || project_id || ' ' || scope_key || ' st' || status) VIRTUAL
+        );
+        CREATE INDEX memory_records_dup ON memory_records (project_id, scope_key, norm_hash)
+            WHERE status = 'active';
+        CREATE INDEX memory_records_seq ON memory_records (project_id, seq);
+
+        -- Full text over record text and triggers; ``key`` holds project, scope and
+        -- status tokens (to filter a search). Derived: kept by the triggers below.
+        CREATE VIRTUAL TABLE memory_fts USING fts5(text, triggers, key, content='memory_records',
+            content_rowid='n', tokenize='porter unicode61 remove_diacritics 2');
+        CREATE TRIGGER memory_records_ai AFTER INSERT ON memory_records BEGIN
+            INSERT INTO memory_fts (rowid, text, triggers, key)
+                VALUES (new.n, new.text, new.triggers, new.key);
+        END;
+        CREATE TRIGGER memory_records_ad AFTER DELETE ON memory_records BEGIN
+            INSERT INTO memory_fts (memory_fts, rowid, text, triggers, key)
+                VALUES ('delete', old.n, old.text, old.triggers, old.key);
+        END;
+        CREATE TRIGGER memory_records_au AFTER UPDATE OF text, triggers, status, scope_key
+            ON memory_records BEGIN
+            INSERT INTO memory_fts (memory_fts, rowid, text, triggers, key)
+                VALUES ('delete', old.n, old.text, old.triggers, old.key);
+            INSERT INTO memory_fts (rowid, text, triggers, key)
+                VALUES (new.n, new.text, new.triggers, new.key);
+        END;
+
+        CREATE TABLE memory_history (
+            id           INTEGER PRIMARY KEY,
+            record_id    TEXT NOT NULL,
+            at           REAL NOT NULL,
+            action       TEXT NOT NULL,  -- added, reinforced, superseded, merged, flagged, ...
+            candidate_id TEXT,
+            detail       TEXT
+        );
+        CREATE INDEX memory_history_record ON memory_history (record_id);
+
+        -- Every staged candidate that reached a decision: consumed ones for good (a
+        -- staging file whose id is here is never consumed twice), parked ones with
+        -- their next try, dead letters with their reason.
+        CREATE TABLE memory_candidates (
+            id         TEXT PRIMARY KEY,
+            project_id INTEGER NOT NULL,
+            state      TEXT NOT NULL CHECK (state IN ('consumed', 'parked', 'deadletter')),
+            outcome    TEXT,
+            record_id  TEXT,
+            attempts   INTEGER NOT NULL DEFAULT 0,
+            reason     TEXT,
+            due_at     REAL NOT NULL DEFAULT 0,
+            candidate  BLOB,                     -- JSON, kept while parked or dead-lettered
+            updated_at REAL NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_candidates_state ON memory_candidates (project_id, state)
+            WHERE state != 'consumed';
+
+        -- Bounded run log: per-run rates and per-candidate outcomes (oldest rows dropped).
+        CREATE TABLE memory_runs (
+            id           INTEGER PRIMARY KEY,
+            project_id   INTEGER NOT NULL,
+            job_id       INTEGER,
+            at           REAL NOT NULL,
+            added        INTEGER NOT NULL DEFAULT 0,
+            duplicate    INTEGER NOT NULL DEFAULT 0,
+            superseded   INTEGER NOT NULL DEFAULT 0,
+            merged       INTEGER NOT NULL DEFAULT 0,
+            parked       INTEGER NOT NULL DEFAULT 0,
+            deadlettered INTEGER NOT NULL DEFAULT 0,
+            discarded    INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE memory_outcomes (
+            id           INTEGER PRIMARY KEY,
+            run_id       INTEGER NOT NULL,
+            candidate_id TEXT NOT NULL,
+            outcome      TEXT NOT NULL,
+            record_id    TEXT,
+            reason       TEXT,
+            at           REAL NOT NULL
+        );
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]

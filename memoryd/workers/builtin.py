@@ -22,7 +22,7 @@ from memoryd import faults
 from memoryd.errors import BadPayload, MemorydError
 from memoryd.queue import ClaimedJob
 from memoryd.storage.effects import record_effects
-from memoryd.workers.contract import ApplyContext, JobKind, WorkContext, register
+from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 
 def _effects(kind: str):
@@ -83,16 +83,16 @@ def _apply_poison(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> Non
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-register(JobKind("noop", _noop, _effects("noop"), doc="does nothing; writes one effect row"))
-register(
+KINDS = [
+    JobKind("noop", _noop, _effects("noop"), doc="does nothing; writes one effect row"),
     JobKind(
         "sleep",
         _sleep,
         _effects("sleep"),
         validate=_validate_sleep,
         doc='sleeps {"seconds": s}, then writes one effect row',
-    )
-)
-register(JobKind("fail", _fail, doc="always raises (retry and dead-letter drills)"))
-register(JobKind("echo", _echo, _apply_echo, doc="returns its payload; writes one effect row"))
-register(JobKind("poison", _noop, _apply_poison, doc="its apply SIGKILLs the supervisor (drills)"))
+    ),
+    JobKind("fail", _fail, doc="always raises (retry and dead-letter drills)"),
+    JobKind("echo", _echo, _apply_echo, doc="returns its payload; writes one effect row"),
+    JobKind("poison", _noop, _apply_poison, doc="its apply SIGKILLs the supervisor (drills)"),
+]

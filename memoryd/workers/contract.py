@@ -1,6 +1,7 @@
 """The job contract between capabilities, job workers and the supervisor.
 
-A capability registers a :class:`JobKind`:
+A capability lists its :class:`JobKind` values in ``KINDS`` (the composition
+root, :mod:`memoryd.registry`, collects them):
 
 - ``run(ctx, payload)`` executes in a job worker process. It may read files and
   the authority, and returns the prepared rows to write (any picklable value).
@@ -20,7 +21,6 @@ from typing import Any
 import apsw
 
 from memoryd.config import Config
-from memoryd.errors import UnknownJobKind
 from memoryd.queue import ClaimedJob, JobQueue
 
 
@@ -31,6 +31,7 @@ class WorkContext:
     home: Path
     config: Config
     worker_index: int
+    registry: Any = field(default=None, repr=False)  # memoryd.registry.Registry
     _authority: Any = field(default=None, repr=False)
     _resources: dict = field(default_factory=dict, repr=False)
 
@@ -96,49 +97,3 @@ class Periodic:
 
 
 USER_KINDS = frozenset({"noop", "sleep", "fail"})  # all `memoryd jobs add` may enqueue
-_KINDS: dict[str, JobKind] = {}
-_PERIODIC: dict[str, Periodic] = {}
-
-
-def register(kind: JobKind) -> JobKind:
-    _KINDS[kind.name] = kind
-    return kind
-
-
-def register_periodic(periodic: Periodic) -> Periodic:
-    _PERIODIC[periodic.name] = periodic
-    return periodic
-
-
-def periodic_jobs() -> list[Periodic]:
-    load_kinds()
-    return list(_PERIODIC.values())
-
-
-def job_kind(name: str) -> JobKind:
-    load_kinds()
-    try:
-        return _KINDS[name]
-    except KeyError:
-        raise UnknownJobKind(
-            f"unknown job kind {name!r}; known kinds: {', '.join(sorted(_KINDS))}"
-        ) from None
-
-
-def pool_kinds(pool: str) -> list[str]:
-    """Names of the kinds a pool of workers runs."""
-    load_kinds()
-    return sorted(k.name for k in _KINDS.values() if k.pool == pool)
-
-
-def kind_names() -> list[str]:
-    load_kinds()
-    return sorted(_KINDS)
-
-
-def load_kinds() -> None:
-    """Import every capability that registers job kinds (idempotent)."""
-    import memoryd.archive.jobs  # noqa: F401
-    import memoryd.ingest.jobs  # noqa: F401
-    import memoryd.projects  # noqa: F401
-    import memoryd.workers.builtin  # noqa: F401

@@ -173,9 +173,10 @@ def _forked_worker(inherited: list, *args: Any) -> None:
 class WorkerPool:
     """Every worker process of one supervisor."""
 
-    def __init__(self, home: Path, config: Config) -> None:
+    def __init__(self, home: Path, config: Config, capabilities: tuple[str, ...]) -> None:
         self.home = Path(home)
         self.config = config
+        self.capabilities = capabilities  # the registry's modules, for each worker
         self.slots: list[WorkerSlot] = []
         self.quick_deaths = 0  # consecutive workers that died right after starting
         self.ctx = multiprocess.get_context("spawn")  # respawns: the authority is open then
@@ -198,7 +199,10 @@ class WorkerPool:
         ctx = self.fork_ctx if fork else self.ctx
         parent, child = ctx.Pipe(duplex=True)
         progress = ctx.RawArray("d", 2)
-        args = (child, index, str(self.home), self.config.as_dict(), os.getpid(), progress)
+        args = (
+            child, index, str(self.home), self.config.as_dict(), os.getpid(), progress,
+            self.capabilities,
+        )  # fmt: skip
         if fork:
             inherited = [s.sock for s in self.slots]  # our ends of earlier workers' pipes
             target, args = _forked_worker, (inherited, *args)

@@ -37,15 +37,18 @@ class RayUnavailable(MemorydError):
     exit_code = 2
 
 
-def _run_batch(home: str, config_values: dict, index: int, batch: list) -> list:
+def _run_batch(
+    home: str, config_values: dict, modules: tuple[str, ...], index: int, batch: list
+) -> list:
     """The task: run a batch in a Ray worker, with a context kept for its later tasks."""
-    from memoryd.workers.contract import WorkContext, load_kinds
+    from memoryd.registry import Registry
+    from memoryd.workers.contract import WorkContext
     from memoryd.workers.worker import run_batch
 
     ctx = _CONTEXTS.get(home)
     if ctx is None:
-        load_kinds()
-        ctx = _CONTEXTS[home] = WorkContext(Path(home), Config(config_values), index)
+        registry = Registry.from_modules(modules)
+        ctx = _CONTEXTS[home] = WorkContext(Path(home), Config(config_values), index, registry)
     return run_batch(ctx, batch)
 
 
@@ -68,13 +71,16 @@ class RayWorkerPool:
     """Job slots on Ray; the retention worker local, in a :class:`WorkerPool` of its own.
     The supervisor sees the same interface as the local pool's."""
 
-    def __init__(self, home: Path, config: Config, address: str | None = None) -> None:
+    def __init__(
+        self, home: Path, config: Config, modules: tuple[str, ...], address: str | None = None
+    ) -> None:
         try:
             import ray
         except ImportError:
             raise RayUnavailable("--executor ray needs Ray: pip install 'memoryd[ray]'") from None
         self.home, self.config, self.ray = Path(home), config, ray
-        self.local = WorkerPool(home, config)
+        self.modules = modules  # the registry's capability modules, for each task
+        self.local = WorkerPool(home, config, modules)
         self.ray_slots: list[RaySlot] = []
         if not ray.is_initialized():
             ray.init(
@@ -105,7 +111,9 @@ class RayWorkerPool:
     def send(self, slot, batch: list[ClaimedJob]) -> None:
         if not isinstance(slot, RaySlot):
             return self.local.send(slot, batch)
-        ref = self.task.remote(str(self.home), self.config.as_dict(), slot.index, batch)
+        ref = self.task.remote(
+            str(self.home), self.config.as_dict(), self.modules, slot.index, batch
+        )
         slot.outstanding.append(batch)
         slot.refs.append(ref)
         slot.sent_at.append(time.monotonic())

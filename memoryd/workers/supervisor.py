@@ -34,9 +34,10 @@ from memoryd.config import (
 from memoryd.errors import StoreBusy, SupervisorRunning
 from memoryd.locks import FileLock, lock_holder
 from memoryd.queue import ClaimedJob, JobQueue
+from memoryd.registry import Registry, default_registry
 from memoryd.storage import Authority, open_authority
 from memoryd.storage.maintenance import checkpoint_truncate
-from memoryd.workers.contract import ApplyContext, job_kind, load_kinds, periodic_jobs, pool_kinds
+from memoryd.workers.contract import ApplyContext
 from memoryd.workers.dispatch import Dispatch
 from memoryd.workers.pool import JOBS_POOL, RETENTION_POOL, WorkerPool
 from memoryd.workers.walguard import WalGuard
@@ -125,6 +126,7 @@ class Supervisor:
         after_commit: Callable[[], None] | None = None,
         executor: str = "local",
         ray_address: str | None = None,
+        registry: Registry | None = None,
     ) -> None:
         """``after_commit`` runs after every transaction this supervisor commits (the
         diagnostic samples the store's size there). ``executor="ray"`` runs job batches
@@ -132,12 +134,13 @@ class Supervisor:
         self.after_commit = after_commit
         self.home = Path(home)
         self.config = config
+        self.registry = registry or default_registry()  # the composition root's
         self.nworkers = max(1, int(workers))
         self.drain = drain
         self.stats = RunStats()
         self.lock = FileLock(self.home / SUPERVISOR_LOCK_FILE)
         self.owner = owner_id()
-        self.pool = _pool(self.home, config, executor, ray_address)
+        self.pool = _pool(self.home, config, self.registry.modules, executor, ray_address)
         self.dispatch = Dispatch(config.dispatch_target_seconds, config.claim_batch_max)
         self.applying = ApplyingMark(self.home / SUPERVISOR_APPLYING_FILE, self.owner)
         # claimed, not yet dispatched, per pool of workers
@@ -163,7 +166,6 @@ class Supervisor:
     # -- lifecycle -------------------------------------------------------------
 
     def run(self) -> RunStats:
-        load_kinds()
         if not self.lock.try_acquire():
             pid = running_supervisor(self.home)
             raise SupervisorRunning(
@@ -175,7 +177,7 @@ class Supervisor:
             # The first workers are forked before the authority is opened and before
             # our signal handlers exist (see pool._fork_safe).
             self.pool.start(self.nworkers)
-            self.retention_kinds = pool_kinds(RETENTION_POOL)
+            self.retention_kinds = self.registry.pool_kinds(RETENTION_POOL)
             previous = {
                 sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
             }
@@ -531,7 +533,7 @@ class Supervisor:
         with self.db.savepoint("apply"):
             done = self.queue.complete_many_in(tx, (j for j, _ in items))
             accepted = [(j, v) for j, v in items if (j.id, j.token) in done]
-            applier = job_kind(kind).apply
+            applier = self.registry.job_kind(kind).apply
             if accepted and applier:
                 applier(ApplyContext(tx, self.queue, self.config), accepted)
         tally.done += len(accepted)
@@ -579,7 +581,7 @@ class Supervisor:
         if self.drain or self.stopping:
             return
         now = time.monotonic()
-        for periodic in periodic_jobs():
+        for periodic in self.registry.periodic_jobs():
             if now < self.next_periodic.get(periodic.name, 0.0):
                 continue
             self.next_periodic[periodic.name] = now + float(
@@ -590,9 +592,9 @@ class Supervisor:
                 self._write(lambda tx, spec=spec: self.queue.enqueue_in(tx, [spec]))
 
 
-def _pool(home: Path, config: Config, executor: str, ray_address: str | None):
+def _pool(home: Path, config: Config, modules, executor: str, ray_address: str | None):
     if executor == "ray":
         from memoryd.workers.raypool import RayWorkerPool
 
-        return RayWorkerPool(home, config, ray_address)
-    return WorkerPool(home, config)
+        return RayWorkerPool(home, config, modules, ray_address)
+    return WorkerPool(home, config, modules)

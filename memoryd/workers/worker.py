@@ -22,7 +22,8 @@ import orjson
 from memoryd import logs
 from memoryd.config import Config
 from memoryd.errors import MemorydError
-from memoryd.workers.contract import WorkContext, job_kind
+from memoryd.registry import Registry
+from memoryd.workers.contract import WorkContext
 
 PR_SET_PDEATHSIG = 1
 PARENT_CHECK_SECONDS = 1.0
@@ -57,7 +58,7 @@ def run_batch(ctx: WorkContext, batch: list, progress: Any = None) -> list[Outco
             progress[1], progress[0] = job.id, time.monotonic()
         deferred = False
         try:
-            value = job_kind(job.kind).run(ctx, orjson.loads(job.payload))
+            value = ctx.registry.job_kind(job.kind).run(ctx, orjson.loads(job.payload))
             ok = True
         except MemorydError as exc:
             deferred = exc.retryable  # e.g. a busy archive: waited for, not charged
@@ -72,13 +73,22 @@ def run_batch(ctx: WorkContext, batch: list, progress: Any = None) -> list[Outco
 
 
 def worker_main(
-    conn, index: int, home: str, config_values: dict, parent_pid: int, progress: Any = None
+    conn,
+    index: int,
+    home: str,
+    config_values: dict,
+    parent_pid: int,
+    progress: Any = None,
+    capabilities: tuple[str, ...] = (),
 ) -> None:
+    """``capabilities``: the modules of the supervisor's registry (the composition
+    root's list), imported here into this process's own registry."""
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides about Ctrl-C
     config = Config(config_values)
     logs.configure(config.log_format, config.log_level)  # a spawned worker starts bare
-    ctx = WorkContext(Path(home), config, index)
+    registry = Registry.from_modules(capabilities)
+    ctx = WorkContext(Path(home), config, index, registry)
     try:
         _serve(conn, ctx, parent_pid, progress)
     finally:

@@ -16,8 +16,9 @@ from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.config import load_config
 from memoryd.queue import JobSpec
+from memoryd.registry import default_registry
 from memoryd.storage.archive import ArchiveBusy
-from memoryd.workers.contract import WorkContext, job_kind
+from memoryd.workers.contract import WorkContext
 from tests.conftest import clean_env, query, status, wait_for
 
 HOLD = """
@@ -53,7 +54,7 @@ def test_the_archive_op_raises_typed_retryable_busy_naming_the_holder(home, hold
     config = load_config(home)
     ctx = WorkContext(home, config, 0)
     with pytest.raises(ArchiveBusy) as caught:
-        job_kind(ARCHIVE_OP).run(ctx, {"op": "get", "args": {"locator": "x@1"}})
+        default_registry().job_kind(ARCHIVE_OP).run(ctx, {"op": "get", "args": {"locator": "x@1"}})
     exc = caught.value
     assert exc.retryable is True and exc.code == "ARCHIVE_BUSY"
     message = str(exc)

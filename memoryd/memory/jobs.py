@@ -1,0 +1,302 @@
+"""The ``memory.consolidate`` job kind: one live job per project (dedupe key).
+
+In a job worker, a run first brings the markdown mirror up to date and tidies
+staging (files of candidates already consumed are removed, dead letters move to
+``deadletter/``: both idempotent, driven by committed state), then decides up
+to ``memory_run_candidates`` due candidates in staging order: shortlist, and
+for a non-empty shortlist, a verdict. It writes no record.
+
+In the supervisor, the apply commits each candidate on its own: a savepoint per
+candidate inside the group commit, so a candidate whose apply fails is undone
+alone and parked, never taking another with it. The candidate's id is recorded
+with its effects in that same savepoint: a staging file whose id is recorded
+is never consumed again, whatever crashed after. The apply then logs the run
+and enqueues the next run in the same commit when anything is left to do (the
+next run also writes the mirror and tidies staging for this one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from memoryd.config import Config
+from memoryd.memory import adjudicate, mirror, staging
+from memoryd.memory.adjudicate import Undecidable, VerdictError
+from memoryd.memory.candidates import norm_hash, normalize, record_id, scope_key
+from memoryd.memory.shortlist import Shortlister, stem_set
+from memoryd.memory.verdicts import StaleTarget
+from memoryd.memory.verdicts import apply as apply_verdict
+from memoryd.queue import ClaimedJob, JobSpec
+from memoryd.storage import records
+from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
+
+CONSOLIDATE = "memory.consolidate"
+DAMAGED_SUFFIX = ".damaged.json"
+
+
+def job_spec(project: str, pid: int, not_before: float = 0.0) -> JobSpec:
+    """The project's consolidation job (at most one live: its dedupe key)."""
+    return JobSpec(
+        CONSOLIDATE,
+        {"project": project, "project_id": pid},
+        project=project,
+        dedupe_key=f"{CONSOLIDATE}:{pid}",
+        not_before=not_before,
+    )
+
+
+# -- in the worker --------------------------------------------------------------------
+
+
+def new_record(pid: int, cid: str, candidate: dict, verdict: dict, shortlist: list[dict]) -> dict:
+    """The host-owned record a candidate creates (for a merge: text and triggers joined
+    with the targets'; the apply joins refs, sources and counts from the rows)."""
+    texts, triggers = [candidate["text"]], list(candidate["triggers"])
+    if verdict["verdict"] == "merge":
+        hits = {h["id"]: h for h in shortlist}
+        olds = [hits[t] for t in verdict["targets"]]
+        texts = [*(h["text"] for h in olds), candidate["text"]]
+        triggers = list(dict.fromkeys([*(t for h in olds for t in h["triggers"]), *triggers]))
+        texts = list({normalize(t): t for t in reversed(texts)}.values())[::-1]
+    text = "\n\n".join(texts)
+    return {
+        "id": record_id(cid),
+        "project_id": pid,
+        "scope": candidate["scope"],
+        "scope_key": scope_key(candidate["scope"]),
+        "kind": candidate["kind"],
+        "status": "active",
+        "text": text,
+        "norm_hash": norm_hash(text),
+        "nterms": len(stem_set(text)),
+        "triggers": triggers,
+        "refs": list(candidate["refs"]),
+        "sources": [candidate["source"]] if candidate.get("source") else [],
+    }
+
+
+def decide(
+    sl: Shortlister, judge: adjudicate.Adjudicator, staged: staging.Staged, attempts: int, cap: int
+) -> dict:
+    """One candidate's decision: a verdict with the record it makes, or park/deadletter."""
+    cand = staged.candidate
+    base = {"cid": staged.id, "candidate": cand, "attempts": attempts, "targets": []}
+    shortlist = sl.shortlist(cand)
+    try:
+        verdict = {"verdict": "add", "targets": []}
+        if shortlist:
+            verdict = adjudicate.check(judge(cand, shortlist), shortlist)
+    except Undecidable as exc:
+        return {**base, "verdict": "deadletter", "reason": str(exc)}
+    except VerdictError as exc:
+        tries = attempts + 1
+        return {
+            **base,
+            "verdict": "deadletter" if tries >= cap else "park",
+            "reason": str(exc),
+            "attempts": tries,
+        }
+    decision = {**base, **verdict}
+    if verdict["verdict"] != "duplicate":
+        decision["record"] = new_record(sl.pid, staged.id, cand, verdict, shortlist)
+        sl.overlay.add(decision["record"])
+        sl.overlay.retire(verdict["targets"])
+    return decision
+
+
+def _deadletter_file(home: Path, project: str, s: staging.Staged, state: dict) -> None:
+    body = {"id": s.id, "project": project, "candidate": s.candidate, "reason": state["reason"]}
+    staging.deadletter(home, project, f"{s.id}.json", {**body, "attempts": state["attempts"]})
+
+
+def _discard(home: Path, project: str, path: Path) -> None:
+    """A damaged staging file (not one memoryd wrote whole): kept under deadletter/."""
+    try:
+        content = path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return
+    body = {"file": path.name, "reason": "damaged staging file", "content": content}
+    staging.deadletter(home, project, path.stem + DAMAGED_SUFFIX, body)
+    staging.remove(path)
+
+
+@dataclass
+class Tidy:
+    """What a walk of the staging directory found."""
+
+    due: list[tuple[staging.Staged, int]] = field(default_factory=list)  # with attempts
+    pending: int = 0  # due, left for the next run
+    next_due: float | None = None  # the earliest parked candidate's next try
+    seen: list[str] = field(default_factory=list)  # file names
+    discarded: int = 0
+
+    def park(self, due_at: float) -> None:
+        self.next_due = min(self.next_due or due_at, due_at)
+
+
+def tidy(home: Path, conn: Any, project: str, now: float, want: int) -> Tidy:
+    """Walk the project's staging files: finish what committed state says (dead letters
+    to deadletter/, a file whose candidates are all decided removed), and collect up to
+    ``want`` due candidates."""
+    found = Tidy()
+    files = [(p, staging.read(p)) for p in staging.staged_files(home, project)]
+    found.seen = [p.name for p, _ in files]
+    ids = [s.id for _, entries in files for s in entries or ()]
+    states = records.candidate_states(conn, ids)
+    for path, entries in files:
+        if entries is None:
+            _discard(home, project, path)
+            found.discarded += 1
+        elif any(s.project != project for s in entries):
+            continue  # another project's file: left for its owner
+        elif _walk(home, project, entries, states, now, want, found):
+            staging.remove(path)  # every candidate in it is consumed or dead-lettered
+    return found
+
+
+def _walk(home: Path, project: str, entries: list, states: dict, now, want, found: Tidy) -> bool:
+    """Sort one file's candidates; True when all of them are terminal."""
+    terminal = True
+    for s in entries:
+        state = states.get(s.id)
+        if state and state["state"] == "consumed":
+            continue
+        if state and state["state"] == "deadletter":
+            _deadletter_file(home, project, s, state)
+            continue
+        terminal = False
+        if state and state["due_at"] > now:
+            found.park(state["due_at"])
+        elif len(found.due) < want:
+            found.due.append((s, state["attempts"] if state else 0))
+        else:
+            found.pending += 1
+    return terminal
+
+
+def run(ctx: WorkContext, p: dict) -> dict:
+    home, cfg, project, pid = ctx.home, ctx.config, p["project"], p["project_id"]
+    conn = ctx.authority().conn
+    mirror.sync(home, conn, project, pid)
+    found = tidy(home, conn, project, time.time(), int(cfg.memory_run_candidates))
+    sl = Shortlister(
+        conn, pid, int(cfg.memory_shortlist_size), float(cfg.memory_shortlist_min_overlap)
+    )
+    judge = adjudicate.from_config(cfg)
+    deadline = time.monotonic() + float(cfg.memory_run_seconds)
+    decisions = []
+    for staged, attempts in found.due:
+        if decisions and time.monotonic() > deadline:
+            break
+        decisions.append(decide(sl, judge, staged, attempts, int(cfg.memory_max_attempts)))
+    return {
+        "decisions": decisions,
+        "more": bool(found.pending) or len(decisions) < len(found.due),
+        "next_due": found.next_due,
+        "seen": found.seen,
+        "discarded": found.discarded,
+    }
+
+
+# -- in the supervisor ----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _savepoint(tx: apsw.Connection) -> Iterator[None]:
+    tx.execute("SAVEPOINT memory_candidate")
+    try:
+        yield
+    except BaseException:
+        tx.execute("ROLLBACK TO memory_candidate")
+        tx.execute("RELEASE memory_candidate")
+        raise
+    tx.execute("RELEASE memory_candidate")
+
+
+def _settle(
+    actx: ApplyContext, pid: int, d: dict, now: float
+) -> tuple[str, str | None, str | None]:
+    """Apply one decision in its own savepoint. Returns (outcome, record id, reason)."""
+    tx, cid = actx.tx, d["cid"]
+    prior = records.candidate_states(tx, [cid]).get(cid)
+    if prior and prior["state"] != "parked":
+        return "already", prior["record_id"], None  # decided before: never twice
+    keep = {"candidate": d["candidate"], "attempts": d["attempts"], "reason": d.get("reason")}
+    if d["verdict"] == "deadletter":
+        records.set_candidate_in(tx, pid, cid, "deadletter", now, **keep)
+        return "deadlettered", None, d["reason"]
+    if d["verdict"] == "park":
+        due = now + actx.queue.backoff(d["attempts"])
+        records.set_candidate_in(tx, pid, cid, "parked", now, due_at=due, **keep)
+        return "parked", None, d["reason"]
+    try:
+        with _savepoint(tx):
+            outcome, rid = apply_verdict(tx, d, now)
+            records.set_candidate_in(tx, pid, cid, "consumed", now, outcome=outcome, record_id=rid)
+            return outcome, rid, None
+    except StaleTarget as exc:  # not the candidate's fault: decided again next run, uncharged
+        records.set_candidate_in(tx, pid, cid, "parked", now, **{**keep, "reason": str(exc)})
+        return "parked", None, str(exc)
+    except Exception as exc:  # this candidate's alone: undone, parked or dead-lettered
+        tries = d["attempts"] + 1
+        state = "deadletter" if tries >= int(actx.config.memory_max_attempts) else "parked"
+        reason = f"applying failed: {type(exc).__name__}: {exc}"
+        due = now + actx.queue.backoff(tries)
+        fields = {**keep, "attempts": tries, "reason": reason, "due_at": due}
+        records.set_candidate_in(tx, pid, cid, state, now, **fields)
+        return ("deadlettered" if state == "deadletter" else "parked"), None, reason
+
+
+def _unseen(home: Path, project: str, seen: list[str]) -> bool:
+    """Whether staging holds a file the run did not see (staged while it ran: that
+    add's enqueue met this live job's dedupe key and was dropped)."""
+    known = set(seen)
+    with contextlib.suppress(FileNotFoundError):
+        return any(
+            n.endswith(staging.SUFFIX) and n not in known
+            for n in os.listdir(staging.staging_dir(home, project))
+        )
+    return False
+
+
+def _follow_up(actx: ApplyContext, job: ClaimedJob, out: dict, home: Path) -> None:
+    p = job.data
+    parked = records.next_due(actx.tx, p["project_id"])
+    if out["decisions"] or out["more"] or _unseen(home, p["project"], out["seen"]):
+        when = 0.0
+    elif parked is not None:
+        when = parked
+    else:
+        return
+    actx.queue.enqueue_in(actx.tx, [job_spec(p["project"], p["project_id"], when)])
+
+
+def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
+    home = Path(actx.tx.db_filename("main")).parent  # an apply gets no home of its own
+    cfg: Config = actx.config
+    for job, out in done:
+        pid, now = job.data["project_id"], time.time()
+        rates: Counter = Counter(discarded=out["discarded"])
+        outcomes = []
+        for d in out["decisions"]:
+            outcome, rid, reason = _settle(actx, pid, d, now)
+            rates[outcome] += 1
+            outcomes.append((d["cid"], outcome, rid, reason))
+        if outcomes or rates["discarded"]:  # a tidy-up run alone is not logged
+            run_id = records.log_run_in(actx.tx, pid, job.id, now, rates)
+            records.log_outcomes_in(actx.tx, run_id, outcomes, now)
+            keep = int(cfg.memory_keep_runs), int(cfg.memory_keep_outcomes)
+            records.trim_log_in(actx.tx, *keep)
+        _follow_up(actx, job, out, home)
+
+
+KINDS = [JobKind(CONSOLIDATE, run, apply, doc="consolidate a project's staged memory candidates")]

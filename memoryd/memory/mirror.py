@@ -1,0 +1,107 @@
+"""The markdown mirror: one human-readable file per record under ``memory/<project>/``.
+
+SQLite is the authority; the mirror is written after the commit that changed a
+record. Every record change bumps the record's ``seq`` (per project); the
+mirror keeps the last ``seq`` it wrote in ``memory/<project>/.seq``, and
+:func:`sync` writes every record changed since. Each consolidation run starts
+with a sync (the run after a change is enqueued in the change's commit), so a
+crash between a commit and its mirror write is repaired by the next run.
+``memoryd rebuild`` rewrites the mirror whole; ``rebuild --verify`` compares it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memoryd.home import DIR_MODE
+from memoryd.memory.staging import write_atomic
+from memoryd.storage import records
+
+MIRROR_DIR = "memory"
+SEQ_FILE = ".seq"
+
+
+def mirror_dir(home: Path, project: str) -> Path:
+    return Path(home) / MIRROR_DIR / project
+
+
+def _iso(ts: float | None) -> str:
+    if not ts:
+        return "-"
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def render(rec: dict) -> str:
+    """A record as markdown (the same record always renders the same)."""
+    lines = [
+        f"# {rec['kind']} {rec['id']}",
+        "",
+        f"- status: {rec['status']}",
+        f"- scope: {rec['scope']}",
+        f"- count: {rec['count']}",
+        f"- triggers: {', '.join(rec['triggers']) or '-'}",
+        f"- refs: {', '.join(rec['refs']) or '-'}",
+        f"- sources: {', '.join(rec['sources']) or '-'}",
+        f"- pointer: {rec['pointer'] or '-'}",
+        f"- created: {_iso(rec['created_at'])}",
+        f"- last seen: {_iso(rec['last_seen_at'])}",
+        "",
+        rec["text"],
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _watermark(folder: Path) -> int:
+    try:
+        return int((folder / SEQ_FILE).read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+def sync(home: Path, conn: Any, project: str, pid: int) -> int:
+    """Write the records changed since the mirror's watermark. Returns files written."""
+    folder = mirror_dir(home, project)
+    rows = records.mirror_rows(conn, pid, _watermark(folder))
+    folder.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    for _, rec in rows:  # in place: a torn file is rewritten, the watermark moves after
+        (folder / f"{rec['id']}.md").write_text(render(rec), encoding="utf-8")
+    if rows:
+        write_atomic(folder / SEQ_FILE, str(rows[-1][0]).encode(), durable=False)
+    return len(rows)
+
+
+def _on_disk(folder: Path) -> set[str]:
+    with contextlib.suppress(FileNotFoundError):
+        return {n for n in os.listdir(folder) if n.endswith(".md")}
+    return set()
+
+
+def rebuild(home: Path, conn: Any, project: str, pid: int) -> int:
+    """Rewrite the project's mirror from the authority (stray files removed)."""
+    folder = mirror_dir(home, project)
+    rows = records.mirror_rows(conn, pid, 0)
+    keep = {f"{rec['id']}.md" for _, rec in rows}
+    for name in _on_disk(folder) - keep:
+        (folder / name).unlink()
+    (folder / SEQ_FILE).unlink(missing_ok=True)
+    return sync(home, conn, project, pid)
+
+
+def verify(home: Path, conn: Any, project: str, pid: int) -> list[str]:
+    """Names of mirror files that are missing, stray or not what the authority says."""
+    folder = mirror_dir(home, project)
+    expected = {f"{rec['id']}.md": render(rec) for _, rec in records.mirror_rows(conn, pid, 0)}
+    present = _on_disk(folder)
+    bad = sorted((present - set(expected)) | (set(expected) - present))
+    for name in sorted(present & set(expected)):
+        try:
+            if (folder / name).read_text(encoding="utf-8") != expected[name]:
+                bad.append(name)
+        except (OSError, UnicodeDecodeError):
+            bad.append(name)
+    return bad

@@ -1,0 +1,395 @@
+"""All SQL of memory records: records, history, candidate states, the run log.
+
+Functions named ``*_in`` take a connection inside an open write transaction
+(the supervisor's group commit); the others read through any connection
+(``db.query`` or ``conn.execute``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+import apsw
+import orjson
+
+RECORD_COLUMNS = (
+    "id", "project_id", "scope", "kind", "status", "text", "triggers", "refs", "sources",
+    "count", "pointer", "created_at", "updated_at", "last_seen_at",
+)  # fmt: skip
+_SELECT = f"SELECT {', '.join(RECORD_COLUMNS)} FROM memory_records"
+JSON_COLUMNS = ("triggers", "refs", "sources")
+MAX_SOURCES = 32  # a reinforced record keeps its first sources (bounded row)
+
+
+def _record(row: tuple) -> dict:
+    rec = dict(zip(RECORD_COLUMNS, row, strict=True))
+    for name in JSON_COLUMNS:
+        rec[name] = orjson.loads(rec[name])
+    return rec
+
+
+def _rows(conn: Any, sql: str, args: tuple = ()) -> list[tuple]:
+    return list(conn.execute(sql, args))
+
+
+# -- records ------------------------------------------------------------------------
+
+
+def next_seq(tx: apsw.Connection, pid: int) -> int:
+    row = tx.execute(
+        "SELECT coalesce(max(seq), 0) + 1 FROM memory_records WHERE project_id = ?", (pid,)
+    ).fetchone()
+    return row[0]
+
+
+def insert_record_in(tx: apsw.Connection, rec: dict, now: float) -> None:
+    """A new active record (``rec`` has the host-owned fields, lists as lists)."""
+    tx.execute(
+        "INSERT INTO memory_records (id, project_id, scope, scope_key, kind, text, norm_hash,"
+        " nterms, triggers, refs, sources, count, created_at, updated_at, last_seen_at, seq)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            rec["id"], rec["project_id"], rec["scope"], rec["scope_key"], rec["kind"],
+            rec["text"], rec["norm_hash"], rec["nterms"], orjson.dumps(rec["triggers"]).decode(),
+            orjson.dumps(rec["refs"]).decode(), orjson.dumps(rec["sources"]).decode(),
+            rec.get("count", 1), now, now, now, next_seq(tx, rec["project_id"]),
+        ),
+    )  # fmt: skip
+
+
+def reinforce_in(tx: apsw.Connection, record_id: str, source: str | None, now: float) -> None:
+    """A duplicate seen again: count, last seen, and its source among the sources."""
+    pid, sources = tx.execute(
+        "SELECT project_id, sources FROM memory_records WHERE id = ?", (record_id,)
+    ).fetchone()
+    merged = orjson.loads(sources)
+    if source and source not in merged and len(merged) < MAX_SOURCES:
+        merged.append(source)
+    tx.execute(
+        "UPDATE memory_records SET count = count + 1, last_seen_at = ?, updated_at = ?,"
+        " sources = ?, seq = ? WHERE id = ?",
+        (now, now, orjson.dumps(merged).decode(), next_seq(tx, pid), record_id),
+    )
+
+
+def set_status_in(
+    tx: apsw.Connection, record_id: str, status: str, pointer: str | None, now: float
+) -> None:
+    pid = tx.execute("SELECT project_id FROM memory_records WHERE id = ?", (record_id,)).fetchone()
+    tx.execute(
+        "UPDATE memory_records SET status = ?, pointer = ?, updated_at = ?, seq = ? WHERE id = ?",
+        (status, pointer, now, next_seq(tx, pid[0]), record_id),
+    )
+
+
+def statuses(conn: Any, ids: Iterable[str]) -> dict[str, str]:
+    """``{id: status}`` of the records named (missing ones are absent)."""
+    ids = list(ids)
+    if not ids:
+        return {}
+    rows = _rows(
+        conn,
+        "SELECT id, status FROM memory_records WHERE id IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(ids).decode(),),
+    )
+    return dict(rows)
+
+
+def get_record(conn: Any, record_id: str) -> dict | None:
+    rows = _rows(conn, f"{_SELECT} WHERE id = ?", (record_id,))
+    return _record(rows[0]) if rows else None
+
+
+def list_records(
+    conn: Any, pid: int, status: str | None, kind: str | None, limit: int
+) -> list[dict]:
+    """Newest first."""
+    where, args = "project_id = ?", [pid]
+    for name, value in (("status", status), ("kind", kind)):
+        if value:
+            where += f" AND {name} = ?"
+            args.append(value)
+    rows = _rows(conn, f"{_SELECT} WHERE {where} ORDER BY n DESC LIMIT ?", (*args, limit))
+    return [_record(r) for r in rows]
+
+
+def history(conn: Any, record_id: str) -> list[dict]:
+    rows = _rows(
+        conn,
+        "SELECT at, action, candidate_id, detail FROM memory_history WHERE record_id = ?"
+        " ORDER BY id",
+        (record_id,),
+    )
+    return [dict(zip(("at", "action", "candidate_id", "detail"), r, strict=True)) for r in rows]
+
+
+def add_history_in(
+    tx: apsw.Connection, record_id: str, action: str, cid: str | None, detail: str | None, now
+) -> None:
+    tx.execute(
+        "INSERT INTO memory_history (record_id, at, action, candidate_id, detail)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (record_id, now, action, cid, detail),
+    )
+
+
+def exact_duplicates(conn: Any, pid: int, scope_key: str, norm_hash: str) -> list[str]:
+    """Active records of a scope with the same normalized text."""
+    rows = _rows(
+        conn,
+        "SELECT id FROM memory_records WHERE project_id = ? AND scope_key = ? AND norm_hash = ?"
+        " AND status = 'active' ORDER BY n",
+        (pid, scope_key, norm_hash),
+    )
+    return [r[0] for r in rows]
+
+
+def fts_matches(conn: Any, match: str, limit: int) -> list[dict]:
+    """Records matching an FTS5 expression over memory_fts, best (bm25) first; ``score``
+    is the negated bm25 (higher is better). The key column never scores."""
+    rows = _rows(
+        conn,
+        "SELECT r.id, r.kind, r.status, r.text, r.triggers, -bm25(memory_fts, 1.0, 1.0, 0.0) AS s"
+        " FROM memory_fts JOIN memory_records r ON r.n = memory_fts.rowid"
+        " WHERE memory_fts MATCH ? ORDER BY bm25(memory_fts, 1.0, 1.0, 0.0) LIMIT ?",
+        (match, limit),
+    )
+    return [
+        {"id": i, "kind": k, "status": st, "text": t, "triggers": orjson.loads(tr), "score": s}
+        for i, k, st, t, tr, s in rows
+    ]
+
+
+def term_rows(conn: Any, words: list[str]) -> list[int]:
+    """Rowids of the records whose text or triggers hold each word (any project), one
+    rowid per (record, word): counting them gives the words a record shares."""
+    if not words:
+        return []
+    one = "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?"
+    matches = tuple('{text triggers} : "' + w.replace('"', '""') + '"' for w in words)
+    return [r[0] for r in conn.execute(" UNION ALL ".join([one] * len(words)), matches)]
+
+
+def active_in_scope(conn: Any, rowids: list[int], pid: int, skey: str) -> list[dict]:
+    """The records among ``rowids`` that are active in the project's scope ``skey``."""
+    rows = _rows(
+        conn,
+        "SELECT n, id, kind, status, text, triggers, nterms FROM memory_records"
+        " WHERE n IN (SELECT value FROM json_each(?)) AND +project_id = ? AND +scope_key = ?"
+        " AND +status = 'active'",  # '+': look the few rowids up, never scan a scope's index
+        (orjson.dumps(rowids).decode(), pid, skey),
+    )
+    keys = ("n", "id", "kind", "status", "text", "triggers", "nterms")
+    out = [dict(zip(keys, r, strict=True)) for r in rows]
+    for rec in out:
+        rec["triggers"] = orjson.loads(rec["triggers"])
+    return out
+
+
+def mirror_rows(conn: Any, pid: int, after_seq: int) -> list[tuple[int, dict]]:
+    """(seq, record) of the project's records changed after ``after_seq``, in order."""
+    rows = _rows(
+        conn,
+        f"SELECT seq, {', '.join(RECORD_COLUMNS)} FROM memory_records"
+        " WHERE project_id = ? AND seq > ? ORDER BY seq",
+        (pid, after_seq),
+    )
+    return [(r[0], _record(r[1:])) for r in rows]
+
+
+def fts_digest(conn: apsw.Connection) -> str:
+    """Every (term, record, column, offset) of memory_fts, hashed in order."""
+
+    conn.execute("DROP TABLE IF EXISTS temp.memory_fts_instances")
+    conn.execute(
+        "CREATE VIRTUAL TABLE temp.memory_fts_instances USING fts5vocab(main, memory_fts, instance)"
+    )
+    try:
+        h = hashlib.sha256()
+        for row in conn.execute(
+            "SELECT term, doc, col, offset FROM temp.memory_fts_instances ORDER BY 1, 2, 3, 4"
+        ):
+            h.update(repr(row).encode())
+        return h.hexdigest()
+    finally:
+        conn.execute("DROP TABLE temp.memory_fts_instances")
+
+
+def rebuild_fts_in(tx: apsw.Connection) -> int:
+    """Refill memory_fts from memory_records. Returns the records indexed."""
+    tx.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
+    return tx.execute("SELECT count(*) FROM memory_records").fetchone()[0]
+
+
+# -- candidates ---------------------------------------------------------------------
+
+CANDIDATE_COLUMNS = ("id", "state", "outcome", "record_id", "attempts", "reason", "due_at")
+
+
+def candidate_states(conn: Any, ids: Iterable[str]) -> dict[str, dict]:
+    ids = list(ids)
+    if not ids:
+        return {}
+    rows = _rows(
+        conn,
+        f"SELECT {', '.join(CANDIDATE_COLUMNS)} FROM memory_candidates"
+        " WHERE id IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(ids).decode(),),
+    )
+    return {r[0]: dict(zip(CANDIDATE_COLUMNS, r, strict=True)) for r in rows}
+
+
+def set_candidate_in(tx: apsw.Connection, pid: int, cid: str, state: str, now: float, **f) -> None:
+    """Record a candidate's state (``outcome``, ``record_id``, ``attempts``, ``reason``,
+    ``due_at``, ``candidate``); a consumed candidate drops its kept content."""
+    candidate = None if state == "consumed" else orjson.dumps(f.get("candidate"))
+    tx.execute(
+        "INSERT OR REPLACE INTO memory_candidates (id, project_id, state, outcome, record_id,"
+        " attempts, reason, due_at, candidate, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            cid, pid, state, f.get("outcome"), f.get("record_id"), f.get("attempts", 0),
+            f.get("reason"), f.get("due_at", 0.0), candidate, now,
+        ),
+    )  # fmt: skip
+
+
+def pending_candidates(conn: Any, pid: int | None, state: str) -> list[dict]:
+    """Parked or dead-lettered candidates (with their content and project)."""
+    where, args = "c.state = ?", [state]
+    if pid is not None:
+        where += " AND c.project_id = ?"
+        args.append(pid)
+    rows = _rows(
+        conn,
+        "SELECT c.id, p.name, c.attempts, c.reason, c.due_at, c.updated_at, c.candidate"
+        " FROM memory_candidates c JOIN projects p ON p.id = c.project_id"
+        f" WHERE {where} ORDER BY c.updated_at",
+        tuple(args),
+    )
+    keys = ("id", "project", "attempts", "reason", "due_at", "updated_at", "candidate")
+    out = [dict(zip(keys, r, strict=True)) for r in rows]
+    for item in out:
+        item["candidate"] = orjson.loads(item["candidate"]) if item["candidate"] else None
+    return out
+
+
+def requeue_candidates_in(tx: apsw.Connection, ids: list[str], now: float) -> list[tuple]:
+    """Dead letters back to parked, due now, attempts reset. Returns (id, project) pairs."""
+    return list(
+        tx.execute(
+            "UPDATE memory_candidates SET state = 'parked', attempts = 0, due_at = 0,"
+            " updated_at = ? WHERE state = 'deadletter' AND id IN"
+            " (SELECT value FROM json_each(?)) RETURNING id, project_id",
+            (now, orjson.dumps(ids).decode()),
+        )
+    )
+
+
+# -- run log ------------------------------------------------------------------------
+
+RATES = ("added", "duplicate", "superseded", "merged", "parked", "deadlettered", "discarded")
+
+
+def log_run_in(
+    tx: apsw.Connection, pid: int, job_id: int | None, now: float, rates: dict[str, int]
+) -> int:
+    return tx.execute(
+        f"INSERT INTO memory_runs (project_id, job_id, at, {', '.join(RATES)})"
+        f" VALUES (?, ?, ?, {', '.join('?' * len(RATES))}) RETURNING id",
+        (pid, job_id, now, *(rates.get(r, 0) for r in RATES)),
+    ).fetchone()[0]
+
+
+def log_outcomes_in(tx: apsw.Connection, run_id: int, outcomes: list[tuple], now: float) -> None:
+    """(candidate id, outcome, record id, reason) rows of one run."""
+    tx.executemany(
+        "INSERT INTO memory_outcomes (run_id, candidate_id, outcome, record_id, reason, at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [(run_id, *o, now) for o in outcomes],
+    )
+
+
+def trim_log_in(tx: apsw.Connection, keep_runs: int, keep_outcomes: int) -> None:
+    """Keep the newest ``keep_runs`` runs and ``keep_outcomes`` outcomes (bounded log)."""
+    for table, keep in (("memory_runs", keep_runs), ("memory_outcomes", keep_outcomes)):
+        tx.execute(f"DELETE FROM {table} WHERE id <= (SELECT max(id) FROM {table}) - ?", (keep,))
+
+
+def last_runs(conn: Any, pid: int | None, limit: int) -> list[dict]:
+    where, args = ("WHERE r.project_id = ?", (pid,)) if pid is not None else ("", ())
+    rows = _rows(
+        conn,
+        f"SELECT r.id, p.name, r.job_id, r.at, {', '.join('r.' + x for x in RATES)}"
+        f" FROM memory_runs r JOIN projects p ON p.id = r.project_id {where}"
+        " ORDER BY r.id DESC LIMIT ?",
+        (*args, limit),
+    )
+    keys = ("id", "project", "job_id", "at", *RATES)
+    return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+def totals(conn: Any, pid: int | None) -> dict[str, Any]:
+    """Record counts by status and candidate counts by state."""
+    where, args = ("WHERE project_id = ?", (pid,)) if pid is not None else ("", ())
+    records = dict(
+        _rows(conn, f"SELECT status, count(*) FROM memory_records {where} GROUP BY 1", args)
+    )
+    cands = dict(
+        _rows(conn, f"SELECT state, count(*) FROM memory_candidates {where} GROUP BY 1", args)
+    )
+    return {"records": records, "candidates": cands}
+
+
+def next_due(conn: Any, pid: int) -> float | None:
+    """When the project's earliest parked candidate is due again, if any is parked."""
+    rows = _rows(
+        conn,
+        "SELECT min(due_at) FROM memory_candidates WHERE project_id = ? AND state = 'parked'",
+        (pid,),
+    )
+    return rows[0][0]
+
+
+def scratch_fts_digest(conn: Any) -> str:
+    """The digest :func:`fts_digest` would give after a rebuild, computed in a private
+    in-memory index filled from the live records (the live index is not touched)."""
+    scratch = apsw.Connection(":memory:")
+    try:
+        scratch.execute(
+            "CREATE VIRTUAL TABLE memory_fts USING fts5(text, triggers, key,"
+            " tokenize='porter unicode61 remove_diacritics 2')"
+        )
+        with scratch:
+            scratch.executemany(
+                "INSERT INTO memory_fts (rowid, text, triggers, key) VALUES (?, ?, ?, ?)",
+                conn.execute("SELECT n, text, triggers, key FROM memory_records ORDER BY n"),
+            )
+        return fts_digest(scratch)
+    finally:
+        scratch.close()
+
+
+def sweep_candidates(conn: Any, pid: int, cutoff: float | None) -> list[tuple[str, str, str]]:
+    """(record id, new status, reason) for the project's active records a sweep changes:
+    ``flagged`` when a path ref names no live file (projects with ingested files only),
+    ``archived`` when last seen before ``cutoff``."""
+    live = {
+        r[0]
+        for r in _rows(conn, "SELECT path FROM files WHERE project_id = ? AND live = 1", (pid,))
+    }
+    out = []
+    for rid, refs, seen in _rows(
+        conn,
+        "SELECT id, refs, last_seen_at FROM memory_records WHERE project_id = ?"
+        " AND status = 'active' ORDER BY n",
+        (pid,),
+    ):
+        paths = [r for r in orjson.loads(refs) if "@" not in r]  # archive locators have an @
+        missing = [r for r in paths if live and r not in live]
+        if missing:
+            out.append((rid, "flagged", f"ref(s) to no live file: {', '.join(missing)[:200]}"))
+        elif cutoff is not None and seen < cutoff:
+            out.append((rid, "archived", "not seen since the sweep's cutoff"))
+    return out

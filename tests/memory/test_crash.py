@@ -1,0 +1,117 @@
+"""SIGKILL the supervisor and its workers at random points while 1,000 candidates
+consolidate: every staging file ends consumed or dead-lettered, no record is made
+twice, no candidate is lost, and `rebuild --verify` is equal."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from memoryd.api import Memoryd
+from memoryd.memory import staging
+from tests.conftest import query, run_cli, wait_for
+from tests.memory.conftest import lines
+
+DISTINCT, DUPLICATES, COLLISIONS = 600, 300, 100
+SYLLABLES = ["ka", "lo", "mi", "ne", "su", "to", "ra", "vi", "de", "po", "gu", "fe", "zi", "ba"]
+KILLS = 12  # kill cycles, each once the supervisor is committing candidates
+
+
+def vocabulary(rng: random.Random, n: int) -> list[str]:
+    """``n`` distinct made-up words of three syllables (no stopword among them)."""
+    words: set[str] = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(SYLLABLES) for _ in range(3)))
+    return sorted(words)
+
+
+def workload(seed: int) -> tuple[list[dict], int]:
+    """Distinct lessons, exact or case-changed repeats of earlier ones, and facts that
+    share all but one word with an earlier lesson (shortlisted, not duplicates: the
+    default adjudicator dead-letters them). Returns (candidates, distinct texts)."""
+    rng = random.Random(seed)
+    vocab = vocabulary(rng, 2000)
+    texts = [" ".join(rng.sample(vocab, 8)) for _ in range(DISTINCT)]
+    out: list[dict] = [{"kind": "lesson", "text": t} for t in texts]
+    for i in range(DUPLICATES):
+        t = rng.choice(texts)
+        out.insert(rng.randrange(out.index({"kind": "lesson", "text": t}) + 1, len(out) + 1),
+                   {"kind": "lesson", "text": t.upper() if i % 2 else t})  # fmt: skip
+    for _ in range(COLLISIONS):
+        t = rng.choice(texts).split()
+        t[rng.randrange(8)] = "".join(rng.choice(SYLLABLES) for _ in range(4))
+        out.append({"kind": "fact", "text": " ".join(t)})
+    return out, DISTINCT
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [c.pid for c in psutil.Process(pid).children()]
+    except psutil.Error:
+        return []
+
+
+def consumed(home: Path) -> int:
+    return query(home, "SELECT count(*) FROM memory_candidates WHERE state != 'parked'")[0][0]
+
+
+@pytest.mark.slow
+def test_random_sigkills_while_1000_candidates_consolidate(project_home, background) -> None:
+    rng = random.Random(20261201)
+    cands, distinct = workload(7)
+    md = Memoryd(project_home)
+    ids = md.memory_add(lines(*cands), "app")["candidates"]
+    md.close()
+    assert len(ids) == len(cands) == 1000
+    env = {"MEMORYD_MEMORY_RUN_CANDIDATES": "4", "MEMORYD_WORKERS": "2"}  # many small commits
+    kills = {"supervisor": 0, "worker": 0, "kill_point": 0}
+    for _ in range(KILLS):
+        point = rng.choice([None, None, "before_commit", "after_commit"])
+        extra = {"MEMORYD_KILL_AT": f"{point}:{rng.randint(2, 12)}"} if point else {}
+        before = consumed(project_home)
+        if before == len(ids):
+            break
+        sup = background("run", env={**env, **extra})
+        # once this supervisor is committing candidates, at a random moment
+        wait_for(lambda b=before, s=sup: consumed(project_home) > b or not s.alive())
+        time.sleep(rng.uniform(0.0, 0.3))
+        if not sup.alive():
+            kills["kill_point"] += sup.wait() == -signal.SIGKILL
+            continue
+        workers = children(sup.pid)
+        if workers and rng.random() < 0.5:
+            os.kill(rng.choice(workers), signal.SIGKILL)
+            kills["worker"] += 1
+            time.sleep(rng.uniform(0.2, 0.8))
+        sup.proc.kill()
+        sup.wait()
+        kills["supervisor"] += 1
+        wait_for(lambda pid=sup.pid: not any(psutil.pid_exists(c) for c in children(pid)))
+    print(f"kills {kills}, decided before the final run: {consumed(project_home)}")
+    final = run_cli("run", "--drain", home=project_home, env=env)
+    assert final.code == 0, final.stderr
+
+    states = dict(query(project_home, "SELECT id, state FROM memory_candidates"))
+    assert set(states) == set(ids), "every candidate decided, none lost, no stranger"
+    assert sorted(set(states.values())) == ["consumed", "deadletter"]
+    assert list(states.values()).count("deadletter") == COLLISIONS
+    assert not list(staging.staged_files(project_home, "app")), "staging drained"
+    letters = list(staging.deadletter_dir(project_home, "app").iterdir())
+    assert len(letters) == COLLISIONS
+    # no record twice: one record per distinct text, counts add up to consumed candidates
+    assert query(project_home, "SELECT count(*), sum(count) FROM memory_records") == [
+        (distinct, DISTINCT + DUPLICATES)
+    ]
+    twice = query(
+        project_home, "SELECT norm_hash FROM memory_records GROUP BY norm_hash HAVING count(*) > 1"
+    )
+    assert twice == []
+    verify = run_cli("rebuild", "--verify", "--json", home=project_home)
+    assert verify.code == 0 and verify.json()["equal"], verify.stdout
+    assert kills["supervisor"] + kills["kill_point"] >= KILLS // 2, kills  # kills landed
