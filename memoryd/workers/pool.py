@@ -158,7 +158,8 @@ def _fork_safe() -> bool:
     share one, nor SQLite's per-file lock bookkeeping) and no other thread (whose
     locks the child would inherit held).
     """
-    return not apsw.connections() and threading.active_count() == 1
+    files = [c for c in apsw.connections() if c.filename]  # in-memory ones hold no lock
+    return not files and threading.active_count() == 1
 
 
 def _forked_worker(inherited: list, *args: Any) -> None:

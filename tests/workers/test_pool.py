@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
 
 from multiprocess.connection import Connection
@@ -40,3 +42,22 @@ def test_unframe_waits_for_a_whole_message() -> None:
     assert unframe(buffer) is None and len(buffer) == 7
     buffer += data[7:]
     assert unframe(buffer) == b"abcdef" and not buffer
+
+
+def test_an_in_memory_connection_does_not_force_spawned_workers(tmp_path) -> None:
+    """Capabilities keep in-memory SQLite (tokenizers): no file lock to inherit, so the
+    first workers are still forked (a spawn costs a third of a second each). In a fresh
+    interpreter: this one's threads and connections are the test run's."""
+    probe = (
+        "import apsw, sys\n"
+        "from memoryd.workers.pool import _fork_safe\n"
+        "scratch = apsw.Connection(':memory:')\n"
+        "print(_fork_safe())\n"
+        "disk = apsw.Connection(sys.argv[1])\n"
+        "print(_fork_safe())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "x.db")],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.split()  # fmt: skip
+    assert out == ["True", "False"]  # a file connection would share its locks with a child
