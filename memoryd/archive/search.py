@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.errors import UsageError
 from memoryd.search import gate, terms
-from memoryd.search.evidence import focus_hint, held, speaker_of
+from memoryd.search.evidence import focus_hint, held, named_speaker, speaker_of, statements
 from memoryd.storage.archive import Hit, tokenize, utc_iso
 from memoryd.storage.corpus import UnknownProject
 
@@ -78,7 +78,7 @@ class ArchiveStats:
         raw = store.term_stats(project, {w for ws in tried.values() for w in ws})
         # the exact words of each term that the archive holds (at least the asked ones)
         self.forms = {
-            s: sorted({w for w in ws if raw.get(w)} | {t.word, *t.forms})
+            s: sorted({w for w in ws if raw.get(w)} | {t.word})
             for t in query.terms
             for s, ws in [(t.stem, tried[t.stem])]
         }
@@ -109,18 +109,24 @@ def _candidate_forms(t: terms.Term) -> set[str]:
 
 
 class _Doc:
-    """One version's lines, speakers and (lazily) line stems."""
+    """One version's lines, speakers (role and name) and (lazily) line stems."""
 
-    __slots__ = ("lines", "speakers", "_stems")
+    __slots__ = ("lines", "speakers", "names", "said", "_stems")
 
     def __init__(self, text: str) -> None:
         self.lines = text.split("\n")
         self.speakers: list[str | None] = []
-        current = None
+        self.names: list[str | None] = []  # a named speaker's first name, lowercased
+        self.said: list[int] = []  # where the words of a line start (after its prefixes)
+        current = name = None
         for line in self.lines:
-            who, _ = speaker_of(line)
+            who, end = speaker_of(line)
+            named, named_end = named_speaker(line)
             current = who or current
+            name = named or (None if who else name)
             self.speakers.append(current)
+            self.names.append(name)
+            self.said.append(max(end, named_end))
         self._stems: dict[int, list[str]] = {}
 
     def stems(self, i: int) -> list[str]:
@@ -170,6 +176,44 @@ def _line_held(p: gate.Plan, doc: _Doc, hint: re.Pattern) -> list[set[str]]:
     return out
 
 
+def _person_held(p: gate.Plan, doc: _Doc, persons: set[str], hint: re.Pattern) -> list[set[str]]:
+    """Focus terms each line holds *by or about* the asked persons: the statements
+    (not the questions) a person said, and other turns naming the person after
+    their first word (not "Ana, look at this", which only addresses her)."""
+    out: list[set[str]] = []
+    for i, line in enumerate(doc.lines):
+        said = line[doc.said[i] :]
+        if doc.names[i] in persons:
+            text = statements(said)
+        else:
+            mentions = terms.words(said)[1:]
+            text = said if persons.intersection(mentions) else ""
+        out.append(held(p, terms.stems(text)) if text and hint.search(text.lower()) else set())
+    return out
+
+
+def asked_persons(q: terms.Query, docs: list[_Doc]) -> set[str]:
+    """Names in the question that are speakers of the transcripts: the question is
+    about what that person said or did."""
+    named = {w for run in q.entities for w in run}
+    return named.intersection(n for d in docs for n in d.names if n)
+
+
+def _without(q: terms.Query, persons: set[str], stats: ArchiveStats) -> terms.Query:
+    """The question with the asked persons' names taken out of its terms: every turn
+    of theirs carries the name, so the name is who, not what. Words no session holds
+    go too (a paraphrase, "race" for "marathon"): who said it is the evidence that
+    separates answers from other people's facts, not a word nobody used."""
+    kept = [t for t in q.terms if t.word not in persons]
+    held_ = [t for t in kept if stats.df(t.stem) > 0]
+    return replace(
+        q,
+        terms=held_ or kept,
+        entities=[r for r in q.entities if not persons.intersection(r)],
+        speaker=None,
+    )
+
+
 def _best_window(p: gate.Plan, c: _Cand, q: terms.Query, t: Tuning) -> None:
     n = len(c.doc.lines)
     size = max(1, t.window)
@@ -195,6 +239,38 @@ def _best_window(p: gate.Plan, c: _Cand, q: terms.Query, t: Tuning) -> None:
             best = (verdict, start, end, matched, spoken)
     if best is not None:
         c.verdict, c.start, c.end, c.matched, c.spoken = best
+
+
+def _candidates(
+    owner: ArchiveOwner,
+    project: str,
+    p: gate.Plan,
+    q: terms.Query,
+    stats: ArchiveStats,
+    t: Tuning,
+    limit: int,
+    persons: set[str],
+) -> tuple[list[_Cand], list[_Doc]]:
+    """BM25 candidates of the focus terms, each judged by its best window (on what the
+    asked persons said or what was said about them, when the question names one);
+    returns the admitted ones and every candidate's text."""
+    words = sorted({w for term in p.focus for w in stats.forms[term.stem]})
+    hits = owner.store.search(project, words, limit=max(t.pool, limit))
+    hint = focus_hint(p.focus)
+    cands: list[_Cand] = []
+    docs: list[_Doc] = []
+    for rank, hit in enumerate(hits):
+        doc = _load(owner, hit.locator)
+        if doc is None:
+            continue
+        docs.append(doc)
+        lines = _person_held(p, doc, persons, hint) if persons else _line_held(p, doc, hint)
+        c = _Cand(hit, rank, doc, lines)
+        _best_window(p, c, q, t)
+        if c.verdict is not None:
+            c.session = gate.coverage(p, set().union(*c.line_held))[1]
+            cands.append(c)
+    return cands, docs
 
 
 def _abstain(gap: str) -> dict:
@@ -233,19 +309,17 @@ def search_archive(
             f"every term of the question occurs across much of archive project {project!r},"
             " so none can single out evidence; name something more specific"
         )
-    words = sorted({w for term in p.focus for w in stats.forms[term.stem]})
-    hits = owner.store.search(project, words, limit=max(t.pool, limit))
-    hint = focus_hint(p.focus)
-    cands: list[_Cand] = []
-    for rank, hit in enumerate(hits):
-        doc = _load(owner, hit.locator)
-        if doc is None:
-            continue
-        c = _Cand(hit, rank, doc, _line_held(p, doc, hint))
-        _best_window(p, c, q, t)
-        if c.verdict is not None:
-            c.session = gate.coverage(p, set().union(*c.line_held))[1]
-            cands.append(c)
+    cands, docs = _candidates(owner, project, p, q, stats, t, limit, set())
+    persons = asked_persons(q, docs)
+    if persons:
+        q = _without(q, persons, stats)
+        p = gate.plan(q, stats, t.gate)
+        if not p.focus:
+            return _abstain(
+                f"the question names {', '.join(sorted(persons))} but asks nothing more"
+                " specific about them; say what the evidence should contain"
+            )
+        cands, _ = _candidates(owner, project, p, q, stats, t, limit, persons)
     if cands and t.entity_speaker and q.speaker:
         seen = [c.spoken if c.spoken is not None else c.matched for c in cands]
     else:

@@ -11,11 +11,36 @@ import re
 from collections.abc import Sequence
 
 from memoryd.search import gate as gate_mod
-from memoryd.search.terms import Term
+from memoryd.search.terms import Term, stem
 
 SPEAKER_LINE = re.compile(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
 ANY_SPEAKER_LINE = re.compile(SPEAKER_LINE.pattern, re.I | re.M)
 _ROLE = {"user": "user", "human": "user", "me": "user"}
+
+
+# A named speaker opening a turn, after an optional role: "Ana: ...", "user: Ana: ...",
+# "**Ana Lima**: ...". One or two capitalized words, then a colon and a space.
+_NAMED = re.compile(
+    r"^\s*(?:\**(?:user|human|me|assistant|ai|bot|system)\**\s*:\s*)?"
+    r"\**([A-Z][\w'’.-]{0,30}(?: [A-Z][\w'’.-]{0,30})?)\**\s*:\s"
+)
+# A sentence that asks: what its speaker asks about is not evidence about them.
+_QUESTION = re.compile(r"[^.!?]*\?")
+
+
+def named_speaker(line: str) -> tuple[str | None, int]:
+    """``(first word of the speaker's name, lowercased; end of the prefix)`` of a turn
+    written ``Name: text``, or ``(None, 0)``."""
+    m = _NAMED.match(line)
+    if m is None:
+        return None, 0
+    return m.group(1).split()[0].lower(), m.end()
+
+
+def statements(text: str) -> str:
+    """``text`` without its questions ("How was the trip? We went to Rome." -> the
+    second sentence): a speaker's questions say nothing about the speaker."""
+    return _QUESTION.sub(" ", text)
 
 
 def speaker_of(line: str) -> tuple[str | None, int]:
@@ -56,9 +81,7 @@ def focus_hint(focus: Sequence[Term]) -> re.Pattern:
     """Lowercase leading letters shared by each focus word as asked and its stem: a
     line without any of them cannot hold the term (up to rare spelling variants)."""
     prefixes = {
-        os.path.commonprefix([w, s])[:6] or s
-        for t in focus
-        for w, s in zip((t.word, *t.forms), t.all_stems, strict=False)
+        os.path.commonprefix([w, stem(w)])[:6] or stem(w) for t in focus for w in (t.word, *t.forms)
     }
     alts = "|".join(sorted(re.escape(x) for x in prefixes if x))
     return re.compile(f"(?<![a-z])(?:{alts})" if alts else "$^")

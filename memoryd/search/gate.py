@@ -13,7 +13,7 @@ Rules, as DESIGN.md states them, and how each is read here:
 * **Half coverage**: a candidate must hold at least half of the focus terms.
   Here the half is measured by *specificity* (each term weighted by its BM25
   idf in this project), and a candidate must also hold half of them by count
-  -- a false-premise question ("the name of my hamster") matches everything
+  -- a false-premise question ("the colour of my canoe") matches everything
   but its most specific term, and by count alone that is often half.
 * **Rare corroboration**: in projects of at least 100 chunks, two matched
   focus terms that each occur in at most 1% of the chunks also admit a
@@ -31,7 +31,7 @@ Rules, as DESIGN.md states them, and how each is read here:
 Two question-level checks narrow further (never widen):
 
 * **Named entities must be evidenced**: a capitalized name in the question
-  ("Seattle", "Dr. Johnson", evidenced by its most specific word) that no
+  ("Lisbon", "Dr. Okafor", evidenced by its most specific word) that no
   admitted candidate holds means the evidence is about something else; the
   search abstains and names it.
 * **Names alone are not evidence about them**: when the question asks for
