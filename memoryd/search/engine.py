@@ -171,7 +171,7 @@ def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
         if r is None:
             c.text = ""
             continue
-        _, fid, c.path, c.start_line, c.end_line = r
+        _, fid, c.path, c.start_line, c.end_line, _ = r
         lines = files[fid]
         files.move_to_end(fid)
         c.text = "\n".join(lines[c.start_line - 1 : c.end_line])
@@ -424,7 +424,7 @@ def search(
     scores = {c.rowid: round(fused[c.rowid] / top, 4) for c in ranked}
     if min_score is not None:
         ranked = [c for c in ranked if scores[c.rowid] >= min_score]
-    ranked = ranked[:limit]
+    ranked, also_at = _distinct(db, stats, ranked, limit)
     _load(db, stats, ranked)
     hint = _focus_hint(p.focus)
     items = [
@@ -434,6 +434,7 @@ def search(
             "end_line": c.end_line,
             "score": scores[c.rowid],
             "excerpt": _excerpt(c.text or "", focus_stems, hint, p.alias),
+            **({"also_at": also_at[c.rowid]} if c.rowid in also_at else {}),
         }
         for c in ranked
     ]
@@ -444,12 +445,34 @@ def search(
     return {"status": "ok", "items": items, "gap": None}
 
 
+def _distinct(
+    db, stats: TermStats, ranked: list[Candidate], limit: int
+) -> tuple[list[Candidate], dict[int, list[str]]]:
+    """The first ``limit`` candidates with distinct text; a copy of a kept chunk's text
+    (a vendored file at several paths) adds its path to the kept one's ``also_at``
+    instead of taking a place of its own."""
+    info = _chunk_info(db, stats, [c.rowid for c in ranked])
+    kept: dict[bytes, Candidate] = {}
+    also_at: dict[int, list[str]] = {}
+    for c in ranked:
+        row = info.get(c.rowid)
+        key = row[5] if row is not None else c.rowid
+        first = kept.get(key)
+        if first is None:
+            if len(kept) < limit:
+                kept[key] = c
+        elif row is not None:
+            also_at.setdefault(first.rowid, []).append(row[2])
+    return list(kept.values()), also_at
+
+
 def _holds_entity(p: gate_mod.Plan, c: Candidate) -> bool:
     return any(t.stem in c.matched for t in p.entities)
 
 
 def _chunk_info(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple]:
-    """rowid -> (rowid, file id, path, start line, end line), cached per generation."""
+    """rowid -> (rowid, file id, path, start line, end line, content hash), cached per
+    generation."""
     known: dict[int, tuple] = stats.extra.setdefault("chunks", {})  # type: ignore[assignment]
     need = [r for r in rowids if r not in known]
     if need:
@@ -457,7 +480,8 @@ def _chunk_info(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple]
             known.clear()
         marks = ",".join("?" * len(need))
         rows = db.query(
-            "SELECT c.id, c.file_id, f.path, c.start_line, c.end_line FROM chunks c"
+            "SELECT c.id, c.file_id, f.path, c.start_line, c.end_line, c.content_hash"
+            " FROM chunks c"
             f" JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
             tuple(need),
         )
