@@ -349,15 +349,14 @@ def search(
                 admitted.append(c)
 
     if admitted and not any(c.exact for c in admitted):
-        scope = cands if tuning.entity_scope == "pool" else admitted
         if tuning.speaker:
-            _load(db, stats, [c for c in scope if c.text is None and _holds_entity(p, c)])
-            for c in scope:
+            _load(db, stats, [c for c in admitted if c.text is None and _holds_entity(p, c)])
+            for c in admitted:
                 if c.spoken is None and q.speaker and c.text and _holds_entity(p, c):
                     spoken = _speaker_text(c.text, q.speaker)
                     if spoken is not None:
                         c.spoken = _held(p, stems(spoken))
-        seen = [c.spoken if c.spoken is not None else c.matched for c in scope]
+        seen = [c.spoken if c.spoken is not None else c.matched for c in admitted]
         missing = gate_mod.missing_entities(p, seen)
         if missing:
             return _abstain(

@@ -19,7 +19,9 @@ Rules, as DESIGN.md states them, and how each is read here:
   focus terms that each occur in at most 1% of the chunks also admit a
   candidate (long investigative prompts whose answer omits the prose), provided
   together with the rest of what it matched it still holds a third of the
-  query's specificity.
+  query's specificity, and fewer than one chunk would hold them together by
+  chance (N * prod(df / N), the corpus' own statistics): in a large corpus 1%
+  is many chunks, and two such terms meet without being evidence (issue 19).
 * **Verification** questions ("is X the primary store?") keep a candidate at
   30% coverage when it holds an explicit contrast (not, instead, but, ...)
   and the asked predicate (the most specific focus term after the subject).
@@ -77,11 +79,6 @@ class Tuning:
     speaker: str = "specific"
     alternatives: bool = True  # comparison questions: half of one compared side suffices
     attributes: bool = True  # a question naming something: a candidate needs a non-name term
-    entity_scope: str = "admitted"
-    # a candidate must hold one of the query's rare focus terms (when it has any)
-    require_rare: bool = False
-    # a candidate must hold one of the query's named entities (when it names any)
-    require_entity: bool = False  # where a named entity must be evidenced: "pool" or "admitted"
     # rank fusion weights beside BM25 (1.0): specificity-weighted coverage of the
     # chunk, of its file (document context), and the dense route
     w_coverage: float = 1.0
@@ -112,6 +109,8 @@ class Plan:
     context_terms: list[Term]  # ubiquitous, dropped from focus
     weights: dict[str, float]
     rare: set[str]
+    df: dict[str, int]  # chunks holding each term (its commonest form)
+    chunks: int
     entities: list[Term]
     attributes: set[str]  # focus terms outside the names (only when the query names one)
     alternatives: list[set[str]]
@@ -174,6 +173,8 @@ def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
         context_terms=dropped,
         weights=weights,
         rare=rare,
+        df=df,
+        chunks=stats.chunks,
         entities=entities,
         attributes=attributes,
         alternatives=alternatives,
@@ -238,10 +239,6 @@ def _admit(
         return Verdict(True, "exact", count, weighted)
     if not p.focus:
         return Verdict(False, "no focus terms", count, weighted)
-    if t.require_rare and p.rare and not p.rare & matched:
-        return Verdict(False, "holds none of the rare terms", count, weighted)
-    if t.require_entity and p.entities and not any(e.stem in matched for e in p.entities):
-        return Verdict(False, "holds none of the named entities", count, weighted)
     if p.attributes and not p.attributes & matched:
         return Verdict(False, "holds the names but nothing asked about them", count, weighted)
     if _half(p, matched, p.focus_stems):
@@ -250,7 +247,7 @@ def _admit(
         if _half(p, matched, [s for s in p.focus_stems if s in alt]):
             return Verdict(True, "half coverage of one compared side", count, weighted)
     rare_held = [s for s in p.focus_stems if s in matched and s in p.rare]
-    if len(rare_held) >= 2 and weighted >= t.rare_min_weight:
+    if len(rare_held) >= 2 and weighted >= t.rare_min_weight and _by_chance(p, rare_held) < 1:
         return Verdict(True, "two rare terms", count, weighted)
     if (
         p.query.verification
@@ -263,6 +260,17 @@ def _admit(
     if p.short and cosine is not None and cosine >= t.dense_floor:
         return Verdict(True, "dense floor", count, weighted)
     return Verdict(False, "insufficient coverage", count, weighted)
+
+
+def _by_chance(p: Plan, stems: list[str]) -> float:
+    """How many chunks would hold all of ``stems`` if terms fell into chunks
+    independently: N * prod(df / N). Below one, finding them together is evidence;
+    in a large corpus two "rare" terms meet by chance, so the rule does not apply."""
+    n = p.chunks or 1
+    expected = float(n)
+    for s in stems:
+        expected *= p.df.get(s, 0) / n
+    return expected
 
 
 def missing_entities(p: Plan, admitted_matched: list[set[str]]) -> list[str]:
