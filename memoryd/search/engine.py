@@ -49,7 +49,8 @@ from memoryd.search.terms import (
     stems,
     words,
 )
-from memoryd.storage.corpus import file_text, fts_table, project_id
+from memoryd.storage import fts
+from memoryd.storage.corpus import file_text, project_id
 
 RRF_K = 60
 POOL = 200  # lexical candidates the gate looks at
@@ -76,21 +77,6 @@ class Candidate:
     tokens: list[str] | None = None  # stems of text, when tokenized
 
 
-def _matched_phrases(api, *args) -> int:
-    """FTS5 auxiliary function: bit i set when the row holds phrase i."""
-    mask = 0
-    for i in range(api.phrase_count):
-        if any(api.phrase_locations(i)):
-            mask |= 1 << i
-    return mask
-
-
-def _prepare(db) -> None:
-    if not getattr(db, "_memoryd_search_ready", False):
-        db.conn.register_fts5_function("memoryd_matched", _matched_phrases)
-        db._memoryd_search_ready = True
-
-
 def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list[Candidate]:
     top = stats.bm25_top([t.all_stems for t in terms], pool) if terms else []
     if top is not None:
@@ -111,11 +97,7 @@ def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list
                 owner.append(t)
     if not phrases:
         return []
-    rows = db.query(
-        f"SELECT rowid, memoryd_matched({fts_table(pid)}) FROM {fts_table(pid)}"
-        f" WHERE {fts_table(pid)} MATCH ? ORDER BY rank LIMIT ?",
-        (" OR ".join(phrases), pool),
-    )
+    rows = fts.ranked_with_phrases(db, pid, " OR ".join(phrases), pool)
     out = []
     for rank, (rowid, mask) in enumerate(rows):
         matched = {t.stem for i, t in enumerate(owner) if mask >> i & 1}
@@ -142,14 +124,7 @@ def _exact(db, pid: int, q: Query) -> tuple[set[int], list[int]]:
         match = phrase(ident)
         if match is None:
             continue
-        rowids.extend(
-            r[0]
-            for r in db.query(
-                f"SELECT rowid FROM {fts_table(pid)} WHERE {fts_table(pid)} MATCH ?"
-                " ORDER BY rank LIMIT 20",
-                (match,),
-            )
-        )
+        rowids.extend(fts.ranked(db, pid, match, 20))
     return file_ids, rowids
 
 
@@ -252,7 +227,7 @@ def search(
     tuning = tuning or gate_mod.DEFAULT
     enc: Encoder | None = DEFAULT_ENCODER if encoder is None else (encoder or None)
     pid = project_id(db, project)
-    _prepare(db)
+    fts.prepare(db)
     stats = term_stats(db, pid)
     q = analyze(query)
     p = gate_mod.plan(q, stats, tuning)

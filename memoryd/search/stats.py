@@ -26,10 +26,10 @@ import math
 import threading
 from collections import OrderedDict
 
-import apsw
 import numpy as np
 
-from memoryd.storage.corpus import fts_table, project_generation
+from memoryd.storage import fts
+from memoryd.storage.corpus import project_generation
 
 _MAX_CACHED = 16
 _MAX_POSTINGS = 4_000_000  # cached posting entries per generation (about 64 MB)
@@ -66,7 +66,6 @@ class TermStats:
         self.pid = pid
         self.generation = generation
         self._db = db
-        self._vocab = f"{fts_table(pid)}_vocab"
         self.chunks = db.query("SELECT count(*) FROM chunks WHERE project_id = ?", (pid,))[0][0]
         self._df: dict[str, int] = {}
         self.extra: dict[str, object] = {}  # other per-generation caches (file texts, vectors)
@@ -79,24 +78,17 @@ class TermStats:
 
     def df(self, stem: str) -> int:
         """How many chunks hold the (stemmed) term."""
-        hit = self._df.get(stem)
-        if hit is None:
-            rows = self._db.query(f"SELECT doc FROM {self._vocab} WHERE term = ?", (stem,))
-            hit = rows[0][0] if rows else 0
-            self._df[stem] = hit
-        return hit
+        if stem not in self._df:
+            self.prefetch([stem])
+        return self._df[stem]
 
     def prefetch(self, stems: list[str]) -> None:
         """Look the document frequencies of several stems up in one query."""
         need = list({s for s in stems if s not in self._df})
         if not need:
             return
-        marks = ",".join("?" * len(need))
-        rows = self._db.query(
-            f"SELECT term, doc FROM {self._vocab} WHERE term IN ({marks})", tuple(need)
-        )
         self._df.update({s: 0 for s in need})
-        self._df.update(rows)
+        self._df.update(fts.doc_freqs(self._db, self.pid, need))
 
     def fraction(self, stem: str) -> float:
         """Share of the project's chunks that hold the term (0.0 in an empty project)."""
@@ -111,10 +103,7 @@ class TermStats:
 
     def _load_lengths(self) -> bool:
         self._lengths_loaded = True
-        try:
-            rows = self._db.query(f"SELECT id, sz FROM {fts_table(self.pid)}_docsize ORDER BY id")
-        except apsw.SQLError:
-            return False  # columnsize=0 or another layout: no per-row lengths
+        rows = fts.chunk_sizes(self._db, self.pid)
         if not rows:
             return False
         self.rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -122,14 +111,6 @@ class TermStats:
         avg = float(lengths.mean()) or 1.0
         self._norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avg)
         return True
-
-    def _instance_view(self) -> str:
-        name = f"{fts_table(self.pid)}_inst"
-        self._db.query(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name}"
-            f" USING fts5vocab(main, {fts_table(self.pid)}, instance)"
-        )
-        return f"temp.{name}"
 
     def postings(self, stem: str) -> Postings | None:
         """The term's postings and BM25 contributions, or None without a docsize table."""
@@ -142,13 +123,8 @@ class TermStats:
                 return None
             if self._norm is None or self.rowids is None:
                 return None
-            try:
-                rows = self._db.query(
-                    f"SELECT doc, count(*) FROM {self._instance_view()} WHERE term = ?"
-                    " GROUP BY doc ORDER BY doc",
-                    (stem,),
-                )
-            except apsw.SQLError:
+            rows = fts.postings(self._db, self.pid, stem)
+            if rows is None:
                 self._norm = None  # no positions stored (detail=none/column)
                 return None
             docs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))

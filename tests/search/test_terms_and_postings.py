@@ -12,11 +12,12 @@ import pytest
 from memoryd.search import search
 from memoryd.search import stats as stats_mod
 from memoryd.search.dense import HashingEncoder
-from memoryd.search.engine import _excerpt, _focus_hint, _lexical, _prepare
+from memoryd.search.engine import _excerpt, _focus_hint, _lexical
 from memoryd.search.fts_query import any_of
 from memoryd.search.gate import admit, plan
 from memoryd.search.terms import STOPWORDS, analyze, stems
 from memoryd.storage.corpus import fts_table, project_id, put_files
+from memoryd.storage.fts import prepare
 
 
 class FakeStats:
@@ -174,7 +175,7 @@ def test_postings_follow_the_generation(tmp_path, store):
 def test_fallback_without_postings_matches(tmp_path, store):
     db = store(tmp_path, "p", _corpus(40, 3))
     pid = project_id(db, "p")
-    _prepare(db)
+    prepare(db)
     stats_mod.clear()
     st = stats_mod.term_stats(db, pid)
     terms = analyze("retry worker token").terms
