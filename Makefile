@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive
+.PHONY: demo test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-devsets
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -49,3 +49,6 @@ bench-retention: $(STAMP)
 
 bench-archive: $(STAMP)
 	$(BIN)/python ops/bench/bench_archive.py
+
+bench-devsets: $(STAMP)
+	$(BIN)/python ops/bench/bench_devsets.py --split all
