@@ -16,8 +16,12 @@ query's phrases, all columns weighted 1) and which focus terms each
 candidate holds with a few array operations, instead of an FTS5 ``ORDER BY
 rank`` over every matching row plus a per-row auxiliary function. A term is
 read from the index once per generation. When the index has no docsize table
-or no positions (another FTS5 layout), :meth:`TermStats.postings` returns
-None and the engine falls back to an FTS5 query.
+or no positions (another FTS5 layout), or the project has more than
+``POSTINGS_MAX_CHUNKS`` chunks (loading every chunk's length would make the
+first query after an ingest proportional to the project),
+:meth:`TermStats.postings` returns None and the engine asks FTS5 for its
+``rank`` with a bounded pool. The chunk count comes from FTS5's averages
+record, one row whatever the size.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ from memoryd.storage.corpus import project_generation
 
 _MAX_CACHED = 16
 _MAX_POSTINGS = 4_000_000  # cached posting entries per generation (about 64 MB)
+# Above this many chunks the lexical route is FTS5's own rank with a bounded pool:
+# the postings route reads every chunk's length once per generation, which makes the
+# first query after an ingest cost time proportional to the project (issue 19).
+POSTINGS_MAX_CHUNKS = 250_000
 BM25_K1 = 1.2
 BM25_B = 0.75
 
@@ -66,7 +74,7 @@ class TermStats:
         self.pid = pid
         self.generation = generation
         self._db = db
-        self.chunks = db.query("SELECT count(*) FROM chunks WHERE project_id = ?", (pid,))[0][0]
+        self.chunks = fts.row_count(db, pid)
         self._df: dict[str, int] = {}
         self.extra: dict[str, object] = {}  # other per-generation caches (file texts, vectors)
         self._postings: OrderedDict[str, Postings] = OrderedDict()
@@ -103,6 +111,8 @@ class TermStats:
 
     def _load_lengths(self) -> bool:
         self._lengths_loaded = True
+        if self.chunks > POSTINGS_MAX_CHUNKS:
+            return False  # reading every chunk's length would cost more than FTS5's rank
         rows = fts.chunk_sizes(self._db, self.pid)
         if not rows:
             return False

@@ -67,6 +67,26 @@ def doc_freqs(db, pid: int, stems: Sequence[str]) -> dict[str, int]:
     return dict(rows)
 
 
+def _first_varint(blob: bytes) -> int:
+    value = 0
+    for i, byte in enumerate(blob[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            break
+    return value
+
+
+def row_count(db, pid: int) -> int:
+    """Chunks in the index, from FTS5's own averages record (one row, whatever the
+    project's size; a ``count(*)`` would read every chunk)."""
+    rows = db.query(f"SELECT block FROM {fts_table(pid)}_data WHERE id = 1")
+    if rows and rows[0][0]:
+        return _first_varint(rows[0][0])
+    return 0
+
+
 def chunk_sizes(db, pid: int) -> list[tuple[int, bytes]] | None:
     """(rowid, docsize blob) of every chunk in rowid order; None when the index keeps
     no sizes (``columnsize=0`` or another layout)."""

@@ -227,3 +227,21 @@ def test_numpy_encoder_equals_reference():
     got = HashingEncoder().encode(texts)
     for v, text in zip(got, texts, strict=True):
         assert np.allclose(v, _reference(text), atol=1e-12)
+
+
+def test_large_projects_use_fts5_rank_not_postings(store, tmp_path, monkeypatch):
+    """Above POSTINGS_MAX_CHUNKS the first query reads no per-chunk lengths; the
+    answer is the same as through the postings route."""
+    files = {f"n/{i}.md": f"ordinary note number {i} about the weekly meeting" for i in range(40)}
+    files["docs/kiln.md"] = "The kiln schedule for glazed stoneware is kept in the studio binder."
+    db = store(tmp_path, "p", files)
+    q = "where is the kiln schedule for stoneware kept"
+    small = search(db, "p", q)
+    monkeypatch.setattr(stats_mod, "POSTINGS_MAX_CHUNKS", 10)
+    stats_mod.clear()
+    large = search(db, "p", q)
+    st = stats_mod.term_stats(db, project_id(db, "p"))
+    assert st.rowids is None  # lengths never loaded
+    assert large["items"][0]["path"] == small["items"][0]["path"] == "docs/kiln.md"
+    stats_mod.clear()
+    db.close()

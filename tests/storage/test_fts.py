@@ -25,3 +25,10 @@ def test_reads_of_one_project_index(tmp_path):
     rows = fts.ranked_with_phrases(db, pid, any_of(["kiln", "glaze"]), 5)
     assert sorted(mask for _, mask in rows) == [0b10, 0b11]
     db.close()
+
+
+def test_row_count_is_fts5s_own(tmp_path):
+    db = make_store(tmp_path, "p", {f"{i}.md": f"note {i}" for i in range(7)})
+    pid = project_id(db, "p")
+    assert fts.row_count(db, pid) == db.query("SELECT count(*) FROM chunks")[0][0] == 7
+    db.close()
