@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-devsets
+.PHONY: demo test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-devsets bench-scale
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -52,3 +52,7 @@ bench-archive: $(STAMP)
 
 bench-devsets: $(STAMP)
 	$(BIN)/python ops/bench/bench_devsets.py --split all
+
+COPIES ?= 3
+bench-scale: $(STAMP)
+	$(BIN)/python ops/bench/bench_scale.py --copies $(COPIES)
