@@ -46,6 +46,7 @@ from memoryd.search.terms import (
     Query,
     Term,
     analyze,
+    stem,
     stems,
     words,
 )
@@ -54,6 +55,7 @@ from memoryd.storage.corpus import file_text, project_id
 
 RRF_K = 60
 POOL = 200  # lexical candidates the gate looks at
+MAX_PHRASES = 63  # bits of the FTS5 auxiliary function's answer
 DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
 MAX_LIMIT = 1000
 EXCERPT_CHARS = 320
@@ -85,14 +87,17 @@ def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list
             if mask not in held:
                 held[mask] = {t.stem for i, t in enumerate(terms) if mask >> i & 1}
         return [Candidate(rowid, rank, held[mask]) for rank, (rowid, mask) in enumerate(top)]
-    # No postings (another index layout): one FTS5 query, an auxiliary function
-    # reporting which phrases (a term's forms) each row holds.
+    # No postings (a large project or another index layout): one FTS5 query, an
+    # auxiliary function reporting which phrases (a term's forms the project holds)
+    # each row holds, as bits of one 64-bit integer.
     phrases: list[str] = []
     owner: list[Term] = []
     for t in terms:
         for form in (t.word, *t.forms):
+            if form != t.word and not stats.df(stem(form)):
+                continue
             ph = phrase(form)
-            if ph is not None and ph not in phrases:
+            if ph is not None and ph not in phrases and len(phrases) < MAX_PHRASES:
                 phrases.append(ph)
                 owner.append(t)
     if not phrases:

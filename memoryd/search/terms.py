@@ -472,13 +472,15 @@ def _coordinated(toks: list[str], spans: list[tuple[int, int]]) -> list[list[tup
     return groups
 
 
-def _other_forms(word: str, english: bool) -> tuple[str, ...]:
+def _other_forms(word: str, english: bool, spanish: bool) -> tuple[str, ...]:
     """Other words a term matches: irregular English forms ("buy": "bought"); in a
-    question that is not plainly English, the word's Spanish inflections and its
-    English alternative (never instead of the word: Spanish evidence still matches)."""
+    question that is not plainly English, the word's English alternative (never
+    instead of the word: Spanish evidence still matches) and, when it is plainly
+    Spanish, the word's other Spanish inflections."""
     forms = [f for f in _INFLECTIONS.get(word, ()) if f != word]
-    if not english:
+    if spanish:
         forms.extend(spanish_forms(word))
+    if not english:
         en = english_for(word)
         if en is not None and en != word:
             forms.append(en)
@@ -522,6 +524,7 @@ def analyze(text: str) -> Query:
     en = sum(w in _ONLY_EN for w in toks)
     es = sum(w in _ONLY_ES for w in toks) + 2 * bool(re.search("[¿¡ñ]", text))
     english = en > es
+    spanish = es > en  # a question with neither is keywords: known words get their English
     for i, w in enumerate(toks):
         if i in temporal:
             # "last Saturday", "two weeks ago", "the past month": when, relative to the
@@ -560,7 +563,7 @@ def analyze(text: str) -> Query:
         positions.setdefault(s, []).append(i)
         if not s or s in seen:
             continue
-        forms = _other_forms(w, english)
+        forms = _other_forms(w, english, spanish)
         alts = tuple(dict.fromkeys(a for a in map(stem, forms) if a and a != s))
         seen.add(s)
         seen.update(alts)

@@ -64,3 +64,16 @@ def test_spanish_question_abstains_without_evidence(store, tmp_path):
     db = store(tmp_path, "p", FILLER)
     assert search(db, "p", "¿Dónde está el archivo de configuración?")["status"] == "abstained"
     db.close()
+
+
+def test_spanish_question_through_fts5_rank_route(store, tmp_path, monkeypatch):
+    """A large project's route (FTS5 rank, a phrase per form) answers the same."""
+    from memoryd.search import stats as stats_mod
+
+    db = store(tmp_path, "p", {**FILLER, "docs/server.md": "El servidor guarda su configuración"})
+    monkeypatch.setattr(stats_mod, "POSTINGS_MAX_CHUNKS", 0)
+    stats_mod.clear()
+    r = search(db, "p", "¿Dónde se guardan las configuraciones del servidor?")
+    assert r["status"] == "ok" and r["items"][0]["path"] == "docs/server.md"
+    stats_mod.clear()
+    db.close()

@@ -245,3 +245,10 @@ def test_large_projects_use_fts5_rank_not_postings(store, tmp_path, monkeypatch)
     assert large["items"][0]["path"] == small["items"][0]["path"] == "docs/kiln.md"
     stats_mod.clear()
     db.close()
+
+
+def test_keyword_queries_get_no_spanish_inflections():
+    (heap,) = [t for t in analyze("heap queue priority algorithm").terms if t.word == "heap"]
+    assert heap.forms == ()
+    (arch,) = [t for t in analyze("archivo configuracion").terms if t.word == "archivo"]
+    assert arch.forms == ("file",)
