@@ -67,11 +67,12 @@ def test_spanish_question_abstains_without_evidence(store, tmp_path):
 
 
 def test_spanish_question_through_fts5_rank_route(store, tmp_path, monkeypatch):
-    """A large project's route (FTS5 rank, a phrase per form) answers the same."""
+    """The route of an index without sizes (FTS5 rank, a phrase per form) answers too."""
     from memoryd.search import stats as stats_mod
+    from memoryd.storage import fts
 
     db = store(tmp_path, "p", {**FILLER, "docs/server.md": "El servidor guarda su configuración"})
-    monkeypatch.setattr(stats_mod, "POSTINGS_MAX_CHUNKS", 0)
+    monkeypatch.setattr(fts, "chunk_sizes", lambda db, pid: None)
     stats_mod.clear()
     r = search(db, "p", "¿Dónde se guardan las configuraciones del servidor?")
     assert r["status"] == "ok" and r["items"][0]["path"] == "docs/server.md"

@@ -229,19 +229,18 @@ def test_numpy_encoder_equals_reference():
         assert np.allclose(v, _reference(text), atol=1e-12)
 
 
-def test_large_projects_use_fts5_rank_not_postings(store, tmp_path, monkeypatch):
-    """Above POSTINGS_MAX_CHUNKS the first query reads no per-chunk lengths; the
-    answer is the same as through the postings route."""
+def test_fts5_rank_route_answers_as_the_postings_route(store, tmp_path, monkeypatch):
+    """An index without per-chunk sizes takes FTS5's rank; the answer is the same."""
     files = {f"n/{i}.md": f"ordinary note number {i} about the weekly meeting" for i in range(40)}
     files["docs/kiln.md"] = "The kiln schedule for glazed stoneware is kept in the studio binder."
     db = store(tmp_path, "p", files)
     q = "where is the kiln schedule for stoneware kept"
     small = search(db, "p", q)
-    monkeypatch.setattr(stats_mod, "POSTINGS_MAX_CHUNKS", 10)
+    monkeypatch.setattr(stats_mod.fts, "chunk_sizes", lambda db, pid: None)
     stats_mod.clear()
     large = search(db, "p", q)
     st = stats_mod.term_stats(db, project_id(db, "p"))
-    assert st.rowids is None  # lengths never loaded
+    assert st.rowids is None  # no lengths: the FTS5 route
     assert large["items"][0]["path"] == small["items"][0]["path"] == "docs/kiln.md"
     stats_mod.clear()
     db.close()
@@ -252,3 +251,8 @@ def test_keyword_queries_get_no_spanish_inflections():
     assert heap.forms == ()
     (arch,) = [t for t in analyze("archivo configuracion").terms if t.word == "archivo"]
     assert arch.forms == ("file",)
+
+
+def test_chunk_lengths_decode_docsize_varints():
+    blobs = [b"\x05\x0f", b"\x81\x00\x02", b"", b"\xff\x7f\x01"]
+    assert list(stats_mod._lengths(blobs)) == [20, 130, 0, 16384]
