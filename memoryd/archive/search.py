@@ -25,12 +25,20 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.errors import UsageError
 from memoryd.search import gate, terms
-from memoryd.search.evidence import focus_hint, held, named_speaker, speaker_of, statements
+from memoryd.search.evidence import (
+    asked_persons,
+    focus_hint,
+    held,
+    named_speaker,
+    person_said,
+    speaker_of,
+    without_persons,
+)
 from memoryd.storage.archive import Hit, tokenize, utc_iso
 from memoryd.storage.corpus import UnknownProject
 
@@ -177,41 +185,12 @@ def _line_held(p: gate.Plan, doc: _Doc, hint: re.Pattern) -> list[set[str]]:
 
 
 def _person_held(p: gate.Plan, doc: _Doc, persons: set[str], hint: re.Pattern) -> list[set[str]]:
-    """Focus terms each line holds *by or about* the asked persons: the statements
-    (not the questions) a person said, and other turns naming the person after
-    their first word (not "Ana, look at this", which only addresses her)."""
+    """Focus terms each line holds by or about the asked persons (:func:`person_said`)."""
     out: list[set[str]] = []
     for i, line in enumerate(doc.lines):
-        said = line[doc.said[i] :]
-        if doc.names[i] in persons:
-            text = statements(said)
-        else:
-            mentions = terms.words(said)[1:]
-            text = said if persons.intersection(mentions) else ""
+        text = person_said(line[doc.said[i] :], doc.names[i], persons)
         out.append(held(p, terms.stems(text)) if text and hint.search(text.lower()) else set())
     return out
-
-
-def asked_persons(q: terms.Query, docs: list[_Doc]) -> set[str]:
-    """Names in the question that are speakers of the transcripts: the question is
-    about what that person said or did."""
-    named = {w for run in q.entities for w in run}
-    return named.intersection(n for d in docs for n in d.names if n)
-
-
-def _without(q: terms.Query, persons: set[str], stats: ArchiveStats) -> terms.Query:
-    """The question with the asked persons' names taken out of its terms: every turn
-    of theirs carries the name, so the name is who, not what. Words no session holds
-    go too (a paraphrase, "race" for "marathon"): who said it is the evidence that
-    separates answers from other people's facts, not a word nobody used."""
-    kept = [t for t in q.terms if t.word not in persons]
-    held_ = [t for t in kept if stats.df(t.stem) > 0]
-    return replace(
-        q,
-        terms=held_ or kept,
-        entities=[r for r in q.entities if not persons.intersection(r)],
-        speaker=None,
-    )
 
 
 def _best_window(p: gate.Plan, c: _Cand, q: terms.Query, t: Tuning) -> None:
@@ -310,9 +289,9 @@ def search_archive(
             " so none can single out evidence; name something more specific"
         )
     cands, docs = _candidates(owner, project, p, q, stats, t, limit, set())
-    persons = asked_persons(q, docs)
+    persons = asked_persons(q, {n for d in docs for n in d.names if n})
     if persons:
-        q = _without(q, persons, stats)
+        q = without_persons(q, persons, stats.df)
         p = gate.plan(q, stats, t.gate)
         if not p.focus:
             return _abstain(

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from memoryd.search import gate as gate_mod
-from memoryd.search.terms import Term, stem
+from memoryd.search.terms import Query, Term, stem, words
 
 SPEAKER_LINE = re.compile(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
 ANY_SPEAKER_LINE = re.compile(SPEAKER_LINE.pattern, re.I | re.M)
@@ -41,6 +42,42 @@ def statements(text: str) -> str:
     """``text`` without its questions ("How was the trip? We went to Rome." -> the
     second sentence): a speaker's questions say nothing about the speaker."""
     return _QUESTION.sub(" ", text)
+
+
+def person_said(said: str, speaker: str | None, persons: set[str]) -> str:
+    """What a turn's words (``said``, after its prefixes) tell *by or about* the asked
+    persons: the statements (not the questions) a person said, and other speakers'
+    turns naming the person after their first word (not "Ana, look at this", which
+    only addresses her); "" when neither."""
+    if speaker in persons:
+        return statements(said)
+    return said if persons.intersection(words(said)[1:]) else ""
+
+
+def speaker_names(text: str) -> set[str]:
+    """Named speakers of a transcript text (``Name: ...`` turns)."""
+    return {n for n in (named_speaker(line)[0] for line in text.split("\n")) if n}
+
+
+def asked_persons(q: Query, speakers: set[str]) -> set[str]:
+    """Names in the question that are speakers of the transcripts: the question is
+    about what that person said or did."""
+    return {w for run in q.entities for w in run} & speakers
+
+
+def without_persons(q: Query, persons: set[str], df: Callable[[str], int]) -> Query:
+    """The question with the asked persons' names taken out of its terms: every turn
+    of theirs carries the name, so the name is who, not what. Words the corpus never
+    holds go too (a paraphrase, "race" for "marathon"): who said it is the evidence
+    that separates answers from other people's facts, not a word nobody used."""
+    kept = [t for t in q.terms if t.word not in persons]
+    held_ = [t for t in kept if df(t.stem) > 0]
+    return replace(
+        q,
+        terms=held_ or kept,
+        entities=[r for r in q.entities if not persons.intersection(r)],
+        speaker=None,
+    )
 
 
 def speaker_of(line: str) -> tuple[str | None, int]:
