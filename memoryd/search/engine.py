@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from memoryd.errors import UsageError
 from memoryd.search import gate as gate_mod
 from memoryd.search.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
+from memoryd.search.evidence import asked_persons, person_text, speaker_names, without_persons
 from memoryd.search.evidence import focus_hint as _focus_hint
 from memoryd.search.evidence import held as _held
 from memoryd.search.evidence import speaker_text as _speaker_text
@@ -55,6 +56,7 @@ from memoryd.storage.corpus import file_text, project_id
 
 RRF_K = 60
 POOL = 200  # lexical candidates the gate looks at
+PERSON_PROBE = 10  # candidates read to tell whether a named person is a speaker
 MAX_PHRASES = 63  # bits of the FTS5 auxiliary function's answer
 DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
 MAX_LIMIT = 1000
@@ -279,6 +281,22 @@ def search(
             " differently or not be stored here"
         )
 
+    keep = max(4 * limit, 40)
+    # A question about a named speaker of transcripts is judged on what that person
+    # said or what was said about them, without the name as a term.
+    persons = _asked_persons(db, stats, q, cands)
+    if persons:
+        q = without_persons(q, persons, stats.df)
+        p = gate_mod.plan(q, stats, tuning)
+        if not p.focus:
+            return _abstain(
+                f"the query names {_terms_list(sorted(persons))} but asks nothing more"
+                " specific about them; say what the evidence should contain"
+            )
+        cands = cands[: keep * 2]
+        _load(db, stats, cands)
+        for c in cands:
+            c.matched = _held(p, stems(person_text(c.text or "", persons)))
     # Lexical admission on the whole chunk (the contrast is checked on the text below),
     # then the per-candidate checks that need the text.
     lexical_ok: dict[int, bool] = {}  # candidates share one set per combination of terms
@@ -287,7 +305,6 @@ def search(
             verdict = gate_mod.admit(p, c.matched, contrast=q.verification)
             lexical_ok[id(c.matched)] = verdict.admitted
     first = [c for c in cands if c.exact or lexical_ok[id(c.matched)]]
-    keep = max(4 * limit, 40)
     first = first[: keep * 2]
     # Text is read only where a rule needs it: who said what (transcripts), an
     # explicit contrast (verification questions); the dense route and excerpts
@@ -443,6 +460,17 @@ def _distinct(
         elif row is not None:
             also_at.setdefault(first.rowid, []).append(row[2])
     return list(kept.values()), also_at
+
+
+def _asked_persons(db, stats: TermStats, q: Query, first: list[Candidate]) -> set[str]:
+    """Names of the query that are named speakers (``Name: ...`` turns) of the best
+    candidates: the question asks what that person said or did. Only queries naming
+    something read texts for this, and only the first few candidates'."""
+    if not q.entities or not first:
+        return set()
+    head = first[:PERSON_PROBE]
+    _load(db, stats, head)
+    return asked_persons(q, set().union(*(speaker_names(c.text or "") for c in head)))
 
 
 def _holds_entity(p: gate_mod.Plan, c: Candidate) -> bool:

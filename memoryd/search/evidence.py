@@ -54,6 +54,21 @@ def person_said(said: str, speaker: str | None, persons: set[str]) -> str:
     return said if persons.intersection(words(said)[1:]) else ""
 
 
+def person_text(text: str, persons: set[str]) -> str:
+    """The parts of a transcript chunk by or about the asked persons (turns without a
+    name prefix continue the previous speaker's)."""
+    out: list[str] = []
+    name = None
+    for line in text.split("\n"):
+        who, role_end = speaker_of(line)
+        named, named_end = named_speaker(line)
+        name = named or (None if who else name)
+        part = person_said(line[max(role_end, named_end) :], name, persons)
+        if part:
+            out.append(part)
+    return "\n".join(out)
+
+
 def speaker_names(text: str) -> set[str]:
     """Named speakers of a transcript text (``Name: ...`` turns)."""
     return {n for n in (named_speaker(line)[0] for line in text.split("\n")) if n}
