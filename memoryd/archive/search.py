@@ -34,6 +34,7 @@ from memoryd.search.evidence import (
     asked_persons,
     focus_hint,
     held,
+    is_dialogue,
     named_speaker,
     person_said,
     speaker_of,
@@ -135,6 +136,8 @@ class _Doc:
             self.speakers.append(current)
             self.names.append(name)
             self.said.append(max(end, named_end))
+        if not is_dialogue(self.lines, self.names):
+            self.names = [None] * len(self.lines)
         self._stems: dict[int, list[str]] = {}
 
     def stems(self, i: int) -> list[str]:

@@ -470,7 +470,11 @@ def _asked_persons(db, stats: TermStats, q: Query, first: list[Candidate]) -> se
         return set()
     head = first[:PERSON_PROBE]
     _load(db, stats, head)
-    return asked_persons(q, set().union(*(speaker_names(c.text or "") for c in head)))
+    named = re.compile(
+        r"\b(?:" + "|".join(re.escape(w) for run in q.entities for w in run) + r")\**\s*:", re.I
+    )
+    texts = [c.text for c in head if c.text and named.search(c.text)]  # a cheap first look
+    return asked_persons(q, set().union(*(speaker_names(t) for t in texts)))
 
 
 def _holds_entity(p: gate_mod.Plan, c: Candidate) -> bool:

@@ -69,9 +69,19 @@ def person_text(text: str, persons: set[str]) -> str:
     return "\n".join(out)
 
 
+def is_dialogue(lines: list[str], names: list[str | None]) -> bool:
+    """Whether ``Name:`` prefixes make a conversation (at least two speakers, on at
+    least half of the lines) rather than labels in prose or code ("Note:", "Returns:")."""
+    opened = [n for line, n in zip(lines, names, strict=True) if n and named_speaker(line)[0]]
+    filled = sum(1 for line in lines if line.strip())
+    return len(set(opened)) >= 2 and 2 * len(opened) >= filled
+
+
 def speaker_names(text: str) -> set[str]:
-    """Named speakers of a transcript text (``Name: ...`` turns)."""
-    return {n for n in (named_speaker(line)[0] for line in text.split("\n")) if n}
+    """Named speakers of a transcript text (``Name: ...`` turns); none in other text."""
+    lines = text.split("\n")
+    names = [named_speaker(line)[0] for line in lines]
+    return {n for n in names if n} if is_dialogue(lines, names) else set()
 
 
 def asked_persons(q: Query, speakers: set[str]) -> set[str]:
