@@ -282,9 +282,11 @@ def search(
         )
 
     keep = max(4 * limit, 40)
+    first = _lexically_admitted(p, q, cands, keep)
     # A question about a named speaker of transcripts is judged on what that person
-    # said or what was said about them, without the name as a term.
-    persons = _asked_persons(db, stats, q, cands)
+    # said or what was said about them, without the name as a term. The probe reads
+    # the admitted candidates' texts (read for the answer anyway), else the pool's.
+    persons = _asked_persons(db, stats, q, first or cands)
     if persons:
         q = without_persons(q, persons, stats.df)
         p = gate_mod.plan(q, stats, tuning)
@@ -297,15 +299,7 @@ def search(
         _load(db, stats, cands)
         for c in cands:
             c.matched = _held(p, stems(person_text(c.text or "", persons)))
-    # Lexical admission on the whole chunk (the contrast is checked on the text below),
-    # then the per-candidate checks that need the text.
-    lexical_ok: dict[int, bool] = {}  # candidates share one set per combination of terms
-    for c in cands:
-        if id(c.matched) not in lexical_ok:
-            verdict = gate_mod.admit(p, c.matched, contrast=q.verification)
-            lexical_ok[id(c.matched)] = verdict.admitted
-    first = [c for c in cands if c.exact or lexical_ok[id(c.matched)]]
-    first = first[: keep * 2]
+        first = _lexically_admitted(p, q, cands, keep)
     # Text is read only where a rule needs it: who said what (transcripts), an
     # explicit contrast (verification questions); the dense route and excerpts
     # read their own candidates' text later.
@@ -460,6 +454,18 @@ def _distinct(
         elif row is not None:
             also_at.setdefault(first.rowid, []).append(row[2])
     return list(kept.values()), also_at
+
+
+def _lexically_admitted(
+    p: gate_mod.Plan, q: Query, cands: list[Candidate], keep: int
+) -> list[Candidate]:
+    """Candidates the gate admits on the focus terms they hold (the contrast of a
+    verification question is checked on the text later), at most ``2 * keep``."""
+    ok: dict[int, bool] = {}  # candidates share one set per combination of terms
+    for c in cands:
+        if id(c.matched) not in ok:
+            ok[id(c.matched)] = gate_mod.admit(p, c.matched, contrast=q.verification).admitted
+    return [c for c in cands if c.exact or ok[id(c.matched)]][: keep * 2]
 
 
 def _asked_persons(db, stats: TermStats, q: Query, first: list[Candidate]) -> set[str]:
