@@ -11,6 +11,11 @@ somewhere does not pass on that alone. Then, as project search does:
 * **speaker attribution**: when the question asks what the user said ("my",
   "I") or what the assistant said ("you recommended"), the most specific
   focus term a window holds must be on that speaker's lines of the window;
+* **named speakers**: when the question names a person who speaks in the
+  transcripts (turns ``Name: text``, also after a role), windows are judged on
+  that person's statements and on other turns naming them, without the name
+  as a term (:mod:`memoryd.search.evidence`); what only the other speaker
+  said or did does not answer it;
 * **named entities** of the question must be held by some admitted window
   (on the asked speaker's lines), else the search abstains naming them;
 * **ranking** fuses, by reciprocal rank, the archive's BM25 order with the

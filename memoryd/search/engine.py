@@ -17,9 +17,12 @@ Order of work for one query:
    auxiliary function reporting which focus terms each chunk holds. Exact
    paths and identifiers add their chunks.
 4. The gate admits candidates (coverage on the asked speaker's lines for
-   transcripts); the dense route ranks the admitted ones by cosine; the two
-   rankings are fused by reciprocal rank (k = 60).
-5. Nothing admitted: ``abstained`` with a gap naming what evidence was
+   transcripts; for a question naming a speaker of ``Name:`` turns, on what
+   that person said or what was said about them); the dense route ranks the
+   admitted ones by cosine; the two rankings are fused by reciprocal rank
+   (k = 60).
+5. Copies of one chunk text at other paths fold into its item (``also_at``).
+   Nothing admitted: ``abstained`` with a gap naming what evidence was
    missing, never a claim that the fact does not exist.
 
 ``min_score`` (on the fused score, 0..1) can only drop items the gate
