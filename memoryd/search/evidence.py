@@ -94,12 +94,16 @@ def without_persons(q: Query, persons: set[str], df: Callable[[str], int]) -> Qu
     """The question with the asked persons' names taken out of its terms: every turn
     of theirs carries the name, so the name is who, not what. Words the corpus never
     holds go too (a paraphrase, "race" for "marathon"): who said it is the evidence
-    that separates answers from other people's facts, not a word nobody used."""
+    that separates answers from other people's facts, not a word nobody used.
+    The remaining words stay focus terms however common."""
     kept = [t for t in q.terms if t.word not in persons]
     held_ = [t for t in kept if df(t.stem) > 0]
+    # What a person did is often talked about in many sessions ("painting"): judged on
+    # that person's turns, a word is not context for being common in the corpus.
+    terms = [replace(t, explicit=True) for t in held_ or kept]
     return replace(
         q,
-        terms=held_ or kept,
+        terms=terms,
         entities=[r for r in q.entities if not persons.intersection(r)],
         speaker=None,
     )

@@ -59,3 +59,12 @@ def test_answered_by_the_named_persons_turns(db, question, path):
 )
 def test_abstains_when_the_other_speaker_did_it(db, question):
     assert search(db, "chat", question)["status"] == "abstained"
+
+
+def test_a_question_about_a_speaker_keeps_common_words_as_focus():
+    from memoryd.search.evidence import without_persons
+    from memoryd.search.terms import analyze
+
+    q = without_persons(analyze("What does Iris paint?"), {"iris"}, lambda stem: 5)
+    assert [(t.word, t.explicit) for t in q.terms] == [("paint", True)]
+    assert q.entities == [] and q.speaker is None
