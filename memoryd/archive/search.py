@@ -1,8 +1,9 @@
 """Archive search: the project search's evidence-coverage gate over archive versions.
 
 Candidates come from the archive's exact-term BM25 (live versions only) over
-the focus terms and those of their inflections the archive holds (the archive
-indexes exact words; the gate compares porter stems). A transcript is judged
+the focus terms and their other forms the archive holds (irregular verbs,
+Spanish inflections, English alternatives; the archive indexes exact words,
+the gate compares porter stems). A transcript is judged
 turn by turn, not as a whole session: each candidate is read as windows of
 ``window`` consecutive lines (turns) and admitted by its best window under
 :func:`memoryd.search.gate.admit`, so a session holding every common word
@@ -45,7 +46,7 @@ from memoryd.search.evidence import (
     speaker_of,
     without_persons,
 )
-from memoryd.storage.archive import Hit, tokenize, utc_iso
+from memoryd.storage.archive import Hit, utc_iso
 from memoryd.storage.corpus import UnknownProject
 
 WINDOW_LINES = 3  # a question's evidence is usually one exchange: a turn and its answer
@@ -55,16 +56,11 @@ EXCERPT_CHARS = 600
 MAX_LIMIT = 1000
 _DOC_CACHE = 128  # decoded versions (text and line stems) kept between queries
 
-# Inflectional endings tried on a term's stem and word; a form is kept only when it
-# stems back to the term and the archive holds it.
-_ENDINGS = ("", "s", "es", "ed", "d", "ing", "e", "er", "ers", "ly", "ies", "ied", "y")
-
 
 @dataclass(frozen=True)
 class Tuning:
     window: int = WINDOW_LINES
     pool: int = CANDIDATE_POOL
-    inflections: bool = False  # candidates by every inflection the archive holds
     speaker: bool = True  # the asked speaker must have said the most specific term
     entity_speaker: bool = True  # named entities evidenced on the asked speaker's lines
     w_bm25: float = 1.0
@@ -80,15 +76,13 @@ class ArchiveStats:
     """What the gate asks of term statistics, from the archive's live-version counts.
 
     The archive indexes exact lowercase words; a query term counts as often as the
-    commonest of its forms (as asked, irregular forms, inflections the archive holds).
+    commonest of its forms (as asked and its other forms, see :class:`terms.Term`).
     """
 
-    def __init__(self, owner: ArchiveOwner, project: str, query: terms.Query, inflect=True):
+    def __init__(self, owner: ArchiveOwner, project: str, query: terms.Query):
         store = owner.store
         self.chunks = store.corpus_stats(project).versions
-        tried = {
-            t.stem: _candidate_forms(t) if inflect else {t.word, *t.forms} for t in query.terms
-        }
+        tried = {t.stem: {t.word, *t.forms} for t in query.terms}
         raw = store.term_stats(project, {w for ws in tried.values() for w in ws})
         # the exact words of each term that the archive holds (at least the asked ones)
         self.forms = {
@@ -103,23 +97,6 @@ class ArchiveStats:
 
     def df(self, stem: str) -> int:
         return self._df.get(stem, 0)
-
-
-def _candidate_forms(t: terms.Term) -> set[str]:
-    """Exact words that may be inflections of ``t`` (checked by stemming them)."""
-    bases = {t.word, t.stem}
-    if t.stem.endswith("i"):
-        bases.add(t.stem[:-1] + "y")
-    if len(t.stem) > 2 and t.stem[-1] not in "aeiouwxy" and t.stem[-2] in "aeiou":
-        bases.add(t.stem + t.stem[-1])  # doubled consonant: plan -> planned, planning
-    out = {t.word, *t.forms}
-    stems = set(t.all_stems)
-    for base in bases:
-        for end in _ENDINGS:
-            w = base + end
-            if w not in out and len(w) <= 64 and terms.stem(w) in stems:
-                out.add(w)
-    return {w for w in out if tokenize(w) == [w]}
 
 
 class _Doc:
@@ -289,7 +266,7 @@ def search_archive(
             f"the question has no searchable terms for archive project {project!r}"
             " (only function words or memory phrasing); say what the evidence should contain"
         )
-    stats = ArchiveStats(owner, project, q, t.inflections)
+    stats = ArchiveStats(owner, project, q)
     p = gate.plan(q, stats, t.gate)
     if not p.focus:
         return _abstain(

@@ -316,14 +316,9 @@ def search(
             spoken = _speaker_text(c.text, q.speaker)
             if spoken is not None:
                 c.spoken = _held(p, stems(spoken))
-                if tuning.speaker == "coverage":
-                    matched = c.spoken
-                elif tuning.speaker == "specific" and c.matched:
-                    # the asked speaker must have said the most specific term held
-                    top = max(c.matched & focus_stems, key=lambda s: p.weights[s], default=None)
-                    if top is not None and top not in c.spoken:
-                        continue
-                elif tuning.speaker == "any" and not c.spoken:
+                # the asked speaker must have said the most specific term held
+                top = max(c.matched & focus_stems, key=lambda s: p.weights[s], default=None)
+                if top is not None and top not in c.spoken:
                     continue
         contrast = bool(q.verification and c.text and CONTRAST_WORDS.intersection(words(c.text)))
         c.verdict = gate_mod.admit(p, matched, exact=c.exact, contrast=contrast)

@@ -72,11 +72,9 @@ class Tuning:
     dense_max_terms: int = 2
     weighted: bool = True  # specificity-weighted half coverage (False: count only)
     entities: bool = True  # question-level named-entity check
-    # speaker attribution on transcripts: "specific" requires the asked speaker to
-    # have said the most specific focus term a candidate holds; "coverage" measures
-    # coverage on that speaker's lines only; "any" requires one focus term there;
-    # "entities" only checks named entities there; "" is off
-    speaker: str = "specific"
+    # speaker attribution on transcripts: the asked speaker must have said the most
+    # specific focus term a candidate holds (off in the literal rules)
+    speaker: bool = True
     alternatives: bool = True  # comparison questions: half of one compared side suffices
     attributes: bool = True  # a question naming something: a candidate needs a non-name term
     # rank fusion weights beside BM25 (1.0): specificity-weighted coverage of the
@@ -89,7 +87,7 @@ class Tuning:
 LITERAL = Tuning(
     weighted=False,
     entities=False,
-    speaker="",
+    speaker=False,
     alternatives=False,
     attributes=False,
     rare_min_weight=0.0,
