@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory
+.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory bench-devsets bench-scale
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -62,3 +62,10 @@ bench-archive: $(STAMP)
 
 bench-memory: $(STAMP)
 	$(BIN)/python ops/bench/bench_memory.py
+
+bench-devsets: $(STAMP)
+	$(BIN)/python ops/bench/bench_devsets.py --split all
+
+COPIES ?= 3
+bench-scale: $(STAMP)
+	$(BIN)/python ops/bench/bench_scale.py --copies $(COPIES)

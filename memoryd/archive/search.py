@@ -1,8 +1,9 @@
 """Archive search: the project search's evidence-coverage gate over archive versions.
 
 Candidates come from the archive's exact-term BM25 (live versions only) over
-the focus terms and those of their inflections the archive holds (the archive
-indexes exact words; the gate compares porter stems). A transcript is judged
+the focus terms and their other forms the archive holds (irregular verbs,
+Spanish inflections, English alternatives; the archive indexes exact words,
+the gate compares porter stems). A transcript is judged
 turn by turn, not as a whole session: each candidate is read as windows of
 ``window`` consecutive lines (turns) and admitted by its best window under
 :func:`memoryd.search.gate.admit`, so a session holding every common word
@@ -11,6 +12,11 @@ somewhere does not pass on that alone. Then, as project search does:
 * **speaker attribution**: when the question asks what the user said ("my",
   "I") or what the assistant said ("you recommended"), the most specific
   focus term a window holds must be on that speaker's lines of the window;
+* **named speakers**: when the question names a person who speaks in the
+  transcripts (turns ``Name: text``, also after a role), windows are judged on
+  that person's statements and on other turns naming them, without the name
+  as a term (:mod:`memoryd.search.evidence`); what only the other speaker
+  said or did does not answer it;
 * **named entities** of the question must be held by some admitted window
   (on the asked speaker's lines), else the search abstains naming them;
 * **ranking** fuses, by reciprocal rank, the archive's BM25 order with the
@@ -30,8 +36,17 @@ from dataclasses import dataclass
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.errors import UsageError
 from memoryd.search import gate, terms
-from memoryd.search.evidence import focus_hint, held, speaker_of
-from memoryd.storage.archive import Hit, tokenize, utc_iso
+from memoryd.search.evidence import (
+    asked_persons,
+    focus_hint,
+    held,
+    is_dialogue,
+    named_speaker,
+    person_said,
+    speaker_of,
+    without_persons,
+)
+from memoryd.storage.archive import Hit, utc_iso
 from memoryd.storage.corpus import UnknownProject
 
 WINDOW_LINES = 3  # a question's evidence is usually one exchange: a turn and its answer
@@ -41,16 +56,11 @@ EXCERPT_CHARS = 600
 MAX_LIMIT = 1000
 _DOC_CACHE = 128  # decoded versions (text and line stems) kept between queries
 
-# Inflectional endings tried on a term's stem and word; a form is kept only when it
-# stems back to the term and the archive holds it.
-_ENDINGS = ("", "s", "es", "ed", "d", "ing", "e", "er", "ers", "ly", "ies", "ied", "y")
-
 
 @dataclass(frozen=True)
 class Tuning:
     window: int = WINDOW_LINES
     pool: int = CANDIDATE_POOL
-    inflections: bool = False  # candidates by every inflection the archive holds
     speaker: bool = True  # the asked speaker must have said the most specific term
     entity_speaker: bool = True  # named entities evidenced on the asked speaker's lines
     w_bm25: float = 1.0
@@ -66,19 +76,17 @@ class ArchiveStats:
     """What the gate asks of term statistics, from the archive's live-version counts.
 
     The archive indexes exact lowercase words; a query term counts as often as the
-    commonest of its forms (as asked, irregular forms, inflections the archive holds).
+    commonest of its forms (as asked and its other forms, see :class:`terms.Term`).
     """
 
-    def __init__(self, owner: ArchiveOwner, project: str, query: terms.Query, inflect=True):
+    def __init__(self, owner: ArchiveOwner, project: str, query: terms.Query):
         store = owner.store
         self.chunks = store.corpus_stats(project).versions
-        tried = {
-            t.stem: _candidate_forms(t) if inflect else {t.word, *t.forms} for t in query.terms
-        }
+        tried = {t.stem: {t.word, *t.forms} for t in query.terms}
         raw = store.term_stats(project, {w for ws in tried.values() for w in ws})
         # the exact words of each term that the archive holds (at least the asked ones)
         self.forms = {
-            s: sorted({w for w in ws if raw.get(w)} | {t.word, *t.forms})
+            s: sorted({w for w in ws if raw.get(w)} | {t.word})
             for t in query.terms
             for s, ws in [(t.stem, tried[t.stem])]
         }
@@ -91,36 +99,27 @@ class ArchiveStats:
         return self._df.get(stem, 0)
 
 
-def _candidate_forms(t: terms.Term) -> set[str]:
-    """Exact words that may be inflections of ``t`` (checked by stemming them)."""
-    bases = {t.word, t.stem}
-    if t.stem.endswith("i"):
-        bases.add(t.stem[:-1] + "y")
-    if len(t.stem) > 2 and t.stem[-1] not in "aeiouwxy" and t.stem[-2] in "aeiou":
-        bases.add(t.stem + t.stem[-1])  # doubled consonant: plan -> planned, planning
-    out = {t.word, *t.forms}
-    stems = set(t.all_stems)
-    for base in bases:
-        for end in _ENDINGS:
-            w = base + end
-            if w not in out and len(w) <= 64 and terms.stem(w) in stems:
-                out.add(w)
-    return {w for w in out if tokenize(w) == [w]}
-
-
 class _Doc:
-    """One version's lines, speakers and (lazily) line stems."""
+    """One version's lines, speakers (role and name) and (lazily) line stems."""
 
-    __slots__ = ("lines", "speakers", "_stems")
+    __slots__ = ("lines", "speakers", "names", "said", "_stems")
 
     def __init__(self, text: str) -> None:
         self.lines = text.split("\n")
         self.speakers: list[str | None] = []
-        current = None
+        self.names: list[str | None] = []  # a named speaker's first name, lowercased
+        self.said: list[int] = []  # where the words of a line start (after its prefixes)
+        current = name = None
         for line in self.lines:
-            who, _ = speaker_of(line)
+            who, end = speaker_of(line)
+            named, named_end = named_speaker(line)
             current = who or current
+            name = named or (None if who else name)
             self.speakers.append(current)
+            self.names.append(name)
+            self.said.append(max(end, named_end))
+        if not is_dialogue(self.lines, self.names):
+            self.names = [None] * len(self.lines)
         self._stems: dict[int, list[str]] = {}
 
     def stems(self, i: int) -> list[str]:
@@ -170,6 +169,15 @@ def _line_held(p: gate.Plan, doc: _Doc, hint: re.Pattern) -> list[set[str]]:
     return out
 
 
+def _person_held(p: gate.Plan, doc: _Doc, persons: set[str], hint: re.Pattern) -> list[set[str]]:
+    """Focus terms each line holds by or about the asked persons (:func:`person_said`)."""
+    out: list[set[str]] = []
+    for i, line in enumerate(doc.lines):
+        text = person_said(line[doc.said[i] :], doc.names[i], persons)
+        out.append(held(p, terms.stems(text)) if text and hint.search(text.lower()) else set())
+    return out
+
+
 def _best_window(p: gate.Plan, c: _Cand, q: terms.Query, t: Tuning) -> None:
     n = len(c.doc.lines)
     size = max(1, t.window)
@@ -195,6 +203,38 @@ def _best_window(p: gate.Plan, c: _Cand, q: terms.Query, t: Tuning) -> None:
             best = (verdict, start, end, matched, spoken)
     if best is not None:
         c.verdict, c.start, c.end, c.matched, c.spoken = best
+
+
+def _candidates(
+    owner: ArchiveOwner,
+    project: str,
+    p: gate.Plan,
+    q: terms.Query,
+    stats: ArchiveStats,
+    t: Tuning,
+    limit: int,
+    persons: set[str],
+) -> tuple[list[_Cand], list[_Doc]]:
+    """BM25 candidates of the focus terms, each judged by its best window (on what the
+    asked persons said or what was said about them, when the question names one);
+    returns the admitted ones and every candidate's text."""
+    words = sorted({w for term in p.focus for w in stats.forms[term.stem]})
+    hits = owner.store.search(project, words, limit=max(t.pool, limit))
+    hint = focus_hint(p.focus)
+    cands: list[_Cand] = []
+    docs: list[_Doc] = []
+    for rank, hit in enumerate(hits):
+        doc = _load(owner, hit.locator)
+        if doc is None:
+            continue
+        docs.append(doc)
+        lines = _person_held(p, doc, persons, hint) if persons else _line_held(p, doc, hint)
+        c = _Cand(hit, rank, doc, lines)
+        _best_window(p, c, q, t)
+        if c.verdict is not None:
+            c.session = gate.coverage(p, set().union(*c.line_held))[1]
+            cands.append(c)
+    return cands, docs
 
 
 def _abstain(gap: str) -> dict:
@@ -226,26 +266,24 @@ def search_archive(
             f"the question has no searchable terms for archive project {project!r}"
             " (only function words or memory phrasing); say what the evidence should contain"
         )
-    stats = ArchiveStats(owner, project, q, t.inflections)
+    stats = ArchiveStats(owner, project, q)
     p = gate.plan(q, stats, t.gate)
     if not p.focus:
         return _abstain(
             f"every term of the question occurs across much of archive project {project!r},"
             " so none can single out evidence; name something more specific"
         )
-    words = sorted({w for term in p.focus for w in stats.forms[term.stem]})
-    hits = owner.store.search(project, words, limit=max(t.pool, limit))
-    hint = focus_hint(p.focus)
-    cands: list[_Cand] = []
-    for rank, hit in enumerate(hits):
-        doc = _load(owner, hit.locator)
-        if doc is None:
-            continue
-        c = _Cand(hit, rank, doc, _line_held(p, doc, hint))
-        _best_window(p, c, q, t)
-        if c.verdict is not None:
-            c.session = gate.coverage(p, set().union(*c.line_held))[1]
-            cands.append(c)
+    cands, docs = _candidates(owner, project, p, q, stats, t, limit, set())
+    persons = asked_persons(q, {n for d in docs for n in d.names if n})
+    if persons:
+        q = without_persons(q, persons, stats.df)
+        p = gate.plan(q, stats, t.gate)
+        if not p.focus:
+            return _abstain(
+                f"the question names {', '.join(sorted(persons))} but asks nothing more"
+                " specific about them; say what the evidence should contain"
+            )
+        cands, _ = _candidates(owner, project, p, q, stats, t, limit, persons)
     if cands and t.entity_speaker and q.speaker:
         seen = [c.spoken if c.spoken is not None else c.matched for c in cands]
     else:

@@ -17,9 +17,12 @@ Order of work for one query:
    auxiliary function reporting which focus terms each chunk holds. Exact
    paths and identifiers add their chunks.
 4. The gate admits candidates (coverage on the asked speaker's lines for
-   transcripts); the dense route ranks the admitted ones by cosine; the two
-   rankings are fused by reciprocal rank (k = 60).
-5. Nothing admitted: ``abstained`` with a gap naming what evidence was
+   transcripts; for a question naming a speaker of ``Name:`` turns, on what
+   that person said or what was said about them); the dense route ranks the
+   admitted ones by cosine; the two rankings are fused by reciprocal rank
+   (k = 60).
+5. Copies of one chunk text at other paths fold into its item (``also_at``).
+   Nothing admitted: ``abstained`` with a gap naming what evidence was
    missing, never a claim that the fact does not exist.
 
 ``min_score`` (on the fused score, 0..1) can only drop items the gate
@@ -36,6 +39,7 @@ from dataclasses import dataclass
 from memoryd.errors import UsageError
 from memoryd.search import gate as gate_mod
 from memoryd.search.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
+from memoryd.search.evidence import asked_persons, person_text, speaker_names, without_persons
 from memoryd.search.evidence import focus_hint as _focus_hint
 from memoryd.search.evidence import held as _held
 from memoryd.search.evidence import speaker_text as _speaker_text
@@ -46,13 +50,17 @@ from memoryd.search.terms import (
     Query,
     Term,
     analyze,
+    stem,
     stems,
     words,
 )
-from memoryd.storage.corpus import file_text, fts_table, project_id
+from memoryd.storage import fts
+from memoryd.storage.corpus import file_text, project_id
 
 RRF_K = 60
 POOL = 200  # lexical candidates the gate looks at
+PERSON_PROBE = 10  # candidates read to tell whether a named person is a speaker
+MAX_PHRASES = 63  # bits of the FTS5 auxiliary function's answer
 DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
 MAX_LIMIT = 1000
 EXCERPT_CHARS = 320
@@ -76,21 +84,6 @@ class Candidate:
     tokens: list[str] | None = None  # stems of text, when tokenized
 
 
-def _matched_phrases(api, *args) -> int:
-    """FTS5 auxiliary function: bit i set when the row holds phrase i."""
-    mask = 0
-    for i in range(api.phrase_count):
-        if any(api.phrase_locations(i)):
-            mask |= 1 << i
-    return mask
-
-
-def _prepare(db) -> None:
-    if not getattr(db, "_memoryd_search_ready", False):
-        db.conn.register_fts5_function("memoryd_matched", _matched_phrases)
-        db._memoryd_search_ready = True
-
-
 def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list[Candidate]:
     top = stats.bm25_top([t.all_stems for t in terms], pool) if terms else []
     if top is not None:
@@ -99,23 +92,22 @@ def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list
             if mask not in held:
                 held[mask] = {t.stem for i, t in enumerate(terms) if mask >> i & 1}
         return [Candidate(rowid, rank, held[mask]) for rank, (rowid, mask) in enumerate(top)]
-    # No postings (another index layout): one FTS5 query, an auxiliary function
-    # reporting which phrases (a term's forms) each row holds.
+    # No postings (a large project or another index layout): one FTS5 query, an
+    # auxiliary function reporting which phrases (a term's forms the project holds)
+    # each row holds, as bits of one 64-bit integer.
     phrases: list[str] = []
     owner: list[Term] = []
     for t in terms:
         for form in (t.word, *t.forms):
+            if form != t.word and not stats.df(stem(form)):
+                continue
             ph = phrase(form)
-            if ph is not None and ph not in phrases:
+            if ph is not None and ph not in phrases and len(phrases) < MAX_PHRASES:
                 phrases.append(ph)
                 owner.append(t)
     if not phrases:
         return []
-    rows = db.query(
-        f"SELECT rowid, memoryd_matched({fts_table(pid)}) FROM {fts_table(pid)}"
-        f" WHERE {fts_table(pid)} MATCH ? ORDER BY rank LIMIT ?",
-        (" OR ".join(phrases), pool),
-    )
+    rows = fts.ranked_with_phrases(db, pid, " OR ".join(phrases), pool)
     out = []
     for rank, (rowid, mask) in enumerate(rows):
         matched = {t.stem for i, t in enumerate(owner) if mask >> i & 1}
@@ -142,14 +134,7 @@ def _exact(db, pid: int, q: Query) -> tuple[set[int], list[int]]:
         match = phrase(ident)
         if match is None:
             continue
-        rowids.extend(
-            r[0]
-            for r in db.query(
-                f"SELECT rowid FROM {fts_table(pid)} WHERE {fts_table(pid)} MATCH ?"
-                " ORDER BY rank LIMIT 20",
-                (match,),
-            )
-        )
+        rowids.extend(fts.ranked(db, pid, match, 20))
     return file_ids, rowids
 
 
@@ -171,7 +156,7 @@ def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
         if r is None:
             c.text = ""
             continue
-        _, fid, c.path, c.start_line, c.end_line = r
+        _, fid, c.path, c.start_line, c.end_line, _ = r
         lines = files[fid]
         files.move_to_end(fid)
         c.text = "\n".join(lines[c.start_line - 1 : c.end_line])
@@ -255,7 +240,7 @@ def search(
     tuning = tuning or gate_mod.DEFAULT
     enc: Encoder | None = DEFAULT_ENCODER if encoder is None else (encoder or None)
     pid = project_id(db, project)
-    _prepare(db)
+    fts.prepare(db)
     stats = term_stats(db, pid)
     q = analyze(query)
     p = gate_mod.plan(q, stats, tuning)
@@ -302,16 +287,25 @@ def search(
             " differently or not be stored here"
         )
 
-    # Lexical admission on the whole chunk (the contrast is checked on the text below),
-    # then the per-candidate checks that need the text.
-    lexical_ok: dict[int, bool] = {}  # candidates share one set per combination of terms
-    for c in cands:
-        if id(c.matched) not in lexical_ok:
-            verdict = gate_mod.admit(p, c.matched, contrast=q.verification)
-            lexical_ok[id(c.matched)] = verdict.admitted
-    first = [c for c in cands if c.exact or lexical_ok[id(c.matched)]]
     keep = max(4 * limit, 40)
-    first = first[: keep * 2]
+    first = _lexically_admitted(p, q, cands, keep)
+    # A question about a named speaker of transcripts is judged on what that person
+    # said or what was said about them, without the name as a term. The probe reads
+    # the admitted candidates' texts (read for the answer anyway), else the pool's.
+    persons = _asked_persons(db, stats, q, first or cands)
+    if persons:
+        q = without_persons(q, persons, stats.df)
+        p = gate_mod.plan(q, stats, tuning)
+        if not p.focus:
+            return _abstain(
+                f"the query names {_terms_list(sorted(persons))} but asks nothing more"
+                " specific about them; say what the evidence should contain"
+            )
+        cands = cands[: keep * 2]
+        _load(db, stats, cands)
+        for c in cands:
+            c.matched = _held(p, stems(person_text(c.text or "", persons)))
+        first = _lexically_admitted(p, q, cands, keep)
     # Text is read only where a rule needs it: who said what (transcripts), an
     # explicit contrast (verification questions); the dense route and excerpts
     # read their own candidates' text later.
@@ -325,14 +319,9 @@ def search(
             spoken = _speaker_text(c.text, q.speaker)
             if spoken is not None:
                 c.spoken = _held(p, stems(spoken))
-                if tuning.speaker == "coverage":
-                    matched = c.spoken
-                elif tuning.speaker == "specific" and c.matched:
-                    # the asked speaker must have said the most specific term held
-                    top = max(c.matched & focus_stems, key=lambda s: p.weights[s], default=None)
-                    if top is not None and top not in c.spoken:
-                        continue
-                elif tuning.speaker == "any" and not c.spoken:
+                # the asked speaker must have said the most specific term held
+                top = max(c.matched & focus_stems, key=lambda s: p.weights[s], default=None)
+                if top is not None and top not in c.spoken:
                     continue
         contrast = bool(q.verification and c.text and CONTRAST_WORDS.intersection(words(c.text)))
         c.verdict = gate_mod.admit(p, matched, exact=c.exact, contrast=contrast)
@@ -352,15 +341,14 @@ def search(
                 admitted.append(c)
 
     if admitted and not any(c.exact for c in admitted):
-        scope = cands if tuning.entity_scope == "pool" else admitted
         if tuning.speaker:
-            _load(db, stats, [c for c in scope if c.text is None and _holds_entity(p, c)])
-            for c in scope:
+            _load(db, stats, [c for c in admitted if c.text is None and _holds_entity(p, c)])
+            for c in admitted:
                 if c.spoken is None and q.speaker and c.text and _holds_entity(p, c):
                     spoken = _speaker_text(c.text, q.speaker)
                     if spoken is not None:
                         c.spoken = _held(p, stems(spoken))
-        seen = [c.spoken if c.spoken is not None else c.matched for c in scope]
+        seen = [c.spoken if c.spoken is not None else c.matched for c in admitted]
         missing = gate_mod.missing_entities(p, seen)
         if missing:
             return _abstain(
@@ -427,7 +415,7 @@ def search(
     scores = {c.rowid: round(fused[c.rowid] / top, 4) for c in ranked}
     if min_score is not None:
         ranked = [c for c in ranked if scores[c.rowid] >= min_score]
-    ranked = ranked[:limit]
+    ranked, also_at = _distinct(db, stats, ranked, limit)
     _load(db, stats, ranked)
     hint = _focus_hint(p.focus)
     items = [
@@ -437,6 +425,7 @@ def search(
             "end_line": c.end_line,
             "score": scores[c.rowid],
             "excerpt": _excerpt(c.text or "", focus_stems, hint, p.alias),
+            **({"also_at": also_at[c.rowid]} if c.rowid in also_at else {}),
         }
         for c in ranked
     ]
@@ -447,12 +436,61 @@ def search(
     return {"status": "ok", "items": items, "gap": None}
 
 
+def _distinct(
+    db, stats: TermStats, ranked: list[Candidate], limit: int
+) -> tuple[list[Candidate], dict[int, list[str]]]:
+    """The first ``limit`` candidates with distinct text; a copy of a kept chunk's text
+    (a vendored file at several paths) adds its path to the kept one's ``also_at``
+    instead of taking a place of its own."""
+    info = _chunk_info(db, stats, [c.rowid for c in ranked])
+    kept: dict[bytes, Candidate] = {}
+    also_at: dict[int, list[str]] = {}
+    for c in ranked:
+        row = info.get(c.rowid)
+        key = row[5] if row is not None else c.rowid
+        first = kept.get(key)
+        if first is None:
+            if len(kept) < limit:
+                kept[key] = c
+        elif row is not None:
+            also_at.setdefault(first.rowid, []).append(row[2])
+    return list(kept.values()), also_at
+
+
+def _lexically_admitted(
+    p: gate_mod.Plan, q: Query, cands: list[Candidate], keep: int
+) -> list[Candidate]:
+    """Candidates the gate admits on the focus terms they hold (the contrast of a
+    verification question is checked on the text later), at most ``2 * keep``."""
+    ok: dict[int, bool] = {}  # candidates share one set per combination of terms
+    for c in cands:
+        if id(c.matched) not in ok:
+            ok[id(c.matched)] = gate_mod.admit(p, c.matched, contrast=q.verification).admitted
+    return [c for c in cands if c.exact or ok[id(c.matched)]][: keep * 2]
+
+
+def _asked_persons(db, stats: TermStats, q: Query, first: list[Candidate]) -> set[str]:
+    """Names of the query that are named speakers (``Name: ...`` turns) of the best
+    candidates: the question asks what that person said or did. Only queries naming
+    something read texts for this, and only the first few candidates'."""
+    if not q.entities or not first:
+        return set()
+    head = first[:PERSON_PROBE]
+    _load(db, stats, head)
+    named = re.compile(
+        r"\b(?:" + "|".join(re.escape(w) for run in q.entities for w in run) + r")\**\s*:", re.I
+    )
+    texts = [c.text for c in head if c.text and named.search(c.text)]  # a cheap first look
+    return asked_persons(q, set().union(*(speaker_names(t) for t in texts)))
+
+
 def _holds_entity(p: gate_mod.Plan, c: Candidate) -> bool:
     return any(t.stem in c.matched for t in p.entities)
 
 
 def _chunk_info(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple]:
-    """rowid -> (rowid, file id, path, start line, end line), cached per generation."""
+    """rowid -> (rowid, file id, path, start line, end line, content hash), cached per
+    generation."""
     known: dict[int, tuple] = stats.extra.setdefault("chunks", {})  # type: ignore[assignment]
     need = [r for r in rowids if r not in known]
     if need:
@@ -460,7 +498,8 @@ def _chunk_info(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple]
             known.clear()
         marks = ",".join("?" * len(need))
         rows = db.query(
-            "SELECT c.id, c.file_id, f.path, c.start_line, c.end_line FROM chunks c"
+            "SELECT c.id, c.file_id, f.path, c.start_line, c.end_line, c.content_hash"
+            " FROM chunks c"
             f" JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
             tuple(need),
         )

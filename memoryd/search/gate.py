@@ -13,13 +13,15 @@ Rules, as DESIGN.md states them, and how each is read here:
 * **Half coverage**: a candidate must hold at least half of the focus terms.
   Here the half is measured by *specificity* (each term weighted by its BM25
   idf in this project), and a candidate must also hold half of them by count
-  -- a false-premise question ("the name of my hamster") matches everything
+  -- a false-premise question ("the colour of my canoe") matches everything
   but its most specific term, and by count alone that is often half.
 * **Rare corroboration**: in projects of at least 100 chunks, two matched
   focus terms that each occur in at most 1% of the chunks also admit a
   candidate (long investigative prompts whose answer omits the prose), provided
   together with the rest of what it matched it still holds a third of the
-  query's specificity.
+  query's specificity, and fewer than one chunk would hold them together by
+  chance (N * prod(df / N), the corpus' own statistics): in a large corpus 1%
+  is many chunks, and two such terms meet without being evidence (issue 19).
 * **Verification** questions ("is X the primary store?") keep a candidate at
   30% coverage when it holds an explicit contrast (not, instead, but, ...)
   and the asked predicate (the most specific focus term after the subject).
@@ -31,7 +33,7 @@ Rules, as DESIGN.md states them, and how each is read here:
 Two question-level checks narrow further (never widen):
 
 * **Named entities must be evidenced**: a capitalized name in the question
-  ("Seattle", "Dr. Johnson", evidenced by its most specific word) that no
+  ("Lisbon", "Dr. Okafor", evidenced by its most specific word) that no
   admitted candidate holds means the evidence is about something else; the
   search abstains and names it.
 * **Names alone are not evidence about them**: when the question asks for
@@ -70,18 +72,11 @@ class Tuning:
     dense_max_terms: int = 2
     weighted: bool = True  # specificity-weighted half coverage (False: count only)
     entities: bool = True  # question-level named-entity check
-    # speaker attribution on transcripts: "specific" requires the asked speaker to
-    # have said the most specific focus term a candidate holds; "coverage" measures
-    # coverage on that speaker's lines only; "any" requires one focus term there;
-    # "entities" only checks named entities there; "" is off
-    speaker: str = "specific"
+    # speaker attribution on transcripts: the asked speaker must have said the most
+    # specific focus term a candidate holds (off in the literal rules)
+    speaker: bool = True
     alternatives: bool = True  # comparison questions: half of one compared side suffices
     attributes: bool = True  # a question naming something: a candidate needs a non-name term
-    entity_scope: str = "admitted"
-    # a candidate must hold one of the query's rare focus terms (when it has any)
-    require_rare: bool = False
-    # a candidate must hold one of the query's named entities (when it names any)
-    require_entity: bool = False  # where a named entity must be evidenced: "pool" or "admitted"
     # rank fusion weights beside BM25 (1.0): specificity-weighted coverage of the
     # chunk, of its file (document context), and the dense route
     w_coverage: float = 1.0
@@ -92,7 +87,7 @@ class Tuning:
 LITERAL = Tuning(
     weighted=False,
     entities=False,
-    speaker="",
+    speaker=False,
     alternatives=False,
     attributes=False,
     rare_min_weight=0.0,
@@ -112,6 +107,8 @@ class Plan:
     context_terms: list[Term]  # ubiquitous, dropped from focus
     weights: dict[str, float]
     rare: set[str]
+    df: dict[str, int]  # chunks holding each term (its commonest form)
+    chunks: int
     entities: list[Term]
     attributes: set[str]  # focus terms outside the names (only when the query names one)
     alternatives: list[set[str]]
@@ -174,6 +171,8 @@ def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
         context_terms=dropped,
         weights=weights,
         rare=rare,
+        df=df,
+        chunks=stats.chunks,
         entities=entities,
         attributes=attributes,
         alternatives=alternatives,
@@ -238,10 +237,6 @@ def _admit(
         return Verdict(True, "exact", count, weighted)
     if not p.focus:
         return Verdict(False, "no focus terms", count, weighted)
-    if t.require_rare and p.rare and not p.rare & matched:
-        return Verdict(False, "holds none of the rare terms", count, weighted)
-    if t.require_entity and p.entities and not any(e.stem in matched for e in p.entities):
-        return Verdict(False, "holds none of the named entities", count, weighted)
     if p.attributes and not p.attributes & matched:
         return Verdict(False, "holds the names but nothing asked about them", count, weighted)
     if _half(p, matched, p.focus_stems):
@@ -250,7 +245,7 @@ def _admit(
         if _half(p, matched, [s for s in p.focus_stems if s in alt]):
             return Verdict(True, "half coverage of one compared side", count, weighted)
     rare_held = [s for s in p.focus_stems if s in matched and s in p.rare]
-    if len(rare_held) >= 2 and weighted >= t.rare_min_weight:
+    if len(rare_held) >= 2 and weighted >= t.rare_min_weight and _by_chance(p, rare_held) < 1:
         return Verdict(True, "two rare terms", count, weighted)
     if (
         p.query.verification
@@ -263,6 +258,17 @@ def _admit(
     if p.short and cosine is not None and cosine >= t.dense_floor:
         return Verdict(True, "dense floor", count, weighted)
     return Verdict(False, "insufficient coverage", count, weighted)
+
+
+def _by_chance(p: Plan, stems: list[str]) -> float:
+    """How many chunks would hold all of ``stems`` if terms fell into chunks
+    independently: N * prod(df / N). Below one, finding them together is evidence;
+    in a large corpus two "rare" terms meet by chance, so the rule does not apply."""
+    n = p.chunks or 1
+    expected = float(n)
+    for s in stems:
+        expected *= p.df.get(s, 0) / n
+    return expected
 
 
 def missing_entities(p: Plan, admitted_matched: list[set[str]]) -> list[str]:

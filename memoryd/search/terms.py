@@ -6,11 +6,14 @@ words, ``porter`` on top of it for the indexed stems), obtained from SQLite
 through apsw, so a query term and an indexed term are equal exactly when
 FTS5 would match them.
 
-The small EN/ES vocabulary below *normalizes* Spanish query words to the
-English terms a code base or a conversation in English would contain
-("archivo" -> "file", "cola" -> "queue"). It never adds an answer, never
-expands a term into several, and never calls a model. Words it does not
-know pass through unchanged (Spanish evidence still matches Spanish words).
+Word lists live in :mod:`memoryd.search.lexicon` as data files, each with its
+rule at the top. A question that is not plainly English gets, for each of its
+words, the word's other Spanish inflections (Snowball Spanish stemmer) and its
+English alternative from a small general-language ES->EN list ("archivo" ->
+"file") as *alternatives*: the term matches a chunk holding the word as asked,
+another of its forms or the English word, so Spanish evidence and English
+evidence both answer a Spanish question. Nothing generates answers or calls a
+model.
 
 Words are split into three roles:
 
@@ -29,6 +32,8 @@ import re
 from dataclasses import dataclass, field
 
 import apsw
+
+from memoryd.search.lexicon import english_for, spanish_forms, word_list
 
 _TOKENIZER_CONN = apsw.Connection(":memory:")
 _WORDS = _TOKENIZER_CONN.fts5_tokenizer("unicode61", ["remove_diacritics", "2"])
@@ -60,638 +65,12 @@ def stems_with_offsets(data: bytes) -> list[tuple[int, int, str]]:
 
 # -- vocabulary ---------------------------------------------------------------------
 
-STOPWORDS_EN = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "aren",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "cannot",
-        "could",
-        "couldn",
-        "did",
-        "didn",
-        "do",
-        "does",
-        "doesn",
-        "doing",
-        "don",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "hadn",
-        "has",
-        "hasn",
-        "have",
-        "haven",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "isn",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "let",
-        "ll",
-        "me",
-        "might",
-        "more",
-        "most",
-        "mustn",
-        "my",
-        "myself",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "ought",
-        "our",
-        "ours",
-        "ourselves",
-        "out",
-        "over",
-        "own",
-        "re",
-        "same",
-        "shan",
-        "she",
-        "should",
-        "shouldn",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "themselves",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "ve",
-        "very",
-        "was",
-        "wasn",
-        "we",
-        "were",
-        "weren",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "won",
-        "would",
-        "wouldn",
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-        "s",
-        "t",
-        "d",
-        "m",
-        "o",
-        "y",
-        "also",
-        "get",
-        "got",
-        "getting",
-        "give",
-        "gave",
-        "go",
-        "going",
-        "gone",
-        "went",
-        "make",
-        "made",
-        "many",
-        "much",
-        "way",
-        "ways",
-        "thing",
-        "things",
-        "something",
-        "anything",
-        "everything",
-        "one",
-        "ones",
-        "ever",
-        "really",
-        "actually",
-        "please",
-        "kind",
-        "sort",
-        "lot",
-        "lots",
-        "like",
-        "want",
-        "wanted",
-        "need",
-        "needed",
-        "use",
-        "used",
-        "using",
-        "currently",
-        "total",
-    ]
-)
-
-STOPWORDS_ES = frozenset(
-    [
-        "a",
-        "al",
-        "algo",
-        "algun",
-        "alguna",
-        "algunas",
-        "alguno",
-        "algunos",
-        "ante",
-        "antes",
-        "aqui",
-        "asi",
-        "aun",
-        "bajo",
-        "bien",
-        "cada",
-        "como",
-        "con",
-        "contra",
-        "cual",
-        "cuales",
-        "cuando",
-        "cuanto",
-        "cuantos",
-        "cuantas",
-        "de",
-        "del",
-        "desde",
-        "donde",
-        "dos",
-        "el",
-        "ella",
-        "ellas",
-        "ellos",
-        "en",
-        "entre",
-        "era",
-        "eran",
-        "es",
-        "esa",
-        "esas",
-        "ese",
-        "eso",
-        "esos",
-        "esta",
-        "estaba",
-        "estan",
-        "estar",
-        "este",
-        "esto",
-        "estos",
-        "fue",
-        "fueron",
-        "ha",
-        "han",
-        "hasta",
-        "hay",
-        "la",
-        "las",
-        "le",
-        "les",
-        "lo",
-        "los",
-        "mas",
-        "me",
-        "mi",
-        "mis",
-        "mucho",
-        "muy",
-        "ni",
-        "no",
-        "nos",
-        "nosotros",
-        "o",
-        "otra",
-        "otro",
-        "para",
-        "pero",
-        "poco",
-        "por",
-        "porque",
-        "que",
-        "quien",
-        "quienes",
-        "se",
-        "sea",
-        "ser",
-        "si",
-        "sin",
-        "sobre",
-        "solo",
-        "su",
-        "sus",
-        "tambien",
-        "te",
-        "tiene",
-        "tienen",
-        "toda",
-        "todo",
-        "todos",
-        "tu",
-        "tus",
-        "un",
-        "una",
-        "uno",
-        "unos",
-        "unas",
-        "usted",
-        "y",
-        "ya",
-        "yo",
-        "hace",
-        "hacer",
-        "puedo",
-        "puede",
-        "pueden",
-        "donde",
-        "cual",
-    ]
-)
-
+STOPWORDS_EN = word_list("stopwords_en.txt")
+STOPWORDS_ES = word_list("stopwords_es.txt")
 STOPWORDS = STOPWORDS_EN | STOPWORDS_ES
-
 # Words about remembering, asking and the conversation itself (EN and ES). They
 # are how a user addresses a memory, never part of the fact remembered.
-CONTEXT_WORDS = frozenset(
-    [
-        "remind",
-        "reminded",
-        "reminding",
-        "remember",
-        "remembered",
-        "remembering",
-        "recall",
-        "recalled",
-        "recalling",
-        "mention",
-        "mentioned",
-        "mentioning",
-        "mentions",
-        "earlier",
-        "previous",
-        "previously",
-        "prior",
-        "conversation",
-        "conversations",
-        "chat",
-        "chats",
-        "chatted",
-        "discuss",
-        "discussed",
-        "discussing",
-        "discussion",
-        "talk",
-        "talked",
-        "talking",
-        "tell",
-        "told",
-        "telling",
-        "said",
-        "say",
-        "saying",
-        "ask",
-        "asked",
-        "asking",
-        "wonder",
-        "wondering",
-        "curious",
-        "recordar",
-        "recuerdas",
-        "recuerdo",
-        "recordarme",
-        "mencionaste",
-        "mencionado",
-        "mencione",
-        "conversacion",
-        "anterior",
-        "antes",
-        "dijiste",
-        "dije",
-        "hablamos",
-        "hablado",
-        "charla",
-        "preguntar",
-        "pregunte",
-    ]
-)
-
-# Spanish -> English normalization for retrieval terms. Keys are diacritic-free
-# lowercase (the unicode61 form). One English word per entry: normalization,
-# not expansion.
-ES_EN = {
-    "archivo": "file",
-    "archivos": "files",
-    "fichero": "file",
-    "ficheros": "files",
-    "carpeta": "directory",
-    "directorio": "directory",
-    "ruta": "path",
-    "rutas": "paths",
-    "cola": "queue",
-    "colas": "queues",
-    "trabajo": "job",
-    "trabajos": "jobs",
-    "tarea": "task",
-    "tareas": "tasks",
-    "busqueda": "search",
-    "buscar": "search",
-    "busca": "search",
-    "analizar": "parse",
-    "analiza": "parse",
-    "analizador": "parser",
-    "cadena": "string",
-    "cadenas": "strings",
-    "lista": "list",
-    "listas": "lists",
-    "diccionario": "dictionary",
-    "fecha": "date",
-    "fechas": "dates",
-    "hora": "time",
-    "tiempo": "time",
-    "correo": "mail",
-    "registro": "log",
-    "registros": "logs",
-    "errores": "errors",
-    "excepcion": "exception",
-    "excepciones": "exceptions",
-    "comprimir": "compress",
-    "comprime": "compress",
-    "descomprime": "decompress",
-    "envian": "send",
-    "correos": "mail",
-    "electronico": "email",
-    "comparar": "compare",
-    "compara": "compare",
-    "diferencias": "diff",
-    "comodines": "wildcard",
-    "copiar": "copy",
-    "compresion": "compression",
-    "descomprimir": "decompress",
-    "comprimido": "compressed",
-    "comprimidos": "compressed",
-    "red": "network",
-    "servidor": "server",
-    "cliente": "client",
-    "hilo": "thread",
-    "hilos": "threads",
-    "proceso": "process",
-    "procesos": "processes",
-    "subproceso": "subprocess",
-    "subprocesos": "subprocesses",
-    "memoria": "memory",
-    "linea": "line",
-    "lineas": "lines",
-    "comando": "command",
-    "comandos": "commands",
-    "argumento": "argument",
-    "argumentos": "arguments",
-    "numero": "number",
-    "numeros": "numbers",
-    "aleatorio": "random",
-    "aleatorios": "random",
-    "aleatoria": "random",
-    "cifrar": "encrypt",
-    "cifrado": "encryption",
-    "expresion": "expression",
-    "expresiones": "expressions",
-    "regular": "regular",
-    "regulares": "regular",
-    "leer": "read",
-    "lee": "read",
-    "escribir": "write",
-    "escribe": "write",
-    "crear": "create",
-    "crea": "create",
-    "borrar": "delete",
-    "eliminar": "delete",
-    "enviar": "send",
-    "envia": "send",
-    "recibir": "receive",
-    "prueba": "test",
-    "pruebas": "tests",
-    "codigo": "code",
-    "clase": "class",
-    "clases": "classes",
-    "funcion": "function",
-    "funciones": "functions",
-    "modulo": "module",
-    "modulos": "modules",
-    "paquete": "package",
-    "paquetes": "packages",
-    "biblioteca": "library",
-    "libreria": "library",
-    "calendario": "calendar",
-    "temporal": "temporary",
-    "temporales": "temporary",
-    "ejecutar": "run",
-    "ejecuta": "run",
-    "pila": "stack",
-    "monticulo": "heap",
-    "prioridad": "priority",
-    "ordenar": "sort",
-    "ordena": "sort",
-    "copia": "copy",
-    "profunda": "deep",
-    "decodificar": "decode",
-    "decodifica": "decode",
-    "codificar": "encode",
-    "codifica": "encode",
-    "fraccion": "fraction",
-    "fracciones": "fractions",
-    "matematicas": "math",
-    "estadisticas": "statistics",
-    "media": "mean",
-    "mediana": "median",
-    "usuario": "user",
-    "usuarios": "users",
-    "contrasena": "password",
-    "sistema": "system",
-    "entorno": "environment",
-    "variables": "variables",
-    "configuracion": "configuration",
-    "almacenamiento": "storage",
-    "almacen": "store",
-    "principal": "primary",
-    "primario": "primary",
-    "guardar": "save",
-    "guarda": "save",
-    "respaldo": "backup",
-    "datos": "data",
-    "tabla": "table",
-    "tablas": "tables",
-    "consulta": "query",
-    "consultas": "queries",
-    "indice": "index",
-    "sesion": "session",
-    "mensaje": "message",
-    "mensajes": "messages",
-    "nombre": "name",
-    "nombres": "names",
-    "tamano": "size",
-    "entero": "integer",
-    "enteros": "integers",
-    "flotante": "float",
-    "bytes": "bytes",
-    "texto": "text",
-    "caracteres": "characters",
-    "caracter": "character",
-    "conexion": "connection",
-    "socket": "socket",
-    "enlace": "link",
-    "enlaces": "links",
-    "pagina": "page",
-    "paginas": "pages",
-    "web": "web",
-    "navegador": "browser",
-    "grafico": "graphic",
-    "ventana": "window",
-    "ventanas": "windows",
-    "interfaz": "interface",
-    "sonido": "audio",
-    "imagen": "image",
-    "imagenes": "images",
-    "firma": "signature",
-    "seguro": "secure",
-    "seguridad": "security",
-    "criptografico": "cryptographic",
-    "criptograficos": "cryptographic",
-    "resumen": "digest",
-    "objeto": "object",
-    "objetos": "objects",
-    "serializar": "serialize",
-    "serializa": "serialize",
-    "persistente": "persistent",
-    "asincrono": "asynchronous",
-    "asincrona": "asynchronous",
-    "concurrente": "concurrent",
-    "paralelo": "parallel",
-    "bloqueo": "lock",
-    "bloqueos": "locks",
-    "evento": "event",
-    "eventos": "events",
-    "bucle": "loop",
-    "senal": "signal",
-    "senales": "signals",
-    "salida": "output",
-    "entrada": "input",
-    "estandar": "standard",
-    "formato": "format",
-    "formatear": "format",
-    "plantilla": "template",
-    "plantillas": "templates",
-    "depurar": "debug",
-    "depurador": "debugger",
-    "perfil": "profile",
-    "rendimiento": "performance",
-    "medir": "measure",
-    "pequenos": "small",
-    "fragmentos": "snippets",
-    "zona": "zone",
-    "horaria": "timezone",
-    "dia": "day",
-    "dias": "days",
-    "semana": "week",
-    "mes": "month",
-    "ano": "year",
-    "anos": "years",
-    "perro": "dog",
-    "gato": "cat",
-    "casa": "house",
-    "ciudad": "city",
-    "viaje": "trip",
-    "libro": "book",
-    "libros": "books",
-    "coche": "car",
-    "comida": "food",
-    "receta": "recipe",
-    "trabajador": "worker",
-    "trabajadores": "workers",
-    "supervisor": "supervisor",
-    "reintentar": "retry",
-    "reintento": "retry",
-    "reintentos": "retries",
-    "nube": "cloud",
-    "empresa": "company",
-    "persona": "person",
-    "personas": "people",
-    "quien": "who",
-}
+CONTEXT_WORDS = word_list("context_words.txt")
 
 # Explicit contrast markers: a verification question ("is X the primary
 # store?") may be answered by evidence that states the contrary.
@@ -847,7 +226,7 @@ _ABOUT_CONVERSATION = re.compile(
 
 @dataclass(frozen=True)
 class Term:
-    word: str  # the (normalized) word as asked
+    word: str  # the word as asked (lowercase, diacritics removed)
     stem: str  # its indexed form
     explicit: bool  # a named entity / identifier / quoted: kept even when ubiquitous
     position: int  # order in the query
@@ -964,7 +343,7 @@ _TIME_UNITS = frozenset(
     + ["lunes", "martes", "miercoles", "jueves", "viernes", "sabado", "domingo"]
 )
 # Words before a time unit that make it relative to now ("last week", "the past two
-# months", "this weekend", "a couple of days ago").
+# months", "this weekend", "a few days ago").
 _RELATIVE = frozenset(
     ["last", "past", "this", "next", "previous", "coming", "upcoming", "recent", "few"]
     + ["couple", "several", "a", "an", "one", "two", "three", "four", "five", "six", "seven"]
@@ -1006,7 +385,7 @@ _NAME_PARTICLES = frozenset(
 def _capitalized_runs(text: str) -> list[list[str]]:
     """Names: runs of words written with a capital that are not merely sentence-initial.
 
-    "the Museum of Modern Art" gives ["museum"], ["modern", "art"] (a lowercase
+    "the Institute of Marine Studies" gives ["institute"], ["marine", "studies"] (a lowercase
     word ends a run); "my iPad" gives ["ipad"] (an inner capital counts even at
     the start of a sentence).
     """
@@ -1071,8 +450,8 @@ def _run_spans(toks: list[str], runs: list[list[str]]) -> list[tuple[int, int]]:
     return spans
 
 
-# Words allowed between a coordinating word and a name ("and in Seattle", "compared to
-# the Tokyo one"), EN and ES.
+# Words allowed between a coordinating word and a name ("and in Bergen", "compared to
+# the Quito one"), EN and ES.
 _COORD_GLUE = frozenset(["the", "in", "to", "with", "at", "a", "an", "el", "la", "en", "con"])
 
 
@@ -1091,6 +470,21 @@ def _coordinated(toks: list[str], spans: list[tuple[int, int]]) -> list[list[tup
             else:
                 groups.append([spans[k], spans[k + 1]])
     return groups
+
+
+def _other_forms(word: str, english: bool, spanish: bool) -> tuple[str, ...]:
+    """Other words a term matches: irregular English forms ("buy": "bought"); in a
+    question that is not plainly English, the word's English alternative (never
+    instead of the word: Spanish evidence still matches) and, when it is plainly
+    Spanish, the word's other Spanish inflections."""
+    forms = [f for f in _INFLECTIONS.get(word, ()) if f != word]
+    if spanish:
+        forms.extend(spanish_forms(word))
+    if not english:
+        en = english_for(word)
+        if en is not None and en != word:
+            forms.append(en)
+    return tuple(dict.fromkeys(forms))
 
 
 def analyze(text: str) -> Query:
@@ -1130,6 +524,7 @@ def analyze(text: str) -> Query:
     en = sum(w in _ONLY_EN for w in toks)
     es = sum(w in _ONLY_ES for w in toks) + 2 * bool(re.search("[¿¡ñ]", text))
     english = en > es
+    spanish = es > en  # a question with neither is keywords: known words get their English
     for i, w in enumerate(toks):
         if i in temporal:
             # "last Saturday", "two weeks ago", "the past month": when, relative to the
@@ -1164,16 +559,15 @@ def analyze(text: str) -> Query:
             continue
         if (w in STOPWORDS and w not in explicit_words) or (len(w) == 1 and w.isascii()):
             continue
-        norm = w if english else ES_EN.get(w, w)
-        s = stem(norm)
+        s = stem(w)
         positions.setdefault(s, []).append(i)
         if not s or s in seen:
             continue
-        forms = tuple(f for f in _INFLECTIONS.get(norm, ()) if f != norm)
+        forms = _other_forms(w, english, spanish)
         alts = tuple(dict.fromkeys(a for a in map(stem, forms) if a and a != s))
         seen.add(s)
         seen.update(alts)
-        q.terms.append(Term(norm, s, w in explicit_words, i, forms, alts))
+        q.terms.append(Term(w, s, w in explicit_words, i, forms, alts))
     # Alternatives of a comparison: the terms of each side of "or"/"and"/"compared".
     bounds = [i for i, w in enumerate(toks) if w in _ALTERNATIVE_SPLIT]
     if bounds:
@@ -1190,8 +584,8 @@ def analyze(text: str) -> Query:
                 alt = every - (others - part)
                 if len(alt) >= 2 and alt != every:
                     q.alternatives.append(alt)
-    # Coordinated names ("in Japan and Chicago", "Hawaii compared to Tokyo", "Tom or
-    # Alex"): each name with the rest of the question is one side.
+    # Coordinated names ("in Oslo and Bergen", "Lima compared to Quito", "Ana or
+    # Raj"): each name with the rest of the question is one side.
     spans = _run_spans(toks, runs)
     stem_of = {t.word: t.stem for t in q.terms}
     for group in _coordinated(toks, spans):

@@ -46,12 +46,12 @@ from lme_data import DATA, evaluate, load, print_table, splits, text_digest  # n
 from memoryd.config import load_config  # noqa: E402
 from memoryd.ingest.chunking import prepare_file  # noqa: E402
 from memoryd.search import search  # noqa: E402
-from memoryd.search.engine import _prepare  # noqa: E402
 from memoryd.search.fts_query import any_of  # noqa: E402
 from memoryd.search.gate import LITERAL  # noqa: E402
 from memoryd.search.terms import STOPWORDS, words  # noqa: E402
 from memoryd.storage import open_authority  # noqa: E402
 from memoryd.storage.corpus import ensure_project, fts_table, project_id, put_files  # noqa: E402
+from memoryd.storage.fts import prepare  # noqa: E402
 
 PROJECT = "longmemeval"
 DEPTH = 50  # result items requested; recall counts distinct sessions among them
@@ -185,7 +185,7 @@ def main(argv=None) -> int:
     args.home.mkdir(parents=True, exist_ok=True)
     db, digest, sid_digest = build(args.home, sessions)
     pid = project_id(db, PROJECT)
-    _prepare(db)
+    prepare(db)
     chunks = db.query("SELECT count(*) FROM chunks WHERE project_id = ?", (pid,))[0][0]
     built = time.perf_counter() - t0
 

@@ -35,9 +35,10 @@ def test_memory_phrasing_is_not_focus():
     assert "remind" in q.context and "conversation" in q.context
 
 
-def test_spanish_normalizes_to_english():
+def test_spanish_terms_keep_their_word_and_gain_english_alternatives():
     q = analyze("¿Qué módulo comprime archivos?")
-    assert {"modul", "file"} <= {t.stem for t in q.terms}
+    by_word = {t.word: t for t in q.terms}
+    assert "file" in by_word["archivos"].all_stems and "archivo" in by_word["archivos"].all_stems
 
 
 def test_ubiquitous_terms_are_context_unless_explicit():
@@ -132,3 +133,14 @@ def test_bad_arguments(db):
 
 def test_lexical_only_route(db):
     assert search(db, "p", "job lease token", encoder=False)["status"] == "ok"
+
+
+def test_two_rare_terms_corroborate_only_above_chance():
+    q = "which namespace hosts the billing service of the cluster in production"
+    df = {"namespac": 5, "bill": 4, "servic": 150, "host": 200, "cluster": 150, "product": 150}
+    small = FakeStats(1000, df)
+    assert admit(plan(analyze(q), small), {"namespac", "bill"}).rule == "two rare terms"
+    # the same shares of a corpus 2000x larger: 1% is 20,000 chunks, and two such
+    # terms fall into the same chunk by chance (10,000 * 8,000 / 2,000,000 = 40 chunks)
+    big = FakeStats(2_000_000, {k: v * 2000 for k, v in small._df.items()})
+    assert not admit(plan(analyze(q), big), {"namespac", "bill"}).admitted

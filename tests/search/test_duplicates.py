@@ -1,0 +1,34 @@
+"""Identical chunk text at several paths (vendored copies) is one item with ``also_at``."""
+
+from __future__ import annotations
+
+from memoryd.search import search
+
+VENDORED = (
+    "def crc_table():\n"
+    '    """Build the lookup table of the cyclic redundancy checksum polynomial."""\n'
+    "    return [poly_step(i) for i in range(256)]\n"
+)
+OTHER = (
+    "def crc_verify(data, expected):\n"
+    '    """Compare the cyclic redundancy checksum of data with the expected value."""\n'
+    "    return crc(data) == expected\n"
+)
+
+
+def test_copies_fold_into_one_item_listing_their_paths(store, tmp_path):
+    files = {f"vendor/v{i}/crc.py": VENDORED for i in range(4)}
+    files["src/verify.py"] = OTHER
+    files.update({f"notes/{i}.md": f"Sprint note {i}: nothing about checks." for i in range(20)})
+    db = store(tmp_path, "p", files)
+    r = search(db, "p", "cyclic redundancy checksum lookup table", limit=3)
+    assert r["status"] == "ok"
+    texts = [i["excerpt"] for i in r["items"]]
+    assert len(texts) == len(set(texts))  # no two items with identical text
+    first = r["items"][0]
+    assert first["path"].startswith("vendor/")
+    assert sorted([first["path"], *first["also_at"]]) == sorted(
+        f"vendor/v{i}/crc.py" for i in range(4)
+    )
+    assert any(i["path"] == "src/verify.py" for i in r["items"])
+    db.close()
