@@ -335,6 +335,14 @@ class Memoryd:
         gap = "; ".join(gaps) or "no project has finished its first ingest"
         return {"status": "abstained", "items": [], "gap": gap, "pending": pending}
 
+    def recall(self, query: str, project: str | None = None, *, limit: int = 5) -> dict:
+        """Project memory plus recent archive evidence, gated; nothing when insufficient."""
+        from memoryd.recall import recall
+
+        if limit < 1:
+            raise UsageError("--limit must be at least 1")
+        return recall(self, query, self.default_project(project), limit=limit)
+
     def default_project(self, project: str | None) -> str:
         """The named project; else the only one; else the one named like the cwd."""
         if project:

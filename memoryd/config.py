@@ -149,6 +149,8 @@ SETTINGS: dict[str, Setting] = {
     "archive_spool_keep_seconds": Setting(
         86400.0, "an archive add's spool file nobody took is deleted after this"
     ),
+    # agent faces (MCP server, control socket)
+    "mcp_heartbeat_seconds": _positive(60.0, "an MCP session renews its archive lease this often"),
 }
 
 

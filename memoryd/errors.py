@@ -178,3 +178,9 @@ def typed_disk_full(where: str) -> Iterator[None]:
         if is_disk_full(exc):
             raise disk_full(exc, where) from None
         raise
+
+
+class MemoryUnavailable(MemorydError):
+    """A memory-records capability this build does not provide yet."""
+
+    code = "MEMORY_UNAVAILABLE"

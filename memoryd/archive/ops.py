@@ -202,6 +202,14 @@ def _forget_targets(store: ArchiveStore, a: dict) -> list[str]:
     return docs
 
 
+def access(owner: ArchiveOwner, a: dict) -> dict:
+    """Coarse access records for versions a recall showed (one per document per bucket;
+    never extends a deadline)."""
+    bucket = int(owner.config.retention_access_bucket_seconds)
+    n = owner.store.record_access(a["locators"], now=_now(a), bucket_seconds=bucket)
+    return {"recorded": n}
+
+
 def retention_run(owner: ArchiveOwner, a: dict) -> dict:
     """A maintenance tick, then orphaned spool files (by the wall clock, never ``now``).
 
@@ -261,6 +269,7 @@ OPS: dict[str, Op] = {
     "retention_run": retention_run,
     "retention_status": retention_status,
     "migrate": migrate,
+    "access": access,
 }
 
 
