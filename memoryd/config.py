@@ -30,6 +30,8 @@ SUPERVISOR_LOCK_FILE = "supervisor.lock"
 SUPERVISOR_STATE_FILE = "supervisor.json"
 # ids of the jobs whose results the supervisor is committing (poison-job evidence)
 SUPERVISOR_APPLYING_FILE = "supervisor.applying"
+CONTROL_SOCKET_FILE = "memoryd.sock"  # the supervisor's control socket (0600)
+CONTROL_SECONDARY_DIR = "control-secondary"  # its RocksDB secondary instance's info log
 
 
 # Chunking and compression of ingested text (format constants, not tunables:

@@ -184,3 +184,9 @@ class MemoryUnavailable(MemorydError):
     """A memory-records capability this build does not provide yet."""
 
     code = "MEMORY_UNAVAILABLE"
+
+
+class PeerRefused(MemorydError):
+    """A control-socket peer running as another user."""
+
+    code = "PEER_REFUSED"

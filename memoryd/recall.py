@@ -74,16 +74,17 @@ def _archive_part(md: Memoryd, query: str, project: str, limit: int, now: float)
     return {"status": "abstained", "items": [], "gap": gap}
 
 
-def record_access(md: Memoryd, items: list[dict], now: float) -> int:
-    """Coarse access records for the archive versions recall showed (best effort: a
-    busy archive must not fail a recall that already has its answer)."""
+def record_access(md: Memoryd, items: list[dict], now: float) -> dict:
+    """Coarse access records for the archive versions recall showed: ``{"recorded": N}``,
+    or ``{"queued": JOB}`` through a supervisor's control socket. Best effort: a busy
+    archive must not fail a recall that already has its answer."""
     locators = [item["locator"] for item in items if item.get("locator")]
     if not locators:
-        return 0
+        return {"recorded": 0}
     try:
-        return md.archive("access", {"locators": locators, "now": now})["recorded"]
-    except MemorydError:
-        return 0
+        return md.archive("access", {"locators": locators, "now": now})
+    except MemorydError as exc:
+        return {"recorded": 0, "error": exc.code}
 
 
 def recall(

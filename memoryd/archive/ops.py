@@ -210,6 +210,15 @@ def access(owner: ArchiveOwner, a: dict) -> dict:
     return {"recorded": n}
 
 
+def retrieval_lease(owner: ArchiveOwner, a: dict) -> dict:
+    """A search's short lease on what it returned, when the search ran elsewhere (the
+    control socket reads a secondary instance)."""
+    taken = owner.store.take_retrieval_leases(
+        a["locators"], seconds=float(a["seconds"]), now=_now(a)
+    )
+    return {"leased": taken}
+
+
 def retention_run(owner: ArchiveOwner, a: dict) -> dict:
     """A maintenance tick, then orphaned spool files (by the wall clock, never ``now``).
 
@@ -270,6 +279,7 @@ OPS: dict[str, Op] = {
     "retention_status": retention_status,
     "migrate": migrate,
     "access": access,
+    "retrieval_lease": retrieval_lease,
 }
 
 

@@ -28,6 +28,7 @@ from memoryd.config import (
     SUPERVISOR_STATE_FILE,
     Config,
 )
+from memoryd.control.server import ControlServer
 from memoryd.errors import StoreBusy, SupervisorRunning
 from memoryd.locks import FileLock, lock_holder
 from memoryd.queue import ClaimedJob, JobQueue
@@ -123,6 +124,7 @@ class Supervisor:
         self.pool = WorkerPool(self.home, config)
         self.dispatch = Dispatch(config.dispatch_target_seconds, config.claim_batch_max)
         self.applying = ApplyingMark(self.home / SUPERVISOR_APPLYING_FILE, self.owner)
+        self.control = ControlServer(self.home, config)  # the control socket, a thread
         # claimed, not yet dispatched, per pool of workers
         self.buffers: dict[str, deque[ClaimedJob]] = {JOBS_POOL: deque(), RETENTION_POOL: deque()}
         self.retention_kinds: list[str] = []
@@ -167,6 +169,7 @@ class Supervisor:
             self.wal = WalGuard(self.db)
             self._reclaim_dead_supervisors()
             self._write_state()
+            self.control.start()
             self._loop()
         finally:
             self._shutdown()
@@ -211,6 +214,7 @@ class Supervisor:
         os.replace(tmp, path)
 
     def _shutdown(self) -> None:
+        self.control.stop()
         held = self._held()
         for buffer in self.buffers.values():
             buffer.clear()

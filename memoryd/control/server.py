@@ -1,0 +1,199 @@
+"""The control socket's server: a thread of the supervisor, one thread per connection.
+
+Requests never touch the job queue's claims, so they answer while claims are
+paused for WAL pressure. Archive reads (``get``, ``search``) use a RocksDB
+secondary instance (catching up before each read); the writes a read implies
+(a search's retrieval lease, recall's access records) are enqueued as archive
+jobs for the retention worker, not waited for. Only the owning uid may talk:
+the socket is 0600 and each peer's credentials are checked (``SO_PEERCRED``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import struct
+import threading
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from memoryd.archive import ops as archive_ops
+from memoryd.archive.jobs import ARCHIVE_OP
+from memoryd.config import CONTROL_SECONDARY_DIR, Config
+from memoryd.control.client import socket_path
+from memoryd.errors import MemorydError, PeerRefused, UsageError
+from memoryd.storage.archive import ArchiveStore
+
+_UCRED = struct.Struct("3i")  # pid, uid, gid
+#: Ops that read the archive on the secondary; the rest still go through the queue.
+SECONDARY_READS = ("get", "search")
+#: Writes a read implies: enqueued for the retention worker, not waited for.
+DEFERRED_WRITES = ("access", "retrieval_lease")
+
+
+def peer_uid(conn: socket.socket) -> int:
+    """The uid of the process at the other end of a Unix socket (``SO_PEERCRED``)."""
+    raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+    return _UCRED.unpack(raw)[1]
+
+
+def check_peer(uid: int) -> None:
+    """Refuse a peer running as another user (the socket mode is the first wall)."""
+    if uid != os.geteuid():
+        raise PeerRefused(
+            f"control socket: peer uid {uid} is not the home's owner (uid {os.geteuid()}); "
+            "run memoryd as the user who owns the home"
+        )
+
+
+class _ReadSide:
+    """The archive as a secondary sees it, shaped like an :class:`ArchiveOwner` for the
+    read ops; a retrieval lease is enqueued for the retention worker."""
+
+    def __init__(self, home: Path, config: Config, store: ArchiveStore, enqueue) -> None:
+        self.home, self.config, self.path, self.store = home, config, store.path, _Store(store)
+        self.store.take_retrieval_leases = lambda locators, *, seconds, now: enqueue(
+            "retrieval_lease", {"locators": list(locators), "seconds": seconds, "now": now}
+        )
+
+
+class _Store:
+    """The secondary store, with its one write replaced per instance."""
+
+    def __init__(self, store: ArchiveStore) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+class ControlServer:
+    def __init__(self, home: Path, config: Config) -> None:
+        self.home = Path(home)
+        self.config = config
+        self.path = socket_path(self.home)
+        self._secondary: ArchiveStore | None = None
+        self._archive_lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._local = threading.local()
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> None:
+        self.path.unlink(missing_ok=True)  # a dead supervisor's socket (we hold its lock)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(str(self.path))
+        finally:
+            os.umask(old)
+        os.chmod(self.path, 0o600)
+        sock.listen(64)
+        self._sock = sock
+        threading.Thread(target=self._accept, name="control-accept", daemon=True).start()
+
+    def stop(self) -> None:
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+            self._sock.close()
+            self._sock = None
+        self.path.unlink(missing_ok=True)
+        with self._archive_lock:
+            if self._secondary is not None:
+                self._secondary.close()
+                self._secondary = None
+
+    def _accept(self) -> None:
+        while self._sock is not None:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return  # closed by stop()
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    # -- one connection ------------------------------------------------------------
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as lines:
+            try:
+                check_peer(peer_uid(conn))
+            except PeerRefused as exc:
+                conn.sendall(orjson.dumps(archive_ops._error(exc)) + b"\n")
+                return
+            for line in lines:
+                conn.sendall(orjson.dumps(self.answer(line)) + b"\n")
+
+    def answer(self, line: bytes) -> dict:
+        """One request's answer; a typed error is an answer too."""
+        try:
+            req = orjson.loads(line)
+            op, args = req["op"], req.get("args") or {}
+        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            return archive_ops._error(UsageError(f"malformed control request: {exc!r}"))
+        try:
+            return {"ok": True, "result": self._handle(op, args)}
+        except MemorydError as exc:
+            return archive_ops._error(exc)
+        except Exception as exc:  # a bug must answer, not leave the client hanging
+            return archive_ops._error(MemorydError(f"control request {op!r} failed: {exc!r}"))
+
+    def _handle(self, op: str, args: dict) -> Any:
+        md = self._api()
+        if op == "status":
+            return md.status()
+        if op == "search":
+            return md.search(args["query"], args.get("project"), limit=int(args.get("limit", 10)))
+        if op == "recall":
+            return md.recall(args["query"], args.get("project"), limit=int(args.get("limit", 5)))
+        if op == "archive":
+            return md.archive(args["op"], args.get("args") or {})
+        raise UsageError(f"unknown control request {op!r}; one of status, search, recall, archive")
+
+    def _api(self):
+        """This connection thread's own API instance (its own authority connection),
+        embedded: it must never route back to this socket."""
+        md = getattr(self._local, "md", None)
+        if md is None:
+            from memoryd.api import Memoryd
+
+            md = Memoryd(self.home)
+            md.config = self.config
+            md.via_control = False
+            md.archive_reader = self.archive_read
+            self._local.md = md
+        return md
+
+    # -- the archive -------------------------------------------------------------------
+
+    def archive_read(self, op: str, args: dict) -> Any:
+        """Answer an archive op here, or ``NotImplemented`` to send it through the queue."""
+        if op in DEFERRED_WRITES:
+            return {"queued": self._enqueue(op, args)}
+        if op not in SECONDARY_READS:
+            return NotImplemented
+        with self._archive_lock:  # one secondary, caught up then read
+            store = self._open_secondary()
+            if store is None:
+                return NotImplemented  # no archive yet: the owner answers as it would
+            store.catch_up()
+            side = _ReadSide(self.home, self.config, store, self._enqueue)
+            return archive_ops.unwrap(archive_ops.run_op(side, op, args))
+
+    def _open_secondary(self) -> ArchiveStore | None:
+        if self._secondary is None:
+            archive = self.home / "archive"
+            if not (archive / "CURRENT").exists():
+                return None
+            self._secondary = ArchiveStore.open_secondary(
+                archive, self.home / CONTROL_SECONDARY_DIR
+            )
+        return self._secondary
+
+    def _enqueue(self, op: str, args: dict) -> int | None:
+        from memoryd.queue import JobSpec
+
+        return self._api().queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))
