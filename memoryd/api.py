@@ -70,7 +70,7 @@ from memoryd.workers.contract import USER_KINDS, job_kind
 from memoryd.workers.supervisor import Supervisor, running_supervisor
 
 ARCHIVE_READS = ("get", "search", "retention_status")  # never create a home
-CONTROL_ARCHIVE_OPS = ("get", "search", "access")  # answered by the control socket
+CONTROL_ARCHIVE_OPS = ("get", "search", "access", "lease")  # answered by the control socket
 
 
 def _waiting(queue: dict[str, int]) -> int:

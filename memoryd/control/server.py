@@ -4,14 +4,17 @@ Requests never touch the job queue's claims, so they answer while claims are
 paused for WAL pressure. Archive reads (``get``, ``search``) use a RocksDB
 secondary instance (catching up before each read); the writes a read implies
 (a search's retrieval lease, recall's access records) are enqueued as archive
-jobs for the retention worker, not waited for. Only the owning uid may talk:
-the socket is 0600 and each peer's credentials are checked (``SO_PEERCRED``).
+jobs for the retention worker, not waited for. Lease heartbeats skip the queue:
+the supervisor's loop hands them straight to the retention worker (see
+:class:`Direct`). Only the owning uid may talk: the socket is 0600 and each
+peer's credentials are checked (``SO_PEERCRED``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import socket
 import struct
 import threading
@@ -24,7 +27,7 @@ from memoryd.archive import ops as archive_ops
 from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.config import CONTROL_SECONDARY_DIR, Config
 from memoryd.control.client import socket_path
-from memoryd.errors import MemorydError, PeerRefused, UsageError
+from memoryd.errors import MemorydError, PeerRefused, StoreBusy, UsageError
 from memoryd.storage.archive import ArchiveStore
 
 _UCRED = struct.Struct("3i")  # pid, uid, gid
@@ -32,6 +35,10 @@ _UCRED = struct.Struct("3i")  # pid, uid, gid
 SECONDARY_READS = ("get", "search")
 #: Writes a read implies: enqueued for the retention worker, not waited for.
 DEFERRED_WRITES = ("access", "retrieval_lease")
+#: Writes that must not wait behind the queue: handed to the retention worker directly.
+DIRECT_WRITES = ("lease",)
+DIRECT_WAIT_SECONDS = 30.0
+REFUSAL_DRAIN_SECONDS = 2.0
 
 
 def peer_uid(conn: socket.socket) -> int:
@@ -47,6 +54,17 @@ def check_peer(uid: int) -> None:
             f"control socket: peer uid {uid} is not the home's owner (uid {os.geteuid()}); "
             "run memoryd as the user who owns the home"
         )
+
+
+def _refuse(conn: socket.socket, exc: PeerRefused) -> None:
+    """Answer the refusal, then read what the peer sent until it hangs up: closing with
+    unread input would reset the connection before the peer reads why."""
+    conn.sendall(orjson.dumps(archive_ops._error(exc)) + b"\n")
+    conn.shutdown(socket.SHUT_WR)
+    conn.settimeout(REFUSAL_DRAIN_SECONDS)
+    with contextlib.suppress(OSError):
+        while conn.recv(1 << 16):
+            pass
 
 
 class _ReadSide:
@@ -70,6 +88,23 @@ class _Store:
         return getattr(self._store, name)
 
 
+class Direct:
+    """One write handed to the retention worker by the supervisor's loop, bypassing the
+    queue (no claim, no authority write): the control thread waits for its answer."""
+
+    def __init__(self, op: str, args: dict) -> None:
+        self.payload = orjson.dumps({"op": op, "args": args})
+        self.answer: dict | None = None
+        self.done = threading.Event()
+
+    def finish(self, ok: bool, value: Any) -> None:
+        if ok:
+            self.answer = value
+        else:  # the worker failed it (the archive busy, the worker died): say so
+            self.answer = archive_ops._error(StoreBusy(f"the retention worker failed: {value}"))
+        self.done.set()
+
+
 class ControlServer:
     def __init__(self, home: Path, config: Config) -> None:
         self.home = Path(home)
@@ -79,6 +114,7 @@ class ControlServer:
         self._archive_lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._local = threading.local()
+        self.direct: queue.SimpleQueue[Direct] = queue.SimpleQueue()  # drained by the supervisor
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -122,7 +158,7 @@ class ControlServer:
             try:
                 check_peer(peer_uid(conn))
             except PeerRefused as exc:
-                conn.sendall(orjson.dumps(archive_ops._error(exc)) + b"\n")
+                _refuse(conn, exc)
                 return
             for line in lines:
                 conn.sendall(orjson.dumps(self.answer(line)) + b"\n")
@@ -173,6 +209,8 @@ class ControlServer:
         """Answer an archive op here, or ``NotImplemented`` to send it through the queue."""
         if op in DEFERRED_WRITES:
             return {"queued": self._enqueue(op, args)}
+        if op in DIRECT_WRITES:
+            return self._direct(op, args)
         if op not in SECONDARY_READS:
             return NotImplemented
         with self._archive_lock:  # one secondary, caught up then read
@@ -182,6 +220,16 @@ class ControlServer:
             store.catch_up()
             side = _ReadSide(self.home, self.config, store, self._enqueue)
             return archive_ops.unwrap(archive_ops.run_op(side, op, args))
+
+    def _direct(self, op: str, args: dict) -> Any:
+        item = Direct(op, args)
+        self.direct.put(item)
+        if not item.done.wait(DIRECT_WAIT_SECONDS):
+            raise StoreBusy(
+                f"the retention worker did not answer a {op} in {DIRECT_WAIT_SECONDS:g}s; "
+                "see `memoryd status`, then retry"
+            )
+        return archive_ops.unwrap(item.answer)
 
     def _open_secondary(self) -> ArchiveStore | None:
         if self._secondary is None:
