@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive
+.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-mcp
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -52,3 +52,6 @@ bench-retention: $(STAMP)
 
 bench-archive: $(STAMP)
 	$(BIN)/python ops/bench/bench_archive.py
+
+bench-mcp: $(STAMP)
+	$(BIN)/python ops/bench/bench_mcp.py

@@ -115,6 +115,8 @@ class ControlServer:
         self._sock: socket.socket | None = None
         self._local = threading.local()
         self.direct: queue.SimpleQueue[Direct] = queue.SimpleQueue()  # drained by the supervisor
+        # a byte per direct write wakes the supervisor's wait (it polls the read end)
+        self.wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -138,6 +140,9 @@ class ControlServer:
             self._sock.close()
             self._sock = None
         self.path.unlink(missing_ok=True)
+        for fd in (self.wake_read, self._wake_write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
         with self._archive_lock:
             if self._secondary is not None:
                 self._secondary.close()
@@ -224,6 +229,8 @@ class ControlServer:
     def _direct(self, op: str, args: dict) -> Any:
         item = Direct(op, args)
         self.direct.put(item)
+        with contextlib.suppress(BlockingIOError):  # full: the supervisor is awake already
+            os.write(self._wake_write, b"!")
         if not item.done.wait(DIRECT_WAIT_SECONDS):
             raise StoreBusy(
                 f"the retention worker did not answer a {op} in {DIRECT_WAIT_SECONDS:g}s; "

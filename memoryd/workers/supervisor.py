@@ -9,6 +9,7 @@ in :mod:`memoryd.workers.dispatch`, checkpoints in :mod:`memoryd.workers.walguar
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -263,8 +264,8 @@ class Supervisor:
         while True:
             self._maintain()
             self._schedule()
-            self._send_direct()
             self._collect(timeout=self._wait_timeout())
+            self._send_direct()  # at once: a heartbeat must not wait for a checkpoint
             claimed = self._turn()
             if self.wal.pinned:
                 self._maintain()  # before handing out more: this turn may have crossed the bound
@@ -305,7 +306,7 @@ class Supervisor:
 
     def _collect(self, timeout: float) -> None:
         """Gather finished batches; dead or timed-out workers are replaced by the pool."""
-        events = self.pool.poll(timeout)
+        events = self.pool.poll(timeout, wake=self.control.wake_read)
         self._finish_direct(events)
         self.dispatch.observe_many((job.kind, outcome.seconds) for job, outcome in events.finished)
         self.finished.extend(events.finished)
@@ -317,6 +318,8 @@ class Supervisor:
     def _send_direct(self) -> None:
         """Control-socket writes (lease heartbeats) go straight to the retention worker,
         claims paused or not: they never touch the authority. Negative ids mark them."""
+        with contextlib.suppress(BlockingIOError):
+            os.read(self.control.wake_read, 4096)
         while True:
             try:
                 item = self.control.direct.get_nowait()
