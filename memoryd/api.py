@@ -315,9 +315,9 @@ class Memoryd:
 
         if limit < 1:
             raise UsageError("--limit must be at least 1")
-        if routed := self._control("search", query=query, project=project, limit=limit):
+        name = self.default_project(project)  # here: "like the cwd" means the caller's
+        if routed := self._control("search", query=query, project=name, limit=limit):
             return routed
-        name = self.default_project(project)
         result = search(self.reader, name, query, limit)
         if result["status"] == "abstained":
             run = runs.unfinished_first_run(self.reader, project_id(self.reader, name))
@@ -357,9 +357,10 @@ class Memoryd:
 
         if limit < 1:
             raise UsageError("--limit must be at least 1")
-        if routed := self._control("recall", query=query, project=project, limit=limit):
+        name = self.default_project(project)
+        if routed := self._control("recall", query=query, project=name, limit=limit):
             return routed
-        return recall(self, query, self.default_project(project), limit=limit)
+        return recall(self, query, name, limit=limit)
 
     def default_project(self, project: str | None) -> str:
         """The named project; else the only one; else the one named like the cwd."""
