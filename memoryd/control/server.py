@@ -113,7 +113,7 @@ class ControlServer:
         self._secondary: ArchiveStore | None = None
         self._archive_lock = threading.Lock()
         self._sock: socket.socket | None = None
-        self._local = threading.local()
+        self._idle: queue.SimpleQueue = queue.SimpleQueue()  # API instances between requests
         self.direct: queue.SimpleQueue[Direct] = queue.SimpleQueue()  # drained by the supervisor
         # a byte per direct write wakes the supervisor's wait (it polls the read end)
         self.wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -143,6 +143,11 @@ class ControlServer:
         for fd in (self.wake_read, self._wake_write):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                break
         with self._archive_lock:
             if self._secondary is not None:
                 self._secondary.close()
@@ -183,7 +188,10 @@ class ControlServer:
             return archive_ops._error(MemorydError(f"control request {op!r} failed: {exc!r}"))
 
     def _handle(self, op: str, args: dict) -> Any:
-        md = self._api()
+        with self._api() as md:
+            return self._dispatch(md, op, args)
+
+    def _dispatch(self, md, op: str, args: dict) -> Any:
         if op == "status":
             return md.status()
         if op == "search":
@@ -194,19 +202,23 @@ class ControlServer:
             return md.archive(args["op"], args.get("args") or {})
         raise UsageError(f"unknown control request {op!r}; one of status, search, recall, archive")
 
+    @contextlib.contextmanager
     def _api(self):
-        """This connection thread's own API instance (its own authority connection),
-        embedded: it must never route back to this socket."""
-        md = getattr(self._local, "md", None)
-        if md is None:
+        """An API instance for one request, embedded (it must never route back to this
+        socket). Instances are reused: a warm authority connection keeps its caches."""
+        try:
+            md = self._idle.get_nowait()
+        except queue.Empty:
             from memoryd.api import Memoryd
 
             md = Memoryd(self.home)
             md.config = self.config
             md.via_control = False
             md.archive_reader = self.archive_read
-            self._local.md = md
-        return md
+        try:
+            yield md
+        finally:
+            self._idle.put(md)
 
     # -- the archive -------------------------------------------------------------------
 
@@ -251,4 +263,5 @@ class ControlServer:
     def _enqueue(self, op: str, args: dict) -> int | None:
         from memoryd.queue import JobSpec
 
-        return self._api().queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))
+        with self._api() as md:
+            return md.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))
