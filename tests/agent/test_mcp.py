@@ -153,3 +153,23 @@ def test_heartbeat_keeps_the_lease_and_a_killed_server_lets_it_lapse(project_hom
 
 def renewed_after(home: Path, client: str, first: str) -> str:
     return wait_for(lambda: lease_of(home, client)["expires_at"] > first, what="a renewal")
+
+
+def test_beside_a_supervisor_the_tools_go_through_its_control_socket(
+    project_home: Path, background
+) -> None:
+    sup = background("run", "--workers", "1", home=project_home)
+    wait_for(lambda: (project_home / "memoryd.sock").exists(), what="the control socket")
+
+    async def scenario() -> None:
+        async with connect(project_home) as s:
+            status = await call(s, "status")
+            assert status["supervisor"]["pid"] == sup.pid
+            recalled = await call(s, "recall", query="which retry backoff did we choose")
+            loc = recalled["items"][0]["locator"]
+            assert recalled["access_records"]["queued"]  # a job for the retention worker
+            leased = await call(s, "lease_acquire", locators=[loc])
+            assert (await call(s, "lease_renew"))["epoch"] == leased["epoch"]
+            assert (await call(s, "lease_release"))["released"] == 1
+
+    anyio.run(scenario)
