@@ -286,16 +286,16 @@ OPS: dict[str, Op] = {
 def run_op(owner: ArchiveOwner, op: str, args: dict) -> dict:
     """Run one operation; a user-facing error becomes an answer, not an exception."""
     if op not in OPS:
-        return _error(UsageError(f"unknown archive operation {op!r}"))
+        return error_answer(UsageError(f"unknown archive operation {op!r}"))
     try:
         return {"ok": True, "result": OPS[op](owner, args)}
     except ArchiveBusy:
         raise  # another process holds the archive: retry the job later
     except MemorydError as exc:
-        return _error(exc)
+        return error_answer(exc)
 
 
-def _error(exc: MemorydError) -> dict:
+def error_answer(exc: MemorydError) -> dict:
     return {
         "ok": False,
         "error": exc.code,

@@ -59,7 +59,7 @@ def check_peer(uid: int) -> None:
 def _refuse(conn: socket.socket, exc: PeerRefused) -> None:
     """Answer the refusal, then read what the peer sent until it hangs up: closing with
     unread input would reset the connection before the peer reads why."""
-    conn.sendall(orjson.dumps(archive_ops._error(exc)) + b"\n")
+    conn.sendall(orjson.dumps(archive_ops.error_answer(exc)) + b"\n")
     conn.shutdown(socket.SHUT_WR)
     conn.settimeout(REFUSAL_DRAIN_SECONDS)
     with contextlib.suppress(OSError):
@@ -101,7 +101,9 @@ class Direct:
         if ok:
             self.answer = value
         else:  # the worker failed it (the archive busy, the worker died): say so
-            self.answer = archive_ops._error(StoreBusy(f"the retention worker failed: {value}"))
+            self.answer = archive_ops.error_answer(
+                StoreBusy(f"the retention worker failed: {value}")
+            )
         self.done.set()
 
 
@@ -116,11 +118,13 @@ class ControlServer:
         self._idle: queue.SimpleQueue = queue.SimpleQueue()  # API instances between requests
         self.direct: queue.SimpleQueue[Direct] = queue.SimpleQueue()  # drained by the supervisor
         # a byte per direct write wakes the supervisor's wait (it polls the read end)
-        self.wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.wake_read: int | None = None
+        self._wake_write: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------
 
     def start(self) -> None:
+        self.wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.path.unlink(missing_ok=True)  # a dead supervisor's socket (we hold its lock)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)
@@ -141,8 +145,9 @@ class ControlServer:
             self._sock = None
         self.path.unlink(missing_ok=True)
         for fd in (self.wake_read, self._wake_write):
-            with contextlib.suppress(OSError):
+            if fd is not None:
                 os.close(fd)
+        self.wake_read = self._wake_write = None
         while True:
             try:
                 self._idle.get_nowait().close()
@@ -179,13 +184,13 @@ class ControlServer:
             req = orjson.loads(line)
             op, args = req["op"], req.get("args") or {}
         except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-            return archive_ops._error(UsageError(f"malformed control request: {exc!r}"))
+            return archive_ops.error_answer(UsageError(f"malformed control request: {exc!r}"))
         try:
             return {"ok": True, "result": self._handle(op, args)}
         except MemorydError as exc:
-            return archive_ops._error(exc)
+            return archive_ops.error_answer(exc)
         except Exception as exc:  # a bug must answer, not leave the client hanging
-            return archive_ops._error(MemorydError(f"control request {op!r} failed: {exc!r}"))
+            return archive_ops.error_answer(MemorydError(f"control request {op!r} failed: {exc!r}"))
 
     def _handle(self, op: str, args: dict) -> Any:
         with self._api() as md:

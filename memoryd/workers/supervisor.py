@@ -318,8 +318,9 @@ class Supervisor:
     def _send_direct(self) -> None:
         """Control-socket writes (lease heartbeats) go straight to the retention worker,
         claims paused or not: they never touch the authority. Negative ids mark them."""
-        with contextlib.suppress(BlockingIOError):
-            os.read(self.control.wake_read, 4096)
+        if self.control.wake_read is not None:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self.control.wake_read, 4096)
         while True:
             try:
                 item = self.control.direct.get_nowait()
