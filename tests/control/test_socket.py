@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import stat
 import statistics
@@ -128,3 +129,27 @@ def test_heartbeats_and_reads_answer_while_claims_are_paused(
     with capsys.disabled():
         print(f"\nwhile paused, over the socket: heartbeat p95 {beat:.1f} ms, "
               f"archive get + search p95 {p95:.1f} ms")  # fmt: skip
+
+
+def test_heartbeats_answer_again_after_the_retention_worker_is_killed(
+    home, tmp_path, background
+) -> None:
+    assert run_cli("init", home=home).code == 0
+    transcript = write_transcript(tmp_path / "chat.jsonl", time.time() - 3600)
+    added = run_cli("archive", "add", str(transcript), "--project", PROJECT, "--json", home=home)
+    locator = added.json()["locators"][0]
+    started(home, background)
+    lease = {"action": "acquire", "client": "agent-1", "project": PROJECT, "locators": [locator]}
+    ok(request(home, "archive", op="lease", args=lease))
+    worker = ok(request(home, "status"))["supervisor"]["retention_worker"]
+    os.kill(worker, signal.SIGKILL)
+    renew = {"action": "renew", "client": "agent-1"}
+
+    def renewed() -> bool:
+        answer = request(home, "archive", op="lease", args=renew)
+        # a heartbeat caught in the death answers a typed, retryable error, never hangs
+        assert answer["ok"] or answer["error"] == "STORE_BUSY", answer
+        return answer["ok"]
+
+    wait_for(renewed, what="a heartbeat through the respawned retention worker")
+    assert ok(request(home, "status"))["supervisor"]["retention_worker"] != worker
