@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory bench-devsets bench-scale
+.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory bench-devsets bench-scale bench-mcp
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -69,3 +69,6 @@ bench-devsets: $(STAMP)
 COPIES ?= 3
 bench-scale: $(STAMP)
 	$(BIN)/python ops/bench/bench_scale.py --copies $(COPIES)
+
+bench-mcp: $(STAMP)
+	$(BIN)/python ops/bench/bench_mcp.py

@@ -24,6 +24,7 @@ import apsw
 import orjson
 import psutil
 
+from memoryd import control
 from memoryd import projects as projects_mod
 from memoryd.archive import ops as archive_ops
 from memoryd.archive import spool
@@ -71,6 +72,7 @@ from memoryd.workers.contract import USER_KINDS
 from memoryd.workers.supervisor import Supervisor, running_supervisor
 
 ARCHIVE_READS = ("get", "search", "retention_status")  # never create a home
+CONTROL_ARCHIVE_OPS = ("get", "search", "access", "lease")  # answered by the control socket
 
 
 def _waiting(queue: dict[str, int]) -> int:
@@ -138,6 +140,9 @@ class Memoryd:
         self.home = Path(home).expanduser() if home else default_home()
         self.config = load_config(self.home, overrides, strict=strict)
         self._db: Authority | None = None
+        self.via_control = True  # reads go to a running supervisor's control socket
+        # the control server's own archive reads (a secondary instance); NotImplemented: queue
+        self.archive_reader: Callable[[str, dict], Any] | None = None
 
     # -- plumbing --------------------------------------------------------------
 
@@ -266,7 +271,16 @@ class Memoryd:
             state = {}
         return {**state, "pid": pid}
 
+    def _control(self, request: str, /, **args: Any) -> Any:
+        """The answer of a running supervisor's control socket, or None (run embedded)."""
+        if not self.via_control or running_supervisor(self.home) is None:
+            return None
+        answer = control.request(self.home, request, **args)
+        return None if answer is None else archive_ops.unwrap(answer)
+
     def status(self) -> dict:
+        if (routed := self._control("status")) is not None:
+            return routed
         db = self.reader
         sup = self.supervisor()
         counts = self.queue.counts()
@@ -324,7 +338,9 @@ class Memoryd:
 
         if limit < 1:
             raise UsageError("--limit must be at least 1")
-        name = self.default_project(project)
+        name = self.default_project(project)  # here: "like the cwd" means the caller's
+        if routed := self._control("search", query=query, project=name, limit=limit):
+            return routed
         result = search(self.reader, name, query, limit)
         if result["status"] == "abstained":
             run = runs.unfinished_first_run(self.reader, project_id(self.reader, name))
@@ -357,6 +373,17 @@ class Memoryd:
             return {"status": "ok", "items": items[:limit], "gap": None, "pending": pending}
         gap = "; ".join(gaps) or "no project has finished its first ingest"
         return {"status": "abstained", "items": [], "gap": gap, "pending": pending}
+
+    def recall(self, query: str, project: str | None = None, *, limit: int = 5) -> dict:
+        """Project memory plus recent archive evidence, gated; nothing when insufficient."""
+        from memoryd.recall import recall
+
+        if limit < 1:
+            raise UsageError("--limit must be at least 1")
+        name = self.default_project(project)
+        if routed := self._control("recall", query=query, project=name, limit=limit):
+            return routed
+        return recall(self, query, name, limit=limit)
 
     def default_project(self, project: str | None) -> str:
         """The named project; else the only one; else the one named like the cwd."""
@@ -407,6 +434,12 @@ class Memoryd:
         """
         if op in ARCHIVE_READS:
             self._require_home()
+        if self.archive_reader is not None:
+            answer = self.archive_reader(op, args)
+            if answer is not NotImplemented:
+                return answer
+        elif op in CONTROL_ARCHIVE_OPS and (routed := self._control("archive", op=op, args=args)):
+            return routed
         if running_supervisor(self.home) is None:
             self.ensure_home()
             with typed_disk_full(str(self.home)), ArchiveOwner(self.home, self.config) as owner:

@@ -419,6 +419,36 @@ def print_search(
             out.print(f"    {line}", highlight=False, markup=False)
 
 
+@command(main, "recall", "memoryd recall 'which retry backoff did we choose?' --project myrepo")
+@click.argument("query")
+@click.option("--project", help="Project to recall for (default: the only one).")
+@click.option("--limit", type=click.IntRange(1, 100), default=5, show_default=True)
+def recall_cmd(md: Memoryd, as_json: bool, query: str, project: str | None, limit: int) -> None:
+    """Recall project memory and recent archive evidence (within the recall horizons).
+
+    Injects nothing when the evidence is insufficient, and says so."""
+    result = md.recall(query, project, limit=limit)
+    if as_json:
+        emit_json(result)
+    else:
+        print_search(result, heading=_recall_heading)
+
+
+def _recall_heading(item: dict) -> str:
+    if item["source"] == "archive":
+        return _archive_hit_heading(item)
+    return _hit_heading(item)
+
+
+@command(main, "mcp", "memoryd mcp --project myrepo")
+@click.option("--project", help="Default project of the session's tools.")
+def mcp_cmd(md: Memoryd, as_json: bool, project: str | None) -> None:
+    """Serve the memory tools to an agent over MCP (stdio) until it disconnects."""
+    from memoryd.mcp_server import serve
+
+    serve(md, project)
+
+
 @command(main, "checkpoint-wal", "memoryd checkpoint-wal --json")
 def checkpoint_cmd(md: Memoryd, as_json: bool) -> None:
     """Checkpoint and truncate the authority's WAL now (the manual boundary)."""

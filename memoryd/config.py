@@ -34,6 +34,8 @@ SUPERVISOR_LOCK_FILE = "supervisor.lock"
 SUPERVISOR_STATE_FILE = "supervisor.json"
 # ids of the jobs whose results the supervisor is committing (poison-job evidence)
 SUPERVISOR_APPLYING_FILE = "supervisor.applying"
+CONTROL_SOCKET_FILE = "memoryd.sock"  # the supervisor's control socket (0600)
+CONTROL_SECONDARY_DIR = "control-secondary"  # its RocksDB secondary instance's info log
 
 
 # Chunking and compression of ingested text (format constants, not tunables:
@@ -191,6 +193,8 @@ SETTINGS: dict[str, Setting] = {
     ),
     "memory_keep_runs": _positive(1000, "consolidation runs kept in the run log"),
     "memory_keep_outcomes": _positive(10_000, "per-candidate outcomes kept in the run log"),
+    # agent faces (MCP server, control socket)
+    "mcp_heartbeat_seconds": _positive(60.0, "an MCP session renews its archive lease this often"),
 }
 
 

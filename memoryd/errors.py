@@ -192,3 +192,15 @@ class MalformedCandidate(UsageError):
 
 class NoSuchRecord(MemorydError):
     code = "NO_SUCH_RECORD"
+
+
+class MemoryUnavailable(MemorydError):
+    """A memory-records capability this build does not provide yet."""
+
+    code = "MEMORY_UNAVAILABLE"
+
+
+class PeerRefused(MemorydError):
+    """A control-socket peer running as another user."""
+
+    code = "PEER_REFUSED"

@@ -137,3 +137,28 @@ def test_the_worked_example_prints_what_the_readme_shows() -> None:
         [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=600
     )
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def mcp_tools() -> dict[str, str]:
+    """Every tool the MCP server registers, with its description."""
+    import asyncio
+
+    from memoryd.api import Memoryd
+    from memoryd.mcp_server import Session, build
+
+    server = build(Session(Memoryd(README.parent / "no-home"), None))
+    return {t.name: t.description or "" for t in asyncio.run(server.list_tools())}
+
+
+def mcp_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("## MCP\n")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+@pytest.mark.parametrize("tool", sorted(mcp_tools()))
+def test_every_mcp_tool_is_documented_with_an_example(tool: str) -> None:
+    description = mcp_tools()[tool]
+    assert "Example: {" in description, "the description ends with an example call"
+    rows = [r.split(" | ")[0] for r in mcp_section().splitlines() if r.startswith("| `")]
+    assert any(f"`{tool}`" in row for row in rows), f"README's MCP table names {tool}"

@@ -202,6 +202,23 @@ def _forget_targets(store: ArchiveStore, a: dict) -> list[str]:
     return docs
 
 
+def access(owner: ArchiveOwner, a: dict) -> dict:
+    """Coarse access records for versions a recall showed (one per document per bucket;
+    never extends a deadline)."""
+    bucket = int(owner.config.retention_access_bucket_seconds)
+    n = owner.store.record_access(a["locators"], now=_now(a), bucket_seconds=bucket)
+    return {"recorded": n}
+
+
+def retrieval_lease(owner: ArchiveOwner, a: dict) -> dict:
+    """A search's short lease on what it returned, when the search ran elsewhere (the
+    control socket reads a secondary instance)."""
+    taken = owner.store.take_retrieval_leases(
+        a["locators"], seconds=float(a["seconds"]), now=_now(a)
+    )
+    return {"leased": taken}
+
+
 def retention_run(owner: ArchiveOwner, a: dict) -> dict:
     """A maintenance tick, then orphaned spool files (by the wall clock, never ``now``).
 
@@ -261,22 +278,24 @@ OPS: dict[str, Op] = {
     "retention_run": retention_run,
     "retention_status": retention_status,
     "migrate": migrate,
+    "access": access,
+    "retrieval_lease": retrieval_lease,
 }
 
 
 def run_op(owner: ArchiveOwner, op: str, args: dict) -> dict:
     """Run one operation; a user-facing error becomes an answer, not an exception."""
     if op not in OPS:
-        return _error(UsageError(f"unknown archive operation {op!r}"))
+        return error_answer(UsageError(f"unknown archive operation {op!r}"))
     try:
         return {"ok": True, "result": OPS[op](owner, args)}
     except ArchiveBusy:
         raise  # another process holds the archive: retry the job later
     except MemorydError as exc:
-        return _error(exc)
+        return error_answer(exc)
 
 
-def _error(exc: MemorydError) -> dict:
+def error_answer(exc: MemorydError) -> dict:
     return {
         "ok": False,
         "error": exc.code,

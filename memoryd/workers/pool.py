@@ -230,11 +230,14 @@ class WorkerPool:
         except WorkerGone:
             slot.broken = True  # the next poll replaces it and fails its jobs
 
-    def poll(self, timeout: float) -> PoolEvents:
-        """Wait up to ``timeout`` for results, writable pipes or deaths; handle them."""
+    def poll(self, timeout: float, wake: int | None = None) -> PoolEvents:
+        """Wait up to ``timeout`` for results, writable pipes or deaths; handle them.
+        A readable ``wake`` descriptor (the control socket's) ends the wait early."""
         events = PoolEvents()
         self._enforce_timeouts()
         poller = select.poll()
+        if wake is not None:
+            poller.register(wake, _READ)
         by_fd: dict[int, WorkerSlot] = {}
         for slot in self.slots:
             by_fd[slot.sock.fileno()] = slot
@@ -243,7 +246,7 @@ class WorkerPool:
             poller.register(slot.process.sentinel, _READ)
         if any(slot.broken or slot.death is not None for slot in self.slots):
             timeout = 0.0  # a worker to replace: no wait
-        ready = {by_fd[fd] for fd, _ in poller.poll(max(0.0, timeout) * 1000)}
+        ready = {by_fd.get(fd) for fd, _ in poller.poll(max(0.0, timeout) * 1000)}
         for slot in list(self.slots):
             if slot in ready or slot.outbox or slot.broken or slot.death is not None:
                 self._service(slot, events)

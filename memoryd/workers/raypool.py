@@ -118,11 +118,13 @@ class RayWorkerPool:
         slot.refs.append(ref)
         slot.sent_at.append(time.monotonic())
 
-    def poll(self, timeout: float) -> PoolEvents:
-        """Finished and lost Ray batches, then the local retention worker's events."""
+    def poll(self, timeout: float, wake: int | None = None) -> PoolEvents:
+        """Finished and lost Ray batches, then the local retention worker's events (its
+        wait ends early on a readable ``wake``, as the local pool's does)."""
         events = self._poll_ray(0.0 if self.local.slots else timeout)
         if self.local.slots:
-            local = self.local.poll(0.0 if events.finished or events.lost else timeout)
+            wait = 0.0 if events.finished or events.lost else timeout
+            local = self.local.poll(wait, wake=wake)
             events.finished += local.finished
             events.lost += local.lost
             events.respawned += local.respawned

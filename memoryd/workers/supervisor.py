@@ -9,8 +9,10 @@ in :mod:`memoryd.workers.dispatch`, checkpoints in :mod:`memoryd.workers.walguar
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import queue
 import signal
 import sys
 import time
@@ -25,12 +27,14 @@ import orjson
 import psutil
 
 from memoryd import logs
+from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.config import (
     SUPERVISOR_APPLYING_FILE,
     SUPERVISOR_LOCK_FILE,
     SUPERVISOR_STATE_FILE,
     Config,
 )
+from memoryd.control.server import ControlServer, Direct
 from memoryd.errors import StoreBusy, SupervisorRunning
 from memoryd.locks import FileLock, lock_holder
 from memoryd.queue import ClaimedJob, JobQueue
@@ -39,7 +43,7 @@ from memoryd.storage import Authority, open_authority
 from memoryd.storage.maintenance import checkpoint_truncate
 from memoryd.workers.contract import ApplyContext
 from memoryd.workers.dispatch import Dispatch
-from memoryd.workers.pool import JOBS_POOL, RETENTION_POOL, WorkerPool
+from memoryd.workers.pool import JOBS_POOL, RETENTION_POOL, PoolEvents, WorkerPool
 from memoryd.workers.walguard import WalGuard
 from memoryd.workers.worker import Outcome
 
@@ -143,6 +147,9 @@ class Supervisor:
         self.pool = _pool(self.home, config, self.registry.modules, executor, ray_address)
         self.dispatch = Dispatch(config.dispatch_target_seconds, config.claim_batch_max)
         self.applying = ApplyingMark(self.home / SUPERVISOR_APPLYING_FILE, self.owner)
+        self.control = ControlServer(self.home, config)  # the control socket, a thread
+        self.directs: dict[int, Direct] = {}  # control writes in the retention worker
+        self.direct_seq = 0
         # claimed, not yet dispatched, per pool of workers
         self.buffers: dict[str, deque[ClaimedJob]] = {JOBS_POOL: deque(), RETENTION_POOL: deque()}
         self.retention_kinds: list[str] = []
@@ -186,6 +193,7 @@ class Supervisor:
             self.wal = WalGuard(self.db)
             self._reclaim_dead_supervisors()
             self._write_state()
+            self.control.start()
             self._log_start()
             self._loop()
         finally:
@@ -260,6 +268,7 @@ class Supervisor:
         os.replace(tmp, path)
 
     def _shutdown(self) -> None:
+        self.control.stop()
         held = self._held()
         for buffer in self.buffers.values():
             buffer.clear()
@@ -321,6 +330,7 @@ class Supervisor:
             self._maintain()
             self._schedule()
             self._collect(timeout=self._wait_timeout())
+            self._send_direct()  # at once: a heartbeat must not wait for a checkpoint
             claimed = self._turn()
             if self.wal.pinned:
                 self._maintain()  # before handing out more: this turn may have crossed the bound
@@ -361,13 +371,46 @@ class Supervisor:
 
     def _collect(self, timeout: float) -> None:
         """Gather finished batches; dead or timed-out workers are replaced by the pool."""
-        events = self.pool.poll(timeout)
+        events = self.pool.poll(timeout, wake=self.control.wake_read)
+        self._finish_direct(events)
         self.dispatch.observe_many((job.kind, outcome.seconds) for job, outcome in events.finished)
         self.finished.extend(events.finished)
         self.lost.extend(events.lost)
         if events.respawned:
             self.stats.respawned += events.respawned
             self._write_state()
+
+    def _send_direct(self) -> None:
+        """Control-socket writes (lease heartbeats) go straight to the retention worker,
+        claims paused or not: they never touch the authority. Negative ids mark them."""
+        if self.control.wake_read is not None:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self.control.wake_read, 4096)
+        while True:
+            try:
+                item = self.control.direct.get_nowait()
+            except queue.Empty:
+                return
+            if not self.pool.has(RETENTION_POOL):
+                self.pool.add(0, RETENTION_POOL)
+                self._write_state()
+            self.direct_seq -= 1
+            self.directs[self.direct_seq] = item
+            slot = next(s for s in self.pool.slots if s.pool == RETENTION_POOL)
+            job = ClaimedJob(self.direct_seq, ARCHIVE_OP, item.payload, "control", 1, None)
+            self.pool.send(slot, [job])
+
+    def _finish_direct(self, events: PoolEvents) -> None:
+        """Answer the control writes the pool finished or lost; keep them off the queue."""
+        for results, lose in ((events.finished, False), (events.lost, True)):
+            for pair in [p for p in results if p[0].id < 0]:
+                results.remove(pair)
+                job, outcome = pair
+                item = self.directs.pop(job.id)
+                if lose:
+                    item.finish(False, outcome)
+                else:
+                    item.finish(outcome.ok, outcome.value)
 
     def _claim_size(self, pool: str) -> int:
         if self.stopping or self.wal.pause_reason:
@@ -507,7 +550,8 @@ class Supervisor:
         self._add_tally(tally)
 
     def _held(self) -> list[ClaimedJob]:
-        return [j for b in self.buffers.values() for j in b] + self.pool.held()
+        held = [j for b in self.buffers.values() for j in b] + self.pool.held()
+        return [j for j in held if j.id > 0]  # control writes are no queue rows
 
     def _apply_outcomes(self, tx: apsw.Connection, finished: list, tally: RunStats) -> None:
         by_kind: dict[str, list[tuple[ClaimedJob, Any]]] = defaultdict(list)

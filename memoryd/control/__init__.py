@@ -1,0 +1,7 @@
+"""The supervisor's control socket (``memoryd.sock``): requests that must not wait
+behind the job queue — status, search, recall, archive reads — answered by a
+thread of the supervisor, archive reads through a RocksDB secondary instance."""
+
+from memoryd.control.client import request, socket_path
+
+__all__ = ["request", "socket_path"]

@@ -1,0 +1,272 @@
+"""The control socket's server: a thread of the supervisor, one thread per connection.
+
+Requests never touch the job queue's claims, so they answer while claims are
+paused for WAL pressure. Archive reads (``get``, ``search``) use a RocksDB
+secondary instance (catching up before each read); the writes a read implies
+(a search's retrieval lease, recall's access records) are enqueued as archive
+jobs for the retention worker, not waited for. Lease heartbeats skip the queue:
+the supervisor's loop hands them straight to the retention worker (see
+:class:`Direct`). Only the owning uid may talk: the socket is 0600 and each
+peer's credentials are checked (``SO_PEERCRED``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import socket
+import struct
+import threading
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from memoryd.archive import ops as archive_ops
+from memoryd.archive.jobs import ARCHIVE_OP
+from memoryd.config import CONTROL_SECONDARY_DIR, Config
+from memoryd.control.client import socket_path
+from memoryd.errors import MemorydError, PeerRefused, StoreBusy, UsageError
+from memoryd.storage.archive import ArchiveStore
+
+_UCRED = struct.Struct("3i")  # pid, uid, gid
+#: Ops that read the archive on the secondary; the rest still go through the queue.
+SECONDARY_READS = ("get", "search")
+#: Writes a read implies: enqueued for the retention worker, not waited for.
+DEFERRED_WRITES = ("access", "retrieval_lease")
+#: Writes that must not wait behind the queue: handed to the retention worker directly.
+DIRECT_WRITES = ("lease",)
+DIRECT_WAIT_SECONDS = 30.0
+REFUSAL_DRAIN_SECONDS = 2.0
+
+
+def peer_uid(conn: socket.socket) -> int:
+    """The uid of the process at the other end of a Unix socket (``SO_PEERCRED``)."""
+    raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+    return _UCRED.unpack(raw)[1]
+
+
+def check_peer(uid: int) -> None:
+    """Refuse a peer running as another user (the socket mode is the first wall)."""
+    if uid != os.geteuid():
+        raise PeerRefused(
+            f"control socket: peer uid {uid} is not the home's owner (uid {os.geteuid()}); "
+            "run memoryd as the user who owns the home"
+        )
+
+
+def _refuse(conn: socket.socket, exc: PeerRefused) -> None:
+    """Answer the refusal, then read what the peer sent until it hangs up: closing with
+    unread input would reset the connection before the peer reads why."""
+    conn.sendall(orjson.dumps(archive_ops.error_answer(exc)) + b"\n")
+    conn.shutdown(socket.SHUT_WR)
+    conn.settimeout(REFUSAL_DRAIN_SECONDS)
+    with contextlib.suppress(OSError):
+        while conn.recv(1 << 16):
+            pass
+
+
+class _ReadSide:
+    """The archive as a secondary sees it, shaped like an :class:`ArchiveOwner` for the
+    read ops; a retrieval lease is enqueued for the retention worker."""
+
+    def __init__(self, home: Path, config: Config, store: ArchiveStore, enqueue) -> None:
+        self.home, self.config, self.path, self.store = home, config, store.path, _Store(store)
+        self.store.take_retrieval_leases = lambda locators, *, seconds, now: enqueue(
+            "retrieval_lease", {"locators": list(locators), "seconds": seconds, "now": now}
+        )
+
+
+class _Store:
+    """The secondary store, with its one write replaced per instance."""
+
+    def __init__(self, store: ArchiveStore) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+class Direct:
+    """One write handed to the retention worker by the supervisor's loop, bypassing the
+    queue (no claim, no authority write): the control thread waits for its answer."""
+
+    def __init__(self, op: str, args: dict) -> None:
+        self.payload = orjson.dumps({"op": op, "args": args})
+        self.answer: dict | None = None
+        self.done = threading.Event()
+
+    def finish(self, ok: bool, value: Any) -> None:
+        if ok:
+            self.answer = value
+        else:  # the worker failed it (the archive busy, the worker died): say so
+            self.answer = archive_ops.error_answer(
+                StoreBusy(f"the retention worker failed: {value}")
+            )
+        self.done.set()
+
+
+class ControlServer:
+    def __init__(self, home: Path, config: Config) -> None:
+        self.home = Path(home)
+        self.config = config
+        self.path = socket_path(self.home)
+        self._secondary: ArchiveStore | None = None
+        self._archive_lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._idle: queue.SimpleQueue = queue.SimpleQueue()  # API instances between requests
+        self.direct: queue.SimpleQueue[Direct] = queue.SimpleQueue()  # drained by the supervisor
+        # a byte per direct write wakes the supervisor's wait (it polls the read end)
+        self.wake_read: int | None = None
+        self._wake_write: int | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> None:
+        self.wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.path.unlink(missing_ok=True)  # a dead supervisor's socket (we hold its lock)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(str(self.path))
+        finally:
+            os.umask(old)
+        os.chmod(self.path, 0o600)
+        sock.listen(64)
+        self._sock = sock
+        threading.Thread(target=self._accept, name="control-accept", daemon=True).start()
+
+    def stop(self) -> None:
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+            self._sock.close()
+            self._sock = None
+        self.path.unlink(missing_ok=True)
+        for fd in (self.wake_read, self._wake_write):
+            if fd is not None:
+                os.close(fd)
+        self.wake_read = self._wake_write = None
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                break
+        with self._archive_lock:
+            if self._secondary is not None:
+                self._secondary.close()
+                self._secondary = None
+
+    def _accept(self) -> None:
+        while self._sock is not None:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return  # closed by stop()
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    # -- one connection ------------------------------------------------------------
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as lines:
+            try:
+                check_peer(peer_uid(conn))
+            except PeerRefused as exc:
+                _refuse(conn, exc)
+                return
+            for line in lines:
+                conn.sendall(orjson.dumps(self.answer(line)) + b"\n")
+
+    def answer(self, line: bytes) -> dict:
+        """One request's answer; a typed error is an answer too."""
+        try:
+            req = orjson.loads(line)
+            op, args = req["op"], req.get("args") or {}
+        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            return archive_ops.error_answer(UsageError(f"malformed control request: {exc!r}"))
+        try:
+            return {"ok": True, "result": self._handle(op, args)}
+        except MemorydError as exc:
+            return archive_ops.error_answer(exc)
+        except Exception as exc:  # a bug must answer, not leave the client hanging
+            return archive_ops.error_answer(MemorydError(f"control request {op!r} failed: {exc!r}"))
+
+    def _handle(self, op: str, args: dict) -> Any:
+        with self._api() as md:
+            return self._dispatch(md, op, args)
+
+    def _dispatch(self, md, op: str, args: dict) -> Any:
+        if op == "status":
+            return md.status()
+        if op == "search":
+            return md.search(args["query"], args.get("project"), limit=int(args.get("limit", 10)))
+        if op == "recall":
+            return md.recall(args["query"], args.get("project"), limit=int(args.get("limit", 5)))
+        if op == "archive":
+            return md.archive(args["op"], args.get("args") or {})
+        raise UsageError(f"unknown control request {op!r}; one of status, search, recall, archive")
+
+    @contextlib.contextmanager
+    def _api(self):
+        """An API instance for one request, embedded (it must never route back to this
+        socket). Instances are reused: a warm authority connection keeps its caches."""
+        try:
+            md = self._idle.get_nowait()
+        except queue.Empty:
+            from memoryd.api import Memoryd
+
+            md = Memoryd(self.home)
+            md.config = self.config
+            md.via_control = False
+            md.archive_reader = self.archive_read
+        try:
+            yield md
+        finally:
+            self._idle.put(md)
+
+    # -- the archive -------------------------------------------------------------------
+
+    def archive_read(self, op: str, args: dict) -> Any:
+        """Answer an archive op here, or ``NotImplemented`` to send it through the queue."""
+        if op in DEFERRED_WRITES:
+            return {"queued": self._enqueue(op, args)}
+        if op in DIRECT_WRITES:
+            return self._direct(op, args)
+        if op not in SECONDARY_READS:
+            return NotImplemented
+        with self._archive_lock:  # one secondary, caught up then read
+            store = self._open_secondary()
+            if store is None:
+                return NotImplemented  # no archive yet: the owner answers as it would
+            store.catch_up()
+            side = _ReadSide(self.home, self.config, store, self._enqueue)
+            return archive_ops.unwrap(archive_ops.run_op(side, op, args))
+
+    def _direct(self, op: str, args: dict) -> Any:
+        item = Direct(op, args)
+        self.direct.put(item)
+        with contextlib.suppress(BlockingIOError):  # full: the supervisor is awake already
+            os.write(self._wake_write, b"!")
+        if not item.done.wait(DIRECT_WAIT_SECONDS):
+            raise StoreBusy(
+                f"the retention worker did not answer a {op} in {DIRECT_WAIT_SECONDS:g}s; "
+                "see `memoryd status`, then retry"
+            )
+        return archive_ops.unwrap(item.answer)
+
+    def _open_secondary(self) -> ArchiveStore | None:
+        if self._secondary is None:
+            archive = self.home / "archive"
+            if not (archive / "CURRENT").exists():
+                return None
+            self._secondary = ArchiveStore.open_secondary(
+                archive, self.home / CONTROL_SECONDARY_DIR
+            )
+        return self._secondary
+
+    def _enqueue(self, op: str, args: dict) -> int | None:
+        from memoryd.queue import JobSpec
+
+        with self._api() as md:
+            return md.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))

@@ -1,0 +1,193 @@
+"""Recall through MCP against recall in-process, and lease heartbeats over the control
+socket (issue 11).
+
+Corpus: the running interpreter's standard library ingested as project
+``stdlib`` (``memoryd ingest ROOT --wait``), plus one archived conversation per
+query module (its docstring's first line said by the user, a short assistant
+reply), so recall searches both project memory and the archive. Queries: the
+modules' first docstring lines (``bench_longmemeval.docstring_queries``).
+
+Measured, each after one warm-up pass:
+
+* ``recall`` in-process: ``Memoryd.recall`` (embedded: no supervisor);
+* ``recall`` through MCP: ``memoryd mcp --project stdlib`` as a subprocess,
+  driven by the MCP SDK's stdio client (``call_tool``), embedded;
+* ``recall`` from this process over the control socket of a running supervisor
+  (the in-process baseline of the next row);
+* the same through MCP while a supervisor runs (the MCP server then asks the
+  supervisor's control socket);
+* a lease heartbeat (``archive lease renew``) over the control socket.
+
+    .venv/bin/python ops/bench/bench_mcp.py [--queries N] [--beats N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import orjson
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_longmemeval import docstring_queries  # noqa: E402
+
+from memoryd.api import Memoryd  # noqa: E402
+from memoryd.control import request, socket_path  # noqa: E402
+
+PROJECT = "stdlib"
+MEMORYD = [sys.executable, "-m", "memoryd.cli"]
+
+
+def env(home: Path) -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    return {**e, "MEMORYD_HOME": str(home), "PYTHONPATH": str(ROOT)}
+
+
+def cli(home: Path, *args: str) -> None:
+    subprocess.run([*MEMORYD, *args], env=env(home), check=True, capture_output=True)
+
+
+def prepare(home: Path, queries: list[str]) -> None:
+    stdlib = sysconfig.get_paths()["stdlib"]
+    cli(home, "ingest", stdlib, "--project", PROJECT, "--wait", "--workers", "2")
+    created = time.time() - 86400
+    for i, text in enumerate(queries):
+        path = home.parent / f"session{i}.jsonl"
+        lines = [
+            {"role": "user", "content": f"Where is this handled: {text}", "timestamp": created},
+            {"role": "assistant", "content": "In the module whose docstring says so."},
+        ]
+        path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+        cli(home, "archive", "add", str(path), "--project", PROJECT, "--session", f"s{i}")
+
+
+def ms(seconds: list[float]) -> dict[str, float]:
+    q = statistics.quantiles(seconds, n=20)
+    return {"p50_ms": round(statistics.median(seconds) * 1000, 2), "p95_ms": round(q[-1] * 1000, 2)}
+
+
+def in_process(home: Path, queries: list[str]) -> dict:
+    md = Memoryd(home)
+    for q in queries:
+        md.recall(q, PROJECT)
+    seconds = []
+    for q in queries:
+        t0 = time.perf_counter()
+        md.recall(q, PROJECT)
+        seconds.append(time.perf_counter() - t0)
+    md.close()
+    return ms(seconds)
+
+
+def over_socket(home: Path, queries: list[str]) -> dict:
+    """Recall from this process through the supervisor's control socket (no MCP)."""
+    timed = []
+    for measure in (False, True):
+        for q in queries:
+            t0 = time.perf_counter()
+            answer = request(home, "recall", query=q, project=PROJECT, limit=5)
+            if measure:
+                timed.append(time.perf_counter() - t0)
+            assert answer["ok"], answer
+    return ms(timed)
+
+
+def through_mcp(home: Path, queries: list[str]) -> dict:
+    async def run() -> list[float]:
+        params = StdioServerParameters(
+            command=MEMORYD[0], args=[*MEMORYD[1:], "mcp", "--project", PROJECT], env=env(home)
+        )
+        with open(os.devnull, "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                for q in queries:
+                    await session.call_tool("recall", {"query": q})
+                seconds = []
+                for q in queries:
+                    t0 = time.perf_counter()
+                    result = await session.call_tool("recall", {"query": q})
+                    seconds.append(time.perf_counter() - t0)
+                    assert not result.is_error, result.content[0].text
+                return seconds
+
+    return ms(anyio.run(run))
+
+
+def heartbeats(home: Path, beats: int, query: str) -> dict:
+    found = request(home, "archive", op="search", args={"project": PROJECT, "query": query})
+    locator = found["result"]["items"][0]["locator"]
+    lease = {"action": "acquire", "client": "bench", "project": PROJECT, "locators": [locator]}
+    assert request(home, "archive", op="lease", args=lease)["ok"]
+    seconds = []
+    for _ in range(beats):
+        t0 = time.perf_counter()
+        answer = request(home, "archive", op="lease", args={"action": "renew", "client": "bench"})
+        seconds.append(time.perf_counter() - t0)
+        assert answer["ok"], answer
+    return ms(seconds)
+
+
+def with_supervisor(home: Path, fn, *args):
+    sup = subprocess.Popen([*MEMORYD, "run", "--workers", "1"], env=env(home),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        while not socket_path(home).exists():
+            time.sleep(0.05)
+        return fn(*args)
+    finally:
+        sup.terminate()
+        sup.wait(timeout=60)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--beats", type=int, default=200)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    queries = docstring_queries(sorted(stdlib.glob("*.py")), args.queries)
+    with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
+        home = Path(tmp) / "home"
+        prepare(home, queries)
+        report = {"queries": len(queries), "recall_in_process": in_process(home, queries)}
+        report["recall_mcp_embedded"] = through_mcp(home, queries)
+        report["recall_socket"] = with_supervisor(home, over_socket, home, queries)
+        report["recall_mcp_supervisor"] = with_supervisor(home, through_mcp, home, queries)
+        report["heartbeat_socket"] = with_supervisor(home, heartbeats, home, args.beats, queries[0])
+    base = report["recall_in_process"]["p95_ms"]
+    report["ratio_p95_mcp_embedded"] = round(report["recall_mcp_embedded"]["p95_ms"] / base, 2)
+    sock = report["recall_socket"]["p95_ms"]
+    report["ratio_p95_mcp_supervisor"] = round(report["recall_mcp_supervisor"]["p95_ms"] / sock, 2)
+    print(json.dumps(report, indent=2) if args.json else _text(report))
+
+
+def _text(r: dict) -> str:
+    rows = [f"{r['queries']} recall queries on the stdlib project"]
+    for key in ("recall_in_process", "recall_mcp_embedded", "recall_socket",
+                "recall_mcp_supervisor", "heartbeat_socket"):  # fmt: skip
+        rows.append(f"{key:24} p50 {r[key]['p50_ms']:7.2f} ms   p95 {r[key]['p95_ms']:7.2f} ms")
+    rows.append(f"p95 ratio through MCP: embedded, to in-process {r['ratio_p95_mcp_embedded']}x; "
+                f"with a supervisor, to the socket {r['ratio_p95_mcp_supervisor']}x")  # fmt: skip
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""The control socket: private, peer-checked, and answering while claims are paused."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import statistics
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from memoryd.control import request, socket_path
+from memoryd.control.server import check_peer, peer_uid
+from memoryd.errors import PeerRefused
+from tests.agent.conftest import PROJECT, write_transcript
+from tests.conftest import query, run_cli, wait_for, wal_reader
+
+pytestmark = pytest.mark.slow
+# any WAL a pinned reader keeps pauses claims at once
+PAUSE_AT_ONCE = {
+    "MEMORYD_WAL_PAUSE_BYTES": "1",
+    "MEMORYD_WAL_CHECKPOINT_BYTES": "1",
+    "MEMORYD_MAINTENANCE_PERIOD_SECONDS": "0.1",
+}
+
+
+def ok(answer: dict | None) -> dict:
+    assert answer is not None and answer["ok"], answer
+    return answer["result"]
+
+
+def started(home: Path, background, env: dict | None = None):
+    sup = background("run", "--workers", "1", env=env or {})
+    wait_for(lambda: socket_path(home).exists(), what="the control socket")
+    return sup
+
+
+def test_the_socket_is_private_and_refuses_another_uid(home, background) -> None:
+    assert run_cli("init", home=home).code == 0
+    started(home, background)
+    assert stat.S_IMODE(socket_path(home).stat().st_mode) == 0o600
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert ok(request(home, "status"))["supervisor"]["pid"]
+    a, b = socket.socketpair(socket.AF_UNIX)
+    with a, b:
+        assert peer_uid(a) == os.geteuid()
+    check_peer(os.geteuid())
+    with pytest.raises(PeerRefused, match="not the home's owner"):
+        check_peer(os.geteuid() + 1)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+def test_a_peer_with_another_uid_is_refused(home, background) -> None:
+    """The socket's mode is the first wall; opened up, the peer check still refuses."""
+    assert run_cli("init", home=home).code == 0
+    started(home, background)
+    # a hard link outside the private home, opened to everyone, reaches the same socket
+    link = Path(f"/tmp/memoryd-peer-test-{os.getpid()}.sock")
+    os.link(socket_path(home), link)
+    link.chmod(0o666)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: become nobody, then ask
+        try:
+            os.close(read)
+            os.setgid(65534)
+            os.setuid(65534)
+            with socket.socket(socket.AF_UNIX) as conn:
+                conn.connect(str(link))
+                conn.sendall(b'{"op": "status"}\n')
+                os.write(write, b"".join(iter(lambda: conn.recv(65536), b"")))
+        except BaseException as exc:  # the parent shows it
+            os.write(write, repr(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        raw = os.read(read, 65536)
+    finally:
+        os.waitpid(pid, 0)
+        link.unlink()
+    assert raw.startswith(b"{"), raw
+    answer = orjson.loads(raw)
+    assert answer["ok"] is False and answer["error"] == "PEER_REFUSED"
+
+
+def test_heartbeats_and_reads_answer_while_claims_are_paused(
+    home, tmp_path, background, capsys
+) -> None:
+    assert run_cli("init", home=home).code == 0
+    transcript = write_transcript(tmp_path / "chat.jsonl", time.time() - 3600)
+    added = run_cli("archive", "add", str(transcript), "--project", PROJECT, "--json", home=home)
+    locator = added.json()["locators"][0]
+    with wal_reader(home):
+        assert run_cli("jobs", "add", "noop", "--count", "50", home=home).code == 0
+        started(home, background, PAUSE_AT_ONCE)
+        wait_for(lambda: ok(request(home, "status"))["claims_paused"], what="claims to pause")
+        lease = {
+            "action": "acquire",
+            "client": "agent-1",
+            "project": PROJECT,
+            "locators": [locator],
+        }
+        assert ok(request(home, "archive", op="lease", args=lease))["locators"] == [locator]
+        seconds, beats = [], []
+        for _ in range(50):
+            t0 = time.perf_counter()
+            renew = {"action": "renew", "client": "agent-1"}
+            assert ok(request(home, "archive", op="lease", args=renew))["client"] == "agent-1"
+            beats.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            got = ok(request(home, "archive", op="get", args={"locator": locator}))
+            ask = {"project": PROJECT, "query": "retry backoff", "limit": 3}
+            found = ok(request(home, "archive", op="search", args=ask))
+            seconds.append(time.perf_counter() - t0)
+            assert got["status"] == "live" and "jitter" in got["content"]
+            assert [item["locator"] for item in found["items"]] == [locator]
+        # the noop jobs stayed queued: these answers did not wait for a claim
+        assert ok(request(home, "status"))["claims_paused"]
+        assert query(home, "SELECT count(*) FROM jobs WHERE kind = 'noop' AND state = 'done'") == [
+            (0,)
+        ]
+    p95 = statistics.quantiles(seconds, n=20)[-1] * 1000
+    beat = statistics.quantiles(beats, n=20)[-1] * 1000
+    with capsys.disabled():
+        print(f"\nwhile paused, over the socket: heartbeat p95 {beat:.1f} ms, "
+              f"archive get + search p95 {p95:.1f} ms")  # fmt: skip
+
+
+def test_heartbeats_answer_again_after_the_retention_worker_is_killed(
+    home, tmp_path, background
+) -> None:
+    assert run_cli("init", home=home).code == 0
+    transcript = write_transcript(tmp_path / "chat.jsonl", time.time() - 3600)
+    added = run_cli("archive", "add", str(transcript), "--project", PROJECT, "--json", home=home)
+    locator = added.json()["locators"][0]
+    started(home, background)
+    lease = {"action": "acquire", "client": "agent-1", "project": PROJECT, "locators": [locator]}
+    ok(request(home, "archive", op="lease", args=lease))
+    worker = ok(request(home, "status"))["supervisor"]["retention_worker"]
+    os.kill(worker, signal.SIGKILL)
+    renew = {"action": "renew", "client": "agent-1"}
+
+    def renewed() -> bool:
+        answer = request(home, "archive", op="lease", args=renew)
+        # a heartbeat caught in the death answers a typed, retryable error, never hangs
+        assert answer["ok"] or answer["error"] == "STORE_BUSY", answer
+        return answer["ok"]
+
+    wait_for(renewed, what="a heartbeat through the respawned retention worker")
+    assert ok(request(home, "status"))["supervisor"]["retention_worker"] != worker
