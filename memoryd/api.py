@@ -61,6 +61,7 @@ from memoryd.errors import (
 from memoryd.home import DIR_MODE, make_private, private_umask
 from memoryd.ingest import runner as ingest_runner
 from memoryd.memory import service as memory_service
+from memoryd.memory.recall import admitted_records
 from memoryd.queue import STATES, JobQueue, JobSpec
 from memoryd.registry import Registry, default_registry
 from memoryd.storage import Authority, open_authority, runs
@@ -341,7 +342,11 @@ class Memoryd:
         name = self.default_project(project)  # here: "like the cwd" means the caller's
         if routed := self._control("search", query=query, project=name, limit=limit):
             return routed
-        result = search(self.reader, name, query, limit)
+        result = with_records(
+            search(self.reader, name, query, limit),
+            admitted_records(self.reader, name, query, limit),
+            limit,
+        )
         if result["status"] == "abstained":
             run = runs.unfinished_first_run(self.reader, project_id(self.reader, name))
             if run is not None:
@@ -692,3 +697,13 @@ def _record_view(rec: dict) -> dict:
     out = {k: iso_time(v) if k in RECORD_TIMES else v for k, v in rec.items()}
     out.pop("project_id", None)
     return out
+
+
+def with_records(result: dict, records: list[dict], limit: int) -> dict:
+    """Project search's answer with the memory records that passed the gate's coverage
+    rule first (curated, few), then the code and text items, ``limit`` in all. Records
+    alone answer a question the files cannot."""
+    if not records:
+        return result
+    items = (records + result["items"])[:limit]
+    return {**result, "status": "ok", "items": items, "gap": None}

@@ -401,6 +401,8 @@ def search_cmd(
 
 def _hit_heading(item: dict) -> str:
     where = f"[magenta]{item['project']}[/] " if "project" in item else ""
+    if item.get("source") == "memory":
+        return f"{where}[bold green]memory {item['id']}[/] ({item['kind']}, {item['status']})"
     return (
         f"{where}[bold cyan]{item['path']}[/]:{item['start_line']}-{item['end_line']}"
         f"  [dim]score {item['score']:.3f}[/]"

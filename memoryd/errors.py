@@ -194,12 +194,6 @@ class NoSuchRecord(MemorydError):
     code = "NO_SUCH_RECORD"
 
 
-class MemoryUnavailable(MemorydError):
-    """A memory-records capability this build does not provide yet."""
-
-    code = "MEMORY_UNAVAILABLE"
-
-
 class PeerRefused(MemorydError):
     """A control-socket peer running as another user."""
 

@@ -19,12 +19,13 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
+import orjson
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from memoryd.api import Memoryd
-from memoryd.errors import MemorydError, MemoryUnavailable
+from memoryd.errors import MemorydError
 from memoryd.recall import recall as recall_fn
 
 Query = Annotated[str, Field(description="What to look for, in plain words.")]
@@ -90,11 +91,12 @@ def description(name: str) -> str:
 
 
 def remember_candidates(md: Memoryd, project: str, candidates: list[dict]) -> dict:
-    """Adapter to the memory records API (issue 9): wired by the integrator."""
-    raise MemoryUnavailable(
-        "memory records are not available in this build (remember is not wired yet); "
-        "archive the transcript with archive_add instead"
-    )
+    """Stage candidates for consolidation (one JSON line each, as `memoryd memory add`):
+    what was staged, the candidate ids, and the dropped ones with their line and reason.
+    Nothing valid: MALFORMED_CANDIDATE, a tool error."""
+    data = b"\n".join(orjson.dumps(c) for c in candidates)
+    answer = md.memory_add(data, project)
+    return {k: answer[k] for k in ("project", "staged", "candidates", "dropped")}
 
 
 class Session:

@@ -30,3 +30,26 @@ def find_records(
     found.sort(key=lambda r: (-r["score"], r["id"]))
     keys = ("id", "kind", "status", "text", "score")
     return [{"source": "memory", **{k: r[k] for k in keys}} for r in found[:limit]]
+
+
+MIN_COVERAGE = 0.5  # the gate's half coverage: a record must hold half the asked terms
+
+
+def admitted_records(db: Any, project: str, query: str, limit: int) -> list[dict]:
+    """Records that pass the project gate's coverage rule for ``query``: at least half
+    of its content stems (and two of them when it has two or more) in the record's text
+    or triggers. Items carry ``"source": "memory"`` and the record's text as excerpt."""
+    from memoryd.search.terms import STOPWORDS, stem, words
+
+    asked = [w for w in dict.fromkeys(words(query)) if w not in STOPWORDS]
+    wanted = {stem(w) for w in asked}
+    if not wanted:
+        return []
+    need = max(min(2, len(wanted)), MIN_COVERAGE * len(wanted))
+    items = []
+    for record in find_records(db, project, asked, limit * 4):
+        triggers = (records.get_record(db.conn, record["id"]) or {}).get("triggers") or []
+        held = {stem(w) for w in words(" ".join([record["text"], *triggers]))}
+        if len(wanted & held) >= need:
+            items.append({**record, "excerpt": record["text"]})
+    return items[:limit]

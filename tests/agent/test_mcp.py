@@ -112,8 +112,12 @@ def test_every_tool_over_stdio(project_home: Path) -> None:
             assert ": BAD_LOCATOR" in bad
             foreign = await fails(s, "lease_acquire", locators=[loc], project="elsewhere")
             assert ": LEASE_REJECTED" in foreign and "foreign_project" in foreign
-            later = await fails(s, "remember", candidates=[{"text": "We use apsw."}])
-            assert ": MEMORY_UNAVAILABLE" in later
+            bad_candidate = await fails(s, "remember", candidates=[{"text": "We use apsw."}])
+            assert ": MALFORMED_CANDIDATE" in bad_candidate  # no kind: dropped, nothing staged
+            good = {"kind": "fact", "text": "The retry backoff doubles up to a minute."}
+            staged = await call(s, "remember", candidates=[good, {"kind": "fact"}])
+            assert staged["staged"] == 1 and len(staged["candidates"]) == 1
+            assert staged["dropped"][0]["line"] == 2
 
     anyio.run(scenario)
 
