@@ -50,7 +50,7 @@ def _project_part(md: Memoryd, query: str, project: str, limit: int) -> dict:
         result = md.search(query, project, limit=limit)
     except (UnknownProject, IngestPending) as exc:
         return {"status": "abstained", "items": [], "gap": f"project memory: {exc}"}
-    items = [{**item, "source": "project"} for item in result["items"]]
+    items = [{"source": "project", **item} for item in result["items"]]  # records: "memory"
     return {**result, "items": items}
 
 

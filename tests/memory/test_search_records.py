@@ -28,6 +28,9 @@ def test_a_record_answers_search_and_an_unrelated_question_still_abstains(
     human = cli("search", "when is the staging database rebuilt", "--project", "app").stdout
     assert f"memory {item['id']} (fact, active)" in human
 
+    recalled = cli("recall", "when is the staging database rebuilt", "--project", "app", "--json")
+    assert [i["source"] for i in recalled.json()["items"]] == ["memory"]
+
     # one shared word is not half of the question: the gate still abstains
     res = cli("search", "which staging kubernetes namespace hosts billing", "--project", "app")
     assert res.code == 0 and res.stdout.startswith("abstained")
