@@ -57,7 +57,9 @@ def _project_part(md: Memoryd, query: str, project: str, limit: int) -> dict:
 def _archive_part(md: Memoryd, query: str, project: str, limit: int, now: float) -> dict:
     try:
         result = md.archive("search", {"project": project, "query": query, "limit": limit})
-    except UnknownProject:
+    except MemorydError as exc:  # through a job or the socket it arrives as its code
+        if getattr(exc, "code", None) != UnknownProject.code:
+            raise
         return {"status": "abstained", "items": [], "gap": f"no archive for project {project!r}"}
     if result["status"] != "ok":
         return result
