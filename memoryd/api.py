@@ -508,7 +508,9 @@ class Memoryd:
         ]
 
     def rename_project(self, old: str, new: str) -> dict:
-        return projects_mod.rename(self.db, old, new)
+        renamed = projects_mod.rename(self.db, old, new)
+        projects_mod.move_memory_dirs(self.home, old, new)
+        return renamed
 
     def remove_project(self, name: str, *, wait: bool = False) -> dict:
         """Queue the bounded removal of a project; with ``wait``, see it through.
@@ -517,6 +519,7 @@ class Memoryd:
         also runs whatever else is queued).
         """
         started = projects_mod.remove(self.db, name)
+        projects_mod.drop_memory_dirs(self.home, name)
         if not wait:
             return {**started, "removed": False}
         drained = False

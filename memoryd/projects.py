@@ -12,6 +12,8 @@ every step.
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import apsw
@@ -124,6 +126,18 @@ def _delete_some(tx: apsw.Connection, table: str, where: str, args: tuple, limit
     )
 
 
+# A project's memory records and their bookkeeping (record ids and run ids lead there).
+_RECORDS = "record_id IN (SELECT id FROM memory_records WHERE project_id = ?)"
+_RUNS = "run_id IN (SELECT id FROM memory_runs WHERE project_id = ?)"
+MEMORY_ROWS = (
+    ("memory_history", _RECORDS),
+    ("memory_outcomes", _RUNS),
+    ("memory_records", "project_id = ?"),  # its FTS rows go with it (triggers)
+    ("memory_candidates", "project_id = ?"),
+    ("memory_runs", "project_id = ?"),
+)
+
+
 def remove_step(tx: apsw.Connection, pid: int, limit: int) -> bool:
     """Delete at most ``limit`` rows of project ``pid``; True once nothing is left."""
     chunk_ids = [  # through files: (project_id, path) and chunks (file_id) are indexed
@@ -143,6 +157,7 @@ def remove_step(tx: apsw.Connection, pid: int, limit: int) -> bool:
         ("files", "project_id = ?", pid),
         ("ingest_runs", "project_id = ?", pid),
         ("history", "project = ?", str(pid)),
+        *((table, where, pid) for table, where in MEMORY_ROWS),
     ):
         if _delete_some(tx, table, where, (key,), limit):
             return False
@@ -173,3 +188,25 @@ KINDS = [
         doc="delete a bounded slice of a removed project, queue the rest",
     )
 ]
+
+
+def memory_dirs(home: Path, name: str) -> list[Path]:
+    """The project's memory files on disk: staging, dead letters, the markdown mirror."""
+    from memoryd.memory.mirror import mirror_dir
+    from memoryd.memory.staging import deadletter_dir, staging_dir
+
+    return [f(home, name) for f in (staging_dir, deadletter_dir, mirror_dir)]
+
+
+def move_memory_dirs(home: Path, old: str, new: str) -> None:
+    """After a rename commits: the files follow the name (they are found by it)."""
+    for src, dst in zip(memory_dirs(home, old), memory_dirs(home, new), strict=True):
+        if src.exists():
+            src.rename(dst)
+
+
+def drop_memory_dirs(home: Path, name: str) -> None:
+    """After a removal is queued: the project's staged, dead-lettered and mirrored
+    memory goes with it (nothing is pending: removal refuses a busy project)."""
+    for folder in memory_dirs(home, name):
+        shutil.rmtree(folder, ignore_errors=True)

@@ -179,3 +179,23 @@ def test_search_all_names_each_hits_project(cli, home: Path, tmp_path: Path) -> 
     res = cli("search", "function alpha_3_7 returns", "--all", "--json")
     assert {h["project"] for h in res.json()["items"]} == {"alpha"}
     assert cli("search", "zeppelin", "--all", "--project", "alpha").code == 2
+
+
+@pytest.mark.slow
+def test_memory_follows_a_rename_and_goes_with_a_removal(cli, home: Path, tmp_path: Path) -> None:
+    ingest(cli, make_tree(tmp_path / "src", "otter"), "alpha")
+    facts = tmp_path / "facts.jsonl"
+    facts.write_text('{"kind": "fact", "text": "Backups of the otter cache run hourly"}\n')
+    assert cli("memory", "add", str(facts), "--project", "alpha", "--wait").code == 0
+    assert (home / "memory" / "alpha").is_dir()
+
+    assert cli("projects", "rename", "alpha", "beta").code == 0
+    assert not (home / "memory" / "alpha").exists() and (home / "memory" / "beta").is_dir()
+    assert len(cli("memory", "list", "--project", "beta", "--json").json()) == 1
+
+    assert cli("projects", "remove", "beta", "--wait").code == 0
+    assert not (home / "memory" / "beta").exists()
+    for table in ("memory_records", "memory_history", "memory_candidates", "memory_runs"):
+        assert query(home, f"SELECT count(*) FROM {table}")[0][0] == 0, table
+    assert query(home, "SELECT count(*) FROM memory_fts")[0][0] == 0
+    verify_equal(cli)
