@@ -24,6 +24,7 @@ ingested with ``Memoryd.ingest`` and then, in the same process:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -101,6 +102,39 @@ def _chunk_hash(md: Memoryd, item: dict) -> bytes:
     )[0][0]
 
 
+class TreeSampler:
+    """Peak RSS of this process and all its descendants, and the largest WAL, sampled
+    every 50 ms from a thread while the ingest runs (issue 14's bounds)."""
+
+    def __init__(self, home: Path) -> None:
+        import threading
+
+        self.wal = home / "authority.db-wal"
+        self.peak_rss = self.max_wal = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        while not self._stop.wait(0.05):
+            rss = 0
+            for proc in [me, *me.children(recursive=True)]:
+                try:
+                    rss += proc.memory_info().rss
+                except psutil.Error:
+                    continue
+            self.peak_rss = max(self.peak_rss, rss)
+            with contextlib.suppress(FileNotFoundError):  # before the home exists
+                self.max_wal = max(self.max_wal, self.wal.stat().st_size)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--copies", type=int, default=3, help="copies of the stdlib (default 3)")
@@ -111,9 +145,11 @@ def main(argv=None) -> int:
         size = build_tree(tree, args.copies)
         md = Memoryd(Path(tmp) / "home")
         md.init()
+        sampler = TreeSampler(Path(tmp) / "home")
         t0 = time.perf_counter()
         md.ingest(tree, PROJECT, wait=True)
         ingest_s = time.perf_counter() - t0
+        sampler.stop()
         first_ms, _ = _timed(md, ANSWERABLE[0])
         cold = sorted(_timed(md, q)[0] for q in ANSWERABLE[1:])  # first sight of each
         lat, dup_answers = [], 0
@@ -132,6 +168,9 @@ def main(argv=None) -> int:
         "source_bytes": size,
         "chunks": chunks,
         "ingest_seconds": round(ingest_s, 1),
+        "ingest_mb_per_s": round(size / 1e6 / ingest_s, 1),
+        "peak_rss_process_tree_mib": round(sampler.peak_rss / 2**20, 1),
+        "largest_wal_mib": round(sampler.max_wal / 2**20, 1),
         "first_query_ms": round(first_ms, 1),
         "first_pass_p50_ms": round(statistics.median(cold), 2),
         "first_pass_max_ms": round(cold[-1], 2),
