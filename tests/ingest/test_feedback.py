@@ -78,6 +78,13 @@ def _repo(tmp_path: Path, files: int = 3) -> Path:
     return repo
 
 
+def _terminal_sigint() -> None:
+    """A terminal's job starts with Ctrl-C at its default; a process started with SIGINT
+    ignored (as this test run may have been, by whatever started it) keeps ignoring it,
+    and Python then installs no KeyboardInterrupt at all."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_ingest_wait(home: Path, repo: Path) -> tuple[int, str]:
     """Run `ingest --wait` as a terminal's foreground job, Ctrl-C it once a worker sits
     in the project's sleep job, and return its exit code and stderr (collapsed)."""
@@ -88,6 +95,7 @@ def _interrupt_ingest_wait(home: Path, repo: Path) -> tuple[int, str]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=_terminal_sigint,
     )
     try:
         workers = wait_for(lambda: worker_pids(home), what="a supervisor's worker")
