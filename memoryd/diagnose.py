@@ -85,15 +85,19 @@ class PeakSampler:
             self.peak = self.last
 
 
-def checkout_bytes(checkout: Path) -> int:
-    """Bytes of every regular file under ``checkout``, skipped ones included."""
-    total = 0
-    for dirpath, _, files in os.walk(checkout):
-        for name in files:
+def describe_checkout(checkout: Path) -> tuple[int, str]:
+    """Bytes of every regular file under ``checkout`` (skipped ones included), and a
+    hash of their paths and sizes that names the tree without its text: one walk."""
+    total, h = 0, hashlib.sha256()
+    for dirpath, dirs, files in os.walk(checkout):
+        dirs.sort()
+        for name in sorted(files):
             path = Path(dirpath) / name
             if path.is_file() and not path.is_symlink():
-                total += path.stat().st_size
-    return total
+                size = path.stat().st_size
+                total += size
+                h.update(f"{path.relative_to(checkout)}\0{size}\n".encode())
+    return total, h.hexdigest()[:16]
 
 
 # -- oracles ---------------------------------------------------------------------
@@ -269,11 +273,12 @@ def diagnose(
     files, src = md.reader.query("SELECT count(*), coalesce(sum(size), 0) FROM files")[0]
     md.close()
 
+    tree_bytes, tree_hash = describe_checkout(checkout)
     report = {
         "checkout": str(checkout),
-        "checkout_sha256": _tree_hash(checkout),
+        "checkout_sha256": tree_hash,
         "workspace": str(workspace),
-        "checkout_bytes": checkout_bytes(checkout),
+        "checkout_bytes": tree_bytes,
         "source_bytes": src,  # what was ingested: the ratios' denominator
         "files": files,
         "ingest_seconds": round(seconds, 3),
@@ -297,18 +302,6 @@ def diagnose(
     if baseline:
         report["baseline"] = run_baseline(baseline, checkout, workspace, oracles)
     return report
-
-
-def _tree_hash(checkout: Path) -> str:
-    """A hash of the checkout's paths and sizes: names the tree without its text."""
-    h = hashlib.sha256()
-    for dirpath, dirs, files in sorted(os.walk(checkout)):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(dirpath) / name
-            if path.is_file():
-                h.update(f"{path.relative_to(checkout)}\0{path.stat().st_size}\n".encode())
-    return h.hexdigest()[:16]
 
 
 def run_baseline(command: str, checkout: Path, workspace: Path, oracles: Any) -> dict:
