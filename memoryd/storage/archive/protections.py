@@ -107,7 +107,7 @@ class ProtectionsMixin(StoreCore):
         return out
 
     def is_pinned(self, doc_id: str) -> bool:
-        return (keys.pin(doc_id).encode()) in self._db
+        return self._is_pinned(doc_id.encode())
 
     # ---- leases
 
