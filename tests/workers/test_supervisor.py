@@ -73,7 +73,8 @@ def test_long_jobs_run_side_by_side_on_every_worker(cli, home: Path, background)
 def test_sigkill_of_a_worker_mid_job_redoes_the_job_once_and_respawns(
     cli, home: Path, background
 ) -> None:
-    res = cli("jobs", "add", "sleep", "--count", "2", "--payload", '{"seconds": 3}')
+    # Long enough that a loaded machine still finds a worker inside a job (3 s was not).
+    res = cli("jobs", "add", "sleep", "--count", "2", "--payload", '{"seconds": 10}')
     assert res.code == 0, res.stderr
     sup = background("run", "--workers", "2", "--json", env=FAST_RETRY)
     before = sup.wait_running(workers=2)
