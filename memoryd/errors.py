@@ -198,3 +198,16 @@ class PeerRefused(MemorydError):
     """A control-socket peer running as another user."""
 
     code = "PEER_REFUSED"
+
+
+class EncoderUnavailable(MemorydError):
+    """The configured ``encoder`` cannot be loaded or did not answer (issue 15)."""
+
+    code = "ENCODER_UNAVAILABLE"
+
+
+class EncoderChanged(MemorydError):
+    """Stored vectors were made by another encoder than the configured one: mixing
+    them would compare unrelated spaces, so ingest and search refuse until a rebuild."""
+
+    code = "ENCODER_CHANGED"
