@@ -23,8 +23,7 @@ import numpy as np
 
 from memoryd.errors import EncoderChanged
 from memoryd.search.dense import Encoder, load_encoder, pack, unpack
-from memoryd.storage.corpus import FileRows, file_text
-from memoryd.storage.corpus import _query
+from memoryd.storage.corpus import FileRows, _query, file_text
 
 HASHING = "hashing"  # the default encoder keeps no stored vectors
 ENCODE_TEXTS = 512  # chunk texts encoded in one call (bounded memory)
