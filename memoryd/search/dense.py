@@ -353,8 +353,6 @@ def load_encoder(spec: str) -> Encoder:
 # 256 dimensions. Similarity of codes is the share of agreeing signs mapped to
 # [-1, 1] (1 - 2 * hamming / dim), the scale the gate's floor is calibrated on.
 
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
-
 
 def pack(vectors: np.ndarray) -> bytes:
     """The sign codes of ``vectors`` (rows), concatenated."""
@@ -367,8 +365,12 @@ def unpack(blob: bytes, dim: int) -> np.ndarray:
 
 
 def code_similarity(query: np.ndarray, codes: np.ndarray, dim: int) -> np.ndarray:
-    """Sign agreement of one query code (``dim // 8`` bytes) with each row of codes."""
-    hamming = _POPCOUNT[np.bitwise_xor(codes, query)].sum(axis=1, dtype=np.int32)
+    """Sign agreement of one query code (``dim // 8`` bytes) with each row of codes:
+    XOR and population count over 64-bit words (bytes when a code is not a whole
+    number of words)."""
+    word = np.uint64 if codes.shape[1] % 8 == 0 else np.uint8
+    diff = np.bitwise_xor(np.ascontiguousarray(codes).view(word), query.copy().view(word))
+    hamming = np.bitwise_count(diff).sum(axis=1, dtype=np.int32)
     return 1.0 - 2.0 * hamming / dim
 
 

@@ -46,8 +46,9 @@ def route(
     tuning: gate_mod.Tuning, make,
 ) -> gate_mod.Tuning:  # fmt: skip
     """Score ``cands`` by stored codes and put a short query's near chunks first in
-    them (made with ``make(rowid, rank, matched)``). Returns the tuning whose dense
-    floor is the configured similarity (unchanged when the route is off)."""
+    them (made with ``make(rowid, rank, matched)``). The plan, and the returned
+    tuning (for a re-plan), get the configured similarity as their dense floor;
+    both are unchanged when the route is off."""
     config = getattr(db, "config", None)
     if config is None or str(config.encoder) == vectors.HASHING:
         return tuning
@@ -76,4 +77,5 @@ def route(
                 c.cosine = float(sims[i])
                 added.append(c)
         cands[:0] = added  # first: the gate's rescue looks at the head of the pool
+    p.tuning = replace(p.tuning, dense_floor=floor)  # the gate judges this plan with it
     return replace(tuning, dense_floor=floor)
