@@ -189,8 +189,8 @@ _FOLD = _fold_table()
 _GROUP = 128  # texts summed in one array operation
 _MAX_WORDS = 200_000  # words kept in the word table (then it starts afresh)
 _TEXT_WORDS = 4096  # distinct words of one text that count (a chunk has far fewer)
-_TOKEN_STEPS = 255  # a token embedding's largest component, in whole steps
-_WORD_STEPS = 2047  # a word vector's components are clipped to this: |sum| < 2**24 (exact)
+_STEPS = 127  # a word vector's components, in whole steps of one scale (int8)
+WORDLLAMA = "wordllama:l2_supercat:256"  # the name of the wheel's model as memoryd uses it
 
 
 def text_words(text: str) -> list[bytes]:
@@ -219,10 +219,10 @@ class WordLlamaEncoder:
     sum of its tokens' embeddings, tokenized once per word and kept), L2-normalized:
     the model's average pooling with each distinct word counted once (the model's
     embedding norms already weigh frequent words down). Tokenizing every chunk would
-    cost about 1 MB/s; this runs within the ingest budget. Embeddings are kept in
-    whole steps (at most 255 per component, word sums clipped to 2047), so a text's
-    sum is of integers, exact in float32 whatever the order or batching: a rebuild
-    reproduces the stored codes bit for bit.
+    cost about 1 MB/s. Word vectors are kept as int8 in steps of one scale (a token's
+    largest component is 127 steps; longer words are clipped there), so a text's sum
+    is an exact integer sum whatever the order or batching: a rebuild reproduces the
+    stored codes bit for bit, and the gather moves a quarter of float32's bytes.
     """
 
     def __init__(self) -> None:
@@ -237,36 +237,45 @@ class WordLlamaEncoder:
             ) from e
         self._tokenizer = model.tokenizer
         self._tokenizer.no_padding()
-        emb = np.asarray(model.embedding, dtype=np.float64)
-        self._embedding = np.round(emb * (_TOKEN_STEPS / np.abs(emb).max()))
+        emb = np.asarray(model.embedding, dtype=np.float32)
+        scaled = emb * np.float32(_STEPS / np.abs(emb).max())
+        self._embedding = np.vstack([scaled, np.zeros((1, emb.shape[1]), np.float32)])
         self.dim = int(emb.shape[1])
-        self.name = f"wordllama:l2_supercat:{self.dim}"
+        self.name = WORDLLAMA
         self._lock = threading.Lock()
         self._reset()
 
     def _reset(self) -> None:
         self._rows: dict[bytes, int] = {}  # row 0 of the table: zeros (padding)
-        self._table = np.zeros((4096, self.dim), dtype=np.float32)
+        self._table = np.zeros((4096, self.dim), dtype=np.int8)
 
     def _add(self, new: list[bytes]) -> None:
         """Word vectors of ``new`` words (one tokenizer call for all of them)."""
         first = len(self._rows) + 1
         need = first + len(new)
         if need > len(self._table):
-            grown = np.zeros((max(need, 2 * len(self._table)), self.dim), dtype=np.float32)
+            grown = np.zeros((max(need, 2 * len(self._table)), self.dim), dtype=np.int8)
             grown[:first] = self._table[:first]
             self._table = grown
         texts = [w.decode("utf-8", "replace") for w in new]
-        last = len(self._embedding) - 1
-        for i, enc in enumerate(self._tokenizer.encode_batch(texts, add_special_tokens=False)):
-            vec = self._embedding[np.clip(np.asarray(enc.ids, dtype=np.intp), 0, last)].sum(0)
-            self._table[first + i] = np.clip(vec, -_WORD_STEPS, _WORD_STEPS)
+        ids = [enc.ids for enc in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
+        zero = len(self._embedding) - 1  # the padding row (all zeros)
+        by_length = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for g in range(0, len(ids), _GROUP * 8):
+            part = by_length[g : g + _GROUP * 8]
+            pad = np.full((len(part), max(1, len(ids[part[-1]]))), zero, dtype=np.intp)
+            for j, i in enumerate(part):
+                pad[j, : len(ids[i])] = ids[i]
+            np.clip(pad, 0, zero, out=pad)
+            sums = self._embedding[pad].sum(axis=1)  # in token order: the same in any group
+            self._table[[first + i for i in part]] = np.clip(np.round(sums), -_STEPS, _STEPS)
         self._rows.update(zip(new, range(first, need), strict=True))
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """One L2-normalized float32 row per text (a text without words: zeros)."""
         words = [text_words(t) for t in texts]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(words[i]))  # little padding
         with self._lock:
             new = [w for w in dict.fromkeys(chain.from_iterable(words)) if w not in self._rows]
             if new:
@@ -275,7 +284,8 @@ class WordLlamaEncoder:
                     new = list(dict.fromkeys(chain.from_iterable(words)))
                 self._add(new)
             for g in range(0, len(texts), _GROUP):
-                out[g : g + _GROUP] = self._sum(words[g : g + _GROUP])
+                part = order[g : g + _GROUP]
+                out[part] = self._sum([words[i] for i in part])
         norms = np.linalg.norm(out, axis=1)
         norms[norms == 0] = 1.0
         return out / norms[:, None]
@@ -288,7 +298,7 @@ class WordLlamaEncoder:
         row = self._rows.__getitem__
         for i, ws in enumerate(part):
             idx[i, : len(ws)] = list(map(row, ws))
-        return self._table[idx].sum(axis=1)
+        return self._table[idx].sum(axis=1, dtype=np.int32)
 
 
 class CommandEncoder:
@@ -332,6 +342,18 @@ class CommandEncoder:
         norms = np.linalg.norm(out, axis=1)
         norms[norms == 0] = 1.0
         return out / norms[:, None]
+
+
+def encoder_name(spec: str) -> str:
+    """The name vectors of the encoder a config ``encoder`` value names are stored
+    under, without loading it."""
+    if spec.startswith("command:"):
+        return f"command:{spec[len('command:') :].strip()}"
+    if spec in ("wordllama", "hashing"):
+        return WORDLLAMA if spec == "wordllama" else "hashing"
+    raise EncoderUnavailable(
+        f"unknown encoder {spec!r}: use 'wordllama', 'hashing' or 'command:<program and args>'"
+    )
 
 
 @lru_cache(maxsize=8)

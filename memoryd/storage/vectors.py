@@ -16,13 +16,13 @@ writing or searching with another one raises :class:`EncoderChanged` until
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import apsw
 import numpy as np
 
 from memoryd.errors import EncoderChanged
-from memoryd.search.dense import Encoder, load_encoder, pack, unpack
+from memoryd.search.dense import Encoder, encoder_name, load_encoder, pack, unpack
 from memoryd.storage.corpus import FileRows, _query, file_text
 
 HASHING = "hashing"  # the default encoder keeps no stored vectors
@@ -47,8 +47,7 @@ def check(db, config) -> None:
     stored = stored_encoder(db)
     if stored is None:
         return
-    spec = str(config.encoder)
-    name = HASHING if spec == HASHING else load_encoder(spec).name
+    name = encoder_name(str(config.encoder))
     if name != stored:
         raise EncoderChanged(
             f"the stored chunk vectors were made by encoder {stored!r} but the configured"
@@ -57,19 +56,19 @@ def check(db, config) -> None:
         )
 
 
-def encode_files(config, files: Sequence[FileRows]) -> list[tuple[str, bytes]] | None:
-    """Worker half: each file's path and the codes of its chunks (None: no encoder)."""
+def encode_files(config, files: Sequence[FileRows]) -> dict | None:
+    """Worker half: the encoder's name and dimension, and each file's path with the
+    codes of its chunks (None: no encoder)."""
     enc = configured(config)
     if enc is None:
         return None
-    texts = [c.text for f in files for c in f.chunks]
-    codes = _codes(enc, texts)
+    codes = _codes(enc, [c.text for f in files for c in f.chunks])
     out, at = [], 0
     for f in files:
         n = len(f.chunks) * (enc.dim // 8)
         out.append((f.path, codes[at : at + n]))
         at += n
-    return out
+    return {"encoder": enc.name, "dim": enc.dim, "files": out}
 
 
 def _codes(enc: Encoder, texts: Sequence[str]) -> bytes:
@@ -91,16 +90,16 @@ def _claim(tx: apsw.Connection, enc_name: str, dim: int) -> None:
         )
 
 
-def put(tx: apsw.Connection, pid: int, config, files: Iterable[tuple[str, bytes]] | None) -> int:
-    """Supervisor half, in the batch's commit after its files: store each file's codes.
-    Returns rows written."""
+def put(tx: apsw.Connection, pid: int, config, encoded: dict | None) -> int:
+    """Supervisor half, in the batch's commit after its files: store each file's codes
+    (never loading a model here). Returns rows written."""
     check(tx, config)  # also when nothing is encoded: files without codes would mix
-    enc = configured(config)
-    if files is None or enc is None:
+    if encoded is None:
         return 0
-    _claim(tx, enc.name, enc.dim)
+    _claim(tx, encoded["encoder"], encoded["dim"])
+    check(tx, config)  # the worker's encoder is the configured one
     rows = []
-    for path, codes in files:
+    for path, codes in encoded["files"]:
         row = tx.execute(
             "SELECT id FROM files WHERE project_id = ? AND path = ? AND live = 1", (pid, path)
         ).fetchone()
