@@ -2,10 +2,16 @@
 
 An :class:`Encoder` turns texts into fixed-length vectors; the engine only
 takes cosines between a query vector and candidate vectors. Any object with
-``dim`` and ``encode(texts) -> list[Sequence[float]]`` plugs in (a real
-sentence-embedding model, for instance); nothing is downloaded by default.
+``dim``, ``name`` and ``encode(texts) -> list[Sequence[float]]`` plugs in;
+nothing is ever downloaded. The config setting ``encoder`` picks one
+(:func:`load_encoder`): ``hashing`` (below, the default: in memory, nothing
+stored), ``wordllama`` (:class:`WordLlamaEncoder`, the model inside the
+wordllama wheel) or ``command:...`` (:class:`CommandEncoder`, a user's own
+model behind JSON lines). The last two store each chunk's vector at ingest as
+a sign code (:func:`pack`, 1 bit a dimension; :mod:`memoryd.storage.vectors`)
+that :mod:`memoryd.search.semantic` searches by brute force.
 
-:class:`HashingEncoder`, the default, is a feature-hashing bag of words: each
+:class:`HashingEncoder` is a feature-hashing bag of words: each
 indexed stem (same tokenizer as FTS5, stopwords removed) and each character
 trigram of it is hashed (CRC-32, stable across processes and machines) into
 ``dim`` signed buckets with sublinear term frequency, and the vector is
