@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory bench-devsets bench-scale bench-mcp
+.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory bench-devsets bench-scale bench-mcp bench-semantic
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -72,3 +72,6 @@ bench-scale: $(STAMP)
 
 bench-mcp: $(STAMP)
 	$(BIN)/python ops/bench/bench_mcp.py
+
+bench-semantic: $(STAMP)  # the semantic route against none: quality, costs, brute-force limit
+	$(BIN)/python ops/bench/bench_semantic.py

@@ -64,7 +64,7 @@ from memoryd.memory import service as memory_service
 from memoryd.memory.recall import admitted_records
 from memoryd.queue import STATES, JobQueue, JobSpec
 from memoryd.registry import Registry, default_registry
-from memoryd.storage import Authority, open_authority, runs
+from memoryd.storage import Authority, open_authority, runs, vectors
 from memoryd.storage import rebuild as rebuild_mod
 from memoryd.storage.corpus import project_id, project_stats
 from memoryd.storage.effects import effect_counts
@@ -315,6 +315,7 @@ class Memoryd:
         """Enqueue an ingest of the repository at ``path``; with ``wait``, see it through.
         Hidden files and common secret files are skipped unless included explicitly."""
         root = ingest_runner.resolve_root(path)
+        vectors.check(self.db, self.config)  # an encoder change needs a rebuild first
         options = ingest_runner.scan_options(
             excludes, include_hidden=include_hidden, include_secrets=include_secrets
         )

@@ -195,6 +195,20 @@ SETTINGS: dict[str, Setting] = {
     "memory_keep_outcomes": _positive(10_000, "per-candidate outcomes kept in the run log"),
     # agent faces (MCP server, control socket)
     "mcp_heartbeat_seconds": _positive(60.0, "an MCP session renews its archive lease this often"),
+    # semantic route (issue 15)
+    "encoder": Setting(
+        "hashing",
+        "dense route encoder: wordllama (in-wheel model; chunk vectors stored at ingest),"
+        " hashing (in-memory re-ranker, nothing stored) or command:PROGRAM ARGS (JSON lines);"
+        " a change needs `memoryd rebuild`",
+    ),
+    "dense_rescue_similarity": Setting(
+        0.5,
+        "stored-vector similarity (sign agreement, -1..1) from which a query of at most"
+        " two focus terms may be answered without its words (calibrated for wordllama)",
+        -1,
+        1,
+    ),
 }
 
 

@@ -292,3 +292,16 @@ class RetentionBlocked(ArchiveError):
 
 class MigrationError(ArchiveError):
     code = "MIGRATION_ERROR"
+
+
+class EncoderUnavailable(MemorydError):
+    """The configured ``encoder`` cannot be loaded or did not answer (issue 15)."""
+
+    code = "ENCODER_UNAVAILABLE"
+
+
+class EncoderChanged(MemorydError):
+    """Stored vectors were made by another encoder than the configured one: mixing
+    them would compare unrelated spaces, so ingest and search refuse until a rebuild."""
+
+    code = "ENCODER_CHANGED"

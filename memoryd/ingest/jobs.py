@@ -23,7 +23,7 @@ from memoryd.ingest.chunking import prepare_file, train_dictionary
 from memoryd.ingest.progress import ScanProgress
 from memoryd.ingest.scan import Eligible, read_file, scan
 from memoryd.queue import ClaimedJob, JobSpec
-from memoryd.storage import runs
+from memoryd.storage import runs, vectors
 from memoryd.storage.corpus import (
     UnknownProject,
     dict_data,
@@ -171,13 +171,15 @@ def _run_batch(ctx: WorkContext, p: dict) -> dict:
         nbytes += size
         if raw is not None:
             prepared.append(prepare_file(p["project"], rel, raw, dictionary=dictionary))
-    return {"files": prepared, "count": len(p["files"]), "bytes": nbytes, "skipped": skipped}
+    return {"files": prepared, "count": len(p["files"]), "bytes": nbytes, "skipped": skipped,
+            "vectors": vectors.encode_files(ctx.config, prepared)}  # fmt: skip
 
 
 def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     for job, out in done:
         p = job.data
         put_files(actx.tx, p["project_id"], out["files"], job.id)
+        vectors.put(actx.tx, p["project_id"], actx.config, out.get("vectors"))
         runs.record_batch(
             actx.tx,
             p["run"],

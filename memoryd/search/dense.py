@@ -1,11 +1,17 @@
-"""The optional dense route: a pluggable encoder and a deterministic offline default.
+"""The dense route: pluggable encoders, the in-wheel semantic model, compact codes.
 
 An :class:`Encoder` turns texts into fixed-length vectors; the engine only
 takes cosines between a query vector and candidate vectors. Any object with
-``dim`` and ``encode(texts) -> list[Sequence[float]]`` plugs in (a real
-sentence-embedding model, for instance); nothing is downloaded by default.
+``dim``, ``name`` and ``encode(texts) -> list[Sequence[float]]`` plugs in;
+nothing is ever downloaded. The config setting ``encoder`` picks one
+(:func:`load_encoder`): ``hashing`` (below, the default: in memory, nothing
+stored), ``wordllama`` (:class:`WordLlamaEncoder`, the model inside the
+wordllama wheel) or ``command:...`` (:class:`CommandEncoder`, a user's own
+model behind JSON lines). The last two store each chunk's vector at ingest as
+a sign code (:func:`pack`, 1 bit a dimension; :mod:`memoryd.storage.vectors`)
+that :mod:`memoryd.search.semantic` searches by brute force.
 
-:class:`HashingEncoder`, the default, is a feature-hashing bag of words: each
+:class:`HashingEncoder` is a feature-hashing bag of words: each
 indexed stem (same tokenizer as FTS5, stopwords removed) and each character
 trigram of it is hashed (CRC-32, stable across processes and machines) into
 ``dim`` signed buckets with sublinear term frequency, and the vector is
@@ -18,19 +24,28 @@ queries of at most two normalized terms).
 
 from __future__ import annotations
 
+import json
+import shlex
+import subprocess
+import threading
 import zlib
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
+from itertools import chain
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from memoryd.errors import EncoderUnavailable
 from memoryd.search.terms import STOPWORDS, stems
 
 
 @runtime_checkable
 class Encoder(Protocol):
     dim: int
+    name: str  # what made a stored vector: vectors of two names are never compared
 
     def encode(self, texts: Sequence[str]) -> list[Sequence[float]]:
         """One vector of length ``dim`` per text."""
@@ -51,6 +66,7 @@ class HashingEncoder:
 
     def __init__(self, dim: int = 256, trigram_weight: float = 0.5) -> None:
         self.dim = dim
+        self.name = f"hashing:{dim}:{trigram_weight:g}"
         self.trigram_weight = trigram_weight
         self._reset()
 
@@ -160,6 +176,230 @@ class HashingEncoder:
         norms[norms == 0] = 1.0
         vectors /= norms[:, None]
         return list(vectors)
+
+
+def _fold_table() -> bytes:
+    """ASCII letters lowercased, ASCII digits and ``_`` kept, other ASCII bytes become
+    spaces; bytes of UTF-8 sequences (>= 0x80) stay word bytes."""
+    table = bytearray(range(256))
+    for c in range(128):
+        ch = chr(c)
+        if ch.isupper():
+            table[c] = ord(ch.lower())
+        elif not (ch.isalnum() or ch == "_"):
+            table[c] = 0x20
+    return bytes(table)
+
+
+_FOLD = _fold_table()
+_GROUP = 128  # texts summed in one array operation
+_MAX_WORDS = 200_000  # words kept in the word table (then it starts afresh)
+_TEXT_WORDS = 4096  # distinct words of one text that count (a chunk has far fewer)
+_STEPS = 127  # a word vector's components, in whole steps of one scale (int8)
+WORDLLAMA = "wordllama:l2_supercat:256"  # the name of the wheel's model as memoryd uses it
+
+
+def text_words(text: str) -> list[bytes]:
+    """Distinct words of ``text`` in order of first occurrence (ASCII-lowercased UTF-8
+    runs of letters, digits, ``_`` and non-ASCII characters), by byte translation."""
+    words = text.encode("utf-8", "replace").translate(_FOLD).split()
+    return list(dict.fromkeys(words))[:_TEXT_WORDS]
+
+
+def wordllama_dir() -> Path:
+    """The installed ``wordllama`` package: weights and tokenizer ship inside it."""
+    import wordllama
+
+    return Path(wordllama.__file__).parent
+
+
+class WordLlamaEncoder:
+    """wordllama's 256-dimension static embeddings (MIT), loaded from its wheel only.
+
+    ``WordLlama.load(cache_dir=<the package>, disable_download=True)`` is the only
+    load: the wheel keeps the tokenizer in ``tokenizers/`` where the default cache
+    layout would miss it and download, so the package itself is named as the cache
+    and downloads are off (a missing file is an error, never a network call).
+
+    A text's vector is the sum of its distinct words' vectors (a word's vector: the
+    sum of its tokens' embeddings, tokenized once per word and kept), L2-normalized:
+    the model's average pooling with each distinct word counted once (the model's
+    embedding norms already weigh frequent words down). Tokenizing every chunk would
+    cost about 1 MB/s. Word vectors are kept as int8 in steps of one scale (a token's
+    largest component is 127 steps; longer words are clipped there), so a text's sum
+    is an exact integer sum whatever the order or batching: a rebuild reproduces the
+    stored codes bit for bit, and the gather moves a quarter of float32's bytes.
+    """
+
+    def __init__(self) -> None:
+        from wordllama import WordLlama
+
+        try:
+            model = WordLlama.load(cache_dir=wordllama_dir(), disable_download=True)
+        except (OSError, ValueError) as e:
+            raise EncoderUnavailable(
+                f"the wordllama model could not be loaded from its wheel ({e}); reinstall"
+                " wordllama, or set encoder = 'hashing'"
+            ) from e
+        self._tokenizer = model.tokenizer
+        self._tokenizer.no_padding()
+        emb = np.asarray(model.embedding, dtype=np.float32)
+        scaled = emb * np.float32(_STEPS / np.abs(emb).max())
+        self._embedding = np.vstack([scaled, np.zeros((1, emb.shape[1]), np.float32)])
+        self.dim = int(emb.shape[1])
+        self.name = WORDLLAMA
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._rows: dict[bytes, int] = {}  # row 0 of the table: zeros (padding)
+        self._table = np.zeros((4096, self.dim), dtype=np.int8)
+
+    def _add(self, new: list[bytes]) -> None:
+        """Word vectors of ``new`` words (one tokenizer call for all of them)."""
+        first = len(self._rows) + 1
+        need = first + len(new)
+        if need > len(self._table):
+            grown = np.zeros((max(need, 2 * len(self._table)), self.dim), dtype=np.int8)
+            grown[:first] = self._table[:first]
+            self._table = grown
+        texts = [w.decode("utf-8", "replace") for w in new]
+        ids = [enc.ids for enc in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
+        zero = len(self._embedding) - 1  # the padding row (all zeros)
+        by_length = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for g in range(0, len(ids), _GROUP * 8):
+            part = by_length[g : g + _GROUP * 8]
+            pad = np.full((len(part), max(1, len(ids[part[-1]]))), zero, dtype=np.intp)
+            for j, i in enumerate(part):
+                pad[j, : len(ids[i])] = ids[i]
+            np.clip(pad, 0, zero, out=pad)
+            sums = self._embedding[pad].sum(axis=1)  # in token order: the same in any group
+            self._table[[first + i for i in part]] = np.clip(np.round(sums), -_STEPS, _STEPS)
+        self._rows.update(zip(new, range(first, need), strict=True))
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """One L2-normalized float32 row per text (a text without words: zeros)."""
+        words = [text_words(t) for t in texts]
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(words[i]))  # little padding
+        with self._lock:
+            new = [w for w in dict.fromkeys(chain.from_iterable(words)) if w not in self._rows]
+            if new:
+                if len(self._rows) + len(new) > _MAX_WORDS:  # afresh with these texts' words
+                    self._reset()
+                    new = list(dict.fromkeys(chain.from_iterable(words)))
+                self._add(new)
+            for g in range(0, len(texts), _GROUP):
+                part = order[g : g + _GROUP]
+                out[part] = self._sum([words[i] for i in part])
+        norms = np.linalg.norm(out, axis=1)
+        norms[norms == 0] = 1.0
+        return out / norms[:, None]
+
+    def _sum(self, part: list[list[bytes]]) -> np.ndarray:
+        """Each text's sum of word vectors: the texts' word rows padded with the zero
+        row to one length, gathered, and summed along the words."""
+        width = max(map(len, part), default=0)
+        idx = np.zeros((len(part), max(width, 1)), dtype=np.intp)
+        row = self._rows.__getitem__
+        for i, ws in enumerate(part):
+            idx[i, : len(ws)] = list(map(row, ws))
+        return self._table[idx].sum(axis=1, dtype=np.int32)
+
+
+class CommandEncoder:
+    """A user's own model behind a command speaking JSON lines on stdin/stdout.
+
+    memoryd writes ``{"texts": [...]}`` on one line and reads one line
+    ``{"vectors": [[...], ...]}`` (one vector per text, all of one length). The
+    process is started once and kept; the command is never run through a shell.
+    Its name is the command line, so changing the command means a rebuild.
+    """
+
+    def __init__(self, command: str) -> None:
+        self.name = f"command:{command}"
+        self._argv = shlex.split(command)
+        if not self._argv:
+            raise EncoderUnavailable("encoder = 'command:' names no command")
+        self._proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+        self.dim = len(self.encode(["dimension probe"])[0])
+
+    def _ask(self, texts: list[str]) -> list:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen(
+                self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(json.dumps({"texts": texts}) + "\n")
+        self._proc.stdin.flush()
+        return json.loads(self._proc.stdout.readline())["vectors"]
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            try:
+                vectors = self._ask(list(texts))
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise EncoderUnavailable(
+                    f"encoder command {self._argv[0]!r} failed ({e}); it must answer each"
+                    ' line {"texts": [...]} with one line {"vectors": [[...], ...]}'
+                ) from e
+        out = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+        norms = np.linalg.norm(out, axis=1)
+        norms[norms == 0] = 1.0
+        return out / norms[:, None]
+
+
+def encoder_name(spec: str) -> str:
+    """The name vectors of the encoder a config ``encoder`` value names are stored
+    under, without loading it."""
+    if spec.startswith("command:"):
+        return f"command:{spec[len('command:') :].strip()}"
+    if spec in ("wordllama", "hashing"):
+        return WORDLLAMA if spec == "wordllama" else "hashing"
+    raise EncoderUnavailable(
+        f"unknown encoder {spec!r}: use 'wordllama', 'hashing' or 'command:<program and args>'"
+    )
+
+
+@lru_cache(maxsize=8)
+def load_encoder(spec: str) -> Encoder:
+    """The encoder a config ``encoder`` value names, loaded once per process."""
+    if spec == "wordllama":
+        return WordLlamaEncoder()
+    if spec == "hashing":
+        return HashingEncoder()
+    if spec.startswith("command:"):
+        return CommandEncoder(spec[len("command:") :].strip())
+    raise EncoderUnavailable(
+        f"unknown encoder {spec!r}: use 'wordllama', 'hashing' or 'command:<program and args>'"
+    )
+
+
+# -- compact codes ------------------------------------------------------------------
+# A stored vector is its signs (1 bit per dimension, numpy packbits): 32 bytes for
+# 256 dimensions. Similarity of codes is the share of agreeing signs mapped to
+# [-1, 1] (1 - 2 * hamming / dim), the scale the gate's floor is calibrated on.
+
+
+def pack(vectors: np.ndarray) -> bytes:
+    """The sign codes of ``vectors`` (rows), concatenated."""
+    return np.packbits(np.asarray(vectors) > 0, axis=1).tobytes()
+
+
+def unpack(blob: bytes, dim: int) -> np.ndarray:
+    """Rows of ``dim // 8`` code bytes from :func:`pack`'s output."""
+    return np.frombuffer(blob, dtype=np.uint8).reshape(-1, dim // 8)
+
+
+def code_similarity(query: np.ndarray, codes: np.ndarray, dim: int) -> np.ndarray:
+    """Sign agreement of one query code (``dim // 8`` bytes) with each row of codes:
+    XOR and population count over 64-bit words (bytes when a code is not a whole
+    number of words)."""
+    word = np.uint64 if codes.shape[1] % 8 == 0 else np.uint8
+    diff = np.bitwise_xor(np.ascontiguousarray(codes).view(word), query.copy().view(word))
+    hamming = np.bitwise_count(diff).sum(axis=1, dtype=np.int32)
+    return 1.0 - 2.0 * hamming / dim
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from memoryd.errors import UsageError
 from memoryd.search import gate as gate_mod
+from memoryd.search import semantic
 from memoryd.search.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
 from memoryd.search.evidence import asked_persons, person_text, speaker_names, without_persons
 from memoryd.search.evidence import focus_hint as _focus_hint
@@ -280,6 +281,8 @@ def search(
             elif ordinal == 0 and fid not in hit_files:
                 c = by_row[rowid] = Candidate(rowid, len(cands), set(), exact=True)
                 cands.append(c)
+    # -- candidate source: semantic route (issue 15, memoryd/search/semantic.py) --
+    tuning = semantic.route(db, pid, stats, q, p, cands, by_row, tuning, Candidate)
     if not cands:
         return _abstain(
             f"no chunk of project {project!r} holds any of"

@@ -1,8 +1,9 @@
 """Derived tables: drop and rebuild them from the authority rows, or prove a rebuild matches.
 
 Derived tables are the per-project full-text indexes (and with them the
-fts5vocab term statistics); search keeps no other derived table (its vectors
-and caches live in memory, per index generation). Their content digest is
+fts5vocab term statistics) and the chunk vectors of the configured encoder
+(:mod:`memoryd.storage.vectors`); search's caches live in memory, per index
+generation. Their content digest is
 what ``rebuild --verify`` compares between the live store and a rebuilt
 scratch copy.
 """
@@ -14,19 +15,22 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import apsw
 
 from memoryd.storage.authority import Authority
 from memoryd.storage.corpus import fts_table, rebuild_index
+from memoryd.storage.vectors import rebuild_vectors, vectors_digest
 
 
 @dataclass(frozen=True)
 class Derived:
-    """A derived table family: how to rebuild it for a project and how to digest it."""
+    """A derived table family: how to rebuild it for a project (with the authority's
+    configuration) and how to digest it."""
 
     name: str
-    rebuild: Callable[[apsw.Connection, int], int]
+    rebuild: Callable[[apsw.Connection, int, Any], int]
     digest: Callable[[apsw.Connection, int], str]
 
 
@@ -44,7 +48,10 @@ def fts_digest(conn: apsw.Connection, pid: int) -> str:
         conn.execute(f"DROP TABLE {vocab}")
 
 
-DERIVED: list[Derived] = [Derived("fts", rebuild_index, fts_digest)]
+DERIVED: list[Derived] = [
+    Derived("fts", lambda tx, pid, _config: rebuild_index(tx, pid), fts_digest),
+    Derived("vectors", rebuild_vectors, vectors_digest),
+]
 
 
 def _projects(conn: apsw.Connection) -> list[tuple[int, str]]:
@@ -60,7 +67,9 @@ def rebuild(db: Authority) -> dict[str, dict[str, int]]:
     """Drop and rebuild every derived table of every project, one transaction each."""
     out: dict[str, dict[str, int]] = {}
     for pid, name in _projects(db.conn):
-        out[name] = db.write(lambda tx, pid=pid: {d.name: d.rebuild(tx, pid) for d in DERIVED})
+        out[name] = db.write(
+            lambda tx, pid=pid: {d.name: d.rebuild(tx, pid, db.config) for d in DERIVED}
+        )
     return out
 
 

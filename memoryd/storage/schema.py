@@ -247,6 +247,29 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        7,
+        "chunk vectors (derived, issue 15)",
+        """
+        -- Derived: the sign codes of a file's chunks in ordinal order (memoryd.storage.
+        -- vectors), made by the encoder named in vector_encoder; `memoryd rebuild`
+        -- recomputes them. A file's row goes when its content changes or it retires.
+        CREATE TABLE chunk_vectors (
+            file_id    INTEGER PRIMARY KEY,   -- files.id
+            project_id INTEGER NOT NULL,
+            codes      BLOB NOT NULL
+        );
+        CREATE INDEX chunk_vectors_project ON chunk_vectors (project_id);
+        CREATE TABLE vector_encoder (
+            id   INTEGER PRIMARY KEY CHECK (id = 1),
+            name TEXT NOT NULL,
+            dim  INTEGER NOT NULL
+        );
+        CREATE TRIGGER chunk_vectors_stale AFTER UPDATE OF content_hash, live ON files BEGIN
+            DELETE FROM chunk_vectors WHERE file_id = old.id;
+        END;
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]

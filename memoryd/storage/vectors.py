@@ -1,0 +1,182 @@
+"""Chunk vectors: a derived table of compact sign codes, one row per file (issue 15).
+
+The configured ``encoder`` (``wordllama`` or ``command:...``) turns each chunk's
+text into a vector in the worker half of an ingest batch; the supervisor stores
+the sign codes (:func:`memoryd.search.dense.pack`, 32 bytes a chunk at 256
+dimensions) of a file's chunks, in ordinal order, as one row beside the file, in
+the batch's own commit. A trigger drops a file's row when its content changes or
+it is retired, so a row never describes other text. ``encoder = "hashing"`` (the
+in-memory re-ranker) stores nothing.
+
+One encoder made every stored code: its name is kept in ``vector_encoder``, and
+writing or searching with another one raises :class:`EncoderChanged` until
+``memoryd rebuild`` recomputes them (codes of two models are never compared).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import apsw
+import numpy as np
+
+from memoryd.errors import EncoderChanged
+from memoryd.search.dense import Encoder, encoder_name, load_encoder, pack, unpack
+from memoryd.storage.corpus import FileRows, _query, file_text
+
+HASHING = "hashing"  # the default encoder keeps no stored vectors
+ENCODE_TEXTS = 512  # chunk texts encoded in one call (bounded memory)
+
+
+def configured(config) -> Encoder | None:
+    """The encoder whose vectors are stored, or None (``hashing``: nothing stored)."""
+    spec = str(config.encoder)
+    return None if spec == HASHING else load_encoder(spec)
+
+
+def stored_encoder(db) -> str | None:
+    """The name of the encoder that made the stored codes (None: none stored)."""
+    rows = _query(db, "SELECT name FROM vector_encoder WHERE id = 1", ())
+    return rows[0][0] if rows else None
+
+
+def check(db, config) -> None:
+    """Refuse to mix: the configured encoder must be the one that made the stored
+    codes (or nothing is stored yet)."""
+    stored = stored_encoder(db)
+    if stored is None:
+        return
+    name = encoder_name(str(config.encoder))
+    if name != stored:
+        raise EncoderChanged(
+            f"the stored chunk vectors were made by encoder {stored!r} but the configured"
+            f" encoder is {name!r}; run `memoryd rebuild` to recompute them (or set the"
+            " encoder back)"
+        )
+
+
+def encode_files(config, files: Sequence[FileRows]) -> dict | None:
+    """Worker half: the encoder's name and dimension, and each file's path with the
+    codes of its chunks (None: no encoder)."""
+    enc = configured(config)
+    if enc is None:
+        return None
+    codes = _codes(enc, [c.text for f in files for c in f.chunks])
+    out, at = [], 0
+    for f in files:
+        n = len(f.chunks) * (enc.dim // 8)
+        out.append((f.path, codes[at : at + n]))
+        at += n
+    return {"encoder": enc.name, "dim": enc.dim, "files": out}
+
+
+def _codes(enc: Encoder, texts: Sequence[str]) -> bytes:
+    parts = [
+        pack(np.asarray(enc.encode(texts[i : i + ENCODE_TEXTS])))
+        for i in range(0, len(texts), ENCODE_TEXTS)
+    ]
+    return b"".join(parts)
+
+
+def _claim(tx: apsw.Connection, enc_name: str, dim: int) -> None:
+    stored = stored_encoder(tx)
+    if stored is None:
+        tx.execute("INSERT INTO vector_encoder (id, name, dim) VALUES (1, ?, ?)", (enc_name, dim))
+    elif stored != enc_name:
+        raise EncoderChanged(
+            f"chunk vectors of encoder {enc_name!r} cannot join those of {stored!r};"
+            " run `memoryd rebuild` after changing the encoder"
+        )
+
+
+def put(tx: apsw.Connection, pid: int, config, encoded: dict | None) -> int:
+    """Supervisor half, in the batch's commit after its files: store each file's codes
+    (never loading a model here). Returns rows written."""
+    check(tx, config)  # also when nothing is encoded: files without codes would mix
+    if encoded is None:
+        return 0
+    _claim(tx, encoded["encoder"], encoded["dim"])
+    check(tx, config)  # the worker's encoder is the configured one
+    rows = []
+    for path, codes in encoded["files"]:
+        row = tx.execute(
+            "SELECT id FROM files WHERE project_id = ? AND path = ? AND live = 1", (pid, path)
+        ).fetchone()
+        if row is not None:
+            rows.append((row[0], pid, codes))
+    tx.executemany(
+        "INSERT OR REPLACE INTO chunk_vectors (file_id, project_id, codes) VALUES (?, ?, ?)", rows
+    )
+    return len(rows)
+
+
+def matrix(db, pid: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(chunk rowids, their codes as rows of uint8, dimension) of the project's live
+    chunks that have codes; a file whose row does not match its chunks is left out."""
+    dims = _query(db, "SELECT dim FROM vector_encoder WHERE id = 1", ())
+    if not dims:
+        return np.zeros(0, np.int64), np.zeros((0, 0), np.uint8), 0
+    dim = dims[0][0]
+    width = dim // 8
+    rowids: list[int] = []
+    blobs: list[bytes] = []
+    chunks: dict[int, list[int]] = {}
+    for cid, fid in _query(
+        db,
+        "SELECT c.id, c.file_id FROM chunk_vectors v JOIN chunks c ON c.file_id = v.file_id"
+        " WHERE v.project_id = ? ORDER BY c.file_id, c.ordinal",
+        (pid,),
+    ):
+        chunks.setdefault(fid, []).append(cid)
+    for fid, codes in _query(
+        db, "SELECT file_id, codes FROM chunk_vectors WHERE project_id = ?", (pid,)
+    ):
+        ids = chunks.get(fid, [])
+        if ids and len(codes) == len(ids) * width:
+            rowids.extend(ids)
+            blobs.append(codes)
+    codes = unpack(b"".join(blobs), dim) if blobs else np.zeros((0, width), np.uint8)
+    return np.asarray(rowids, dtype=np.int64), codes, dim
+
+
+def rebuild_vectors(tx: apsw.Connection, pid: int, config) -> int:
+    """Drop and recompute the project's codes from files and chunks with the configured
+    encoder (which becomes the stored one). Returns chunks encoded."""
+    tx.execute("DELETE FROM chunk_vectors WHERE project_id = ?", (pid,))
+    enc = configured(config)
+    tx.execute("DELETE FROM vector_encoder WHERE id = 1 AND name != ?", (getattr(enc, "name", ""),))
+    if enc is None:
+        return 0
+    _claim(tx, enc.name, enc.dim)
+    count = 0
+    files = tx.execute(
+        "SELECT id, body FROM files WHERE project_id = ? AND live = 1 ORDER BY id", (pid,)
+    ).fetchall()
+    for file_id, body in files:
+        lines = file_text(body, tx).split("\n")
+        ranges = tx.execute(
+            "SELECT start_line, end_line FROM chunks WHERE file_id = ? ORDER BY ordinal",
+            (file_id,),
+        ).fetchall()
+        if not ranges:
+            continue
+        texts = ["\n".join(lines[s - 1 : e]) for s, e in ranges]
+        tx.execute(
+            "INSERT INTO chunk_vectors (file_id, project_id, codes) VALUES (?, ?, ?)",
+            (file_id, pid, _codes(enc, texts)),
+        )
+        count += len(texts)
+    return count
+
+
+def vectors_digest(conn: apsw.Connection, pid: int) -> str:
+    """The encoder's name and every live file's path and codes, hashed in path order."""
+    h = hashlib.sha256(repr(stored_encoder(conn)).encode())
+    for path, codes in conn.execute(
+        "SELECT f.path, v.codes FROM chunk_vectors v JOIN files f ON f.id = v.file_id"
+        " WHERE v.project_id = ? AND f.live = 1 ORDER BY f.path",
+        (pid,),
+    ):
+        h.update(path.encode() + b"\0" + hashlib.sha256(codes).digest())
+    return h.hexdigest()

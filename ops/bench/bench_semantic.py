@@ -1,0 +1,244 @@
+"""The semantic route (issue 15) against no route, in one run: quality and costs.
+
+* **Quality**: LongMemEval (the tuning set: ``lme_data`` splits, one file per
+  session, as ``bench_longmemeval.py``) and the repo development set of
+  ``bench_devsets.py`` (``dev`` and ``untouched`` parts; answers in the top 3,
+  absent questions must abstain). One store each; vectors computed once; the
+  same questions are searched with ``encoder = "hashing"`` (no route, today's
+  default) and with ``encoder = "wordllama"`` at each rescue floor of
+  ``--floors`` (``dense_rescue_similarity``), so the calibration is visible.
+* **Costs**: the standard library ingested by ``memoryd ingest --wait
+  --workers 2`` on fresh homes, rounds alternating without and with the route
+  (rate from the run's own clock, median of ``--repeat``); the vector table's
+  pages (dbstat) over the source bytes; stdlib search p50/p95 (in-process, gate
+  included, docstring queries as ``bench_ingest.py``) on both homes.
+* **Brute force limit**: one query's code similarity and top-k over N random
+  256-bit codes, p95 over 30 queries, for growing N: the size at which brute
+  force alone passes the 5 ms search budget, i.e. where an index (usearch,
+  sqlite-vec) would be needed.
+
+    .venv/bin/python ops/bench/bench_semantic.py [--quick] [--repeat N] [--floors 0.4,0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "ops" / "bench"))
+
+import bench_devsets  # noqa: E402
+from bench_ingest import EXCLUDES, ingest_once  # noqa: E402
+from bench_longmemeval import DEPTH, PROJECT, build, docstring_queries, search_latency  # noqa: E402
+from lme_data import DATA, evaluate, load, print_table, splits  # noqa: E402
+
+from memoryd.api import Memoryd  # noqa: E402
+from memoryd.config import load_config  # noqa: E402
+from memoryd.search import search  # noqa: E402
+from memoryd.search.dense import code_similarity, pack, unpack  # noqa: E402
+from memoryd.storage import open_authority  # noqa: E402
+from memoryd.storage.corpus import project_id  # noqa: E402
+from memoryd.storage.vectors import rebuild_vectors  # noqa: E402
+
+BUDGET_MS = 5.0
+ON = "wordllama"
+
+
+def _on(floor: float) -> dict:
+    return {"encoder": ON, "dense_rescue_similarity": floor}
+
+
+def _general_words() -> list[str]:
+    """English words of the lexicon's ES->EN list: general language, not of any corpus."""
+    path = ROOT / "memoryd" / "search" / "lexicon" / "es_en.txt"
+    rows = [line.split() for line in path.read_text().splitlines() if line and line[0] != "#"]
+    return sorted({r[1] for r in rows if len(r) == 2 and len(r[1]) > 3})
+
+
+def null_similarity(db, project: str, pairs: int = 400) -> dict:
+    """The calibration: the best code similarity any chunk reaches for two-word
+    queries of random general words (a query the store has no particular answer
+    to). The rescue floor must sit above nearly all of it."""
+    from memoryd.search.semantic import _project_codes
+    from memoryd.search.stats import term_stats
+    from memoryd.storage.vectors import configured
+
+    words = _general_words()
+    rng = np.random.default_rng(15)
+    pid = project_id(db, project)
+    _, codes, dim, _ = _project_codes(db, pid, term_stats(db, pid))
+    enc = configured(db.config)
+    queries = [" ".join(rng.choice(words, 2, replace=False)) for _ in range(pairs)]
+    qcodes = unpack(pack(enc.encode(queries)), dim)
+    best = np.sort([code_similarity(q, codes, dim).max() for q in qcodes])
+    pct = {f"p{p}": round(float(np.percentile(best, p)), 3) for p in (50, 90, 95, 99)}
+    return {"queries": pairs, "chunks": len(codes), **pct, "max": round(float(best[-1]), 3)}
+
+
+def longmemeval(floors: list[float], quick: bool) -> dict:
+    data, sessions = load(DATA)
+    with tempfile.TemporaryDirectory(prefix="memoryd-sem-lme-") as tmp:
+        home = Path(tmp)
+        db_off, digest, sid_digest = build(home, sessions)
+        pid = project_id(db_off, PROJECT)
+        cfg = load_config(home, _on(floors[0]))
+        writer = open_authority(home, cfg)
+        t0 = time.perf_counter()
+        chunks = writer.write(lambda tx: rebuild_vectors(tx, pid, cfg))
+        encode_s = time.perf_counter() - t0
+        runners = {"without": lambda t: search(db_off, PROJECT, t, DEPTH)}
+        for f in floors:
+            db_on = open_authority(home, load_config(home, _on(f)))
+            runners[f"with@{f:g}"] = lambda t, db=db_on: search(db, PROJECT, t, DEPTH)
+        parts = splits(len(data), quick)
+        out = {name: evaluate(data, runners, digest, sid_digest, ii) for name, ii in parts.items()}
+        null = null_similarity(writer, PROJECT)
+    return {"chunks": chunks, "encode_seconds": round(encode_s, 2), "null": null, "splits": out}
+
+
+def devset(floors: list[float]) -> dict:
+    with tempfile.TemporaryDirectory(prefix="memoryd-sem-dev-") as tmp:
+        os.environ["MEMORYD_ENCODER"] = ON  # the ingest (its workers) computes the vectors
+        try:
+            md = bench_devsets.build_repo(Path(tmp))
+        finally:
+            del os.environ["MEMORYD_ENCODER"]
+        home = md.home
+        mds = {"without": Memoryd(home, {"encoder": "hashing"})}
+        mds |= {f"with@{f:g}": Memoryd(home, _on(f)) for f in floors}
+        out = {}
+        for split in ("dev", "untouched"):
+            out[split] = {
+                name: bench_devsets.run_repo(m, split, False)["memoryd"] for name, m in mds.items()
+            }
+    return out
+
+
+def _vector_bytes(md: Memoryd) -> int:
+    rows = md.db.query(
+        "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN"
+        " ('chunk_vectors', 'chunk_vectors_project', 'vector_encoder')"
+    )
+    return rows[0][0]
+
+
+def costs(repeat: int, queries: int) -> dict:
+    root = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    rounds = []
+    for _ in range(repeat):
+        rnd = {}
+        for name, enc in (("without", "hashing"), ("with", ON)):
+            os.environ["MEMORYD_ENCODER"] = enc
+            try:
+                rnd[name] = ingest_once(root, 2)
+            finally:
+                del os.environ["MEMORYD_ENCODER"]
+        rounds.append(rnd)
+    source = rounds[0]["with"]["bytes"]
+    rate = {n: statistics.median(r[n]["bytes"] / r[n]["seconds"] / 1e6 for r in rounds)
+            for n in ("without", "with")}  # fmt: skip
+    share = statistics.median(r["without"]["seconds"] / r["with"]["seconds"] for r in rounds)
+    last = rounds[-1]
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in {"test", "tests", "idle_test"})
+        files += [Path(dirpath) / n for n in sorted(filenames) if n.endswith(".py")]
+    texts = docstring_queries(files, queries * 2)
+    latency = {}
+    for name in ("without", "with"):
+        md = last[name]["md"]
+        project = md.projects()[0]["project"]
+        latency[name] = search_latency(md.reader, project, texts, queries)
+    vec = _vector_bytes(last["with"]["md"])
+    return {
+        "source_bytes": source,
+        "rate_mb_s": {k: round(v, 2) for k, v in rate.items()},
+        "with_share_of_without": round(share, 3),
+        "vector_bytes": vec,
+        "vector_share_of_source": round(vec / source, 4),
+        "search": latency,
+        "excludes": EXCLUDES,
+    }
+
+
+def brute_force(sizes: list[int], dim: int = 256, k: int = 20) -> list[dict]:
+    rng = np.random.default_rng(15)
+    out = []
+    for n in sizes:
+        codes = rng.integers(0, 256, (n, dim // 8), dtype=np.uint8)
+        lat = []
+        for _ in range(30):
+            q = rng.integers(0, 256, dim // 8, dtype=np.uint8)
+            t0 = time.perf_counter()
+            sims = code_similarity(q, codes, dim)
+            np.argpartition(-sims, k - 1)[:k]
+            lat.append((time.perf_counter() - t0) * 1000)
+        lat.sort()
+        out.append({"codes": n, "p50_ms": round(lat[15], 3), "p95_ms": round(lat[28], 3)})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="LongMemEval every 5th question")
+    ap.add_argument("--repeat", type=int, default=3, help="ingest rounds (median)")
+    ap.add_argument("--queries", type=int, default=300, help="stdlib search queries")
+    ap.add_argument("--floors", default="0.5", help="rescue floors compared (comma-separated)")
+    ap.add_argument("--skip", default="", help="parts left out: lme,devset,costs,brute")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    floors = [float(f) for f in args.floors.split(",")]
+    skip = set(args.skip.split(","))
+    report: dict = {"load_avg_1m_start": round(os.getloadavg()[0], 2), "floors": floors}
+    if "brute" not in skip:
+        report["brute_force"] = brute_force([10_000, 50_000, 100_000, 250_000, 500_000, 1_000_000])
+    if "costs" not in skip:
+        report["costs"] = costs(args.repeat, args.queries)
+    if "devset" not in skip:
+        report["devset_repo"] = devset(floors)
+    if "lme" not in skip:
+        report["longmemeval"] = longmemeval(floors, args.quick)
+    report["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    _print(report)
+    return 0
+
+
+def _print(report: dict) -> None:
+    print(f"load average at start {report['load_avg_1m_start']}, end {report['load_avg_1m_end']}")
+    for row in report.get("brute_force", []):
+        over = " (over the 5 ms budget)" if row["p95_ms"] > BUDGET_MS else ""
+        print(f"brute force {row['codes']:>9,} codes: p50 {row['p50_ms']} ms,"
+              f" p95 {row['p95_ms']} ms{over}")  # fmt: skip
+    if c := report.get("costs"):
+        rate, share = c["rate_mb_s"], c["vector_share_of_source"]
+        print(f"stdlib ingest MB/s without {rate['without']}, with {rate['with']}"
+              f" (with/without {c['with_share_of_without']:.0%});"
+              f" vectors {c['vector_bytes']:,} bytes = {share:.3f}x source")  # fmt: skip
+        for name, lat in c["search"].items():
+            print(f"stdlib search {name}: p50 {lat['p50_ms']} ms, p95 {lat['p95_ms']} ms"
+                  f" (CPU p95 {lat['p95_cpu_ms']} ms), abstained {lat['abstained']}"
+                  f"/{lat['queries']}")  # fmt: skip
+    for split, per in report.get("devset_repo", {}).items():
+        for name, s in per.items():
+            print(f"repo devset {split} {name}: {s}")
+    if lme := report.get("longmemeval"):
+        print(f"LongMemEval: {lme['chunks']} chunks encoded in {lme['encode_seconds']} s")
+        print_table(lme["splits"])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

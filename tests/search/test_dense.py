@@ -1,0 +1,130 @@
+"""Encoders of the dense route (issue 15): the in-wheel model never downloads, its codes
+are reproducible, it knows synonyms; a user's command encoder plugs in."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from memoryd.errors import EncoderUnavailable
+from memoryd.search.dense import (
+    CommandEncoder,
+    WordLlamaEncoder,
+    code_similarity,
+    load_encoder,
+    pack,
+    unpack,
+)
+
+# A child process in which any network connection or name lookup raises.
+_NO_NETWORK = textwrap.dedent(
+    """
+    import socket, sys
+    def refuse(*args, **kwargs):
+        raise OSError("network access attempted")
+    socket.socket.connect = refuse
+    socket.socket.connect_ex = refuse
+    socket.create_connection = refuse
+    socket.getaddrinfo = refuse
+    """
+)
+
+
+def _offline(code: str, tmp_path) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "0"}
+    env.update({k: v for k, v in __import__("os").environ.items() if k == "PYTHONPATH"})
+    return subprocess.run(
+        [sys.executable, "-c", _NO_NETWORK + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def test_wordllama_loads_and_encodes_with_the_network_refused(tmp_path):
+    done = _offline(
+        """
+        from memoryd.search.dense import load_encoder
+        enc = load_encoder("wordllama")
+        print(enc.name, enc.encode(["a small offline test"]).shape)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["wordllama:l2_supercat:256", "(1,", "256)"]
+
+
+def test_the_guard_catches_a_default_load_that_would_download(tmp_path):
+    """The package's default load looks for its tokenizer where the wheel does not keep
+    it and goes to the network: the refusal above is what a download would meet."""
+    done = _offline(
+        """
+        from wordllama import WordLlama
+        WordLlama.load()
+        """,
+        tmp_path,
+    )
+    assert done.returncode != 0
+    assert "Failed to download" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def wordllama():
+    return WordLlamaEncoder()
+
+
+def test_a_synonym_is_nearer_than_unrelated_text(wordllama):
+    question = "which business did the firm buy"
+    docs = [
+        "The company acquired a small startup in the spring.",
+        "The kettle boils water in two minutes.",
+        "Rain is expected over the mountains tonight.",
+    ]
+    vecs = wordllama.encode([question, *docs])
+    sims = vecs[1:] @ vecs[0]
+    assert sims[0] > max(sims[1:]) + 0.1
+    codes = unpack(pack(vecs), wordllama.dim)
+    agree = code_similarity(codes[0], codes[1:], wordllama.dim)
+    assert agree[0] == agree.max()
+
+
+def test_codes_do_not_depend_on_batching_or_order(wordllama):
+    texts = [f"line {i}: the parser reads token {i * 7} of the stream" for i in range(300)]
+    texts += ["", "???", "naïve café crème", "x" * 5000]
+    whole = pack(wordllama.encode(texts))
+    one_by_one = b"".join(pack(wordllama.encode([t])) for t in texts)
+    backwards = pack(wordllama.encode(texts[::-1])[::-1])
+    assert whole == one_by_one == backwards
+    assert wordllama.encode([""]).tolist() == [[0.0] * wordllama.dim]
+
+
+def test_a_command_encoder_speaks_json_lines(tmp_path):
+    script = tmp_path / "enc.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import json, sys
+            for line in sys.stdin:
+                texts = json.loads(line)["texts"]
+                vecs = [[float(len(t)), float(t.count("a")), 1.0] for t in texts]
+                print(json.dumps({"vectors": vecs}), flush=True)
+            """
+        )
+    )
+    enc = CommandEncoder(f"{sys.executable} {script}")
+    assert enc.dim == 3 and enc.name.startswith("command:")
+    v = enc.encode(["aaa", "bbbb"])
+    assert v.shape == (2, 3)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0)
+
+
+def test_a_broken_command_or_unknown_encoder_is_a_typed_error(tmp_path):
+    with pytest.raises(EncoderUnavailable, match="failed"):
+        CommandEncoder(f"{sys.executable} -c pass")
+    with pytest.raises(EncoderUnavailable, match="unknown encoder"):
+        load_encoder("word2vec")

@@ -1,0 +1,88 @@
+"""The semantic candidate source (issue 15): a short conceptual query is answered by
+meaning when its words are nowhere; a longer question still needs its words."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from memoryd.config import load_config
+from memoryd.errors import EncoderChanged
+from memoryd.ingest.chunking import prepare_file
+from memoryd.search.engine import search
+from memoryd.storage import open_authority, vectors
+from memoryd.storage.corpus import ensure_project, put_files
+
+FILES = {
+    "notes/deals.md": "Last spring the company acquired a small startup and its three engineers.\n",
+    "notes/garden.md": "Tomatoes want full sun, deep watering and a stake for support.\n",
+    "notes/kitchen.md": "The oven runs hot, so bread bakes ten minutes shorter than the recipe.\n",
+    "notes/travel.md": "The night train leaves at nine and reaches the coast by morning.\n",
+    "notes/music.md": "She practises the cello every evening after the children sleep.\n",
+    "src/cache.py": "def evict(entries, limit):\n    return sorted(entries)[-limit:]\n",
+}
+
+
+LOW_FLOOR = 0.25  # below the default's calibration: lets this tiny store show a rescue
+
+
+def _store(home, encoder: str, floor: float = LOW_FLOOR):
+    config = load_config(home, {"encoder": encoder, "dense_rescue_similarity": floor})
+    db = open_authority(home, config)
+    pid = db.write(lambda tx: ensure_project(tx, "notes", None))
+    rows = [prepare_file("notes", p, t.encode()) for p, t in FILES.items()]
+    codes = vectors.encode_files(config, rows)
+    db.write(lambda tx: (put_files(tx, pid, rows), vectors.put(tx, pid, config, codes)))
+    return db
+
+
+@pytest.fixture(scope="module")
+def routed(tmp_path_factory):
+    db = _store(tmp_path_factory.mktemp("routed"), "wordllama")
+    yield db
+    db.close()
+
+
+def test_a_short_query_is_answered_by_meaning_without_its_words(routed):
+    r = search(routed, "notes", "cooking temperature")
+    assert r["status"] == "ok"
+    assert [i["path"] for i in r["items"]] == ["notes/kitchen.md"]
+
+
+def test_a_longer_question_without_its_words_still_abstains(routed):
+    r = search(routed, "notes", "which cooking temperature suits a sourdough loaf in winter")
+    assert r["status"] == "abstained"
+
+
+def test_the_default_floor_does_not_rescue_a_loose_match(tmp_path):
+    """The default floor sits above the best similarity random two-word queries reach
+    on a real store (docs/benchmarks.md): a loose paraphrase is not enough alone."""
+    db = _store(tmp_path, "wordllama", floor=load_config(tmp_path).dense_rescue_similarity)
+    assert search(db, "notes", "cooking temperature")["status"] == "abstained"
+
+
+def test_a_short_query_far_from_everything_abstains(routed):
+    r = search(routed, "notes", "volcano eruption")
+    assert r["status"] == "abstained"
+
+
+def test_without_the_route_the_short_query_abstains(tmp_path):
+    db = _store(tmp_path, "hashing")
+    assert search(db, "notes", "cooking temperature")["status"] == "abstained"
+    assert search(db, "notes", "oven bread")["status"] == "ok"
+
+
+def test_searching_with_another_encoder_than_the_stored_codes_is_refused(tmp_path):
+    _store(tmp_path, "wordllama").close()
+    script = tmp_path / "enc.py"
+    script.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    n = len(json.loads(line)['texts'])\n"
+        "    print(json.dumps({'vectors': [[1.0, -1.0] * 8] * n}), flush=True)\n"
+    )
+    spec = f"command:{sys.executable} {script}"
+    other = open_authority(tmp_path, load_config(tmp_path, {"encoder": spec}))
+    with pytest.raises(EncoderChanged, match="memoryd rebuild"):
+        search(other, "notes", "cooking temperature")
