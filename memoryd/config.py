@@ -200,6 +200,9 @@ SETTINGS: dict[str, Setting] = {
     "sample_keep_seconds": _positive(
         86400.0, "samples kept cover this long (the oldest are dropped as new ones come)"
     ),
+    "dashboard_port": Setting(
+        0, "port of `memoryd dashboard` on 127.0.0.1 (0: any free port)", 0, 65535
+    ),
     # agent faces (MCP server, control socket)
     "mcp_heartbeat_seconds": _positive(60.0, "an MCP session renews its archive lease this often"),
 }

@@ -66,3 +66,23 @@ def recent_runs(db: Authority, limit: int) -> list[dict]:
         run["skipped"] = orjson.loads(run["skipped"] or b"{}")
         out.append({"project": name, **run})
     return out
+
+
+def last_results(db: Authority, kind: str, dedupe_key: str, limit: int) -> list[dict]:
+    """The answers of the latest finished jobs of ``kind`` under ``dedupe_key`` (the
+    periodic retention tick), newest first: finish time, state, answer, last error."""
+    rows = db.query(
+        "SELECT finished_at, state, result, last_error FROM jobs"
+        " WHERE kind = ? AND dedupe_key = ? AND state IN ('done', 'dead')"
+        " ORDER BY id DESC LIMIT ?",
+        (kind, dedupe_key, limit),
+    )
+    return [
+        {
+            "finished_at": at,
+            "state": state,
+            "answer": orjson.loads(result) if result else None,
+            "error": error,
+        }
+        for at, state, result, error in rows
+    ]
