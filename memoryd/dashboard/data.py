@@ -43,7 +43,7 @@ def pause_intervals(series: list[dict]) -> list[dict]:
                 current = {"start": s["at"], "end": None, "pids": set(), "reason": None}
                 out.append(current)
             current["pids"].update(s.get("wal_reader_pids") or [])
-            current["reason"] = s.get("pause_reason")
+            current["reason"] = s.get("pause_reason") or current["reason"]
         elif current is not None:
             current["end"] = s["at"]
             current = None

@@ -26,8 +26,8 @@ class Chart:
     marks: list[tuple[float, float, bool, str]] = field(default_factory=list)  # t, v, ok, label
 
     def render(self) -> str:
-        top = max([v for pts in self.lines.values() for _, v in pts] + [m[1] for m in self.marks])
-        top = top if top > 0 else 1.0
+        values = [v for pts in self.lines.values() for _, v in pts] + [m[1] for m in self.marks]
+        top = max(values, default=0) or 1.0  # no samples yet (or all zero): an empty frame
         x, y = self._scale(top)
         parts = [
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
