@@ -143,7 +143,7 @@ def _queue(snap: dict, t0: float, t1: float) -> str:
     rate = Chart("jobs done per second", t0, t1, fmt=lambda v: f"{v:,.1f}/s")
     rate.lines["done/s"] = _series(ss, lambda s: s.get("done_per_second"))
     depth = Chart("queue depth", t0, t1)
-    for state in ("queued", "claimed", "failed", "dead"):
+    for state in ("waiting", "claimed", "dead"):  # waiting: queued or failed (to retry)
         depth.lines[state] = _series(ss, lambda s, st=state: s["queue"].get(st, 0))
     kinds = [
         f"<td>{escape(k)}</td>" + "".join(cell(states.get(s, 0)) for s in STATES)

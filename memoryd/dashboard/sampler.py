@@ -1,6 +1,6 @@
 """What the supervisor records every ``sample_period_seconds``, in its group commit.
 
-One sample: queue counts by state and by kind and state, jobs done per second
+One sample: jobs waiting, claimed and dead jobs by kind, jobs done per second
 since the previous sample, WAL bytes, the pause state and the pids pinning the
 WAL, the last checkpoint, worker pids with their RSS and the respawns, the
 archive's size on disk. The supervisor asks :meth:`Sampler.due` each turn; a
@@ -73,11 +73,7 @@ class Sampler:
         self.last = self.pending
 
     def take(self, tx: apsw.Connection, sup: Supervisor, now: float, done: int) -> dict:
-        kinds = samples.queue_by_kind(tx)
-        queue: dict[str, int] = {}
-        for states in kinds.values():
-            for state, n in states.items():
-                queue[state] = queue.get(state, 0) + n
+        queue, kinds = samples.live_counts(tx)
         rate = None
         if self.last and now > self.last[0]:
             rate = round(max(0, done - self.last[1]) / (now - self.last[0]), 3)

@@ -32,8 +32,27 @@ def record_in(tx: apsw.Connection, at: float, data: dict, keep: int) -> int:
     return new
 
 
+def live_counts(conn: apsw.Connection) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """The sample's queue: jobs waiting (queued or failed, counted on the ready index
+    alone), and claimed and dead jobs by kind (small sets, each on its own partial
+    index). Never a scan of the table: done jobs pile up for ``jobs_keep_seconds``."""
+    waiting = conn.execute(
+        "SELECT count(*) FROM jobs WHERE state IN ('queued', 'failed')"
+    ).fetchone()[0]
+    totals = {"waiting": waiting, "claimed": 0, "dead": 0}
+    kinds: dict[str, dict[str, int]] = {}
+    for state in ("claimed", "dead"):
+        for kind, n in conn.execute(
+            "SELECT kind, count(*) FROM jobs WHERE state = ? GROUP BY kind", (state,)
+        ):
+            kinds.setdefault(kind, {})[state] = n
+            totals[state] += n
+    return totals, kinds
+
+
 def queue_by_kind(conn: apsw.Connection) -> dict[str, dict[str, int]]:
-    """``{kind: {state: count}}`` over the whole jobs table."""
+    """``{kind: {state: count}}`` over the whole jobs table (the page's table: one scan
+    per refresh, like ``memoryd status``; never in the supervisor)."""
     out: dict[str, dict[str, int]] = {}
     for kind, state, n in conn.execute(
         "SELECT kind, state, count(*) FROM jobs GROUP BY kind, state"
