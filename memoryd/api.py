@@ -189,7 +189,8 @@ class Memoryd:
     def read_only(self) -> Memoryd:
         """Read through a read-only connection of this process only, never a running
         supervisor's control socket (the dashboard: it must neither write nor ask)."""
-        self._require_home()
+        if not (self.home / AUTHORITY_FILE).exists():
+            raise HomeMissing(f"no memoryd authority in {self.home} (create it: `memoryd init`)")
         self.close()
         self._db = _open_readonly(self.home, self.config)
         self.via_control = False

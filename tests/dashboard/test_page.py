@@ -51,3 +51,25 @@ def test_pause_intervals_join_consecutive_paused_samples() -> None:
     ]
     got = pause_intervals(series)
     assert [(i["start"], i["end"], i["pids"]) for i in got] == [(2.0, 4.0, [7, 9]), (5.0, None, [])]
+
+
+def test_retention_reads_the_archive_through_a_secondary(home: Path) -> None:
+    """An archived transcript's expiry shows as due on its day; the archive is read
+    through a secondary instance while nothing holds it (and is left as it was)."""
+    md = Memoryd(home)
+    md.init()
+    line = b'{"role": "user", "content": "we chose exponential backoff", "timestamp": 1}\n'
+    md.archive_add(line, project="demo", source="test", cls="ephemeral", session="s1")
+    md.close()
+    data = DashboardData(Memoryd(home))
+    try:
+        snap = data.snapshot(3600)
+    finally:
+        data.close()
+    ret = snap["retention"]
+    arc = ret["archive"]
+    assert arc is not None and arc["degraded"] is None
+    assert arc["counts"]["documents"] >= 1
+    assert arc["due_by_day"].get("overdue", 0) >= 1, "an ephemeral document from 1970 is due"
+    assert ret["policy"]["ephemeral"]["age_days"] == 14
+    assert "overdue" in render(snap, refresh_seconds=5, window_seconds=3600)
