@@ -4,8 +4,9 @@ One sample: jobs waiting, claimed and dead jobs by kind, jobs done per second
 since the previous sample, WAL bytes, the pause state and the pids pinning the
 WAL, the last checkpoint, worker pids with their RSS and the respawns, the
 archive's size on disk. The supervisor asks :meth:`Sampler.due` each turn; a
-due sample rides that turn's transaction (an idle supervisor's turn then holds
-the sample alone: one small write a period, when there is no throughput to lose).
+due sample rides the turn's transaction when the turn commits anyway, never a
+transaction of its own: an idle supervisor's samples come with its periodic
+purge step (every ``maintenance_period_seconds``).
 """
 
 from __future__ import annotations

@@ -449,7 +449,7 @@ class Supervisor:
         renew = now >= self.next_renew and bool(self._held())
         reclaim = now >= self.next_reclaim
         purge = now >= self.next_purge
-        sample = self.sampler.due()
+        sample = self.sampler.due()  # rides this turn's commit; never a write of its own
         # Stopping, or paused by WAL pressure: undispatched claims go back unharmed.
         release = (
             [j for b in self.buffers.values() for j in b]
@@ -460,7 +460,7 @@ class Supervisor:
         busy = finished or lost or renew or reclaim
         if any(limits.values()) and not busy and not self.queue.ready_exists():
             limits = dict.fromkeys(limits, 0)  # nothing to claim: skip the write
-        if not (busy or suspects or purge or release or sample or any(limits.values())):
+        if not (busy or suspects or purge or release or any(limits.values())):
             return 0
 
         def turn(tx: apsw.Connection) -> tuple[dict, RunStats, int]:

@@ -33,15 +33,16 @@ def test_keep_rows_covers_the_keep_time() -> None:
 
 @pytest.mark.slow
 def test_samples_stay_bounded_over_a_long_run(home: Path, cli, background) -> None:
-    """A running supervisor with a short period: samples keep coming (busy or idle),
-    the table never holds more than the bound, and the oldest are the ones dropped."""
+    """A running supervisor with a short period and a long stream of jobs: samples keep
+    coming, the table never holds more than the bound, and the oldest are dropped."""
     period, keep_seconds = 0.01, 0.1
     bound = samples.keep_rows(period, keep_seconds)
     env = {"MEMORYD_SAMPLE_PERIOD_SECONDS": str(period)}
     env["MEMORYD_SAMPLE_KEEP_SECONDS"] = str(keep_seconds)
     sup = background("run", "--workers", "2", env=env)
     sup.wait_running(2)
-    assert cli("jobs", "add", "sleep", "--count", "100", "--payload", '{"seconds": 0.01}').code == 0
+    job = '{"seconds": 0.01}'
+    assert cli("jobs", "add", "sleep", "--count", "5000", "--payload", job).code == 0
 
     def written_while_bounded() -> bool:
         (written, kept, oldest) = query(home, "SELECT max(id), count(*), min(id) FROM samples")[0]
