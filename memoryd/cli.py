@@ -459,8 +459,7 @@ def mcp_cmd(md: Memoryd, as_json: bool, project: str | None) -> None:
 def dashboard_cmd(
     md: Memoryd, as_json: bool, dashboard_port: int | None, open_browser: bool
 ) -> None:
-    """Serve a live, read-only page of the queue, WAL, workers, ingest runs, retention and
-    memory on 127.0.0.1, behind a random token in its URL (printed), until Ctrl-C."""
+    """Serve a live read-only page of the home on 127.0.0.1, behind a token in its URL."""
     from memoryd.dashboard.app import serve
 
     def announce(url: str) -> None:
