@@ -9,11 +9,14 @@ instance. Nothing here writes to either store, nor talks to the supervisor.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
-import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
+
+import psutil
 
 from memoryd.api import Memoryd, iso_time
 from memoryd.archive.jobs import ARCHIVE_OP
@@ -23,6 +26,7 @@ from memoryd.retention.policy import RetentionPolicy
 from memoryd.storage import samples
 from memoryd.storage.archive import ArchiveError, ArchiveStore
 
+SECONDARY_DIR = "dashboard-secondary"  # in the home: each dashboard's RocksDB secondary, by pid
 DAY = 86400.0
 DUE_DAYS = 7  # what is due, day by day, this far ahead
 DUE_SCAN_LIMIT = 10_000  # expiry entries looked at per refresh
@@ -69,6 +73,15 @@ def due_by_day(store: ArchiveStore, now: float) -> dict[str, int]:
     return dict(out)
 
 
+def _drop_stale(parent: Path) -> None:
+    """Remove the secondary-instance directories of dashboards that are gone (one per
+    pid: a dashboard stopped by a signal cannot clean up after itself)."""
+    with contextlib.suppress(FileNotFoundError):
+        for entry in parent.iterdir():
+            if not (entry.name.isdigit() and psutil.pid_exists(int(entry.name))):
+                shutil.rmtree(entry, ignore_errors=True)
+
+
 def _date(t: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(t))
 
@@ -80,7 +93,7 @@ class DashboardData:
         self.md = md.read_only()
         self.home = self.md.home
         self.config = self.md.config
-        self._secondary_dir = tempfile.mkdtemp(prefix="memoryd-dashboard-")
+        self._secondary_dir = self.home / SECONDARY_DIR / str(os.getpid())
         self._archive: ArchiveStore | None = None
         self._retention: tuple[float, dict] | None = None
 
@@ -153,6 +166,7 @@ class DashboardData:
 
     def _open_archive(self) -> ArchiveStore | None:
         if self._archive is None and (self.home / ARCHIVE_DIR / "CURRENT").exists():
+            _drop_stale(self.home / SECONDARY_DIR)
             with contextlib.suppress(ArchiveError):
                 self._archive = ArchiveStore.open_secondary(
                     self.home / ARCHIVE_DIR, self._secondary_dir

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from memoryd.api import Memoryd
-from memoryd.dashboard.data import DashboardData, pause_intervals
+from memoryd.dashboard.data import SECONDARY_DIR, DashboardData, pause_intervals
 from memoryd.dashboard.page import render
 
 
@@ -66,6 +66,7 @@ def test_retention_reads_the_archive_through_a_secondary(home: Path) -> None:
         snap = data.snapshot(3600)
     finally:
         data.close()
+    assert not any((home / SECONDARY_DIR).iterdir()), "its secondary's directory goes at close"
     ret = snap["retention"]
     arc = ret["archive"]
     assert arc is not None and arc["degraded"] is None
