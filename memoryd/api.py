@@ -186,6 +186,16 @@ class Memoryd:
         if not any((self.home / name).exists() for name in (AUTHORITY_FILE, ARCHIVE_DIR)):
             raise HomeMissing(f"no memoryd home at {self.home} (create it with `memoryd init`)")
 
+    def read_only(self) -> Memoryd:
+        """Read through a read-only connection of this process only, never a running
+        supervisor's control socket (the dashboard: it must neither write nor ask)."""
+        if not (self.home / AUTHORITY_FILE).exists():
+            raise HomeMissing(f"no memoryd authority in {self.home} (create it: `memoryd init`)")
+        self.close()
+        self._db = _open_readonly(self.home, self.config)
+        self.via_control = False
+        return self
+
     @property
     def queue(self) -> JobQueue:
         return JobQueue(self.db)

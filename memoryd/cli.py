@@ -451,6 +451,28 @@ def mcp_cmd(md: Memoryd, as_json: bool, project: str | None) -> None:
     serve(md, project)
 
 
+@command(main, "dashboard", "memoryd dashboard --port 8765 --open")
+@click.option(
+    "--port", "dashboard_port", type=click.IntRange(0, 65535), help="Port (default: a free one)."
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser.")
+def dashboard_cmd(
+    md: Memoryd, as_json: bool, dashboard_port: int | None, open_browser: bool
+) -> None:
+    """Serve a live read-only page of the home on 127.0.0.1, behind a token in its URL."""
+    from memoryd.dashboard.app import serve
+
+    def announce(url: str) -> None:
+        if as_json:
+            emit_line({"url": url})
+        else:
+            out.print(f"memoryd dashboard: [link={url}]{url}[/link]", soft_wrap=True)
+            out.print("(the token in the URL is the key: requests without it are refused)")
+        sys.stdout.flush()
+
+    serve(md, port=int(md.config.dashboard_port), open_browser=open_browser, announce=announce)
+
+
 @command(main, "checkpoint-wal", "memoryd checkpoint-wal --json")
 def checkpoint_cmd(md: Memoryd, as_json: bool) -> None:
     """Checkpoint and truncate the authority's WAL now (the manual boundary)."""

@@ -193,6 +193,16 @@ SETTINGS: dict[str, Setting] = {
     ),
     "memory_keep_runs": _positive(1000, "consolidation runs kept in the run log"),
     "memory_keep_outcomes": _positive(10_000, "per-candidate outcomes kept in the run log"),
+    # dashboard samples (memoryd dashboard)
+    "sample_period_seconds": Setting(
+        5.0, "the supervisor records a sample (queue, WAL, workers) this often; 0: off"
+    ),
+    "sample_keep_seconds": _positive(
+        86400.0, "samples kept cover this long (the oldest are dropped as new ones come)"
+    ),
+    "dashboard_port": Setting(
+        0, "port of `memoryd dashboard` on 127.0.0.1 (0: any free port)", 0, 65535
+    ),
     # agent faces (MCP server, control socket)
     "mcp_heartbeat_seconds": _positive(60.0, "an MCP session renews its archive lease this often"),
     # semantic route (issue 15)

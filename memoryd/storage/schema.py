@@ -270,6 +270,19 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         END;
         """,
     ),
+    (
+        8,
+        "supervisor samples for the dashboard (bounded: the oldest are dropped)",
+        """
+        -- One row per sample: queue, WAL, pause, workers, archive size (JSON), written
+        -- in the supervisor's group commit; the same write drops the oldest beyond the bound.
+        CREATE TABLE samples (
+            id   INTEGER PRIMARY KEY,
+            at   REAL NOT NULL,
+            data BLOB NOT NULL
+        );
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]

@@ -35,6 +35,7 @@ from memoryd.config import (
     Config,
 )
 from memoryd.control.server import ControlServer, Direct
+from memoryd.dashboard.sampler import Sampler
 from memoryd.errors import StoreBusy, SupervisorRunning
 from memoryd.locks import FileLock, lock_holder
 from memoryd.queue import ClaimedJob, JobQueue
@@ -147,6 +148,7 @@ class Supervisor:
         self.pool = _pool(self.home, config, self.registry.modules, executor, ray_address)
         self.dispatch = Dispatch(config.dispatch_target_seconds, config.claim_batch_max)
         self.applying = ApplyingMark(self.home / SUPERVISOR_APPLYING_FILE, self.owner)
+        self.sampler = Sampler(config)  # the dashboard's samples, in the group commit
         self.control = ControlServer(self.home, config)  # the control socket, a thread
         self.directs: dict[int, Direct] = {}  # control writes in the retention worker
         self.direct_seq = 0
@@ -447,6 +449,7 @@ class Supervisor:
         renew = now >= self.next_renew and bool(self._held())
         reclaim = now >= self.next_reclaim
         purge = now >= self.next_purge
+        sample = self.sampler.due()  # rides this turn's commit; never a write of its own
         # Stopping, or paused by WAL pressure: undispatched claims go back unharmed.
         release = (
             [j for b in self.buffers.values() for j in b]
@@ -482,6 +485,8 @@ class Supervisor:
                 for pool, limit in limits.items()
                 if limit
             }
+            if sample:  # after this turn's changes: the sample shows what it committed
+                self.sampler.record_in(tx, self, self.stats.done + tally.done)
             return claims, tally, after
 
         self._mark_applying(finished)
@@ -489,6 +494,8 @@ class Supervisor:
         self.applying.clear()
         self.finished, self.lost = [], []
         self._add_tally(tally)
+        if sample:
+            self.sampler.recorded()
         for group in suspects:
             self._apply_apart(group)
         if release:

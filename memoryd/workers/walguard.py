@@ -13,7 +13,7 @@ import time
 
 from memoryd import logs
 from memoryd.storage import Authority
-from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes
+from memoryd.storage.maintenance import CheckpointResult, checkpoint_truncate, wal_bytes
 
 
 class WalGuard:
@@ -23,6 +23,9 @@ class WalGuard:
         self.next_checkpoint = 0.0
         self.pause_reason: str | None = None  # set while claims are paused
         self.pinned = False  # the last checkpoint gave way to a reader or writer
+        # the dashboard's samples: the last checkpoint (time, result) and counts by outcome
+        self.last_checkpoint: tuple[float, CheckpointResult] | None = None
+        self.checkpoints = {"ok": 0, "gave_way": 0}
 
     def maintain(self) -> bool:
         """Checkpoint when the WAL has grown or on a period. True when the pause state
@@ -38,6 +41,8 @@ class WalGuard:
             return False
         self.next_checkpoint = now + float(self.config.maintenance_period_seconds)
         result = checkpoint_truncate(self.db)
+        self.last_checkpoint = (time.time(), result)
+        self.checkpoints["ok" if result.ok else "gave_way"] += 1
         _log_checkpoint(result, news=not self.pinned)  # a paused guard retries every turn
         self.pinned = not result.ok
         if result.ok:

@@ -20,7 +20,11 @@ Systems:
 - **memoryd**: the real supervisor, ``Memoryd(home).run(workers=k, drain=True)``.
   Timed: the whole call, so worker start-up (spawn) and shutdown (final WAL
   checkpoint) count. Its effects are the ``job_effects`` rows its ``noop``
-  applier writes in the group commit that completes the job.
+  applier writes in the group commit that completes the job. It records the
+  dashboard's samples at the default period (``sample_period_seconds``, 5 s).
+- **memoryd, samples off** (``sample_period_seconds=0``) and **memoryd, sample
+  every 0.1 s** (50 times the default rate): the same drain, to show what the
+  samples cost; the "memoryd / memoryd-nosample" column is the ratio.
 - **apsw 1/claim** and **apsw 64/claim**: a raw apsw reference on a jobs table
   shaped like memoryd's. k forked processes, each with its own connection;
   ``BEGIN IMMEDIATE`` with busy timeout 0 and whole-transaction retry with a
@@ -160,6 +164,7 @@ class MemorydSystem:
     key = "memoryd"
     label = "memoryd"
     guarantee = "exactly-once: effects and completion in one commit, fenced by lease token"
+    overrides: dict = {}  # settings of the drain (the sampling variants below)
 
     def enqueue(self, home: Path, n: int, cap: float) -> tuple[float, int]:
         from memoryd.api import Memoryd
@@ -175,7 +180,7 @@ class MemorydSystem:
     def drain(self, home: Path, n: int, workers: int, cap: float) -> Drained:
         from memoryd.api import Memoryd
 
-        md = Memoryd(home=home)
+        md = Memoryd(home=home, overrides=self.overrides)
         start = time.perf_counter()
         stats = md.run(workers=workers, drain=True)  # no cap: it exits when drained
         return Drained(time.perf_counter() - start, notes={"run_stats": stats})
@@ -202,6 +207,22 @@ class MemorydSystem:
         finally:
             db.close()
         return f"journal_mode={mode}, synchronous={sync} (authority connection)"
+
+
+class MemorydSamplesOff(MemorydSystem):
+    """memoryd with the dashboard's samples off: the reference for what sampling costs."""
+
+    key = "memoryd-nosample"
+    label = "memoryd, samples off"
+    overrides = {"sample_period_seconds": 0}
+
+
+class MemorydSamplesDense(MemorydSystem):
+    """A sample every 0.1 s, 50 times the default rate: sampling's cost made visible."""
+
+    key = "memoryd-sample0.1"
+    label = "memoryd, sample every 0.1 s"
+    overrides = {"sample_period_seconds": 0.1}
 
 
 # -- raw apsw reference ----------------------------------------------------------
@@ -806,7 +827,7 @@ def print_report(systems, rows, runs, durability, info, cap: float, wall: float)
 
     console = Console(width=max(Console().width, 150))
     keys = [s.key for s in systems]
-    refs = [k for k in ("apsw-64", "apsw-1") if k in keys and "memoryd" in keys]
+    refs = [k for k in ("apsw-64", "apsw-1", "memoryd-nosample") if k in keys and "memoryd" in keys]
     table = Table(
         title="Durable queue throughput, jobs/s (SQLite WAL, synchronous=FULL)",
         box=box.SIMPLE_HEAVY,
@@ -881,6 +902,8 @@ def _run_json(run: Run) -> dict:
 
 SYSTEMS = {
     "memoryd": MemorydSystem,
+    "memoryd-nosample": MemorydSamplesOff,
+    "memoryd-sample0.1": MemorydSamplesDense,
     "apsw-1": lambda: ApswReference(1),
     "apsw-64": lambda: ApswReference(REF_BATCH),
     "huey": HueySystem,

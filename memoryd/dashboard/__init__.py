@@ -1,0 +1,2 @@
+"""The operator's dashboard: the supervisor's bounded samples (:mod:`.sampler`) and a
+local, token-guarded web page over them (:mod:`.app`, imported only by the command)."""
