@@ -18,11 +18,15 @@ demo: $(STAMP)
 readme: $(STAMP)  # rerun the README's worked example and rewrite its output
 	$(BIN)/python ops/readme_example.py
 
+# The suites spend most of their time waiting on real processes, so two pytest
+# workers (pytest-xdist) share the 2 cores CI has; TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
+
 test: $(STAMP) $(VENV)/.ray
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS)
 
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m 'not slow'
+	$(BIN)/pytest -q -n $(TEST_WORKERS) -m 'not slow'
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
