@@ -24,10 +24,15 @@ different content word in eight gives 7/9 = 0.78.
 Records this run already decided on (added, or flipped away from active) are
 not committed yet when the next candidate is shortlisted; the :class:`Overlay`
 keeps them in memory so a run sees its own decisions.
+
+A record's text never changes (a merge makes a new record), so :func:`stem_set`
+is memoized per text (bounded): a record shortlisted again costs no stemming,
+and a hit's exact-duplicate test compares the stored ``norm_hash``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +44,7 @@ from memoryd.storage import records
 
 MAX_QUERY_WORDS = 32  # the first distinct content words of a long candidate
 CANDIDATE_ROWS = 256  # most records (by shared stems) checked against project and scope
+STEM_CACHE = 32_768  # texts whose stem sets a worker keeps (records are shortlisted again)
 
 
 def content_words(text: str) -> list[str]:
@@ -46,6 +52,7 @@ def content_words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in words(text) if w not in STOPWORDS))
 
 
+@functools.lru_cache(maxsize=STEM_CACHE)
 def stem_set(text: str) -> frozenset[str]:
     """The stems of the text's content words; of all its words when it has none (a text
     of stopwords only)."""
@@ -57,13 +64,6 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a and not b:
         return 1.0
     return len(a & b) / len(a | b)
-
-
-def overlap(a: frozenset[str], b: frozenset[str]) -> float:
-    """|a ∩ b| / min(|a|, |b|): how much of the smaller text the other contains."""
-    if not a or not b:
-        return 0.0
-    return len(a & b) / min(len(a), len(b))
 
 
 def match_expression(pid: int, skey: str, terms: list[str], status: str = "active") -> str:
@@ -109,27 +109,29 @@ class Shortlister:
         (Jaccard of content-stem sets) and ``score`` (shared stems)."""
         skey = scope_key(candidate["scope"])
         mine, digest = stem_set(candidate["text"]), norm_hash(candidate["text"])
-        hits: dict[str, dict] = {}
-        for rec in self._stored(skey, candidate["text"], len(mine)):
+        hits: dict[str, dict] = {}  # id -> record with its norm_hash
+        for rec in self._stored(skey, len(mine), candidate["text"]):
             hits[rec["id"]] = rec
         for rid in records.exact_duplicates(self.conn, self.pid, skey, digest):
             if rid not in hits and (rec := records.get_record(self.conn, rid)):
-                hits[rid] = {**_public(rec), "score": 0}
+                hits[rid] = {**rec, "norm_hash": digest}
         for rec in self.overlay.sharing(mine, skey):
-            hits.setdefault(rec["id"], {**_public(rec), "score": 0})
+            hits.setdefault(rec["id"], rec)
         out = []
         for hit in hits.values():
             if hit["id"] in self.overlay.gone:
                 continue
             theirs = stem_set(hit["text"])
-            exact = norm_hash(hit["text"]) == digest
-            if exact or _collides(len(mine & theirs), len(mine), len(theirs), self.min_overlap):
-                hit = {**hit, "score": len(mine & theirs)}
-                out.append({**hit, "similarity": round(jaccard(mine, theirs), 4)})
+            shared = len(mine & theirs)
+            if hit["norm_hash"] == digest or _collides(
+                shared, len(mine), len(theirs), self.min_overlap
+            ):
+                similarity = round(jaccard(mine, theirs), 4)
+                out.append({**_public(hit), "score": shared, "similarity": similarity})
         out.sort(key=lambda h: (-h["similarity"], h["id"]))
         return out[: self.size]
 
-    def _stored(self, skey: str, text: str, n_mine: int) -> list[dict]:
+    def _stored(self, skey: str, n_mine: int, text: str) -> list[dict]:
         """Committed records sharing enough stems, best estimated Jaccard first."""
         by_stem = {}
         for word in content_words(text):
@@ -142,7 +144,7 @@ class Shortlister:
             r for r in found if _collides(shared[r["n"]], n_mine, r["nterms"], self.min_overlap)
         ]
         keep.sort(key=lambda r: -shared[r["n"]] / (n_mine + r["nterms"] - shared[r["n"]]))
-        return [{**_public(r), "score": shared[r["n"]]} for r in keep[: self.size]]
+        return keep[: self.size]
 
 
 def _collides(shared: int, a: int, b: int, min_overlap: float) -> bool:

@@ -176,12 +176,12 @@ def active_in_scope(conn: Any, rowids: list[int], pid: int, skey: str) -> list[d
     """The records among ``rowids`` that are active in the project's scope ``skey``."""
     rows = _rows(
         conn,
-        "SELECT n, id, kind, status, text, triggers, nterms FROM memory_records"
+        "SELECT n, id, kind, status, text, triggers, nterms, norm_hash FROM memory_records"
         " WHERE n IN (SELECT value FROM json_each(?)) AND +project_id = ? AND +scope_key = ?"
         " AND +status = 'active'",  # '+': look the few rowids up, never scan a scope's index
         (orjson.dumps(rowids).decode(), pid, skey),
     )
-    keys = ("n", "id", "kind", "status", "text", "triggers", "nterms")
+    keys = ("n", "id", "kind", "status", "text", "triggers", "nterms", "norm_hash")
     out = [dict(zip(keys, r, strict=True)) for r in rows]
     for rec in out:
         rec["triggers"] = orjson.loads(rec["triggers"])
