@@ -1,10 +1,10 @@
 """The ``memory.consolidate`` job kind: one live job per project (dedupe key).
 
-In a job worker, a run first brings the markdown mirror up to date and tidies
-staging (files of candidates already consumed are removed, dead letters move to
-``deadletter/``: both idempotent, driven by committed state), then decides up
-to ``memory_run_candidates`` due candidates in staging order: shortlist, and
-for a non-empty shortlist, a verdict. It writes no record.
+In a job worker, a run first tidies staging (files of candidates already
+consumed are removed, dead letters move to ``deadletter/``: both idempotent,
+driven by committed state), then decides up to ``memory_run_candidates`` due
+candidates in staging order: shortlist, and for a non-empty shortlist, a
+verdict. It writes no record.
 
 In the supervisor, the apply commits each candidate on its own: a savepoint per
 candidate inside the group commit, so a candidate whose apply fails is undone
@@ -12,7 +12,9 @@ alone and parked, never taking another with it. The candidate's id is recorded
 with its effects in that same savepoint: a staging file whose id is recorded
 is never consumed again, whatever crashed after. The apply then logs the run
 and enqueues the next run in the same commit when anything is left to do (the
-next run also writes the mirror and tidies staging for this one).
+next run also tidies staging for this one), and, when records changed, the
+project's ``memory.mirror`` job (:mod:`.mirror`), which the other worker runs
+while the next run decides.
 """
 
 from __future__ import annotations
@@ -186,7 +188,6 @@ def _walk(home: Path, project: str, entries: list, states: dict, now, want, foun
 def run(ctx: WorkContext, p: dict) -> dict:
     home, cfg, project, pid = ctx.home, ctx.config, p["project"], p["project_id"]
     conn = ctx.authority().conn
-    mirror.sync(home, conn, project, pid)
     found = tidy(home, conn, project, time.time(), int(cfg.memory_run_candidates))
     sl = Shortlister(
         conn, pid, int(cfg.memory_shortlist_size), float(cfg.memory_shortlist_min_overlap)
@@ -291,6 +292,8 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
             outcome, rid, reason = _settle(actx, pid, d, now)
             rates[outcome] += 1
             outcomes.append((d["cid"], outcome, rid, reason))
+        if any(rid for _, outcome, rid, _ in outcomes if outcome != "already"):
+            actx.queue.enqueue_in(actx.tx, [mirror.job_spec(job.data["project"], pid)])
         if outcomes or rates["discarded"]:  # a tidy-up run alone is not logged
             run_id = records.log_run_in(actx.tx, pid, job.id, now, rates)
             records.log_outcomes_in(actx.tx, run_id, outcomes, now)
@@ -299,4 +302,7 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         _follow_up(actx, job, out, home)
 
 
-KINDS = [JobKind(CONSOLIDATE, run, apply, doc="consolidate a project's staged memory candidates")]
+KINDS = [
+    JobKind(CONSOLIDATE, run, apply, doc="consolidate a project's staged memory candidates"),
+    mirror.KIND,
+]
