@@ -34,7 +34,7 @@ from memoryd.config import Config
 from memoryd.memory import adjudicate, mirror, staging
 from memoryd.memory.adjudicate import Undecidable, VerdictError
 from memoryd.memory.candidates import norm_hash, normalize, record_id, scope_key
-from memoryd.memory.shortlist import Shortlister, stem_set
+from memoryd.memory.shortlist import Shortlister, index_terms, stem_set
 from memoryd.memory.verdicts import StaleTarget
 from memoryd.memory.verdicts import apply as apply_verdict
 from memoryd.queue import ClaimedJob, JobSpec
@@ -80,6 +80,7 @@ def new_record(pid: int, cid: str, candidate: dict, verdict: dict, shortlist: li
         "text": text,
         "norm_hash": norm_hash(text),
         "nterms": len(stem_set(text)),
+        "terms": index_terms(text, triggers),
         "triggers": triggers,
         "refs": list(candidate["refs"]),
         "sources": [candidate["source"]] if candidate.get("source") else [],

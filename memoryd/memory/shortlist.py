@@ -1,20 +1,22 @@
 """The lexical shortlist: which active records of the same project and scope a
 candidate might repeat, before any adjudicator is asked.
 
-For each distinct content word of the candidate (search's tokenizer and
-stopwords; at most ``MAX_QUERY_WORDS``, one word per stem) one FTS5 lookup in
-``memory_fts`` (record text and triggers, porter over unicode61, as project
-search tokenizes) gives the records holding it; counting them gives, for every
-record, how many of the candidate's stems it shares. A record is shortlisted
+For the distinct content stems of the candidate (search's tokenizer and
+stopwords; at most ``MAX_QUERY_WORDS``) one statement over ``memory_terms``
+(each record's indexed terms of text and triggers, porter over unicode61, the
+very terms ``memory_fts`` holds for those columns) gives one row per (record,
+shared term); counting them gives, for every record, how many of the
+candidate's stems it shares. A record is shortlisted
 when it is active in the candidate's project and scope and shares at least
 ``memory_shortlist_min_overlap`` of the smaller side's stems (overlap
 coefficient, with ``nterms`` stored per record), and at least two stems unless
 a side has only one; exact duplicates of the normalized text always are. The
 best ``memory_shortlist_size`` by estimated Jaccard stay.
 
-Per-word lookups, not one ranked OR query: bm25 over every match, and an AND
-with a project token matching every record, cost milliseconds per candidate
-at 100,000 records; counting rowids of single terms does not.
+A plain (term, record) index, not FTS5: one ranked OR query (bm25 over every
+match, and an AND with a project token matching every record) costs
+milliseconds per candidate at 100,000 records, and even per-term FTS5 lookups
+cost about three times one index range per term in ``memory_terms``.
 
 The near-duplicate measure (documented in the README) is the Jaccard
 similarity of the two texts' content-stem sets (:func:`stem_set`): case,
@@ -37,6 +39,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from memoryd.memory.candidates import norm_hash, scope_key
 from memoryd.search.fts_query import quote
 from memoryd.search.terms import STOPWORDS, stem, stems, words
@@ -58,6 +62,12 @@ def stem_set(text: str) -> frozenset[str]:
     of stopwords only)."""
     content = " ".join(content_words(text))
     return frozenset(stems(content or text))
+
+
+def index_terms(text: str, triggers: list[str]) -> list[str]:
+    """The terms memory_fts indexes for a record's text and triggers columns (the
+    triggers column holds their JSON array): what ``memory_terms`` keeps per record."""
+    return sorted({*stems(text), *stems(orjson.dumps(triggers).decode())})
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -133,10 +143,8 @@ class Shortlister:
 
     def _stored(self, skey: str, n_mine: int, text: str) -> list[dict]:
         """Committed records sharing enough stems, best estimated Jaccard first."""
-        by_stem = {}
-        for word in content_words(text):
-            by_stem.setdefault(stem(word), word)
-        shared = Counter(records.term_rows(self.conn, list(by_stem.values())[:MAX_QUERY_WORDS]))
+        terms = list(dict.fromkeys(stem(w) for w in content_words(text)))[:MAX_QUERY_WORDS]
+        shared = Counter(records.term_rows(self.conn, terms))
         floor = min(2, n_mine)
         likely = [n for n, c in shared.most_common(CANDIDATE_ROWS) if c >= floor]
         found = records.active_in_scope(self.conn, likely, self.pid, skey) if likely else []

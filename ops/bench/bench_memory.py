@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 from memoryd.api import Memoryd  # noqa: E402
 from memoryd.config import load_config  # noqa: E402
 from memoryd.memory.candidates import norm_hash, scope_key  # noqa: E402
-from memoryd.memory.shortlist import Shortlister, stem_set  # noqa: E402
+from memoryd.memory.shortlist import Shortlister, index_terms, stem_set  # noqa: E402
 from memoryd.storage import open_authority, records  # noqa: E402
 
 SYLLABLES = [
@@ -209,7 +209,7 @@ def record_row(pid: int, i: int, text: str) -> dict:
     return {
         "id": f"m-{i:016x}", "project_id": pid, "scope": PROJECT, "scope_key": scope_key(PROJECT),
         "kind": "lesson", "text": text, "norm_hash": norm_hash(text), "triggers": [],
-        "nterms": len(stem_set(text)),
+        "nterms": len(stem_set(text)), "terms": index_terms(text, []),
         "refs": [], "sources": [],
     }  # fmt: skip
 
