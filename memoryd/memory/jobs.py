@@ -146,15 +146,44 @@ class Tidy:
         self.next_due = min(self.next_due or due_at, due_at)
 
 
-def tidy(home: Path, conn: Any, project: str, now: float, want: int) -> Tidy:
+@dataclass
+class StagingMemo:
+    """What a worker keeps of staging between runs (a run re-walks staging, but a
+    staging file never changes once renamed into place, and a consumed candidate
+    stays consumed): files parsed, and ids known consumed. Only what staging still
+    holds is kept."""
+
+    files: dict[Path, list[staging.Staged]] = field(default_factory=dict)
+    consumed: set[str] = field(default_factory=set)
+
+    def read(self, path: Path) -> list[staging.Staged] | None:
+        if path not in self.files and (entries := staging.read(path)) is not None:
+            self.files[path] = entries
+        return self.files.get(path)
+
+    def states(self, conn: Any, ids: list[str]) -> dict[str, dict]:
+        """Committed states of ``ids`` (consumed ones known from earlier runs unread)."""
+        found = records.candidate_states(conn, [i for i in ids if i not in self.consumed])
+        self.consumed.update(i for i, st in found.items() if st["state"] == "consumed")
+        return {**dict.fromkeys(self.consumed.intersection(ids), CONSUMED), **found}
+
+    def keep_only(self, paths: list[Path]) -> None:
+        self.files = {p: self.files[p] for p in paths if p in self.files}
+        self.consumed.intersection_update(s.id for e in self.files.values() for s in e)
+
+
+CONSUMED = {"state": "consumed"}
+
+
+def tidy(home: Path, conn: Any, project: str, now: float, want: int, memo: StagingMemo) -> Tidy:
     """Walk the project's staging files: finish what committed state says (dead letters
     to deadletter/, a file whose candidates are all decided removed), and collect up to
     ``want`` due candidates."""
     found = Tidy()
-    files = [(p, staging.read(p)) for p in staging.staged_files(home, project)]
+    files = [(p, memo.read(p)) for p in staging.staged_files(home, project)]
     found.seen = [p.name for p, _ in files]
     ids = [s.id for _, entries in files for s in entries or ()]
-    states = records.candidate_states(conn, ids)
+    states = memo.states(conn, ids)
     for path, entries in files:
         if entries is None:
             _discard(home, project, path)
@@ -163,6 +192,7 @@ def tidy(home: Path, conn: Any, project: str, now: float, want: int) -> Tidy:
             continue  # another project's file: left for its owner
         elif _walk(home, project, entries, states, now, want, found):
             staging.remove(path)  # every candidate in it is consumed or dead-lettered
+    memo.keep_only([p for p, _ in files])
     return found
 
 
@@ -189,7 +219,8 @@ def _walk(home: Path, project: str, entries: list, states: dict, now, want, foun
 def run(ctx: WorkContext, p: dict) -> dict:
     home, cfg, project, pid = ctx.home, ctx.config, p["project"], p["project_id"]
     conn = ctx.authority().conn
-    found = tidy(home, conn, project, time.time(), int(cfg.memory_run_candidates))
+    memo = ctx.resource(f"{CONSOLIDATE}:staging:{project}", StagingMemo)
+    found = tidy(home, conn, project, time.time(), int(cfg.memory_run_candidates), memo)
     sl = Shortlister(
         conn, pid, int(cfg.memory_shortlist_size), float(cfg.memory_shortlist_min_overlap)
     )
