@@ -69,7 +69,7 @@ def default_adjudicator(threshold: float) -> Adjudicator:
     def decide(candidate: dict, shortlist: list[dict]) -> dict:
         mine = normalize(candidate["text"])
         for hit in shortlist:  # most similar first
-            if normalize(hit["text"]) == mine or hit["similarity"] >= threshold:
+            if hit["similarity"] >= threshold or normalize(hit["text"]) == mine:
                 return {"verdict": "duplicate", "target": hit["id"]}
         if candidate["kind"] == "lesson":
             return {"verdict": "distinct"}

@@ -1,10 +1,10 @@
 """The ``memory.consolidate`` job kind: one live job per project (dedupe key).
 
-In a job worker, a run first brings the markdown mirror up to date and tidies
-staging (files of candidates already consumed are removed, dead letters move to
-``deadletter/``: both idempotent, driven by committed state), then decides up
-to ``memory_run_candidates`` due candidates in staging order: shortlist, and
-for a non-empty shortlist, a verdict. It writes no record.
+In a job worker, a run first tidies staging (files of candidates already
+consumed are removed, dead letters move to ``deadletter/``: both idempotent,
+driven by committed state), then decides up to ``memory_run_candidates`` due
+candidates in staging order: shortlist, and for a non-empty shortlist, a
+verdict. It writes no record.
 
 In the supervisor, the apply commits each candidate on its own: a savepoint per
 candidate inside the group commit, so a candidate whose apply fails is undone
@@ -12,7 +12,9 @@ alone and parked, never taking another with it. The candidate's id is recorded
 with its effects in that same savepoint: a staging file whose id is recorded
 is never consumed again, whatever crashed after. The apply then logs the run
 and enqueues the next run in the same commit when anything is left to do (the
-next run also writes the mirror and tidies staging for this one).
+next run also tidies staging for this one), and, when records changed, the
+project's ``memory.mirror`` job (:mod:`.mirror`), which the other worker runs
+while the next run decides.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from memoryd.config import Config
 from memoryd.memory import adjudicate, mirror, staging
 from memoryd.memory.adjudicate import Undecidable, VerdictError
 from memoryd.memory.candidates import norm_hash, normalize, record_id, scope_key
-from memoryd.memory.shortlist import Shortlister, stem_set
+from memoryd.memory.shortlist import Shortlister, index_terms, stem_set
 from memoryd.memory.verdicts import StaleTarget
 from memoryd.memory.verdicts import apply as apply_verdict
 from memoryd.queue import ClaimedJob, JobSpec
@@ -78,6 +80,7 @@ def new_record(pid: int, cid: str, candidate: dict, verdict: dict, shortlist: li
         "text": text,
         "norm_hash": norm_hash(text),
         "nterms": len(stem_set(text)),
+        "terms": index_terms(text, triggers),
         "triggers": triggers,
         "refs": list(candidate["refs"]),
         "sources": [candidate["source"]] if candidate.get("source") else [],
@@ -143,15 +146,44 @@ class Tidy:
         self.next_due = min(self.next_due or due_at, due_at)
 
 
-def tidy(home: Path, conn: Any, project: str, now: float, want: int) -> Tidy:
+@dataclass
+class StagingMemo:
+    """What a worker keeps of staging between runs (a run re-walks staging, but a
+    staging file never changes once renamed into place, and a consumed candidate
+    stays consumed): files parsed, and ids known consumed. Only what staging still
+    holds is kept."""
+
+    files: dict[Path, list[staging.Staged]] = field(default_factory=dict)
+    consumed: set[str] = field(default_factory=set)
+
+    def read(self, path: Path) -> list[staging.Staged] | None:
+        if path not in self.files and (entries := staging.read(path)) is not None:
+            self.files[path] = entries
+        return self.files.get(path)
+
+    def states(self, conn: Any, ids: list[str]) -> dict[str, dict]:
+        """Committed states of ``ids`` (consumed ones known from earlier runs unread)."""
+        found = records.candidate_states(conn, [i for i in ids if i not in self.consumed])
+        self.consumed.update(i for i, st in found.items() if st["state"] == "consumed")
+        return {**dict.fromkeys(self.consumed.intersection(ids), CONSUMED), **found}
+
+    def keep_only(self, paths: list[Path]) -> None:
+        self.files = {p: self.files[p] for p in paths if p in self.files}
+        self.consumed.intersection_update(s.id for e in self.files.values() for s in e)
+
+
+CONSUMED = {"state": "consumed"}
+
+
+def tidy(home: Path, conn: Any, project: str, now: float, want: int, memo: StagingMemo) -> Tidy:
     """Walk the project's staging files: finish what committed state says (dead letters
     to deadletter/, a file whose candidates are all decided removed), and collect up to
     ``want`` due candidates."""
     found = Tidy()
-    files = [(p, staging.read(p)) for p in staging.staged_files(home, project)]
+    files = [(p, memo.read(p)) for p in staging.staged_files(home, project)]
     found.seen = [p.name for p, _ in files]
     ids = [s.id for _, entries in files for s in entries or ()]
-    states = records.candidate_states(conn, ids)
+    states = memo.states(conn, ids)
     for path, entries in files:
         if entries is None:
             _discard(home, project, path)
@@ -160,6 +192,7 @@ def tidy(home: Path, conn: Any, project: str, now: float, want: int) -> Tidy:
             continue  # another project's file: left for its owner
         elif _walk(home, project, entries, states, now, want, found):
             staging.remove(path)  # every candidate in it is consumed or dead-lettered
+    memo.keep_only([p for p, _ in files])
     return found
 
 
@@ -186,8 +219,8 @@ def _walk(home: Path, project: str, entries: list, states: dict, now, want, foun
 def run(ctx: WorkContext, p: dict) -> dict:
     home, cfg, project, pid = ctx.home, ctx.config, p["project"], p["project_id"]
     conn = ctx.authority().conn
-    mirror.sync(home, conn, project, pid)
-    found = tidy(home, conn, project, time.time(), int(cfg.memory_run_candidates))
+    memo = ctx.resource(f"{CONSOLIDATE}:staging:{project}", StagingMemo)
+    found = tidy(home, conn, project, time.time(), int(cfg.memory_run_candidates), memo)
     sl = Shortlister(
         conn, pid, int(cfg.memory_shortlist_size), float(cfg.memory_shortlist_min_overlap)
     )
@@ -291,6 +324,8 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
             outcome, rid, reason = _settle(actx, pid, d, now)
             rates[outcome] += 1
             outcomes.append((d["cid"], outcome, rid, reason))
+        if any(rid for _, outcome, rid, _ in outcomes if outcome != "already"):
+            actx.queue.enqueue_in(actx.tx, [mirror.job_spec(job.data["project"], pid)])
         if outcomes or rates["discarded"]:  # a tidy-up run alone is not logged
             run_id = records.log_run_in(actx.tx, pid, job.id, now, rates)
             records.log_outcomes_in(actx.tx, run_id, outcomes, now)
@@ -299,4 +334,7 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         _follow_up(actx, job, out, home)
 
 
-KINDS = [JobKind(CONSOLIDATE, run, apply, doc="consolidate a project's staged memory candidates")]
+KINDS = [
+    JobKind(CONSOLIDATE, run, apply, doc="consolidate a project's staged memory candidates"),
+    mirror.KIND,
+]

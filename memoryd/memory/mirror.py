@@ -3,10 +3,16 @@
 SQLite is the authority; the mirror is written after the commit that changed a
 record. Every record change bumps the record's ``seq`` (per project); the
 mirror keeps the last ``seq`` it wrote in ``memory/<project>/.seq``, and
-:func:`sync` writes every record changed since. Each consolidation run starts
-with a sync (the run after a change is enqueued in the change's commit), so a
-crash between a commit and its mirror write is repaired by the next run.
-``memoryd rebuild`` rewrites the mirror whole; ``rebuild --verify`` compares it.
+:func:`sync` writes every record changed since.
+
+The writing is a job of its own, ``memory.mirror`` (one live per project), that
+a consolidation commit enqueues together with the records it changed: a crash
+between that commit and the files is repaired by the queue re-running the job,
+and the files are written by the other worker while the next consolidation run
+decides (the mirror is off the deciding path). A mirror job that finishes
+behind the records (a commit landed while it ran, and that commit's enqueue met
+the live job) enqueues the next one. ``memoryd rebuild`` rewrites the mirror
+whole; ``rebuild --verify`` compares it.
 """
 
 from __future__ import annotations
@@ -19,8 +25,11 @@ from typing import Any
 
 from memoryd.home import DIR_MODE
 from memoryd.memory.staging import write_atomic
+from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.storage import records
+from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
+MIRROR = "memory.mirror"
 MIRROR_DIR = "memory"
 SEQ_FILE = ".seq"
 
@@ -56,7 +65,8 @@ def render(rec: dict) -> str:
     return "\n".join(lines)
 
 
-def _watermark(folder: Path) -> int:
+def watermark(folder: Path) -> int:
+    """The last record ``seq`` the mirror in ``folder`` holds (0: none)."""
     try:
         return int((folder / SEQ_FILE).read_text())
     except (OSError, ValueError):
@@ -66,8 +76,9 @@ def _watermark(folder: Path) -> int:
 def sync(home: Path, conn: Any, project: str, pid: int) -> int:
     """Write the records changed since the mirror's watermark. Returns files written."""
     folder = mirror_dir(home, project)
-    rows = records.mirror_rows(conn, pid, _watermark(folder))
-    folder.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    rows = records.mirror_rows(conn, pid, watermark(folder))
+    if rows:
+        folder.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
     for _, rec in rows:  # in place: a torn file is rewritten, the watermark moves after
         (folder / f"{rec['id']}.md").write_text(render(rec), encoding="utf-8")
     if rows:
@@ -105,3 +116,31 @@ def verify(home: Path, conn: Any, project: str, pid: int) -> list[str]:
         except (OSError, UnicodeDecodeError):
             bad.append(name)
     return bad
+
+
+# -- the job --------------------------------------------------------------------------
+
+
+def job_spec(project: str, pid: int) -> JobSpec:
+    """The project's mirror job (at most one live: its dedupe key)."""
+    return JobSpec(
+        MIRROR, {"project": project, "project_id": pid}, project=project,
+        dedupe_key=f"{MIRROR}:{pid}",
+    )  # fmt: skip
+
+
+def run(ctx: WorkContext, p: dict) -> dict:
+    """Bring the project's mirror up to the committed records; the ``seq`` it reached."""
+    sync(ctx.home, ctx.authority().conn, p["project"], p["project_id"])
+    return {"seq": watermark(mirror_dir(ctx.home, p["project"]))}
+
+
+def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, dict]]) -> None:
+    """A mirror that ended behind the records goes on in a next job."""
+    for job, out in done:
+        p = job.data
+        if records.next_seq(actx.tx, p["project_id"]) - 1 > out["seq"]:
+            actx.queue.enqueue_in(actx.tx, [job_spec(p["project"], p["project_id"])])
+
+
+KIND = JobKind(MIRROR, run, apply, doc="write a project's memory records as markdown files")

@@ -191,6 +191,8 @@ def verify(db: Authority, home: Path) -> dict:
     live = records.fts_digest(db.conn)
     rebuilt = records.scratch_fts_digest(db.conn)
     problems = [] if live == rebuilt else ["memory/fts"]
+    if bad_terms := records.terms_mismatches(db.conn):
+        problems.append(f"memory/terms ({bad_terms} term row(s) differ from memory/fts)")
     for pid, name in _projects(db):
         bad = mirror.verify(home, db.conn, name, pid)
         problems += [f"{name}/memory-mirror ({len(bad)} file(s), e.g. {bad[0]})"] if bad else []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import apsw
 
+from memoryd.memory.shortlist import index_terms
 from memoryd.storage import records
 
 OUTCOME = {  # verdict -> the run log's rate it counts in
@@ -42,6 +43,7 @@ def _merged(tx: apsw.Connection, rec: dict, targets: list[str]) -> dict:
             out[name] = list(dict.fromkeys([*old[name], *out[name]]))
         out["count"] = out.get("count", 1) + old["count"]
     out["sources"] = out["sources"][: records.MAX_SOURCES]
+    out["terms"] = index_terms(out["text"], out["triggers"])
     return out
 
 

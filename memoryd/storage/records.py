@@ -7,8 +7,9 @@ Functions named ``*_in`` take a connection inside an open write transaction
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apsw
@@ -45,18 +46,22 @@ def next_seq(tx: apsw.Connection, pid: int) -> int:
 
 
 def insert_record_in(tx: apsw.Connection, rec: dict, now: float) -> None:
-    """A new active record (``rec`` has the host-owned fields, lists as lists)."""
-    tx.execute(
+    """A new active record (``rec`` has the host-owned fields, lists as lists, and
+    ``terms``: the indexed terms of its text and triggers, for ``memory_terms``)."""
+    (n,) = tx.execute(
         "INSERT INTO memory_records (id, project_id, scope, scope_key, kind, text, norm_hash,"
         " nterms, triggers, refs, sources, count, created_at, updated_at, last_seen_at, seq)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING n",
         (
             rec["id"], rec["project_id"], rec["scope"], rec["scope_key"], rec["kind"],
             rec["text"], rec["norm_hash"], rec["nterms"], orjson.dumps(rec["triggers"]).decode(),
             orjson.dumps(rec["refs"]).decode(), orjson.dumps(rec["sources"]).decode(),
             rec.get("count", 1), now, now, now, next_seq(tx, rec["project_id"]),
         ),
-    )  # fmt: skip
+    ).fetchone()  # fmt: skip
+    tx.executemany(
+        "INSERT OR IGNORE INTO memory_terms (term, n) VALUES (?, ?)", ((t, n) for t in rec["terms"])
+    )
 
 
 def reinforce_in(tx: apsw.Connection, record_id: str, source: str | None, now: float) -> None:
@@ -162,26 +167,29 @@ def fts_matches(conn: Any, match: str, limit: int) -> list[dict]:
     ]
 
 
-def term_rows(conn: Any, words: list[str]) -> list[int]:
-    """Rowids of the records whose text or triggers hold each word (any project), one
-    rowid per (record, word): counting them gives the words a record shares."""
-    if not words:
+def term_rows(conn: Any, terms: list[str]) -> list[int]:
+    """Rowids of the records whose text or triggers hold each indexed term (any
+    project), one rowid per (record, term): counting them gives the terms a record
+    shares. One index range per term in ``memory_terms``."""
+    if not terms:
         return []
-    one = "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?"
-    matches = tuple('{text triggers} : "' + w.replace('"', '""') + '"' for w in words)
-    return [r[0] for r in conn.execute(" UNION ALL ".join([one] * len(words)), matches)]
+    rows = conn.execute(
+        "SELECT n FROM memory_terms WHERE term IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(terms).decode(),),
+    )
+    return [r[0] for r in rows]
 
 
 def active_in_scope(conn: Any, rowids: list[int], pid: int, skey: str) -> list[dict]:
     """The records among ``rowids`` that are active in the project's scope ``skey``."""
     rows = _rows(
         conn,
-        "SELECT n, id, kind, status, text, triggers, nterms FROM memory_records"
+        "SELECT n, id, kind, status, text, triggers, nterms, norm_hash FROM memory_records"
         " WHERE n IN (SELECT value FROM json_each(?)) AND +project_id = ? AND +scope_key = ?"
         " AND +status = 'active'",  # '+': look the few rowids up, never scan a scope's index
         (orjson.dumps(rowids).decode(), pid, skey),
     )
-    keys = ("n", "id", "kind", "status", "text", "triggers", "nterms")
+    keys = ("n", "id", "kind", "status", "text", "triggers", "nterms", "norm_hash")
     out = [dict(zip(keys, r, strict=True)) for r in rows]
     for rec in out:
         rec["triggers"] = orjson.loads(rec["triggers"])
@@ -199,28 +207,52 @@ def mirror_rows(conn: Any, pid: int, after_seq: int) -> list[tuple[int, dict]]:
     return [(r[0], _record(r[1:])) for r in rows]
 
 
-def fts_digest(conn: apsw.Connection) -> str:
-    """Every (term, record, column, offset) of memory_fts, hashed in order."""
-
+@contextlib.contextmanager
+def _fts_instances(conn: apsw.Connection) -> Iterator[str]:
+    """A temporary fts5vocab table of memory_fts's (term, doc, col, offset) rows."""
     conn.execute("DROP TABLE IF EXISTS temp.memory_fts_instances")
     conn.execute(
         "CREATE VIRTUAL TABLE temp.memory_fts_instances USING fts5vocab(main, memory_fts, instance)"
     )
     try:
-        h = hashlib.sha256()
-        for row in conn.execute(
-            "SELECT term, doc, col, offset FROM temp.memory_fts_instances ORDER BY 1, 2, 3, 4"
-        ):
-            h.update(repr(row).encode())
-        return h.hexdigest()
+        yield "temp.memory_fts_instances"
     finally:
         conn.execute("DROP TABLE temp.memory_fts_instances")
 
 
+def fts_digest(conn: apsw.Connection) -> str:
+    """Every (term, record, column, offset) of memory_fts, hashed in order."""
+    with _fts_instances(conn) as table:
+        h = hashlib.sha256()
+        for row in conn.execute(f"SELECT term, doc, col, offset FROM {table} ORDER BY 1, 2, 3, 4"):
+            h.update(repr(row).encode())
+        return h.hexdigest()
+
+
+def _fts_terms(table: str) -> str:
+    """SQL: the distinct (term, record) pairs of the text and triggers columns."""
+    return f"SELECT DISTINCT term, doc FROM {table} WHERE col IN ('text', 'triggers')"
+
+
 def rebuild_fts_in(tx: apsw.Connection) -> int:
-    """Refill memory_fts from memory_records. Returns the records indexed."""
+    """Refill memory_fts from memory_records, then memory_terms from memory_fts.
+    Returns the records indexed."""
     tx.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
+    tx.execute("DELETE FROM memory_terms")
+    with _fts_instances(tx) as table:
+        tx.execute(f"INSERT INTO memory_terms (term, n) {_fts_terms(table)}")
     return tx.execute("SELECT count(*) FROM memory_records").fetchone()[0]
+
+
+def terms_mismatches(conn: apsw.Connection) -> int:
+    """(term, record) pairs memory_terms and memory_fts disagree on (0: equal)."""
+    with _fts_instances(conn) as table:
+        fts = _fts_terms(table)
+        sql = (
+            f"SELECT (SELECT count(*) FROM ({fts} EXCEPT SELECT term, n FROM memory_terms))"
+            f" + (SELECT count(*) FROM (SELECT term, n FROM memory_terms EXCEPT {fts}))"
+        )
+        return conn.execute(sql).fetchone()[0]
 
 
 # -- candidates ---------------------------------------------------------------------

@@ -283,6 +283,29 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        9,
+        "memory shortlist terms",
+        """
+        -- The indexed terms of each record's text and triggers, one row per (term,
+        -- record): the shortlist counts a candidate's shared terms per record with
+        -- one index range per term. Derived (the same terms as memory_fts holds for
+        -- those columns; filled from it here and by ``memoryd rebuild``).
+        CREATE TABLE memory_terms (
+            term TEXT NOT NULL,
+            n    INTEGER NOT NULL,                 -- memory_records.n
+            PRIMARY KEY (term, n)
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_terms_n ON memory_terms (n);
+        CREATE TRIGGER memory_records_terms_ad AFTER DELETE ON memory_records BEGIN
+            DELETE FROM memory_terms WHERE n = old.n;
+        END;
+        CREATE VIRTUAL TABLE temp.memory_fts_terms USING fts5vocab(main, memory_fts, instance);
+        INSERT OR IGNORE INTO memory_terms (term, n)
+            SELECT term, doc FROM temp.memory_fts_terms WHERE col IN ('text', 'triggers');
+        DROP TABLE temp.memory_fts_terms;
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]
