@@ -34,7 +34,7 @@ from collections import OrderedDict
 import numpy as np
 
 from memoryd.storage import fts
-from memoryd.storage.corpus import project_generation
+from memoryd.storage.corpus import project_generation, ready_index
 
 _MAX_CACHED = 16
 _MAX_POSTINGS = 4_000_000  # cached posting entries per generation (about 64 MB)
@@ -184,7 +184,9 @@ _lock = threading.Lock()
 
 
 def term_stats(db, pid: int) -> TermStats:
-    """The statistics of the project's current generation (cached)."""
+    """The statistics of the project's current generation (cached). A compact
+    project's index is built on this connection first (once per generation)."""
+    ready_index(db, pid)
     generation = project_generation(db, pid)
     key = (id(db), str(getattr(db, "path", "")), pid, generation)
     with _lock:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import apsw
 
-from memoryd.storage.corpus import fts_table
+from memoryd.storage.corpus import fts_table, instance_view
 
 MATCHED = "memoryd_matched"
 
@@ -106,17 +106,16 @@ def postings(db, pid: int, stem: str) -> list[tuple[int, int, bytes]] | None:
     order: what BM25 needs of a term, read in one query whose cost is the term's
     postings, not the project. None when the index stores no positions
     (``detail=none/column``) or no sizes (``columnsize=0``)."""
-    t = fts_table(pid)
-    view = f"{t}_inst"
+    t, view = fts_table(pid), instance_view(pid)
     try:
-        db.query(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{view} USING fts5vocab(main, {t}, instance)"
-        )
+        # A compact project's view (over its temp index) exists already: see
+        # corpus.ready_index; an indexed project's is made here, over the stored one.
+        db.query(f"CREATE VIRTUAL TABLE IF NOT EXISTS {view} USING fts5vocab(main, {t}, instance)")
         # CROSS JOIN keeps the term's postings as the outer loop: one docsize lookup
         # by rowid per chunk holding the term.
         return db.query(
-            f"SELECT p.doc, p.n, d.sz FROM (SELECT doc, count(*) AS n FROM temp.{view}"
-            f" WHERE term = ? GROUP BY doc) AS p CROSS JOIN main.{t}_docsize AS d"
+            f"SELECT p.doc, p.n, d.sz FROM (SELECT doc, count(*) AS n FROM {view}"
+            f" WHERE term = ? GROUP BY doc) AS p CROSS JOIN {t}_docsize AS d"
             " ON d.id = p.doc ORDER BY p.doc",
             (stem,),
         )
