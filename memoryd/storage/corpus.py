@@ -23,6 +23,7 @@ rows with the same rowids, so search answers the same either way.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
@@ -448,32 +449,35 @@ def ready_index(db, pid: int) -> None:
     compact project's is built in the connection's temp schema, once per generation,
     from one read snapshot; an indexed project's stored one needs nothing (a temp copy
     left from before it became indexed is dropped: it would hide the stored one)."""
-    built: dict[int, int] = db.__dict__.setdefault("_memoryd_temp_index", {})
-    limit, generation = db.query(
-        "SELECT compact_limit, generation FROM projects WHERE id = ?", (pid,)
-    )[0]
-    if limit and built.get(pid) == generation:
-        return
-    if not limit and pid not in built:
-        return
-    conn = db.conn
-    conn.execute("SAVEPOINT memoryd_ready_index")
-    try:
-        limit, generation = conn.execute(
+    with db.__dict__.setdefault("_memoryd_temp_lock", threading.Lock()):
+        built: dict[int, int] = db.__dict__.setdefault("_memoryd_temp_index", {})
+        limit, generation = db.query(
             "SELECT compact_limit, generation FROM projects WHERE id = ?", (pid,)
-        ).fetchone()
-        _drop_index(conn, pid, "temp")
-        built.pop(pid, None)
-        if limit:
-            _create_index(conn, pid, "temp")
-            _fill_index(conn, pid, "temp")
-            conn.execute(
-                f"CREATE VIRTUAL TABLE {instance_view(pid)}"
-                f" USING fts5vocab(temp, {fts_table(pid)}, instance)"
-            )
-            built[pid] = generation
-    except BaseException:
-        conn.execute("ROLLBACK TO memoryd_ready_index")
+        )[0]
+        if (limit and built.get(pid) == generation) or (not limit and pid not in built):
+            return
+        conn = db.conn
+        conn.execute("SAVEPOINT memoryd_ready_index")
+        try:
+            _build_temp_index(conn, pid, built)
+        except BaseException:
+            conn.execute("ROLLBACK TO memoryd_ready_index")
+            conn.execute("RELEASE memoryd_ready_index")
+            raise
         conn.execute("RELEASE memoryd_ready_index")
-        raise
-    conn.execute("RELEASE memoryd_ready_index")
+
+
+def _build_temp_index(conn: apsw.Connection, pid: int, built: dict[int, int]) -> None:
+    limit, generation = conn.execute(
+        "SELECT compact_limit, generation FROM projects WHERE id = ?", (pid,)
+    ).fetchone()
+    _drop_index(conn, pid, "temp")
+    built.pop(pid, None)
+    if limit:
+        _create_index(conn, pid, "temp")
+        _fill_index(conn, pid, "temp")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {instance_view(pid)}"
+            f" USING fts5vocab(temp, {fts_table(pid)}, instance)"
+        )
+        built[pid] = generation

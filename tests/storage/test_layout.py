@@ -133,3 +133,14 @@ def test_compact_search_follows_changes_and_rebuild(tmp_path):
     assert compact_limit(db, pid) and rebuild.verify(db)["equal"]
     assert [i["path"] for i in search(db, "p", "kiln schedule")["items"]] == ["b.md"]
     db.close()
+
+
+def test_threads_sharing_a_connection_build_the_compact_index_once(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    db = _open(tmp_path)
+    _ingest(db, "p", _small_project(), SMALL * 2)
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda q: search(db, "p", q)["status"], QUERIES * 4))
+    assert got == [search(db, "p", q)["status"] for q in QUERIES] * 4
+    db.close()
