@@ -144,3 +144,21 @@ def test_threads_sharing_a_connection_build_the_compact_index_once(tmp_path):
         got = list(pool.map(lambda q: search(db, "p", q)["status"], QUERIES * 4))
     assert got == [search(db, "p", q)["status"] for q in QUERIES] * 4
     db.close()
+
+
+def test_projects_of_an_older_home_stay_indexed(tmp_path):
+    """Migration 6 on a schema-5 home: its projects keep their stored index."""
+    db = _open(tmp_path)
+    _ingest(db, "old", [("a.md", b"the kiln schedule is in the studio binder\n")], 0)
+
+    def back_to_5(tx):
+        tx.execute("ALTER TABLE projects DROP COLUMN compact_limit")
+        tx.execute("DELETE FROM schema_history WHERE version = 6")
+        tx.execute("PRAGMA user_version = 5")
+
+    db.write(back_to_5)
+    db.close()
+    db = _open(tmp_path)
+    assert db.user_version() == 6 and compact_limit(db, 1) == 0
+    assert search(db, "old", "kiln schedule")["items"][0]["path"] == "a.md"
+    db.close()
