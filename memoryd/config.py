@@ -124,6 +124,11 @@ SETTINGS: dict[str, Setting] = {
     "ingest_batch_target_bytes": _positive(
         2 * MiB, "source bytes a batch aims for (smaller batches spread over workers)"
     ),
+    "compact_max_bytes": Setting(
+        256 * 1024,
+        "a new project stores no index while its live source is at most this (0: always"
+        " store it); searches build its small index in memory",
+    ),
     "scan_progress_seconds": Setting(0.5, "a scan reports the files it found this often"),
     "progress_line_seconds": Setting(
         10.0, "ingest --wait prints a plain progress line this often when not on a terminal"

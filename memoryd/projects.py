@@ -23,7 +23,7 @@ from memoryd.errors import ProjectBusy, ProjectExists, UsageError
 from memoryd.queue import ClaimedJob, JobQueue, JobSpec
 from memoryd.queue.jobs import PENDING
 from memoryd.storage import Authority
-from memoryd.storage.corpus import fts_table, project_id, reclaim_free_pages
+from memoryd.storage.corpus import drop_index_rows, fts_table, project_id, reclaim_free_pages
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 REMOVE = "projects.remove"
@@ -149,9 +149,8 @@ def remove_step(tx: apsw.Connection, pid: int, limit: int) -> bool:
         )
     ]
     if chunk_ids:
-        rows = [(i,) for i in chunk_ids]
-        tx.executemany(f"DELETE FROM {fts_table(pid)} WHERE rowid = ?", rows)
-        tx.executemany("DELETE FROM chunks WHERE id = ?", rows)
+        drop_index_rows(tx, pid, chunk_ids)
+        tx.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in chunk_ids])
         return False
     for table, where, key in (
         ("files", "project_id = ?", pid),

@@ -189,7 +189,7 @@ class Drill:
     def enqueue(self, extra: list[JobSpec] = ()) -> None:
         """Work for one cycle: an ingest, a wave of noops, sleeps that keep workers busy,
         two transcripts and a forced retention pass; ``extra`` first."""
-        md = Memoryd(self.home)
+        md = Memoryd(self.home, {"compact_max_bytes": 0})  # the drill checks a stored index
         try:
             self.oracle.run = md.ingest(self.repo, PROJECT)["run"]
             specs = [

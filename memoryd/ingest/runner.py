@@ -116,7 +116,7 @@ def start(db: Authority, root: Path, project: str | None, options: dict) -> tupl
         queued = _queued_scan(tx, name, options)
         if queued is not None:
             return queued, True
-        pid = ensure_project(tx, name, str(root))
+        pid = ensure_project(tx, name, str(root), int(db.config.compact_max_bytes))
         run = runs.start_run(tx, pid, str(root))
         payload = {"run": run, "project_id": pid, "project": name, **options}
         JobQueue(db).enqueue_in(tx, [JobSpec(SCAN, payload, project=name, priority=1)])

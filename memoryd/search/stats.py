@@ -8,21 +8,21 @@ BM25 (DESIGN.md), so a :class:`TermStats` lives for one ``(authority,
 project, generation)``: any change to the project's index bumps the
 generation, and the next query starts a fresh cache.
 
-The same cache holds each queried term's postings (which chunks hold it and
-how often, from an ``fts5vocab`` ``instance`` view in the connection's temp
-schema) and every chunk's token count (the FTS5 ``docsize`` table), so the
-lexical route computes FTS5's own BM25 (k1 = 1.2, b = 0.75, summed over the
-query's phrases, all columns weighted 1) and which focus terms each
-candidate holds with a few array operations, instead of an FTS5 ``ORDER BY
-rank`` over every matching row plus a per-row auxiliary function. A term is
-read from the index once per generation. When the index has no docsize table
-or no positions (another FTS5 layout), :meth:`TermStats.postings` returns
-None and the engine asks FTS5 for its ``rank`` with a bounded pool. Measured
-against each other on 265,400 chunks (ops/bench/bench_scale.py, 40 copies of
-the stdlib): postings warm p50/p95 7.6/11 ms, first query after the ingest
-560 ms (every chunk's length is read once per generation); FTS5 rank
-160/325 ms warm (it scores every row matching any query term), 80 ms first.
-The chunk count comes from FTS5's averages record, one row whatever the size.
+The same cache holds each queried term's postings (which chunks hold it, how
+often, and each holding chunk's token count from the FTS5 ``docsize`` table,
+read in one query: :func:`memoryd.storage.fts.postings`), so the lexical
+route computes FTS5's own BM25 (k1 = 1.2, b = 0.75, summed over the query's
+phrases, all columns weighted 1) and which focus terms each candidate holds
+with a few array operations, instead of an FTS5 ``ORDER BY rank`` over every
+matching row plus a per-row auxiliary function. A term is read from the index
+once per generation. The chunk count and the average chunk length come from
+FTS5's averages record (one row, kept by FTS5 in the commit that changes the
+index), so a new generation's first query reads nothing but its own terms:
+reading every chunk's length up front made the first query after an ingest
+grow with the project (566 ms at 90 copies of the stdlib). When the index has
+no docsize table or no positions (another FTS5 layout),
+:meth:`TermStats.postings` returns None and the engine asks FTS5 for its
+``rank`` with a bounded pool.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections import OrderedDict
 import numpy as np
 
 from memoryd.storage import fts
-from memoryd.storage.corpus import project_generation
+from memoryd.storage.corpus import project_generation, ready_index
 
 _MAX_CACHED = 16
 _MAX_POSTINGS = 4_000_000  # cached posting entries per generation (about 64 MB)
@@ -59,13 +59,13 @@ def _lengths(blobs: list[bytes]) -> np.ndarray:
 
 
 class Postings:
-    """One term in one generation: the positions (into :attr:`TermStats.rowids`) of
-    the chunks holding it and its BM25 contribution to each."""
+    """One term in one generation: the rowids of the chunks holding it (ascending)
+    and its BM25 contribution to each."""
 
-    __slots__ = ("positions", "scores")
+    __slots__ = ("rowids", "scores")
 
-    def __init__(self, positions: np.ndarray, scores: np.ndarray) -> None:
-        self.positions = positions
+    def __init__(self, rowids: np.ndarray, scores: np.ndarray) -> None:
+        self.rowids = rowids
         self.scores = scores
 
 
@@ -76,15 +76,14 @@ class TermStats:
         self.pid = pid
         self.generation = generation
         self._db = db
-        self.chunks = fts.row_count(db, pid)
+        self.chunks, tokens = fts.totals(db, pid)
+        self._avg_len = tokens / self.chunks if self.chunks and tokens else 1.0
         self._df: dict[str, int] = {}
         self.extra: dict[str, object] = {}  # other per-generation caches (file texts, vectors)
         self._postings: OrderedDict[str, Postings] = OrderedDict()
         self._posting_entries = 0
-        self._lengths_loaded = False
+        self.has_postings = True  # False once the index turned out to keep no positions/sizes
         self._lock = threading.Lock()
-        self.rowids: np.ndarray | None = None  # sorted chunk rowids of the index
-        self._norm: np.ndarray | None = None  # k1 * (1 - b + b * len / avglen) per rowid
 
     def df(self, stem: str) -> int:
         """How many chunks hold the (stemmed) term."""
@@ -111,76 +110,73 @@ class TermStats:
 
     # -- postings (lexical route) -------------------------------------------------
 
-    def _load_lengths(self) -> bool:
-        self._lengths_loaded = True
-        rows = fts.chunk_sizes(self._db, self.pid)
-        if not rows:
-            return False
-        self.rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        lengths = _lengths([r[1] for r in rows])
-        avg = float(lengths.mean()) or 1.0
-        self._norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avg)
-        return True
+    def _read_postings(self, stem: str) -> Postings | None:
+        rows = fts.postings(self._db, self.pid, stem)
+        if rows is None:
+            self.has_postings = False
+            return None
+        docs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        tf = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * _lengths([r[2] for r in rows]) / self._avg_len)
+        n, d = self.chunks, len(docs)
+        idf = math.log((n - d + 0.5) / (d + 0.5)) if d else 0.0
+        idf = idf if idf > 0 else 1e-6  # FTS5's floor for terms in over half the rows
+        return Postings(docs, idf * tf * (BM25_K1 + 1.0) / (tf + norm))
 
     def postings(self, stem: str) -> Postings | None:
-        """The term's postings and BM25 contributions, or None without a docsize table."""
+        """The term's postings and BM25 contributions, or None when the index keeps
+        no positions or no chunk sizes."""
         with self._lock:
             hit = self._postings.get(stem)
             if hit is not None:
                 self._postings.move_to_end(stem)
                 return hit
-            if not self._lengths_loaded and not self._load_lengths():
+            if not self.has_postings:
                 return None
-            if self._norm is None or self.rowids is None:
+            hit = self._read_postings(stem)
+            if hit is None:
                 return None
-            rows = fts.postings(self._db, self.pid, stem)
-            if rows is None:
-                self._norm = None  # no positions stored (detail=none/column)
-                return None
-            docs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            tf = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
-            pos = np.searchsorted(self.rowids, docs)
-            ok = (pos < len(self.rowids)) & (
-                self.rowids[np.minimum(pos, len(self.rowids) - 1)] == docs
-            )
-            pos, tf = pos[ok], tf[ok]
-            n, d = len(self.rowids), len(pos)
-            idf = math.log((n - d + 0.5) / (d + 0.5))
-            idf = idf if idf > 0 else 1e-6  # FTS5's floor for terms in over half the rows
-            hit = Postings(pos, idf * tf * (BM25_K1 + 1.0) / (tf + self._norm[pos]))
             self._postings[stem] = hit
-            self._posting_entries += len(pos)
+            self._posting_entries += len(hit.rowids)
             while self._posting_entries > _MAX_POSTINGS and len(self._postings) > 1:
                 _, old = self._postings.popitem(last=False)
-                self._posting_entries -= len(old.positions)
+                self._posting_entries -= len(old.rowids)
             return hit
 
     def bm25_top(self, terms: list[tuple[str, ...]], pool: int) -> list[tuple[int, int]] | None:
         """The ``pool`` best chunks for the OR of every stem of ``terms`` (each term a
         tuple of stems: its inflections) by FTS5's BM25, best first (ties by rowid),
         each as (rowid, bit mask of the terms it holds); None when postings are
-        unavailable."""
+        unavailable.
+
+        Scores are summed in arrays over the rowid span of the matched chunks only
+        (zeroed lazily by the allocator); nothing is read for chunks no query term
+        holds."""
         parts = []
         for i, group in enumerate(terms[:62]):
             for s in group:
                 p = self.postings(s)
                 if p is None:
                     return None
-                parts.append((i, p))
-        assert self.rowids is not None
-        n = len(self.rowids)
-        scores = np.zeros(n, dtype=np.float64)
-        masks = np.zeros(n, dtype=np.int64)
+                if len(p.rowids):
+                    parts.append((i, p))
+        if not parts:
+            return []
+        low = min(int(p.rowids[0]) for _, p in parts)
+        span = max(int(p.rowids[-1]) for _, p in parts) - low + 1
+        scores = np.zeros(span, dtype=np.float64)
+        masks = np.zeros(span, dtype=np.int64)
         for i, p in parts:
-            scores[p.positions] += p.scores
-            masks[p.positions] |= 1 << i
+            at = p.rowids - low
+            scores[at] += p.scores
+            masks[at] |= 1 << i
         hit = np.flatnonzero(masks)
         if len(hit) > pool:
             cut = np.partition(scores[hit], len(hit) - pool)[len(hit) - pool]
             hit = hit[scores[hit] >= cut]
         order = np.lexsort((hit, -scores[hit]))[:pool]
         hit = hit[order]
-        return list(zip(self.rowids[hit].tolist(), masks[hit].tolist(), strict=True))
+        return list(zip((hit + low).tolist(), masks[hit].tolist(), strict=True))
 
 
 _cache: OrderedDict[tuple, TermStats] = OrderedDict()
@@ -188,7 +184,9 @@ _lock = threading.Lock()
 
 
 def term_stats(db, pid: int) -> TermStats:
-    """The statistics of the project's current generation (cached)."""
+    """The statistics of the project's current generation (cached). A compact
+    project's index is built on this connection first (once per generation)."""
+    ready_index(db, pid)
     generation = project_generation(db, pid)
     key = (id(db), str(getattr(db, "path", "")), pid, generation)
     with _lock:

@@ -8,11 +8,22 @@ other. File text is stored once per file, zstd-compressed (with the project's
 dictionary from ``zdicts`` once it has one: the frame header names it); a
 chunk is a line range of its file. The FTS tables are derived:
 :func:`rebuild_index` recreates them from ``files`` and ``chunks``.
+
+Two layouts. A project created with a ``compact_limit`` (the ``compact_max_bytes``
+setting) is *compact* while its live source stays within it: its index is not
+stored at all; each connection that searches it builds it in its temp schema from
+the stored files, once per generation (:func:`ready_index`), where the unqualified
+table names search uses find it first. A small project then costs its compressed
+files and chunk rows only (an FTS5 index of a few files takes more pages than its
+content). The commit that would take it past the limit stores its index first and
+the project is *indexed* from then on (never back). Both layouts index the same
+rows with the same rowids, so search answers the same either way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
@@ -55,31 +66,80 @@ def fts_table(project_id: int) -> str:
     return f"fts_{int(project_id)}"
 
 
-def _create_index(tx: apsw.Connection, project_id: int) -> None:
+def instance_view(project_id: int) -> str:
+    """The connection's temp ``fts5vocab`` ``instance`` view over the project's index."""
+    return f"temp.{fts_table(project_id)}_inst"
+
+
+def _create_index(tx: apsw.Connection, project_id: int, schema: str = "main") -> None:
     table = fts_table(project_id)
     tx.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(body, path, content='',"
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {schema}.{table} USING fts5(body, path, content='',"
         f" contentless_delete=1, tokenize='{FTS_TOKENIZER}')"
     )
-    tx.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {table}_vocab USING fts5vocab({table}, row)")
+    tx.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {schema}.{table}_vocab"
+        f" USING fts5vocab({table}, row)"  # two arguments: the table of its own schema
+    )
+
+
+def _drop_index(tx: apsw.Connection, project_id: int, schema: str = "main") -> None:
+    table = fts_table(project_id)
+    for name in (f"{table}_inst", f"{table}_vocab", table):
+        if schema == "temp" or name != f"{table}_inst":  # the _inst view lives in temp only
+            tx.execute(f"DROP TABLE IF EXISTS {schema}.{name}")
 
 
 # -- projects -------------------------------------------------------------------
 
 
-def ensure_project(tx: apsw.Connection, name: str, root: str | None) -> int:
-    """The project's id, creating it (and its index) on first use."""
+def ensure_project(tx: apsw.Connection, name: str, root: str | None, compact_limit: int = 0) -> int:
+    """The project's id, creating it on first use: compact while its live source is at
+    most ``compact_limit`` bytes (0: indexed from the start, its index created now)."""
     row = tx.execute("SELECT id FROM projects WHERE name = ?", (name,)).fetchone()
     if row:
         if root:
             tx.execute("UPDATE projects SET root = ? WHERE id = ?", (root, row[0]))
         return row[0]
     pid = tx.execute(
-        "INSERT INTO projects (name, root, created_at) VALUES (?, ?, ?) RETURNING id",
-        (name, root, time.time()),
+        "INSERT INTO projects (name, root, created_at, compact_limit) VALUES (?, ?, ?, ?)"
+        " RETURNING id",
+        (name, root, time.time(), max(0, int(compact_limit))),
     ).fetchone()[0]
-    _create_index(tx, pid)
+    if not compact_limit:
+        _create_index(tx, pid)
     return pid
+
+
+def compact_limit(db, pid: int) -> int:
+    """The project's compact limit in source bytes; 0 for an indexed project."""
+    return _query(db, "SELECT compact_limit FROM projects WHERE id = ?", (pid,))[0][0]
+
+
+def _live_bytes(tx: apsw.Connection, pid: int) -> int:
+    return tx.execute(
+        "SELECT coalesce(sum(size), 0) FROM files WHERE project_id = ? AND live = 1", (pid,)
+    ).fetchone()[0]
+
+
+def _indexed_for(tx: apsw.Connection, pid: int, incoming: int) -> bool:
+    """Whether the project's index is stored once ``incoming`` more source bytes land;
+    a compact project they would take past its limit becomes indexed here, its index
+    built from its files before the new ones are written."""
+    limit = compact_limit(tx, pid)
+    if not limit:
+        return True
+    if _live_bytes(tx, pid) + incoming <= limit:
+        return False
+    tx.execute("UPDATE projects SET compact_limit = 0 WHERE id = ?", (pid,))
+    rebuild_index(tx, pid)
+    return True
+
+
+def drop_index_rows(tx: apsw.Connection, pid: int, rowids: Sequence[int]) -> None:
+    """Take chunks out of the project's stored index (nothing to do when compact)."""
+    if rowids and not compact_limit(tx, pid):
+        tx.executemany(f"DELETE FROM {fts_table(pid)} WHERE rowid = ?", [(r,) for r in rowids])
 
 
 def project_id(db, name: str) -> int:
@@ -120,9 +180,8 @@ def live_hashes(db, pid: int) -> dict[str, str]:
 
 
 def _drop_chunks(tx: apsw.Connection, pid: int, file_id: int) -> None:
-    table = fts_table(pid)
     rowids = [r[0] for r in tx.execute("SELECT id FROM chunks WHERE file_id = ?", (file_id,))]
-    tx.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r,) for r in rowids])
+    drop_index_rows(tx, pid, rowids)
     tx.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
 
 
@@ -149,6 +208,8 @@ def put_files(
     Chunk and index rows are written together at the end, with ids given here: many
     rows per statement, and FTS5 need not pick rowids one at a time.
     """
+    files = list(files)
+    indexed = _indexed_for(tx, pid, sum(f.size for f in files))
     table = fts_table(pid)
     now = time.time()
     written = 0
@@ -164,10 +225,11 @@ def put_files(
             " end_line, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [(first + i, *row) for i, row in enumerate(chunk_rows)],
         )
-        tx.executemany(
-            f"INSERT INTO {table} (rowid, body, path) VALUES (?, ?, ?)",
-            [(first + i, *row) for i, row in enumerate(index_rows)],
-        )
+        if indexed:
+            tx.executemany(
+                f"INSERT INTO {table} (rowid, body, path) VALUES (?, ?, ?)",
+                [(first + i, *row) for i, row in enumerate(index_rows)],
+            )
         chunk_rows.clear()
         index_rows.clear()
         pending.clear()
@@ -350,25 +412,72 @@ def reclaim_free_pages(tx: apsw.Connection) -> int:
     return free
 
 
-def rebuild_index(tx: apsw.Connection, pid: int) -> int:
-    """Drop and refill the project's FTS table from files and chunks. Returns chunks indexed."""
-    table = fts_table(pid)
-    tx.execute(f"DROP TABLE IF EXISTS {table}_vocab")
-    tx.execute(f"DROP TABLE IF EXISTS {table}")
-    _create_index(tx, pid)
+def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
+    """Index every live chunk of the project into its (empty) FTS table in ``schema``."""
+    table = f"{schema}.{fts_table(pid)}"
     count = 0
-    files = tx.execute(
-        "SELECT id, path, body FROM files WHERE project_id = ? AND live = 1", (pid,)
+    files = conn.execute(
+        "SELECT id, path, body FROM main.files WHERE project_id = ? AND live = 1", (pid,)
     ).fetchall()
     for file_id, path, body in files:
-        lines = file_text(body, tx).split("\n")
-        for rowid, start, end in tx.execute(
-            "SELECT id, start_line, end_line FROM chunks WHERE file_id = ? ORDER BY ordinal",
-            (file_id,),
-        ).fetchall():
-            tx.execute(
-                f"INSERT INTO {table} (rowid, path, body) VALUES (?, ?, ?)",
-                (rowid, path, "\n".join(lines[start - 1 : end])),
-            )
-            count += 1
+        lines = file_text(body, conn).split("\n")
+        rows = [
+            (rowid, path, "\n".join(lines[start - 1 : end]))
+            for rowid, start, end in conn.execute(
+                "SELECT id, start_line, end_line FROM main.chunks WHERE file_id = ?"
+                " ORDER BY ordinal",
+                (file_id,),
+            ).fetchall()
+        ]
+        conn.executemany(f"INSERT INTO {table} (rowid, path, body) VALUES (?, ?, ?)", rows)
+        count += len(rows)
     return count
+
+
+def rebuild_index(tx: apsw.Connection, pid: int) -> int:
+    """Drop and refill the project's stored FTS table from files and chunks. Returns
+    chunks indexed; a compact project stores none (0)."""
+    _drop_index(tx, pid)
+    if compact_limit(tx, pid):
+        return 0
+    _create_index(tx, pid)
+    return _fill_index(tx, pid, "main")
+
+
+def ready_index(db, pid: int) -> None:
+    """Make the project's index readable on ``db``'s connection (an Authority): a
+    compact project's is built in the connection's temp schema, once per generation,
+    from one read snapshot; an indexed project's stored one needs nothing (a temp copy
+    left from before it became indexed is dropped: it would hide the stored one)."""
+    with db.__dict__.setdefault("_memoryd_temp_lock", threading.Lock()):
+        built: dict[int, int] = db.__dict__.setdefault("_memoryd_temp_index", {})
+        limit, generation = db.query(
+            "SELECT compact_limit, generation FROM projects WHERE id = ?", (pid,)
+        )[0]
+        if (limit and built.get(pid) == generation) or (not limit and pid not in built):
+            return
+        conn = db.conn
+        conn.execute("SAVEPOINT memoryd_ready_index")
+        try:
+            _build_temp_index(conn, pid, built)
+        except BaseException:
+            conn.execute("ROLLBACK TO memoryd_ready_index")
+            conn.execute("RELEASE memoryd_ready_index")
+            raise
+        conn.execute("RELEASE memoryd_ready_index")
+
+
+def _build_temp_index(conn: apsw.Connection, pid: int, built: dict[int, int]) -> None:
+    limit, generation = conn.execute(
+        "SELECT compact_limit, generation FROM projects WHERE id = ?", (pid,)
+    ).fetchone()
+    _drop_index(conn, pid, "temp")
+    built.pop(pid, None)
+    if limit:
+        _create_index(conn, pid, "temp")
+        _fill_index(conn, pid, "temp")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {instance_view(pid)}"
+            f" USING fts5vocab(temp, {fts_table(pid)}, instance)"
+        )
+        built[pid] = generation

@@ -4,9 +4,10 @@ Each project's chunks are indexed in an FTS5 table (``fts_<project id>``, see
 :mod:`memoryd.storage.corpus`). Search reads it four ways: ranked matches of
 a MATCH string (built by :mod:`memoryd.search.fts_query`, never raw user
 text), document frequencies from an ``fts5vocab`` ``row`` table, per-term
-postings from an ``fts5vocab`` ``instance`` view in the connection's temp
-schema, and per-chunk token counts from the ``docsize`` shadow table. This
-module knows SQL and FTS5, not the gate.
+postings (with each holding chunk's token count from the ``docsize`` shadow
+table) from an ``fts5vocab`` ``instance`` view in the connection's temp schema,
+and the chunk and token totals from FTS5's averages record. This module knows
+SQL and FTS5, not the gate.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 
 import apsw
 
-from memoryd.storage.corpus import fts_table
+from memoryd.storage.corpus import fts_table, instance_view
 
 MATCHED = "memoryd_matched"
 
@@ -67,46 +68,55 @@ def doc_freqs(db, pid: int, stems: Sequence[str]) -> dict[str, int]:
     return dict(rows)
 
 
-def _first_varint(blob: bytes) -> int:
-    value = 0
-    for i, byte in enumerate(blob[:9]):
-        if i == 8:
-            return (value << 8) | byte
+def _varints(blob: bytes) -> list[int]:
+    """Every SQLite varint of ``blob`` (FTS5's records use SQLite's format)."""
+    values, value, length = [], 0, 0
+    for byte in blob:
+        length += 1
+        if length == 9:
+            values.append((value << 8) | byte)
+            value, length = 0, 0
+            continue
         value = (value << 7) | (byte & 0x7F)
         if not byte & 0x80:
-            break
-    return value
+            values.append(value)
+            value, length = 0, 0
+    return values
+
+
+def totals(db, pid: int) -> tuple[int, int]:
+    """(chunks, tokens over all columns) of the index, from FTS5's own averages
+    record: one row, whatever the project's size, kept by FTS5 in every commit that
+    changes the index (a ``count(*)`` or a sum over ``docsize`` would read every
+    chunk)."""
+    rows = db.query(f"SELECT block FROM {fts_table(pid)}_data WHERE id = 1")
+    values = _varints(rows[0][0]) if rows and rows[0][0] else []
+    if not values:
+        return 0, 0
+    return values[0], sum(values[1:])
 
 
 def row_count(db, pid: int) -> int:
-    """Chunks in the index, from FTS5's own averages record (one row, whatever the
-    project's size; a ``count(*)`` would read every chunk)."""
-    rows = db.query(f"SELECT block FROM {fts_table(pid)}_data WHERE id = 1")
-    if rows and rows[0][0]:
-        return _first_varint(rows[0][0])
-    return 0
+    """Chunks in the index (see :func:`totals`)."""
+    return totals(db, pid)[0]
 
 
-def chunk_sizes(db, pid: int) -> list[tuple[int, bytes]] | None:
-    """(rowid, docsize blob) of every chunk in rowid order; None when the index keeps
-    no sizes (``columnsize=0`` or another layout)."""
+def postings(db, pid: int, stem: str) -> list[tuple[int, int, bytes]] | None:
+    """(rowid, occurrences, docsize blob) of every chunk holding ``stem``, in rowid
+    order: what BM25 needs of a term, read in one query whose cost is the term's
+    postings, not the project. None when the index stores no positions
+    (``detail=none/column``) or no sizes (``columnsize=0``)."""
+    t, view = fts_table(pid), instance_view(pid)
     try:
-        return db.query(f"SELECT id, sz FROM {fts_table(pid)}_docsize ORDER BY id")
-    except apsw.SQLError:
-        return None
-
-
-def postings(db, pid: int, stem: str) -> list[tuple[int, int]] | None:
-    """(rowid, occurrences) of every chunk holding ``stem``, in rowid order; None when
-    the index stores no positions (``detail=none/column``)."""
-    t = fts_table(pid)
-    view = f"{t}_inst"
-    try:
-        db.query(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{view} USING fts5vocab(main, {t}, instance)"
-        )
+        # A compact project's view (over its temp index) exists already: see
+        # corpus.ready_index; an indexed project's is made here, over the stored one.
+        db.query(f"CREATE VIRTUAL TABLE IF NOT EXISTS {view} USING fts5vocab(main, {t}, instance)")
+        # CROSS JOIN keeps the term's postings as the outer loop: one docsize lookup
+        # by rowid per chunk holding the term.
         return db.query(
-            f"SELECT doc, count(*) FROM temp.{view} WHERE term = ? GROUP BY doc ORDER BY doc",
+            f"SELECT p.doc, p.n, d.sz FROM (SELECT doc, count(*) AS n FROM {view}"
+            f" WHERE term = ? GROUP BY doc) AS p CROSS JOIN {t}_docsize AS d"
+            " ON d.id = p.doc ORDER BY p.doc",
             (stem,),
         )
     except apsw.SQLError:

@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 
 from memoryd.storage.authority import Authority
-from memoryd.storage.corpus import fts_table, rebuild_index
+from memoryd.storage.corpus import compact_limit, fts_table, rebuild_index
 from memoryd.storage.vectors import rebuild_vectors, vectors_digest
 
 
@@ -35,7 +35,10 @@ class Derived:
 
 
 def fts_digest(conn: apsw.Connection, pid: int) -> str:
-    """Every (term, chunk, column, offset) of the project's index, hashed in order."""
+    """Every (term, chunk, column, offset) of the project's index, hashed in order
+    (a compact project stores no index: its digest says so)."""
+    if compact_limit(conn, pid):
+        return "compact"
     vocab = f"temp.memoryd_instances_{int(pid)}"
     conn.execute(f"DROP TABLE IF EXISTS {vocab}")
     conn.execute(f"CREATE VIRTUAL TABLE {vocab} USING fts5vocab(main, {fts_table(pid)}, instance)")

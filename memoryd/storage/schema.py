@@ -248,6 +248,15 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         """,
     ),
     (
+        6,
+        "compact projects: no stored index while the live source is small",
+        """
+        -- > 0: the project is compact (its index is built per connection, in memory)
+        -- while its live source is at most this many bytes; 0: its index is stored.
+        ALTER TABLE projects ADD COLUMN compact_limit INTEGER NOT NULL DEFAULT 0;
+        """,
+    ),
+    (
         7,
         "chunk vectors (derived, issue 15)",
         """

@@ -5,11 +5,11 @@ The tree is ``--copies`` copies of the interpreter's standard library (``.py``
 files, no tests) under distinct paths (``c1/...``, ``c2/...``), as vendored
 copies sit in a monorepo. One copy is about 11 MB and 6,600 chunks: the
 issue's 3.3 GB tree is about 290 copies, too much for a shared 2-core machine,
-so the default is small; above 250,000 chunks (about 38 copies) the lexical
-route switches from cached postings to FTS5's rank. It is
-ingested with ``Memoryd.ingest`` and then, in the same process:
+so the default is small. It is ingested with ``Memoryd.ingest`` and then, in
+the same process:
 
-* the **first query** right after the ingest (cold per-generation statistics);
+* the **first query** right after the ingest (cold per-generation statistics: it
+  reads its own terms' postings and FTS5's one-row averages, nothing per chunk);
 * the **first pass** over the other answerable questions (each seen once: its
   candidates' texts are read and encoded for the first time);
 * **warm p50/p95** over three more passes of the answerable questions;

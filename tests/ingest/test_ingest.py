@@ -13,7 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from memoryd.config import load_config
 from memoryd.ingest.scan import scan
+from memoryd.storage.authority import open_authority
+from memoryd.storage.corpus import ready_index
 from tests.conftest import MEMORYD, clean_env, query, wait_for
 from tests.ingest.conftest import STDLIB_EXCLUDES
 
@@ -41,16 +44,25 @@ def index_state(home: Path, project: str) -> dict:
         " JOIN files f ON f.id = c.file_id WHERE c.project_id = ?",
         (pid,),
     )
-    fts = query(home, f"SELECT count(*) FROM fts_{pid}")[0][0]
+    fts = index_query(home, pid, f"SELECT count(*) FROM fts_{pid}")[0][0]
     return {"files": sorted(files), "chunks": sorted(chunks), "fts_rows": fts}
+
+
+def index_query(home: Path, pid: int, sql: str, bindings: tuple = ()) -> list[tuple]:
+    """``sql`` over the project's index as search reads it (a compact project's is
+    built on the read-only connection first)."""
+    with open_authority(home, load_config(home), readonly=True) as db:
+        ready_index(db, pid)
+        return db.query(sql, bindings)
 
 
 def fts_paths(home: Path, pid: int, term: str) -> set[str]:
     """Paths whose indexed chunks match ``term`` (a quoted token, no user syntax)."""
     return {
         row[0]
-        for row in query(
+        for row in index_query(
             home,
+            pid,
             f"SELECT f.path FROM fts_{pid} JOIN chunks c ON c.id = fts_{pid}.rowid"
             f" JOIN files f ON f.id = c.file_id WHERE fts_{pid} MATCH ?",
             (f'body:"{term}"',),

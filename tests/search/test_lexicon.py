@@ -72,7 +72,7 @@ def test_spanish_question_through_fts5_rank_route(store, tmp_path, monkeypatch):
     from memoryd.storage import fts
 
     db = store(tmp_path, "p", {**FILLER, "docs/server.md": "El servidor guarda su configuración"})
-    monkeypatch.setattr(fts, "chunk_sizes", lambda db, pid: None)
+    monkeypatch.setattr(fts, "postings", lambda db, pid, stem: None)
     stats_mod.clear()
     r = search(db, "p", "¿Dónde se guardan las configuraciones del servidor?")
     assert r["status"] == "ok" and r["items"][0]["path"] == "docs/server.md"

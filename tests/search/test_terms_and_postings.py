@@ -236,11 +236,11 @@ def test_fts5_rank_route_answers_as_the_postings_route(store, tmp_path, monkeypa
     db = store(tmp_path, "p", files)
     q = "where is the kiln schedule for stoneware kept"
     small = search(db, "p", q)
-    monkeypatch.setattr(stats_mod.fts, "chunk_sizes", lambda db, pid: None)
+    monkeypatch.setattr(stats_mod.fts, "postings", lambda db, pid, stem: None)
     stats_mod.clear()
     large = search(db, "p", q)
     st = stats_mod.term_stats(db, project_id(db, "p"))
-    assert st.rowids is None  # no lengths: the FTS5 route
+    assert not st.has_postings  # no postings: the FTS5 route
     assert large["items"][0]["path"] == small["items"][0]["path"] == "docs/kiln.md"
     stats_mod.clear()
     db.close()

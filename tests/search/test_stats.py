@@ -1,0 +1,71 @@
+"""Per-generation term statistics: what the first query after an ingest reads."""
+
+from __future__ import annotations
+
+from memoryd.ingest.chunking import prepare_file
+from memoryd.search import stats as stats_mod
+from memoryd.search.fts_query import any_of
+from memoryd.search.terms import analyze
+from memoryd.storage.corpus import fts_table, project_id, put_files, retire_files
+
+FILLER = {f"notes/{i:03d}.md": f"ordinary note {i} about the weekly meeting" for i in range(80)}
+KILN = {
+    "studio/kiln.md": "kiln schedule: the kiln fires stoneware on mondays",
+    "studio/glaze.md": "glaze recipes for stoneware and porcelain",
+    "studio/log.md": "the kiln log lists every firing",
+}
+
+
+def _top(db, words: list[str]) -> list[tuple[int, int]] | None:
+    stats_mod.clear()
+    st = stats_mod.term_stats(db, project_id(db, "p"))
+    return st.bm25_top([t.all_stems for t in analyze(" ".join(words)).terms], 10)
+
+
+def _scores(db, words: list[str]) -> list[list[float]]:
+    st = stats_mod.term_stats(db, project_id(db, "p"))
+    return [
+        st.postings(s).scores.tolist() for t in analyze(" ".join(words)).terms for s in t.all_stems
+    ]
+
+
+def _fts_rank(db, words: list[str]) -> list[int]:
+    t = fts_table(project_id(db, "p"))
+    rows = db.query(
+        f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rank, rowid", (any_of(words),)
+    )
+    return [r[0] for r in rows]
+
+
+def test_a_query_reads_no_size_of_a_chunk_it_does_not_match(store, tmp_path):
+    """Only the sizes of the chunks holding a query term are read: with every other
+    chunk's size gone from the index, the ranking is unchanged (the chunk count and
+    the average length come from FTS5's one-row averages record)."""
+    db = store(tmp_path, "p", {**FILLER, **KILN})
+    words = ["kiln", "stoneware"]
+    before = _top(db, words)
+    scores = _scores(db, words)
+    assert before and [r for r, _ in before] == _fts_rank(db, words)
+    t = fts_table(project_id(db, "p"))
+    matched = ",".join(str(r) for r, _ in before)
+    db.write(lambda tx: tx.execute(f"DELETE FROM {t}_docsize WHERE id NOT IN ({matched})"))
+    assert _top(db, words) == before
+    assert _scores(db, words) == scores
+    db.close()
+
+
+def test_ranking_equals_fts5_after_replacements_and_retirements(store, tmp_path):
+    db = store(tmp_path, "p", {**FILLER, **KILN})
+    pid = project_id(db, "p")
+    db.write(lambda tx: retire_files(tx, pid, [f"notes/{i:03d}.md" for i in range(0, 80, 3)]))
+    longer = prepare_file("p", "studio/log.md", b"the kiln log: " + b"firing " * 40)
+    db.write(lambda tx: put_files(tx, pid, [longer]))
+    for words in (["kiln"], ["kiln", "stoneware"], ["weekly", "kiln", "firing"]):
+        assert [r for r, _ in _top(db, words)] == _fts_rank(db, words)[:10]
+    db.close()
+
+
+def test_an_empty_project_ranks_nothing(store, tmp_path):
+    db = store(tmp_path, "p", {})
+    assert _top(db, ["kiln"]) == []
+    db.close()
