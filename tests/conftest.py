@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -313,3 +314,31 @@ def background(home: Path, tmp_path: Path) -> Iterator[Callable[..., Background]
     yield start
     for bg in started:
         bg.kill_tree()
+
+
+_CREATED = re.compile(
+    r"CREATE\s+(?:VIRTUAL\s+)?(TABLE|INDEX|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.I
+)
+_ADDED = re.compile(r"ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(\w+)", re.I)
+
+
+def downgrade_sql(version: int) -> str:
+    """SQL that turns a current authority back into one at schema ``version``.
+
+    Undoes each later migration's CREATEs and ADD COLUMNs, newest first, so a test can
+    prove a migration upgrades an older home that already holds data. Data-only
+    statements of a migration need no undoing (their tables go with it).
+    """
+    from memoryd.storage.schema import MIGRATIONS
+
+    out = []
+    for v, _name, sql in reversed(MIGRATIONS):
+        if v <= version:
+            break
+        body = re.sub(r"--[^\n]*", "", sql)
+        for kind, name in reversed(_CREATED.findall(body)):
+            if not name.lower().startswith("temp"):
+                out.append(f"DROP {kind.upper()} IF EXISTS {name};")
+        out += [f"ALTER TABLE {t} DROP COLUMN {c};" for t, c in _ADDED.findall(body)]
+        out.append(f"DELETE FROM schema_history WHERE version = {v};")
+    return " ".join(out) + f" PRAGMA user_version = {version};"

@@ -9,7 +9,7 @@ from pathlib import Path
 import apsw
 
 from memoryd.api import Memoryd
-from tests.conftest import db_path, query
+from tests.conftest import db_path, downgrade_sql, query
 from tests.memory.conftest import lines
 
 TEXTS = [
@@ -61,10 +61,7 @@ def test_migration_9_fills_the_terms_of_existing_records(memoryd, project_home) 
     _consolidate(md)
     md.close()
     conn = apsw.Connection(str(db_path(project_home)))
-    conn.execute(
-        "DROP TRIGGER memory_records_terms_ad; DROP TABLE memory_terms;"
-        " DELETE FROM schema_history WHERE version = 9; PRAGMA user_version = 8"
-    )
+    conn.execute(downgrade_sql(8))
     conn.close()
     md = memoryd()  # opening the home migrates it
     assert md.rebuild(verify=True)["equal"]
