@@ -142,6 +142,7 @@ class Memoryd:
         self.config = load_config(self.home, overrides, strict=strict)
         self._db: Authority | None = None
         self.via_control = True  # reads go to a running supervisor's control socket
+        self._client = control.Client(self.home)  # its connection, kept for the session
         # the control server's own archive reads (a secondary instance); NotImplemented: queue
         self.archive_reader: Callable[[str, dict], Any] | None = None
 
@@ -191,6 +192,7 @@ class Memoryd:
         return JobQueue(self.db)
 
     def close(self) -> None:
+        self._client.close()
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -272,11 +274,18 @@ class Memoryd:
             state = {}
         return {**state, "pid": pid}
 
+    def supervised(self) -> bool:
+        """Whether requests go to a running supervisor's control socket (a kept
+        connection answers for it; else its lock says whether one runs)."""
+        return self.via_control and (
+            self._client.connected or running_supervisor(self.home) is not None
+        )
+
     def _control(self, request: str, /, **args: Any) -> Any:
         """The answer of a running supervisor's control socket, or None (run embedded)."""
-        if not self.via_control or running_supervisor(self.home) is None:
+        if not self.supervised():
             return None
-        answer = control.request(self.home, request, **args)
+        answer = self._client.request(request, **args)
         return None if answer is None else archive_ops.unwrap(answer)
 
     def status(self) -> dict:

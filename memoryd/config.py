@@ -195,6 +195,9 @@ SETTINGS: dict[str, Setting] = {
     "memory_keep_outcomes": _positive(10_000, "per-candidate outcomes kept in the run log"),
     # agent faces (MCP server, control socket)
     "mcp_heartbeat_seconds": _positive(60.0, "an MCP session renews its archive lease this often"),
+    "control_write_flush_seconds": _positive(
+        0.5, "the control socket queues the access records and retrieval leases of reads this often"
+    ),
 }
 
 
