@@ -7,9 +7,9 @@ migration switched the directory (:mod:`memoryd.control.secondary`); the
 writes a read implies (a search's retrieval lease, recall's access records)
 are coalesced and enqueued as archive jobs for the retention worker by a
 flusher thread, never on the request path (:mod:`memoryd.control.deferred`).
-A client may send any number of requests on one connection. Lease heartbeats skip the queue:
-the supervisor's loop hands them straight to the retention worker (see
-:class:`Direct`). Only the owning uid may talk: the socket is 0600 and each
+A client may send any number of requests on one connection. Lease heartbeats
+skip the queue: the supervisor's loop hands them straight to the retention
+worker (see :class:`Direct`). Only the owning uid may talk: the socket is 0600 and each
 peer's credentials are checked (``SO_PEERCRED``).
 """
 
@@ -74,8 +74,7 @@ def _refuse(conn: socket.socket, exc: PeerRefused) -> None:
 
 
 def _lines(conn: socket.socket) -> Iterator[bytes]:
-    """The request lines a client sends, until it hangs up (each answered before the
-    next is read: a kept connection must not wait for a buffer to fill)."""
+    """The request lines a client sends, until it hangs up."""
     pending = b""
     while chunk := conn.recv(1 << 16):
         pending += chunk
@@ -85,7 +84,7 @@ def _lines(conn: socket.socket) -> Iterator[bytes]:
 
 class _ReadSide:
     """The archive as a secondary sees it, shaped like an :class:`ArchiveOwner` for the
-    read ops; a retrieval lease is enqueued for the retention worker."""
+    read ops; a retrieval lease is noted for the flusher (:class:`DeferredWrites`)."""
 
     def __init__(self, home: Path, config: Config, store: ArchiveStore, defer) -> None:
         self.home, self.config, self.path, self.store = home, config, store.path, _Store(store)
@@ -195,8 +194,9 @@ class ControlServer:
             except PeerRefused as exc:
                 _refuse(conn, exc)
                 return
-            for line in _lines(conn):
-                conn.sendall(orjson.dumps(self.answer(line)) + b"\n")
+            with contextlib.suppress(ConnectionError):  # the client went away mid-request
+                for line in _lines(conn):
+                    conn.sendall(orjson.dumps(self.answer(line)) + b"\n")
 
     def answer(self, line: bytes) -> dict:
         """One request's answer; a typed error is an answer too."""
