@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.control import request, socket_path
+from memoryd.control import Client, request, socket_path
 from memoryd.control.server import check_peer, peer_uid
 from memoryd.errors import PeerRefused
 from tests.agent.conftest import PROJECT, write_transcript
@@ -157,3 +157,21 @@ def test_heartbeats_answer_again_after_the_retention_worker_is_killed(
 
     wait_for(renewed, what="a heartbeat through the respawned retention worker")
     assert ok(request(home, "status"))["supervisor"]["retention_worker"] != worker
+
+
+def test_a_kept_connection_follows_a_restarted_supervisor(home, background) -> None:
+    """A session's client keeps its connection; when the supervisor is replaced, the next
+    request goes to the new one, and with none running the client says so (None)."""
+    assert run_cli("init", home=home).code == 0
+    client = Client(home)
+    first = started(home, background)
+    assert ok(client.request("status"))["supervisor"]["pid"] == first.pid
+    assert client.connected
+    first.terminate()
+    wait_for(lambda: not socket_path(home).exists(), what="the socket to go")
+    assert client.request("status") is None and not client.connected
+    second = started(home, background)
+    assert ok(client.request("status"))["supervisor"]["pid"] == second.pid
+    second.terminate()
+    assert client.request("status") is None
+    client.close()
