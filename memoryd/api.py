@@ -14,7 +14,7 @@ import os
 import signal
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,6 +143,7 @@ class Memoryd:
         self._db: Authority | None = None
         self.via_control = True  # reads go to a running supervisor's control socket
         self._client = control.Client(self.home)  # its connection, kept for the session
+        self._owner: ArchiveOwner | None = None  # the embedded archive held by archive_held()
         # the control server's own archive reads (a secondary instance); NotImplemented: queue
         self.archive_reader: Callable[[str, dict], Any] | None = None
 
@@ -454,10 +455,12 @@ class Memoryd:
                 return answer
         elif op in CONTROL_ARCHIVE_OPS and (routed := self._control("archive", op=op, args=args)):
             return routed
+        if self._owner is not None:
+            with typed_disk_full(str(self.home)):
+                return archive_ops.unwrap(archive_ops.run_op(self._owner, op, args))
         if running_supervisor(self.home) is None:
-            self.ensure_home()
-            with typed_disk_full(str(self.home)), ArchiveOwner(self.home, self.config) as owner:
-                return archive_ops.unwrap(archive_ops.run_op(owner, op, args))
+            with self.archive_held():
+                return self.archive(op, args, timeout=timeout)
         if op == "add":  # the transcript rides as a spool file, never in the job row
             args = {**spool.put(self.home, args), "requests": archive_ops.request_ids(args)}
         job = self.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))
@@ -476,6 +479,22 @@ class Memoryd:
                     "will finish it: check `memoryd jobs list`"
                 )
             time.sleep(ARCHIVE_POLL_SECONDS)
+
+    @contextlib.contextmanager
+    def archive_held(self) -> Iterator[None]:
+        """Embedded (no supervisor): the archive opened once for every operation inside
+        (a recall's search and its access record); beside a supervisor, nothing (its
+        retention worker owns the archive, even for the control server's instances)."""
+        if self._owner is not None or running_supervisor(self.home) is not None:
+            yield
+            return
+        self.ensure_home()
+        with typed_disk_full(str(self.home)), ArchiveOwner(self.home, self.config) as owner:
+            self._owner = owner
+            try:
+                yield
+            finally:
+                self._owner = None
 
     def archive_add(
         self,
