@@ -42,7 +42,6 @@ class DeferredWrites:
         self._access: dict[int, dict[str, float]] = {}  # pending: bucket -> {locator: now}
         self._leased: dict[str, float] = {}  # locator -> when its last lease runs out
         self._leases: dict[float, dict[str, float]] = {}  # pending: seconds -> {locator: now}
-        self.enqueued = 0  # jobs handed to the queue so far
 
     # -- the request side (no I/O) -----------------------------------------------
 
@@ -108,7 +107,6 @@ class DeferredWrites:
         for op, args in self._take():
             try:
                 self._enqueue(op, args)
-                self.enqueued += 1
             except MemorydError as exc:
                 logs.event(
                     "control_write_dropped",
