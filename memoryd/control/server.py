@@ -144,15 +144,20 @@ class ControlServer:
 
     def start(self) -> None:
         self.wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self.path.unlink(missing_ok=True)  # a dead supervisor's socket (we hold its lock)
+        # bound and listening under a side name, then renamed into place (replacing a
+        # dead supervisor's socket: we hold its lock): a client that sees the socket
+        # can connect, never refused between bind and listen
+        fresh = self.path.with_name(self.path.name + ".new")
+        fresh.unlink(missing_ok=True)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)
         try:
-            sock.bind(str(self.path))
+            sock.bind(str(fresh))
         finally:
             os.umask(old)
-        os.chmod(self.path, 0o600)
+        os.chmod(fresh, 0o600)
         sock.listen(64)
+        os.replace(fresh, self.path)
         self._sock = sock
         self.deferred.start()
         threading.Thread(target=self._accept, name="control-accept", daemon=True).start()
