@@ -14,7 +14,7 @@ import os
 import signal
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -142,6 +142,8 @@ class Memoryd:
         self.config = load_config(self.home, overrides, strict=strict)
         self._db: Authority | None = None
         self.via_control = True  # reads go to a running supervisor's control socket
+        self._client = control.Client(self.home)  # its connection, kept for the session
+        self._owner: ArchiveOwner | None = None  # the embedded archive held by archive_held()
         # the control server's own archive reads (a secondary instance); NotImplemented: queue
         self.archive_reader: Callable[[str, dict], Any] | None = None
 
@@ -201,6 +203,7 @@ class Memoryd:
         return JobQueue(self.db)
 
     def close(self) -> None:
+        self._client.close()
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -282,11 +285,18 @@ class Memoryd:
             state = {}
         return {**state, "pid": pid}
 
+    def supervised(self) -> bool:
+        """Whether requests go to a running supervisor's control socket (a kept
+        connection answers for it; else its lock says whether one runs)."""
+        return self.via_control and (
+            self._client.connected or running_supervisor(self.home) is not None
+        )
+
     def _control(self, request: str, /, **args: Any) -> Any:
         """The answer of a running supervisor's control socket, or None (run embedded)."""
-        if not self.via_control or running_supervisor(self.home) is None:
+        if not self.supervised():
             return None
-        answer = control.request(self.home, request, **args)
+        answer = self._client.request(request, **args)
         return None if answer is None else archive_ops.unwrap(answer)
 
     def status(self) -> dict:
@@ -456,10 +466,12 @@ class Memoryd:
                 return answer
         elif op in CONTROL_ARCHIVE_OPS and (routed := self._control("archive", op=op, args=args)):
             return routed
+        if self._owner is not None:
+            with typed_disk_full(str(self.home)):
+                return archive_ops.unwrap(archive_ops.run_op(self._owner, op, args))
         if running_supervisor(self.home) is None:
-            self.ensure_home()
-            with typed_disk_full(str(self.home)), ArchiveOwner(self.home, self.config) as owner:
-                return archive_ops.unwrap(archive_ops.run_op(owner, op, args))
+            with self.archive_held():
+                return self.archive(op, args, timeout=timeout)
         if op == "add":  # the transcript rides as a spool file, never in the job row
             args = {**spool.put(self.home, args), "requests": archive_ops.request_ids(args)}
         job = self.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))
@@ -478,6 +490,22 @@ class Memoryd:
                     "will finish it: check `memoryd jobs list`"
                 )
             time.sleep(ARCHIVE_POLL_SECONDS)
+
+    @contextlib.contextmanager
+    def archive_held(self) -> Iterator[None]:
+        """Embedded (no supervisor): the archive opened once for every operation inside
+        (a recall's search and its access record); beside a supervisor, nothing (its
+        retention worker owns the archive, even for the control server's instances)."""
+        if self._owner is not None or running_supervisor(self.home) is not None:
+            yield
+            return
+        self.ensure_home()
+        with typed_disk_full(str(self.home)), ArchiveOwner(self.home, self.config) as owner:
+            self._owner = owner
+            try:
+                yield
+            finally:
+                self._owner = None
 
     def archive_add(
         self,

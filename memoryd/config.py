@@ -210,6 +210,9 @@ SETTINGS: dict[str, Setting] = {
     ),
     # agent faces (MCP server, control socket)
     "mcp_heartbeat_seconds": _positive(60.0, "an MCP session renews its archive lease this often"),
+    "control_write_flush_seconds": _positive(
+        0.5, "the control socket queues the access records and retrieval leases of reads this often"
+    ),
     # semantic route (issue 15)
     "encoder": Setting(
         "hashing",

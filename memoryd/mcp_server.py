@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
+import anyio
 import orjson
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -26,7 +27,6 @@ from pydantic import Field
 
 from memoryd.api import Memoryd
 from memoryd.errors import MemorydError
-from memoryd.recall import recall as recall_fn
 
 Query = Annotated[str, Field(description="What to look for, in plain words.")]
 Project = Annotated[
@@ -99,15 +99,31 @@ def remember_candidates(md: Memoryd, project: str, candidates: list[dict]) -> di
     return {k: answer[k] for k in ("project", "staged", "candidates", "dropped")}
 
 
+@contextlib.contextmanager
+def tool_errors() -> Iterator[None]:
+    """A typed error becomes a tool error: its code, whether a retry may help, what to do."""
+    try:
+        yield
+    except MemorydError as exc:
+        retry = " (retryable)" if exc.retryable else ""
+        raise ToolError(f"{exc.code}{retry}: {exc}") from None
+
+
 class Session:
     """One served session: the API, its lease client, and the heartbeat keeping it alive.
 
     A lock serializes calls into the API: the embedded archive is opened per
-    call and two opens in one process would collide.
+    call and two opens in one process would collide. Beside a supervisor, reads
+    are one control-socket request each, made on the event loop through their
+    own API instance and connection (:meth:`read`): a hop to a worker thread
+    costs a read more than the request, and the heartbeat never holds their
+    connection.
     """
 
     def __init__(self, md: Memoryd, project: str | None) -> None:
         self.md = md
+        self.reads = Memoryd(md.home)  # the event loop's: beside a supervisor only
+        self.reads.config = md.config
         self.project = project
         self.client = f"mcp-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
         self.leased = False
@@ -119,12 +135,20 @@ class Session:
     @contextlib.contextmanager
     def api(self) -> Iterator[Memoryd]:
         """The API under the session lock; a typed error becomes a tool error."""
-        try:
-            with self.lock:
-                yield self.md
-        except MemorydError as exc:
-            retry = " (retryable)" if exc.retryable else ""
-            raise ToolError(f"{exc.code}{retry}: {exc}") from None
+        with tool_errors(), self.lock:
+            yield self.md
+
+    async def read(self, fn: Callable[[Memoryd], Any]) -> Any:
+        """A read: on the event loop when a supervisor answers it over its control
+        socket, else (embedded, opening stores) in a worker thread under the lock."""
+        if self.reads.supervised():
+            with tool_errors():
+                return fn(self.reads)
+        return await anyio.to_thread.run_sync(self._locked, fn)
+
+    def _locked(self, fn: Callable[[Memoryd], Any]) -> Any:
+        with self.api() as md:
+            return fn(md)
 
     def project_name(self, project: str | None) -> str:
         with self.api() as md:
@@ -154,6 +178,7 @@ class Session:
             with contextlib.suppress(ToolError):
                 self.lease("release")
         self.md.close()
+        self.reads.close()
 
 
 def build(state: Session) -> MCPServer:
@@ -166,16 +191,12 @@ def build(state: Session) -> MCPServer:
         return server.tool(name=name, description=description(name))(fn)
 
     @tool
-    def search(query: Query, project: Project = None, limit: Limit = 10) -> dict:
-        name = state.project_name(project)
-        with state.api() as md:
-            return md.search(query, name, limit=limit)
+    async def search(query: Query, project: Project = None, limit: Limit = 10) -> dict:
+        return await state.read(lambda md: md.search(query, project or state.project, limit=limit))
 
     @tool
-    def recall(query: Query, project: Project = None, limit: Limit = 5) -> dict:
-        name = state.project_name(project)
-        with state.api() as md:
-            return recall_fn(md, query, name, limit=limit)
+    async def recall(query: Query, project: Project = None, limit: Limit = 5) -> dict:
+        return await state.read(lambda md: md.recall(query, project or state.project, limit=limit))
 
     @tool
     def archive_add(
@@ -201,15 +222,16 @@ def build(state: Session) -> MCPServer:
             )
 
     @tool
-    def archive_search(query: Query, project: Project = None, limit: Limit = 10) -> dict:
-        name = state.project_name(project)
-        with state.api() as md:
+    async def archive_search(query: Query, project: Project = None, limit: Limit = 10) -> dict:
+        def read(md: Memoryd) -> dict:
+            name = md.default_project(project or state.project)
             return md.archive("search", {"project": name, "query": query, "limit": limit})
 
+        return await state.read(read)
+
     @tool
-    def archive_get(locator: Locator) -> dict:
-        with state.api() as md:
-            return md.archive("get", {"locator": locator})
+    async def archive_get(locator: Locator) -> dict:
+        return await state.read(lambda md: md.archive("get", {"locator": locator}))
 
     @tool
     def pin(locator: Locator, note: str | None = None) -> dict:
@@ -234,9 +256,8 @@ def build(state: Session) -> MCPServer:
         return state.lease("release", locators=locators)
 
     @tool
-    def status() -> dict:
-        with state.api() as md:
-            report = md.status()
+    async def status() -> dict:
+        report = await state.read(Memoryd.status)
         lease = {"client": state.client, "leased": state.leased, "heartbeats": state.beats}
         return {**report, "session": lease}
 

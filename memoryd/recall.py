@@ -95,11 +95,13 @@ def recall(
     """``{"status", "items", "gap", "injected"}``: items from project memory and the
     archive (each tagged with its ``source``), best first within each source."""
     now = time.time() if now is None else now
-    parts = [
-        _project_part(md, query, project, limit),
-        _archive_part(md, query, project, limit, now),
-    ]
-    items = [item for part in parts for item in part["items"]]
+    with md.archive_held():  # embedded: one archive open for the search and the access
+        parts = [
+            _project_part(md, query, project, limit),
+            _archive_part(md, query, project, limit, now),
+        ]
+        items = [item for part in parts for item in part["items"]]
+        accessed = record_access(md, [i for i in items if i["source"] == "archive"], now)
     gaps = [part["gap"] for part in parts if part["status"] != "ok" and part.get("gap")]
     if not items:
         gap = "; ".join(gaps) or "no evidence"
@@ -109,7 +111,6 @@ def recall(
             "injected": 0,
             "gap": f"insufficient evidence, nothing injected ({NOT_ABSENCE}): {gap}",
         }
-    accessed = record_access(md, [i for i in items if i["source"] == "archive"], now)
     return {
         "status": "ok",
         "items": items,

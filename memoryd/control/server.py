@@ -1,12 +1,15 @@
 """The control socket's server: a thread of the supervisor, one thread per connection.
 
 Requests never touch the job queue's claims, so they answer while claims are
-paused for WAL pressure. Archive reads (``get``, ``search``) use a RocksDB
-secondary instance (catching up before each read); the writes a read implies
-(a search's retrieval lease, recall's access records) are enqueued as archive
-jobs for the retention worker, not waited for. Lease heartbeats skip the queue:
-the supervisor's loop hands them straight to the retention worker (see
-:class:`Direct`). Only the owning uid may talk: the socket is 0600 and each
+paused for WAL pressure. Archive reads (``get``, ``search``) use one RocksDB
+secondary instance, caught up when the primary changed and reopened after a
+migration switched the directory (:mod:`memoryd.control.secondary`); the
+writes a read implies (a search's retrieval lease, recall's access records)
+are coalesced and enqueued as archive jobs for the retention worker by a
+flusher thread, never on the request path (:mod:`memoryd.control.deferred`).
+A client may send any number of requests on one connection. Lease heartbeats
+skip the queue: the supervisor's loop hands them straight to the retention
+worker (see :class:`Direct`). Only the owning uid may talk: the socket is 0600 and each
 peer's credentials are checked (``SO_PEERCRED``).
 """
 
@@ -18,6 +21,7 @@ import queue
 import socket
 import struct
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +31,15 @@ from memoryd.archive import ops as archive_ops
 from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.config import CONTROL_SECONDARY_DIR, Config
 from memoryd.control.client import socket_path
+from memoryd.control.deferred import DeferredWrites
+from memoryd.control.secondary import Secondary
 from memoryd.errors import MemorydError, PeerRefused, StoreBusy, UsageError
 from memoryd.storage.archive import ArchiveStore
 
 _UCRED = struct.Struct("3i")  # pid, uid, gid
 #: Ops that read the archive on the secondary; the rest still go through the queue.
 SECONDARY_READS = ("get", "search")
-#: Writes a read implies: enqueued for the retention worker, not waited for.
+#: Writes a read implies: coalesced, then enqueued for the retention worker (not waited for).
 DEFERRED_WRITES = ("access", "retrieval_lease")
 #: Writes that must not wait behind the queue: handed to the retention worker directly.
 DIRECT_WRITES = ("lease",)
@@ -67,14 +73,23 @@ def _refuse(conn: socket.socket, exc: PeerRefused) -> None:
             pass
 
 
+def _lines(conn: socket.socket) -> Iterator[bytes]:
+    """The request lines a client sends, until it hangs up."""
+    pending = b""
+    while chunk := conn.recv(1 << 16):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        yield from lines
+
+
 class _ReadSide:
     """The archive as a secondary sees it, shaped like an :class:`ArchiveOwner` for the
-    read ops; a retrieval lease is enqueued for the retention worker."""
+    read ops; a retrieval lease is noted for the flusher (:class:`DeferredWrites`)."""
 
-    def __init__(self, home: Path, config: Config, store: ArchiveStore, enqueue) -> None:
+    def __init__(self, home: Path, config: Config, store: ArchiveStore, defer) -> None:
         self.home, self.config, self.path, self.store = home, config, store.path, _Store(store)
-        self.store.take_retrieval_leases = lambda locators, *, seconds, now: enqueue(
-            "retrieval_lease", {"locators": list(locators), "seconds": seconds, "now": now}
+        self.store.take_retrieval_leases = lambda locators, *, seconds, now: defer(
+            {"locators": list(locators), "seconds": seconds, "now": now}
         )
 
 
@@ -112,8 +127,12 @@ class ControlServer:
         self.home = Path(home)
         self.config = config
         self.path = socket_path(self.home)
-        self._secondary: ArchiveStore | None = None
-        self._archive_lock = threading.Lock()
+        self.secondary = Secondary(self.home / "archive", self.home / CONTROL_SECONDARY_DIR)
+        self.deferred = DeferredWrites(
+            self._enqueue,
+            period=float(config.control_write_flush_seconds),
+            access_bucket_seconds=float(config.retention_access_bucket_seconds),
+        )
         self._sock: socket.socket | None = None
         self._idle: queue.SimpleQueue = queue.SimpleQueue()  # API instances between requests
         self.direct: queue.SimpleQueue[Direct] = queue.SimpleQueue()  # drained by the supervisor
@@ -125,16 +144,22 @@ class ControlServer:
 
     def start(self) -> None:
         self.wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self.path.unlink(missing_ok=True)  # a dead supervisor's socket (we hold its lock)
+        # bound and listening under a side name, then renamed into place (replacing a
+        # dead supervisor's socket: we hold its lock): a client that sees the socket
+        # can connect, never refused between bind and listen
+        fresh = self.path.with_name(self.path.name + ".new")
+        fresh.unlink(missing_ok=True)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)
         try:
-            sock.bind(str(self.path))
+            sock.bind(str(fresh))
         finally:
             os.umask(old)
-        os.chmod(self.path, 0o600)
+        os.chmod(fresh, 0o600)
         sock.listen(64)
+        os.replace(fresh, self.path)
         self._sock = sock
+        self.deferred.start()
         threading.Thread(target=self._accept, name="control-accept", daemon=True).start()
 
     def stop(self) -> None:
@@ -148,15 +173,14 @@ class ControlServer:
             if fd is not None:
                 os.close(fd)
         self.wake_read = self._wake_write = None
+        self.deferred.stop()  # before the API instances go: it enqueues through one
         while True:
             try:
                 self._idle.get_nowait().close()
             except queue.Empty:
                 break
-        with self._archive_lock:
-            if self._secondary is not None:
-                self._secondary.close()
-                self._secondary = None
+        with self.secondary.lock:
+            self.secondary.close()
 
     def _accept(self) -> None:
         while self._sock is not None:
@@ -169,14 +193,15 @@ class ControlServer:
     # -- one connection ------------------------------------------------------------
 
     def _serve(self, conn: socket.socket) -> None:
-        with conn, conn.makefile("rb") as lines:
+        with conn:
             try:
                 check_peer(peer_uid(conn))
             except PeerRefused as exc:
                 _refuse(conn, exc)
                 return
-            for line in lines:
-                conn.sendall(orjson.dumps(self.answer(line)) + b"\n")
+            with contextlib.suppress(ConnectionError):  # the client went away mid-request
+                for line in _lines(conn):
+                    conn.sendall(orjson.dumps(self.answer(line)) + b"\n")
 
     def answer(self, line: bytes) -> dict:
         """One request's answer; a typed error is an answer too."""
@@ -230,17 +255,15 @@ class ControlServer:
     def archive_read(self, op: str, args: dict) -> Any:
         """Answer an archive op here, or ``NotImplemented`` to send it through the queue."""
         if op in DEFERRED_WRITES:
-            return {"queued": self._enqueue(op, args)}
+            return getattr(self.deferred, op)(args)
         if op in DIRECT_WRITES:
             return self._direct(op, args)
         if op not in SECONDARY_READS:
             return NotImplemented
-        with self._archive_lock:  # one secondary, caught up then read
-            store = self._open_secondary()
-            if store is None:
-                return NotImplemented  # no archive yet: the owner answers as it would
-            store.catch_up()
-            side = _ReadSide(self.home, self.config, store, self._enqueue)
+        with self.secondary.reading() as store:
+            if store is None:  # no archive (yet, or mid-switch): the owner answers
+                return NotImplemented
+            side = _ReadSide(self.home, self.config, store, self.deferred.retrieval_lease)
             return archive_ops.unwrap(archive_ops.run_op(side, op, args))
 
     def _direct(self, op: str, args: dict) -> Any:
@@ -254,16 +277,6 @@ class ControlServer:
                 "see `memoryd status`, then retry"
             )
         return archive_ops.unwrap(item.answer)
-
-    def _open_secondary(self) -> ArchiveStore | None:
-        if self._secondary is None:
-            archive = self.home / "archive"
-            if not (archive / "CURRENT").exists():
-                return None
-            self._secondary = ArchiveStore.open_secondary(
-                archive, self.home / CONTROL_SECONDARY_DIR
-            )
-        return self._secondary
 
     def _enqueue(self, op: str, args: dict) -> int | None:
         from memoryd.queue import JobSpec

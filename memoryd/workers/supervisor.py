@@ -50,6 +50,7 @@ from memoryd.workers.worker import Outcome
 
 POOL_CHECK_SECONDS = 1.0  # how often an idle supervisor looks for retention work
 PURGE_STEP_SECONDS = 1.0  # pace of purge steps while a sweep of the jobs table goes on
+DIRECT_FIRST_SECONDS = 1.0  # the WAL guard waits at most this long for heartbeats in flight
 T = TypeVar("T")
 
 
@@ -152,6 +153,7 @@ class Supervisor:
         self.control = ControlServer(self.home, config)  # the control socket, a thread
         self.directs: dict[int, Direct] = {}  # control writes in the retention worker
         self.direct_seq = 0
+        self.last_maintain = 0.0  # monotonic time of the WAL guard's last turn
         # claimed, not yet dispatched, per pool of workers
         self.buffers: dict[str, deque[ClaimedJob]] = {JOBS_POOL: deque(), RETENTION_POOL: deque()}
         self.retention_kinds: list[str] = []
@@ -351,6 +353,13 @@ class Supervisor:
                 return
 
     def _maintain(self) -> None:
+        """The WAL guard's turn, put off while a control write (a lease heartbeat) is in
+        the retention worker: its answer is collected first, never after a checkpoint
+        retry (which reads /proc/locks and may republish the state while paused)."""
+        now = time.monotonic()
+        if self.directs and now - self.last_maintain < DIRECT_FIRST_SECONDS:
+            return
+        self.last_maintain = now
         if self.wal.maintain():
             self._write_state()
 

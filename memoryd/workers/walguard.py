@@ -3,7 +3,9 @@
 The supervisor calls :meth:`WalGuard.maintain` outside every transaction. A
 pinned reader makes TRUNCATE give way; once the WAL has reached
 ``wal_pause_bytes`` that way, claims pause (a soft bound: in-flight jobs still
-commit) and every later call retries until a checkpoint succeeds.
+commit) and later calls retry until a checkpoint succeeds, at most once per
+``poll_seconds``: the loop also turns for every control-socket heartbeat, and a
+retry (a /proc/locks read, a republished state) must not run after each.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ class WalGuard:
         self.db = db
         self.config = db.config
         self.next_checkpoint = 0.0
+        self.next_retry = 0.0  # while paused: the earliest next retry
         self.pause_reason: str | None = None  # set while claims are paused
         self.pinned = False  # the last checkpoint gave way to a reader or writer
         # the dashboard's samples: the last checkpoint (time, result) and counts by outcome
@@ -30,8 +33,11 @@ class WalGuard:
     def maintain(self) -> bool:
         """Checkpoint when the WAL has grown or on a period. True when the pause state
         changed (the supervisor then republishes its state)."""
-        size = wal_bytes(self.db)
         now = time.monotonic()
+        if self.pause_reason is not None and now < self.next_retry:
+            return False
+        self.next_retry = now + float(self.config.poll_seconds)
+        size = wal_bytes(self.db)
         due = (
             self.pause_reason is not None
             or size >= int(self.config.wal_checkpoint_bytes)

@@ -16,7 +16,9 @@ Measured, each after one warm-up pass:
   (the in-process baseline of the next row);
 * the same through MCP while a supervisor runs (the MCP server then asks the
   supervisor's control socket);
-* a lease heartbeat (``archive lease renew``) over the control socket.
+* a lease heartbeat (``archive lease renew``) over the control socket;
+* the SDK's floor: a server of the same SDK whose one tool does nothing,
+  called the same way (what MCP itself costs a call on this machine).
 
     .venv/bin/python ops/bench/bench_mcp.py [--queries N] [--beats N] [--json]
 """
@@ -106,11 +108,22 @@ def over_socket(home: Path, queries: list[str]) -> dict:
     return ms(timed)
 
 
-def through_mcp(home: Path, queries: list[str]) -> dict:
+NOOP_SERVER = """
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("noop")
+@server.tool(name="recall", description="Does nothing.")
+async def recall(query: str) -> dict:
+    return {"status": "abstained", "items": []}
+server.run("stdio")
+"""
+
+
+def through_mcp(home: Path, queries: list[str], server: list[str] | None = None) -> dict:
+    """Recall through ``memoryd mcp`` (or through ``server``: the SDK floor)."""
+    args = server or [*MEMORYD[1:], "mcp", "--project", PROJECT]
+
     async def run() -> list[float]:
-        params = StdioServerParameters(
-            command=MEMORYD[0], args=[*MEMORYD[1:], "mcp", "--project", PROJECT], env=env(home)
-        )
+        params = StdioServerParameters(command=MEMORYD[0], args=args, env=env(home))
         with open(os.devnull, "w") as errlog:
             async with (
                 stdio_client(params, errlog=errlog) as (read, write),
@@ -172,20 +185,23 @@ def main() -> None:
         report["recall_socket"] = with_supervisor(home, over_socket, home, queries)
         report["recall_mcp_supervisor"] = with_supervisor(home, through_mcp, home, queries)
         report["heartbeat_socket"] = with_supervisor(home, heartbeats, home, args.beats, queries[0])
+        report["mcp_sdk_floor"] = through_mcp(home, queries, ["-c", NOOP_SERVER])
     base = report["recall_in_process"]["p95_ms"]
     report["ratio_p95_mcp_embedded"] = round(report["recall_mcp_embedded"]["p95_ms"] / base, 2)
     sock = report["recall_socket"]["p95_ms"]
     report["ratio_p95_mcp_supervisor"] = round(report["recall_mcp_supervisor"]["p95_ms"] / sock, 2)
+    report["load_average"] = os.getloadavg()[0]
     print(json.dumps(report, indent=2) if args.json else _text(report))
 
 
 def _text(r: dict) -> str:
     rows = [f"{r['queries']} recall queries on the stdlib project"]
     for key in ("recall_in_process", "recall_mcp_embedded", "recall_socket",
-                "recall_mcp_supervisor", "heartbeat_socket"):  # fmt: skip
+                "recall_mcp_supervisor", "heartbeat_socket", "mcp_sdk_floor"):  # fmt: skip
         rows.append(f"{key:24} p50 {r[key]['p50_ms']:7.2f} ms   p95 {r[key]['p95_ms']:7.2f} ms")
     rows.append(f"p95 ratio through MCP: embedded, to in-process {r['ratio_p95_mcp_embedded']}x; "
                 f"with a supervisor, to the socket {r['ratio_p95_mcp_supervisor']}x")  # fmt: skip
+    rows.append(f"load average (1 min) at the end: {r['load_average']:.2f}")
     return "\n".join(rows)
 
 

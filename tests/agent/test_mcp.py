@@ -6,7 +6,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memoryd.mcp_server import TOOLS
-from memoryd.storage.archive import ArchiveStore
+from memoryd.storage.archive import ArchiveStore, parse_locator
 from tests.agent.conftest import PROJECT
 from tests.conftest import MEMORYD, clean_env, wait_for
 
@@ -59,9 +59,18 @@ async def fails(client: ClientSession, tool: str, /, **args: Any) -> str:
 
 def lease_of(home: Path, client: str) -> dict | None:
     """The client's lease as the archive holds it (read through a secondary instance)."""
+    return archive_read(home, lambda store: store.client_lease(client))
+
+
+def access_buckets(home: Path, locator: str) -> list[float]:
+    """The buckets in which the archive recorded an access to the locator's document."""
+    return archive_read(home, lambda store: store.access_buckets(parse_locator(locator)[0]))
+
+
+def archive_read(home: Path, fn: Callable[[ArchiveStore], Any]) -> Any:
     store = ArchiveStore.open_secondary(home / "archive", home / "test-secondary")
     try:
-        return store.client_lease(client)
+        return fn(store)
     finally:
         store.close()
 
@@ -171,7 +180,13 @@ def test_beside_a_supervisor_the_tools_go_through_its_control_socket(
             assert status["supervisor"]["pid"] == sup.pid
             recalled = await call(s, "recall", query="which retry backoff did we choose")
             loc = recalled["items"][0]["locator"]
-            assert recalled["access_records"]["queued"]  # a job for the retention worker
+            assert recalled["access_records"] == {"deferred": 1}  # handed to the flusher
+            again = await call(s, "recall", query="which retry backoff did we choose")
+            assert again["access_records"] == {"deferred": 0}  # same document, same bucket
+            # the flusher queues it for the retention worker, which records it once
+            await anyio.to_thread.run_sync(
+                lambda: wait_for(lambda: access_buckets(project_home, loc), what="an access")
+            )
             leased = await call(s, "lease_acquire", locators=[loc])
             assert (await call(s, "lease_renew"))["epoch"] == leased["epoch"]
             assert (await call(s, "lease_release"))["released"] == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.control import request, socket_path
+from memoryd.control import Client, request, socket_path
 from memoryd.control.server import check_peer, peer_uid
 from memoryd.errors import PeerRefused
 from tests.agent.conftest import PROJECT, write_transcript
@@ -88,6 +88,25 @@ def test_a_peer_with_another_uid_is_refused(home, background) -> None:
     assert answer["ok"] is False and answer["error"] == "PEER_REFUSED"
 
 
+def heartbeats_and_reads(home: Path, locator: str, rounds: int = 50) -> tuple[float, float]:
+    """Heartbeats, archive gets and searches over the socket: (heartbeat p95, reads p95) ms."""
+    seconds, beats = [], []
+    renew = {"action": "renew", "client": "agent-1"}
+    ask = {"project": PROJECT, "query": "retry backoff", "limit": 3}
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        assert ok(request(home, "archive", op="lease", args=renew))["client"] == "agent-1"
+        beats.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        got = ok(request(home, "archive", op="get", args={"locator": locator}))
+        found = ok(request(home, "archive", op="search", args=ask))
+        seconds.append(time.perf_counter() - t0)
+        assert got["status"] == "live" and "jitter" in got["content"]
+        assert [item["locator"] for item in found["items"]] == [locator]
+    return (statistics.quantiles(beats, n=20)[-1] * 1000,
+            statistics.quantiles(seconds, n=20)[-1] * 1000)  # fmt: skip
+
+
 def test_heartbeats_and_reads_answer_while_claims_are_paused(
     home, tmp_path, background, capsys
 ) -> None:
@@ -95,40 +114,25 @@ def test_heartbeats_and_reads_answer_while_claims_are_paused(
     transcript = write_transcript(tmp_path / "chat.jsonl", time.time() - 3600)
     added = run_cli("archive", "add", str(transcript), "--project", PROJECT, "--json", home=home)
     locator = added.json()["locators"][0]
+    started(home, background, PAUSE_AT_ONCE)
+    lease = {"action": "acquire", "client": "agent-1", "project": PROJECT, "locators": [locator]}
+    assert ok(request(home, "archive", op="lease", args=lease))["locators"] == [locator]
+    unpaused = heartbeats_and_reads(home, locator)
+    assert not ok(request(home, "status"))["claims_paused"]
     with wal_reader(home):
         assert run_cli("jobs", "add", "noop", "--count", "50", home=home).code == 0
-        started(home, background, PAUSE_AT_ONCE)
         wait_for(lambda: ok(request(home, "status"))["claims_paused"], what="claims to pause")
-        lease = {
-            "action": "acquire",
-            "client": "agent-1",
-            "project": PROJECT,
-            "locators": [locator],
-        }
-        assert ok(request(home, "archive", op="lease", args=lease))["locators"] == [locator]
-        seconds, beats = [], []
-        for _ in range(50):
-            t0 = time.perf_counter()
-            renew = {"action": "renew", "client": "agent-1"}
-            assert ok(request(home, "archive", op="lease", args=renew))["client"] == "agent-1"
-            beats.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            got = ok(request(home, "archive", op="get", args={"locator": locator}))
-            ask = {"project": PROJECT, "query": "retry backoff", "limit": 3}
-            found = ok(request(home, "archive", op="search", args=ask))
-            seconds.append(time.perf_counter() - t0)
-            assert got["status"] == "live" and "jitter" in got["content"]
-            assert [item["locator"] for item in found["items"]] == [locator]
+        paused = heartbeats_and_reads(home, locator)
         # the noop jobs stayed queued: these answers did not wait for a claim
         assert ok(request(home, "status"))["claims_paused"]
         assert query(home, "SELECT count(*) FROM jobs WHERE kind = 'noop' AND state = 'done'") == [
             (0,)
         ]
-    p95 = statistics.quantiles(seconds, n=20)[-1] * 1000
-    beat = statistics.quantiles(beats, n=20)[-1] * 1000
     with capsys.disabled():
-        print(f"\nwhile paused, over the socket: heartbeat p95 {beat:.1f} ms, "
-              f"archive get + search p95 {p95:.1f} ms")  # fmt: skip
+        for label, (beat, reads) in (("unpaused", unpaused), ("paused", paused)):
+            print(f"\n{label:>8}, over the socket: heartbeat p95 {beat:.1f} ms, "
+                  f"archive get + search p95 {reads:.1f} ms", end="")  # fmt: skip
+        print()
 
 
 def test_heartbeats_answer_again_after_the_retention_worker_is_killed(
@@ -153,3 +157,21 @@ def test_heartbeats_answer_again_after_the_retention_worker_is_killed(
 
     wait_for(renewed, what="a heartbeat through the respawned retention worker")
     assert ok(request(home, "status"))["supervisor"]["retention_worker"] != worker
+
+
+def test_a_kept_connection_follows_a_restarted_supervisor(home, background) -> None:
+    """A session's client keeps its connection; when the supervisor is replaced, the next
+    request goes to the new one, and with none running the client says so (None)."""
+    assert run_cli("init", home=home).code == 0
+    client = Client(home)
+    first = started(home, background)
+    assert ok(client.request("status"))["supervisor"]["pid"] == first.pid
+    assert client.connected
+    first.terminate()
+    wait_for(lambda: not socket_path(home).exists(), what="the socket to go")
+    assert client.request("status") is None and not client.connected
+    second = started(home, background)
+    assert ok(client.request("status"))["supervisor"]["pid"] == second.pid
+    second.terminate()
+    assert client.request("status") is None
+    client.close()

@@ -1,0 +1,97 @@
+"""The control server's archive secondary: opened once, caught up only when the
+primary changed, reopened when the archive directory was switched.
+
+A catch-up re-reads the primary's MANIFEST and WAL tail (several ms even when
+nothing changed), so it is skipped while the primary's write-ahead logs, its
+MANIFEST and ``CURRENT`` look exactly as at the last catch-up (names, sizes,
+modification times): every write appends to a log, every flush or compaction
+rewrites the MANIFEST. A migration switch (:mod:`memoryd.retention.boundary`)
+renames a new store directory into the archive's place; a secondary still
+reading the old one would answer from the old files and decode payloads with
+the old format, so the directory's identity (device, inode) is checked before
+every read and a changed one is reopened.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from memoryd.errors import StoreBusy
+from memoryd.storage.archive import ArchiveStore
+
+Fingerprint = tuple[tuple[str, int, int], ...]
+
+
+def identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the archive directory; None while it is missing (mid-switch)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def fingerprint(path: Path) -> Fingerprint | None:
+    """What a primary's write changes: its logs, MANIFEST and CURRENT (name, size, mtime)."""
+    marks = []
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                name = entry.name
+                if name.endswith(".log") or name.startswith("MANIFEST") or name == "CURRENT":
+                    st = entry.stat()
+                    marks.append((name, st.st_size, st.st_mtime_ns))
+    except FileNotFoundError:
+        return None
+    return tuple(sorted(marks))
+
+
+class Secondary:
+    """One secondary instance of ``home/archive``, shared by the control threads.
+
+    :meth:`reading` serializes reads with catch-ups and reopens (a reopen must never
+    close a store another thread reads)."""
+
+    def __init__(self, archive: Path, info_dir: Path) -> None:
+        self.archive, self.info_dir = Path(archive), Path(info_dir)
+        self.store: ArchiveStore | None = None
+        self.opened: tuple[int, int] | None = None  # the directory identity it reads
+        self.seen: Fingerprint | None = None  # the primary as of the last catch-up
+        self.opens = 0  # how many times it was (re)opened
+        self.catch_ups = 0  # how many catch-ups ran (the rest were skipped)
+        self.lock = threading.Lock()
+
+    @contextmanager
+    def reading(self) -> Iterator[ArchiveStore | None]:
+        """The store, current with the primary; None when there is no archive (yet, or
+        mid-switch: the caller lets the archive's owner answer)."""
+        with self.lock:
+            yield self._current()
+
+    def _current(self) -> ArchiveStore | None:
+        ident = identity(self.archive)
+        if ident is None or not (self.archive / "CURRENT").exists():
+            self.close()
+            return None
+        if self.store is None or ident != self.opened:
+            self.close()
+            self.store = ArchiveStore.open_secondary(self.archive, self.info_dir)
+            self.opened, self.opens = ident, self.opens + 1
+        mark = fingerprint(self.archive)
+        if mark != self.seen:
+            try:
+                self.store.catch_up()
+            except Exception as exc:  # the directory moved under the catch-up: reopen next
+                self.close()
+                raise StoreBusy(f"the archive changed during a read ({exc}); retry") from None
+            self.seen, self.catch_ups = mark, self.catch_ups + 1
+        return self.store
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+        self.store, self.opened, self.seen = None, None, None
