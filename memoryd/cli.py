@@ -804,6 +804,23 @@ def _pass_text(r: dict) -> str:
     return "\n".join(lines)
 
 
+@command(retention_group, "compact", "memoryd retention run && memoryd retention compact")
+@click.option("--project", help="Only this project's postings (payloads are always compacted).")
+def retention_compact(md: Memoryd, as_json: bool, project: str | None) -> None:
+    """Compact the archive ranges that held expired content, now: afterwards no archive
+    file holds the text of an expired version (run it after `retention run`)."""
+    r = md.archive("retention_compact", {"project": project})
+    if as_json:
+        emit_json(r)
+        return
+    out.print(
+        f"compacted {('project ' + r['project']) if r['project'] else 'every project'}: "
+        f"SST {r['sst_before_bytes']:,} -> {r['sst_after_bytes']:,} bytes "
+        f"({r['reclaimed_bytes']:,} reclaimed)",
+        highlight=False,
+    )
+
+
 @command(retention_group, "status", "memoryd retention status --json")
 @click.option("--now", help="Evaluate as of this time (ISO 8601).")
 def retention_status(md: Memoryd, as_json: bool, now: str | None) -> None:

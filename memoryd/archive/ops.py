@@ -245,6 +245,22 @@ def _refuse_future(now: float, a: dict) -> None:
         )
 
 
+def retention_compact(owner: ArchiveOwner, a: dict) -> dict:
+    """Compact the ranges that held expired content now (all projects, or one),
+    under the shared boundary like a wave; reports SST bytes before and after."""
+    project = a.get("project")
+    if project is not None and project not in owner.store.projects():
+        raise UsageError(f"the archive holds no project {project!r}")
+    with owner.boundary.retention_wave():
+        r = owner.maintenance.compact(project=project, full=False)
+    return {
+        "project": project,
+        "sst_before_bytes": r["sst_bytes_before"],
+        "sst_after_bytes": r["sst_bytes_after"],
+        "reclaimed_bytes": r["reclaimed_bytes"],
+    }
+
+
 def retention_status(owner: ArchiveOwner, a: dict) -> dict:
     return owner.maintenance.status(now=_now(a))
 
@@ -277,6 +293,7 @@ OPS: dict[str, Op] = {
     "forget": forget,
     "retention_run": retention_run,
     "retention_status": retention_status,
+    "retention_compact": retention_compact,
     "migrate": migrate,
     "access": access,
     "retrieval_lease": retrieval_lease,

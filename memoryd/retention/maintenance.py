@@ -269,11 +269,19 @@ class Maintenance:
         )
         return out
 
-    def compact(self) -> dict[str, Any]:
-        """Full manual compaction (explicit operator request): flush, compact, report bytes."""
+    def compact(self, *, project: str | None = None, full: bool = True) -> dict[str, Any]:
+        """Manual compaction (explicit operator request): flush, compact, report bytes.
+
+        ``full``: the whole database; else only the ranges that hold content
+        (payloads, postings, term statistics; ``project``'s postings only), which
+        is where expired text lives: afterwards no archive file holds it.
+        """
         before = self.store.properties()
-        self.store.flush()
-        self.store.compact_all()
+        if full:
+            self.store.flush()
+            self.store.compact_all()
+        else:
+            self.store.compact_content(project)
         after = self.store.properties()
         state = self.store.get_meta(COMPACTION_META)
         if state is not None and state.get("armed"):
@@ -284,6 +292,8 @@ class Maintenance:
             "sst_bytes_before": before["sst_bytes"],
             "sst_bytes_after": after["sst_bytes"],
             "reclaimed_bytes": before["sst_bytes"] - after["sst_bytes"],
+            "scope": "all" if full else "content",
+            "project": project,
         }
 
     def status(self, *, now: float | None = None) -> dict[str, Any]:

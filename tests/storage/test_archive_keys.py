@@ -128,3 +128,10 @@ def test_families_are_distinct():
     ]
     assert len(set(families)) == len(families)
     assert all(len(f) == 1 for f in families)
+
+
+@given(projects, st.lists(terms, max_size=5), ids, versions)
+def test_postings_of_is_posting_for_each_term(project, term_list, doc, ver):
+    version = keys.dv(doc, ver)
+    want = [keys.posting(project, t, version) for t in term_list]
+    assert keys.postings_of(project, term_list, version) == want

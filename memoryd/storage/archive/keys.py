@@ -133,6 +133,12 @@ def posting(project: bytes, term: bytes, version: bytes) -> bytes:
     return posting_prefix(project, term) + version
 
 
+def postings_of(project: bytes, terms: list[bytes], version: bytes) -> list[bytes]:
+    """The posting keys of one version's terms (:func:`posting` for many at once)."""
+    head, tail = POSTING + project + SEP, SEP + version
+    return [head + term + tail for term in terms]
+
+
 def parse_posting(key: bytes) -> tuple[bytes, bytes, bytes]:
     """``(project, term, dv)`` of a posting key."""
     i = key.index(SEP, 1)
@@ -150,6 +156,16 @@ def corpus(project: bytes) -> bytes:
 
 def corpus_project(key: bytes) -> bytes:
     return key[1:]
+
+
+def content_ranges(project: bytes | None = None) -> list[tuple[bytes, bytes | None]]:
+    """The key ranges that hold content or its terms: payloads, postings and term
+    statistics (only ``project``'s postings and statistics when given)."""
+    if project is None:
+        families = (PAYLOAD, POSTING, TERMSTAT)
+        return [(f, prefix_end(f)) for f in families]
+    own = (POSTING + project + SEP, TERMSTAT + project + SEP)
+    return [(PAYLOAD, prefix_end(PAYLOAD))] + [(p, prefix_end(p)) for p in own]
 
 
 # ---- expiry index and purge queue

@@ -7,7 +7,7 @@ import hashlib
 import secrets
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -33,6 +33,9 @@ from memoryd.storage.archive.records import (
     parse_locator,
     utc_iso,
 )
+
+#: Cursor of the purge queue's head (the queue key of the last version purged).
+PURGE_HEAD = "archive.purge_head"
 
 
 class LedgersMixin(StoreCore):
@@ -106,7 +109,7 @@ class LedgersMixin(StoreCore):
             ledger = orjson.loads(raw)
             if project is not None and ledger["project"] != project:
                 continue
-            doc = key[1:]
+            doc = keys.doc_of(key)
             out.append(self._info(doc.decode(), ledger, ledger["current"], self._is_pinned(doc)))
             if len(out) >= limit:
                 break
@@ -288,15 +291,30 @@ class LedgersMixin(StoreCore):
         return AppendResult(locator, doc_id, ver, True, superseded)
 
     def _retire(
-        self, batch: Batch, doc: bytes, ledger: dict[str, Any], ver: int, status: str, now: float
-    ) -> None:
-        """Tombstone a live version inside ``batch``: out of search and stats, queued for purge."""
+        self,
+        batch: Batch,
+        doc: bytes,
+        ledger: dict[str, Any],
+        ver: int,
+        status: str,
+        now: float,
+        *,
+        purge_budget: int = 0,
+    ) -> int:
+        """Tombstone a live version inside ``batch``: out of search and stats.
+
+        The payload is decoded once. When its postings and payload fit in
+        ``purge_budget`` deletes they go in the same batch (the version is
+        purged at once); otherwise it is queued for :meth:`purge_pending`.
+        Returns the keys deleted inline (0 when queued).
+        """
         v = ledger["versions"][ver - 1]
         if v["status"] != "live":
-            return
+            return 0
         dv = keys.dv(doc, ver)
-        raw = self._db.get(keys.payload(dv))
+        raw = self._get(keys.payload(dv), batch)
         project = ledger["project"].encode()
+        counts: dict[str, int] = {}
         if raw is not None:
             counts, _ = term_counts(codec.decode_payload(raw)["content"])
             for term in counts:
@@ -308,8 +326,17 @@ class LedgersMixin(StoreCore):
             batch.wb.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
         v["status"] = status
         v["retired_at"] = now
-        batch.put(keys.purge(dv), b"")
         batch.ledgers[keys.doc(doc)] = ledger
+        if len(counts) + 1 > purge_budget:
+            batch.put(keys.purge(dv), b"")
+            return 0
+        before = batch.deleted
+        for key in keys.postings_of(project, [t.encode() for t in counts], dv):
+            batch.delete(key)
+        if raw is not None:
+            batch.delete(keys.payload(dv))
+        v["purged"] = True  # its request record stays: a redo answers "expired"
+        return batch.deleted - before
 
     def forget(self, doc_ids: Sequence[str], *, now: float | None = None) -> list[str]:
         """Tombstone every live version of these documents now, pinned or leased
@@ -349,32 +376,31 @@ class LedgersMixin(StoreCore):
     def purge_pending(self, *, max_keys: int = 4096) -> PurgeReport:
         """Delete postings and payloads of tombstoned versions, at most ``max_keys`` keys.
 
-        Each WriteBatch deletes at most ``max_keys`` keys; a version's payload
-        goes last, with its purge-queue entry, so a crash anywhere leaves
-        work this call finishes later. Metadata stays in the ledger.
+        Whole versions are packed into one WriteBatch (with the queue's head
+        cursor); a version larger than the budget is deleted in chunks first,
+        each chunk with its resume point, and its payload goes last with its
+        purge-queue entry, so a crash anywhere leaves work this call finishes
+        later. Metadata stays in the ledger.
         """
         self._need_primary()
         budget = max(2, max_keys)
         versions = deleted = 0
+        remaining = False
         with self._lock:
-            for key, resume in list(self._prefix(keys.PURGE)):
-                if budget <= 0:
-                    return PurgeReport(versions, deleted, True)
-                dv = key[1:]
+            packed = Batch()
+            for key, resume in self._purge_queue():
+                left = budget - packed.deleted
+                dv = keys.purge_version(key)
                 doc_id, ver = keys.split_dv(dv)
-                doc = doc_id.encode()
-                ledger = self._ledger(doc)
+                ledger = self._ledger(doc_id.encode(), packed)
                 project = ledger["project"].encode() if ledger else b""
                 raw = self._db.get(keys.payload(dv))
-                terms: list[bytes] = []
-                if raw is not None:
-                    counts, _ = term_counts(codec.decode_payload(raw)["content"])
-                    terms = sorted(t.encode() for t in counts)
-                    if resume:
-                        terms = [t for t in terms if t > resume]
-                # Postings first, in term order, each chunk with its resume point...
-                while len(terms) >= budget:
-                    chunk, terms = terms[:budget], terms[budget:]
+                terms = self._purge_terms(raw, resume)
+                if left <= 0 or (packed.deleted and len(terms) + 1 > left):
+                    remaining = True  # the next call starts here (the head cursor)
+                    break
+                while len(terms) >= left:  # a version bigger than the budget, alone
+                    chunk, terms = terms[:left], terms[left:]
                     batch = Batch()
                     for term in chunk:
                         batch.delete(keys.posting(project, term, dv))
@@ -382,26 +408,43 @@ class LedgersMixin(StoreCore):
                     killpoint("archive_purge_chunk")
                     self._write(batch)
                     deleted += len(chunk)
-                    budget -= len(chunk)
+                    budget = left = budget - len(chunk)
                     if budget <= 0:
                         return PurgeReport(versions, deleted, True)
-                # ...then the last postings, the payload and the queue entry together.
-                final = Batch()
                 for term in terms:
-                    final.delete(keys.posting(project, term, dv))
+                    packed.delete(keys.posting(project, term, dv))
                 if raw is not None:
-                    final.delete(keys.payload(dv))
-                final.wb.delete(key)
+                    packed.delete(keys.payload(dv))
+                packed.wb.delete(key)
+                packed.put(keys.cursor(PURGE_HEAD), key)
                 if ledger is not None:
-                    v = ledger["versions"][ver - 1]
-                    v["purged"] = True  # its request record stays: a redo answers "expired"
-                    final.ledgers[keys.doc(doc)] = ledger
-                killpoint("archive_purge_final")
-                self._write(final)
-                deleted += final.deleted
-                budget -= final.deleted
+                    ledger["versions"][ver - 1]["purged"] = True  # a redo answers "expired"
+                    packed.ledgers[keys.doc(doc_id.encode())] = ledger
                 versions += 1
-        return PurgeReport(versions, deleted, False)
+            if versions:
+                killpoint("archive_purge_final")
+                self._write(packed)
+                deleted += packed.deleted
+        return PurgeReport(versions, deleted, remaining)
+
+    @staticmethod
+    def _purge_terms(raw: bytes | None, resume: bytes) -> list[bytes]:
+        """The posting terms of a payload still to delete (after ``resume``), in order."""
+        if raw is None:
+            return []
+        counts, _ = term_counts(codec.decode_payload(raw)["content"])
+        terms = sorted(t.encode() for t in counts)
+        return [t for t in terms if t > resume] if resume else terms
+
+    def _purge_queue(self) -> Iterator[tuple[bytes, bytes]]:
+        """The purge queue from its head (where the last purge ended), wrapping around:
+        a purge resumes where it stopped instead of re-reading the deleted front."""
+        head = self._db.get(keys.cursor(PURGE_HEAD))
+        if head is None:
+            yield from self._prefix(keys.PURGE)
+            return
+        yield from self._scan(head, keys.prefix_end(keys.PURGE))
+        yield from self._scan(keys.PURGE, head)
 
     def request_locator(self, request_id: str) -> str | None:
         """The locator an applied append request created, or None if never applied."""

@@ -114,15 +114,16 @@ class ProtectionsMixin(StoreCore):
     def _owner(self, client: bytes) -> dict[str, Any] | None:
         return self._get_json(keys.owner(client))
 
-    def _protected_by_lease(self, doc: bytes, ver: int, now: float) -> str | None:
+    def _protected_by_lease(
+        self, doc: bytes, ver: int, now: float, batch: Batch | None = None
+    ) -> str | None:
         """``"retrieval"``, ``"lease:<client>"`` or None. Streams reverse references
         uncached and returns at the first live owner."""
         dv = keys.dv(doc, ver)
-        raw = self._db.get(keys.rlease(dv))
+        raw = self._get(keys.rlease(dv), batch)
         if raw is not None and keys.U64.unpack(raw)[0] > ms(now):
             return "retrieval"
-        prefix = keys.rev_prefix(dv)
-        for key, epoch_raw in self._prefix(prefix, fill_cache=False):
+        for key, epoch_raw in self._rev_refs(dv, batch):
             client = keys.rev_client(key, dv)
             owner = self._owner(client)
             if (

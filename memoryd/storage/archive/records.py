@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -161,6 +161,15 @@ class PurgeReport:
     versions: int = 0  # versions whose canonical records are now gone
     keys_deleted: int = 0
     remaining: bool = False  # more pending purge work than the budget allowed
+
+
+@dataclass
+class DueReport:
+    """What :meth:`ArchiveStore.retire_due` did: one outcome per entry, in order."""
+
+    outcomes: list[str] = field(default_factory=list)
+    purged_versions: int = 0  # retired and purged in the same batch
+    keys_deleted: int = 0
 
 
 @dataclass(frozen=True)
