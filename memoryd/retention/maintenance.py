@@ -4,7 +4,8 @@ Each tick, in order, with DESIGN.md's bounds (all configuration):
 
 1. remove at most 1,000 lapsed active-context protections;
 2. remove at most 1,000 lapsed retrieval leases;
-3. remove at most 1,000 old access (hint/exposure) records;
+3. remove at most 1,000 access (hint/exposure) records in all: those older than
+   the keep days, then those of documents with no live version (a swept cursor);
 4. re-derive deadlines after a policy change (bounded, resumable);
 5. disk guard: when free space is below the threshold, the emergency pass;
 6. at most four retention waves of 256 documents (``force``: until the due

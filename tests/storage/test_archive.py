@@ -461,3 +461,19 @@ def test_secondary_in_another_process_catches_up(tmp_path):
         proc.wait(timeout=30)
         primary.close()
     assert seed.locator
+
+
+def test_cleanup_removes_exposure_records_of_retired_documents(store):
+    kept, gone = add(store, "still live"), add(store, "forgotten soon")
+    assert store.record_access([kept.locator, gone.locator], now=NOW) == 2
+    assert store.cleanup_access_records(before=NOW - DAY, limit=10) == 0  # both recent, live
+    store.forget([gone.doc_id], now=NOW)
+    assert store.cleanup_access_records(before=NOW - DAY, limit=10) == 1
+    assert store.access_buckets(gone.doc_id) == [] and len(store.access_buckets(kept.doc_id)) == 1
+    # bounded: one record looked at per call, the cursor carries the sweep on
+    for i in range(3):
+        store.record_access([add(store, f"doc {i}").locator], now=NOW)
+    store.forget([d.doc_id for d in store.documents() if d.doc_id != kept.doc_id], now=NOW)
+    cleaned = [store.cleanup_access_records(before=NOW - DAY, limit=1) for _ in range(6)]
+    assert sum(cleaned) == 3 and max(cleaned) == 1
+    assert len(store.access_buckets(kept.doc_id)) == 1
