@@ -34,6 +34,7 @@ from memoryd.drill.scenarios import SCENARIOS as DRILL_SCENARIOS
 from memoryd.errors import ConfigError, MemorydError, UsageError
 from memoryd.memory.cli import add_commands as add_memory_commands
 from memoryd.queue import STATES
+from memoryd.retention.maintenance import THRESHOLD_FLAGS
 from memoryd.storage.archive import utc_iso
 from memoryd.workers.contract import USER_KINDS
 
@@ -747,6 +748,19 @@ def _iso_or_none(value: str | None) -> float | None:
     return parse_time(value, "--now")
 
 
+def _threshold_flags(fn: Callable) -> Callable:
+    """``--wave-documents N`` ... : one option per retention threshold (this pass only)."""
+    for name in reversed(THRESHOLD_FLAGS):
+        setting = SETTINGS[f"retention_{name}"]
+        fn = click.option(
+            f"--{name.replace('_', '-')}",
+            name,
+            type=click.IntRange(min=1 if setting.exclusive else 0),
+            help=f"This pass: {setting.help} (default {setting.default}).",
+        )(fn)
+    return fn
+
+
 @command(retention_group, "run", "memoryd retention run --dry-run && memoryd retention run")
 @click.option("--dry-run", is_flag=True, help="Show what would expire, by class and project.")
 @click.option("--force", is_flag=True, help="Run waves until nothing due is left.")
@@ -756,9 +770,17 @@ def _iso_or_none(value: str | None) -> float | None:
     is_flag=True,
     help="DANGER: let --now pass the clock; expires live data early (scratch homes only).",
 )
-def retention_run(md: Memoryd, as_json: bool, now: str | None, **flags: bool) -> None:
-    """One maintenance pass: lapsed protections, due expiry waves, compaction trigger."""
-    r = md.archive("retention_run", {"now": _iso_or_none(now), **flags})
+@_threshold_flags
+def retention_run(md: Memoryd, as_json: bool, now: str | None, **flags: Any) -> None:
+    """One maintenance pass: lapsed protections, due expiry waves, compaction trigger.
+
+    The threshold flags set this pass's value of the matching setting
+    (``retention_NAME``, e.g. MEMORYD_RETENTION_COMPACTION_DELETED_KEYS).
+    """
+    thresholds = {k: flags.pop(k) for k in THRESHOLD_FLAGS if flags.get(k) is not None}
+    for k in THRESHOLD_FLAGS:
+        flags.pop(k, None)
+    r = md.archive("retention_run", {"now": _iso_or_none(now), **flags, "thresholds": thresholds})
     if as_json:
         emit_json(r)
     elif r.get("dry_run"):

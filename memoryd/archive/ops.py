@@ -229,7 +229,8 @@ def retention_run(owner: ArchiveOwner, a: dict) -> dict:
     if a.get("dry_run"):
         return {"now": now, "dry_run": True, **preview(owner.store, owner.policy, now=now)}
     _refuse_future(now, a)
-    report = owner.maintenance.tick(now=now, force=bool(a.get("force"))).as_dict()
+    with owner.maintenance.overridden(a.get("thresholds") or {}):
+        report = owner.maintenance.tick(now=now, force=bool(a.get("force"))).as_dict()
     keep = float(owner.config.archive_spool_keep_seconds)
     return {**report, "spool_orphans_removed": spool.purge_orphans(owner.home, keep)}
 

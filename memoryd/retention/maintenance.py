@@ -23,14 +23,18 @@ followed by the next one.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memoryd import killpoints, logs
 from memoryd.config import SETTINGS
+from memoryd.errors import UsageError
 from memoryd.retention.boundary import Boundary, BoundaryBusy, RetentionBlocked
 from memoryd.retention.diskguard import DiskGuard
 from memoryd.retention.policy import DAY, RetentionPolicy
@@ -42,6 +46,18 @@ POLICY_META = "retention.policy_fingerprint"
 
 #: Crash points of this module.
 KILL_POINTS = ("retention_after_flush",)
+
+#: Thresholds one ``retention run`` may set for its pass (flag ``--NAME`` with dashes),
+#: each the pass's value of the setting ``retention_NAME``.
+THRESHOLD_FLAGS = (
+    "wave_documents",
+    "waves_per_tick",
+    "purge_batch_keys",
+    "compaction_deleted_keys",
+    "compaction_reclaimable_bytes",
+    "disk_low_bytes",
+    "disk_reserve_bytes",
+)
 
 
 def _default(name: str) -> Any:
@@ -189,6 +205,28 @@ class Maintenance:
             self._running.release()
         _log_tick(report)
         return report
+
+    @contextlib.contextmanager
+    def overridden(self, thresholds: dict[str, int]) -> Iterator[None]:
+        """For one pass: tick bounds and disk-guard thresholds from ``thresholds``
+        (names of :data:`THRESHOLD_FLAGS`; the configuration stays as it was)."""
+        unknown = set(thresholds) - set(THRESHOLD_FLAGS)
+        if unknown:
+            raise UsageError(f"unknown retention thresholds: {', '.join(sorted(unknown))}")
+        bounds, guard = self.bounds, self.disk_guard
+        saved = (guard.threshold, guard.reserve) if guard is not None else None
+        self.bounds = dataclasses.replace(
+            bounds, **{k: int(v) for k, v in thresholds.items() if hasattr(bounds, k)}
+        )
+        if guard is not None:
+            guard.threshold = int(thresholds.get("disk_low_bytes", guard.threshold))
+            guard.reserve = int(thresholds.get("disk_reserve_bytes", guard.reserve))
+        try:
+            yield
+        finally:
+            self.bounds = bounds
+            if guard is not None and saved is not None:
+                guard.threshold, guard.reserve = saved
 
     def _reindex(self, report: TickReport) -> None:
         fingerprint = self.policy.fingerprint()
