@@ -658,19 +658,32 @@ def archive_unpin(md: Memoryd, as_json: bool, locator: str) -> None:
 @click.option("--client", required=True, help="The client owning the lease.")
 @click.option("--project", help="Project of the versions (acquire).")
 @click.option("--ttl", type=float, help="Lease length in seconds.")
+@click.option(
+    "--session",
+    "sessions",
+    multiple=True,
+    help="Acquire: protect this session's current versions (repeatable; with --project).",
+)
 def archive_lease(md: Memoryd, as_json: bool, action: str, locators: tuple[str, ...], **o: Any):
     """Active-context leases: acquire (all or nothing), renew (heartbeat), release."""
-    if action == "acquire" and not (o["project"] and locators):
-        raise UsageError("lease acquire needs --project and at least one locator")
-    args = {"action": action, **o, "locators": list(locators) or None}
+    if action == "acquire" and not (o["project"] and (locators or o["sessions"])):
+        raise UsageError("lease acquire needs --project and at least one locator or --session")
+    args = {
+        "action": action,
+        **o,
+        "sessions": list(o["sessions"]),
+        "locators": list(locators) or None,
+    }
     r = md.archive("lease", args)
     _emit_archive(as_json, r, _lease_text(action, r))
 
 
 def _lease_text(action: str, r: dict) -> str:
     if action == "acquire":
+        sessions = f" and the current versions of {len(r['sessions'])} session(s)"
         return (
-            f"client {r['client']} leases {len(r['locators'])} version(s) until "
+            f"client {r['client']} leases {len(r['locators'])} version(s)"
+            f"{sessions if r.get('sessions') else ''} until "
             f"{r['expires_at']} (epoch {r['epoch']}); renew before then"
         )
     if action == "renew":

@@ -148,11 +148,18 @@ def lease(owner: ArchiveOwner, a: dict) -> dict:
     ttl = float(a.get("ttl") or owner.config.retention_active_lease_seconds)
     if action == "acquire":
         try:
-            grant = store.acquire_leases(client, a["project"], a["locators"], ttl=ttl, now=_now(a))
+            grant = store.acquire_leases(
+                client,
+                a["project"],
+                a.get("locators") or [],
+                ttl=ttl,
+                now=_now(a),
+                sessions=a.get("sessions") or (),
+            )
         except LeaseRejected as exc:
             exc.details = {"rejected": exc.rejected}
             raise
-        return {**_grant(grant), "locators": list(grant.locators)}
+        return {**_grant(grant), "locators": list(grant.locators), "sessions": list(grant.sessions)}
     if action == "renew":
         return _grant(store.renew_leases(client, ttl=ttl, now=_now(a)))
     if action == "release":

@@ -477,3 +477,29 @@ def test_cleanup_removes_exposure_records_of_retired_documents(store):
     cleaned = [store.cleanup_access_records(before=NOW - DAY, limit=1) for _ in range(6)]
     assert sum(cleaned) == 3 and max(cleaned) == 1
     assert len(store.access_buckets(kept.doc_id)) == 1
+
+
+def test_a_session_lease_protects_the_sessions_current_versions(store):
+    old = dict(created=NOW - 100 * DAY, ttl=1)  # due at NOW
+    first = add(store, "session turn one", session="s1", **old)
+    other = add(store, "another session", session="s2", **old)
+    store.acquire_leases("agent", "p", [], sessions=["s1"], ttl=30 * DAY, now=NOW - DAY)
+    assert store.protection(first.locator, now=NOW) == "session:agent"
+    assert store.protection(other.locator, now=NOW) is None
+    # a later version of the session's document is protected, the superseded one not
+    second = add(store, "session turn one, edited", session="s1", doc_id=first.doc_id, **old)
+    assert store.protection(second.locator, now=NOW) == "session:agent"
+    assert store.protection(first.locator, now=NOW) is None
+    expire_all_due(store, NOW)
+    assert store.get(second.locator)["status"] == "live"
+    assert store.get(other.locator)["status"] == "expired"
+    lease = store.client_lease("agent", now=NOW)
+    assert lease["sessions"] == ["p/s1"] and lease["locators"] == []
+    with pytest.raises(LeaseRejected) as exc:
+        store.acquire_leases("agent", "p", [], sessions=["nope"], ttl=60, now=NOW)
+    assert exc.value.rejected == {"session:nope": "missing"}
+    # the lease lapses: its session references are cleaned and protect nothing
+    assert store.cleanup_expired_leases(now=NOW + 40 * DAY) >= 1
+    assert store.client_lease("agent", now=NOW + 40 * DAY)["sessions"] == []
+    assert store.protection(second.locator, now=NOW + 40 * DAY) is None
+    assert store.release_leases("agent") == 0

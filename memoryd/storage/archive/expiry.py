@@ -171,7 +171,7 @@ class ExpiryMixin(StoreCore):
             return "not_due"
         if self._is_pinned(doc, batch):
             return "pinned"
-        if self._protected_by_lease(doc, entry.version, now, batch):
+        if self._protected_by_lease(doc, entry.version, now, batch, ledger):
             return "leased"
         self._retire(batch, doc, ledger, entry.version, "expired", now, purge_budget=purge_budget)
         batch.wb.delete(entry.key)

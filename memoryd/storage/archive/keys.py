@@ -19,6 +19,9 @@ every version of one document is contiguous and in version order::
     o expires_ms:u64 client      owner expiry index -> epoch
     F client 0 dv                forward lease reference -> epoch
     R dv client                  reverse lease reference -> epoch
+    W project 0 session 0 client session lease reference -> epoch (the session's
+                                 current versions)
+    Y client 0 project 0 session forward session lease reference -> epoch
     Q dv                         retrieval lease -> expires_ms (u64)
     q expires_ms:u64 dv          retrieval lease expiry index
     G bucket:u64 doc             coarse access record
@@ -55,6 +58,7 @@ FWD, REV, RLEASE, RLEASE_EXP, ACCESS, REQUEST, CURSOR = (
     b"I",
     b"K",
 )
+SESSION_REF, SESSION_FWD = b"W", b"Y"
 
 FORMAT = META + b"format"
 DEGRADED = META + b"degraded"
@@ -240,6 +244,32 @@ def rev(version: bytes, client: bytes) -> bytes:
 
 def rev_client(key: bytes, version: bytes) -> bytes:
     return key[len(version) + 1 :]
+
+
+def session_ref_prefix(project: bytes, session: bytes) -> bytes:
+    return SESSION_REF + project + SEP + session + SEP
+
+
+def session_ref(project: bytes, session: bytes, client: bytes) -> bytes:
+    return session_ref_prefix(project, session) + client
+
+
+def session_ref_client(key: bytes, project: bytes, session: bytes) -> bytes:
+    return key[len(project) + len(session) + 3 :]
+
+
+def session_fwd_prefix(client: bytes) -> bytes:
+    return SESSION_FWD + client + SEP
+
+
+def session_fwd(client: bytes, project: bytes, session: bytes) -> bytes:
+    return session_fwd_prefix(client) + project + SEP + session
+
+
+def parse_session_fwd(key: bytes, client: bytes) -> tuple[bytes, bytes]:
+    """``(project, session)`` of a forward session reference of ``client``."""
+    project, _, session = key[len(client) + 2 :].partition(SEP)
+    return project, session
 
 
 def rlease(version: bytes) -> bytes:

@@ -178,6 +178,7 @@ class LeaseGrant:
     epoch: int
     expires_at: float
     locators: tuple[str, ...]  # the versions this request added (all of them)
+    sessions: tuple[str, ...] = ()  # the sessions whose current versions it protects
 
 
 @dataclass(frozen=True)
