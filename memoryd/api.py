@@ -477,8 +477,12 @@ class Memoryd:
         cls: str | None = None,
         session: str | None = None,
         created_at: str | float | None = None,
+        sources: tuple[str, ...] = (),
     ) -> dict:
-        """Archive one JSONL transcript: one document per session, tool output linked."""
+        """Archive one JSONL transcript: one document per session, tool output linked.
+
+        ``sources`` (class derived only): the locators the session was derived
+        from; it then expires when its last source does (unless promoted)."""
         t = parse_jsonl(
             data,
             source=source,
@@ -493,6 +497,7 @@ class Memoryd:
             "content": t.rendered(),
             "turns": len(t.turns),
             "tools": [{"content": m.content, "timestamp": m.timestamp} for m in t.tools],
+            "sources": list(sources),
         }
         return self.archive("add", args)
 

@@ -573,6 +573,13 @@ def _emit_archive(as_json: bool, value: Any, text: str) -> None:
 @click.option("--class", "cls", help="Retention class of the session (default conversation).")
 @click.option("--created-at", help="Source creation time, ISO 8601 (default: first timestamp).")
 @click.option("--session", help="Session id (default: the file name, or a content hash).")
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    help="With --class derived: a locator it was derived from (repeatable); it expires "
+    "when its last source does.",
+)
 def archive_add(md: Memoryd, as_json: bool, source: str, session: str | None, **opts: Any):
     """Archive a JSONL transcript (role, content, timestamp per line); '-' reads stdin."""
     if source == "-":
@@ -638,6 +645,37 @@ def archive_pin(md: Memoryd, as_json: bool, locator: str) -> None:
     """Protect a document from retention until unpinned."""
     r = md.archive("pin", {"locator": locator})
     _emit_archive(as_json, r, f"pinned {locator}")
+
+
+@command(archive_group, "renew", "memoryd archive renew s-chat-1a2b3c@1 --days 90")
+@click.argument("locator")
+@click.option("--days", type=click.FloatRange(min=0), help="New deadline: this many days from now.")
+@click.option("--until", "until", help="New deadline: this time (ISO 8601).")
+def archive_renew(md: Memoryd, as_json: bool, locator: str, days: float | None, until: str | None):
+    """Renew a live version's expiry explicitly (neither flag: never expires); a new
+    generation, so earlier expiry entries become harmless. Expired or superseded: refused."""
+    args = {"locator": locator, "days": days, "until": parse_time(until, "--until")}
+    r = md.archive("renew", args)
+    _emit_archive(as_json, r, f"{locator} now expires {r['expires_at'] or 'never'}")
+
+
+@command(archive_group, "promote", "memoryd archive promote d-notes-9f8e@1 --class durable")
+@click.argument("locator")
+@click.option(
+    "--class",
+    "cls",
+    type=click.Choice(["ephemeral", "conversation", "durable", "active"]),
+    default="durable",
+    show_default=True,
+    help="The class it moves to.",
+)
+def archive_promote(md: Memoryd, as_json: bool, locator: str, cls: str) -> None:
+    """Promote a derived document: it stops following its sources and takes the class's
+    retention (durable: never expires)."""
+    r = md.archive("promote", {"locator": locator, "class": cls})
+    _emit_archive(
+        as_json, r, f"{locator} is {r['class']} now; expires {r['expires_at'] or 'never'}"
+    )
 
 
 @command(archive_group, "unpin", "memoryd archive unpin s-chat-1a2b3c@1")

@@ -74,7 +74,7 @@ def _add(owner: ArchiveOwner, a: dict) -> dict:
     items = [
         NewVersion(
             project, cls, a["content"], created_at, policy.expires_at(cls, created_at),
-            session_doc, session, {"turns": a["turns"]}, session_rid,
+            session_doc, session, {"turns": a["turns"]}, session_rid, tuple(a.get("sources") or ()),
         )
     ]  # fmt: skip
     for tool, (tool_doc, rid) in zip(a.get("tools", []), tool_docs, strict=True):
@@ -133,6 +133,27 @@ def _request_id(project: str, doc: str, body: dict) -> str:
 
 def get(owner: ArchiveOwner, a: dict) -> dict:
     return owner.store.get(a["locator"])
+
+
+def renew(owner: ArchiveOwner, a: dict) -> dict:
+    """A new explicit deadline for a live version: ``days`` from now, or ``until``
+    (epoch seconds), or never (neither)."""
+    days, until = a.get("days"), a.get("until")
+    if days is not None and until is not None:
+        raise UsageError("renew takes --days or --until, not both")
+    expires = _now(a) + float(days) * 86400 if days is not None else until
+    generation = owner.store.renew(a["locator"], expires)
+    return {"locator": a["locator"], "expires_at": utc_iso(expires), "generation": generation}
+
+
+def promote(owner: ArchiveOwner, a: dict) -> dict:
+    """A derived document becomes ``class`` (default durable) with that class's age
+    counted from its creation; it no longer follows its sources."""
+    cls = a.get("class") or "durable"
+    info = owner.store.version_info(a["locator"])
+    expires = owner.policy.expires_at(cls, info.created_at)
+    owner.store.promote(a["locator"], cls, expires)
+    return {"locator": a["locator"], "class": cls, "expires_at": utc_iso(expires)}
 
 
 def pin(owner: ArchiveOwner, a: dict) -> dict:
@@ -295,6 +316,8 @@ OPS: dict[str, Op] = {
     "add": add,
     "get": get,
     "pin": pin,
+    "renew": renew,
+    "promote": promote,
     "unpin": unpin,
     "lease": lease,
     "search": search,

@@ -503,3 +503,46 @@ def test_a_session_lease_protects_the_sessions_current_versions(store):
     assert store.client_lease("agent", now=NOW + 40 * DAY)["sessions"] == []
     assert store.protection(second.locator, now=NOW + 40 * DAY) is None
     assert store.release_leases("agent") == 0
+
+
+def test_renew_writes_a_new_generation_and_the_old_entry_is_harmless(store):
+    v = add(store, "renew me", created=NOW - 20 * DAY, ttl=DAY)  # due at NOW
+    old = due_entries(store, NOW)
+    assert [e.locator for e in old] == [v.locator]
+    gen = store.renew(v.locator, NOW + 30 * DAY)
+    info = store.version_info(v.locator)
+    assert gen == old[0].generation + 1 and info.override and info.expires_at == NOW + 30 * DAY
+    assert store.retire_expired(old[0], now=NOW) == "stale"  # the old entry is harmless
+    assert expire_all_due(store, NOW) == [] and store.get(v.locator)["status"] == "live"
+    assert expire_all_due(store, NOW + 31 * DAY) == ["expired"]
+    with pytest.raises(NotLive):
+        store.renew(v.locator, None)
+    w1 = add(store, "first")
+    add(store, "second", doc_id=w1.doc_id)
+    with pytest.raises(NotLive):
+        store.renew(w1.locator, NOW + DAY)
+
+
+def test_a_derived_document_outlives_none_of_its_sources_unless_promoted(store):
+    a = add(store, "source a", created=NOW - 20 * DAY, ttl=DAY)
+    b = add(store, "source b", created=NOW - DAY, ttl=5 * DAY)
+    d = store.append("p", "derived", "facts from a and b", created_at=NOW - DAY,
+                     expires_at=NOW + 30 * DAY, sources=(a.locator, b.locator))  # fmt: skip
+    kept = store.append("p", "derived", "facts from b, promoted", created_at=NOW - DAY,
+                        expires_at=None, sources=(b.locator,))  # fmt: skip
+    assert store.version_info(d.locator).expires_at is None  # follows its sources
+    expire_all_due(store, NOW)  # a expires; b still live: d stays
+    assert store.get(a.locator)["status"] == "expired"
+    assert store.get(d.locator)["status"] == "live"
+    store.promote(kept.locator, "durable", None)
+    expire_all_due(store, NOW + 10 * DAY)  # b expires: d with it, the promoted one stays
+    assert store.get(b.locator)["status"] == "expired"
+    assert store.get(d.locator)["status"] == "expired"
+    assert store.get(kept.locator)["status"] == "live"
+    assert store.version_info(kept.locator).cls == "durable"
+    with pytest.raises(BadArchiveInput):
+        store.promote(kept.locator, "durable", None)  # not derived any more
+    with pytest.raises(NotLive):
+        store.append("p", "derived", "from a retired source", created_at=NOW,
+                     expires_at=None, sources=(a.locator,))  # fmt: skip
+    assert store.verify_postings()["ok"]

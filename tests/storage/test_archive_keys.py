@@ -127,6 +127,7 @@ def test_families_are_distinct():
         keys.CURSOR,
         keys.SESSION_REF,
         keys.SESSION_FWD,
+        keys.DERIVED,
     ]
     assert len(set(families)) == len(families)
     assert all(len(f) == 1 for f in families)
@@ -152,3 +153,10 @@ def test_session_references_round_trip(project, session, client):
     fwd = keys.session_fwd(client, project, session)
     assert fwd.startswith(keys.session_fwd_prefix(client))
     assert keys.parse_session_fwd(fwd, client) == (project, session)
+
+
+@given(ids, ids)
+def test_derived_references_round_trip(source, derived):
+    key = keys.derived(source, derived)
+    assert key.startswith(keys.derived_prefix(source))
+    assert keys.derived_doc_of(key, source) == derived

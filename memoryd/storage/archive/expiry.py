@@ -10,10 +10,16 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from memoryd.errors import LocatorNotFound
+from memoryd.errors import BadArchiveInput, LocatorNotFound, NotLive
 from memoryd.storage.archive import keys
 from memoryd.storage.archive.core import Batch, StoreCore, killpoint
-from memoryd.storage.archive.records import DueReport, ExpiryEntry, parse_locator
+from memoryd.storage.archive.records import (
+    DueReport,
+    ExpiryEntry,
+    check_class,
+    check_epoch,
+    parse_locator,
+)
 
 #: A class policy: ``(class, created_at) -> deadline`` (None: never).
 DeadlineOf = Callable[[str, float], float | None]
@@ -201,6 +207,45 @@ class ExpiryMixin(StoreCore):
             )
         batch.ledgers[keys.doc(doc)] = ledger
         return v["gen"]
+
+    def renew(self, locator: str, expires_at: float | None) -> int:
+        """Explicitly renew a live version's expiry: a new generation with an explicit
+        deadline (``None``: never); the old expiry entry becomes harmless. Raises
+        :class:`NotLive` for an expired or superseded version."""
+        if expires_at is not None:
+            check_epoch("expires_at", expires_at)
+        gen = self.set_expiry(locator, expires_at, override=True)
+        if gen is None:
+            status = self.version_info(locator).status
+            raise NotLive(f"{locator} is {status}; only a live version can be renewed")
+        return gen
+
+    def promote(self, locator: str, cls: str, expires_at: float | None) -> None:
+        """Move a live derived document (``locator``: its current version) to class
+        ``cls`` with deadline ``expires_at``: it no longer follows its sources.
+        Raises :class:`NotLive` or :class:`BadArchiveInput`."""
+        self._need_primary()
+        check_class(cls)
+        doc_id, ver = parse_locator(locator)
+        doc = doc_id.encode()
+        with self._lock:
+            ledger = self._ledger(doc)
+            if ledger is None or ver > len(ledger["versions"]):
+                raise LocatorNotFound(f"no archived version {locator}")
+            if ver != ledger["current"] or ledger["versions"][ver - 1]["status"] != "live":
+                raise NotLive(f"{locator} is not the live current version of its document")
+            if ledger["class"] != "derived" or cls == "derived":
+                raise BadArchiveInput(
+                    f"promote moves a derived document to another class ({locator} is "
+                    f"{ledger['class']}, asked for {cls})"
+                )
+            batch = Batch()
+            self._move_expiry(batch, doc, ledger, ver, None, override=False)
+            ledger["class"] = cls
+            ledger["promoted_from"] = ledger.pop("sources", [])
+            if expires_at is not None:
+                self._move_expiry(batch, doc, ledger, ver, expires_at, override=False)
+            self._write(batch)
 
     def set_expiry(
         self,

@@ -22,6 +22,7 @@ every version of one document is contiguous and in version order::
     W project 0 session 0 client session lease reference -> epoch (the session's
                                  current versions)
     Y client 0 project 0 session forward session lease reference -> epoch
+    X source_doc 0 derived_doc   a derived document names a source document
     Q dv                         retrieval lease -> expires_ms (u64)
     q expires_ms:u64 dv          retrieval lease expiry index
     G bucket:u64 doc             coarse access record
@@ -58,7 +59,7 @@ FWD, REV, RLEASE, RLEASE_EXP, ACCESS, REQUEST, CURSOR = (
     b"I",
     b"K",
 )
-SESSION_REF, SESSION_FWD = b"W", b"Y"
+SESSION_REF, SESSION_FWD, DERIVED = b"W", b"Y", b"X"
 
 FORMAT = META + b"format"
 DEGRADED = META + b"degraded"
@@ -195,6 +196,18 @@ def purge(version: bytes) -> bytes:
 
 def purge_version(key: bytes) -> bytes:
     return key[1:]
+
+
+def derived_prefix(source_doc: bytes) -> bytes:
+    return DERIVED + source_doc + SEP
+
+
+def derived(source_doc: bytes, derived_doc: bytes) -> bytes:
+    return derived_prefix(source_doc) + derived_doc
+
+
+def derived_doc_of(key: bytes, source_doc: bytes) -> bytes:
+    return key[len(source_doc) + 2 :]
 
 
 # ---- pins, leases, retrieval leases

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from memoryd.errors import ArchiveError, ForeignProject, LocatorNotFound
+from memoryd.errors import ArchiveError, ForeignProject, LocatorNotFound, NotLive
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.core import Batch, StoreCore, killpoint
 from memoryd.storage.archive.keys import CLASSES
@@ -154,10 +154,20 @@ class LedgersMixin(StoreCore):
         meta: dict[str, Any] | None = None,
         request_id: str | None = None,
         now: float | None = None,
+        sources: Sequence[str] = (),
     ) -> AppendResult:
         """Archive one version (one WriteBatch). See :meth:`append_many`."""
         item = NewVersion(
-            project, cls, content, created_at, expires_at, doc_id, session, meta, request_id
+            project,
+            cls,
+            content,
+            created_at,
+            expires_at,
+            doc_id,
+            session,
+            meta,
+            request_id,
+            tuple(sources),
         )
         return self.append_many([item], now=now)[0]
 
@@ -173,6 +183,10 @@ class LedgersMixin(StoreCore):
         the deadline the policy computed from it (``None``: never). A
         ``request_id`` already applied returns its first answer with
         ``created=False`` and writes nothing (idempotent jobs).
+
+        A derived document may name ``sources`` (live locators of its project):
+        it then has no deadline of its own and expires when its last source
+        document has no live version left (:meth:`promote` ends that).
 
         Raises :class:`BadArchiveInput`, :class:`ForeignProject`, and whatever
         :attr:`admission` raises (:class:`DiskLow`).
@@ -195,6 +209,8 @@ class LedgersMixin(StoreCore):
             if it.expires_at is not None:
                 check_epoch("expires_at", it.expires_at)
             payload = codec.encode_payload(it.content, it.meta, self.payload_format)
+            if it.sources and it.cls != "derived":
+                raise BadArchiveInput("only a derived document names sources")
             prepared.append((it, project, payload))
         if self.admission is not None:
             self.admission(sum(len(p) for _, _, p in prepared))
@@ -264,9 +280,9 @@ class LedgersMixin(StoreCore):
             {
                 "status": "live",
                 "created_at": it.created_at,
-                "expires_at": it.expires_at,
+                "expires_at": None if it.sources else it.expires_at,
                 "gen": 1,
-                "override": False,
+                "override": bool(it.sources),  # follows its sources, not the class age
                 "len": length,
                 "size": len(payload),
                 "sha256": hashlib.sha256(it.content.encode()).hexdigest(),
@@ -275,6 +291,8 @@ class LedgersMixin(StoreCore):
         )
         ledger["current"] = ver
         batch.ledgers[keys.doc(doc)] = ledger
+        if it.sources:
+            self._link_sources(batch, doc, ledger, it.sources)
         dv = keys.dv(doc, ver)
         batch.put(keys.payload(dv), payload)
         for term, tf in counts.items():
@@ -283,7 +301,7 @@ class LedgersMixin(StoreCore):
         c = batch.corpus.setdefault(project, [0, 0])
         c[0] += 1
         c[1] += length
-        if it.expires_at is not None and not pinned:
+        if it.expires_at is not None and not it.sources and not pinned:
             batch.put(self._expiry_key(it.expires_at, it.cls, doc, ver), keys.U32.pack(1))
         locator = make_locator(doc_id, ver)
         if it.request_id is not None:
@@ -327,6 +345,8 @@ class LedgersMixin(StoreCore):
         v["status"] = status
         v["retired_at"] = now
         batch.ledgers[keys.doc(doc)] = ledger
+        if status == "expired":
+            self._follow_sources(batch, doc, now)
         if len(counts) + 1 > purge_budget:
             batch.put(keys.purge(dv), b"")
             return 0
@@ -337,6 +357,49 @@ class LedgersMixin(StoreCore):
             batch.delete(keys.payload(dv))
         v["purged"] = True  # its request record stays: a redo answers "expired"
         return batch.deleted - before
+
+    def _link_sources(
+        self, batch: Batch, doc: bytes, ledger: dict[str, Any], sources: Sequence[str]
+    ) -> None:
+        """Record a derived document's sources: live versions of its own project."""
+        for loc in dict.fromkeys(sources):
+            source_id, ver = parse_locator(loc)
+            source = self._ledger(source_id.encode(), batch)
+            if source is None or ver > len(source["versions"]):
+                raise LocatorNotFound(f"no archived version {loc} to derive from")
+            if source["project"] != ledger["project"]:
+                raise ForeignProject(f"source {loc} belongs to project {source['project']!r}")
+            if source["versions"][ver - 1]["status"] != "live":
+                raise NotLive(f"source {loc} is {source['versions'][ver - 1]['status']}")
+            batch.put(keys.derived(source_id.encode(), doc), b"")
+            source["derived"] = True  # its retirement looks for derived documents
+            batch.ledgers[keys.doc(source_id.encode())] = source
+        ledger["sources"] = sorted(set(ledger.get("sources", [])) | set(sources))
+
+    def _doc_live(self, doc: bytes, batch: Batch) -> bool:
+        ledger = self._ledger(doc, batch)
+        return bool(ledger) and ledger["versions"][ledger["current"] - 1]["status"] == "live"
+
+    def _follow_sources(self, batch: Batch, source: bytes, now: float) -> None:
+        """A source document lost its last live version: each derived document whose
+        sources are now all gone expires with it (in ``batch``), unless promoted;
+        a pinned or leased one gets the deadline now, for the wave after it lapses."""
+        ledger = self._ledger(source, batch)
+        if not ledger or not ledger.get("derived") or self._doc_live(source, batch):
+            return
+        for key, _ in self._prefix(keys.derived_prefix(source), fill_cache=False):
+            doc = keys.derived_doc_of(key, source)
+            ledger = self._ledger(doc, batch)
+            if ledger is None or ledger["class"] != "derived" or not self._doc_live(doc, batch):
+                continue
+            srcs = [parse_locator(loc)[0].encode() for loc in ledger.get("sources", [])]
+            if any(self._doc_live(s, batch) for s in srcs):
+                continue
+            cur = ledger["current"]
+            if self._is_pinned(doc) or self._protected_by_lease(doc, cur, now, batch, ledger):
+                self._move_expiry(batch, doc, ledger, cur, now, override=True)
+            else:
+                self._retire(batch, doc, ledger, cur, "expired", now)
 
     def forget(self, doc_ids: Sequence[str], *, now: float | None = None) -> list[str]:
         """Tombstone every live version of these documents now, pinned or leased

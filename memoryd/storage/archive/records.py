@@ -138,6 +138,7 @@ class NewVersion:
     session: str | None = None
     meta: dict[str, Any] | None = None
     request_id: str | None = None
+    sources: tuple[str, ...] = ()  # derived only: the locators it was derived from
 
 
 @dataclass(frozen=True)
