@@ -374,13 +374,26 @@ def _print_ingest_summary(r: dict) -> None:
         )
 
 
+MIN_SCORE_HELP = (
+    "Only narrows: drop admitted items whose score (0..1) is below this; never adds one "
+    "(optional, never required)."
+)
+
+
 @command(main, "search", "memoryd search 'how are JSON documents decoded?' --project python3.11")
 @click.argument("query")
 @click.option("--project", help="Project to search (default: the only one).")
 @click.option("--all", "all_projects", is_flag=True, help="Search every project.")
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--min-score", type=click.FloatRange(0, 1), help=MIN_SCORE_HELP)
 def search_cmd(
-    md: Memoryd, as_json: bool, query: str, project: str | None, all_projects: bool, limit: int
+    md: Memoryd,
+    as_json: bool,
+    query: str,
+    project: str | None,
+    all_projects: bool,
+    limit: int,
+    min_score: float | None,
 ) -> None:
     """Search project memory; abstain when the evidence is insufficient.
 
@@ -388,9 +401,9 @@ def search_cmd(
     if all_projects and project:
         raise click.UsageError("--all searches every project: drop --project")
     if all_projects:
-        result = md.search_all(query, limit=limit)
+        result = md.search_all(query, limit=limit, min_score=min_score)
     else:
-        result = md.search(query, project, limit=limit)
+        result = md.search(query, project, limit=limit, min_score=min_score)
     if as_json:
         emit_json(result)
     else:
@@ -613,9 +626,13 @@ def _added_text(r: dict) -> str:
 @click.argument("query")
 @click.option("--project", required=True)
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
-def archive_search(md: Memoryd, as_json: bool, query: str, project: str, limit: int) -> None:
+@click.option("--min-score", type=click.FloatRange(0, 1), help=MIN_SCORE_HELP)
+def archive_search(
+    md: Memoryd, as_json: bool, query: str, project: str, limit: int, min_score: float | None
+) -> None:
     """Search the archive with the evidence gate; takes a short lease on what it returns."""
-    r = md.archive("search", {"project": project, "query": query, "limit": limit})
+    args = {"project": project, "query": query, "limit": limit, "min_score": min_score}
+    r = md.archive("search", args)
     if as_json:
         emit_json(r)
         return

@@ -197,7 +197,20 @@ def search(owner: ArchiveOwner, a: dict) -> dict:
 
     if isinstance(a.get("query"), str) and not a["query"].strip():
         raise UsageError("empty query: say what the evidence should contain")
-    return search_archive(owner, a["project"], a["query"], int(a.get("limit") or 10), _now(a))
+    found = search_archive(owner, a["project"], a["query"], int(a.get("limit") or 10), _now(a))
+    return narrowed(found, a.get("min_score"))
+
+
+def narrowed(found: dict, min_score: float | None) -> dict:
+    """``found`` without the items scoring below ``min_score`` (None: as it is); when
+    none is left, an abstention that says why. Never adds an item."""
+    if min_score is None or found["status"] != "ok":
+        return found
+    items = [item for item in found["items"] if item["score"] >= min_score]
+    if items:
+        return {**found, "items": items}
+    gap = f"evidence was found but none reached the requested min_score {min_score:g}"
+    return {**found, "status": "abstained", "items": [], "gap": gap}
 
 
 def forget(owner: ArchiveOwner, a: dict) -> dict:
