@@ -16,9 +16,16 @@ def locators(res) -> list[str]:
 
 
 def test_archive_search_min_score_only_narrows(cli, tmp_path):
-    topics = ["the database schema migration", "the login page colours", "the deploy script",
-              "the flaky clock test", "the cache eviction size", "the release notes wording",
-              "retry backoff with jitter for uploads", "jitter on the upload retry backoff again"]  # fmt: skip
+    topics = [
+        "the database schema migration",
+        "the login page colours",
+        "the deploy script",
+        "the flaky clock test",
+        "the cache eviction size",
+        "the release notes wording",
+        "retry backoff with jitter for uploads",
+        "jitter on the upload retry backoff again",
+    ]
     for i, topic in enumerate(topics):
         archive(cli, tmp_path, f"s{i}", f"we talked about {topic} today", 1)
     query = ("archive", "search", "upload retry backoff jitter", "--project", "demo", "--json")
