@@ -535,7 +535,10 @@ def test_a_derived_document_outlives_none_of_its_sources_unless_promoted(store):
     assert store.get(a.locator)["status"] == "expired"
     assert store.get(d.locator)["status"] == "live"
     store.promote(kept.locator, "durable", None)
-    expire_all_due(store, NOW + 10 * DAY)  # b expires: d with it, the promoted one stays
+    done = store.retire_due(  # b expires: d with it, the promoted one stays
+        due_entries(store, NOW + 10 * DAY), now=NOW + 10 * DAY, cursor_name="w", cursor_value=None
+    )
+    assert done.outcomes == ["expired"] and done.followed == [d.locator]
     assert store.get(b.locator)["status"] == "expired"
     assert store.get(d.locator)["status"] == "expired"
     assert store.get(kept.locator)["status"] == "live"

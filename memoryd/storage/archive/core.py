@@ -40,6 +40,7 @@ class Batch:
     reads: dict[bytes, bytes | None] = field(default_factory=dict)
     """Values read ahead in one multi-get (keys the batch does not change)."""
     rev_iter: Any = None  # one iterator over reverse lease references, reused by seeks
+    followed: list[str] = field(default_factory=list)  # derived versions expired with a source
 
     def put(self, key: bytes, value: bytes) -> None:
         self.wb.put(key, value)

@@ -131,6 +131,7 @@ class ExpiryMixin(StoreCore):
                     v = ledger["versions"][entry.version - 1] if ledger else {}
                     report.purged_versions += bool(v.get("purged"))
             report.keys_deleted = batch.deleted
+            report.followed = batch.followed
             if cursor_value is None:
                 batch.wb.delete(keys.cursor(cursor_name))
             else:

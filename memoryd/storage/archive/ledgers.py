@@ -400,6 +400,7 @@ class LedgersMixin(StoreCore):
                 self._move_expiry(batch, doc, ledger, cur, now, override=True)
             else:
                 self._retire(batch, doc, ledger, cur, "expired", now)
+                batch.followed.append(make_locator(doc.decode(), cur))
 
     def forget(self, doc_ids: Sequence[str], *, now: float | None = None) -> list[str]:
         """Tombstone every live version of these documents now, pinned or leased

@@ -171,6 +171,7 @@ class DueReport:
     outcomes: list[str] = field(default_factory=list)
     purged_versions: int = 0  # retired and purged in the same batch
     keys_deleted: int = 0
+    followed: list[str] = field(default_factory=list)  # derived versions expired with a source
 
 
 @dataclass(frozen=True)
