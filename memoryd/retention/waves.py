@@ -95,7 +95,8 @@ def run_wave(
         report.purged_versions += due.purged_versions
         report.keys_deleted += due.keys_deleted
         report.expired += due.followed  # derived versions that expired with their source
-        outcomes["followed_source"] += len(due.followed)
+        if due.followed:
+            outcomes["followed_source"] += len(due.followed)
         for entry, outcome in zip(entries, due.outcomes, strict=True):
             outcomes[outcome] += 1
             if outcome == "expired":
