@@ -19,10 +19,16 @@ import orjson
 from rocksdict import AccessType, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 from memoryd import killpoints
-from memoryd.errors import ArchiveBusy, ArchiveError, ArchiveReadOnly, BadArchiveInput
+from memoryd.errors import (
+    ArchiveBusy,
+    ArchiveError,
+    ArchiveReadOnly,
+    BadArchiveInput,
+    LocatorNotFound,
+)
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.codec import CURRENT_PAYLOAD_FORMAT, PAYLOAD_FORMATS
-from memoryd.storage.archive.records import VersionInfo
+from memoryd.storage.archive.records import VersionInfo, parse_locator
 
 #: Width of an expiry time bucket, fixed when the archive is created (stored in meta).
 DEFAULT_BUCKET_SECONDS = 3600
@@ -267,6 +273,14 @@ class StoreCore:
             return batch.ledgers[key]
         raw = self._get(key, batch)
         return None if raw is None else orjson.loads(raw)
+
+    def _version_ledger(self, locator: str) -> tuple[bytes, int, dict[str, Any]]:
+        """``(doc, version, ledger)`` of a locator; raises :class:`LocatorNotFound`."""
+        doc_id, ver = parse_locator(locator)
+        ledger = self._ledger(doc_id.encode())
+        if ledger is None or ver > len(ledger["versions"]):
+            raise LocatorNotFound(f"no archived version {locator}")
+        return doc_id.encode(), ver, ledger
 
     def _is_pinned(self, doc: bytes, batch: Batch | None = None) -> bool:
         key = keys.pin(doc)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from memoryd.errors import BadArchiveInput, LocatorNotFound, NotLive
+from memoryd.errors import BadArchiveInput, NotLive
 from memoryd.storage.archive import keys
 from memoryd.storage.archive.core import Batch, StoreCore, killpoint
 from memoryd.storage.archive.records import (
@@ -18,7 +18,6 @@ from memoryd.storage.archive.records import (
     ExpiryEntry,
     check_class,
     check_epoch,
-    parse_locator,
 )
 
 #: A class policy: ``(class, created_at) -> deadline`` (None: never).
@@ -227,12 +226,8 @@ class ExpiryMixin(StoreCore):
         Raises :class:`NotLive` or :class:`BadArchiveInput`."""
         self._need_primary()
         check_class(cls)
-        doc_id, ver = parse_locator(locator)
-        doc = doc_id.encode()
         with self._lock:
-            ledger = self._ledger(doc)
-            if ledger is None or ver > len(ledger["versions"]):
-                raise LocatorNotFound(f"no archived version {locator}")
+            doc, ver, ledger = self._version_ledger(locator)
             if ver != ledger["current"] or ledger["versions"][ver - 1]["status"] != "live":
                 raise NotLive(f"{locator} is not the live current version of its document")
             if ledger["class"] != "derived" or cls == "derived":
@@ -265,12 +260,8 @@ class ExpiryMixin(StoreCore):
         or None when nothing changed (not live, or generation moved on).
         """
         self._need_primary()
-        doc_id, ver = parse_locator(locator)
-        doc = doc_id.encode()
         with self._lock:
-            ledger = self._ledger(doc)
-            if ledger is None or ver > len(ledger["versions"]):
-                raise LocatorNotFound(f"no archived version {locator}")
+            doc, ver, ledger = self._version_ledger(locator)
             v = ledger["versions"][ver - 1]
             if v["status"] != "live":
                 return None

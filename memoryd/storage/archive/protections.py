@@ -16,7 +16,6 @@ from memoryd.errors import (
     LeaseExpired,
     LeaseNotFound,
     LeaseRejected,
-    LocatorNotFound,
     NotLive,
 )
 from memoryd.storage.archive import keys
@@ -46,19 +45,15 @@ class ProtectionsMixin(StoreCore):
         """
         self._need_primary()
         now = time.time() if now is None else now
-        doc_id, ver = parse_locator(locator)
-        doc = doc_id.encode()
         with self._lock:
-            ledger = self._ledger(doc)
-            if ledger is None or ver > len(ledger["versions"]):
-                raise LocatorNotFound(f"no archived version {locator}")
+            doc, ver, ledger = self._version_ledger(locator)
             v = ledger["versions"][ver - 1]
             if v["status"] != "live":
                 raise NotLive(f"{locator} is {v['status']}; pin a live version")
             existing = self._get_json(keys.pin(doc))
             if existing is not None:
                 return existing
-            record = {"doc_id": doc_id, "locator": locator, "pinned_at": now, "note": note}
+            record = {"doc_id": doc.decode(), "locator": locator, "pinned_at": now, "note": note}
             batch = Batch()
             batch.put(keys.pin(doc), orjson.dumps(record))
             cur = ledger["current"]
