@@ -354,17 +354,30 @@ class Memoryd:
         )
         return ingest_runner.summary(state, name)
 
-    def search(self, query: str, project: str | None = None, *, limit: int = 10) -> dict:
-        """Answer from project memory, or abstain: ``{"status", "items", "gap"}``."""
+    def search(
+        self,
+        query: str,
+        project: str | None = None,
+        *,
+        limit: int = 10,
+        min_score: float | None = None,
+    ) -> dict:
+        """Answer from project memory, or abstain: ``{"status", "items", "gap"}``.
+
+        ``min_score`` (0..1, on the fused score) only narrows: it drops items the
+        gate admitted, never adds one; None leaves the answer as it is.
+        """
         from memoryd.search.engine import search
 
         if limit < 1:
             raise UsageError("--limit must be at least 1")
         name = self.default_project(project)  # here: "like the cwd" means the caller's
-        if routed := self._control("search", query=query, project=name, limit=limit):
+        if min_score is None and (
+            routed := self._control("search", query=query, project=name, limit=limit)
+        ):
             return routed
         result = with_records(
-            search(self.reader, name, query, limit),
+            search(self.reader, name, query, limit, min_score=min_score),
             admitted_records(self.reader, name, query, limit),
             limit,
         )
@@ -375,7 +388,7 @@ class Memoryd:
                 raise IngestPending(ingest_runner.pending_message(self.reader, name, run, sup))
         return result
 
-    def search_all(self, query: str, *, limit: int = 10) -> dict:
+    def search_all(self, query: str, *, limit: int = 10, min_score: float | None = None) -> dict:
         """Search every project; each item names its ``project``. Items are ranked by
         their fused score across projects; projects whose first ingest is still under
         way are listed in ``pending`` rather than failing the search."""
@@ -387,7 +400,7 @@ class Memoryd:
         items, gaps, pending = [], [], []
         for name in names:
             try:
-                result = self.search(query, name, limit=limit)
+                result = self.search(query, name, limit=limit, min_score=min_score)
             except IngestPending:
                 pending.append(name)
                 continue
@@ -516,8 +529,12 @@ class Memoryd:
         cls: str | None = None,
         session: str | None = None,
         created_at: str | float | None = None,
+        sources: tuple[str, ...] = (),
     ) -> dict:
-        """Archive one JSONL transcript: one document per session, tool output linked."""
+        """Archive one JSONL transcript: one document per session, tool output linked.
+
+        ``sources`` (class derived only): the locators the session was derived
+        from; it then expires when its last source does (unless promoted)."""
         t = parse_jsonl(
             data,
             source=source,
@@ -532,6 +549,7 @@ class Memoryd:
             "content": t.rendered(),
             "turns": len(t.turns),
             "tools": [{"content": m.content, "timestamp": m.timestamp} for m in t.tools],
+            "sources": list(sources),
         }
         return self.archive("add", args)
 

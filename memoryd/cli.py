@@ -34,6 +34,7 @@ from memoryd.drill.scenarios import SCENARIOS as DRILL_SCENARIOS
 from memoryd.errors import ConfigError, MemorydError, UsageError
 from memoryd.memory.cli import add_commands as add_memory_commands
 from memoryd.queue import STATES
+from memoryd.retention.maintenance import THRESHOLD_FLAGS
 from memoryd.storage.archive import utc_iso
 from memoryd.workers.contract import USER_KINDS
 
@@ -373,13 +374,26 @@ def _print_ingest_summary(r: dict) -> None:
         )
 
 
+MIN_SCORE_HELP = (
+    "Only narrows: drop admitted items whose score (0..1) is below this; never adds one "
+    "(optional, never required)."
+)
+
+
 @command(main, "search", "memoryd search 'how are JSON documents decoded?' --project python3.11")
 @click.argument("query")
 @click.option("--project", help="Project to search (default: the only one).")
 @click.option("--all", "all_projects", is_flag=True, help="Search every project.")
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option("--min-score", type=click.FloatRange(0, 1), help=MIN_SCORE_HELP)
 def search_cmd(
-    md: Memoryd, as_json: bool, query: str, project: str | None, all_projects: bool, limit: int
+    md: Memoryd,
+    as_json: bool,
+    query: str,
+    project: str | None,
+    all_projects: bool,
+    limit: int,
+    min_score: float | None,
 ) -> None:
     """Search project memory; abstain when the evidence is insufficient.
 
@@ -387,9 +401,9 @@ def search_cmd(
     if all_projects and project:
         raise click.UsageError("--all searches every project: drop --project")
     if all_projects:
-        result = md.search_all(query, limit=limit)
+        result = md.search_all(query, limit=limit, min_score=min_score)
     else:
-        result = md.search(query, project, limit=limit)
+        result = md.search(query, project, limit=limit, min_score=min_score)
     if as_json:
         emit_json(result)
     else:
@@ -594,6 +608,13 @@ def _emit_archive(as_json: bool, value: Any, text: str) -> None:
 @click.option("--class", "cls", help="Retention class of the session (default conversation).")
 @click.option("--created-at", help="Source creation time, ISO 8601 (default: first timestamp).")
 @click.option("--session", help="Session id (default: the file name, or a content hash).")
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    help="With --class derived: a locator it was derived from (repeatable); it expires "
+    "when its last source does.",
+)
 def archive_add(md: Memoryd, as_json: bool, source: str, session: str | None, **opts: Any):
     """Archive a JSONL transcript (role, content, timestamp per line); '-' reads stdin."""
     if source == "-":
@@ -627,9 +648,13 @@ def _added_text(r: dict) -> str:
 @click.argument("query")
 @click.option("--project", required=True)
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
-def archive_search(md: Memoryd, as_json: bool, query: str, project: str, limit: int) -> None:
+@click.option("--min-score", type=click.FloatRange(0, 1), help=MIN_SCORE_HELP)
+def archive_search(
+    md: Memoryd, as_json: bool, query: str, project: str, limit: int, min_score: float | None
+) -> None:
     """Search the archive with the evidence gate; takes a short lease on what it returns."""
-    r = md.archive("search", {"project": project, "query": query, "limit": limit})
+    args = {"project": project, "query": query, "limit": limit, "min_score": min_score}
+    r = md.archive("search", args)
     if as_json:
         emit_json(r)
         return
@@ -661,6 +686,37 @@ def archive_pin(md: Memoryd, as_json: bool, locator: str) -> None:
     _emit_archive(as_json, r, f"pinned {locator}")
 
 
+@command(archive_group, "renew", "memoryd archive renew s-chat-1a2b3c@1 --days 90")
+@click.argument("locator")
+@click.option("--days", type=click.FloatRange(min=0), help="New deadline: this many days from now.")
+@click.option("--until", "until", help="New deadline: this time (ISO 8601).")
+def archive_renew(md: Memoryd, as_json: bool, locator: str, days: float | None, until: str | None):
+    """Renew a live version's expiry explicitly (neither flag: never expires); a new
+    generation, so earlier expiry entries become harmless. Expired or superseded: refused."""
+    args = {"locator": locator, "days": days, "until": parse_time(until, "--until")}
+    r = md.archive("renew", args)
+    _emit_archive(as_json, r, f"{locator} now expires {r['expires_at'] or 'never'}")
+
+
+@command(archive_group, "promote", "memoryd archive promote d-notes-9f8e@1 --class durable")
+@click.argument("locator")
+@click.option(
+    "--class",
+    "cls",
+    type=click.Choice(["ephemeral", "conversation", "durable", "active"]),
+    default="durable",
+    show_default=True,
+    help="The class it moves to.",
+)
+def archive_promote(md: Memoryd, as_json: bool, locator: str, cls: str) -> None:
+    """Promote a derived document: it stops following its sources and takes the class's
+    retention (durable: never expires)."""
+    r = md.archive("promote", {"locator": locator, "class": cls})
+    _emit_archive(
+        as_json, r, f"{locator} is {r['class']} now; expires {r['expires_at'] or 'never'}"
+    )
+
+
 @command(archive_group, "unpin", "memoryd archive unpin s-chat-1a2b3c@1")
 @click.argument("locator")
 def archive_unpin(md: Memoryd, as_json: bool, locator: str) -> None:
@@ -679,19 +735,32 @@ def archive_unpin(md: Memoryd, as_json: bool, locator: str) -> None:
 @click.option("--client", required=True, help="The client owning the lease.")
 @click.option("--project", help="Project of the versions (acquire).")
 @click.option("--ttl", type=float, help="Lease length in seconds.")
+@click.option(
+    "--session",
+    "sessions",
+    multiple=True,
+    help="Acquire: protect this session's current versions (repeatable; with --project).",
+)
 def archive_lease(md: Memoryd, as_json: bool, action: str, locators: tuple[str, ...], **o: Any):
     """Active-context leases: acquire (all or nothing), renew (heartbeat), release."""
-    if action == "acquire" and not (o["project"] and locators):
-        raise UsageError("lease acquire needs --project and at least one locator")
-    args = {"action": action, **o, "locators": list(locators) or None}
+    if action == "acquire" and not (o["project"] and (locators or o["sessions"])):
+        raise UsageError("lease acquire needs --project and at least one locator or --session")
+    args = {
+        "action": action,
+        **o,
+        "sessions": list(o["sessions"]),
+        "locators": list(locators) or None,
+    }
     r = md.archive("lease", args)
     _emit_archive(as_json, r, _lease_text(action, r))
 
 
 def _lease_text(action: str, r: dict) -> str:
     if action == "acquire":
+        sessions = f" and the current versions of {len(r['sessions'])} session(s)"
         return (
-            f"client {r['client']} leases {len(r['locators'])} version(s) until "
+            f"client {r['client']} leases {len(r['locators'])} version(s)"
+            f"{sessions if r.get('sessions') else ''} until "
             f"{r['expires_at']} (epoch {r['epoch']}); renew before then"
         )
     if action == "renew":
@@ -769,6 +838,19 @@ def _iso_or_none(value: str | None) -> float | None:
     return parse_time(value, "--now")
 
 
+def _threshold_flags(fn: Callable) -> Callable:
+    """``--wave-documents N`` ... : one option per retention threshold (this pass only)."""
+    for name in reversed(THRESHOLD_FLAGS):
+        setting = SETTINGS[f"retention_{name}"]
+        fn = click.option(
+            f"--{name.replace('_', '-')}",
+            name,
+            type=click.IntRange(min=1 if setting.exclusive else 0),
+            help=f"This pass: {setting.help} (default {setting.default}).",
+        )(fn)
+    return fn
+
+
 @command(retention_group, "run", "memoryd retention run --dry-run && memoryd retention run")
 @click.option("--dry-run", is_flag=True, help="Show what would expire, by class and project.")
 @click.option("--force", is_flag=True, help="Run waves until nothing due is left.")
@@ -778,9 +860,17 @@ def _iso_or_none(value: str | None) -> float | None:
     is_flag=True,
     help="DANGER: let --now pass the clock; expires live data early (scratch homes only).",
 )
-def retention_run(md: Memoryd, as_json: bool, now: str | None, **flags: bool) -> None:
-    """One maintenance pass: lapsed protections, due expiry waves, compaction trigger."""
-    r = md.archive("retention_run", {"now": _iso_or_none(now), **flags})
+@_threshold_flags
+def retention_run(md: Memoryd, as_json: bool, now: str | None, **flags: Any) -> None:
+    """One maintenance pass: lapsed protections, due expiry waves, compaction trigger.
+
+    The threshold flags set this pass's value of the matching setting
+    (``retention_NAME``, e.g. MEMORYD_RETENTION_COMPACTION_DELETED_KEYS).
+    """
+    thresholds = {k: flags.pop(k) for k in THRESHOLD_FLAGS if flags.get(k) is not None}
+    for k in THRESHOLD_FLAGS:
+        flags.pop(k, None)
+    r = md.archive("retention_run", {"now": _iso_or_none(now), **flags, "thresholds": thresholds})
     if as_json:
         emit_json(r)
     elif r.get("dry_run"):
@@ -824,6 +914,23 @@ def _pass_text(r: dict) -> str:
     if r["compaction"].get("flushed"):
         lines.append("compaction: flushed, background compaction scheduled")
     return "\n".join(lines)
+
+
+@command(retention_group, "compact", "memoryd retention run && memoryd retention compact")
+@click.option("--project", help="Only this project's postings (payloads are always compacted).")
+def retention_compact(md: Memoryd, as_json: bool, project: str | None) -> None:
+    """Compact the archive ranges that held expired content, now: afterwards no archive
+    file holds the text of an expired version (run it after `retention run`)."""
+    r = md.archive("retention_compact", {"project": project})
+    if as_json:
+        emit_json(r)
+        return
+    out.print(
+        f"compacted {('project ' + r['project']) if r['project'] else 'every project'}: "
+        f"SST {r['sst_before_bytes']:,} -> {r['sst_after_bytes']:,} bytes "
+        f"({r['reclaimed_bytes']:,} reclaimed)",
+        highlight=False,
+    )
 
 
 @command(retention_group, "status", "memoryd retention status --json")

@@ -74,7 +74,7 @@ def _add(owner: ArchiveOwner, a: dict) -> dict:
     items = [
         NewVersion(
             project, cls, a["content"], created_at, policy.expires_at(cls, created_at),
-            session_doc, session, {"turns": a["turns"]}, session_rid,
+            session_doc, session, {"turns": a["turns"]}, session_rid, tuple(a.get("sources") or ()),
         )
     ]  # fmt: skip
     for tool, (tool_doc, rid) in zip(a.get("tools", []), tool_docs, strict=True):
@@ -135,6 +135,27 @@ def get(owner: ArchiveOwner, a: dict) -> dict:
     return owner.store.get(a["locator"])
 
 
+def renew(owner: ArchiveOwner, a: dict) -> dict:
+    """A new explicit deadline for a live version: ``days`` from now, or ``until``
+    (epoch seconds), or never (neither)."""
+    days, until = a.get("days"), a.get("until")
+    if days is not None and until is not None:
+        raise UsageError("renew takes --days or --until, not both")
+    expires = _now(a) + float(days) * 86400 if days is not None else until
+    generation = owner.store.renew(a["locator"], expires)
+    return {"locator": a["locator"], "expires_at": utc_iso(expires), "generation": generation}
+
+
+def promote(owner: ArchiveOwner, a: dict) -> dict:
+    """A derived document becomes ``class`` (default durable) with that class's age
+    counted from its creation; it no longer follows its sources."""
+    cls = a.get("class") or "durable"
+    info = owner.store.version_info(a["locator"])
+    expires = owner.policy.expires_at(cls, info.created_at)
+    owner.store.promote(a["locator"], cls, expires)
+    return {"locator": a["locator"], "class": cls, "expires_at": utc_iso(expires)}
+
+
 def pin(owner: ArchiveOwner, a: dict) -> dict:
     return owner.store.pin(a["locator"], now=_now(a), note=a.get("note"))
 
@@ -148,11 +169,18 @@ def lease(owner: ArchiveOwner, a: dict) -> dict:
     ttl = float(a.get("ttl") or owner.config.retention_active_lease_seconds)
     if action == "acquire":
         try:
-            grant = store.acquire_leases(client, a["project"], a["locators"], ttl=ttl, now=_now(a))
+            grant = store.acquire_leases(
+                client,
+                a["project"],
+                a.get("locators") or [],
+                ttl=ttl,
+                now=_now(a),
+                sessions=a.get("sessions") or (),
+            )
         except LeaseRejected as exc:
             exc.details = {"rejected": exc.rejected}
             raise
-        return {**_grant(grant), "locators": list(grant.locators)}
+        return {**_grant(grant), "locators": list(grant.locators), "sessions": list(grant.sessions)}
     if action == "renew":
         return _grant(store.renew_leases(client, ttl=ttl, now=_now(a)))
     if action == "release":
@@ -169,7 +197,20 @@ def search(owner: ArchiveOwner, a: dict) -> dict:
 
     if isinstance(a.get("query"), str) and not a["query"].strip():
         raise UsageError("empty query: say what the evidence should contain")
-    return search_archive(owner, a["project"], a["query"], int(a.get("limit") or 10), _now(a))
+    found = search_archive(owner, a["project"], a["query"], int(a.get("limit") or 10), _now(a))
+    return narrowed(found, a.get("min_score"))
+
+
+def narrowed(found: dict, min_score: float | None) -> dict:
+    """``found`` without the items scoring below ``min_score`` (None: as it is); when
+    none is left, an abstention that says why. Never adds an item."""
+    if min_score is None or found["status"] != "ok":
+        return found
+    items = [item for item in found["items"] if item["score"] >= min_score]
+    if items:
+        return {**found, "items": items}
+    gap = f"evidence was found but none reached the requested min_score {min_score:g}"
+    return {**found, "status": "abstained", "items": [], "gap": gap}
 
 
 def forget(owner: ArchiveOwner, a: dict) -> dict:
@@ -229,7 +270,8 @@ def retention_run(owner: ArchiveOwner, a: dict) -> dict:
     if a.get("dry_run"):
         return {"now": now, "dry_run": True, **preview(owner.store, owner.policy, now=now)}
     _refuse_future(now, a)
-    report = owner.maintenance.tick(now=now, force=bool(a.get("force"))).as_dict()
+    with owner.maintenance.overridden(a.get("thresholds") or {}):
+        report = owner.maintenance.tick(now=now, force=bool(a.get("force"))).as_dict()
     keep = float(owner.config.archive_spool_keep_seconds)
     return {**report, "spool_orphans_removed": spool.purge_orphans(owner.home, keep)}
 
@@ -243,6 +285,22 @@ def _refuse_future(now: float, a: dict) -> None:
             "--now out (or see what would expire with --dry-run); --allow-future-now is "
             "for scratch homes and drills only"
         )
+
+
+def retention_compact(owner: ArchiveOwner, a: dict) -> dict:
+    """Compact the ranges that held expired content now (all projects, or one),
+    under the shared boundary like a wave; reports SST bytes before and after."""
+    project = a.get("project")
+    if project is not None and project not in owner.store.projects():
+        raise UsageError(f"the archive holds no project {project!r}")
+    with owner.boundary.retention_wave():
+        r = owner.maintenance.compact(project=project, full=False)
+    return {
+        "project": project,
+        "sst_before_bytes": r["sst_bytes_before"],
+        "sst_after_bytes": r["sst_bytes_after"],
+        "reclaimed_bytes": r["reclaimed_bytes"],
+    }
 
 
 def retention_status(owner: ArchiveOwner, a: dict) -> dict:
@@ -271,12 +329,15 @@ OPS: dict[str, Op] = {
     "add": add,
     "get": get,
     "pin": pin,
+    "renew": renew,
+    "promote": promote,
     "unpin": unpin,
     "lease": lease,
     "search": search,
     "forget": forget,
     "retention_run": retention_run,
     "retention_status": retention_status,
+    "retention_compact": retention_compact,
     "migrate": migrate,
     "access": access,
     "retrieval_lease": retrieval_lease,

@@ -10,11 +10,12 @@ survives restarts), and the maintenance tick:
    deadline becomes now, under a new generation, and they are retired;
 3. flushes, leaving reclamation to background compaction.
 
-Admission: while degraded every archival append is rejected with the typed,
-retryable :class:`~memoryd.storage.archive.DiskLow`; in any mode an append
-that would leave less than ``reserve_bytes`` free is rejected likewise. The
-reserve is the room kept for what must keep working: search, pins, leases,
-heartbeats and retention's own writes are never refused. With threshold 0,
+Admission: an archival append that would leave less than ``reserve_bytes``
+free (default 64 MiB) is rejected with the typed, retryable
+:class:`~memoryd.storage.archive.DiskLow`, in any mode; every other append is
+accepted, degraded or not (an append below the threshold only records the
+degraded state). The reserve is the room kept for what must keep working:
+search, pins, leases, heartbeats and retention's own writes are never refused. With threshold 0,
 :meth:`DiskGuard.on_open` clears a previously persisted degraded state.
 
 Free space is measured by ``free_bytes()`` (injectable for tests); the
@@ -108,18 +109,13 @@ class DiskGuard:
         if self.threshold <= 0:
             return
         free = self.free_bytes()
-        if free < self.threshold:
-            if self.store.degraded() is None and not self.store.readonly:
-                self.check()
-            raise DiskLow(
-                f"the archive is in disk-low mode ({free // MiB} MiB free, threshold "
-                f"{self.threshold // MiB} MiB): archival writes are refused until space "
-                "is freed; retry later (search, pins and leases still work)"
-            )
+        if free < self.threshold and self.store.degraded() is None and not self.store.readonly:
+            self.check()
         if free - nbytes < self.reserve:
             raise DiskLow(
-                f"writing {nbytes} bytes would eat the {self.reserve // MiB} MiB disk "
-                f"reserve ({free // MiB} MiB free); free space and retry"
+                f"writing {nbytes:,} bytes would eat the {self.reserve // MiB} MiB disk "
+                f"reserve ({free // MiB} MiB free): free some space (retention runs its "
+                "disk-low pass), then retry; search, pins and leases still work"
             )
 
     def emergency(

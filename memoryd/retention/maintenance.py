@@ -4,7 +4,8 @@ Each tick, in order, with DESIGN.md's bounds (all configuration):
 
 1. remove at most 1,000 lapsed active-context protections;
 2. remove at most 1,000 lapsed retrieval leases;
-3. remove at most 1,000 old access (hint/exposure) records;
+3. remove at most 1,000 access (hint/exposure) records in all: those older than
+   the keep days, then those of documents with no live version (a swept cursor);
 4. re-derive deadlines after a policy change (bounded, resumable);
 5. disk guard: when free space is below the threshold, the emergency pass;
 6. at most four retention waves of 256 documents (``force``: until the due
@@ -22,14 +23,18 @@ followed by the next one.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memoryd import killpoints, logs
 from memoryd.config import SETTINGS
+from memoryd.errors import UsageError
 from memoryd.retention.boundary import Boundary, BoundaryBusy, RetentionBlocked
 from memoryd.retention.diskguard import DiskGuard
 from memoryd.retention.policy import DAY, RetentionPolicy
@@ -41,6 +46,18 @@ POLICY_META = "retention.policy_fingerprint"
 
 #: Crash points of this module.
 KILL_POINTS = ("retention_after_flush",)
+
+#: Thresholds one ``retention run`` may set for its pass (flag ``--NAME`` with dashes),
+#: each the pass's value of the setting ``retention_NAME``.
+THRESHOLD_FLAGS = (
+    "wave_documents",
+    "waves_per_tick",
+    "purge_batch_keys",
+    "compaction_deleted_keys",
+    "compaction_reclaimable_bytes",
+    "disk_low_bytes",
+    "disk_reserve_bytes",
+)
 
 
 def _default(name: str) -> Any:
@@ -189,6 +206,28 @@ class Maintenance:
         _log_tick(report)
         return report
 
+    @contextlib.contextmanager
+    def overridden(self, thresholds: dict[str, int]) -> Iterator[None]:
+        """For one pass: tick bounds and disk-guard thresholds from ``thresholds``
+        (names of :data:`THRESHOLD_FLAGS`; the configuration stays as it was)."""
+        unknown = set(thresholds) - set(THRESHOLD_FLAGS)
+        if unknown:
+            raise UsageError(f"unknown retention thresholds: {', '.join(sorted(unknown))}")
+        bounds, guard = self.bounds, self.disk_guard
+        saved = (guard.threshold, guard.reserve) if guard is not None else None
+        self.bounds = dataclasses.replace(
+            bounds, **{k: int(v) for k, v in thresholds.items() if hasattr(bounds, k)}
+        )
+        if guard is not None:
+            guard.threshold = int(thresholds.get("disk_low_bytes", guard.threshold))
+            guard.reserve = int(thresholds.get("disk_reserve_bytes", guard.reserve))
+        try:
+            yield
+        finally:
+            self.bounds = bounds
+            if guard is not None and saved is not None:
+                guard.threshold, guard.reserve = saved
+
     def _reindex(self, report: TickReport) -> None:
         fingerprint = self.policy.fingerprint()
         stored = self.store.get_meta(POLICY_META)
@@ -269,11 +308,19 @@ class Maintenance:
         )
         return out
 
-    def compact(self) -> dict[str, Any]:
-        """Full manual compaction (explicit operator request): flush, compact, report bytes."""
+    def compact(self, *, project: str | None = None, full: bool = True) -> dict[str, Any]:
+        """Manual compaction (explicit operator request): flush, compact, report bytes.
+
+        ``full``: the whole database; else only the ranges that hold content
+        (payloads, postings, term statistics; ``project``'s postings only), which
+        is where expired text lives: afterwards no archive file holds it.
+        """
         before = self.store.properties()
-        self.store.flush()
-        self.store.compact_all()
+        if full:
+            self.store.flush()
+            self.store.compact_all()
+        else:
+            self.store.compact_content(project)
         after = self.store.properties()
         state = self.store.get_meta(COMPACTION_META)
         if state is not None and state.get("armed"):
@@ -284,6 +331,8 @@ class Maintenance:
             "sst_bytes_before": before["sst_bytes"],
             "sst_bytes_after": after["sst_bytes"],
             "reclaimed_bytes": before["sst_bytes"] - after["sst_bytes"],
+            "scope": "all" if full else "content",
+            "project": project,
         }
 
     def status(self, *, now: float | None = None) -> dict[str, Any]:

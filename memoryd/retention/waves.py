@@ -6,14 +6,18 @@ its last delete:
 1. finish purging versions a previous (possibly crashed) wave tombstoned;
 2. scan at most ``max_documents`` due expiry entries (time order, from the
    wave cursor; the scan stops at the first future bucket);
-3. for each, re-check it against the *current* policy (a class whose age
-   grew, or went to 0 days, is re-indexed instead of expired), then let the
-   store check generation, pin and leases and write the tombstone in one
-   batch (the version leaves search at once);
-4. purge the tombstoned versions' postings and payloads in bounded batches;
+3. in one WriteBatch, synced once (:meth:`ArchiveStore.retire_due`): each
+   entry re-checked against the *current* policy (a class whose age grew, or
+   went to 0 days, is re-indexed instead of expired), its generation, pin and
+   leases; each due version tombstoned (it leaves search at once) and, within
+   the purge budget, its postings and payload deleted; the wave cursor;
+4. purge the versions that did not fit the budget in bounded batches;
    ledgers keep their metadata, so their locators answer ``expired``.
 
-Every step is idempotent: SIGKILL at any point and run the wave again.
+Every step is idempotent: SIGKILL at any point and run the wave again. Kill
+points, in order: ``wave_after_check``, ``wave_before_batch``,
+``wave_after_batch`` (the cursor commits with the batch), one
+``wave_after_tombstone`` per expired version, ``wave_before_purge``.
 """
 
 from __future__ import annotations
@@ -30,7 +34,13 @@ from memoryd.storage.archive import ArchiveStore, ExpiryEntry, LocatorNotFound, 
 WAVE_CURSOR = "retention.wave"
 
 #: Crash points of this module (``MEMORYD_KILL_AT=NAME[:N]``), in wave order.
-KILL_POINTS = ("wave_after_check", "wave_after_tombstone", "wave_before_purge")
+KILL_POINTS = (
+    "wave_after_check",
+    "wave_before_batch",
+    "wave_after_batch",
+    "wave_after_tombstone",
+    "wave_before_purge",
+)
 
 
 @dataclass
@@ -73,34 +83,29 @@ def run_wave(
         entries = store.expiry_entries(until=now, after=cursor, limit=max_documents)
         report.scanned = len(entries)
         killpoints.reach("wave_after_check")
-        for entry in entries:
-            outcome = _retire(store, policy, entry, now)
+        report.exhausted = len(entries) < max_documents
+        due = store.retire_due(
+            entries,
+            now=now,
+            deadline_of=policy.expires_at,
+            cursor_name=WAVE_CURSOR,
+            cursor_value=None if report.exhausted else entries[-1].key,
+            purge_keys=purge_batch_keys,
+        )
+        report.purged_versions += due.purged_versions
+        report.keys_deleted += due.keys_deleted
+        report.expired += due.followed  # derived versions that expired with their source
+        if due.followed:
+            outcomes["followed_source"] += len(due.followed)
+        for entry, outcome in zip(entries, due.outcomes, strict=True):
             outcomes[outcome] += 1
             if outcome == "expired":
                 report.expired.append(entry.locator)
                 killpoints.reach("wave_after_tombstone")
-        report.exhausted = len(entries) < max_documents
-        store.set_cursor(WAVE_CURSOR, None if report.exhausted else entries[-1].key)
         killpoints.reach("wave_before_purge")
         _purge_all(store, report, purge_batch_keys)
     report.outcomes = dict(outcomes)
     return report
-
-
-def _retire(store: ArchiveStore, policy: RetentionPolicy, entry: ExpiryEntry, now: float) -> str:
-    try:
-        info = store.version_info(entry.locator)
-    except LocatorNotFound:
-        return store.retire_expired(entry, now=now)  # drops the dangling entry: "stale"
-    if info.status == "live" and info.generation == entry.generation and not info.override:
-        deadline = policy.expires_at(info.cls, info.created_at)
-        if deadline != info.expires_at and (deadline is None or deadline > now):
-            # the class's age grew (or went to 0 days) since this version was indexed
-            changed = store.set_expiry(
-                entry.locator, deadline, override=False, expected_generation=entry.generation
-            )
-            return "reindexed" if changed is not None else "stale"
-    return store.retire_expired(entry, now=now)
 
 
 def preview(

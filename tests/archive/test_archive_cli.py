@@ -135,9 +135,15 @@ def test_disk_low_rejects_appends_but_search_pins_and_leases_work(cli, chat, tmp
     session, _ = add(cli, chat)
     low = {"MEMORYD_RETENTION_DISK_LOW_BYTES": str(1 << 62)}  # above any free space
     more = transcript(tmp_path / "more.jsonl", [("user", "another session about caching")])
-    res = cli("archive", "add", str(more), "--project", "demo", "--json", env=low)
+    # only an append that would eat the reserve is refused (here: a reserve above any
+    # free space); below the threshold alone, appends are still accepted
+    no_room = {**low, "MEMORYD_RETENTION_DISK_RESERVE_BYTES": str(1 << 62)}
+    res = cli("archive", "add", str(more), "--project", "demo", "--json", env=no_room)
     assert res.code == 1
     assert res.json()["error"] == "DISK_LOW" and res.json()["retryable"] is True
+    assert "reserve" in res.json()["message"]
+    kept = transcript(tmp_path / "kept.jsonl", [("user", "a session kept while disk is low")])
+    assert cli("archive", "add", str(kept), "--project", "demo", env=low).code == 0
     found = cli("archive", "search", "dev server port", "--project", "demo", "--json", env=low)
     assert found.json()["status"] == "ok"
     assert cli("archive", "pin", session, env=low).code == 0

@@ -72,3 +72,18 @@ def test_a_rejected_acquire_returns_and_prints_what_and_why(cli, tmp_path):
     text = lease(cli, *args)
     assert text.code == 1
     assert f"{foreign} (foreign_project)" in text.message and "nothing leased" in text.message
+
+
+def test_a_lease_on_a_session_keeps_its_current_versions_through_retention(cli, tmp_path):
+    from tests.retention.test_run_cli import archive, status_of
+
+    kept = archive(cli, tmp_path, "work", "the session an agent still has open", 200)
+    gone = archive(cli, tmp_path, "idle", "a session nobody holds", 200)
+    got = lease(cli, "acquire", "--project", "demo", "--session", "work", "--ttl", "600")
+    assert got.code == 0, got.stderr
+    assert "current versions of 1 session(s)" in got.stdout
+    assert cli("retention", "run", "--force").code == 0
+    assert [status_of(cli, loc) for loc in kept] == ["live", "live"]
+    assert [status_of(cli, loc) for loc in gone] == ["expired", "expired"]
+    missing = lease(cli, "acquire", "--project", "demo", "--session", "nope", "--json")
+    assert missing.code == 1 and missing.json()["error"] == "LEASE_REJECTED"

@@ -22,10 +22,15 @@ def test_threshold_above_free_space(path):
     docs = populate(store, 20)
     live = next(loc for loc, (_, due) in docs.items() if not due)
     guard = DiskGuard(store, threshold_bytes=20 * GiB, free_bytes=lambda: free[0]).install()
+    # below the threshold, an append that leaves the reserve alone is accepted...
+    store.append("p", "conversation", "accepted", created_at=NOW, expires_at=None)
+    assert store.degraded()["reason"] == "disk_low"  # ...and records the degraded state
+    free[0] = 64 * MiB + 10  # now any append would eat the 64 MiB reserve
     with pytest.raises(DiskLow) as exc:
-        store.append("p", "conversation", "refused", created_at=NOW, expires_at=None)
+        store.append("p", "conversation", "x" * 500, created_at=NOW, expires_at=None)
     assert isinstance(exc.value, MemorydError)
     assert exc.value.code == "DISK_LOW" and exc.value.retryable
+    free[0] = 10 * GiB
     m = Maintenance(store, POLICY, Boundary(path), disk_guard=guard)
     report = m.tick(now=NOW)
     assert report.disk["degraded"] and report.disk["free_bytes"] == 10 * GiB

@@ -93,3 +93,17 @@ def test_a_pass_and_the_status_are_prose_not_python_reprs(cli, tmp_path):
     assert st.code == 0, st.stderr
     assert "{" not in st.stdout and "documents" in st.stdout
     assert status_of(cli, old_session) == "expired"
+
+
+def test_threshold_flags_set_this_pass_only(cli, tmp_path):
+    archive(cli, tmp_path, "old", "an old session to expire", 200)
+    res = cli("retention", "run", "--force", "--compaction-deleted-keys", "1", "--json")
+    assert res.code == 0, res.stderr
+    assert res.json()["compaction"].get("flushed") is True  # a few deletes are enough now
+    archive(cli, tmp_path, "older", "another old session to expire", 300)
+    res = cli("retention", "run", "--force", "--json")
+    assert res.code == 0 and res.json()["expired"] == 2
+    assert not res.json()["compaction"].get("flushed")  # back to the configured 10,000
+    low = cli("retention", "run", "--disk-low-bytes", str(1 << 62), "--json")
+    assert low.code == 0 and low.json()["disk"]["threshold_bytes"] == 1 << 62
+    assert cli("retention", "run", "--wave-documents", "0").code == 2

@@ -142,6 +142,75 @@ def test_sigkill_mid_wave_then_rerun_is_idempotent(path, kill_at):
     assert code == 0 and report["expired"] == []
 
 
+BATCH_KILL_POINTS = [
+    "wave_before_batch",
+    "wave_before_batch:3",
+    "wave_after_batch",
+    "wave_after_batch:2",
+    "wave_after_tombstone:70",
+    "archive_purge_final:2",
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_at", BATCH_KILL_POINTS)
+def test_sigkill_around_the_batched_wave_then_rerun_is_idempotent(path, kill_at):
+    """A wave's tombstones, the deletes that fit its purge budget and its cursor are
+    one batch: killed before it, the wave is redone whole; after it, nothing is redone."""
+    with ArchiveStore.open_primary(path) as store:
+        docs = populate(store, 300)
+        due = [loc for loc, (_, d) in docs.items() if d]
+        protected = {due[5], due[60]}
+        store.pin(due[5], now=NOW)
+        store.acquire_leases("agent", "p", [due[60]], ttl=20 * DAY, now=NOW - 11 * DAY)
+    # 64 documents a wave, 200 deletes of purge budget: some versions purged in the
+    # wave's batch, the rest queued for the purge that follows
+    code, _, err = child("wave", str(path), str(NOW), "64", "200", env={"MEMORYD_KILL_AT": kill_at})
+    assert code == -signal.SIGKILL, err
+    with ArchiveStore.open_primary(path) as store:
+        check_invariants(store, docs, protected=protected)
+    code, report, err = child("wave", str(path), str(NOW), "64", "200")
+    assert code == 0, err
+    with ArchiveStore.open_primary(path) as store:
+        live, expired = check_invariants(store, docs, protected=protected)
+        assert expired == len(due) - 2 and live == 300 - expired
+        assert store.pending_purge() == 0 and store.verify_postings()["ok"]
+        assert all(store.version_info(loc).purged for loc in due if loc not in protected)
+        assert store.counts()["versions"]["expired"] == expired
+
+
+def test_a_wave_purges_what_fits_its_budget_in_the_same_batch(store):
+    docs = populate(store, 40)
+    entries = store.expiry_entries(until=NOW, limit=100)
+    done = store.retire_due(
+        entries, now=NOW, deadline_of=POLICY.expires_at, cursor_name="w", cursor_value=None
+    )
+    assert done.outcomes == ["expired"] * 20 and done.purged_versions == 20
+    assert store.pending_purge() == 0 and store.get_cursor("w") is None
+    check_invariants(store, docs)
+    assert store.verify_postings()["ok"]
+
+
+def test_the_purge_queue_resumes_at_its_head_and_wraps_around(store):
+    old = NOW - 100 * DAY
+    for i in range(30):
+        text = f"due{i} words of an old session"
+        store.append("p", "conversation", text, created_at=old, expires_at=old, doc_id=f"m{i:02d}")
+    store.append("p", "conversation", "first in key order", created_at=NOW, expires_at=None,
+                 doc_id="a0")  # fmt: skip
+    entries = store.expiry_entries(until=NOW, limit=100)
+    store.retire_due(entries, now=NOW, cursor_name="w", cursor_value=None, purge_keys=0)
+    assert store.pending_purge() == 30
+    first = store.purge_pending(max_keys=40)  # whole versions packed into one batch
+    assert first.remaining and first.versions >= 2
+    # a version tombstoned now sorts before the head: the queue wraps around to it
+    store.forget(["a0"], now=NOW)
+    while store.purge_pending(max_keys=40).remaining:
+        pass
+    assert store.pending_purge() == 0 and store.verify_postings()["ok"]
+    assert store.version_info("a0@1").purged and store.version_info("m00@1").purged
+
+
 @pytest.mark.slow
 def test_sigkill_right_after_flush_then_rerun(path):
     with ArchiveStore.open_primary(path) as store:

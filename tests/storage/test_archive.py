@@ -461,3 +461,91 @@ def test_secondary_in_another_process_catches_up(tmp_path):
         proc.wait(timeout=30)
         primary.close()
     assert seed.locator
+
+
+def test_cleanup_removes_exposure_records_of_retired_documents(store):
+    kept, gone = add(store, "still live"), add(store, "forgotten soon")
+    assert store.record_access([kept.locator, gone.locator], now=NOW) == 2
+    assert store.cleanup_access_records(before=NOW - DAY, limit=10) == 0  # both recent, live
+    store.forget([gone.doc_id], now=NOW)
+    assert store.cleanup_access_records(before=NOW - DAY, limit=10) == 1
+    assert store.access_buckets(gone.doc_id) == [] and len(store.access_buckets(kept.doc_id)) == 1
+    # bounded: one record looked at per call, the cursor carries the sweep on
+    for i in range(3):
+        store.record_access([add(store, f"doc {i}").locator], now=NOW)
+    store.forget([d.doc_id for d in store.documents() if d.doc_id != kept.doc_id], now=NOW)
+    cleaned = [store.cleanup_access_records(before=NOW - DAY, limit=1) for _ in range(6)]
+    assert sum(cleaned) == 3 and max(cleaned) == 1
+    assert len(store.access_buckets(kept.doc_id)) == 1
+
+
+def test_a_session_lease_protects_the_sessions_current_versions(store):
+    old = dict(created=NOW - 100 * DAY, ttl=1)  # due at NOW
+    first = add(store, "session turn one", session="s1", **old)
+    other = add(store, "another session", session="s2", **old)
+    store.acquire_leases("agent", "p", [], sessions=["s1"], ttl=30 * DAY, now=NOW - DAY)
+    assert store.protection(first.locator, now=NOW) == "session:agent"
+    assert store.protection(other.locator, now=NOW) is None
+    # a later version of the session's document is protected, the superseded one not
+    second = add(store, "session turn one, edited", session="s1", doc_id=first.doc_id, **old)
+    assert store.protection(second.locator, now=NOW) == "session:agent"
+    assert store.protection(first.locator, now=NOW) is None
+    expire_all_due(store, NOW)
+    assert store.get(second.locator)["status"] == "live"
+    assert store.get(other.locator)["status"] == "expired"
+    lease = store.client_lease("agent", now=NOW)
+    assert lease["sessions"] == ["p/s1"] and lease["locators"] == []
+    with pytest.raises(LeaseRejected) as exc:
+        store.acquire_leases("agent", "p", [], sessions=["nope"], ttl=60, now=NOW)
+    assert exc.value.rejected == {"session:nope": "missing"}
+    # the lease lapses: its session references are cleaned and protect nothing
+    assert store.cleanup_expired_leases(now=NOW + 40 * DAY) >= 1
+    assert store.client_lease("agent", now=NOW + 40 * DAY)["sessions"] == []
+    assert store.protection(second.locator, now=NOW + 40 * DAY) is None
+    assert store.release_leases("agent") == 0
+
+
+def test_renew_writes_a_new_generation_and_the_old_entry_is_harmless(store):
+    v = add(store, "renew me", created=NOW - 20 * DAY, ttl=DAY)  # due at NOW
+    old = due_entries(store, NOW)
+    assert [e.locator for e in old] == [v.locator]
+    gen = store.renew(v.locator, NOW + 30 * DAY)
+    info = store.version_info(v.locator)
+    assert gen == old[0].generation + 1 and info.override and info.expires_at == NOW + 30 * DAY
+    assert store.retire_expired(old[0], now=NOW) == "stale"  # the old entry is harmless
+    assert expire_all_due(store, NOW) == [] and store.get(v.locator)["status"] == "live"
+    assert expire_all_due(store, NOW + 31 * DAY) == ["expired"]
+    with pytest.raises(NotLive):
+        store.renew(v.locator, None)
+    w1 = add(store, "first")
+    add(store, "second", doc_id=w1.doc_id)
+    with pytest.raises(NotLive):
+        store.renew(w1.locator, NOW + DAY)
+
+
+def test_a_derived_document_outlives_none_of_its_sources_unless_promoted(store):
+    a = add(store, "source a", created=NOW - 20 * DAY, ttl=DAY)
+    b = add(store, "source b", created=NOW - DAY, ttl=5 * DAY)
+    d = store.append("p", "derived", "facts from a and b", created_at=NOW - DAY,
+                     expires_at=NOW + 30 * DAY, sources=(a.locator, b.locator))  # fmt: skip
+    kept = store.append("p", "derived", "facts from b, promoted", created_at=NOW - DAY,
+                        expires_at=None, sources=(b.locator,))  # fmt: skip
+    assert store.version_info(d.locator).expires_at is None  # follows its sources
+    expire_all_due(store, NOW)  # a expires; b still live: d stays
+    assert store.get(a.locator)["status"] == "expired"
+    assert store.get(d.locator)["status"] == "live"
+    store.promote(kept.locator, "durable", None)
+    done = store.retire_due(  # b expires: d with it, the promoted one stays
+        due_entries(store, NOW + 10 * DAY), now=NOW + 10 * DAY, cursor_name="w", cursor_value=None
+    )
+    assert done.outcomes == ["expired"] and done.followed == [d.locator]
+    assert store.get(b.locator)["status"] == "expired"
+    assert store.get(d.locator)["status"] == "expired"
+    assert store.get(kept.locator)["status"] == "live"
+    assert store.version_info(kept.locator).cls == "durable"
+    with pytest.raises(BadArchiveInput):
+        store.promote(kept.locator, "durable", None)  # not derived any more
+    with pytest.raises(NotLive):
+        store.append("p", "derived", "from a retired source", created_at=NOW,
+                     expires_at=None, sources=(a.locator,))  # fmt: skip
+    assert store.verify_postings()["ok"]

@@ -125,6 +125,38 @@ def test_families_are_distinct():
         keys.ACCESS,
         keys.REQUEST,
         keys.CURSOR,
+        keys.SESSION_REF,
+        keys.SESSION_FWD,
+        keys.DERIVED,
     ]
     assert len(set(families)) == len(families)
     assert all(len(f) == 1 for f in families)
+
+
+@given(projects, st.lists(terms, max_size=5), ids, versions)
+def test_postings_of_is_posting_for_each_term(project, term_list, doc, ver):
+    version = keys.dv(doc, ver)
+    want = [keys.posting(project, t, version) for t in term_list]
+    assert keys.postings_of(project, term_list, version) == want
+
+
+sessions = st.text(
+    st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), min_size=1
+).map(str.encode)
+
+
+@given(projects, sessions, ids)
+def test_session_references_round_trip(project, session, client):
+    ref = keys.session_ref(project, session, client)
+    assert ref.startswith(keys.session_ref_prefix(project, session))
+    assert keys.session_ref_client(ref, project, session) == client
+    fwd = keys.session_fwd(client, project, session)
+    assert fwd.startswith(keys.session_fwd_prefix(client))
+    assert keys.parse_session_fwd(fwd, client) == (project, session)
+
+
+@given(ids, ids)
+def test_derived_references_round_trip(source, derived):
+    key = keys.derived(source, derived)
+    assert key.startswith(keys.derived_prefix(source))
+    assert keys.derived_doc_of(key, source) == derived

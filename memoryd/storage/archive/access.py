@@ -11,6 +11,8 @@ from memoryd.storage.archive.records import parse_locator
 
 #: Width of a coarse access-record bucket (at most one record per document per bucket).
 DEFAULT_ACCESS_BUCKET_SECONDS = 86400
+#: Cursor of the sweep for exposure records of retired documents.
+ACCESS_SWEEP = "archive.access_sweep"
 
 
 class AccessMixin(StoreCore):
@@ -54,16 +56,43 @@ class AccessMixin(StoreCore):
         limit: int = 1000,
         bucket_seconds: int = DEFAULT_ACCESS_BUCKET_SECONDS,
     ) -> int:
-        """Delete access records of buckets that start before ``before`` (at most ``limit``)."""
+        """Delete at most ``limit`` access records in all: those of buckets that start
+        before ``before``, then (with what is left of ``limit``) exposure records of
+        documents with no live version any more, swept from a cursor that wraps."""
         self._need_primary()
         end = keys.access_bucket(int(before // bucket_seconds))
         with self._lock:
             batch = Batch()
-            n = 0
             for key, _ in self._scan(keys.ACCESS, end, fill_cache=False):
-                if n >= limit:
+                if batch.deleted >= limit:
                     break
                 batch.delete(key)
-                n += 1
+            self._sweep_retired_access(batch, limit, after=end)
             self._write(batch)
-            return n
+            return batch.deleted
+
+    def _sweep_retired_access(self, batch: Batch, limit: int, *, after: bytes) -> None:
+        """Look at up to what is left of ``limit`` records from the sweep cursor (never
+        before ``after``: the old buckets just deleted); delete those naming a document
+        without a live version (its source expired or was forgotten)."""
+        budget = limit - batch.deleted
+        if budget <= 0:
+            return
+        start = max(self._get(keys.cursor(ACCESS_SWEEP)) or keys.ACCESS, after)
+        live: dict[bytes, bool] = {}
+        last = None
+        for key, _ in self._scan(start, keys.prefix_end(keys.ACCESS), fill_cache=False):
+            if budget <= 0:
+                break
+            budget -= 1
+            last = key
+            doc = keys.parse_access(key)[1]
+            if doc not in live:
+                ledger = self._ledger(doc, batch)
+                live[doc] = bool(ledger) and any(v["status"] == "live" for v in ledger["versions"])
+            if not live[doc]:
+                batch.delete(key)
+        if budget > 0 or last is None:  # reached the end: the next sweep starts over
+            batch.wb.delete(keys.cursor(ACCESS_SWEEP))
+        else:
+            batch.put(keys.cursor(ACCESS_SWEEP), last + b"\x00")

@@ -19,10 +19,16 @@ import orjson
 from rocksdict import AccessType, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 from memoryd import killpoints
-from memoryd.errors import ArchiveBusy, ArchiveError, ArchiveReadOnly, BadArchiveInput
+from memoryd.errors import (
+    ArchiveBusy,
+    ArchiveError,
+    ArchiveReadOnly,
+    BadArchiveInput,
+    LocatorNotFound,
+)
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.codec import CURRENT_PAYLOAD_FORMAT, PAYLOAD_FORMATS
-from memoryd.storage.archive.records import VersionInfo
+from memoryd.storage.archive.records import VersionInfo, parse_locator
 
 #: Width of an expiry time bucket, fixed when the archive is created (stored in meta).
 DEFAULT_BUCKET_SECONDS = 3600
@@ -37,6 +43,10 @@ class Batch:
     df: Counter[tuple[bytes, str]] = field(default_factory=Counter)
     corpus: dict[bytes, list[int]] = field(default_factory=dict)
     deleted: int = 0
+    reads: dict[bytes, bytes | None] = field(default_factory=dict)
+    """Values read ahead in one multi-get (keys the batch does not change)."""
+    rev_iter: Any = None  # one iterator over reverse lease references, reused by seeks
+    followed: list[str] = field(default_factory=list)  # derived versions expired with a source
 
     def put(self, key: bytes, value: bytes) -> None:
         self.wb.put(key, value)
@@ -247,14 +257,52 @@ class StoreCore:
     def _prefix(self, prefix: bytes, **kw: Any) -> Iterator[tuple[bytes, bytes]]:
         return self._scan(prefix, keys.prefix_end(prefix), **kw)
 
+    def _get(self, key: bytes, batch: Batch | None = None) -> bytes | None:
+        """A value, from ``batch``'s read-ahead when it holds the key."""
+        if batch is not None and key in batch.reads:
+            return batch.reads[key]
+        return self._db.get(key)
+
+    def _read_ahead(self, batch: Batch, wanted: list[bytes]) -> None:
+        """Fetch ``wanted`` in one multi-get into ``batch.reads``."""
+        batch.reads.update(zip(wanted, self._db.get(wanted), strict=True))
+
     def _ledger(self, doc: bytes, batch: Batch | None = None) -> dict[str, Any] | None:
         key = keys.doc(doc)
         if batch is not None and key in batch.ledgers:
             return batch.ledgers[key]
-        return self._get_json(key)
+        raw = self._get(key, batch)
+        return None if raw is None else orjson.loads(raw)
 
-    def _is_pinned(self, doc: bytes) -> bool:
-        return keys.pin(doc) in self._db
+    def _version_ledger(self, locator: str) -> tuple[bytes, int, dict[str, Any]]:
+        """``(doc, version, ledger)`` of a locator; raises :class:`LocatorNotFound`."""
+        doc_id, ver = parse_locator(locator)
+        ledger = self._ledger(doc_id.encode())
+        if ledger is None or ver > len(ledger["versions"]):
+            raise LocatorNotFound(f"no archived version {locator}")
+        return doc_id.encode(), ver, ledger
+
+    def _is_pinned(self, doc: bytes, batch: Batch | None = None) -> bool:
+        key = keys.pin(doc)
+        if batch is not None and key in batch.reads:
+            return batch.reads[key] is not None
+        return key in self._db
+
+    def _rev_refs(self, version: bytes, batch: Batch | None) -> Iterator[tuple[bytes, bytes]]:
+        """Reverse lease references of a version (with a batch: one reused iterator)."""
+        prefix = keys.rev_prefix(version)
+        if batch is None:
+            yield from self._prefix(prefix, fill_cache=False)
+            return
+        if batch.rev_iter is None:
+            ropt = ReadOptions()
+            ropt.fill_cache(False)
+            batch.rev_iter = self._db.iter(ropt)
+        it = batch.rev_iter
+        it.seek(prefix)
+        while it.valid() and it.key().startswith(prefix):
+            yield it.key(), it.value()
+            it.next()
 
     def _expiry_key(self, expires_at: float, cls: str, doc: bytes, ver: int) -> bytes:
         bucket = int(expires_at // self.bucket_seconds)

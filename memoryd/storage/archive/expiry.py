@@ -7,12 +7,21 @@ generation. A stale generation is harmless: the wave drops it.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-from memoryd.errors import LocatorNotFound
+from memoryd.errors import BadArchiveInput, NotLive
 from memoryd.storage.archive import keys
-from memoryd.storage.archive.core import Batch, StoreCore
-from memoryd.storage.archive.records import ExpiryEntry, parse_locator
+from memoryd.storage.archive.core import Batch, StoreCore, killpoint
+from memoryd.storage.archive.records import (
+    DueReport,
+    ExpiryEntry,
+    check_class,
+    check_epoch,
+)
+
+#: A class policy: ``(class, created_at) -> deadline`` (None: never).
+DeadlineOf = Callable[[str, float], float | None]
 
 
 class ExpiryMixin(StoreCore):
@@ -75,28 +84,164 @@ class ExpiryMixin(StoreCore):
         """
         self._need_primary()
         now = time.time() if now is None else now
-        doc = entry.doc_id.encode()
         with self._lock:
-            ledger = self._ledger(doc)
-            v = None
-            if ledger is not None and entry.version <= len(ledger["versions"]):
-                v = ledger["versions"][entry.version - 1]
-            if v is None or v["gen"] != entry.generation or v["status"] != "live":
-                batch = Batch()
-                batch.wb.delete(entry.key)
-                self._write(batch)
-                return "stale"
-            if v["expires_at"] is None or v["expires_at"] > now:
-                return "not_due"
-            if self._is_pinned(doc):
-                return "pinned"
-            if self._protected_by_lease(doc, entry.version, now):
-                return "leased"
             batch = Batch()
-            self._retire(batch, doc, ledger, entry.version, "expired", now)
-            batch.wb.delete(entry.key)
+            outcome = self._decide(batch, entry, now)
             self._write(batch)
-            return "expired"
+            return outcome
+
+    def retire_due(
+        self,
+        entries: Sequence[ExpiryEntry],
+        *,
+        now: float,
+        deadline_of: DeadlineOf | None = None,
+        cursor_name: str,
+        cursor_value: bytes | None,
+        purge_keys: int = 4096,
+    ) -> DueReport:
+        """One retention wave's changes in one WriteBatch, synced once.
+
+        Each entry gets :meth:`retire_expired`'s checks (generation, deadline,
+        pin, leases), first re-deriving its deadline with ``deadline_of``
+        when it is not an explicit one (``"reindexed"``: the class's age grew
+        or went to never). Retired versions whose postings and payload fit in
+        ``purge_keys`` deletes (all of them together) are purged in the same
+        batch; the rest are queued. The cursor ``cursor_name`` is set to
+        ``cursor_value`` (None: cleared) in the same batch, so a crash before
+        the write redoes the whole wave and a crash after it redoes nothing.
+        """
+        self._need_primary()
+        report = DueReport()
+        with self._lock:
+            batch = Batch()
+            self._read_ahead(batch, self._wave_keys(entries))
+            for entry in entries:
+                outcome = self._decide(
+                    batch,
+                    entry,
+                    now,
+                    deadline_of=deadline_of,
+                    purge_budget=purge_keys - batch.deleted,
+                )
+                report.outcomes.append(outcome)
+                if outcome == "expired":
+                    ledger = self._ledger(entry.doc_id.encode(), batch)
+                    v = ledger["versions"][entry.version - 1] if ledger else {}
+                    report.purged_versions += bool(v.get("purged"))
+            report.keys_deleted = batch.deleted
+            report.followed = batch.followed
+            if cursor_value is None:
+                batch.wb.delete(keys.cursor(cursor_name))
+            else:
+                batch.put(keys.cursor(cursor_name), cursor_value)
+            killpoint("wave_before_batch")
+            self._write(batch)
+            killpoint("wave_after_batch")
+        return report
+
+    @staticmethod
+    def _wave_keys(entries: Sequence[ExpiryEntry]) -> list[bytes]:
+        """What the checks of these entries read: ledgers, pins, retrieval leases, payloads."""
+        wanted: list[bytes] = []
+        for entry in entries:
+            doc = entry.doc_id.encode()
+            version = keys.dv(doc, entry.version)
+            wanted += (keys.doc(doc), keys.pin(doc), keys.rlease(version), keys.payload(version))
+        return list(dict.fromkeys(wanted))
+
+    def _decide(
+        self,
+        batch: Batch,
+        entry: ExpiryEntry,
+        now: float,
+        *,
+        deadline_of: DeadlineOf | None = None,
+        purge_budget: int = 0,
+    ) -> str:
+        """The outcome of one expiry entry, its changes written into ``batch``."""
+        doc = entry.doc_id.encode()
+        ledger = self._ledger(doc, batch)
+        v = None
+        if ledger is not None and entry.version <= len(ledger["versions"]):
+            v = ledger["versions"][entry.version - 1]
+        if v is None or v["gen"] != entry.generation or v["status"] != "live":
+            batch.wb.delete(entry.key)
+            return "stale"
+        if deadline_of is not None and not v.get("override", False):
+            deadline = deadline_of(ledger["class"], v["created_at"])
+            if deadline != v["expires_at"] and (deadline is None or deadline > now):
+                self._move_expiry(batch, doc, ledger, entry.version, deadline, override=False)
+                return "reindexed"
+        if v["expires_at"] is None or v["expires_at"] > now:
+            return "not_due"
+        if self._is_pinned(doc, batch):
+            return "pinned"
+        if self._protected_by_lease(doc, entry.version, now, batch, ledger):
+            return "leased"
+        self._retire(batch, doc, ledger, entry.version, "expired", now, purge_budget=purge_budget)
+        batch.wb.delete(entry.key)
+        return "expired"
+
+    def _move_expiry(
+        self,
+        batch: Batch,
+        doc: bytes,
+        ledger: dict[str, Any],
+        ver: int,
+        expires_at: float | None,
+        *,
+        override: bool,
+    ) -> int:
+        """A new deadline under a new generation (the old entry goes; a pinned
+        document gets no entry). Returns the new generation."""
+        v = ledger["versions"][ver - 1]
+        if v["expires_at"] is not None:
+            batch.wb.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
+        v["gen"] += 1
+        v["expires_at"] = expires_at
+        v["override"] = override
+        if expires_at is not None and not self._is_pinned(doc):
+            batch.put(
+                self._expiry_key(expires_at, ledger["class"], doc, ver), keys.U32.pack(v["gen"])
+            )
+        batch.ledgers[keys.doc(doc)] = ledger
+        return v["gen"]
+
+    def renew(self, locator: str, expires_at: float | None) -> int:
+        """Explicitly renew a live version's expiry: a new generation with an explicit
+        deadline (``None``: never); the old expiry entry becomes harmless. Raises
+        :class:`NotLive` for an expired or superseded version."""
+        if expires_at is not None:
+            check_epoch("expires_at", expires_at)
+        gen = self.set_expiry(locator, expires_at, override=True)
+        if gen is None:
+            status = self.version_info(locator).status
+            raise NotLive(f"{locator} is {status}; only a live version can be renewed")
+        return gen
+
+    def promote(self, locator: str, cls: str, expires_at: float | None) -> None:
+        """Move a live derived document (``locator``: its current version) to class
+        ``cls`` with deadline ``expires_at``: it no longer follows its sources.
+        Raises :class:`NotLive` or :class:`BadArchiveInput`."""
+        self._need_primary()
+        check_class(cls)
+        with self._lock:
+            doc, ver, ledger = self._version_ledger(locator)
+            if ver != ledger["current"] or ledger["versions"][ver - 1]["status"] != "live":
+                raise NotLive(f"{locator} is not the live current version of its document")
+            if ledger["class"] != "derived" or cls == "derived":
+                raise BadArchiveInput(
+                    f"promote moves a derived document to another class ({locator} is "
+                    f"{ledger['class']}, asked for {cls})"
+                )
+            batch = Batch()
+            self._move_expiry(batch, doc, ledger, ver, None, override=False)
+            ledger["class"] = cls
+            ledger["promoted_from"] = ledger.pop("sources", [])
+            if expires_at is not None:
+                self._move_expiry(batch, doc, ledger, ver, expires_at, override=False)
+            self._write(batch)
 
     def set_expiry(
         self,
@@ -115,27 +260,14 @@ class ExpiryMixin(StoreCore):
         or None when nothing changed (not live, or generation moved on).
         """
         self._need_primary()
-        doc_id, ver = parse_locator(locator)
-        doc = doc_id.encode()
         with self._lock:
-            ledger = self._ledger(doc)
-            if ledger is None or ver > len(ledger["versions"]):
-                raise LocatorNotFound(f"no archived version {locator}")
+            doc, ver, ledger = self._version_ledger(locator)
             v = ledger["versions"][ver - 1]
             if v["status"] != "live":
                 return None
             if expected_generation is not None and v["gen"] != expected_generation:
                 return None
             batch = Batch()
-            if v["expires_at"] is not None:
-                batch.wb.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
-            v["gen"] += 1
-            v["expires_at"] = expires_at
-            v["override"] = override
-            if expires_at is not None and not self._is_pinned(doc):
-                batch.put(
-                    self._expiry_key(expires_at, ledger["class"], doc, ver), keys.U32.pack(v["gen"])
-                )
-            batch.ledgers[keys.doc(doc)] = ledger
+            gen = self._move_expiry(batch, doc, ledger, ver, expires_at, override=override)
             self._write(batch)
-            return v["gen"]
+            return gen

@@ -19,6 +19,10 @@ every version of one document is contiguous and in version order::
     o expires_ms:u64 client      owner expiry index -> epoch
     F client 0 dv                forward lease reference -> epoch
     R dv client                  reverse lease reference -> epoch
+    W project 0 session 0 client session lease reference -> epoch (the session's
+                                 current versions)
+    Y client 0 project 0 session forward session lease reference -> epoch
+    X source_doc 0 derived_doc   a derived document names a source document
     Q dv                         retrieval lease -> expires_ms (u64)
     q expires_ms:u64 dv          retrieval lease expiry index
     G bucket:u64 doc             coarse access record
@@ -55,6 +59,7 @@ FWD, REV, RLEASE, RLEASE_EXP, ACCESS, REQUEST, CURSOR = (
     b"I",
     b"K",
 )
+SESSION_REF, SESSION_FWD, DERIVED = b"W", b"Y", b"X"
 
 FORMAT = META + b"format"
 DEGRADED = META + b"degraded"
@@ -133,6 +138,12 @@ def posting(project: bytes, term: bytes, version: bytes) -> bytes:
     return posting_prefix(project, term) + version
 
 
+def postings_of(project: bytes, terms: list[bytes], version: bytes) -> list[bytes]:
+    """The posting keys of one version's terms (:func:`posting` for many at once)."""
+    head, tail = POSTING + project + SEP, SEP + version
+    return [head + term + tail for term in terms]
+
+
 def parse_posting(key: bytes) -> tuple[bytes, bytes, bytes]:
     """``(project, term, dv)`` of a posting key."""
     i = key.index(SEP, 1)
@@ -150,6 +161,16 @@ def corpus(project: bytes) -> bytes:
 
 def corpus_project(key: bytes) -> bytes:
     return key[1:]
+
+
+def content_ranges(project: bytes | None = None) -> list[tuple[bytes, bytes | None]]:
+    """The key ranges that hold content or its terms: payloads, postings and term
+    statistics (only ``project``'s postings and statistics when given)."""
+    if project is None:
+        families = (PAYLOAD, POSTING, TERMSTAT)
+        return [(f, prefix_end(f)) for f in families]
+    own = (POSTING + project + SEP, TERMSTAT + project + SEP)
+    return [(PAYLOAD, prefix_end(PAYLOAD))] + [(p, prefix_end(p)) for p in own]
 
 
 # ---- expiry index and purge queue
@@ -175,6 +196,18 @@ def purge(version: bytes) -> bytes:
 
 def purge_version(key: bytes) -> bytes:
     return key[1:]
+
+
+def derived_prefix(source_doc: bytes) -> bytes:
+    return DERIVED + source_doc + SEP
+
+
+def derived(source_doc: bytes, derived_doc: bytes) -> bytes:
+    return derived_prefix(source_doc) + derived_doc
+
+
+def derived_doc_of(key: bytes, source_doc: bytes) -> bytes:
+    return key[len(source_doc) + 2 :]
 
 
 # ---- pins, leases, retrieval leases
@@ -224,6 +257,32 @@ def rev(version: bytes, client: bytes) -> bytes:
 
 def rev_client(key: bytes, version: bytes) -> bytes:
     return key[len(version) + 1 :]
+
+
+def session_ref_prefix(project: bytes, session: bytes) -> bytes:
+    return SESSION_REF + project + SEP + session + SEP
+
+
+def session_ref(project: bytes, session: bytes, client: bytes) -> bytes:
+    return session_ref_prefix(project, session) + client
+
+
+def session_ref_client(key: bytes, project: bytes, session: bytes) -> bytes:
+    return key[len(project) + len(session) + 3 :]
+
+
+def session_fwd_prefix(client: bytes) -> bytes:
+    return SESSION_FWD + client + SEP
+
+
+def session_fwd(client: bytes, project: bytes, session: bytes) -> bytes:
+    return session_fwd_prefix(client) + project + SEP + session
+
+
+def parse_session_fwd(key: bytes, client: bytes) -> tuple[bytes, bytes]:
+    """``(project, session)`` of a forward session reference of ``client``."""
+    project, _, session = key[len(client) + 2 :].partition(SEP)
+    return project, session
 
 
 def rlease(version: bytes) -> bytes:

@@ -7,12 +7,12 @@ import hashlib
 import secrets
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
 
-from memoryd.errors import ArchiveError, ForeignProject, LocatorNotFound
+from memoryd.errors import ArchiveError, ForeignProject, LocatorNotFound, NotLive
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.core import Batch, StoreCore, killpoint
 from memoryd.storage.archive.keys import CLASSES
@@ -33,6 +33,9 @@ from memoryd.storage.archive.records import (
     parse_locator,
     utc_iso,
 )
+
+#: Cursor of the purge queue's head (the queue key of the last version purged).
+PURGE_HEAD = "archive.purge_head"
 
 
 class LedgersMixin(StoreCore):
@@ -106,7 +109,7 @@ class LedgersMixin(StoreCore):
             ledger = orjson.loads(raw)
             if project is not None and ledger["project"] != project:
                 continue
-            doc = key[1:]
+            doc = keys.doc_of(key)
             out.append(self._info(doc.decode(), ledger, ledger["current"], self._is_pinned(doc)))
             if len(out) >= limit:
                 break
@@ -151,10 +154,20 @@ class LedgersMixin(StoreCore):
         meta: dict[str, Any] | None = None,
         request_id: str | None = None,
         now: float | None = None,
+        sources: Sequence[str] = (),
     ) -> AppendResult:
         """Archive one version (one WriteBatch). See :meth:`append_many`."""
         item = NewVersion(
-            project, cls, content, created_at, expires_at, doc_id, session, meta, request_id
+            project,
+            cls,
+            content,
+            created_at,
+            expires_at,
+            doc_id,
+            session,
+            meta,
+            request_id,
+            tuple(sources),
         )
         return self.append_many([item], now=now)[0]
 
@@ -170,6 +183,10 @@ class LedgersMixin(StoreCore):
         the deadline the policy computed from it (``None``: never). A
         ``request_id`` already applied returns its first answer with
         ``created=False`` and writes nothing (idempotent jobs).
+
+        A derived document may name ``sources`` (live locators of its project):
+        it then has no deadline of its own and expires when its last source
+        document has no live version left (:meth:`promote` ends that).
 
         Raises :class:`BadArchiveInput`, :class:`ForeignProject`, and whatever
         :attr:`admission` raises (:class:`DiskLow`).
@@ -192,6 +209,8 @@ class LedgersMixin(StoreCore):
             if it.expires_at is not None:
                 check_epoch("expires_at", it.expires_at)
             payload = codec.encode_payload(it.content, it.meta, self.payload_format)
+            if it.sources and it.cls != "derived":
+                raise BadArchiveInput("only a derived document names sources")
             prepared.append((it, project, payload))
         if self.admission is not None:
             self.admission(sum(len(p) for _, _, p in prepared))
@@ -261,9 +280,9 @@ class LedgersMixin(StoreCore):
             {
                 "status": "live",
                 "created_at": it.created_at,
-                "expires_at": it.expires_at,
+                "expires_at": None if it.sources else it.expires_at,
                 "gen": 1,
-                "override": False,
+                "override": bool(it.sources),  # follows its sources, not the class age
                 "len": length,
                 "size": len(payload),
                 "sha256": hashlib.sha256(it.content.encode()).hexdigest(),
@@ -272,6 +291,8 @@ class LedgersMixin(StoreCore):
         )
         ledger["current"] = ver
         batch.ledgers[keys.doc(doc)] = ledger
+        if it.sources:
+            self._link_sources(batch, doc, ledger, it.sources)
         dv = keys.dv(doc, ver)
         batch.put(keys.payload(dv), payload)
         for term, tf in counts.items():
@@ -280,7 +301,7 @@ class LedgersMixin(StoreCore):
         c = batch.corpus.setdefault(project, [0, 0])
         c[0] += 1
         c[1] += length
-        if it.expires_at is not None and not pinned:
+        if it.expires_at is not None and not it.sources and not pinned:
             batch.put(self._expiry_key(it.expires_at, it.cls, doc, ver), keys.U32.pack(1))
         locator = make_locator(doc_id, ver)
         if it.request_id is not None:
@@ -288,15 +309,30 @@ class LedgersMixin(StoreCore):
         return AppendResult(locator, doc_id, ver, True, superseded)
 
     def _retire(
-        self, batch: Batch, doc: bytes, ledger: dict[str, Any], ver: int, status: str, now: float
-    ) -> None:
-        """Tombstone a live version inside ``batch``: out of search and stats, queued for purge."""
+        self,
+        batch: Batch,
+        doc: bytes,
+        ledger: dict[str, Any],
+        ver: int,
+        status: str,
+        now: float,
+        *,
+        purge_budget: int = 0,
+    ) -> int:
+        """Tombstone a live version inside ``batch``: out of search and stats.
+
+        The payload is decoded once. When its postings and payload fit in
+        ``purge_budget`` deletes they go in the same batch (the version is
+        purged at once); otherwise it is queued for :meth:`purge_pending`.
+        Returns the keys deleted inline (0 when queued).
+        """
         v = ledger["versions"][ver - 1]
         if v["status"] != "live":
-            return
+            return 0
         dv = keys.dv(doc, ver)
-        raw = self._db.get(keys.payload(dv))
+        raw = self._get(keys.payload(dv), batch)
         project = ledger["project"].encode()
+        counts: dict[str, int] = {}
         if raw is not None:
             counts, _ = term_counts(codec.decode_payload(raw)["content"])
             for term in counts:
@@ -308,8 +344,63 @@ class LedgersMixin(StoreCore):
             batch.wb.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
         v["status"] = status
         v["retired_at"] = now
-        batch.put(keys.purge(dv), b"")
         batch.ledgers[keys.doc(doc)] = ledger
+        if status == "expired":
+            self._follow_sources(batch, doc, now)
+        if len(counts) + 1 > purge_budget:
+            batch.put(keys.purge(dv), b"")
+            return 0
+        before = batch.deleted
+        for key in keys.postings_of(project, [t.encode() for t in counts], dv):
+            batch.delete(key)
+        if raw is not None:
+            batch.delete(keys.payload(dv))
+        v["purged"] = True  # its request record stays: a redo answers "expired"
+        return batch.deleted - before
+
+    def _link_sources(
+        self, batch: Batch, doc: bytes, ledger: dict[str, Any], sources: Sequence[str]
+    ) -> None:
+        """Record a derived document's sources: live versions of its own project."""
+        for loc in dict.fromkeys(sources):
+            source_id, ver = parse_locator(loc)
+            source = self._ledger(source_id.encode(), batch)
+            if source is None or ver > len(source["versions"]):
+                raise LocatorNotFound(f"no archived version {loc} to derive from")
+            if source["project"] != ledger["project"]:
+                raise ForeignProject(f"source {loc} belongs to project {source['project']!r}")
+            if source["versions"][ver - 1]["status"] != "live":
+                raise NotLive(f"source {loc} is {source['versions'][ver - 1]['status']}")
+            batch.put(keys.derived(source_id.encode(), doc), b"")
+            source["derived"] = True  # its retirement looks for derived documents
+            batch.ledgers[keys.doc(source_id.encode())] = source
+        ledger["sources"] = sorted(set(ledger.get("sources", [])) | set(sources))
+
+    def _doc_live(self, doc: bytes, batch: Batch) -> bool:
+        ledger = self._ledger(doc, batch)
+        return bool(ledger) and ledger["versions"][ledger["current"] - 1]["status"] == "live"
+
+    def _follow_sources(self, batch: Batch, source: bytes, now: float) -> None:
+        """A source document lost its last live version: each derived document whose
+        sources are now all gone expires with it (in ``batch``), unless promoted;
+        a pinned or leased one gets the deadline now, for the wave after it lapses."""
+        ledger = self._ledger(source, batch)
+        if not ledger or not ledger.get("derived") or self._doc_live(source, batch):
+            return
+        for key, _ in self._prefix(keys.derived_prefix(source), fill_cache=False):
+            doc = keys.derived_doc_of(key, source)
+            ledger = self._ledger(doc, batch)
+            if ledger is None or ledger["class"] != "derived" or not self._doc_live(doc, batch):
+                continue
+            srcs = [parse_locator(loc)[0].encode() for loc in ledger.get("sources", [])]
+            if any(self._doc_live(s, batch) for s in srcs):
+                continue
+            cur = ledger["current"]
+            if self._is_pinned(doc) or self._protected_by_lease(doc, cur, now, batch, ledger):
+                self._move_expiry(batch, doc, ledger, cur, now, override=True)
+            else:
+                self._retire(batch, doc, ledger, cur, "expired", now)
+                batch.followed.append(make_locator(doc.decode(), cur))
 
     def forget(self, doc_ids: Sequence[str], *, now: float | None = None) -> list[str]:
         """Tombstone every live version of these documents now, pinned or leased
@@ -349,32 +440,31 @@ class LedgersMixin(StoreCore):
     def purge_pending(self, *, max_keys: int = 4096) -> PurgeReport:
         """Delete postings and payloads of tombstoned versions, at most ``max_keys`` keys.
 
-        Each WriteBatch deletes at most ``max_keys`` keys; a version's payload
-        goes last, with its purge-queue entry, so a crash anywhere leaves
-        work this call finishes later. Metadata stays in the ledger.
+        Whole versions are packed into one WriteBatch (with the queue's head
+        cursor); a version larger than the budget is deleted in chunks first,
+        each chunk with its resume point, and its payload goes last with its
+        purge-queue entry, so a crash anywhere leaves work this call finishes
+        later. Metadata stays in the ledger.
         """
         self._need_primary()
         budget = max(2, max_keys)
         versions = deleted = 0
+        remaining = False
         with self._lock:
-            for key, resume in list(self._prefix(keys.PURGE)):
-                if budget <= 0:
-                    return PurgeReport(versions, deleted, True)
-                dv = key[1:]
+            packed = Batch()
+            for key, resume in self._purge_queue():
+                left = budget - packed.deleted
+                dv = keys.purge_version(key)
                 doc_id, ver = keys.split_dv(dv)
-                doc = doc_id.encode()
-                ledger = self._ledger(doc)
+                ledger = self._ledger(doc_id.encode(), packed)
                 project = ledger["project"].encode() if ledger else b""
                 raw = self._db.get(keys.payload(dv))
-                terms: list[bytes] = []
-                if raw is not None:
-                    counts, _ = term_counts(codec.decode_payload(raw)["content"])
-                    terms = sorted(t.encode() for t in counts)
-                    if resume:
-                        terms = [t for t in terms if t > resume]
-                # Postings first, in term order, each chunk with its resume point...
-                while len(terms) >= budget:
-                    chunk, terms = terms[:budget], terms[budget:]
+                terms = self._purge_terms(raw, resume)
+                if left <= 0 or (packed.deleted and len(terms) + 1 > left):
+                    remaining = True  # the next call starts here (the head cursor)
+                    break
+                while len(terms) >= left:  # a version bigger than the budget, alone
+                    chunk, terms = terms[:left], terms[left:]
                     batch = Batch()
                     for term in chunk:
                         batch.delete(keys.posting(project, term, dv))
@@ -382,26 +472,43 @@ class LedgersMixin(StoreCore):
                     killpoint("archive_purge_chunk")
                     self._write(batch)
                     deleted += len(chunk)
-                    budget -= len(chunk)
+                    budget = left = budget - len(chunk)
                     if budget <= 0:
                         return PurgeReport(versions, deleted, True)
-                # ...then the last postings, the payload and the queue entry together.
-                final = Batch()
                 for term in terms:
-                    final.delete(keys.posting(project, term, dv))
+                    packed.delete(keys.posting(project, term, dv))
                 if raw is not None:
-                    final.delete(keys.payload(dv))
-                final.wb.delete(key)
+                    packed.delete(keys.payload(dv))
+                packed.wb.delete(key)
+                packed.put(keys.cursor(PURGE_HEAD), key)
                 if ledger is not None:
-                    v = ledger["versions"][ver - 1]
-                    v["purged"] = True  # its request record stays: a redo answers "expired"
-                    final.ledgers[keys.doc(doc)] = ledger
-                killpoint("archive_purge_final")
-                self._write(final)
-                deleted += final.deleted
-                budget -= final.deleted
+                    ledger["versions"][ver - 1]["purged"] = True  # a redo answers "expired"
+                    packed.ledgers[keys.doc(doc_id.encode())] = ledger
                 versions += 1
-        return PurgeReport(versions, deleted, False)
+            if versions:
+                killpoint("archive_purge_final")
+                self._write(packed)
+                deleted += packed.deleted
+        return PurgeReport(versions, deleted, remaining)
+
+    @staticmethod
+    def _purge_terms(raw: bytes | None, resume: bytes) -> list[bytes]:
+        """The posting terms of a payload still to delete (after ``resume``), in order."""
+        if raw is None:
+            return []
+        counts, _ = term_counts(codec.decode_payload(raw)["content"])
+        terms = sorted(t.encode() for t in counts)
+        return [t for t in terms if t > resume] if resume else terms
+
+    def _purge_queue(self) -> Iterator[tuple[bytes, bytes]]:
+        """The purge queue from its head (where the last purge ended), wrapping around:
+        a purge resumes where it stopped instead of re-reading the deleted front."""
+        head = self._db.get(keys.cursor(PURGE_HEAD))
+        if head is None:
+            yield from self._prefix(keys.PURGE)
+            return
+        yield from self._scan(head, keys.prefix_end(keys.PURGE))
+        yield from self._scan(keys.PURGE, head)
 
     def request_locator(self, request_id: str) -> str | None:
         """The locator an applied append request created, or None if never applied."""

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
-from rocksdict import WriteBatch
+from rocksdict import BottommostLevelCompaction, CompactOptions, WriteBatch
 
 from memoryd.storage.archive import keys
 from memoryd.storage.archive.core import StoreCore
@@ -79,6 +79,21 @@ class MetaMixin(StoreCore):
         self._need_primary()
         self._db.flush(True)
         self._db.flush_wal(True)
+
+    def compact_ranges(self, ranges: list[tuple[bytes, bytes | None]]) -> None:
+        """Flush, then compact each ``[begin, end)`` down to the last level, so the
+        deletes in it are dropped from every file (operator request: bounded I/O)."""
+        self._need_primary()
+        self.flush()
+        opts = CompactOptions()
+        opts.set_bottommost_level_compaction(BottommostLevelCompaction.force())
+        opts.set_exclusive_manual_compaction(False)
+        for begin, end in ranges:
+            self._db.compact_range(begin, end, opts)
+
+    def compact_content(self, project: str | None = None) -> None:
+        """:meth:`compact_ranges` over the ranges that held content (``project``'s only)."""
+        self.compact_ranges(keys.content_ranges(None if project is None else project.encode()))
 
     def compact_all(self) -> None:
         """Full manual compaction (operator request only: unbounded I/O)."""

@@ -16,7 +16,6 @@ from memoryd.errors import (
     LeaseExpired,
     LeaseNotFound,
     LeaseRejected,
-    LocatorNotFound,
     NotLive,
 )
 from memoryd.storage.archive import keys
@@ -46,19 +45,15 @@ class ProtectionsMixin(StoreCore):
         """
         self._need_primary()
         now = time.time() if now is None else now
-        doc_id, ver = parse_locator(locator)
-        doc = doc_id.encode()
         with self._lock:
-            ledger = self._ledger(doc)
-            if ledger is None or ver > len(ledger["versions"]):
-                raise LocatorNotFound(f"no archived version {locator}")
+            doc, ver, ledger = self._version_ledger(locator)
             v = ledger["versions"][ver - 1]
             if v["status"] != "live":
                 raise NotLive(f"{locator} is {v['status']}; pin a live version")
             existing = self._get_json(keys.pin(doc))
             if existing is not None:
                 return existing
-            record = {"doc_id": doc_id, "locator": locator, "pinned_at": now, "note": note}
+            record = {"doc_id": doc.decode(), "locator": locator, "pinned_at": now, "note": note}
             batch = Batch()
             batch.put(keys.pin(doc), orjson.dumps(record))
             cur = ledger["current"]
@@ -114,23 +109,43 @@ class ProtectionsMixin(StoreCore):
     def _owner(self, client: bytes) -> dict[str, Any] | None:
         return self._get_json(keys.owner(client))
 
-    def _protected_by_lease(self, doc: bytes, ver: int, now: float) -> str | None:
-        """``"retrieval"``, ``"lease:<client>"`` or None. Streams reverse references
-        uncached and returns at the first live owner."""
+    def _owner_live(self, client: bytes, epoch_raw: bytes, now: float) -> bool:
+        """A reference of ``client`` at this epoch protects: its owner has not lapsed."""
+        owner = self._owner(client)
+        return (
+            owner is not None
+            and owner["epoch"] == keys.U32.unpack(epoch_raw)[0]
+            and owner["expires_at"] > now
+        )
+
+    def _protected_by_lease(
+        self,
+        doc: bytes,
+        ver: int,
+        now: float,
+        batch: Batch | None = None,
+        ledger: dict[str, Any] | None = None,
+    ) -> str | None:
+        """``"retrieval"``, ``"lease:<client>"``, ``"session:<client>"`` (a lease on the
+        version's session, which protects its current version) or None. Streams
+        references uncached and returns at the first live owner."""
         dv = keys.dv(doc, ver)
-        raw = self._db.get(keys.rlease(dv))
+        raw = self._get(keys.rlease(dv), batch)
         if raw is not None and keys.U64.unpack(raw)[0] > ms(now):
             return "retrieval"
-        prefix = keys.rev_prefix(dv)
-        for key, epoch_raw in self._prefix(prefix, fill_cache=False):
+        for key, epoch_raw in self._rev_refs(dv, batch):
             client = keys.rev_client(key, dv)
-            owner = self._owner(client)
-            if (
-                owner is not None
-                and owner["epoch"] == keys.U32.unpack(epoch_raw)[0]
-                and owner["expires_at"] > now
-            ):
+            if self._owner_live(client, epoch_raw, now):
                 return "lease:" + client.decode()
+        ledger = self._ledger(doc, batch) if ledger is None else ledger
+        if ledger is None or not ledger.get("session") or ver != ledger["current"]:
+            return None
+        project, session = ledger["project"].encode(), ledger["session"].encode()
+        prefix = keys.session_ref_prefix(project, session)
+        for key, epoch_raw in self._prefix(prefix, fill_cache=False):
+            client = keys.session_ref_client(key, project, session)
+            if self._owner_live(client, epoch_raw, now):
+                return "session:" + client.decode()
         return None
 
     def protection(self, locator: str, *, now: float | None = None) -> str | None:
@@ -151,6 +166,7 @@ class ProtectionsMixin(StoreCore):
         *,
         ttl: float,
         now: float | None = None,
+        sessions: Sequence[str] = (),
     ) -> LeaseGrant:
         """Protect exact versions for ``client`` (an active-context lease), all or nothing.
 
@@ -163,14 +179,20 @@ class ProtectionsMixin(StoreCore):
         to ``now + ttl``) and every reference are published in one batch.
         A client whose lease had expired starts a new epoch: its old
         references never protect anything again.
+
+        ``sessions`` names sessions of ``project`` whose *current* versions the
+        lease protects, whichever they are when a wave looks (a version
+        appended later is protected, a superseded one no longer); a session
+        with no live document rejects the request (``session:NAME``:
+        ``missing``).
         """
         self._need_primary()
         now = time.time() if now is None else now
         cl = check_id("client id", client)
         check_project(project)
-        if not locators:
-            raise BadArchiveInput("a lease request names at least one locator")
-        if len(locators) > MAX_LEASE_TARGETS:
+        if not locators and not sessions:
+            raise BadArchiveInput("a lease request names at least one locator or session")
+        if len(locators) + len(sessions) > MAX_LEASE_TARGETS:
             raise BadArchiveInput(
                 f"a lease request may name at most {MAX_LEASE_TARGETS} versions, "
                 f"got {len(locators)}; split it"
@@ -206,12 +228,15 @@ class ProtectionsMixin(StoreCore):
                     rejected[loc] = "expired"
                     continue
                 targets.append((doc, ver, loc))
+            for session in dict.fromkeys(sessions):
+                if not self._session_live(project, session):
+                    rejected[f"session:{session}"] = "missing"
             if rejected:
                 named = ", ".join(f"{loc} ({why})" for loc, why in list(rejected.items())[:10])
                 more = f" and {len(rejected) - 10} more" if len(rejected) > 10 else ""
                 raise LeaseRejected(
                     f"lease request rejected whole, nothing leased: {len(rejected)} of "
-                    f"{len(locators)} targets are not leasable: {named}{more}",
+                    f"{len(locators) + len(sessions)} targets are not leasable: {named}{more}",
                     rejected,
                 )
             owner = self._owner(cl)
@@ -229,8 +254,34 @@ class ProtectionsMixin(StoreCore):
                 dv = keys.dv(doc, ver)
                 batch.put(keys.fwd(cl, dv), ep)
                 batch.put(keys.rev(dv, cl), ep)
+            p = project.encode()
+            for session in dict.fromkeys(sessions):
+                batch.put(keys.session_fwd(cl, p, session.encode()), ep)
+                batch.put(keys.session_ref(p, session.encode(), cl), ep)
             self._write(batch)
-            return LeaseGrant(client, epoch, expires, tuple(t[2] for t in targets))
+            return LeaseGrant(client, epoch, expires, tuple(t[2] for t in targets), tuple(sessions))
+
+    def _session_live(self, project: str, session: str) -> bool:
+        """Does ``session`` of ``project`` have a live document? (a ledger scan)"""
+        if not isinstance(session, str) or not session or "\x00" in session:
+            return False
+        for doc_id in self.session_documents(project, session):
+            ledger = self._ledger(doc_id.encode())
+            if ledger and ledger["versions"][ledger["current"] - 1]["status"] == "live":
+                return True
+        return False
+
+    def _drop_session_refs(self, batch: Batch, cl: bytes, limit: int | None = None) -> int:
+        """Delete ``cl``'s session references (at most ``limit``); returns how many."""
+        n = 0
+        for key, _ in self._prefix(keys.session_fwd_prefix(cl), fill_cache=False):
+            if limit is not None and n >= limit:
+                break
+            project, session = keys.parse_session_fwd(key, cl)
+            batch.delete(key)
+            batch.delete(keys.session_ref(project, session, cl))
+            n += 1
+        return n
 
     def _put_owner(
         self, batch: Batch, cl: bytes, epoch: int, expires: float, ttl: float, now: float
@@ -285,6 +336,7 @@ class ProtectionsMixin(StoreCore):
                     batch.delete(key)
                     batch.delete(keys.rev(dv, cl))
                     n += 1
+                n += self._drop_session_refs(batch, cl)
                 owner = self._owner(cl)
                 if owner is not None:
                     batch.delete(keys.owner(cl))
@@ -301,7 +353,8 @@ class ProtectionsMixin(StoreCore):
             return n
 
     def client_lease(self, client: str, *, now: float | None = None) -> dict[str, Any] | None:
-        """``{"client", "epoch", "expires_at" (ISO), "live", "locators"}`` or None."""
+        """``{"client", "epoch", "expires_at" (ISO), "live", "locators", "sessions"}``
+        or None (sessions as ``"project/session"``)."""
         now = time.time() if now is None else now
         cl = check_id("client id", client)
         owner = self._owner(cl)
@@ -311,12 +364,18 @@ class ProtectionsMixin(StoreCore):
         for key, ep in self._prefix(keys.fwd_prefix(cl)):
             if keys.U32.unpack(ep)[0] == owner["epoch"]:
                 locs.append(make_locator(*keys.split_dv(keys.fwd_version(key, cl))))
+        sessions = [
+            "/".join(part.decode() for part in keys.parse_session_fwd(key, cl))
+            for key, ep in self._prefix(keys.session_fwd_prefix(cl))
+            if keys.U32.unpack(ep)[0] == owner["epoch"]
+        ]
         return {
             "client": client,
             "epoch": owner["epoch"],
             "expires_at": utc_iso(owner["expires_at"]),
             "live": owner["expires_at"] > now,
             "locators": locs,
+            "sessions": sessions,
         }
 
     def cleanup_expired_leases(self, *, now: float | None = None, limit: int = 1000) -> int:
@@ -349,7 +408,10 @@ class ProtectionsMixin(StoreCore):
                     batch.delete(fkey)
                     batch.delete(keys.rev(keys.fwd_version(fkey, cl), cl))
                 budget -= len(take)
-                if len(take) == len(refs):
+                sessions = sum(1 for _ in self._prefix(keys.session_fwd_prefix(cl)))
+                dropped = self._drop_session_refs(batch, cl, budget)
+                budget -= dropped
+                if len(take) == len(refs) and dropped == sessions:
                     batch.delete(key)
                     # keep a tombstone owner so a late heartbeat says expired, not unknown
                     batch.put(

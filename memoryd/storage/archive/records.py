@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -138,6 +138,7 @@ class NewVersion:
     session: str | None = None
     meta: dict[str, Any] | None = None
     request_id: str | None = None
+    sources: tuple[str, ...] = ()  # derived only: the locators it was derived from
 
 
 @dataclass(frozen=True)
@@ -163,12 +164,23 @@ class PurgeReport:
     remaining: bool = False  # more pending purge work than the budget allowed
 
 
+@dataclass
+class DueReport:
+    """What :meth:`ArchiveStore.retire_due` did: one outcome per entry, in order."""
+
+    outcomes: list[str] = field(default_factory=list)
+    purged_versions: int = 0  # retired and purged in the same batch
+    keys_deleted: int = 0
+    followed: list[str] = field(default_factory=list)  # derived versions expired with a source
+
+
 @dataclass(frozen=True)
 class LeaseGrant:
     client: str
     epoch: int
     expires_at: float
     locators: tuple[str, ...]  # the versions this request added (all of them)
+    sessions: tuple[str, ...] = ()  # the sessions whose current versions it protects
 
 
 @dataclass(frozen=True)
