@@ -34,7 +34,13 @@ from dataclasses import dataclass
 from memoryd.search import gate as gate_mod
 from memoryd.search import pipeline
 from memoryd.search.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
-from memoryd.search.evidence import asked_persons, person_text, speaker_names, without_persons
+from memoryd.search.evidence import (
+    asked_persons,
+    other_sense,
+    person_text,
+    speaker_names,
+    without_persons,
+)
 from memoryd.search.evidence import focus_hint as _focus_hint
 from memoryd.search.evidence import held as _held
 from memoryd.search.evidence import speaker_text as _speaker_text
@@ -75,6 +81,7 @@ class Candidate:
     verdict: gate_mod.Verdict | None = None
     spoken: set[str] | None = None  # focus terms on the asked speaker's lines (transcripts)
     tokens: list[str] | None = None  # stems of text, when tokenized
+    confirmed: bool = False  # its text was read for a word's other sense
 
 
 def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list[Candidate]:
@@ -370,8 +377,7 @@ def _admitted(
                 top = max(c.matched & focus_stems, key=lambda s: p.weights[s], default=None)
                 if top is not None and top not in c.spoken:
                     continue
-        contrast = bool(q.verification and c.text and CONTRAST_WORDS.intersection(words(c.text)))
-        c.verdict = gate_mod.admit(p, c.matched, exact=c.exact, contrast=contrast)
+        c.verdict = gate_mod.admit(p, c.matched, exact=c.exact, contrast=_contrast(q, c))
         if c.verdict.admitted:
             admitted.append(c)
             if len(admitted) >= keep:
@@ -385,7 +391,43 @@ def _admitted(
             c.verdict = gate_mod.admit(p, c.matched, cosine=c.cosine)
             if c.verdict.admitted:
                 admitted.append(c)
-    return admitted
+    return _confirmed(src, stats, q, p, admitted, limit)
+
+
+def _confirmed(
+    src: ProjectSource,
+    stats: TermStats,
+    q: Query,
+    p: gate_mod.Plan,
+    ranked: list[Candidate],
+    want: int,
+) -> list[Candidate]:
+    """``ranked`` without candidates admitted on a word's other sense (a name, "Bill",
+    for a common word asked, "billing": :func:`other_sense`). Texts are read in order
+    until ``want`` candidates pass; those after keep their place unread (the answer's
+    items pass through here again before they are returned)."""
+    out: list[Candidate] = []
+    passed = i = 0
+    while i < len(ranked) and passed < want:
+        batch = ranked[i : i + want]
+        i += len(batch)
+        _load(src.db, stats, [c for c in batch if not c.confirmed])
+        for c in batch:
+            if not c.confirmed and not c.exact:
+                c.confirmed = True
+                names = other_sense(c.text or "", p) & c.matched
+                if names:
+                    c.matched = c.matched - names
+                    c.verdict = gate_mod.admit(p, c.matched, contrast=_contrast(q, c))
+                    if not c.verdict.admitted:
+                        continue
+            out.append(c)
+            passed += 1
+    return out + ranked[i:]
+
+
+def _contrast(q: Query, c: Candidate) -> bool:
+    return bool(q.verification and c.text and CONTRAST_WORDS.intersection(words(c.text)))
 
 
 def _missing_entities(
@@ -440,7 +482,14 @@ def _items(
     ranked = sorted(admitted, key=lambda c: (not c.exact, -fusion[id(c)], c.bm25_rank))
     if src.min_score is not None:
         ranked = [c for c in ranked if fusion.score(id(c)) >= src.min_score]
-    ranked, also_at = _distinct(db, stats, ranked, limit)
+    want = limit
+    while True:  # copies of one text count once: read on until ``limit`` distinct pass
+        ranked = _confirmed(src, stats, q, p, ranked, want)
+        kept, also_at = _distinct(db, stats, ranked, limit)
+        if want >= len(ranked) or all(c.confirmed or c.exact for c in kept):
+            break
+        want *= 2
+    ranked = kept
     _load(db, stats, ranked)
     hint = _focus_hint(p.focus)
     focus_stems = set(p.focus_stems)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from memoryd.search import gate as gate_mod
-from memoryd.search.terms import Query, Term, stem, words
+from memoryd.search.terms import Query, Term, stem, stems, words
 
 SPEAKER_LINE = re.compile(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
 ANY_SPEAKER_LINE = re.compile(SPEAKER_LINE.pattern, re.I | re.M)
@@ -151,3 +151,72 @@ def focus_hint(focus: Sequence[Term]) -> re.Pattern:
     }
     alts = "|".join(sorted(re.escape(x) for x in prefixes if x))
     return re.compile(f"(?<![a-z])(?:{alts})" if alts else "$^")
+
+
+def other_sense(text: str, p: gate_mod.Plan) -> set[str]:
+    """Focus stems that ``text`` holds only as a name in another form than asked:
+    "Bill Paul" in a licence header for a question about "billing".
+
+    The question wrote the term in lowercase (not an explicit name), and every
+    occurrence in the text is a capitalized word inside a line (not where a line or
+    a sentence starts, nor in a title-case line) whose lowercase form is none of the
+    term's asked forms. Porter stems conflate a name with a common word ("Bill",
+    "billing"; "Marks", "mark"); their form and case tell the senses apart."""
+    hint, asked = _name_hint(p)
+    if hint is None:
+        return set()
+    named: dict[str, int] = {}
+    for m in hint.finditer(text):
+        word = m.group(0).lower()
+        s = stem(word)
+        t = asked.get(p.alias.get(s, s))
+        if t is None or word in (t.word, *t.forms) or _starts_sentence(text, m.start()):
+            continue
+        named[t.stem] = named.get(t.stem, 0) + 1
+    if not named:
+        return set()
+    held: dict[str, int] = {}
+    for s in stems(text):
+        s = p.alias.get(s, s)
+        if s in named:
+            held[s] = held.get(s, 0) + 1
+    return {s for s, n in named.items() if held.get(s, 0) <= n}
+
+
+def _name_hint(p: gate_mod.Plan) -> tuple[re.Pattern | None, dict[str, Term]]:
+    """Capitalized words that may be a lowercase focus term's other sense, and those
+    terms by stem (memoized on the plan)."""
+    got = p.memo.get("name_hint")
+    if got is None:
+        asked = {t.stem: t for t in p.focus if not t.explicit}
+        prefixes = set()
+        for t in asked.values():
+            for w in (t.word, *t.forms):
+                prefix = os.path.commonprefix([w, stem(w)])[:6]
+                if len(prefix) >= 2 and prefix.isalpha() and prefix.isascii():
+                    prefixes.add(prefix[0].upper() + re.escape(prefix[1:]))
+        hint = None
+        if prefixes:
+            alts = "|".join(sorted(prefixes))
+            hint = re.compile(rf"(?<![\w.@/])(?:{alts})[a-z]*(?![\w@])")
+        got = p.memo["name_hint"] = (hint, asked)
+    return got
+
+
+def _starts_sentence(text: str, at: int) -> bool:
+    """A capital there is the sentence's, not a name's: a sentence end before it on
+    its line, a title-case line, or the first word of a line (after punctuation such
+    as a comment's) that opens a paragraph or follows a sentence end."""
+    line_start = text.rfind("\n", 0, at) + 1
+    before = text[line_start:at].rstrip()
+    if before.endswith((".", "!", "?", ":")):
+        return True
+    if not re.search(r"\w", before):
+        if line_start == 0:
+            return True
+        prev = text[text.rfind("\n", 0, line_start - 1) + 1 : line_start - 1].rstrip()
+        if not re.search(r"\w", prev) or prev.endswith((".", "!", "?", ":")):
+            return True
+    end = text.find("\n", at)
+    line = text[line_start : len(text) if end < 0 else end]
+    return all(w[0].isupper() for w in re.findall(r"[^\W\d_]{4,}", line))
