@@ -415,7 +415,7 @@ def _confirmed(
         for c in batch:
             if not c.confirmed and not c.exact:
                 c.confirmed = True
-                names = other_sense(c.text or "", p) & c.matched
+                names = other_sense(c.text or "", p, c.matched)
                 if names:
                     c.matched = c.matched - names
                     c.verdict = gate_mod.admit(p, c.matched, contrast=_contrast(q, c))

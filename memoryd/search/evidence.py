@@ -153,26 +153,27 @@ def focus_hint(focus: Sequence[Term]) -> re.Pattern:
     return re.compile(f"(?<![a-z])(?:{alts})" if alts else "$^")
 
 
-def other_sense(text: str, p: gate_mod.Plan) -> set[str]:
-    """Focus stems that ``text`` holds only as a name in another form than asked:
-    "Bill Paul" in a licence header for a question about "billing".
+def other_sense(text: str, p: gate_mod.Plan, matched: set[str]) -> set[str]:
+    """The ``matched`` focus stems that ``text`` holds only as a name in another form
+    than asked: "Bill Paul" in a licence header for a question about "billing".
 
     The question wrote the term in lowercase (not an explicit name), and every
     occurrence in the text is a capitalized word inside a line (not where a line or
     a sentence starts, nor in a title-case line) whose lowercase form is none of the
     term's asked forms. Porter stems conflate a name with a common word ("Bill",
     "billing"; "Marks", "mark"); their form and case tell the senses apart."""
-    hint, asked = _name_hint(p)
-    if hint is None:
+    asked = _plain_terms(p)
+    capitals = [(s, c) for s in matched if s in asked for c in asked[s][1]]
+    present = {s for s, c in capitals if c in text}  # the common case: no such capital
+    if not present:
         return set()
     named: dict[str, int] = {}
-    for m in hint.finditer(text):
-        word = m.group(0).lower()
-        s = stem(word)
-        t = asked.get(p.alias.get(s, s))
-        if t is None or word in (t.word, *t.forms) or _starts_sentence(text, m.start()):
+    for s, word, at in _capitalized(text, [(s, c) for s, c in capitals if s in present]):
+        if word in asked[s][0] or _starts_sentence(text, at):
             continue
-        named[t.stem] = named.get(t.stem, 0) + 1
+        w = stem(word)
+        if p.alias.get(w, w) == s:
+            named[s] = named.get(s, 0) + 1
     if not named:
         return set()
     held: dict[str, int] = {}
@@ -183,23 +184,39 @@ def other_sense(text: str, p: gate_mod.Plan) -> set[str]:
     return {s for s, n in named.items() if held.get(s, 0) <= n}
 
 
-def _name_hint(p: gate_mod.Plan) -> tuple[re.Pattern | None, dict[str, Term]]:
-    """Capitalized words that may be a lowercase focus term's other sense, and those
-    terms by stem (memoized on the plan)."""
-    got = p.memo.get("name_hint")
+_LOWER_RUN = re.compile(r"[a-z]*")
+
+
+def _capitalized(text: str, prefixes: list[tuple[str, str]]):
+    """(stem, lowercased word, offset) of each whole word of ``text`` that starts with
+    one of the capitalized ``prefixes`` and goes on in lowercase letters."""
+    for s, prefix in prefixes:
+        at = text.find(prefix)
+        while at >= 0:
+            end = _LOWER_RUN.match(text, at + len(prefix)).end()
+            before = text[at - 1] if at else " "
+            after = text[end] if end < len(text) else " "
+            if not (before.isalnum() or before in "_.@/" or after.isalnum() or after in "_@"):
+                yield s, text[at:end].lower(), at
+            at = text.find(prefix, end)
+
+
+def _plain_terms(p: gate_mod.Plan) -> dict[str, tuple[set[str], set[str]]]:
+    """stem -> (forms asked, capitalized prefixes a name of another sense would start
+    with) of the focus terms the question wrote in lowercase (memoized on the plan)."""
+    got = p.memo.get("plain_terms")
     if got is None:
-        asked = {t.stem: t for t in p.focus if not t.explicit}
-        prefixes = set()
-        for t in asked.values():
-            for w in (t.word, *t.forms):
+        got = p.memo["plain_terms"] = {}
+        for t in p.focus:
+            if t.explicit:
+                continue
+            forms = {t.word, *t.forms}
+            capitals = set()
+            for w in forms:
                 prefix = os.path.commonprefix([w, stem(w)])[:6]
                 if len(prefix) >= 2 and prefix.isalpha() and prefix.isascii():
-                    prefixes.add(prefix[0].upper() + re.escape(prefix[1:]))
-        hint = None
-        if prefixes:
-            alts = "|".join(sorted(prefixes))
-            hint = re.compile(rf"(?<![\w.@/])(?:{alts})[a-z]*(?![\w@])")
-        got = p.memo["name_hint"] = (hint, asked)
+                    capitals.add(prefix[0].upper() + prefix[1:])
+            got[t.stem] = (forms, capitals)
     return got
 
 

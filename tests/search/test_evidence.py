@@ -32,7 +32,8 @@ class _Stats:
 
 
 def _senses(question: str, text: str) -> set[str]:
-    return other_sense(text, plan(analyze(question), _Stats()))
+    p = plan(analyze(question), _Stats())
+    return other_sense(text, p, set(p.focus_stems))
 
 
 def test_a_name_in_another_form_is_another_sense() -> None:
