@@ -36,12 +36,12 @@ from memoryd.search import pipeline
 from memoryd.search.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
 from memoryd.search.evidence import (
     asked_persons,
+    focus_prefixes,
     other_sense,
     person_text,
     speaker_names,
     without_persons,
 )
-from memoryd.search.evidence import focus_hint as _focus_hint
 from memoryd.search.evidence import held as _held
 from memoryd.search.evidence import speaker_text as _speaker_text
 from memoryd.search.fts_query import phrase
@@ -171,34 +171,27 @@ def _stems(c: Candidate) -> list[str]:
     return c.tokens
 
 
-def _excerpt(text: str, focus: set[str], hint: re.Pattern, alias: dict[str, str]) -> str:
+def _excerpt(text: str, focus: set[str], prefixes: Sequence[str], alias: dict[str, str]) -> str:
     """Up to three lines from the (first) line holding the most distinct focus terms.
 
-    Only lines the ``hint`` finds are tokenized to count the terms exactly.
+    Only lines holding one of the focus terms' ``prefixes`` (:func:`focus_prefixes`)
+    are tokenized to count the terms exactly.
     """
-    lower = text.lower()
-    if len(lower) != len(text):  # a letter whose lowercase is longer: keep offsets
-        lower, hint = text, re.compile(hint.pattern, re.I)
+    lines = text.split("\n")
     best, best_score = -1, 0
-    pos = 0
-    while True:
-        m = hint.search(lower, pos)
-        if m is None:
-            break
-        start = text.rfind("\n", 0, m.start()) + 1
-        end = text.find("\n", m.end())
-        end = len(text) if end < 0 else end
-        toks = stems(text[start : min(end, start + 2000)])
+    for i, line in enumerate(lines):
+        low = line.lower()
+        if not any(x in low for x in prefixes):
+            continue
+        toks = stems(line[:2000])
         score = len(focus.intersection([alias.get(s, s) for s in toks] if alias else toks))
         if score > best_score:
-            best, best_score = start, score
+            best, best_score = i, score
             if score == len(focus):
                 break
-        pos = end + 1
     if best < 0:
-        stripped = text.lstrip()
-        best = text.rfind("\n", 0, len(text) - len(stripped)) + 1 if stripped else 0
-    out = "\n".join(text[best:].split("\n", 3)[:3]).strip()
+        best = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    out = "\n".join(lines[best : best + 3]).strip()
     if len(out) > EXCERPT_CHARS:
         out = out[: EXCERPT_CHARS - 1].rstrip() + "…"
     return out
@@ -491,7 +484,7 @@ def _items(
         want *= 2
     ranked = kept
     _load(db, stats, ranked)
-    hint = _focus_hint(p.focus)
+    prefixes = focus_prefixes(p.focus)
     focus_stems = set(p.focus_stems)
     return [
         {
@@ -499,7 +492,7 @@ def _items(
             "start_line": c.start_line,
             "end_line": c.end_line,
             "score": fusion.score(id(c)),
-            "excerpt": _excerpt(c.text or "", focus_stems, hint, p.alias),
+            "excerpt": _excerpt(c.text or "", focus_stems, prefixes, p.alias),
             **({"also_at": also_at[c.rowid]} if c.rowid in also_at else {}),
         }
         for c in ranked
