@@ -177,21 +177,30 @@ def _excerpt(text: str, focus: set[str], prefixes: Sequence[str], alias: dict[st
     Only lines holding one of the focus terms' ``prefixes`` (:func:`focus_prefixes`)
     are tokenized to count the terms exactly.
     """
-    lines = text.split("\n")
+    lower = text.lower()
+    if len(lower) != len(text):  # a letter whose lowercase is longer: keep offsets
+        lower = "".join(ch.lower()[:1] for ch in text)
+    starts: set[int] = set()
+    for x in prefixes:
+        at = lower.find(x)
+        while at >= 0:
+            start = lower.rfind("\n", 0, at) + 1
+            starts.add(start)
+            end = lower.find("\n", at)
+            at = -1 if end < 0 else lower.find(x, end)
     best, best_score = -1, 0
-    for i, line in enumerate(lines):
-        low = line.lower()
-        if not any(x in low for x in prefixes):
-            continue
-        toks = stems(line[:2000])
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        toks = stems(text[start : min(len(text) if end < 0 else end, start + 2000)])
         score = len(focus.intersection([alias.get(s, s) for s in toks] if alias else toks))
         if score > best_score:
-            best, best_score = i, score
+            best, best_score = start, score
             if score == len(focus):
                 break
     if best < 0:
-        best = next((i for i, line in enumerate(lines) if line.strip()), 0)
-    out = "\n".join(lines[best : best + 3]).strip()
+        stripped = text.lstrip()
+        best = text.rfind("\n", 0, len(text) - len(stripped)) + 1 if stripped else 0
+    out = "\n".join(text[best:].split("\n", 3)[:3]).strip()
     if len(out) > EXCERPT_CHARS:
         out = out[: EXCERPT_CHARS - 1].rstrip() + "…"
     return out
