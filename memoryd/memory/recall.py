@@ -11,7 +11,7 @@ from typing import Any
 
 from memoryd.memory.shortlist import match_expression
 from memoryd.search import gate
-from memoryd.search.evidence import held
+from memoryd.search.evidence import held, other_sense
 from memoryd.search.pipeline import Found, Source, Stats
 from memoryd.search.terms import Query, stems
 from memoryd.storage import records
@@ -62,12 +62,14 @@ class RecordSource:
 
     def find(self, q: Query, p: gate.Plan, limit: int) -> Found:
         """Records holding any form of a focus term, admitted by the gate on the focus
-        terms their text and triggers hold (named entities evidenced). No gap: the
-        chunks' source says what is missing."""
+        terms their text and triggers hold (named entities evidenced, a word's other
+        sense not counted). No gap: the chunks' source says what is missing."""
         asked = [w for t in p.focus for w in (t.word, *t.forms)]
         admitted = []
         for record in _matches(self.db, self.project, asked, limit * 4):
-            matched = held(p, stems(" ".join([record["text"], *record["triggers"]])))
+            text = "\n".join([record["text"], *record["triggers"]])
+            matched = held(p, stems(text))
+            matched -= other_sense(text, p, matched)
             if gate.admit(p, matched).admitted and not gate.missing_entities(p, [matched]):
                 admitted.append(record)
         return Found([_item(r) for r in admitted[:limit]])

@@ -30,6 +30,7 @@ def test_records_are_a_source_of_search_through_the_project_gate(memoryd, judge)
     facts = [
         {"kind": "fact", "text": "The staging database is rebuilt every night at two"},
         {"kind": "fact", "text": "Ana configured the backups of the staging database"},
+        {"kind": "fact", "text": "Every Friday, Bill Paul runs the namespace cleanup"},
     ]
     md.memory_add(lines(*facts), "app", wait=True)
     res = md.search("when is the staging database rebuilt", "app", limit=5)
@@ -41,3 +42,8 @@ def test_records_are_a_source_of_search_through_the_project_gate(memoryd, judge)
     assert res["status"] == "abstained" and res["gap"].startswith("insufficient evidence")
     res = md.search("what did Ana configure on the staging database", "app", limit=5)
     assert [i["excerpt"] for i in res["items"]] == [facts[1]["text"]]
+    # a name is not the other sense of a word asked in lowercase
+    res = md.search("which kubernetes namespace runs the billing cron", "app", limit=5)
+    assert res["status"] == "abstained"
+    res = md.search("which kubernetes namespace does Bill run", "app", limit=5)
+    assert [i["excerpt"] for i in res["items"]] == [facts[2]["text"]]
