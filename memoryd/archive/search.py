@@ -41,6 +41,7 @@ from memoryd.search.evidence import (
     held,
     is_dialogue,
     named_speaker,
+    other_sense,
     person_said,
     speaker_of,
     without_persons,
@@ -163,8 +164,9 @@ def _person_held(p: gate.Plan, doc: _Doc, persons: set[str], hint: re.Pattern) -
 
 
 def _best_window(p: gate.Plan, c: _Cand, q: terms.Query) -> None:
-    """The window of turns with the most specificity the gate admits; with an asked
-    speaker, one whose most specific term that speaker said."""
+    """The window of turns with the most specificity the gate admits (a name held for
+    a word asked in lowercase not counted); with an asked speaker, one whose most
+    specific term that speaker said."""
     n = len(c.doc.lines)
     size = WINDOW_LINES
     best = None
@@ -176,6 +178,12 @@ def _best_window(p: gate.Plan, c: _Cand, q: terms.Query) -> None:
         verdict = gate.admit(p, matched)
         if not verdict.admitted:
             continue
+        names = other_sense("\n".join(c.doc.lines[start:end]), p, matched)
+        if names:  # a name held for a word asked in lowercase: judged without it
+            matched = matched - names
+            verdict = gate.admit(p, matched)
+            if not verdict.admitted:
+                continue
         spoken = None
         if q.speaker:
             spoken = set().union(

@@ -73,3 +73,30 @@ def test_fusion_scores_first_everywhere_as_one() -> None:
     assert fusion.score(id(a)) == 1.0
     assert 0 < fusion.score(id(c)) < 1.0 and fusion.score(id(b)) < 1.0
     assert fusion.score(id(object())) == 0.0
+
+
+def test_a_name_is_not_a_word_asked_in_lowercase_in_any_source(tmp_path: Path, store) -> None:
+    text = (
+        "user: Every Friday, Bill Paul runs the namespace cleanup.\n"
+        "assistant: Noted, the cleanup runs on Fridays."
+    )
+    filler = {f"s{i}": f"user: chapter {i} of the novel\nassistant: a summary" for i in range(20)}
+    (tmp_path / "p").mkdir()
+    (tmp_path / "a").mkdir()
+    files = {f"notes/{k}.md": v for k, v in {**filler, "chat": text}.items()}
+    db = store(tmp_path / "p", "demo", files)
+    owner = ArchiveOwner(tmp_path / "a", load_config(tmp_path / "a"))
+    for name, content in {**filler, "chat": text}.items():
+        args = {"project": "demo", "session": name, "created_at": NOW - 60, "now": NOW,
+                "content": content, "turns": 2}  # fmt: skip
+        unwrap(run_op(owner, "add", args))
+    try:
+        for query, status in (
+            ("which kubernetes namespace runs the billing", "abstained"),
+            ("which kubernetes namespace does Bill run", "ok"),
+        ):
+            found = [search(db, "demo", query, 5), search_archive(owner, "demo", query, 5, NOW)]
+            assert [r["status"] for r in found] == [status, status], query
+    finally:
+        owner.close()
+        db.close()
