@@ -26,7 +26,6 @@ drop items the gate admitted; no argument disables the gate.
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -563,11 +562,23 @@ def _asked_persons(db, stats: TermStats, q: Query, first: list[Candidate]) -> se
         return set()
     head = first[:PERSON_PROBE]
     _load(db, stats, head)
-    named = re.compile(
-        r"\b(?:" + "|".join(re.escape(w) for run in q.entities for w in run) + r")\**\s*:", re.I
-    )
-    texts = [c.text for c in head if c.text and named.search(c.text)]  # a cheap first look
+    names = [w for run in q.entities for w in run]
+    texts = [c.text for c in head if c.text and _names_speaker(c.text.lower(), names)]
     return asked_persons(q, set().union(*(speaker_names(t) for t in texts)))
+
+
+def _names_speaker(low: str, names: list[str]) -> bool:
+    """A cheap first look (no pattern compiled per query): one of ``names`` (lowercase)
+    starts a word followed by a colon (``Ana: ...``, ``**Ana**:``)."""
+    for w in names:
+        at = low.find(w)
+        while at >= 0:
+            end = at + len(w)
+            starts = at == 0 or not low[at - 1].isalnum()
+            if starts and low[end : end + 8].lstrip("* \t")[:1] == ":":
+                return True
+            at = low.find(w, end)
+    return False
 
 
 def _holds_entity(p: gate_mod.Plan, c: Candidate) -> bool:
