@@ -198,3 +198,97 @@ class PeerRefused(MemorydError):
     """A control-socket peer running as another user."""
 
     code = "PEER_REFUSED"
+
+
+# ---- the evidence archive (memoryd.storage.archive) and its migration boundary
+
+
+class BadLocator(UsageError):
+    code = "BAD_LOCATOR"
+
+
+class BadArchiveInput(UsageError):
+    code = "BAD_ARCHIVE_INPUT"
+
+
+class ArchiveError(MemorydError):
+    """Base of archive errors."""
+
+    code = "ARCHIVE_ERROR"
+
+
+class ArchiveBusy(ArchiveError):
+    """Another process holds the archive read-write; retryable (it lets go eventually)."""
+
+    code = "ARCHIVE_BUSY"
+    retryable = True
+    in_this_process = False  # held by another open store of this very process
+
+
+class ArchiveReadOnly(ArchiveError):
+    """A write was attempted through a secondary (read-only) instance."""
+
+    code = "ARCHIVE_READ_ONLY"
+
+
+class LocatorNotFound(ArchiveError):
+    code = "NOT_FOUND"
+
+
+class NotLive(ArchiveError):
+    """The target version is superseded or expired."""
+
+    code = "NOT_LIVE"
+
+
+class LeaseRejected(ArchiveError):
+    """An active-context lease request was rejected whole; ``rejected`` says why per locator."""
+
+    code = "LEASE_REJECTED"
+
+    def __init__(self, message: str, rejected: dict[str, str]) -> None:
+        super().__init__(message)
+        self.rejected = rejected
+
+
+class LeaseNotFound(ArchiveError):
+    code = "LEASE_NOT_FOUND"
+
+
+class LeaseExpired(ArchiveError):
+    """The client's lease expired (its protections are gone); acquire again."""
+
+    code = "LEASE_EXPIRED"
+
+
+class DiskLow(ArchiveError):
+    """Free disk space is too low to accept this archival write; retry later."""
+
+    code = "DISK_LOW"
+    retryable = True
+
+
+class BoundaryBusy(ArchiveError):
+    """The other side of the migration boundary is held (by ``holder_pid``)."""
+
+    code = "BOUNDARY_BUSY"
+    retryable = True
+
+    def __init__(self, message: str, holder_pid: int | None = None) -> None:
+        super().__init__(message)
+        self.holder_pid = holder_pid
+
+
+class RetentionBlocked(ArchiveError):
+    """A retention wave was refused because an archive migration is in progress."""
+
+    code = "RETENTION_BLOCKED"
+    retryable = True
+
+    def __init__(self, message: str, state: str) -> None:
+        super().__init__(message)
+        self.state = state
+
+
+class MigrationError(ArchiveError):
+    code = "MIGRATION_ERROR"

@@ -37,44 +37,17 @@ from typing import Any
 import orjson
 
 from memoryd import killpoints
+from memoryd.errors import BoundaryBusy, MigrationError, RetentionBlocked
 from memoryd.locks import _FLOCK, FileLock, _held
-from memoryd.storage.archive import (
-    PAYLOAD_FORMATS,
-    ArchiveError,
-    ArchiveStore,
-    BadArchiveInput,
-)
+from memoryd.storage.archive import ArchiveStore, BadArchiveInput, migrate
+from memoryd.storage.archive.codec import PAYLOAD_FORMATS
+from memoryd.storage.archive.migrate import compare as _compare
+from memoryd.storage.archive.migrate import sync as _sync
 
 STATES = ("copying", "awaiting_verification", "blocked", "verified", "committed")
 
 #: Crash points of this module (``MEMORYD_KILL_AT``).
-KILL_POINTS = ("migration_mid_copy", "migration_mid_switch")
-
-
-class BoundaryBusy(ArchiveError):
-    """The other side of the migration boundary is held (by ``holder_pid``)."""
-
-    code = "BOUNDARY_BUSY"
-    retryable = True
-
-    def __init__(self, message: str, holder_pid: int | None = None) -> None:
-        super().__init__(message)
-        self.holder_pid = holder_pid
-
-
-class RetentionBlocked(ArchiveError):
-    """A retention wave was refused because an archive migration is in progress."""
-
-    code = "RETENTION_BLOCKED"
-    retryable = True
-
-    def __init__(self, message: str, state: str) -> None:
-        super().__init__(message)
-        self.state = state
-
-
-class MigrationError(ArchiveError):
-    code = "MIGRATION_ERROR"
+KILL_POINTS = (*migrate.KILL_POINTS, "migration_mid_switch")
 
 
 def _any_holder(path: Path) -> int | None:
@@ -363,90 +336,3 @@ class Migration:
             else:
                 self.boundary._set_state({k: v for k, v in state.items() if k != "switching"})
         return self.state()
-
-
-def _reencode(value: bytes, fmt: int) -> bytes:
-    record = ArchiveStore.decode_payload(value)
-    return ArchiveStore.encode_payload(record["content"], record.get("meta"), fmt)
-
-
-def _format_meta(value: bytes, fmt: int) -> bytes:
-    meta = orjson.loads(value)
-    meta["payload_format"] = fmt
-    return orjson.dumps(meta)
-
-
-def _sync(src: ArchiveStore, dst: ArchiveStore, fmt: int, *, full: bool) -> int:
-    """Make ``dst`` hold every record of ``src`` (payloads in ``fmt``); returns keys written.
-
-    ``full``: ``dst`` is empty, copy everything. Otherwise walk both in key
-    order, writing what differs and deleting what ``src`` no longer has.
-    """
-
-    def converted() -> Iterator[tuple[bytes, bytes]]:
-        for i, (key, value) in enumerate(src.raw_items()):
-            if i and i % 1000 == 0:
-                killpoints.reach("migration_mid_copy")
-            if ArchiveStore.is_payload_key(key):
-                yield key, _reencode(value, fmt)
-            elif ArchiveStore.is_format_key(key):
-                yield key, _format_meta(value, fmt)
-            else:
-                yield key, value
-
-    if full:
-        return dst.raw_write(converted())
-    dst_items = dst.raw_items()
-    have = next(dst_items, None)
-    writes: list[tuple[bytes, bytes]] = []
-    deletes: list[bytes] = []
-    for key, value in converted():
-        while have is not None and have[0] < key:
-            deletes.append(have[0])
-            have = next(dst_items, None)
-        if have is not None and have[0] == key:
-            if not _same(key, have[1], value):
-                writes.append((key, value))
-            have = next(dst_items, None)
-        else:
-            writes.append((key, value))
-    while have is not None:
-        deletes.append(have[0])
-        have = next(dst_items, None)
-    dst.raw_delete(deletes)
-    return dst.raw_write(writes) + len(deletes)
-
-
-def _same(key: bytes, a: bytes, b: bytes) -> bool:
-    if a == b:
-        return True
-    if ArchiveStore.is_payload_key(key):
-        return ArchiveStore.decode_payload(a) == ArchiveStore.decode_payload(b)
-    return False
-
-
-def _compare(src: ArchiveStore, dst: ArchiveStore, fmt: int) -> list[str]:
-    """Every record of ``src`` equals ``dst``'s (payloads decoded; dst's in ``fmt``)."""
-    problems: list[str] = []
-    a_items, b_items = src.raw_items(), dst.raw_items()
-    while len(problems) < 20:
-        a, b = next(a_items, None), next(b_items, None)
-        if a is None or b is None:
-            if a is not None or b is not None:
-                problems.append("record counts differ")
-            break
-        key = a[0]
-        if key != b[0]:
-            problems.append(f"key sets differ at {key[:40]!r} / {b[0][:40]!r}")
-            break
-        if ArchiveStore.is_payload_key(key):
-            if ArchiveStore.payload_format_of(b[1]) != fmt:
-                problems.append(f"payload {key[:40]!r} not in format {fmt}")
-            elif ArchiveStore.decode_payload(a[1]) != ArchiveStore.decode_payload(b[1]):
-                problems.append(f"payload {key[:40]!r} differs")
-        elif ArchiveStore.is_format_key(key):
-            if orjson.loads(b[1]).get("payload_format") != fmt:
-                problems.append("format record not updated")
-        elif a[1] != b[1]:
-            problems.append(f"record {key[:40]!r} differs")
-    return problems

@@ -1,0 +1,137 @@
+"""The evidence archive: one RocksDB store (rocksdict, raw bytes keys), one contract.
+
+Everything that knows how a key is built lives in :mod:`.keys`; the retention
+layer above (``memoryd.retention``) works through the methods of
+:class:`ArchiveStore` only. Every change that touches more than one key is one
+``WriteBatch``; all mutations of an open primary are serialized by one lock,
+so a check and the write that depends on it (a wave's "not pinned, not
+leased" and its tombstone; a lease's authorization and its publication) can
+never be split by another request served by the same process.
+
+Model
+-----
+* A **document** has a project, a retention class, an optional session and a
+  ledger of **versions** (1, 2, ...). Only the current version can be live;
+  appending a new version supersedes the previous one. A version's status is
+  ``live``, ``superseded`` or ``expired``; the ledger keeps every version's
+  metadata forever, so a locator of a retired version answers with its true
+  status and never with a newer version's content.
+* A **locator** is ``"<doc_id>@<version>"``.
+* The canonical payload (content plus optional JSON ``meta``) is stored
+  zstd-compressed. Derived **postings** (exact lowercase ``\\w+`` terms with
+  their frequency) and per-project term/corpus statistics make exact-term
+  search cheap; they count live versions only and can be rebuilt from the
+  canonical payloads (:meth:`ArchiveStore.rebuild_postings`).
+* Every expirable live version has one **expiry entry**
+  ``E <bucket:u64> <class:u8> <doc> 0x00 <version:u32>`` -> generation: time
+  bucket first, fixed-width big endian, so byte order is time order and a due
+  scan stops at the first future bucket. A stale generation is harmless.
+* Retirement is two-phase: a **tombstone** (the ledger says expired or
+  superseded, statistics drop the version, the version is queued for purge;
+  search stops returning it at once), then :meth:`ArchiveStore.purge_pending`
+  deletes postings and the payload in bounded batches. Both phases are
+  idempotent, so a crash at any point is repaired by running them again.
+* **Pins** protect a document until removed (a pinned document's expiry
+  entry is withdrawn; unpinning re-indexes it at its original deadline).
+  **Active-context leases** belong to a client id (owner record with an epoch
+  plus forward and reverse references); **retrieval leases** are short
+  per-version protections taken by searches.
+
+Layout
+------
+:mod:`memoryd.storage.archive.keys` builds and parses every key (its
+docstring is the table). The store's parts: :mod:`~.keys`, :mod:`~.codec`
+(payloads), :mod:`~.records` (value types, input checks), :mod:`~.core` (the
+handle, the lock, batched writes), :mod:`~.ledgers`, :mod:`~.expiry`,
+:mod:`~.protections` (pins, leases, reverse refs), :mod:`~.access`,
+:mod:`~.postings` (postings, statistics, BM25 and excerpts), :mod:`~.meta`,
+and :mod:`~.migrate` (the raw copy/compare of a format migration).
+"""
+
+from __future__ import annotations
+
+from memoryd.errors import (
+    ArchiveBusy,
+    ArchiveError,
+    ArchiveReadOnly,
+    BadArchiveInput,
+    BadLocator,
+    DiskLow,
+    ForeignProject,
+    LeaseExpired,
+    LeaseNotFound,
+    LeaseRejected,
+    LocatorNotFound,
+    NotLive,
+)
+from memoryd.storage.archive.access import DEFAULT_ACCESS_BUCKET_SECONDS
+from memoryd.storage.archive.codec import CURRENT_PAYLOAD_FORMAT, PAYLOAD_FORMATS
+from memoryd.storage.archive.core import DEFAULT_BUCKET_SECONDS
+from memoryd.storage.archive.keys import CLASSES
+from memoryd.storage.archive.postings import (
+    MAX_TERM_CHARS,
+    MAX_TERMS_PER_VERSION,
+    bm25,
+    excerpt_window,
+    tokenize,
+)
+from memoryd.storage.archive.protections import MAX_LEASE_TARGETS
+from memoryd.storage.archive.records import (
+    MAX_EPOCH_SECONDS,
+    STATUSES,
+    AppendResult,
+    CorpusStats,
+    ExpiryEntry,
+    Hit,
+    LeaseGrant,
+    NewVersion,
+    PurgeReport,
+    VersionInfo,
+    check_epoch,
+    make_locator,
+    parse_locator,
+    utc_iso,
+)
+from memoryd.storage.archive.store import KILL_POINTS, ArchiveStore
+
+__all__ = [
+    "CLASSES",
+    "CURRENT_PAYLOAD_FORMAT",
+    "DEFAULT_ACCESS_BUCKET_SECONDS",
+    "DEFAULT_BUCKET_SECONDS",
+    "KILL_POINTS",
+    "MAX_EPOCH_SECONDS",
+    "MAX_LEASE_TARGETS",
+    "MAX_TERMS_PER_VERSION",
+    "MAX_TERM_CHARS",
+    "PAYLOAD_FORMATS",
+    "STATUSES",
+    "AppendResult",
+    "ArchiveBusy",
+    "ArchiveError",
+    "ArchiveReadOnly",
+    "ArchiveStore",
+    "BadArchiveInput",
+    "BadLocator",
+    "CorpusStats",
+    "DiskLow",
+    "ExpiryEntry",
+    "ForeignProject",
+    "Hit",
+    "LeaseExpired",
+    "LeaseGrant",
+    "LeaseNotFound",
+    "LeaseRejected",
+    "LocatorNotFound",
+    "NewVersion",
+    "NotLive",
+    "PurgeReport",
+    "VersionInfo",
+    "bm25",
+    "check_epoch",
+    "excerpt_window",
+    "make_locator",
+    "parse_locator",
+    "tokenize",
+    "utc_iso",
+]

@@ -1,0 +1,288 @@
+"""The open RocksDB handle every part of the store shares: opening, the one lock,
+batched writes with their counters, scans, ledger reads.
+
+The parts of :class:`~memoryd.storage.archive.ArchiveStore` (ledgers, expiry,
+protections, postings, meta) are mixins over :class:`StoreCore`; the facade
+combines them, so there is still one store object and one lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rocksdict import AccessType, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
+
+from memoryd import killpoints
+from memoryd.errors import ArchiveBusy, ArchiveError, ArchiveReadOnly, BadArchiveInput
+from memoryd.storage.archive import codec, keys
+from memoryd.storage.archive.codec import CURRENT_PAYLOAD_FORMAT, PAYLOAD_FORMATS
+from memoryd.storage.archive.records import VersionInfo
+
+#: Width of an expiry time bucket, fixed when the archive is created (stored in meta).
+DEFAULT_BUCKET_SECONDS = 3600
+
+
+@dataclass
+class Batch:
+    """A WriteBatch plus the ledgers/counters changed inside it (read-your-writes)."""
+
+    wb: WriteBatch = field(default_factory=lambda: WriteBatch(raw_mode=True))
+    ledgers: dict[bytes, dict[str, Any]] = field(default_factory=dict)
+    df: Counter[tuple[bytes, str]] = field(default_factory=Counter)
+    corpus: dict[bytes, list[int]] = field(default_factory=dict)
+    deleted: int = 0
+
+    def put(self, key: bytes, value: bytes) -> None:
+        self.wb.put(key, value)
+
+    def delete(self, key: bytes) -> None:
+        self.wb.delete(key)
+        self.deleted += 1
+
+
+def killpoint(name: str) -> None:
+    """A named crash point for drills (``MEMORYD_KILL_AT=NAME[:N]``); see ``KILL_POINTS``."""
+    killpoints.reach(name)
+
+
+class StoreCore:
+    """An open archive. Use :meth:`open_primary` or :meth:`open_secondary`.
+
+    Thread-safe: mutations are serialized by one lock; reads need none.
+    Times are epoch seconds (floats); every method that depends on the clock
+    takes ``now`` (default ``time.time()``) so tests and drills can move it.
+    """
+
+    def __init__(self, db: Rdict, path: Path, *, readonly: bool, sync: bool) -> None:
+        self._db = db
+        self.path = path
+        self.readonly = readonly
+        self._lock = threading.RLock()
+        self._wopt = WriteOptions()
+        self._wopt.sync = sync
+        self._closed = False
+        self._read_format()
+        self.admission: Callable[[int], None] | None = None
+        """Called with the encoded size before every append; may raise :class:`DiskLow`."""
+
+    def _read_format(self) -> None:
+        meta = self._get_json(keys.FORMAT) or {}
+        self.bucket_seconds: int = int(meta.get("bucket_seconds", DEFAULT_BUCKET_SECONDS))
+        self.payload_format: int = int(meta.get("payload_format", CURRENT_PAYLOAD_FORMAT))
+
+    # ---- opening
+
+    @staticmethod
+    def _options(create: bool) -> Options:
+        opts = Options(raw_mode=True)
+        opts.create_if_missing(create)
+        # Files full of deletes are picked up by background compaction after a flush.
+        opts.add_compact_on_deletion_collector_factory(4096, 1024, 0.3)
+        opts.set_max_background_jobs(2)
+        return opts
+
+    @classmethod
+    def open_primary(
+        cls,
+        path: Path | str,
+        *,
+        sync: bool = True,
+        bucket_seconds: int = DEFAULT_BUCKET_SECONDS,
+        payload_format: int = CURRENT_PAYLOAD_FORMAT,
+    ):
+        """Open (creating if needed) the archive read-write.
+
+        Only one process may: a second raises :class:`ArchiveBusy`. ``sync``
+        fsyncs the WAL on every write batch. ``bucket_seconds`` and
+        ``payload_format`` apply only when the archive is created (afterwards
+        they are read from the archive itself).
+        """
+        path = Path(path)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ArchiveError(f"cannot create the archive directory {path} ({exc})") from None
+        try:
+            db = Rdict(str(path), cls._options(True))
+        except Exception as exc:  # rocksdict raises bare Exception
+            if "lock" in str(exc).lower():
+                busy = ArchiveBusy(
+                    f"the archive {path} is open read-write elsewhere; "
+                    "retry when it lets go, or read with a secondary instance"
+                )
+                busy.in_this_process = "current process" in str(exc)
+                raise busy from None
+            raise ArchiveError(f"cannot open the archive {path}: {exc}") from None
+        if db.get(keys.FORMAT) is None:
+            if payload_format not in PAYLOAD_FORMATS:
+                db.close()
+                raise BadArchiveInput(f"payload_format must be one of {PAYLOAD_FORMATS}")
+            wopt = WriteOptions()
+            wopt.sync = True
+            db.put(
+                keys.FORMAT,
+                orjson.dumps(
+                    {
+                        "layout": 1,
+                        "bucket_seconds": int(bucket_seconds),
+                        "payload_format": payload_format,
+                    }
+                ),
+                wopt,
+            )
+        return cls(db, path, readonly=False, sync=sync)
+
+    @classmethod
+    def open_secondary(cls, path: Path | str, secondary_path: Path | str):
+        """Open a read-only secondary instance (any process, any number of them).
+
+        ``secondary_path`` is a private directory for this instance's info log
+        (one per process). Call :meth:`catch_up` to see the primary's newer writes.
+        """
+        path, secondary_path = Path(path), Path(secondary_path)
+        if not (path / "CURRENT").exists():
+            raise ArchiveError(f"{path} is not an archive (no RocksDB CURRENT file)")
+        secondary_path.mkdir(parents=True, exist_ok=True)
+        try:
+            db = Rdict(
+                str(path),
+                cls._options(False),
+                access_type=AccessType.secondary(str(secondary_path)),
+            )
+        except Exception as exc:
+            raise ArchiveError(f"cannot open the archive {path} as a secondary: {exc}") from None
+        return cls(db, path, readonly=True, sync=False)
+
+    def catch_up(self) -> None:
+        """Secondary only: read the primary's newer writes."""
+        if self.readonly:
+            self._db.try_catch_up_with_primary()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            with self._lock:
+                if not self.readonly:
+                    self._db.flush_wal(True)
+                self._db.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- payload encoding (kept on the store for the layers above)
+
+    encode_payload = staticmethod(codec.encode_payload)
+    decode_payload = staticmethod(codec.decode_payload)
+    payload_format_of = staticmethod(codec.payload_format_of)
+
+    # ---- low-level
+
+    def _need_primary(self) -> None:
+        if self.readonly:
+            raise ArchiveReadOnly(
+                "this archive handle is a read-only secondary; send writes to the retention "
+                "worker (or open the archive read-write when no worker runs)"
+            )
+
+    def _write(self, batch: Batch) -> None:
+        if batch.deleted:
+            total = self._get_u64(keys.DELETED_KEYS) + batch.deleted
+            batch.put(keys.DELETED_KEYS, keys.U64.pack(total))
+        for key, ledger in batch.ledgers.items():
+            batch.put(key, orjson.dumps(ledger))
+        if batch.df:
+            stat_keys = [keys.termstat(p, t.encode()) for (p, t) in batch.df]
+            current = self._db.get(stat_keys)
+            for key, raw, delta in zip(stat_keys, current, batch.df.values(), strict=True):
+                value = (keys.U64.unpack(raw)[0] if raw else 0) + delta
+                if value > 0:
+                    batch.put(key, keys.U64.pack(value))
+                elif raw is not None:
+                    batch.wb.delete(key)
+        for project, (dv, dl) in batch.corpus.items():
+            stats = self.corpus_stats_raw(project)
+            batch.put(
+                keys.corpus(project),
+                orjson.dumps({"versions": stats[0] + dv, "length": stats[1] + dl}),
+            )
+        if len(batch.wb):
+            self._db.write(batch.wb, self._wopt)
+
+    def _get_json(self, key: bytes) -> Any:
+        raw = self._db.get(key)
+        return None if raw is None else orjson.loads(raw)
+
+    def _get_u64(self, key: bytes) -> int:
+        raw = self._db.get(key)
+        return keys.U64.unpack(raw)[0] if raw else 0
+
+    def _scan(
+        self,
+        start: bytes,
+        end: bytes | None,
+        *,
+        fill_cache: bool = True,
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Keys in ``[start, end)`` in order (``end`` None: to the end of the store)."""
+        ropt = ReadOptions()
+        if end is not None:
+            ropt.set_iterate_upper_bound(end)
+        if not fill_cache:
+            ropt.fill_cache(False)
+        it = self._db.iter(ropt)
+        it.seek(start)
+        while it.valid():
+            yield it.key(), it.value()
+            it.next()
+
+    def _prefix(self, prefix: bytes, **kw: Any) -> Iterator[tuple[bytes, bytes]]:
+        return self._scan(prefix, keys.prefix_end(prefix), **kw)
+
+    def _ledger(self, doc: bytes, batch: Batch | None = None) -> dict[str, Any] | None:
+        key = keys.doc(doc)
+        if batch is not None and key in batch.ledgers:
+            return batch.ledgers[key]
+        return self._get_json(key)
+
+    def _is_pinned(self, doc: bytes) -> bool:
+        return keys.pin(doc) in self._db
+
+    def _expiry_key(self, expires_at: float, cls: str, doc: bytes, ver: int) -> bytes:
+        bucket = int(expires_at // self.bucket_seconds)
+        return keys.expiry(bucket, keys.CLASS_CODE[cls], keys.dv(doc, ver))
+
+    def corpus_stats_raw(self, project: bytes) -> tuple[int, int]:
+        raw = self._get_json(keys.corpus(project))
+        return (raw["versions"], raw["length"]) if raw else (0, 0)
+
+    def _info(self, doc_id: str, ledger: dict[str, Any], ver: int, pinned: bool) -> VersionInfo:
+        v = ledger["versions"][ver - 1]
+        return VersionInfo(
+            doc_id=doc_id,
+            version=ver,
+            project=ledger["project"],
+            cls=ledger["class"],
+            session=ledger.get("session"),
+            status=v["status"],
+            created_at=v["created_at"],
+            expires_at=v["expires_at"],
+            generation=v["gen"],
+            override=v.get("override", False),
+            length=v["len"],
+            size=v["size"],
+            sha256=v["sha256"],
+            purged=v.get("purged", False),
+            retired_at=v.get("retired_at"),
+            current_version=ledger["current"],
+            pinned=pinned,
+            forgotten=v.get("forgotten", False),
+        )

@@ -1,0 +1,259 @@
+"""Every archive key: its builder and its parser. No other module builds a key.
+
+The first byte is the family. Fixed-width integers are big endian, so byte
+order is numeric order; NUL separates variable-width parts (document ids,
+client ids and projects never contain NUL, terms are ``\\w+`` runs). A
+version is named by its **dv**: ``doc 0x00 version:u32`` (:func:`dv`), so
+every version of one document is contiguous and in version order::
+
+    M name                       meta (orjson): format, degraded, counters, ...
+    D doc                        document ledger (orjson)
+    V dv                         canonical payload (encoded, zstd)
+    P project 0 term 0 dv        posting -> term frequency (u32)
+    T project 0 term             document frequency over live versions (u64)
+    S project                    corpus stats (orjson: versions, length)
+    E bucket:u64 class:u8 dv     expiry index -> generation (u32)
+    U dv                         purge queue -> last term purged (resume point)
+    N doc                        pin (orjson)
+    O client                     lease owner (orjson: epoch, expires_at, ttl)
+    o expires_ms:u64 client      owner expiry index -> epoch
+    F client 0 dv                forward lease reference -> epoch
+    R dv client                  reverse lease reference -> epoch
+    Q dv                         retrieval lease -> expires_ms (u64)
+    q expires_ms:u64 dv          retrieval lease expiry index
+    G bucket:u64 doc             coarse access record
+    I request_id                 idempotent append record -> locator (kept, like the
+                                 ledger, after the version is purged: a redone request
+                                 answers with its first outcome, never a new version)
+    K name                       cursor
+
+The expiry index puts the time bucket first and the class second: a due
+scan stops at the first future bucket, and within a bucket the classes come
+in :data:`CLASSES` order.
+"""
+
+from __future__ import annotations
+
+import struct
+
+CLASSES: tuple[str, ...] = ("ephemeral", "conversation", "derived", "durable", "active")
+CLASS_CODE = {name: i + 1 for i, name in enumerate(CLASSES)}
+CODE_CLASS = {code: name for name, code in CLASS_CODE.items()}
+
+U32 = struct.Struct(">I")
+U64 = struct.Struct(">Q")
+SEP = b"\x00"
+
+META, DOC, PAYLOAD, POSTING, TERMSTAT, CORPUS = b"M", b"D", b"V", b"P", b"T", b"S"
+EXPIRY, PURGE, PIN, OWNER, OWNER_EXP = b"E", b"U", b"N", b"O", b"o"
+FWD, REV, RLEASE, RLEASE_EXP, ACCESS, REQUEST, CURSOR = (
+    b"F",
+    b"R",
+    b"Q",
+    b"q",
+    b"G",
+    b"I",
+    b"K",
+)
+
+FORMAT = META + b"format"
+DEGRADED = META + b"degraded"
+DELETED_KEYS = META + b"deleted_keys"
+
+
+def prefix_end(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with ``prefix``."""
+    p = bytearray(prefix)
+    while p:
+        if p[-1] < 0xFF:
+            p[-1] += 1
+            return bytes(p)
+        p.pop()
+    return None
+
+
+# ---- versions
+
+
+def dv(doc: bytes, ver: int) -> bytes:
+    """A version's name inside keys: ``doc 0x00 ver:u32``."""
+    return doc + SEP + U32.pack(ver)
+
+
+def split_dv(raw: bytes) -> tuple[str, int]:
+    return raw[:-5].decode(), U32.unpack(raw[-4:])[0]
+
+
+# ---- meta, ledgers, payloads, requests, cursors
+
+
+def user_meta(name: str) -> bytes:
+    """A JSON value a layer above keeps in the archive (``M x:name``)."""
+    return META + b"x:" + name.encode()
+
+
+def doc(doc_id: bytes) -> bytes:
+    return DOC + doc_id
+
+
+def doc_after(doc_id: bytes | None) -> bytes:
+    """Where a ledger scan resumes after ``doc_id`` (the first ledger when None)."""
+    return DOC if doc_id is None else DOC + doc_id + SEP
+
+
+def doc_of(key: bytes) -> bytes:
+    """The document id of a ledger or pin key."""
+    return key[1:]
+
+
+def payload(version: bytes) -> bytes:
+    return PAYLOAD + version
+
+
+def is_payload(key: bytes) -> bool:
+    return key[:1] == PAYLOAD
+
+
+def request(request_id: bytes) -> bytes:
+    return REQUEST + request_id
+
+
+def cursor(name: str) -> bytes:
+    return CURSOR + name.encode()
+
+
+# ---- postings and statistics
+
+
+def posting_prefix(project: bytes, term: bytes) -> bytes:
+    return POSTING + project + SEP + term + SEP
+
+
+def posting(project: bytes, term: bytes, version: bytes) -> bytes:
+    return posting_prefix(project, term) + version
+
+
+def parse_posting(key: bytes) -> tuple[bytes, bytes, bytes]:
+    """``(project, term, dv)`` of a posting key."""
+    i = key.index(SEP, 1)
+    j = key.index(SEP, i + 1)
+    return key[1:i], key[i + 1 : j], key[j + 1 :]
+
+
+def termstat(project: bytes, term: bytes) -> bytes:
+    return TERMSTAT + project + SEP + term
+
+
+def corpus(project: bytes) -> bytes:
+    return CORPUS + project
+
+
+def corpus_project(key: bytes) -> bytes:
+    return key[1:]
+
+
+# ---- expiry index and purge queue
+
+
+def expiry_bucket(bucket: int) -> bytes:
+    """The first expiry key of a time bucket (scan bounds)."""
+    return EXPIRY + U64.pack(max(0, bucket))
+
+
+def expiry(bucket: int, class_code: int, version: bytes) -> bytes:
+    return expiry_bucket(bucket) + bytes([class_code]) + version
+
+
+def parse_expiry(key: bytes) -> tuple[int, int, bytes]:
+    """``(bucket, class code, dv)`` of an expiry key."""
+    return U64.unpack(key[1:9])[0], key[9], key[10:]
+
+
+def purge(version: bytes) -> bytes:
+    return PURGE + version
+
+
+def purge_version(key: bytes) -> bytes:
+    return key[1:]
+
+
+# ---- pins, leases, retrieval leases
+
+
+def pin(doc_id: bytes) -> bytes:
+    return PIN + doc_id
+
+
+def owner(client: bytes) -> bytes:
+    return OWNER + client
+
+
+def owner_exp_until(ms: int) -> bytes:
+    """The first owner-expiry key at ``ms`` (scan bounds)."""
+    return OWNER_EXP + U64.pack(ms)
+
+
+def owner_exp(ms: int, client: bytes) -> bytes:
+    return owner_exp_until(ms) + client
+
+
+def parse_owner_exp(key: bytes) -> tuple[int, bytes]:
+    """``(expires_ms, client)`` of an owner-expiry key."""
+    return U64.unpack(key[1:9])[0], key[9:]
+
+
+def fwd_prefix(client: bytes) -> bytes:
+    return FWD + client + SEP
+
+
+def fwd(client: bytes, version: bytes) -> bytes:
+    return fwd_prefix(client) + version
+
+
+def fwd_version(key: bytes, client: bytes) -> bytes:
+    return key[len(client) + 2 :]
+
+
+def rev_prefix(version: bytes) -> bytes:
+    return REV + version
+
+
+def rev(version: bytes, client: bytes) -> bytes:
+    return rev_prefix(version) + client
+
+
+def rev_client(key: bytes, version: bytes) -> bytes:
+    return key[len(version) + 1 :]
+
+
+def rlease(version: bytes) -> bytes:
+    return RLEASE + version
+
+
+def rlease_exp_until(ms: int) -> bytes:
+    return RLEASE_EXP + U64.pack(ms)
+
+
+def rlease_exp(ms: int, version: bytes) -> bytes:
+    return rlease_exp_until(ms) + version
+
+
+def parse_rlease_exp(key: bytes) -> tuple[int, bytes]:
+    """``(expires_ms, dv)`` of a retrieval-lease expiry key."""
+    return U64.unpack(key[1:9])[0], key[9:]
+
+
+# ---- access records
+
+
+def access_bucket(bucket: int) -> bytes:
+    return ACCESS + U64.pack(max(0, bucket))
+
+
+def access(bucket: int, doc_id: bytes) -> bytes:
+    return access_bucket(bucket) + doc_id
+
+
+def parse_access(key: bytes) -> tuple[int, bytes]:
+    """``(bucket, doc id)`` of an access record key."""
+    return U64.unpack(key[1:9])[0], key[9:]

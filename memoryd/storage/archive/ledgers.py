@@ -1,0 +1,413 @@
+"""Document ledgers: reading versions, appending (superseding), retiring, forgetting,
+and purging the canonical records of retired versions."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from memoryd.errors import ArchiveError, ForeignProject, LocatorNotFound
+from memoryd.storage.archive import codec, keys
+from memoryd.storage.archive.core import Batch, StoreCore, killpoint
+from memoryd.storage.archive.keys import CLASSES
+from memoryd.storage.archive.postings import term_counts
+from memoryd.storage.archive.records import (
+    STATUSES,
+    AppendResult,
+    BadArchiveInput,
+    NewVersion,
+    PurgeReport,
+    VersionInfo,
+    check_class,
+    check_epoch,
+    check_id,
+    check_project,
+    make_locator,
+    ms,
+    parse_locator,
+    utc_iso,
+)
+
+
+class LedgersMixin(StoreCore):
+    """Versions of documents: the ledger is kept forever, the content until purged."""
+
+    def version_info(self, locator: str) -> VersionInfo:
+        """Ledger metadata of one version; raises :class:`LocatorNotFound`."""
+        doc_id, ver = parse_locator(locator)
+        doc = doc_id.encode()
+        ledger = self._ledger(doc)
+        if ledger is None or ver > len(ledger["versions"]):
+            raise LocatorNotFound(f"no archived version {locator}")
+        return self._info(doc_id, ledger, ver, self._is_pinned(doc))
+
+    def versions(self, doc_id: str) -> list[VersionInfo]:
+        """Every version of a document, oldest first; raises :class:`LocatorNotFound`."""
+        doc = check_id("document id", doc_id)
+        ledger = self._ledger(doc)
+        if ledger is None:
+            raise LocatorNotFound(f"no archived document {doc_id}")
+        pinned = self._is_pinned(doc)
+        return [self._info(doc_id, ledger, i + 1, pinned) for i in range(len(ledger["versions"]))]
+
+    def get(self, locator: str) -> dict[str, Any]:
+        """What a locator holds now.
+
+        Returns ``{"status": "live"|"superseded"|"expired", "locator", "doc_id",
+        "version", "project", "class", "session", "created_at" (ISO)}`` plus
+        ``"content"`` and ``"meta"`` only when live, ``"expired_at"`` when expired
+        and ``"superseded_at"``/``"superseded_by"`` when superseded. A retired
+        locator never answers with a newer version's content. Raises
+        :class:`LocatorNotFound` for an unknown document or version and
+        :class:`BadLocator` for a malformed one.
+        """
+        info = self.version_info(locator)
+        out: dict[str, Any] = {
+            "status": info.status,
+            "locator": info.locator,
+            "doc_id": info.doc_id,
+            "version": info.version,
+            "project": info.project,
+            "class": info.cls,
+            "session": info.session,
+            "created_at": utc_iso(info.created_at),
+        }
+        if info.status == "live":
+            raw = self._db.get(keys.payload(keys.dv(info.doc_id.encode(), info.version)))
+            if raw is None:  # cannot happen for a live version; never invent content
+                raise ArchiveError(f"live version {locator} has no payload (corrupt archive)")
+            record = codec.decode_payload(raw)
+            out["content"] = record["content"]
+            out["meta"] = record.get("meta") or {}
+            out["expires_at"] = utc_iso(info.expires_at)
+            out["pinned"] = info.pinned
+        elif info.status == "expired":
+            out["expired_at"] = utc_iso(info.retired_at)
+            if info.forgotten:
+                out["forgotten"] = True
+        else:
+            out["superseded_at"] = utc_iso(info.retired_at)
+            out["superseded_by"] = make_locator(info.doc_id, info.version + 1)
+        return out
+
+    def documents(
+        self, *, project: str | None = None, after: str | None = None, limit: int = 1000
+    ) -> list[VersionInfo]:
+        """Current version of each document in doc-id order (``after`` pages on)."""
+        start = keys.doc_after(after.encode() if after else None)
+        out: list[VersionInfo] = []
+        for key, raw in self._scan(start, keys.prefix_end(keys.DOC)):
+            ledger = orjson.loads(raw)
+            if project is not None and ledger["project"] != project:
+                continue
+            doc = key[1:]
+            out.append(self._info(doc.decode(), ledger, ledger["current"], self._is_pinned(doc)))
+            if len(out) >= limit:
+                break
+        return out
+
+    def counts(self) -> dict[str, Any]:
+        """Version counts by status and class, live bytes, pins (a full ledger scan)."""
+        by_status = Counter[str]()
+        by_class = Counter[str]()
+        docs = live_bytes = pending = 0
+        for _, raw in self._prefix(keys.DOC, fill_cache=False):
+            ledger = orjson.loads(raw)
+            docs += 1
+            for v in ledger["versions"]:
+                by_status[v["status"]] += 1
+                if v["status"] == "live":
+                    by_class[ledger["class"]] += 1
+                    live_bytes += v["size"]
+        pending = sum(1 for _ in self._prefix(keys.PURGE, fill_cache=False))
+        pins = sum(1 for _ in self._prefix(keys.PIN, fill_cache=False))
+        return {
+            "documents": docs,
+            "versions": {s: by_status.get(s, 0) for s in STATUSES},
+            "live_by_class": {c: by_class.get(c, 0) for c in CLASSES},
+            "live_payload_bytes": live_bytes,
+            "pending_purge": pending,
+            "pins": pins,
+        }
+
+    # ---- appending
+
+    def append(
+        self,
+        project: str,
+        cls: str,
+        content: str,
+        *,
+        created_at: float,
+        expires_at: float | None,
+        doc_id: str | None = None,
+        session: str | None = None,
+        meta: dict[str, Any] | None = None,
+        request_id: str | None = None,
+        now: float | None = None,
+    ) -> AppendResult:
+        """Archive one version (one WriteBatch). See :meth:`append_many`."""
+        item = NewVersion(
+            project, cls, content, created_at, expires_at, doc_id, session, meta, request_id
+        )
+        return self.append_many([item], now=now)[0]
+
+    def append_many(
+        self, items: Sequence[NewVersion], *, now: float | None = None
+    ) -> list[AppendResult]:
+        """Archive several versions in one WriteBatch (all or nothing).
+
+        ``doc_id`` None creates a new document with a generated id; an existing
+        ``doc_id`` gets the next version, which supersedes the current one if
+        it is live (its project and class must match). ``created_at`` is the
+        source's creation time (retention counts from it); ``expires_at`` is
+        the deadline the policy computed from it (``None``: never). A
+        ``request_id`` already applied returns its first answer with
+        ``created=False`` and writes nothing (idempotent jobs).
+
+        Raises :class:`BadArchiveInput`, :class:`ForeignProject`, and whatever
+        :attr:`admission` raises (:class:`DiskLow`).
+        """
+        self._need_primary()
+        now = time.time() if now is None else now
+        prepared = []
+        for it in items:
+            project = check_project(it.project)
+            check_class(it.cls)
+            if not isinstance(it.content, str):
+                raise BadArchiveInput("content must be a string")
+            if it.doc_id is not None:
+                check_id("document id", it.doc_id)
+            if it.session is not None and not isinstance(it.session, str):
+                raise BadArchiveInput("session must be a string")
+            if it.request_id is not None:
+                check_id("request id", it.request_id)
+            check_epoch("created_at", it.created_at)
+            if it.expires_at is not None:
+                check_epoch("expires_at", it.expires_at)
+            payload = codec.encode_payload(it.content, it.meta, self.payload_format)
+            prepared.append((it, project, payload))
+        if self.admission is not None:
+            self.admission(sum(len(p) for _, _, p in prepared))
+        with self._lock:
+            batch = Batch()
+            results: list[AppendResult] = []
+            seen_requests: dict[str, AppendResult] = {}
+            for it, project, payload in prepared:
+                if it.request_id is not None:
+                    if it.request_id in seen_requests:
+                        results.append(seen_requests[it.request_id])
+                        continue
+                    prior = self._db.get(keys.request(it.request_id.encode()))
+                    if prior is not None:
+                        doc_id, ver = parse_locator(prior.decode())
+                        results.append(AppendResult(prior.decode(), doc_id, ver, False, None))
+                        continue
+                res = self._append_one(batch, it, project, payload, now)
+                if it.request_id is not None:
+                    seen_requests[it.request_id] = res
+                results.append(res)
+            self._write(batch)
+            return results
+
+    def _append_one(
+        self, batch: Batch, it: NewVersion, project: bytes, payload: bytes, now: float
+    ) -> AppendResult:
+        doc_id = it.doc_id
+        ledger = None
+        if doc_id is not None:
+            ledger = self._ledger(doc_id.encode(), batch)
+        else:
+            while True:
+                doc_id = f"{ms(now):012x}{secrets.token_hex(6)}"
+                if self._ledger(doc_id.encode(), batch) is None:
+                    break
+        doc = doc_id.encode()
+        superseded = None
+        if ledger is None:
+            ledger = {
+                "project": it.project,
+                "class": it.cls,
+                "session": it.session,
+                "created_at": it.created_at,
+                "current": 0,
+                "versions": [],
+            }
+        else:
+            if ledger["project"] != it.project:
+                raise ForeignProject(
+                    f"document {doc_id} belongs to project {ledger['project']!r}, "
+                    f"not {it.project!r}"
+                )
+            if ledger["class"] != it.cls:
+                raise BadArchiveInput(
+                    f"document {doc_id} has class {ledger['class']!r}; a new version "
+                    f"cannot change it to {it.cls!r}"
+                )
+            cur = ledger["current"]
+            if cur and ledger["versions"][cur - 1]["status"] == "live":
+                self._retire(batch, doc, ledger, cur, "superseded", now)
+                superseded = make_locator(doc_id, cur)
+        ver = len(ledger["versions"]) + 1
+        counts, length = term_counts(it.content)
+        pinned = self._is_pinned(doc)
+        ledger["versions"].append(
+            {
+                "status": "live",
+                "created_at": it.created_at,
+                "expires_at": it.expires_at,
+                "gen": 1,
+                "override": False,
+                "len": length,
+                "size": len(payload),
+                "sha256": hashlib.sha256(it.content.encode()).hexdigest(),
+                "request_id": it.request_id,
+            }
+        )
+        ledger["current"] = ver
+        batch.ledgers[keys.doc(doc)] = ledger
+        dv = keys.dv(doc, ver)
+        batch.put(keys.payload(dv), payload)
+        for term, tf in counts.items():
+            batch.put(keys.posting(project, term.encode(), dv), keys.U32.pack(tf))
+            batch.df[(project, term)] += 1
+        c = batch.corpus.setdefault(project, [0, 0])
+        c[0] += 1
+        c[1] += length
+        if it.expires_at is not None and not pinned:
+            batch.put(self._expiry_key(it.expires_at, it.cls, doc, ver), keys.U32.pack(1))
+        locator = make_locator(doc_id, ver)
+        if it.request_id is not None:
+            batch.put(keys.request(it.request_id.encode()), locator.encode())
+        return AppendResult(locator, doc_id, ver, True, superseded)
+
+    def _retire(
+        self, batch: Batch, doc: bytes, ledger: dict[str, Any], ver: int, status: str, now: float
+    ) -> None:
+        """Tombstone a live version inside ``batch``: out of search and stats, queued for purge."""
+        v = ledger["versions"][ver - 1]
+        if v["status"] != "live":
+            return
+        dv = keys.dv(doc, ver)
+        raw = self._db.get(keys.payload(dv))
+        project = ledger["project"].encode()
+        if raw is not None:
+            counts, _ = term_counts(codec.decode_payload(raw)["content"])
+            for term in counts:
+                batch.df[(project, term)] -= 1
+        c = batch.corpus.setdefault(project, [0, 0])
+        c[0] -= 1
+        c[1] -= v["len"]
+        if v["expires_at"] is not None:
+            batch.wb.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
+        v["status"] = status
+        v["retired_at"] = now
+        batch.put(keys.purge(dv), b"")
+        batch.ledgers[keys.doc(doc)] = ledger
+
+    def forget(self, doc_ids: Sequence[str], *, now: float | None = None) -> list[str]:
+        """Tombstone every live version of these documents now, pinned or leased
+        (the user's right to delete), and drop their pins; one batch.
+
+        The versions read ``expired`` (with ``forgotten``) from then on and are
+        queued for purge like any expired version. Returns the locators retired.
+        """
+        self._need_primary()
+        now = time.time() if now is None else now
+        with self._lock:
+            batch = Batch()
+            retired = []
+            for doc_id in doc_ids:
+                doc = check_id("document id", doc_id)
+                ledger = self._ledger(doc, batch)
+                if ledger is None:
+                    raise LocatorNotFound(f"no archived document {doc_id}")
+                for ver, v in enumerate(ledger["versions"], 1):
+                    if v["status"] == "live":
+                        self._retire(batch, doc, ledger, ver, "expired", now)
+                        v["forgotten"] = True
+                        retired.append(make_locator(doc_id, ver))
+                if self._is_pinned(doc):
+                    batch.delete(keys.pin(doc))
+            self._write(batch)
+            return retired
+
+    def session_documents(self, project: str, session: str) -> list[str]:
+        """Ids of ``project``'s documents of ``session`` (a full ledger scan, in pages)."""
+        found, after = [], None
+        while page := self.documents(project=project, after=after):
+            found += [info.doc_id for info in page if info.session == session]
+            after = page[-1].doc_id
+        return found
+
+    def purge_pending(self, *, max_keys: int = 4096) -> PurgeReport:
+        """Delete postings and payloads of tombstoned versions, at most ``max_keys`` keys.
+
+        Each WriteBatch deletes at most ``max_keys`` keys; a version's payload
+        goes last, with its purge-queue entry, so a crash anywhere leaves
+        work this call finishes later. Metadata stays in the ledger.
+        """
+        self._need_primary()
+        budget = max(2, max_keys)
+        versions = deleted = 0
+        with self._lock:
+            for key, resume in list(self._prefix(keys.PURGE)):
+                if budget <= 0:
+                    return PurgeReport(versions, deleted, True)
+                dv = key[1:]
+                doc_id, ver = keys.split_dv(dv)
+                doc = doc_id.encode()
+                ledger = self._ledger(doc)
+                project = ledger["project"].encode() if ledger else b""
+                raw = self._db.get(keys.payload(dv))
+                terms: list[bytes] = []
+                if raw is not None:
+                    counts, _ = term_counts(codec.decode_payload(raw)["content"])
+                    terms = sorted(t.encode() for t in counts)
+                    if resume:
+                        terms = [t for t in terms if t > resume]
+                # Postings first, in term order, each chunk with its resume point...
+                while len(terms) >= budget:
+                    chunk, terms = terms[:budget], terms[budget:]
+                    batch = Batch()
+                    for term in chunk:
+                        batch.delete(keys.posting(project, term, dv))
+                    batch.put(key, chunk[-1])
+                    killpoint("archive_purge_chunk")
+                    self._write(batch)
+                    deleted += len(chunk)
+                    budget -= len(chunk)
+                    if budget <= 0:
+                        return PurgeReport(versions, deleted, True)
+                # ...then the last postings, the payload and the queue entry together.
+                final = Batch()
+                for term in terms:
+                    final.delete(keys.posting(project, term, dv))
+                if raw is not None:
+                    final.delete(keys.payload(dv))
+                final.wb.delete(key)
+                if ledger is not None:
+                    v = ledger["versions"][ver - 1]
+                    v["purged"] = True  # its request record stays: a redo answers "expired"
+                    final.ledgers[keys.doc(doc)] = ledger
+                killpoint("archive_purge_final")
+                self._write(final)
+                deleted += final.deleted
+                budget -= final.deleted
+                versions += 1
+        return PurgeReport(versions, deleted, False)
+
+    def request_locator(self, request_id: str) -> str | None:
+        """The locator an applied append request created, or None if never applied."""
+        raw = self._db.get(keys.request(check_id("request id", request_id)))
+        return None if raw is None else raw.decode()
+
+    def pending_purge(self) -> int:
+        """How many tombstoned versions still have canonical records."""
+        return sum(1 for _ in self._prefix(keys.PURGE, fill_cache=False))

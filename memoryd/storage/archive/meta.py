@@ -1,0 +1,134 @@
+"""Meta records, cursors, the degraded state, RocksDB properties and maintenance,
+and raw key access for migrations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+from rocksdict import WriteBatch
+
+from memoryd.storage.archive import keys
+from memoryd.storage.archive.core import StoreCore
+
+
+class MetaMixin(StoreCore):
+    """Everything about the store that is not a document."""
+
+    def get_cursor(self, name: str) -> bytes | None:
+        return self._db.get(keys.cursor(name))
+
+    def set_cursor(self, name: str, value: bytes | None) -> None:
+        self._need_primary()
+        with self._lock:
+            if value is None:
+                self._db.delete(keys.cursor(name), self._wopt)
+            else:
+                self._db.put(keys.cursor(name), value, self._wopt)
+
+    def get_meta(self, name: str) -> Any:
+        """A JSON value the layers above keep in the archive (None when absent)."""
+        return self._get_json(keys.user_meta(name))
+
+    def set_meta(self, name: str, value: Any) -> None:
+        self._need_primary()
+        with self._lock:
+            if value is None:
+                self._db.delete(keys.user_meta(name), self._wopt)
+            else:
+                self._db.put(keys.user_meta(name), orjson.dumps(value), self._wopt)
+
+    def degraded(self) -> dict[str, Any] | None:
+        """The durable degraded (disk-low) state, or None."""
+        return self._get_json(keys.DEGRADED)
+
+    def set_degraded(self, state: dict[str, Any] | None) -> None:
+        self._need_primary()
+        with self._lock:
+            if state is None:
+                self._db.delete(keys.DEGRADED, self._wopt)
+            else:
+                self._db.put(keys.DEGRADED, orjson.dumps(state), self._wopt)
+
+    def deleted_keys_total(self) -> int:
+        """Keys deleted by purges since the archive was created (a durable counter)."""
+        return self._get_u64(keys.DELETED_KEYS)
+
+    def properties(self) -> dict[str, int]:
+        """RocksDB size estimates: live data, SST files, pending compaction, keys, memtables."""
+        names = {
+            "live_data_bytes": "rocksdb.estimate-live-data-size",
+            "sst_bytes": "rocksdb.total-sst-files-size",
+            "live_sst_bytes": "rocksdb.live-sst-files-size",
+            "pending_compaction_bytes": "rocksdb.estimate-pending-compaction-bytes",
+            "estimated_keys": "rocksdb.estimate-num-keys",
+            "memtable_bytes": "rocksdb.cur-size-all-mem-tables",
+            "running_compactions": "rocksdb.num-running-compactions",
+        }
+        out = {}
+        for short, prop in names.items():
+            try:
+                out[short] = int(self._db.property_int_value(prop) or 0)
+            except Exception:
+                out[short] = 0
+        return out
+
+    def flush(self) -> None:
+        """Flush memtables to SST files (waits) so background compaction sees the deletes."""
+        self._need_primary()
+        self._db.flush(True)
+        self._db.flush_wal(True)
+
+    def compact_all(self) -> None:
+        """Full manual compaction (operator request only: unbounded I/O)."""
+        self._need_primary()
+        self._db.compact_range(None, None)
+
+    def latest_sequence_number(self) -> int:
+        return int(self._db.latest_sequence_number())
+
+    def raw_items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every key and value (migrations and verification only)."""
+        return self._scan(b"", None, fill_cache=False)
+
+    def raw_write(self, items: Iterable[tuple[bytes, bytes]], *, batch_keys: int = 10_000) -> int:
+        """Write raw pairs in batches (migrations only: copying into a fresh archive)."""
+        self._need_primary()
+        n = 0
+        with self._lock:
+            wb = WriteBatch(raw_mode=True)
+            for k, v in items:
+                wb.put(k, v)
+                n += 1
+                if len(wb) >= batch_keys:
+                    self._db.write(wb, self._wopt)
+                    wb = WriteBatch(raw_mode=True)
+            if len(wb):
+                self._db.write(wb, self._wopt)
+            self._read_format()
+        return n
+
+    def raw_delete(self, keys: Iterable[bytes], *, batch_keys: int = 10_000) -> int:
+        """Delete raw keys in batches (migrations only: re-syncing a copy)."""
+        self._need_primary()
+        n = 0
+        with self._lock:
+            wb = WriteBatch(raw_mode=True)
+            for k in keys:
+                wb.delete(k)
+                n += 1
+                if len(wb) >= batch_keys:
+                    self._db.write(wb, self._wopt)
+                    wb = WriteBatch(raw_mode=True)
+            if len(wb):
+                self._db.write(wb, self._wopt)
+        return n
+
+    @staticmethod
+    def is_payload_key(key: bytes) -> bool:
+        return keys.is_payload(key)
+
+    @staticmethod
+    def is_format_key(key: bytes) -> bool:
+        return key == keys.FORMAT

@@ -1,0 +1,272 @@
+"""Derived postings and statistics over live versions, and the exact-term BM25 and
+excerpt functions the archive search uses.
+
+Postings hold exact lowercase ``\\w+`` terms with their frequency; per-project
+term and corpus statistics count live versions only. All of it can be rebuilt
+from the canonical payloads (:meth:`PostingsMixin.rebuild_postings`). Scoring
+and excerpts are plain functions (:func:`bm25`, :func:`excerpt_window`) so a
+search pipeline can use them without the store.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import orjson
+from rocksdict import WriteBatch
+
+from memoryd.storage.archive import codec, keys
+from memoryd.storage.archive.core import StoreCore
+from memoryd.storage.archive.records import (
+    CorpusStats,
+    Hit,
+    check_project,
+    make_locator,
+    parse_locator,
+)
+
+#: Most distinct terms indexed per version (the first ones in text order).
+MAX_TERMS_PER_VERSION = 10_000
+MAX_TERM_CHARS = 64
+#: BM25 parameters of the archive's exact-term search.
+BM25_K1, BM25_B = 1.2, 0.75
+
+_TERM_RE = re.compile(r"\w+")
+
+
+def tokenize(text: str) -> list[str]:
+    """The archive's exact terms: lowercase ``\\w+`` runs of at most 64 characters."""
+    return [t for t in _TERM_RE.findall(text.lower()) if len(t) <= MAX_TERM_CHARS]
+
+
+def term_counts(text: str) -> tuple[dict[str, int], int]:
+    """Term frequencies (first MAX_TERMS_PER_VERSION distinct terms) and token count."""
+    tokens = tokenize(text)
+    counts: dict[str, int] = {}
+    for t in tokens:
+        if t in counts:
+            counts[t] += 1
+        elif len(counts) < MAX_TERMS_PER_VERSION:
+            counts[t] = 1
+    return counts, len(tokens)
+
+
+def bm25(
+    tfs: Mapping[str, int], df: Mapping[str, int], *, n_docs: int, avgdl: float, length: int
+) -> float:
+    """BM25 of one version holding ``tfs`` (term -> frequency) among ``n_docs`` live
+    versions of average length ``avgdl``; ``df`` is each term's document frequency."""
+    score = 0.0
+    dl = length or 1
+    for term, tf in tfs.items():
+        n = df.get(term, 0)
+        idf = math.log(1 + (n_docs - n + 0.5) / (n + 0.5))
+        score += idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * dl / avgdl))
+    return score
+
+
+def excerpt_window(text: str, terms: Sequence[str], *, width: int = 240) -> str:
+    """A verbatim window of ``text`` around the first occurrence of any term."""
+    low = text.lower()
+    pos = min((i for t in terms if (i := low.find(t.lower())) >= 0), default=0)
+    start = max(0, pos - width // 3)
+    return text[start : start + width]
+
+
+def _is_zero(raw: bytes) -> bool:
+    v = orjson.loads(raw)
+    return not v.get("versions") and not v.get("length")
+
+
+class PostingsMixin(StoreCore):
+    """Postings, statistics and the exact-term search over them."""
+
+    def projects(self) -> list[str]:
+        """Every project that ever archived a version (one corpus record each), sorted."""
+        return sorted(keys.corpus_project(key).decode() for key, _ in self._prefix(keys.CORPUS))
+
+    def corpus_stats(self, project: str) -> CorpusStats:
+        """Live versions and their total token count in ``project``."""
+        return CorpusStats(*self.corpus_stats_raw(check_project(project)))
+
+    def term_stats(self, project: str, terms: Iterable[str]) -> dict[str, int]:
+        """Document frequency (live versions holding the term) of each exact term."""
+        p = check_project(project)
+        terms = list(dict.fromkeys(terms))
+        raws = self._db.get([keys.termstat(p, t.encode()) for t in terms]) if terms else []
+        return {t: (keys.U64.unpack(r)[0] if r else 0) for t, r in zip(terms, raws, strict=True)}
+
+    def postings(self, project: str, term: str) -> Iterator[tuple[str, int]]:
+        """``(locator, tf)`` of every posting of ``term`` (tombstoned versions included:
+        filter with :meth:`version_info`, or use :meth:`search`)."""
+        prefix = keys.posting_prefix(check_project(project), term.encode())
+        for key, raw in self._prefix(prefix):
+            yield make_locator(*keys.split_dv(keys.parse_posting(key)[2])), keys.U32.unpack(raw)[0]
+
+    def search(
+        self,
+        project: str,
+        query: str | Sequence[str],
+        *,
+        limit: int = 10,
+        classes: Iterable[str] | None = None,
+        session: str | None = None,
+        created_after: dict[str, float | None] | None = None,
+        max_postings_per_term: int = 50_000,
+    ) -> list[Hit]:
+        """Exact-term BM25 over live versions of ``project`` (tombstoned ones never appear).
+
+        ``query`` is text (tokenized like payloads) or a list of terms.
+        ``created_after`` maps a class to the oldest creation time it may have
+        (automatic-recall horizons; a class missing from the map or mapped to
+        None is not limited; a class mapped to ``float('inf')`` is excluded).
+        Read-only: the caller takes retrieval leases on what it returns.
+        """
+        p = check_project(project)
+        terms = list(dict.fromkeys(tokenize(query) if isinstance(query, str) else query))
+        if not terms:
+            return []
+        wanted = None if classes is None else set(classes)
+        n_docs, total_len = self.corpus_stats_raw(p)
+        avgdl = total_len / n_docs if n_docs else 1.0
+        df = self.term_stats(project, terms)
+        matched: dict[str, dict[str, int]] = {}
+        for term in terms:
+            for i, (loc, tf) in enumerate(self.postings(project, term)):
+                if i >= max_postings_per_term:
+                    break
+                matched.setdefault(loc, {})[term] = tf
+        ledgers: dict[str, dict[str, Any] | None] = {}
+        hits: list[Hit] = []
+        for loc, tfs in matched.items():
+            doc_id, ver = parse_locator(loc)
+            if doc_id not in ledgers:
+                ledgers[doc_id] = self._ledger(doc_id.encode())
+            ledger = ledgers[doc_id]
+            if ledger is None:
+                continue
+            v = ledger["versions"][ver - 1]
+            if v["status"] != "live":
+                continue
+            if wanted is not None and ledger["class"] not in wanted:
+                continue
+            if session is not None and ledger.get("session") != session:
+                continue
+            if created_after is not None:
+                cutoff = created_after.get(ledger["class"])
+                if cutoff is not None and v["created_at"] < cutoff:
+                    continue
+            score = bm25(tfs, df, n_docs=n_docs, avgdl=avgdl, length=v["len"])
+            hits.append(
+                Hit(
+                    loc,
+                    doc_id,
+                    ver,
+                    ledger["project"],
+                    ledger["class"],
+                    ledger.get("session"),
+                    v["created_at"],
+                    round(score, 6),
+                    dict(tfs),
+                    v["len"],
+                )
+            )
+        hits.sort(key=lambda h: (-h.score, h.locator))
+        return hits[:limit]
+
+    def excerpt(self, locator: str, terms: Sequence[str], *, width: int = 240) -> str | None:
+        """A verbatim window of a live version around its first matching term (None if
+        not live)."""
+        doc_id, ver = parse_locator(locator)
+        ledger = self._ledger(doc_id.encode())
+        if ledger is None or ledger["versions"][ver - 1]["status"] != "live":
+            return None
+        raw = self._db.get(keys.payload(keys.dv(doc_id.encode(), ver)))
+        if raw is None:
+            return None
+        return excerpt_window(codec.decode_payload(raw)["content"], terms, width=width)
+
+    # ---- derived rebuild
+
+    def _derived_from_payloads(self) -> tuple[dict[bytes, bytes], dict[bytes, bytes]]:
+        postings: dict[bytes, bytes] = {}
+        derived: dict[bytes, bytes] = {}
+        df: Counter[bytes] = Counter()
+        corpus: dict[bytes, list[int]] = {}
+        for key, raw in self._prefix(keys.DOC, fill_cache=False):
+            doc = keys.doc_of(key)
+            ledger = orjson.loads(raw)
+            project = ledger["project"].encode()
+            for i, v in enumerate(ledger["versions"]):
+                if v["status"] != "live":
+                    continue
+                dv = keys.dv(doc, i + 1)
+                content = codec.decode_payload(self._db[keys.payload(dv)])["content"]
+                counts, length = term_counts(content)
+                for term, tf in counts.items():
+                    postings[keys.posting(project, term.encode(), dv)] = keys.U32.pack(tf)
+                    df[keys.termstat(project, term.encode())] += 1
+                c = corpus.setdefault(project, [0, 0])
+                c[0] += 1
+                c[1] += length
+        for k, n in df.items():
+            derived[k] = keys.U64.pack(n)
+        for p, (nv, nl) in corpus.items():
+            derived[keys.corpus(p)] = orjson.dumps({"versions": nv, "length": nl})
+        return postings, derived
+
+    def verify_postings(self) -> dict[str, Any]:
+        """Compare live postings and statistics with a rebuild from canonical payloads.
+
+        Postings of tombstoned versions not yet purged are ignored. Returns
+        ``{"ok": bool, "missing": n, "extra": n, "stats_mismatch": n}``.
+        """
+        want_p, want_d = self._derived_from_payloads()
+        have_p = {}
+        for key, raw in self._prefix(keys.POSTING, fill_cache=False):
+            dv = keys.parse_posting(key)[2]
+            doc_id, ver = keys.split_dv(dv)
+            ledger = self._ledger(doc_id.encode())
+            if ledger and ledger["versions"][ver - 1]["status"] == "live":
+                have_p[key] = raw
+        have_d = dict(self._prefix(keys.TERMSTAT, fill_cache=False))
+        have_d.update(
+            (k, orjson.dumps(orjson.loads(v)))
+            for k, v in self._prefix(keys.CORPUS, fill_cache=False)
+        )
+        have_d = {k: v for k, v in have_d.items() if not (k[:1] == keys.CORPUS and _is_zero(v))}
+        missing = sum(1 for k, v in want_p.items() if have_p.get(k) != v)
+        extra = sum(1 for k in have_p if k not in want_p)
+        mism = sum(1 for k in set(want_d) | set(have_d) if want_d.get(k) != have_d.get(k))
+        return {
+            "ok": not (missing or extra or mism),
+            "missing": missing,
+            "extra": extra,
+            "stats_mismatch": mism,
+        }
+
+    def rebuild_postings(self) -> dict[str, int]:
+        """Drop and rebuild postings and statistics from the live canonical payloads.
+
+        Postings of versions waiting for purge are dropped too (purge skips
+        absent keys). Returns counts of what was written.
+        """
+        self._need_primary()
+        with self._lock:
+            postings, derived = self._derived_from_payloads()
+            for fam in (keys.POSTING, keys.TERMSTAT, keys.CORPUS):
+                end = keys.prefix_end(fam)
+                wb = WriteBatch(raw_mode=True)
+                wb.delete_range(fam, end)
+                self._db.write(wb, self._wopt)
+            items = list(postings.items()) + list(derived.items())
+            for i in range(0, len(items), 50_000):
+                wb = WriteBatch(raw_mode=True)
+                for k, v in items[i : i + 50_000]:
+                    wb.put(k, v)
+                self._db.write(wb, self._wopt)
+            return {"postings": len(postings), "statistics": len(derived)}

@@ -1,0 +1,416 @@
+"""Protections: pins (until removed), active-context leases of a client (owner
+record with an epoch plus forward and reverse references) and short retrieval
+leases taken by searches."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
+
+from memoryd.errors import (
+    BadArchiveInput,
+    BadLocator,
+    LeaseExpired,
+    LeaseNotFound,
+    LeaseRejected,
+    LocatorNotFound,
+    NotLive,
+)
+from memoryd.storage.archive import keys
+from memoryd.storage.archive.core import Batch, StoreCore
+from memoryd.storage.archive.records import (
+    LeaseGrant,
+    check_id,
+    check_project,
+    make_locator,
+    ms,
+    parse_locator,
+    utc_iso,
+)
+
+#: Most exact versions one active-context lease request may name.
+MAX_LEASE_TARGETS = 1000
+
+
+class ProtectionsMixin(StoreCore):
+    """Pins, active-context leases and retrieval leases."""
+
+    def pin(self, locator: str, *, now: float | None = None, note: str | None = None) -> dict:
+        """Pin the document of a live version until :meth:`unpin` (idempotent).
+
+        The document's expiry entry is withdrawn while pinned. Raises
+        :class:`LocatorNotFound` or :class:`NotLive` (superseded/expired version).
+        """
+        self._need_primary()
+        now = time.time() if now is None else now
+        doc_id, ver = parse_locator(locator)
+        doc = doc_id.encode()
+        with self._lock:
+            ledger = self._ledger(doc)
+            if ledger is None or ver > len(ledger["versions"]):
+                raise LocatorNotFound(f"no archived version {locator}")
+            v = ledger["versions"][ver - 1]
+            if v["status"] != "live":
+                raise NotLive(f"{locator} is {v['status']}; pin a live version")
+            existing = self._get_json(keys.pin(doc))
+            if existing is not None:
+                return existing
+            record = {"doc_id": doc_id, "locator": locator, "pinned_at": now, "note": note}
+            batch = Batch()
+            batch.put(keys.pin(doc), orjson.dumps(record))
+            cur = ledger["current"]
+            cv = ledger["versions"][cur - 1]
+            if cv["status"] == "live" and cv["expires_at"] is not None:
+                batch.wb.delete(self._expiry_key(cv["expires_at"], ledger["class"], doc, cur))
+                cv["gen"] += 1
+                batch.ledgers[keys.doc(doc)] = ledger
+            self._write(batch)
+            return record
+
+    def unpin(self, target: str) -> bool:
+        """Remove the pin of a document (``target``: a locator or a document id).
+
+        The live version goes back into the expiry index at its deadline
+        (which may be due already). Returns False if it was not pinned.
+        """
+        self._need_primary()
+        doc_id = parse_locator(target)[0] if "@" in target else target
+        doc = check_id("document id", doc_id)
+        with self._lock:
+            if not self._is_pinned(doc):
+                return False
+            batch = Batch()
+            batch.wb.delete(keys.pin(doc))
+            ledger = self._ledger(doc)
+            if ledger is not None:
+                cur = ledger["current"]
+                cv = ledger["versions"][cur - 1]
+                if cv["status"] == "live" and cv["expires_at"] is not None:
+                    cv["gen"] += 1
+                    batch.put(
+                        self._expiry_key(cv["expires_at"], ledger["class"], doc, cur),
+                        keys.U32.pack(cv["gen"]),
+                    )
+                    batch.ledgers[keys.doc(doc)] = ledger
+            self._write(batch)
+            return True
+
+    def pins(self, *, limit: int = 10_000) -> list[dict]:
+        out = []
+        for _, raw in self._prefix(keys.PIN):
+            out.append(orjson.loads(raw))
+            if len(out) >= limit:
+                break
+        return out
+
+    def is_pinned(self, doc_id: str) -> bool:
+        return self._is_pinned(doc_id.encode())
+
+    # ---- leases
+
+    def _owner(self, client: bytes) -> dict[str, Any] | None:
+        return self._get_json(keys.owner(client))
+
+    def _protected_by_lease(self, doc: bytes, ver: int, now: float) -> str | None:
+        """``"retrieval"``, ``"lease:<client>"`` or None. Streams reverse references
+        uncached and returns at the first live owner."""
+        dv = keys.dv(doc, ver)
+        raw = self._db.get(keys.rlease(dv))
+        if raw is not None and keys.U64.unpack(raw)[0] > ms(now):
+            return "retrieval"
+        prefix = keys.rev_prefix(dv)
+        for key, epoch_raw in self._prefix(prefix, fill_cache=False):
+            client = keys.rev_client(key, dv)
+            owner = self._owner(client)
+            if (
+                owner is not None
+                and owner["epoch"] == keys.U32.unpack(epoch_raw)[0]
+                and owner["expires_at"] > now
+            ):
+                return "lease:" + client.decode()
+        return None
+
+    def protection(self, locator: str, *, now: float | None = None) -> str | None:
+        """What protects a version now: ``"pinned"``, ``"retrieval"``,
+        ``"lease:<client>"`` or None."""
+        now = time.time() if now is None else now
+        doc_id, ver = parse_locator(locator)
+        doc = doc_id.encode()
+        if self._is_pinned(doc):
+            return "pinned"
+        return self._protected_by_lease(doc, ver, now)
+
+    def acquire_leases(
+        self,
+        client: str,
+        project: str,
+        locators: Sequence[str],
+        *,
+        ttl: float,
+        now: float | None = None,
+    ) -> LeaseGrant:
+        """Protect exact versions for ``client`` (an active-context lease), all or nothing.
+
+        At most :data:`MAX_LEASE_TARGETS` locators. Every target must exist,
+        belong to ``project``, and be live and not past its deadline (unless
+        its document is pinned); otherwise :class:`LeaseRejected` names each
+        bad target and its reason (``malformed``, ``missing``,
+        ``foreign_project``, ``superseded``, ``expired``) and nothing is
+        written. On success the client's owner record (created, or extended
+        to ``now + ttl``) and every reference are published in one batch.
+        A client whose lease had expired starts a new epoch: its old
+        references never protect anything again.
+        """
+        self._need_primary()
+        now = time.time() if now is None else now
+        cl = check_id("client id", client)
+        check_project(project)
+        if not locators:
+            raise BadArchiveInput("a lease request names at least one locator")
+        if len(locators) > MAX_LEASE_TARGETS:
+            raise BadArchiveInput(
+                f"a lease request may name at most {MAX_LEASE_TARGETS} versions, "
+                f"got {len(locators)}; split it"
+            )
+        if not ttl > 0:
+            raise BadArchiveInput("lease ttl must be positive seconds")
+        with self._lock:
+            rejected: dict[str, str] = {}
+            targets: list[tuple[bytes, int, str]] = []
+            for loc in dict.fromkeys(locators):
+                try:
+                    doc_id, ver = parse_locator(loc)
+                except BadLocator:
+                    rejected[str(loc)] = "malformed"
+                    continue
+                doc = doc_id.encode()
+                ledger = self._ledger(doc)
+                if ledger is None or ver > len(ledger["versions"]):
+                    rejected[loc] = "missing"
+                    continue
+                if ledger["project"] != project:
+                    rejected[loc] = "foreign_project"
+                    continue
+                v = ledger["versions"][ver - 1]
+                if v["status"] != "live":
+                    rejected[loc] = v["status"]
+                    continue
+                if (
+                    v["expires_at"] is not None
+                    and v["expires_at"] <= now
+                    and not self._is_pinned(doc)
+                ):
+                    rejected[loc] = "expired"
+                    continue
+                targets.append((doc, ver, loc))
+            if rejected:
+                named = ", ".join(f"{loc} ({why})" for loc, why in list(rejected.items())[:10])
+                more = f" and {len(rejected) - 10} more" if len(rejected) > 10 else ""
+                raise LeaseRejected(
+                    f"lease request rejected whole, nothing leased: {len(rejected)} of "
+                    f"{len(locators)} targets are not leasable: {named}{more}",
+                    rejected,
+                )
+            owner = self._owner(cl)
+            if owner is not None and owner["expires_at"] > now:
+                epoch = owner["epoch"]
+            else:
+                epoch = (owner["epoch"] + 1) if owner else 1
+            expires = max(
+                now + ttl, owner["expires_at"] if owner and owner["epoch"] == epoch else 0
+            )
+            batch = Batch()
+            self._put_owner(batch, cl, epoch, expires, ttl, now)
+            ep = keys.U32.pack(epoch)
+            for doc, ver, _ in targets:
+                dv = keys.dv(doc, ver)
+                batch.put(keys.fwd(cl, dv), ep)
+                batch.put(keys.rev(dv, cl), ep)
+            self._write(batch)
+            return LeaseGrant(client, epoch, expires, tuple(t[2] for t in targets))
+
+    def _put_owner(
+        self, batch: Batch, cl: bytes, epoch: int, expires: float, ttl: float, now: float
+    ) -> None:
+        batch.put(
+            keys.owner(cl),
+            orjson.dumps({"epoch": epoch, "expires_at": expires, "ttl": ttl, "renewed_at": now}),
+        )
+        batch.put(keys.owner_exp(ms(expires), cl), keys.U32.pack(epoch))
+
+    def renew_leases(
+        self, client: str, *, ttl: float | None = None, now: float | None = None
+    ) -> LeaseGrant:
+        """Heartbeat: extend the client's lease to ``now + ttl`` (default: its last ttl).
+
+        Raises :class:`LeaseNotFound` (no lease) or :class:`LeaseExpired` (it
+        lapsed: the protections are gone; acquire again).
+        """
+        self._need_primary()
+        now = time.time() if now is None else now
+        cl = check_id("client id", client)
+        with self._lock:
+            owner = self._owner(cl)
+            if owner is None:
+                raise LeaseNotFound(f"client {client!r} holds no lease; acquire one")
+            if owner["expires_at"] <= now:
+                raise LeaseExpired(
+                    f"client {client!r}'s lease expired at {utc_iso(owner['expires_at'])}; "
+                    "its protections are gone: acquire the versions again"
+                )
+            ttl = owner["ttl"] if ttl is None else ttl
+            expires = max(owner["expires_at"], now + ttl)
+            batch = Batch()
+            self._put_owner(batch, cl, owner["epoch"], expires, ttl, now)
+            self._write(batch)
+            return LeaseGrant(client, owner["epoch"], expires, ())
+
+    def release_leases(self, client: str, locators: Sequence[str] | None = None) -> int:
+        """Release this client's protection of ``locators`` (None: all of them).
+
+        Never touches another client's references. Returns how many
+        references were removed.
+        """
+        self._need_primary()
+        cl = check_id("client id", client)
+        with self._lock:
+            batch = Batch()
+            n = 0
+            if locators is None:
+                for key, _ in self._prefix(keys.fwd_prefix(cl)):
+                    dv = keys.fwd_version(key, cl)
+                    batch.delete(key)
+                    batch.delete(keys.rev(dv, cl))
+                    n += 1
+                owner = self._owner(cl)
+                if owner is not None:
+                    batch.delete(keys.owner(cl))
+                    batch.delete(keys.owner_exp(ms(owner["expires_at"]), cl))
+            else:
+                for loc in dict.fromkeys(locators):
+                    doc_id, ver = parse_locator(loc)
+                    dv = keys.dv(doc_id.encode(), ver)
+                    if (keys.fwd(cl, dv)) in self._db:
+                        batch.delete(keys.fwd(cl, dv))
+                        batch.delete(keys.rev(dv, cl))
+                        n += 1
+            self._write(batch)
+            return n
+
+    def client_lease(self, client: str, *, now: float | None = None) -> dict[str, Any] | None:
+        """``{"client", "epoch", "expires_at" (ISO), "live", "locators"}`` or None."""
+        now = time.time() if now is None else now
+        cl = check_id("client id", client)
+        owner = self._owner(cl)
+        if owner is None:
+            return None
+        locs = []
+        for key, ep in self._prefix(keys.fwd_prefix(cl)):
+            if keys.U32.unpack(ep)[0] == owner["epoch"]:
+                locs.append(make_locator(*keys.split_dv(keys.fwd_version(key, cl))))
+        return {
+            "client": client,
+            "epoch": owner["epoch"],
+            "expires_at": utc_iso(owner["expires_at"]),
+            "live": owner["expires_at"] > now,
+            "locators": locs,
+        }
+
+    def cleanup_expired_leases(self, *, now: float | None = None, limit: int = 1000) -> int:
+        """Remove references of lapsed client leases, at most ``limit`` protections.
+
+        Returns how many records were removed; call again (next tick) while
+        it returns ``limit``.
+        """
+        self._need_primary()
+        now = time.time() if now is None else now
+        budget = limit
+        with self._lock:
+            end = keys.owner_exp_until(ms(now) + 1)
+            for key, _ in list(self._scan(keys.OWNER_EXP, end)):
+                if budget <= 0:
+                    break
+                expires_ms, cl = keys.parse_owner_exp(key)
+                owner = self._owner(cl)
+                batch = Batch()
+                if owner is None or ms(owner["expires_at"]) != expires_ms:
+                    batch.delete(key)  # stale index entry (renewed or released)
+                    budget -= 1
+                    self._write(batch)
+                    continue
+                if owner["expires_at"] > now:
+                    continue
+                refs = list(self._prefix(keys.fwd_prefix(cl), fill_cache=False))
+                take = refs[:budget]
+                for fkey, _ in take:
+                    batch.delete(fkey)
+                    batch.delete(keys.rev(keys.fwd_version(fkey, cl), cl))
+                budget -= len(take)
+                if len(take) == len(refs):
+                    batch.delete(key)
+                    # keep a tombstone owner so a late heartbeat says expired, not unknown
+                    batch.put(
+                        keys.owner(cl),
+                        orjson.dumps(
+                            {
+                                "epoch": owner["epoch"],
+                                "expires_at": owner["expires_at"],
+                                "ttl": owner["ttl"],
+                                "renewed_at": owner.get("renewed_at"),
+                                "lapsed": True,
+                            }
+                        ),
+                    )
+                self._write(batch)
+        return limit - budget
+
+    def take_retrieval_leases(
+        self, locators: Iterable[str], *, seconds: float, now: float | None = None
+    ) -> list[str]:
+        """Protect the live ones of ``locators`` for ``seconds`` (searches call this).
+
+        Returns the locators actually protected (live versions only).
+        """
+        self._need_primary()
+        now = time.time() if now is None else now
+        until = ms(now + seconds)
+        taken = []
+        with self._lock:
+            batch = Batch()
+            for loc in dict.fromkeys(locators):
+                doc_id, ver = parse_locator(loc)
+                ledger = self._ledger(doc_id.encode())
+                if ledger is None or ver > len(ledger["versions"]):
+                    continue
+                if ledger["versions"][ver - 1]["status"] != "live":
+                    continue
+                dv = keys.dv(doc_id.encode(), ver)
+                raw = self._db.get(keys.rlease(dv))
+                if raw is None or keys.U64.unpack(raw)[0] < until:
+                    batch.put(keys.rlease(dv), keys.U64.pack(until))
+                    batch.put(keys.rlease_exp(until, dv), b"")
+                taken.append(loc)
+            self._write(batch)
+        return taken
+
+    def cleanup_retrieval_leases(self, *, now: float | None = None, limit: int = 1000) -> int:
+        """Drop lapsed retrieval leases (at most ``limit`` index entries)."""
+        self._need_primary()
+        now = time.time() if now is None else now
+        n = 0
+        with self._lock:
+            batch = Batch()
+            for key, _ in self._scan(keys.RLEASE_EXP, keys.rlease_exp_until(ms(now) + 1)):
+                if n >= limit:
+                    break
+                dv = keys.parse_rlease_exp(key)[1]
+                raw = self._db.get(keys.rlease(dv))
+                if raw is not None and keys.U64.unpack(raw)[0] <= ms(now):
+                    batch.delete(keys.rlease(dv))
+                batch.delete(key)
+                n += 1
+            self._write(batch)
+        return n

@@ -1,0 +1,195 @@
+"""The archive's value types and the checks every input passes (no storage here)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from memoryd.errors import BadArchiveInput, BadLocator
+from memoryd.storage.archive.keys import CLASS_CODE, CLASSES
+
+STATUSES = ("live", "superseded", "expired")
+
+#: The last second an archived time may name (9999-12-31T23:59:59Z); the first is the epoch.
+MAX_EPOCH_SECONDS = 253_402_300_799.0
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+_PROJECT_RE = re.compile(r"^[^\x00/@]{1,200}$")
+
+
+def utc_iso(ts: float | None) -> str | None:
+    """Epoch seconds as an ISO 8601 UTC string (``None`` stays ``None``).
+
+    A time no calendar can show (stored before input was range-checked, e.g.
+    milliseconds taken for seconds) reads as ``None`` instead of failing the read.
+    """
+    if ts is None:
+        return None
+    try:
+        return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+def check_epoch(name: str, ts: object) -> float:
+    """``ts`` as epoch seconds between 1970 and the year 9999; else :class:`BadArchiveInput`."""
+    if isinstance(ts, bool) or not isinstance(ts, int | float) or not math.isfinite(ts):
+        raise BadArchiveInput(f"{name} must be epoch seconds, got {ts!r}")
+    if not 0 <= ts <= MAX_EPOCH_SECONDS:
+        raise BadArchiveInput(
+            f"{name} {ts!r} is not a time between 1970 and the year 9999 (epoch seconds)"
+        )
+    return float(ts)
+
+
+def make_locator(doc_id: str, version: int) -> str:
+    return f"{doc_id}@{version}"
+
+
+def parse_locator(locator: str) -> tuple[str, int]:
+    """``"doc@3"`` -> ``("doc", 3)``; raises :class:`BadLocator`."""
+    if not isinstance(locator, str):
+        raise BadLocator(f"a locator is a string 'DOC@VERSION', got {locator!r}")
+    doc, sep, ver = locator.rpartition("@")
+    if not sep or not _ID_RE.match(doc) or not ver.isdigit() or not 0 < int(ver) < 2**32:
+        raise BadLocator(f"{locator!r} is not a locator 'DOC@VERSION' (for example 'a1b2@1')")
+    return doc, int(ver)
+
+
+def check_id(kind: str, value: str) -> bytes:
+    if not isinstance(value, str) or not _ID_RE.match(value):
+        raise BadArchiveInput(
+            f"{kind} {value!r} must be 1-128 characters of letters, digits and . _ : - "
+            "(starting with a letter or digit)"
+        )
+    return value.encode()
+
+
+def check_project(project: str) -> bytes:
+    if not isinstance(project, str) or not _PROJECT_RE.match(project):
+        raise BadArchiveInput(f"project {project!r} must be 1-200 characters without NUL, / or @")
+    return project.encode()
+
+
+def check_class(cls: str) -> int:
+    try:
+        return CLASS_CODE[cls]
+    except KeyError:
+        raise BadArchiveInput(f"class {cls!r} is not one of {', '.join(CLASSES)}") from None
+
+
+def ms(ts: float) -> int:
+    return max(0, int(math.floor(ts * 1000)))
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """One version's ledger entry (no content)."""
+
+    doc_id: str
+    version: int
+    project: str
+    cls: str
+    session: str | None
+    status: str
+    created_at: float
+    expires_at: float | None
+    generation: int
+    override: bool
+    length: int
+    size: int
+    sha256: str
+    purged: bool
+    retired_at: float | None
+    current_version: int
+    pinned: bool
+    forgotten: bool = False  # retired by ``forget`` (the user's request), not by age
+
+    @property
+    def locator(self) -> str:
+        return make_locator(self.doc_id, self.version)
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    locator: str
+    doc_id: str
+    version: int
+    created: bool  # False when the request id was already applied
+    superseded: str | None  # the locator this version superseded, if one was live
+
+
+@dataclass(frozen=True)
+class NewVersion:
+    """One item of :meth:`ArchiveStore.append_many`; see :meth:`ArchiveStore.append`."""
+
+    project: str
+    cls: str
+    content: str
+    created_at: float
+    expires_at: float | None
+    doc_id: str | None = None
+    session: str | None = None
+    meta: dict[str, Any] | None = None
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ExpiryEntry:
+    """One expiry index entry; ``key`` is an opaque cursor position."""
+
+    key: bytes
+    bucket_start: float
+    cls: str
+    doc_id: str
+    version: int
+    generation: int
+
+    @property
+    def locator(self) -> str:
+        return make_locator(self.doc_id, self.version)
+
+
+@dataclass(frozen=True)
+class PurgeReport:
+    versions: int = 0  # versions whose canonical records are now gone
+    keys_deleted: int = 0
+    remaining: bool = False  # more pending purge work than the budget allowed
+
+
+@dataclass(frozen=True)
+class LeaseGrant:
+    client: str
+    epoch: int
+    expires_at: float
+    locators: tuple[str, ...]  # the versions this request added (all of them)
+
+
+@dataclass(frozen=True)
+class Hit:
+    locator: str
+    doc_id: str
+    version: int
+    project: str
+    cls: str
+    session: str | None
+    created_at: float
+    score: float
+    matched: dict[str, int]
+    length: int
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    versions: int
+    length: int
+
+    @property
+    def avg_length(self) -> float:
+        return self.length / self.versions if self.versions else 0.0
