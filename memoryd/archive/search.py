@@ -1,6 +1,7 @@
 """Archive versions as a source of the search pipeline (:mod:`memoryd.search.pipeline`).
 
-Candidates come from the archive's exact-term BM25 (live versions only) over
+Candidates come from the archive's exact-term BM25 (live versions only,
+:mod:`memoryd.search.archive_bm25`) over
 the focus terms and their other forms the archive holds (irregular verbs,
 Spanish inflections, English alternatives; the archive indexes exact words,
 the gate compares porter stems). A transcript is judged
@@ -34,7 +35,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.search import gate, terms
+from memoryd.search import archive_bm25, gate, terms
 from memoryd.search.evidence import (
     asked_persons,
     focus_hint,
@@ -210,7 +211,7 @@ def _candidates(
     asked persons said or what was said about them, when the question names one);
     returns the admitted ones and every candidate's text."""
     words = sorted({w for term in p.focus for w in stats.forms[term.stem]})
-    hits = owner.store.search(project, words, limit=max(CANDIDATE_POOL, limit))
+    hits = archive_bm25.search(owner.store, project, words, limit=max(CANDIDATE_POOL, limit))
     hint = focus_hint(p.focus)
     cands: list[_Cand] = []
     docs: list[_Doc] = []
