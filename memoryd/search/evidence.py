@@ -164,9 +164,10 @@ def other_sense(text: str, p: gate_mod.Plan, matched: set[str]) -> set[str]:
     than asked: "Bill Paul" in a licence header for a question about "billing".
 
     The question wrote the term in lowercase (not an explicit name), and every
-    occurrence in the text is a capitalized word inside a line (not where a line or
-    a sentence starts, nor in a title-case line) whose lowercase form is none of the
-    term's asked forms. Porter stems conflate a name with a common word ("Bill",
+    occurrence in the text is the first word of a person's name (a capitalized word
+    followed by a capitalized surname, inside a line: not where a line or a sentence
+    starts, nor in a title-case line) whose lowercase form is neither an asked form
+    nor its singular. Porter stems conflate a name with a common word ("Bill",
     "billing"; "Marks", "mark"); their form and case tell the senses apart."""
     asked = _plain_terms(p)
     capitals = [(s, c) for s in matched if s in asked for c in asked[s][1]]
@@ -175,7 +176,8 @@ def other_sense(text: str, p: gate_mod.Plan, matched: set[str]) -> set[str]:
         return set()
     named: dict[str, int] = {}
     for s, word, at in _capitalized(text, [(s, c) for s, c in capitals if s in present]):
-        if word in asked[s][0] or _starts_sentence(text, at):
+        forms = asked[s][0]
+        if _inflected(word, forms) or not _given_name(text, at) or _starts_sentence(text, at):
             continue
         w = stem(word)
         if p.alias.get(w, w) == s:
@@ -226,20 +228,48 @@ def _plain_terms(p: gate_mod.Plan) -> dict[str, tuple[set[str], set[str]]]:
     return got
 
 
+def _inflected(word: str, forms: set[str]) -> bool:
+    """``word`` is one of the asked ``forms`` or its plural ("Museum" for "museums"):
+    the same word, not a name that shares a stem with a derived one ("Bill",
+    "billing")."""
+    return any(f in (word, word + "s", word + "es") for f in forms)
+
+
+_SURNAME = re.compile(r"[A-Z][\w'’-]*\b")
+_NAME_BEFORE = re.compile(r"[A-Z][\w'’.-]*\s*$")
+
+
+def _given_name(text: str, at: int) -> bool:
+    """The word at ``at`` opens a person's name: a capitalized word follows it after
+    one space ("Bill Paul") and none stands just before it ("History Museum" ends a
+    name, it does not open one)."""
+    end = at
+    while end < len(text) and (text[end].isalnum() or text[end] in "'’-"):
+        end += 1
+    if text[end : end + 1] != " " or not _SURNAME.match(text, end + 1):
+        return False
+    return not _NAME_BEFORE.search(text, max(0, at - 40), at)
+
+
+# What opens a sentence, a heading, a list item or a quoted title.
+_OPENERS = (".", "!", "?", ":", "*", '"', "“", "#", "•", "-", "(", "[")
+
+
 def _starts_sentence(text: str, at: int) -> bool:
-    """A capital there is the sentence's, not a name's: a sentence end before it on
-    its line, a title-case line, or the first word of a line (after punctuation such
-    as a comment's) that opens a paragraph or follows a sentence end."""
+    """A capital there is the sentence's, not a name's: the first word of a line (after
+    punctuation such as a comment's) that opens a paragraph or follows a sentence
+    end; a word after a sentence end, a list mark, a heading mark or an opening
+    quote; a word in a title-case line."""
     line_start = text.rfind("\n", 0, at) + 1
     before = text[line_start:at].rstrip()
-    if before.endswith((".", "!", "?", ":")):
-        return True
     if not re.search(r"\w", before):
         if line_start == 0:
             return True
         prev = text[text.rfind("\n", 0, line_start - 1) + 1 : line_start - 1].rstrip()
         if not re.search(r"\w", prev) or prev.endswith((".", "!", "?", ":")):
             return True
+    elif before.endswith(_OPENERS):
+        return True
     end = text.find("\n", at)
     line = text[line_start : len(text) if end < 0 else end]
     return all(w[0].isupper() for w in re.findall(r"[^\W\d_]{4,}", line))

@@ -45,6 +45,13 @@ def test_a_name_in_another_form_is_another_sense() -> None:
     assert _senses("how is billing computed", "Done. Billed monthly.") == set()
     assert _senses("how is billing computed", "intro\n\n# Billed monthly") == set()
     assert _senses("how is billing computed", "Monthly Bill Summary\nrows") == set()
+    # only a person's given name (a surname follows) is the other sense: the last word
+    # of a name, a list item's or a quoted title's first word are the word itself
+    assert _senses("which museums did I visit", "we saw the Natural History Museum") == set()
+    assert _senses("which museums did I visit", "see the Museum Guide for hours") == set()
+    assert _senses("how is billing computed", "ideas: * Bill Payments first") == set()
+    assert _senses("how is billing computed", 'a list named "Bill Payments" here') == set()
+    assert _senses("how is billing computed", "written by Bill in 1998") == set()
     # a name the question writes as a name is asked as one
     assert _senses("what did Bill Paul write", "written by Bill Paul in 1998") == set()
 
