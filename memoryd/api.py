@@ -61,7 +61,7 @@ from memoryd.errors import (
 from memoryd.home import DIR_MODE, make_private, private_umask
 from memoryd.ingest import runner as ingest_runner
 from memoryd.memory import service as memory_service
-from memoryd.memory.recall import admitted_records
+from memoryd.memory.recall import RecordSource
 from memoryd.queue import STATES, JobQueue, JobSpec
 from memoryd.registry import Registry, default_registry
 from memoryd.storage import Authority, open_authority, runs, vectors
@@ -367,7 +367,8 @@ class Memoryd:
         ``min_score`` (0..1, on the fused score) only narrows: it drops items the
         gate admitted, never adds one; None leaves the answer as it is.
         """
-        from memoryd.search.engine import search
+        from memoryd.search import pipeline
+        from memoryd.search.engine import ProjectSource
 
         if limit < 1:
             raise UsageError("--limit must be at least 1")
@@ -376,11 +377,8 @@ class Memoryd:
             routed := self._control("search", query=query, project=name, limit=limit)
         ):
             return routed
-        result = with_records(
-            search(self.reader, name, query, limit, min_score=min_score),
-            admitted_records(self.reader, name, query, limit),
-            limit,
-        )
+        chunks = ProjectSource(self.reader, name, min_score=min_score)
+        result = pipeline.run(query, limit, [RecordSource(self.reader, name, chunks), chunks])
         if result["status"] == "abstained":
             run = runs.unfinished_first_run(self.reader, project_id(self.reader, name))
             if run is not None:
@@ -757,13 +755,3 @@ def _record_view(rec: dict) -> dict:
     out = {k: iso_time(v) if k in RECORD_TIMES else v for k, v in rec.items()}
     out.pop("project_id", None)
     return out
-
-
-def with_records(result: dict, records: list[dict], limit: int) -> dict:
-    """Project search's answer with the memory records that passed the gate's coverage
-    rule first (curated, few), then the code and text items, ``limit`` in all. Records
-    alone answer a question the files cannot."""
-    if not records:
-        return result
-    items = (records + result["items"])[:limit]
-    return {**result, "status": "ok", "items": items, "gap": None}

@@ -1,6 +1,7 @@
-"""Archive search: the project search's evidence-coverage gate over archive versions.
+"""Archive versions as a source of the search pipeline (:mod:`memoryd.search.pipeline`).
 
-Candidates come from the archive's exact-term BM25 (live versions only) over
+Candidates come from the archive's exact-term BM25 (live versions only,
+:mod:`memoryd.search.archive_bm25`) over
 the focus terms and their other forms the archive holds (irregular verbs,
 Spanish inflections, English alternatives; the archive indexes exact words,
 the gate compares porter stems). A transcript is judged
@@ -34,42 +35,26 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.errors import UsageError
-from memoryd.search import gate, terms
+from memoryd.search import archive_bm25, gate, terms
 from memoryd.search.evidence import (
     asked_persons,
     focus_hint,
     held,
     is_dialogue,
     named_speaker,
+    other_sense,
     person_said,
     speaker_of,
     without_persons,
 )
+from memoryd.search.pipeline import NOT_ABSENCE, Found, Fusion, check, run, terms_list
 from memoryd.storage.archive import Hit, utc_iso
 from memoryd.storage.corpus import UnknownProject
 
 WINDOW_LINES = 3  # a question's evidence is usually one exchange: a turn and its answer
 CANDIDATE_POOL = 50
-RRF_K = 60
 EXCERPT_CHARS = 600
-MAX_LIMIT = 1000
 _DOC_CACHE = 128  # decoded versions (text and line stems) kept between queries
-
-
-@dataclass(frozen=True)
-class Tuning:
-    window: int = WINDOW_LINES
-    pool: int = CANDIDATE_POOL
-    speaker: bool = True  # the asked speaker must have said the most specific term
-    entity_speaker: bool = True  # named entities evidenced on the asked speaker's lines
-    w_bm25: float = 1.0
-    w_window: float = 1.0
-    w_session: float = 1.0
-    gate: gate.Tuning = gate.DEFAULT
-
-
-DEFAULT = Tuning()
 
 
 class ArchiveStats:
@@ -81,6 +66,7 @@ class ArchiveStats:
 
     def __init__(self, owner: ArchiveOwner, project: str, query: terms.Query):
         store = owner.store
+        self.query = query
         self.chunks = store.corpus_stats(project).versions
         tried = {t.stem: {t.word, *t.forms} for t in query.terms}
         raw = store.term_stats(project, {w for ws in tried.values() for w in ws})
@@ -178,9 +164,12 @@ def _person_held(p: gate.Plan, doc: _Doc, persons: set[str], hint: re.Pattern) -
     return out
 
 
-def _best_window(p: gate.Plan, c: _Cand, q: terms.Query, t: Tuning) -> None:
+def _best_window(p: gate.Plan, c: _Cand, q: terms.Query) -> None:
+    """The window of turns with the most specificity the gate admits (a name held for
+    a word asked in lowercase not counted); with an asked speaker, one whose most
+    specific term that speaker said."""
     n = len(c.doc.lines)
-    size = max(1, t.window)
+    size = WINDOW_LINES
     best = None
     for start in range(max(1, n - size + 1)):
         end = min(n, start + size)
@@ -190,15 +179,19 @@ def _best_window(p: gate.Plan, c: _Cand, q: terms.Query, t: Tuning) -> None:
         verdict = gate.admit(p, matched)
         if not verdict.admitted:
             continue
+        names = other_sense("\n".join(c.doc.lines[start:end]), p, matched)
+        if names:  # a name held for a word asked in lowercase: judged without it
+            matched = matched - names
+            verdict = gate.admit(p, matched)
+            if not verdict.admitted:
+                continue
         spoken = None
-        if q.speaker and (t.speaker or t.entity_speaker):
+        if q.speaker:
             spoken = set().union(
                 *(c.line_held[i] for i in range(start, end) if c.doc.speakers[i] == q.speaker)
             )
-            if t.speaker:
-                top = max(matched, key=lambda s: p.weights[s])
-                if top not in spoken:
-                    continue
+            if max(matched, key=lambda s: p.weights[s]) not in spoken:
+                continue
         if best is None or verdict.weighted > best[0].weighted:
             best = (verdict, start, end, matched, spoken)
     if best is not None:
@@ -211,7 +204,6 @@ def _candidates(
     p: gate.Plan,
     q: terms.Query,
     stats: ArchiveStats,
-    t: Tuning,
     limit: int,
     persons: set[str],
 ) -> tuple[list[_Cand], list[_Doc]]:
@@ -219,7 +211,7 @@ def _candidates(
     asked persons said or what was said about them, when the question names one);
     returns the admitted ones and every candidate's text."""
     words = sorted({w for term in p.focus for w in stats.forms[term.stem]})
-    hits = owner.store.search(project, words, limit=max(t.pool, limit))
+    hits = archive_bm25.search(owner.store, project, words, limit=max(CANDIDATE_POOL, limit))
     hint = focus_hint(p.focus)
     cands: list[_Cand] = []
     docs: list[_Doc] = []
@@ -230,104 +222,91 @@ def _candidates(
         docs.append(doc)
         lines = _person_held(p, doc, persons, hint) if persons else _line_held(p, doc, hint)
         c = _Cand(hit, rank, doc, lines)
-        _best_window(p, c, q, t)
+        _best_window(p, c, q)
         if c.verdict is not None:
             c.session = gate.coverage(p, set().union(*c.line_held))[1]
             cands.append(c)
     return cands, docs
 
 
-def _abstain(gap: str) -> dict:
-    return {"status": "abstained", "items": [], "gap": gap}
+class ArchiveSource:
+    """Live versions of one archive project as a source of the search pipeline
+    (:mod:`memoryd.search.pipeline`). Returned versions get a short retrieval lease so
+    retention cannot expire them while the caller reads them."""
 
+    exact = False
 
-def search_archive(
-    owner: ArchiveOwner,
-    project: str,
-    query: str,
-    limit: int,
-    now: float,
-    tuning: Tuning | None = None,
-) -> dict:
-    """Gated search of ``project``'s live archive versions; ``tuning`` is for measurement."""
-    if not isinstance(query, str):
-        raise UsageError("the query must be text")
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"limit must be an integer from 1 to {MAX_LIMIT}")
-    known = owner.store.projects()
-    if project not in known:
-        raise UnknownProject(
-            f"no project named {project!r}; known projects: {', '.join(known) or 'none'}"
-        )
-    t = tuning or DEFAULT
-    q = terms.analyze(query)
-    if not q.terms:
-        return _abstain(
-            f"the question has no searchable terms for archive project {project!r}"
-            " (only function words or memory phrasing); say what the evidence should contain"
-        )
-    stats = ArchiveStats(owner, project, q)
-    p = gate.plan(q, stats, t.gate)
-    if not p.focus:
-        return _abstain(
-            f"every term of the question occurs across much of archive project {project!r},"
-            " so none can single out evidence; name something more specific"
-        )
-    cands, docs = _candidates(owner, project, p, q, stats, t, limit, set())
-    persons = asked_persons(q, {n for d in docs for n in d.names if n})
-    if persons:
-        q = without_persons(q, persons, stats.df)
-        p = gate.plan(q, stats, t.gate)
-        if not p.focus:
-            return _abstain(
-                f"the question names {', '.join(sorted(persons))} but asks nothing more"
-                " specific about them; say what the evidence should contain"
+    def __init__(self, owner: ArchiveOwner, project: str, now: float) -> None:
+        known = owner.store.projects()
+        if project not in known:
+            raise UnknownProject(
+                f"no project named {project!r}; known projects: {', '.join(known) or 'none'}"
             )
-        cands, _ = _candidates(owner, project, p, q, stats, t, limit, persons)
-    if cands and t.entity_speaker and q.speaker:
-        seen = [c.spoken if c.spoken is not None else c.matched for c in cands]
-    else:
-        seen = [c.matched for c in cands]
-    missing = gate.missing_entities(p, [s for s in seen if s is not None])
-    if cands and missing:
-        return _abstain(
-            f"insufficient evidence in archive project {project!r}: nothing admitted "
-            f"mentions {', '.join(repr(m) for m in missing)}; what was found is about other"
-            " things (this does not show the fact does not exist)"
+        self.owner, self.project, self.now = owner, project, now
+        self.where = f"archive project {project!r}"
+        self._stats: ArchiveStats | None = None
+
+    def stats(self, q: terms.Query) -> ArchiveStats:
+        if self._stats is None or self._stats.query is not q:
+            self._stats = ArchiveStats(self.owner, self.project, q)
+        return self._stats
+
+    def find(self, q: terms.Query, p: gate.Plan, limit: int) -> Found:
+        stats = self.stats(q)
+        cands, docs = _candidates(self.owner, self.project, p, q, stats, limit, set())
+        persons = asked_persons(q, {n for d in docs for n in d.names if n})
+        if persons:
+            q = without_persons(q, persons, stats.df)
+            p = gate.plan(q, stats)
+            if not p.focus:
+                return Found(
+                    gap=f"the question names {terms_list(sorted(persons))} but asks nothing"
+                    " more specific about them; say what the evidence should contain"
+                )
+            cands, _ = _candidates(self.owner, self.project, p, q, stats, limit, persons)
+        if not cands:
+            return Found(
+                gap=f"insufficient evidence in {self.where}: no turn holds enough of the"
+                f" asked terms ({terms_list(t.word for t in p.focus)}) ({NOT_ABSENCE})"
+            )
+        seen = [c.spoken if q.speaker and c.spoken is not None else c.matched for c in cands]
+        missing = gate.missing_entities(p, [s for s in seen if s is not None])
+        if missing:
+            return Found(
+                gap=f"insufficient evidence in {self.where}: nothing admitted mentions"
+                f" {terms_list(missing)}; what was found is about other things ({NOT_ABSENCE})"
+            )
+        return Found(self._items(cands, limit))
+
+    def _items(self, cands: list[_Cand], limit: int) -> list[dict]:
+        """Reciprocal-rank fusion of the BM25 order and the specificity-weighted coverage
+        of the best window and of the whole session."""
+        fusion = Fusion()
+        fusion.add(sorted(cands, key=lambda c: c.rank))
+        fusion.add(sorted(cands, key=lambda c: (-c.verdict.weighted, c.rank)))
+        fusion.add(sorted(cands, key=lambda c: (-c.session, c.rank)))
+        ranked = sorted(cands, key=lambda c: (-fusion[id(c)], c.rank))[:limit]
+        self.owner.store.take_retrieval_leases(
+            [c.hit.locator for c in ranked],
+            seconds=float(self.owner.config.retention_retrieval_lease_seconds),
+            now=self.now,
         )
-    if not cands:
-        focus = ", ".join(repr(term.word) for term in p.focus)
-        return _abstain(
-            f"insufficient evidence in archive project {project!r}: no turn holds enough of "
-            f"the asked terms ({focus}) (this does not show the fact does not exist)"
-        )
-    fused = {id(c): 0.0 for c in cands}
-    for weight, key in (
-        (t.w_bm25, lambda c: c.rank),
-        (t.w_window, lambda c: (-c.verdict.weighted, c.rank)),
-        (t.w_session, lambda c: (-c.session, c.rank)),
-    ):
-        if weight > 0:
-            for i, c in enumerate(sorted(cands, key=key)):
-                fused[id(c)] += weight / (RRF_K + i + 1)
-    total = (t.w_bm25 + t.w_window + t.w_session) / (RRF_K + 1) or 1.0
-    ranked = sorted(cands, key=lambda c: (-fused[id(c)], c.rank))[:limit]
-    owner.store.take_retrieval_leases(
-        [c.hit.locator for c in ranked],
-        seconds=float(owner.config.retention_retrieval_lease_seconds),
-        now=now,
-    )
-    items = [
-        {
-            "path": c.hit.session or c.hit.doc_id,
-            "start_line": c.start + 1,
-            "end_line": c.end,
-            "score": round(fused[id(c)] / total, 4),
-            "excerpt": "\n".join(c.doc.lines[c.start : c.end])[:EXCERPT_CHARS],
-            "locator": c.hit.locator,
-            "class": c.hit.cls,
-            "created_at": utc_iso(c.hit.created_at),
-        }
-        for c in ranked
-    ]
-    return {"status": "ok", "items": items, "gap": None}
+        return [
+            {
+                "path": c.hit.session or c.hit.doc_id,
+                "start_line": c.start + 1,
+                "end_line": c.end,
+                "score": fusion.score(id(c)),
+                "excerpt": "\n".join(c.doc.lines[c.start : c.end])[:EXCERPT_CHARS],
+                "locator": c.hit.locator,
+                "class": c.hit.cls,
+                "created_at": utc_iso(c.hit.created_at),
+            }
+            for c in ranked
+        ]
+
+
+def search_archive(owner: ArchiveOwner, project: str, query: str, limit: int, now: float) -> dict:
+    """Gated search of ``project``'s live archive versions."""
+    check(query, limit)
+    return run(query, limit, [ArchiveSource(owner, project, now)])

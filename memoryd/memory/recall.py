@@ -1,8 +1,8 @@
 """Memory records as a search candidate source: scored records for query terms.
 
-The search pipeline (issue 10) calls :func:`find_records` beside its code
-candidates and puts the results through the same gate; each item carries
-``"source": "memory"``.
+:class:`RecordSource` is the search pipeline's source of records (beside the
+project's chunks, through the same gate); :func:`find_records` lists records
+matching words. Each item carries ``"source": "memory"``.
 """
 
 from __future__ import annotations
@@ -10,6 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from memoryd.memory.shortlist import match_expression
+from memoryd.search import gate
+from memoryd.search.evidence import held, other_sense
+from memoryd.search.pipeline import Found, Source, Stats
+from memoryd.search.terms import Query, stems
 from memoryd.storage import records
 from memoryd.storage.corpus import project_id
 
@@ -23,33 +27,54 @@ def find_records(
     words = [t for t in dict.fromkeys(terms) if t.strip()]
     if not words or limit < 1:
         return []
+    keys = ("id", "kind", "status", "text", "score")
+    found = _matches(db, project, words, limit, statuses)
+    return [{"source": "memory", **{k: r[k] for k in keys}} for r in found]
+
+
+def _matches(
+    db: Any, project: str, words: list[str], limit: int, statuses: tuple[str, ...] = ("active",)
+) -> list[dict]:
+    """Records (with their triggers) matching any of ``words``, best bm25 first."""
     pid = project_id(db, project)
     found: list[dict] = []
     for status in statuses:
         found += records.fts_matches(db.conn, match_expression(pid, "", words, status), limit)
     found.sort(key=lambda r: (-r["score"], r["id"]))
+    return found[:limit]
+
+
+class RecordSource:
+    """Active memory records of a project as a source of the search pipeline
+    (:mod:`memoryd.search.pipeline`): judged on the project's plan (its term
+    statistics: records belong to the project and are few), so a record answers
+    only what a chunk holding the same words would answer. Items carry
+    ``"source": "memory"`` and the record's text as excerpt."""
+
+    exact = False
+
+    def __init__(self, db: Any, project: str, chunks: Source) -> None:
+        self.db, self.project, self.chunks = db, project, chunks
+        self.where = chunks.where  # its statistics are the project's
+
+    def stats(self, q: Query) -> Stats:
+        return self.chunks.stats(q)
+
+    def find(self, q: Query, p: gate.Plan, limit: int) -> Found:
+        """Records holding any form of a focus term, admitted by the gate on the focus
+        terms their text and triggers hold (named entities evidenced, a word's other
+        sense not counted). No gap: the chunks' source says what is missing."""
+        asked = [w for t in p.focus for w in (t.word, *t.forms)]
+        admitted = []
+        for record in _matches(self.db, self.project, asked, limit * 4):
+            text = "\n".join([record["text"], *record["triggers"]])
+            matched = held(p, stems(text))
+            matched -= other_sense(text, p, matched)
+            if gate.admit(p, matched).admitted and not gate.missing_entities(p, [matched]):
+                admitted.append(record)
+        return Found([_item(r) for r in admitted[:limit]])
+
+
+def _item(record: dict) -> dict:
     keys = ("id", "kind", "status", "text", "score")
-    return [{"source": "memory", **{k: r[k] for k in keys}} for r in found[:limit]]
-
-
-MIN_COVERAGE = 0.5  # the gate's half coverage: a record must hold half the asked terms
-
-
-def admitted_records(db: Any, project: str, query: str, limit: int) -> list[dict]:
-    """Records that pass the project gate's coverage rule for ``query``: at least half
-    of its content stems (and two of them when it has two or more) in the record's text
-    or triggers. Items carry ``"source": "memory"`` and the record's text as excerpt."""
-    from memoryd.search.terms import STOPWORDS, stem, words
-
-    asked = [w for w in dict.fromkeys(words(query)) if w not in STOPWORDS]
-    wanted = {stem(w) for w in asked}
-    if not wanted:
-        return []
-    need = max(min(2, len(wanted)), MIN_COVERAGE * len(wanted))
-    items = []
-    for record in find_records(db, project, asked, limit * 4):
-        triggers = (records.get_record(db.conn, record["id"]) or {}).get("triggers") or []
-        held = {stem(w) for w in words(" ".join([record["text"], *triggers]))}
-        if len(wanted & held) >= need:
-            items.append({**record, "excerpt": record["text"]})
-    return items[:limit]
+    return {"source": "memory", **{k: record[k] for k in keys}, "excerpt": record["text"]}

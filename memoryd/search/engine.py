@@ -1,4 +1,4 @@
-"""Search one project: the evidence-coverage gate, BM25, the dense route, rank fusion.
+"""Project chunks as a source of the search pipeline (:mod:`memoryd.search.pipeline`).
 
 ``search(db, project, query)`` returns DESIGN.md's search JSON::
 
@@ -6,51 +6,50 @@
      "items": [{"path", "start_line", "end_line", "score", "excerpt"}, ...],
      "gap": str | None}
 
-Order of work for one query:
+The pipeline analyzes the question and plans its focus terms on the project's
+term statistics (cached per index generation); this source then:
 
-1. :func:`memoryd.search.terms.analyze` splits the query into content terms,
-   context words (memory phrasing), paths and identifiers.
-2. :func:`memoryd.search.gate.plan` picks the focus terms with the project's
-   term statistics (cached per index generation).
-3. Lexical candidates: one FTS5 query, the focus terms OR-ed as quoted
-   strings (user text never reaches MATCH unescaped), ordered by BM25, with an
-   auxiliary function reporting which focus terms each chunk holds. Exact
-   paths and identifiers add their chunks.
-4. The gate admits candidates (coverage on the asked speaker's lines for
+1. finds lexical candidates: BM25 over the focus terms (postings, or one FTS5
+   query of quoted phrases -- user text never reaches MATCH unescaped), each
+   with the focus terms it holds; exact paths and identifiers add their chunks;
+2. admits them through the gate (coverage on the asked speaker's lines for
    transcripts; for a question naming a speaker of ``Name:`` turns, on what
-   that person said or what was said about them); the dense route ranks the
-   admitted ones by cosine; the two rankings are fused by reciprocal rank
-   (k = 60).
-5. Copies of one chunk text at other paths fold into its item (``also_at``).
-   Nothing admitted: ``abstained`` with a gap naming what evidence was
-   missing, never a claim that the fact does not exist.
+   that person said or what was said about them; named entities evidenced);
+3. fuses by reciprocal rank (k = 60) the BM25 order, chunk and file coverage
+   and the dense route's cosine over the head of the list;
+4. folds copies of one chunk text at other paths into its item (``also_at``).
 
-``min_score`` (on the fused score, 0..1) can only drop items the gate
-admitted; no argument disables the gate.
+Nothing admitted: a gap naming what evidence was missing, never a claim that
+the fact does not exist. ``min_score`` (on the fused score, 0..1) can only
+drop items the gate admitted; no argument disables the gate.
 """
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memoryd.errors import UsageError
 from memoryd.search import gate as gate_mod
-from memoryd.search import semantic
+from memoryd.search import pipeline, semantic
 from memoryd.search.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
-from memoryd.search.evidence import asked_persons, person_text, speaker_names, without_persons
-from memoryd.search.evidence import focus_hint as _focus_hint
+from memoryd.search.evidence import (
+    asked_persons,
+    focus_prefixes,
+    other_sense,
+    person_text,
+    speaker_names,
+    without_persons,
+)
 from memoryd.search.evidence import held as _held
 from memoryd.search.evidence import speaker_text as _speaker_text
 from memoryd.search.fts_query import phrase
+from memoryd.search.pipeline import NOT_ABSENCE, Found, Fusion, terms_list
 from memoryd.search.stats import TermStats, term_stats
 from memoryd.search.terms import (
     CONTRAST_WORDS,
     Query,
     Term,
-    analyze,
     stem,
     stems,
     words,
@@ -58,12 +57,10 @@ from memoryd.search.terms import (
 from memoryd.storage import fts
 from memoryd.storage.corpus import file_text, project_id
 
-RRF_K = 60
 POOL = 200  # lexical candidates the gate looks at
 PERSON_PROBE = 10  # candidates read to tell whether a named person is a speaker
 MAX_PHRASES = 63  # bits of the FTS5 auxiliary function's answer
 DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
-MAX_LIMIT = 1000
 EXCERPT_CHARS = 320
 _FILE_CACHE = 512
 _CHUNK_CACHE = 200_000
@@ -83,6 +80,7 @@ class Candidate:
     verdict: gate_mod.Verdict | None = None
     spoken: set[str] | None = None  # focus terms on the asked speaker's lines (transcripts)
     tokens: list[str] | None = None  # stems of text, when tokenized
+    confirmed: bool = False  # its text was read for a word's other sense
 
 
 def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list[Candidate]:
@@ -172,30 +170,32 @@ def _stems(c: Candidate) -> list[str]:
     return c.tokens
 
 
-def _excerpt(text: str, focus: set[str], hint: re.Pattern, alias: dict[str, str]) -> str:
+def _excerpt(text: str, focus: set[str], prefixes: Sequence[str], alias: dict[str, str]) -> str:
     """Up to three lines from the (first) line holding the most distinct focus terms.
 
-    Only lines the ``hint`` finds are tokenized to count the terms exactly.
+    Only lines holding one of the focus terms' ``prefixes`` (:func:`focus_prefixes`)
+    are tokenized to count the terms exactly.
     """
     lower = text.lower()
     if len(lower) != len(text):  # a letter whose lowercase is longer: keep offsets
-        lower, hint = text, re.compile(hint.pattern, re.I)
+        lower = "".join(ch.lower()[:1] for ch in text)
+    starts: set[int] = set()
+    for x in prefixes:
+        at = lower.find(x)
+        while at >= 0:
+            start = lower.rfind("\n", 0, at) + 1
+            starts.add(start)
+            end = lower.find("\n", at)
+            at = -1 if end < 0 else lower.find(x, end)
     best, best_score = -1, 0
-    pos = 0
-    while True:
-        m = hint.search(lower, pos)
-        if m is None:
-            break
-        start = text.rfind("\n", 0, m.start()) + 1
-        end = text.find("\n", m.end())
-        end = len(text) if end < 0 else end
-        toks = stems(text[start : min(end, start + 2000)])
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        toks = stems(text[start : min(len(text) if end < 0 else end, start + 2000)])
         score = len(focus.intersection([alias.get(s, s) for s in toks] if alias else toks))
         if score > best_score:
             best, best_score = start, score
             if score == len(focus):
                 break
-        pos = end + 1
     if best < 0:
         stripped = text.lstrip()
         best = text.rfind("\n", 0, len(text) - len(stripped)) + 1 if stripped else 0
@@ -205,15 +205,44 @@ def _excerpt(text: str, focus: set[str], hint: re.Pattern, alias: dict[str, str]
     return out
 
 
-def _abstain(gap: str) -> dict:
-    """Every abstention says that the evidence is insufficient, then why."""
-    if not gap.startswith("insufficient evidence"):
-        gap = f"insufficient evidence: {gap}"
-    return {"status": "abstained", "items": [], "gap": gap}
+class ProjectSource:
+    """Chunks of one project as a source of the search pipeline
+    (:mod:`memoryd.search.pipeline`).
 
+    ``encoder``: the dense route's encoder; None uses the deterministic offline
+    :class:`~memoryd.search.dense.HashingEncoder`, False turns the dense route off
+    (lexical only). ``min_score`` drops admitted items whose fused score (0..1) is
+    lower; it never admits anything the gate refused. ``tuning`` is for measurement
+    (the benchmark compares rule variants).
+    """
 
-def _terms_list(words_: Sequence[str]) -> str:
-    return ", ".join(f"'{w}'" for w in words_)
+    exact = True
+
+    def __init__(
+        self,
+        db,
+        project: str,
+        *,
+        encoder: Encoder | None | bool = None,
+        min_score: float | None = None,
+        tuning: gate_mod.Tuning | None = None,
+    ) -> None:
+        self.db, self.project = db, project
+        self.where = f"project {project!r}"
+        self.pid = project_id(db, project)
+        self.enc: Encoder | None = DEFAULT_ENCODER if encoder is None else (encoder or None)
+        self.min_score = min_score
+        self.tuning = tuning or gate_mod.DEFAULT
+        self._stats: TermStats | None = None
+
+    def stats(self, q: Query) -> TermStats:
+        if self._stats is None:
+            fts.prepare(self.db)
+            self._stats = term_stats(self.db, self.pid)
+        return self._stats
+
+    def find(self, q: Query, p: gate_mod.Plan, limit: int) -> Found:
+        return _find(self, q, p, limit)
 
 
 def search(
@@ -226,37 +255,72 @@ def search(
     min_score: float | None = None,
     tuning: gate_mod.Tuning | None = None,
 ) -> dict:
-    """Search ``project`` for evidence answering ``query``, or abstain.
-
-    ``encoder``: the dense route's encoder; None uses the deterministic
-    offline :class:`~memoryd.search.dense.HashingEncoder`, False turns the
-    dense route off (lexical only). ``min_score`` drops admitted items whose
-    fused score (0..1) is lower; it never admits anything the gate refused.
-    ``tuning`` is for measurement (the benchmark compares rule variants).
-    """
-    if not isinstance(query, str):
-        raise UsageError("the query must be text")
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"limit must be an integer from 1 to {MAX_LIMIT}")
+    """Search ``project`` for evidence answering ``query``, or abstain (see
+    :class:`ProjectSource` for the arguments)."""
+    pipeline.check(query, limit)
     tuning = tuning or gate_mod.DEFAULT
-    enc: Encoder | None = DEFAULT_ENCODER if encoder is None else (encoder or None)
-    pid = project_id(db, project)
-    fts.prepare(db)
-    stats = term_stats(db, pid)
-    q = analyze(query)
-    p = gate_mod.plan(q, stats, tuning)
-    if not p.focus and not q.paths and not q.identifiers:
-        if q.terms:
-            return _abstain(
-                f"every term of the query ({_terms_list([t.word for t in q.terms])}) occurs"
-                f" across much of project {project!r}, so none can single out evidence;"
-                " name something more specific"
-            )
-        return _abstain(
-            "the query has no searchable terms (only function words or memory phrasing);"
-            " say what the evidence should contain"
-        )
+    source = ProjectSource(db, project, encoder=encoder, min_score=min_score, tuning=tuning)
+    return pipeline.run(query, limit, [source], tuning)
 
+
+def _find(src: ProjectSource, q: Query, p: gate_mod.Plan, limit: int) -> Found:
+    """Candidates, admission (speakers, named entities), fusion and ``also_at``."""
+    stats = src.stats(q)
+    cands = _candidates(src, stats, q, p)
+    if not cands:
+        return Found(
+            gap=f"no chunk of {src.where} holds any of {terms_list(t.word for t in p.focus)};"
+            " the evidence may be phrased differently or not be stored here"
+        )
+    keep = max(4 * limit, 40)
+    first = _lexically_admitted(p, q, cands, keep)
+    # A question about a named speaker of transcripts is judged on what that person
+    # said or what was said about them, without the name as a term. The probe reads
+    # the admitted candidates' texts (read for the answer anyway), else the pool's.
+    persons = _asked_persons(src.db, stats, q, first or cands)
+    if persons:
+        q = without_persons(q, persons, stats.df)
+        p = gate_mod.plan(q, stats, src.tuning)
+        if not p.focus:
+            return Found(
+                gap=f"the query names {terms_list(sorted(persons))} but asks nothing more"
+                " specific about them; say what the evidence should contain"
+            )
+        cands = cands[: keep * 2]
+        _load(src.db, stats, cands)
+        for c in cands:
+            c.matched = _held(p, stems(person_text(c.text or "", persons)))
+        first = _lexically_admitted(p, q, cands, keep)
+    admitted = _admitted(src, stats, q, p, cands, first, keep, limit)
+    if admitted and not any(c.exact for c in admitted):
+        missing = _missing_entities(src, stats, q, p, admitted)
+        if missing:
+            said = f" in what the {q.speaker} said" if q.speaker and src.tuning.speaker else ""
+            return Found(
+                gap=f"no evidence in {src.where} mentions {terms_list(missing)}{said}; what"
+                f" was found is about other things, so it is not returned ({NOT_ABSENCE})"
+            )
+    if not admitted:
+        best = max(cands, key=lambda c: gate_mod.coverage(p, c.matched)[::-1])
+        held = [t.word for t in p.focus if t.stem in best.matched]
+        lacking = [t.word for t in p.focus if t.stem not in best.matched]
+        return Found(
+            gap=f"insufficient evidence in {src.where}: no chunk holds enough of the"
+            f" asked terms; the closest held {terms_list(held) or 'none'} but not"
+            f" {terms_list(lacking)} ({NOT_ABSENCE})"
+        )
+    items = _items(src, stats, q, p, cands, admitted, limit)
+    if not items:
+        return Found(
+            gap=f"evidence was found but none reached the requested min_score {src.min_score:g}"
+        )
+    return Found(items)
+
+
+def _candidates(src: ProjectSource, stats: TermStats, q: Query, p: gate_mod.Plan) -> list:
+    """BM25 candidates of the focus terms, then the chunks of named paths (their first
+    chunk when no other chunk of the file is a candidate) and named identifiers."""
+    db, pid = src.db, src.pid
     cands = _lexical(db, pid, stats, p.focus, POOL)
     by_row = {c.rowid: c for c in cands}
     file_ids, ident_rows = _exact(db, pid, q) if (q.paths or q.identifiers) else (set(), [])
@@ -282,161 +346,181 @@ def search(
                 c = by_row[rowid] = Candidate(rowid, len(cands), set(), exact=True)
                 cands.append(c)
     # -- candidate source: semantic route (issue 15, memoryd/search/semantic.py) --
-    tuning = semantic.route(db, pid, stats, q, p, cands, by_row, tuning, Candidate)
-    if not cands:
-        return _abstain(
-            f"no chunk of project {project!r} holds any of"
-            f" {_terms_list([t.word for t in p.focus])}; the evidence may be phrased"
-            " differently or not be stored here"
-        )
+    src.tuning = semantic.route(db, pid, stats, q, p, cands, by_row, src.tuning, Candidate)
+    return cands
 
-    keep = max(4 * limit, 40)
-    first = _lexically_admitted(p, q, cands, keep)
-    # A question about a named speaker of transcripts is judged on what that person
-    # said or what was said about them, without the name as a term. The probe reads
-    # the admitted candidates' texts (read for the answer anyway), else the pool's.
-    persons = _asked_persons(db, stats, q, first or cands)
-    if persons:
-        q = without_persons(q, persons, stats.df)
-        p = gate_mod.plan(q, stats, tuning)
-        if not p.focus:
-            return _abstain(
-                f"the query names {_terms_list(sorted(persons))} but asks nothing more"
-                " specific about them; say what the evidence should contain"
-            )
-        cands = cands[: keep * 2]
-        _load(db, stats, cands)
-        for c in cands:
-            c.matched = _held(p, stems(person_text(c.text or "", persons)))
-        first = _lexically_admitted(p, q, cands, keep)
-    # Text is read only where a rule needs it: who said what (transcripts), an
-    # explicit contrast (verification questions); the dense route and excerpts
-    # read their own candidates' text later.
-    if (tuning.speaker and q.speaker) or q.verification:
-        _load(db, stats, first)
+
+def _admitted(
+    src: ProjectSource,
+    stats: TermStats,
+    q: Query,
+    p: gate_mod.Plan,
+    cands: list[Candidate],
+    first: list[Candidate],
+    keep: int,
+    limit: int,
+) -> list[Candidate]:
+    """The gate's verdicts on the lexically admitted candidates (who said the most
+    specific term, an explicit contrast), then the dense floor for short queries.
+
+    Text is read only where a rule needs it: who said what (transcripts), an explicit
+    contrast (verification questions); the dense route and excerpts read their own
+    candidates' text later."""
+    speaker = q.speaker if src.tuning.speaker else None
+    if speaker or q.verification:
+        _load(src.db, stats, first)
     admitted: list[Candidate] = []
     focus_stems = set(p.focus_stems)
     for c in first:
-        matched = c.matched
-        if tuning.speaker and q.speaker and c.text:
-            spoken = _speaker_text(c.text, q.speaker)
+        if speaker and c.text:
+            spoken = _speaker_text(c.text, speaker)
             if spoken is not None:
                 c.spoken = _held(p, stems(spoken))
                 # the asked speaker must have said the most specific term held
                 top = max(c.matched & focus_stems, key=lambda s: p.weights[s], default=None)
                 if top is not None and top not in c.spoken:
                     continue
-        contrast = bool(q.verification and c.text and CONTRAST_WORDS.intersection(words(c.text)))
-        c.verdict = gate_mod.admit(p, matched, exact=c.exact, contrast=contrast)
+        c.verdict = gate_mod.admit(p, c.matched, exact=c.exact, contrast=_contrast(q, c))
         if c.verdict.admitted:
-            c.matched = matched
             admitted.append(c)
             if len(admitted) >= keep:
                 break
     # Short queries: the dense floor may rescue pool members the lexical rules refused.
-    if enc is not None and p.short and len(admitted) < limit:
+    if src.enc is not None and p.short and len(admitted) < limit:
         rest = [c for c in cands[:keep] if c.verdict is None or not c.verdict.admitted]
-        _load(db, stats, rest)
-        _cosines(stats, enc, q, rest)
+        _load(src.db, stats, rest)
+        _cosines(stats, src.enc, q, rest)
         for c in rest:
             c.verdict = gate_mod.admit(p, c.matched, cosine=c.cosine)
             if c.verdict.admitted:
                 admitted.append(c)
+    return _confirmed(src, stats, q, p, admitted, limit)
 
-    if admitted and not any(c.exact for c in admitted):
-        if tuning.speaker:
-            _load(db, stats, [c for c in admitted if c.text is None and _holds_entity(p, c)])
-            for c in admitted:
-                if c.spoken is None and q.speaker and c.text and _holds_entity(p, c):
-                    spoken = _speaker_text(c.text, q.speaker)
-                    if spoken is not None:
-                        c.spoken = _held(p, stems(spoken))
-        seen = [c.spoken if c.spoken is not None else c.matched for c in admitted]
-        missing = gate_mod.missing_entities(p, seen)
-        if missing:
-            return _abstain(
-                f"no evidence in project {project!r} mentions {_terms_list(missing)}"
-                + (" in what the user said" if q.speaker == "user" and tuning.speaker else "")
-                + (
-                    " in what the assistant said"
-                    if q.speaker == "assistant" and tuning.speaker
-                    else ""
-                )
-                + "; what was found is about other things, so it is not returned"
-                " (this does not show the fact does not exist)"
-            )
-    if not admitted:
-        best = max(
-            (gate_mod.coverage(p, c.matched) + (c,) for c in cands),
-            key=lambda x: (x[1], x[0]),
-        )
-        held = [t.word for t in p.focus if t.stem in best[2].matched]
-        lacking = [t.word for t in p.focus if t.stem not in best[2].matched]
-        return _abstain(
-            f"insufficient evidence in project {project!r}: no chunk holds enough of the"
-            f" asked terms; the closest held {_terms_list(held) or 'none'} but not"
-            f" {_terms_list(lacking)} (this does not show the fact does not exist)"
-        )
 
-    # Rank fusion (reciprocal rank, k = 60): BM25 order, specificity-weighted coverage
-    # of the chunk and of its file among the candidates, the dense route; exact first.
-    fused = {c.rowid: 1.0 / (RRF_K + i + 1) for i, c in enumerate(admitted)}
-    total = 1.0
+def _confirmed(
+    src: ProjectSource,
+    stats: TermStats,
+    q: Query,
+    p: gate_mod.Plan,
+    ranked: list[Candidate],
+    want: int,
+) -> list[Candidate]:
+    """``ranked`` without candidates admitted on a word's other sense (a name, "Bill",
+    for a common word asked, "billing": :func:`other_sense`). Texts are read in order
+    until ``want`` candidates pass; those after keep their place unread (the answer's
+    items pass through here again before they are returned)."""
+    out: list[Candidate] = []
+    passed = i = 0
+    while i < len(ranked) and passed < want:
+        batch = ranked[i : i + want]
+        i += len(batch)
+        _load(src.db, stats, [c for c in batch if not c.confirmed])
+        for c in batch:
+            if not c.confirmed and not c.exact:
+                c.confirmed = True
+                names = other_sense(c.text or "", p, c.matched)
+                if names:
+                    c.matched = c.matched - names
+                    c.verdict = gate_mod.admit(p, c.matched, contrast=_contrast(q, c))
+                    if not c.verdict.admitted:
+                        continue
+            out.append(c)
+            passed += 1
+    return out + ranked[i:]
 
-    def fuse(weight: float, key) -> None:
-        nonlocal total
-        if weight <= 0 or len(admitted) < 2:
-            return
-        for i, c in enumerate(sorted(admitted, key=key)):
-            fused[c.rowid] += weight / (RRF_K + i + 1)
-        total += weight
 
-    fuse(tuning.w_coverage, lambda c: (-gate_mod.coverage(p, c.matched)[1], c.bm25_rank))
-    if tuning.w_file > 0 and len(admitted) > 1:
-        file_of = _file_ids(db, stats, [c.rowid for c in cands])
-        per_file: dict[int, set[str]] = {}
-        for c in cands:
-            per_file.setdefault(file_of.get(c.rowid, -c.rowid), set()).update(c.matched)
-        file_cov = {
-            c.rowid: gate_mod.coverage(p, per_file.get(file_of.get(c.rowid, -c.rowid), set()))[1]
-            for c in admitted
-        }
-        fuse(tuning.w_file, lambda c: (-file_cov[c.rowid], c.bm25_rank))
-    if enc is not None and tuning.w_dense > 0 and len(admitted) > 1:
-        # The dense route reorders the head of the list: the candidates that can
-        # still reach the first ``limit`` places (each text is encoded once per
-        # generation, but a cold encode is the costliest step of a query).
-        head = sorted(admitted, key=lambda c: (not c.exact, -fused[c.rowid], c.bm25_rank))
-        head = head[: max(limit, DENSE_HEAD)]
-        _load(db, stats, head)
-        _cosines(stats, enc, q, head)
-        total += tuning.w_dense
-        for i, c in enumerate(sorted(head, key=lambda c: (-(c.cosine or 0.0), c.bm25_rank))):
-            fused[c.rowid] += tuning.w_dense / (RRF_K + i + 1)
-    top = total / (RRF_K + 1)
-    ranked = sorted(admitted, key=lambda c: (not c.exact, -fused[c.rowid], c.bm25_rank))
-    scores = {c.rowid: round(fused[c.rowid] / top, 4) for c in ranked}
-    if min_score is not None:
-        ranked = [c for c in ranked if scores[c.rowid] >= min_score]
-    ranked, also_at = _distinct(db, stats, ranked, limit)
+def _contrast(q: Query, c: Candidate) -> bool:
+    return bool(q.verification and c.text and CONTRAST_WORDS.intersection(words(c.text)))
+
+
+def _missing_entities(
+    src: ProjectSource, stats: TermStats, q: Query, p: gate_mod.Plan, admitted: list[Candidate]
+) -> list[str]:
+    """Named entities of the question no admitted candidate holds (on the asked
+    speaker's lines, in transcripts)."""
+    if src.tuning.speaker and q.speaker:
+        _load(src.db, stats, [c for c in admitted if c.text is None and _holds_entity(p, c)])
+        for c in admitted:
+            if c.spoken is None and c.text and _holds_entity(p, c):
+                spoken = _speaker_text(c.text, q.speaker)
+                if spoken is not None:
+                    c.spoken = _held(p, stems(spoken))
+    return gate_mod.missing_entities(
+        p, [c.spoken if c.spoken is not None else c.matched for c in admitted]
+    )
+
+
+def _items(
+    src: ProjectSource,
+    stats: TermStats,
+    q: Query,
+    p: gate_mod.Plan,
+    cands: list[Candidate],
+    admitted: list[Candidate],
+    limit: int,
+) -> list[dict]:
+    """Rank fusion (reciprocal rank, k = 60) of the BM25 order, the specificity-weighted
+    coverage of the chunk and of its file among the candidates, and the dense route;
+    exact matches first; copies of one text fold into ``also_at``."""
+    db, tuning = src.db, src.tuning
+    fusion = Fusion()
+    fusion.add(admitted)
+    if len(admitted) > 1:
+        by_cov = sorted(admitted, key=lambda c: (-gate_mod.coverage(p, c.matched)[1], c.bm25_rank))
+        fusion.add(by_cov, tuning.w_coverage)
+        if tuning.w_file > 0:
+            file_cov = _file_coverage(db, stats, p, cands, admitted)
+            by_file = sorted(admitted, key=lambda c: (-file_cov[c.rowid], c.bm25_rank))
+            fusion.add(by_file, tuning.w_file)
+        if src.enc is not None and tuning.w_dense > 0:
+            # The dense route reorders the head of the list: the candidates that can
+            # still reach the first ``limit`` places (each text is encoded once per
+            # generation, but a cold encode is the costliest step of a query).
+            head = sorted(admitted, key=lambda c: (not c.exact, -fusion[id(c)], c.bm25_rank))
+            head = head[: max(limit, DENSE_HEAD)]
+            _load(db, stats, head)
+            _cosines(stats, src.enc, q, head)
+            by_cos = sorted(head, key=lambda c: (-(c.cosine or 0.0), c.bm25_rank))
+            fusion.add(by_cos, tuning.w_dense)
+    ranked = sorted(admitted, key=lambda c: (not c.exact, -fusion[id(c)], c.bm25_rank))
+    if src.min_score is not None:
+        ranked = [c for c in ranked if fusion.score(id(c)) >= src.min_score]
+    want = limit
+    while True:  # copies of one text count once: read on until ``limit`` distinct pass
+        ranked = _confirmed(src, stats, q, p, ranked, want)
+        kept, also_at = _distinct(db, stats, ranked, limit)
+        if want >= len(ranked) or all(c.confirmed or c.exact for c in kept):
+            break
+        want *= 2
+    ranked = kept
     _load(db, stats, ranked)
-    hint = _focus_hint(p.focus)
-    items = [
+    prefixes = focus_prefixes(p.focus)
+    focus_stems = set(p.focus_stems)
+    return [
         {
             "path": c.path,
             "start_line": c.start_line,
             "end_line": c.end_line,
-            "score": scores[c.rowid],
-            "excerpt": _excerpt(c.text or "", focus_stems, hint, p.alias),
+            "score": fusion.score(id(c)),
+            "excerpt": _excerpt(c.text or "", focus_stems, prefixes, p.alias),
             **({"also_at": also_at[c.rowid]} if c.rowid in also_at else {}),
         }
         for c in ranked
     ]
-    if not items:
-        return _abstain(
-            f"evidence was found but none reached the requested min_score {min_score:g}"
-        )
-    return {"status": "ok", "items": items, "gap": None}
+
+
+def _file_coverage(
+    db, stats: TermStats, p: gate_mod.Plan, cands: list[Candidate], admitted: list[Candidate]
+) -> dict[int, float]:
+    """rowid -> specificity-weighted coverage of the focus terms its file's candidates hold."""
+    file_of = _file_ids(db, stats, [c.rowid for c in cands])
+    per_file: dict[int, set[str]] = {}
+    for c in cands:
+        per_file.setdefault(file_of.get(c.rowid, -c.rowid), set()).update(c.matched)
+    return {
+        c.rowid: gate_mod.coverage(p, per_file.get(file_of.get(c.rowid, -c.rowid), set()))[1]
+        for c in admitted
+    }
 
 
 def _distinct(
@@ -480,11 +564,23 @@ def _asked_persons(db, stats: TermStats, q: Query, first: list[Candidate]) -> se
         return set()
     head = first[:PERSON_PROBE]
     _load(db, stats, head)
-    named = re.compile(
-        r"\b(?:" + "|".join(re.escape(w) for run in q.entities for w in run) + r")\**\s*:", re.I
-    )
-    texts = [c.text for c in head if c.text and named.search(c.text)]  # a cheap first look
+    names = [w for run in q.entities for w in run]
+    texts = [c.text for c in head if c.text and _names_speaker(c.text.lower(), names)]
     return asked_persons(q, set().union(*(speaker_names(t) for t in texts)))
+
+
+def _names_speaker(low: str, names: list[str]) -> bool:
+    """A cheap first look (no pattern compiled per query): one of ``names`` (lowercase)
+    starts a word followed by a colon (``Ana: ...``, ``**Ana**:``)."""
+    for w in names:
+        at = low.find(w)
+        while at >= 0:
+            end = at + len(w)
+            starts = at == 0 or not low[at - 1].isalnum()
+            if starts and low[end : end + 8].lstrip("* \t")[:1] == ":":
+                return True
+            at = low.find(w, end)
+    return False
 
 
 def _holds_entity(p: gate_mod.Plan, c: Candidate) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from memoryd.search import gate as gate_mod
-from memoryd.search.terms import Query, Term, stem, words
+from memoryd.search.terms import Query, Term, stem, stems, words
 
 SPEAKER_LINE = re.compile(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
 ANY_SPEAKER_LINE = re.compile(SPEAKER_LINE.pattern, re.I | re.M)
@@ -143,11 +143,133 @@ def held(p: gate_mod.Plan, tokens: Sequence[str]) -> set[str]:
     return set(p.focus_stems).intersection(tokens)
 
 
-def focus_hint(focus: Sequence[Term]) -> re.Pattern:
+def focus_prefixes(focus: Sequence[Term]) -> list[str]:
     """Lowercase leading letters shared by each focus word as asked and its stem: a
     line without any of them cannot hold the term (up to rare spelling variants)."""
     prefixes = {
         os.path.commonprefix([w, stem(w)])[:6] or stem(w) for t in focus for w in (t.word, *t.forms)
     }
-    alts = "|".join(sorted(re.escape(x) for x in prefixes if x))
+    return sorted(x for x in prefixes if x)
+
+
+def focus_hint(focus: Sequence[Term]) -> re.Pattern:
+    """:func:`focus_prefixes` as one pattern, each at a word's start (for scanning
+    many lines: compiling costs about half a millisecond)."""
+    alts = "|".join(re.escape(x) for x in focus_prefixes(focus))
     return re.compile(f"(?<![a-z])(?:{alts})" if alts else "$^")
+
+
+def other_sense(text: str, p: gate_mod.Plan, matched: set[str]) -> set[str]:
+    """The ``matched`` focus stems that ``text`` holds only as a name in another form
+    than asked: "Bill Paul" in a licence header for a question about "billing".
+
+    The question wrote the term in lowercase (not an explicit name), and every
+    occurrence in the text is the first word of a person's name (a capitalized word
+    followed by a capitalized surname, inside a line: not where a line or a sentence
+    starts, nor in a title-case line) whose lowercase form is neither an asked form
+    nor its singular. Porter stems conflate a name with a common word ("Bill",
+    "billing"; "Marks", "mark"); their form and case tell the senses apart."""
+    asked = _plain_terms(p)
+    capitals = [(s, c) for s in matched if s in asked for c in asked[s][1]]
+    present = {s for s, c in capitals if c in text}  # the common case: no such capital
+    if not present:
+        return set()
+    named: dict[str, int] = {}
+    for s, word, at in _capitalized(text, [(s, c) for s, c in capitals if s in present]):
+        forms = asked[s][0]
+        if _inflected(word, forms) or not _given_name(text, at) or _starts_sentence(text, at):
+            continue
+        w = stem(word)
+        if p.alias.get(w, w) == s:
+            named[s] = named.get(s, 0) + 1
+    if not named:
+        return set()
+    held: dict[str, int] = {}
+    for s in stems(text):
+        s = p.alias.get(s, s)
+        if s in named:
+            held[s] = held.get(s, 0) + 1
+    return {s for s, n in named.items() if held.get(s, 0) <= n}
+
+
+_LOWER_RUN = re.compile(r"[a-z]*")
+
+
+def _capitalized(text: str, prefixes: list[tuple[str, str]]):
+    """(stem, lowercased word, offset) of each whole word of ``text`` that starts with
+    one of the capitalized ``prefixes`` and goes on in lowercase letters."""
+    for s, prefix in prefixes:
+        at = text.find(prefix)
+        while at >= 0:
+            end = _LOWER_RUN.match(text, at + len(prefix)).end()
+            before = text[at - 1] if at else " "
+            after = text[end] if end < len(text) else " "
+            if not (before.isalnum() or before in "_.@/" or after.isalnum() or after in "_@"):
+                yield s, text[at:end].lower(), at
+            at = text.find(prefix, end)
+
+
+def _plain_terms(p: gate_mod.Plan) -> dict[str, tuple[set[str], set[str]]]:
+    """stem -> (forms asked, capitalized prefixes a name of another sense would start
+    with) of the focus terms the question wrote in lowercase (memoized on the plan)."""
+    got = p.memo.get("plain_terms")
+    if got is None:
+        got = p.memo["plain_terms"] = {}
+        for t in p.focus:
+            if t.explicit:
+                continue
+            forms = {t.word, *t.forms}
+            capitals = set()
+            for w in forms:
+                prefix = os.path.commonprefix([w, stem(w)])[:6]
+                if len(prefix) >= 2 and prefix.isalpha() and prefix.isascii():
+                    capitals.add(prefix[0].upper() + prefix[1:])
+            got[t.stem] = (forms, capitals)
+    return got
+
+
+def _inflected(word: str, forms: set[str]) -> bool:
+    """``word`` is one of the asked ``forms`` or its plural ("Museum" for "museums"):
+    the same word, not a name that shares a stem with a derived one ("Bill",
+    "billing")."""
+    return any(f in (word, word + "s", word + "es") for f in forms)
+
+
+_SURNAME = re.compile(r"[A-Z][\w'’-]*\b")
+_NAME_BEFORE = re.compile(r"[A-Z][\w'’.-]*\s*$")
+
+
+def _given_name(text: str, at: int) -> bool:
+    """The word at ``at`` opens a person's name: a capitalized word follows it after
+    one space ("Bill Paul") and none stands just before it ("History Museum" ends a
+    name, it does not open one)."""
+    end = at
+    while end < len(text) and (text[end].isalnum() or text[end] in "'’-"):
+        end += 1
+    if text[end : end + 1] != " " or not _SURNAME.match(text, end + 1):
+        return False
+    return not _NAME_BEFORE.search(text, max(0, at - 40), at)
+
+
+# What opens a sentence, a heading, a list item or a quoted title.
+_OPENERS = (".", "!", "?", ":", "*", '"', "“", "#", "•", "-", "(", "[")
+
+
+def _starts_sentence(text: str, at: int) -> bool:
+    """A capital there is the sentence's, not a name's: the first word of a line (after
+    punctuation such as a comment's) that opens a paragraph or follows a sentence
+    end; a word after a sentence end, a list mark, a heading mark or an opening
+    quote; a word in a title-case line."""
+    line_start = text.rfind("\n", 0, at) + 1
+    before = text[line_start:at].rstrip()
+    if not re.search(r"\w", before):
+        if line_start == 0:
+            return True
+        prev = text[text.rfind("\n", 0, line_start - 1) + 1 : line_start - 1].rstrip()
+        if not re.search(r"\w", prev) or prev.endswith((".", "!", "?", ":")):
+            return True
+    elif before.endswith(_OPENERS):
+        return True
+    end = text.find("\n", at)
+    line = text[line_start : len(text) if end < 0 else end]
+    return all(w[0].isupper() for w in re.findall(r"[^\W\d_]{4,}", line))

@@ -118,6 +118,7 @@ class Plan:
     total_weight: float = field(init=False)
     focus_stems: list[str] = field(init=False)
     _verdicts: dict = field(init=False, default_factory=dict, repr=False)
+    memo: dict = field(init=False, default_factory=dict, repr=False)  # readers' per-plan work
 
     def __post_init__(self) -> None:
         self.focus_stems = [t.stem for t in self.focus]

@@ -45,6 +45,7 @@ from bench_longmemeval import bm25_plain as fts_bm25  # noqa: E402
 from memoryd.api import Memoryd  # noqa: E402
 from memoryd.archive.ops import run_op, unwrap  # noqa: E402
 from memoryd.archive.owner import ArchiveOwner  # noqa: E402
+from memoryd.search import archive_bm25  # noqa: E402
 from memoryd.search.terms import STOPWORDS  # noqa: E402
 from memoryd.storage.archive import tokenize  # noqa: E402
 from memoryd.storage.corpus import project_id  # noqa: E402
@@ -164,7 +165,7 @@ def build_conversations(home: Path, convs: dict[str, dict]) -> ArchiveOwner:
 
 def _archive_bm25(owner: ArchiveOwner, project: str, q: str) -> dict:
     words = [w for w in tokenize(q) if w not in STOPWORDS]
-    hits = owner.store.search(project, words, limit=10) if words else []
+    hits = archive_bm25.search(owner.store, project, words, limit=10) if words else []
     return {"items": [{"path": h.session} for h in hits]}
 
 

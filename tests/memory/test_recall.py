@@ -1,4 +1,4 @@
-"""Memory records as a search candidate source (wired into search by the integrator)."""
+"""Memory records as a source of search: matching words, and judged by the project gate."""
 
 from __future__ import annotations
 
@@ -23,3 +23,27 @@ def test_active_records_by_default_superseded_when_asked(memoryd, judge) -> None
     assert [r["status"] for r in both] == ["superseded"]
     assert find_records(md.reader, "app", ['quote"s', "nothing"], 5) == []
     assert find_records(md.reader, "app", [], 5) == []
+
+
+def test_records_are_a_source_of_search_through_the_project_gate(memoryd, judge) -> None:
+    md = memoryd(memory_adjudicator=judge({}))
+    facts = [
+        {"kind": "fact", "text": "The staging database is rebuilt every night at two"},
+        {"kind": "fact", "text": "Ana configured the backups of the staging database"},
+        {"kind": "fact", "text": "Every Friday, Bill Paul runs the namespace cleanup"},
+    ]
+    md.memory_add(lines(*facts), "app", wait=True)
+    res = md.search("when is the staging database rebuilt", "app", limit=5)
+    assert res["status"] == "ok" and res["items"][0]["source"] == "memory"
+    assert res["items"][0]["excerpt"] == facts[0]["text"]
+    # a person the records never name is not evidenced by a record about someone else,
+    # though it holds every other asked term (the gate's named-entity rule)
+    res = md.search("what did Bruno configure on the staging database", "app", limit=5)
+    assert res["status"] == "abstained" and res["gap"].startswith("insufficient evidence")
+    res = md.search("what did Ana configure on the staging database", "app", limit=5)
+    assert [i["excerpt"] for i in res["items"]] == [facts[1]["text"]]
+    # a name is not the other sense of a word asked in lowercase
+    res = md.search("which kubernetes namespace runs the billing cron", "app", limit=5)
+    assert res["status"] == "abstained"
+    res = md.search("which kubernetes namespace does Bill run", "app", limit=5)
+    assert [i["excerpt"] for i in res["items"]] == [facts[2]["text"]]

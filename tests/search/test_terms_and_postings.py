@@ -12,7 +12,8 @@ import pytest
 from memoryd.search import search
 from memoryd.search import stats as stats_mod
 from memoryd.search.dense import HashingEncoder
-from memoryd.search.engine import _excerpt, _focus_hint, _lexical
+from memoryd.search.engine import _excerpt, _lexical
+from memoryd.search.evidence import focus_prefixes
 from memoryd.search.fts_query import any_of
 from memoryd.search.gate import admit, plan
 from memoryd.search.terms import STOPWORDS, analyze, stems
@@ -100,9 +101,12 @@ def test_attribute_of_a_name_needs_a_non_name_term():
 def test_excerpt_picks_the_line_with_most_focus_terms():
     q = analyze("retry the queue jobs")
     text = "first line\n\nthe queue is here\nwe retried jobs in the QUEUE\nlast"
-    focus = {t.stem for t in q.terms}
-    assert _excerpt(text, focus, _focus_hint(q.terms), {}) == "we retried jobs in the QUEUE\nlast"
-    assert _excerpt("\n\n  x\ny", focus, _focus_hint(q.terms), {}) == "x\ny"
+    focus, prefixes = {t.stem for t in q.terms}, focus_prefixes(q.terms)
+    assert _excerpt(text, focus, prefixes, {}) == "we retried jobs in the QUEUE\nlast"
+    assert _excerpt("\n\n  x\ny", focus, prefixes, {}) == "x\ny"
+    # a letter whose lowercase is longer (İ) neither hides nor shifts a line
+    turkish = "İİİ preface\nthe QUEUE jobs retried"
+    assert _excerpt(turkish, focus, prefixes, {}) == "the QUEUE jobs retried"
 
 
 # -- postings BM25 == FTS5 ORDER BY rank ------------------------------------------

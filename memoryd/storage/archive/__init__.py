@@ -71,8 +71,6 @@ from memoryd.storage.archive.keys import CLASSES
 from memoryd.storage.archive.postings import (
     MAX_TERM_CHARS,
     MAX_TERMS_PER_VERSION,
-    bm25,
-    excerpt_window,
     tokenize,
 )
 from memoryd.storage.archive.protections import MAX_LEASE_TARGETS
@@ -127,9 +125,7 @@ __all__ = [
     "NotLive",
     "PurgeReport",
     "VersionInfo",
-    "bm25",
     "check_epoch",
-    "excerpt_window",
     "make_locator",
     "parse_locator",
     "tokenize",

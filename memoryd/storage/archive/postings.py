@@ -1,19 +1,17 @@
-"""Derived postings and statistics over live versions, and the exact-term BM25 and
-excerpt functions the archive search uses.
+"""Derived postings and statistics over live versions, and the live versions holding
+a term (:meth:`PostingsMixin.live_matches`).
 
 Postings hold exact lowercase ``\\w+`` terms with their frequency; per-project
 term and corpus statistics count live versions only. All of it can be rebuilt
-from the canonical payloads (:meth:`PostingsMixin.rebuild_postings`). Scoring
-and excerpts are plain functions (:func:`bm25`, :func:`excerpt_window`) so a
-search pipeline can use them without the store.
+from the canonical payloads (:meth:`PostingsMixin.rebuild_postings`). BM25
+scoring, ranking and excerpts are search's (:mod:`memoryd.search.archive_bm25`).
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -32,8 +30,6 @@ from memoryd.storage.archive.records import (
 #: Most distinct terms indexed per version (the first ones in text order).
 MAX_TERMS_PER_VERSION = 10_000
 MAX_TERM_CHARS = 64
-#: BM25 parameters of the archive's exact-term search.
-BM25_K1, BM25_B = 1.2, 0.75
 
 _TERM_RE = re.compile(r"\w+")
 
@@ -53,28 +49,6 @@ def term_counts(text: str) -> tuple[dict[str, int], int]:
         elif len(counts) < MAX_TERMS_PER_VERSION:
             counts[t] = 1
     return counts, len(tokens)
-
-
-def bm25(
-    tfs: Mapping[str, int], df: Mapping[str, int], *, n_docs: int, avgdl: float, length: int
-) -> float:
-    """BM25 of one version holding ``tfs`` (term -> frequency) among ``n_docs`` live
-    versions of average length ``avgdl``; ``df`` is each term's document frequency."""
-    score = 0.0
-    dl = length or 1
-    for term, tf in tfs.items():
-        n = df.get(term, 0)
-        idf = math.log(1 + (n_docs - n + 0.5) / (n + 0.5))
-        score += idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * dl / avgdl))
-    return score
-
-
-def excerpt_window(text: str, terms: Sequence[str], *, width: int = 240) -> str:
-    """A verbatim window of ``text`` around the first occurrence of any term."""
-    low = text.lower()
-    pos = min((i for t in terms if (i := low.find(t.lower())) >= 0), default=0)
-    start = max(0, pos - width // 3)
-    return text[start : start + width]
 
 
 def _is_zero(raw: bytes) -> bool:
@@ -107,35 +81,28 @@ class PostingsMixin(StoreCore):
         for key, raw in self._prefix(prefix):
             yield make_locator(*keys.split_dv(keys.parse_posting(key)[2])), keys.U32.unpack(raw)[0]
 
-    def search(
+    def live_matches(
         self,
         project: str,
-        query: str | Sequence[str],
+        terms: Sequence[str],
         *,
-        limit: int = 10,
         classes: Iterable[str] | None = None,
         session: str | None = None,
         created_after: dict[str, float | None] | None = None,
         max_postings_per_term: int = 50_000,
     ) -> list[Hit]:
-        """Exact-term BM25 over live versions of ``project`` (tombstoned ones never appear).
+        """Live versions of ``project`` holding any of the exact ``terms``, unscored
+        (``score`` 0, ``matched`` their term frequencies), in no particular order;
+        tombstoned ones never appear.
 
-        ``query`` is text (tokenized like payloads) or a list of terms.
         ``created_after`` maps a class to the oldest creation time it may have
         (automatic-recall horizons; a class missing from the map or mapped to
         None is not limited; a class mapped to ``float('inf')`` is excluded).
-        Read-only: the caller takes retrieval leases on what it returns.
         """
-        p = check_project(project)
-        terms = list(dict.fromkeys(tokenize(query) if isinstance(query, str) else query))
-        if not terms:
-            return []
+        check_project(project)
         wanted = None if classes is None else set(classes)
-        n_docs, total_len = self.corpus_stats_raw(p)
-        avgdl = total_len / n_docs if n_docs else 1.0
-        df = self.term_stats(project, terms)
         matched: dict[str, dict[str, int]] = {}
-        for term in terms:
+        for term in dict.fromkeys(terms):
             for i, (loc, tf) in enumerate(self.postings(project, term)):
                 if i >= max_postings_per_term:
                     break
@@ -160,35 +127,24 @@ class PostingsMixin(StoreCore):
                 cutoff = created_after.get(ledger["class"])
                 if cutoff is not None and v["created_at"] < cutoff:
                     continue
-            score = bm25(tfs, df, n_docs=n_docs, avgdl=avgdl, length=v["len"])
             hits.append(
-                Hit(
-                    loc,
-                    doc_id,
-                    ver,
-                    ledger["project"],
-                    ledger["class"],
-                    ledger.get("session"),
-                    v["created_at"],
-                    round(score, 6),
-                    dict(tfs),
-                    v["len"],
-                )
-            )
-        hits.sort(key=lambda h: (-h.score, h.locator))
-        return hits[:limit]
+                Hit(loc, doc_id, ver, ledger["project"], ledger["class"], ledger.get("session"),
+                    v["created_at"], 0.0, dict(tfs), v["len"])
+            )  # fmt: skip
+        return hits
+
+    def search(self, project: str, query: str | Sequence[str], **filters: Any) -> list[Hit]:
+        """Exact-term BM25 over live versions: :func:`memoryd.search.archive_bm25.search`
+        (scoring is search's; the store only finds the live versions)."""
+        from memoryd.search.archive_bm25 import search
+
+        return search(self, project, query, **filters)
 
     def excerpt(self, locator: str, terms: Sequence[str], *, width: int = 240) -> str | None:
-        """A verbatim window of a live version around its first matching term (None if
-        not live)."""
-        doc_id, ver = parse_locator(locator)
-        ledger = self._ledger(doc_id.encode())
-        if ledger is None or ledger["versions"][ver - 1]["status"] != "live":
-            return None
-        raw = self._db.get(keys.payload(keys.dv(doc_id.encode(), ver)))
-        if raw is None:
-            return None
-        return excerpt_window(codec.decode_payload(raw)["content"], terms, width=width)
+        """:func:`memoryd.search.archive_bm25.excerpt` of one version."""
+        from memoryd.search.archive_bm25 import excerpt
+
+        return excerpt(self, locator, terms, width=width)
 
     # ---- derived rebuild
 

@@ -1,0 +1,156 @@
+"""One search pipeline for every source of evidence (DESIGN.md, "Search and abstention").
+
+    analyze -> plan -> candidates -> admit -> fuse -> items | abstain
+
+:func:`run` analyzes the question once (:func:`memoryd.search.terms.analyze`),
+plans it against each source's term statistics (:func:`memoryd.search.gate.plan`:
+the focus terms), lets each source find and admit its candidates through the
+gate, fuses the sources' answers by reciprocal rank and abstains, in one
+wording, when no source admitted anything. The sources:
+
+* project chunks (:class:`memoryd.search.engine.ProjectSource`: FTS5/postings
+  BM25, paths and identifiers, speakers, the dense reordering of its head);
+* memory records of a project (:class:`memoryd.memory.recall.RecordSource`),
+  judged on the project's own plan;
+* archive versions (:class:`memoryd.archive.search.ArchiveSource`: BM25 over
+  live versions, each judged by its best window of turns).
+
+A source of dense candidates (a vector index) plugs in as one more
+:class:`Source` beside these: its ``find`` returns the candidates it admits,
+and :func:`run` fuses them with the others by rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from memoryd.errors import UsageError
+from memoryd.search import gate
+from memoryd.search.terms import Query, analyze
+
+RRF_K = 60
+MAX_LIMIT = 1000
+GAP_PREFIX = "insufficient evidence"  # `memoryd diagnose` counts abstentions by it
+NOT_ABSENCE = "this does not show the fact does not exist"
+
+
+class Stats(Protocol):
+    """What the gate asks of a source's term statistics."""
+
+    chunks: int
+
+    def df(self, stem: str) -> int: ...
+
+
+@dataclass
+class Found:
+    """A source's answer to one plan: admitted items best first, or why there are none."""
+
+    items: list[dict] = field(default_factory=list)
+    gap: str | None = None
+
+
+class Source(Protocol):
+    """One kind of evidence. ``where`` names it in gaps ("project 'app'");
+    ``exact`` says whether named paths and identifiers can answer without focus terms."""
+
+    where: str
+    exact: bool
+
+    def stats(self, q: Query) -> Stats: ...
+
+    def find(self, q: Query, p: gate.Plan, limit: int) -> Found: ...
+
+
+def check(query: object, limit: object) -> None:
+    """The arguments every search takes, checked before any work."""
+    if not isinstance(query, str):
+        raise UsageError("the query must be text")
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"limit must be an integer from 1 to {MAX_LIMIT}")
+
+
+def abstain(gap: str) -> dict:
+    """Every abstention says that the evidence is insufficient, then why."""
+    if not gap.startswith(GAP_PREFIX):
+        gap = f"{GAP_PREFIX}: {gap}"
+    return {"status": "abstained", "items": [], "gap": gap}
+
+
+def terms_list(words: Iterable[str]) -> str:
+    return ", ".join(f"'{w}'" for w in words)
+
+
+def unplanned(q: Query, p: gate.Plan, where: str) -> str:
+    """Why a question without focus terms cannot be searched in ``where``."""
+    if q.terms:
+        return (
+            f"every term of the query ({terms_list(t.word for t in q.terms)}) occurs"
+            f" across much of {where}, so none can single out evidence;"
+            " name something more specific"
+        )
+    return (
+        "the query has no searchable terms (only function words or memory phrasing);"
+        " say what the evidence should contain"
+    )
+
+
+class Fusion:
+    """Reciprocal-rank fusion (k = 60) of weighted rankings of one set of candidates;
+    :meth:`score` is normalized so a candidate first in every ranking scores 1."""
+
+    def __init__(self) -> None:
+        self.fused: dict[Hashable, float] = {}
+        self.total = 0.0
+
+    def add(self, ranked: Sequence, weight: float = 1.0, key: Callable = id) -> None:
+        if weight <= 0 or not ranked:
+            return
+        for i, c in enumerate(ranked):
+            k = key(c)
+            self.fused[k] = self.fused.get(k, 0.0) + weight / (RRF_K + i + 1)
+        self.total += weight
+
+    def __getitem__(self, k: Hashable) -> float:
+        return self.fused.get(k, 0.0)
+
+    def score(self, k: Hashable) -> float:
+        return round(self.fused.get(k, 0.0) * (RRF_K + 1) / (self.total or 1.0), 4)
+
+
+def run(
+    query: str, limit: int, sources: Sequence[Source], tuning: gate.Tuning = gate.DEFAULT
+) -> dict:
+    """Search ``sources`` for evidence answering ``query``: ``{"status", "items", "gap"}``.
+
+    Items of several sources interleave by their rank within their source (ties in
+    the order of ``sources``); each item keeps its source's fields and score.
+    """
+    check(query, limit)
+    q = analyze(query)
+    plans: dict[int, gate.Plan] = {}  # sources sharing statistics share one plan
+    found: list[Found] = []
+    for src in sources:
+        stats = src.stats(q)
+        p = plans.get(id(stats))
+        if p is None:
+            p = plans[id(stats)] = gate.plan(q, stats, tuning)
+        if not p.focus and not (src.exact and (q.paths or q.identifiers)):
+            found.append(Found(gap=unplanned(q, p, src.where)))
+        else:
+            found.append(src.find(q, p, limit))
+    answered = [f.items for f in found if f.items]
+    if not answered:
+        gaps = [f.gap for f in found if f.gap]
+        return abstain("; ".join(dict.fromkeys(gaps)) or "no source holds evidence")
+    fusion = Fusion()
+    for items in answered:
+        fusion.add(items)
+    order = {id(item): n for n, items in enumerate(answered) for item in items}
+    merged = sorted(
+        (item for items in answered for item in items),
+        key=lambda item: (-fusion[id(item)], order[id(item)]),
+    )
+    return {"status": "ok", "items": merged[:limit], "gap": None}

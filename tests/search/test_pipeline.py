@@ -1,0 +1,102 @@
+"""The one search pipeline: project chunks and archive versions abstain in one
+wording, and rank fusion is normalized the same way for every source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.archive.ops import run_op, unwrap
+from memoryd.archive.owner import ArchiveOwner
+from memoryd.archive.search import search_archive
+from memoryd.config import load_config
+from memoryd.errors import UsageError
+from memoryd.search.engine import search
+from memoryd.search.pipeline import GAP_PREFIX, Fusion
+
+NOW = 1_800_000_000.0
+SESSION = (
+    "user: The staging cluster rebuilds its cache every night.\n"
+    "assistant: Then schedule the migration after the nightly cache rebuild."
+)
+
+
+@pytest.fixture
+def both(tmp_path: Path, store):
+    """A project and an archive project holding the same conversation."""
+    (tmp_path / "p").mkdir()
+    (tmp_path / "a").mkdir()
+    db = store(tmp_path / "p", "demo", {"notes/chat.md": SESSION})
+    owner = ArchiveOwner(tmp_path / "a", load_config(tmp_path / "a"))
+    args = {"project": "demo", "session": "s1", "created_at": NOW - 60, "now": NOW,
+            "content": SESSION, "turns": 2}  # fmt: skip
+    unwrap(run_op(owner, "add", args))
+    yield db, owner
+    owner.close()
+    db.close()
+
+
+def _both(both, query: str) -> tuple[dict, dict]:
+    db, owner = both
+    return search(db, "demo", query, 5), search_archive(owner, "demo", query, 5, NOW)
+
+
+def test_both_sources_answer_and_abstain_in_one_wording(both) -> None:
+    found = _both(both, "when does the staging cache rebuild?")
+    assert [r["status"] for r in found] == ["ok", "ok"]
+    absent = _both(both, "which kubernetes namespace hosts the payroll service?")
+    for r in absent:
+        assert r["status"] == "abstained" and r["items"] == []
+        assert r["gap"].startswith(GAP_PREFIX)
+    empty = _both(both, "what did I ask about it?")
+    gaps = [r["gap"] for r in empty]
+    assert all(g.startswith(f"{GAP_PREFIX}: the query has no searchable terms") for g in gaps)
+
+
+def test_every_source_checks_its_arguments_the_same_way(both) -> None:
+    db, owner = both
+    for call in (lambda q, n: search(db, "demo", q, n),
+                 lambda q, n: search_archive(owner, "demo", q, n, NOW)):  # fmt: skip
+        with pytest.raises(UsageError, match="limit must be an integer"):
+            call("cache", 0)
+        with pytest.raises(UsageError, match="the query must be text"):
+            call(b"cache", 5)
+
+
+def test_fusion_scores_first_everywhere_as_one() -> None:
+    a, b, c = object(), object(), object()
+    fusion = Fusion()
+    fusion.add([a, b, c])
+    fusion.add([a, c, b], weight=0.5)
+    fusion.add([], weight=3.0)  # an empty ranking does not dilute the others
+    assert fusion.score(id(a)) == 1.0
+    assert 0 < fusion.score(id(c)) < 1.0 and fusion.score(id(b)) < 1.0
+    assert fusion.score(id(object())) == 0.0
+
+
+def test_a_name_is_not_a_word_asked_in_lowercase_in_any_source(tmp_path: Path, store) -> None:
+    text = (
+        "user: Every Friday, Bill Paul runs the namespace cleanup.\n"
+        "assistant: Noted, the cleanup runs on Fridays."
+    )
+    filler = {f"s{i}": f"user: chapter {i} of the novel\nassistant: a summary" for i in range(20)}
+    (tmp_path / "p").mkdir()
+    (tmp_path / "a").mkdir()
+    files = {f"notes/{k}.md": v for k, v in {**filler, "chat": text}.items()}
+    db = store(tmp_path / "p", "demo", files)
+    owner = ArchiveOwner(tmp_path / "a", load_config(tmp_path / "a"))
+    for name, content in {**filler, "chat": text}.items():
+        args = {"project": "demo", "session": name, "created_at": NOW - 60, "now": NOW,
+                "content": content, "turns": 2}  # fmt: skip
+        unwrap(run_op(owner, "add", args))
+    try:
+        for query, status in (
+            ("which kubernetes namespace runs the billing", "abstained"),
+            ("which kubernetes namespace does Bill run", "ok"),
+        ):
+            found = [search(db, "demo", query, 5), search_archive(owner, "demo", query, 5, NOW)]
+            assert [r["status"] for r in found] == [status, status], query
+    finally:
+        owner.close()
+        db.close()
