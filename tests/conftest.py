@@ -342,3 +342,9 @@ def downgrade_sql(version: int) -> str:
         out += [f"ALTER TABLE {t} DROP COLUMN {c};" for t, c in _ADDED.findall(body)]
         out.append(f"DELETE FROM schema_history WHERE version = {v};")
     return " ".join(out) + f" PRAGMA user_version = {version};"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The crash drills first: they are the longest tests, and under pytest-xdist one
+    that starts last leaves the other worker idle until it ends."""
+    items.sort(key=lambda item: "test_drill" not in item.nodeid)
