@@ -348,3 +348,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The crash drills first: they are the longest tests, and under pytest-xdist one
     that starts last leaves the other worker idle until it ends."""
     items.sort(key=lambda item: "test_drill" not in item.nodeid)
+
+
+def sigkill_after_some_batches(home: Path, sup) -> None:
+    """SIGKILL the background supervisor ``sup`` once its ingest has committed a few
+    batches but not all of them (the run's batches must be small enough for that)."""
+
+    def some_done() -> bool:
+        done = query(home, "SELECT files_done, finished_at FROM ingest_runs")[0]
+        assert done[1] is None, "the ingest finished before the kill: make batches smaller"
+        return done[0] > 0
+
+    wait_for(some_done, interval=0.01, what="a few committed batches")
+    os.kill(sup.pid, signal.SIGKILL)
+    sup.wait()

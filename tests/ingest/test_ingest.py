@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import signal
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -17,7 +16,7 @@ from memoryd.config import load_config
 from memoryd.ingest.scan import scan
 from memoryd.storage.authority import open_authority
 from memoryd.storage.corpus import ready_index
-from tests.conftest import MEMORYD, clean_env, query, wait_for
+from tests.conftest import MEMORYD, clean_env, query, sigkill_after_some_batches
 from tests.ingest.conftest import STDLIB_EXCLUDES
 
 EXCLUDE_ARGS = [arg for pattern in STDLIB_EXCLUDES for arg in ("--exclude", pattern)]
@@ -140,15 +139,7 @@ def test_sigkill_mid_ingest_then_resume_equals_uninterrupted(cli, home, tmp_path
 
     assert cli("ingest", str(repo), env=small_batches).code == 0  # enqueue only
     sup = background("run", "--workers", "2", env=small_batches)
-
-    def some_done() -> bool:
-        done = query(home, "SELECT files_done, finished_at FROM ingest_runs")[0]
-        assert done[1] is None, "the ingest finished before the kill: make batches smaller"
-        return done[0] > 0
-
-    wait_for(some_done, interval=0.01, what="a few committed batches")
-    os.kill(sup.pid, signal.SIGKILL)
-    sup.wait()
+    sigkill_after_some_batches(home, sup)
     partial = query(home, "SELECT files_done, files_total FROM ingest_runs")[0]
     assert 0 < partial[0] < partial[1]
 

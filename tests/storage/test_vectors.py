@@ -3,8 +3,6 @@ kept in step with file changes, rebuilt and verified, never mixed across encoder
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 import textwrap
 from pathlib import Path
@@ -13,7 +11,7 @@ import apsw
 import orjson
 import pytest
 
-from tests.conftest import query, wait_for
+from tests.conftest import query, sigkill_after_some_batches
 
 WORDLLAMA = {"MEMORYD_ENCODER": "wordllama"}
 
@@ -128,15 +126,7 @@ def test_codes_survive_sigkill_mid_ingest_and_verify_is_equal(cli, home, tmp_pat
     assert cli("init").code == 0
     assert cli("ingest", str(repo), "--project", "repo", env=env).code == 0  # enqueue only
     sup = background("run", "--workers", "2", env=env)
-
-    def some_done() -> bool:
-        done = query(home, "SELECT files_done, finished_at FROM ingest_runs")[0]
-        assert done[1] is None, "the ingest finished before the kill: make batches smaller"
-        return done[0] > 0
-
-    wait_for(some_done, interval=0.01, what="a few committed batches")
-    os.kill(sup.pid, signal.SIGKILL)
-    sup.wait()
+    sigkill_after_some_batches(home, sup)
     partial = query(home, "SELECT count(*) FROM chunk_vectors")[0][0]
     assert 0 < partial < 241
 

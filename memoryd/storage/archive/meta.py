@@ -3,7 +3,7 @@ and raw key access for migrations."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -109,31 +109,28 @@ class MetaMixin(StoreCore):
 
     def raw_write(self, items: Iterable[tuple[bytes, bytes]], *, batch_keys: int = 10_000) -> int:
         """Write raw pairs in batches (migrations only: copying into a fresh archive)."""
-        self._need_primary()
-        n = 0
-        with self._lock:
-            wb = WriteBatch(raw_mode=True)
-            for k, v in items:
-                wb.put(k, v)
-                n += 1
-                if len(wb) >= batch_keys:
-                    self._db.write(wb, self._wopt)
-                    wb = WriteBatch(raw_mode=True)
-            if len(wb):
-                self._db.write(wb, self._wopt)
+        with self._lock:  # the format is re-read in the same hold as the writes
+            n = self._raw_batches(items, lambda wb, kv: wb.put(*kv), batch_keys)
             self._read_format()
         return n
 
     def raw_delete(self, keys: Iterable[bytes], *, batch_keys: int = 10_000) -> int:
         """Delete raw keys in batches (migrations only: re-syncing a copy)."""
+        return self._raw_batches(keys, lambda wb, k: wb.delete(k), batch_keys)
+
+    def _raw_batches(
+        self, ops: Iterable, apply: Callable[[WriteBatch, Any], None], size: int
+    ) -> int:
+        """Apply each of ``ops`` to write batches of at most ``size`` keys, written as
+        they fill (raw keys: the migration copy is byte for byte)."""
         self._need_primary()
         n = 0
         with self._lock:
             wb = WriteBatch(raw_mode=True)
-            for k in keys:
-                wb.delete(k)
+            for op in ops:
+                apply(wb, op)
                 n += 1
-                if len(wb) >= batch_keys:
+                if len(wb) >= size:
                     self._db.write(wb, self._wopt)
                     wb = WriteBatch(raw_mode=True)
             if len(wb):
