@@ -78,9 +78,10 @@ def test_random_sigkills_while_1000_candidates_consolidate(project_home, backgro
         if before == len(ids):
             break
         sup = background("run", env={**env, **extra})
-        # once this supervisor is committing candidates, at a random moment
-        wait_for(lambda b=before, s=sup: consumed(project_home) > b or not s.alive())
-        time.sleep(rng.uniform(0.0, 0.3))
+        # at a random point of progress once this supervisor is committing candidates
+        # (counted in candidates, not seconds: a fast machine decides 1,000 in a second)
+        goal = before + rng.randint(1, 40)
+        wait_for(lambda g=goal, s=sup: consumed(project_home) >= g or not s.alive(), interval=0.005)
         if not sup.alive():
             kills["kill_point"] += sup.wait() == -signal.SIGKILL
             continue
@@ -88,7 +89,7 @@ def test_random_sigkills_while_1000_candidates_consolidate(project_home, backgro
         if workers and rng.random() < 0.5:
             os.kill(rng.choice(workers), signal.SIGKILL)
             kills["worker"] += 1
-            time.sleep(rng.uniform(0.2, 0.8))
+            time.sleep(rng.uniform(0.02, 0.1))
         sup.proc.kill()
         sup.wait()
         kills["supervisor"] += 1
