@@ -58,6 +58,10 @@ from memoryd.storage import fts
 from memoryd.storage.corpus import file_text, project_id
 
 POOL = 200  # lexical candidates the gate looks at
+# Posting entries a query reads whole; past it its commoner terms are only looked up on
+# the candidates the rarer ones give (a monorepo's common words: issue 19).
+POSTINGS_BUDGET = 200_000
+BOUNDED_WIDEN = 4  # candidates of the rarer terms per pool place, then re-scored
 PERSON_PROBE = 10  # candidates read to tell whether a named person is a speaker
 MAX_PHRASES = 63  # bits of the FTS5 auxiliary function's answer
 DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
@@ -84,6 +88,12 @@ class Candidate:
 
 
 def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list[Candidate]:
+    terms = list(terms[:62])
+    read, checked = _read_or_checked(stats, terms)
+    if checked:
+        found = _lexical_bounded(db, pid, stats, terms, read, checked, pool)
+        if found is not None:
+            return found
     top = stats.bm25_top([t.all_stems for t in terms], pool) if terms else []
     if top is not None:
         held: dict[int, set[str]] = {}  # one (never mutated) set per combination
@@ -91,9 +101,23 @@ def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list
             if mask not in held:
                 held[mask] = {t.stem for i, t in enumerate(terms) if mask >> i & 1}
         return [Candidate(rowid, rank, held[mask]) for rank, (rowid, mask) in enumerate(top)]
-    # No postings (a large project or another index layout): one FTS5 query, an
-    # auxiliary function reporting which phrases (a term's forms the project holds)
-    # each row holds, as bits of one 64-bit integer.
+    # No postings (another index layout): one FTS5 query, an auxiliary function
+    # reporting which phrases (a term's forms the project holds) each row holds, as
+    # bits of one 64-bit integer.
+    phrases, owner = _phrases(stats, terms)
+    if not phrases:
+        return []
+    rows = fts.ranked_with_phrases(db, pid, " OR ".join(phrases), pool)
+    out = []
+    for rank, (rowid, mask) in enumerate(rows):
+        matched = {t.stem for i, t in enumerate(owner) if mask >> i & 1}
+        out.append(Candidate(rowid, rank, matched))
+    return out
+
+
+def _phrases(stats: TermStats, terms: Sequence) -> tuple[list[str], list]:
+    """FTS5 phrases of ``terms`` (each term's word and the forms the project holds)
+    and, for each, the term it stands for."""
     phrases: list[str] = []
     owner: list[Term] = []
     for t in terms:
@@ -104,14 +128,46 @@ def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list
             if ph is not None and ph not in phrases and len(phrases) < MAX_PHRASES:
                 phrases.append(ph)
                 owner.append(t)
-    if not phrases:
-        return []
-    rows = fts.ranked_with_phrases(db, pid, " OR ".join(phrases), pool)
-    out = []
-    for rank, (rowid, mask) in enumerate(rows):
-        matched = {t.stem for i, t in enumerate(owner) if mask >> i & 1}
-        out.append(Candidate(rowid, rank, matched))
-    return out
+    return phrases, owner
+
+
+def _read_or_checked(stats: TermStats, terms: list) -> tuple[list[int], list[int]]:
+    """Which terms' postings are read whole (the rarest, within
+    :data:`POSTINGS_BUDGET` entries; always at least one) and which are only checked
+    on the candidates those give. In a small project every term is read."""
+    df = {i: sum(stats.df(s) for s in t.all_stems) for i, t in enumerate(terms)}
+    read, checked, total = [], [], 0
+    for i in sorted(df, key=lambda i: (df[i], i)):
+        if not read or total + df[i] <= POSTINGS_BUDGET:
+            read.append(i)
+            total += df[i]
+        else:
+            checked.append(i)
+    return read, checked
+
+
+def _lexical_bounded(
+    db, pid: int, stats: TermStats, terms: list, read: list[int], checked: list[int], pool: int
+) -> list[Candidate] | None:
+    """Candidates of a query whose common terms would cost more than the budget to
+    read: BM25 over the read terms picks ``BOUNDED_WIDEN * pool`` chunks, FTS5 tells
+    which of the common terms each holds (a lookup per chunk), and each held common
+    term adds its BM25 at one occurrence in a chunk of average length (its idf).
+    A chunk holding none of the read terms is no candidate (MaxScore's bound: the
+    common terms alone score least). None when postings are unavailable."""
+    top = stats.bm25_scored([terms[i].all_stems for i in read], pool * BOUNDED_WIDEN)
+    if top is None:
+        return None
+    phrases, owner = _phrases(stats, [terms[i] for i in checked])
+    held = fts.phrases_held(db, pid, " OR ".join(phrases), [r[0] for r in top]) if phrases else {}
+    idf = {t.stem: stats.idf(t.stem) for t in owner}
+    scored = []
+    for rowid, mask, score in top:
+        matched = {terms[read[i]].stem for i in range(len(read)) if mask >> i & 1}
+        common = {t.stem for i, t in enumerate(owner) if held.get(rowid, 0) >> i & 1}
+        scored.append((-(score + sum(idf[s] for s in common)), rowid, matched | common))
+    scored.sort(key=lambda x: x[:2])
+    return [Candidate(rowid, rank, m) for rank, (_, rowid, m) in enumerate(scored[:pool])]
 
 
 def _exact(db, pid: int, q: Query) -> tuple[set[int], list[int]]:

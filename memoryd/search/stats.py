@@ -147,7 +147,14 @@ class TermStats:
         """The ``pool`` best chunks for the OR of every stem of ``terms`` (each term a
         tuple of stems: its inflections) by FTS5's BM25, best first (ties by rowid),
         each as (rowid, bit mask of the terms it holds); None when postings are
-        unavailable.
+        unavailable."""
+        top = self.bm25_scored(terms, pool)
+        return None if top is None else [(rowid, mask) for rowid, mask, _ in top]
+
+    def bm25_scored(
+        self, terms: list[tuple[str, ...]], pool: int
+    ) -> list[tuple[int, int, float]] | None:
+        """:meth:`bm25_top` with each chunk's BM25 score as a third element.
 
         Scores are summed in arrays over the rowid span of the matched chunks only
         (zeroed lazily by the allocator); nothing is read for chunks no query term
@@ -176,7 +183,9 @@ class TermStats:
             hit = hit[scores[hit] >= cut]
         order = np.lexsort((hit, -scores[hit]))[:pool]
         hit = hit[order]
-        return list(zip((hit + low).tolist(), masks[hit].tolist(), strict=True))
+        return list(
+            zip((hit + low).tolist(), masks[hit].tolist(), scores[hit].tolist(), strict=True)
+        )
 
 
 _cache: OrderedDict[tuple, TermStats] = OrderedDict()

@@ -9,6 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from memoryd.search import engine as engine_mod
 from memoryd.search import search
 from memoryd.search import stats as stats_mod
 from memoryd.search.dense import HashingEncoder
@@ -165,6 +166,38 @@ def test_postings_bm25_equals_fts5_rank(tmp_path, store, query):
         assert {c.rowid for c in got if term.stem in c.matched} == holding & {c.rowid for c in got}
 
 
+@pytest.mark.parametrize("query", ["retry worker token", "queue lease claim"])
+def test_common_terms_past_the_budget_are_looked_up_on_the_candidates(
+    tmp_path, store, monkeypatch, query
+):
+    """With a budget only the rarest term fits in, the commoner terms are not read
+    whole: every candidate holds the rarest term, each candidate's matched terms are
+    exactly the ones FTS5 finds in it, and the best chunk holds what the unbounded
+    best holds (the order among such chunks may differ: common terms count at tf 1)."""
+    db = store(tmp_path, "p", _corpus(60, 7))
+    pid = project_id(db, "p")
+    prepare(db)
+    stats_mod.clear()
+    st = stats_mod.term_stats(db, pid)
+    terms = analyze(query).terms
+    full = _lexical(db, pid, st, terms, 30)
+    rarest = min(terms, key=lambda t: st.df(t.stem))
+    monkeypatch.setattr(engine_mod, "POSTINGS_BUDGET", st.df(rarest.stem))
+    read = []
+    monkeypatch.setattr(st, "postings", lambda s, real=st.postings: read.append(s) or real(s))
+    got = _lexical(db, pid, st, terms, 30)
+    assert read == [rarest.stem], "only the rarest term's postings were read"
+    assert got and all(rarest.stem in c.matched for c in got)
+    t = fts_table(pid)
+    for term in terms:
+        holding = {
+            r[0]
+            for r in db.query(f"SELECT rowid FROM {t} WHERE {t} MATCH ?", (any_of([term.word]),))
+        }
+        assert {c.rowid for c in got if term.stem in c.matched} == holding & {c.rowid for c in got}
+    assert got[0].matched == full[0].matched  # as complete as the unbounded best
+
+
 def test_postings_follow_the_generation(tmp_path, store):
     from memoryd.ingest.chunking import prepare_file
 
@@ -185,6 +218,8 @@ def test_fallback_without_postings_matches(tmp_path, store):
     terms = analyze("retry worker token").terms
 
     class NoPostings:
+        df = st.df  # the statistics stay; only the postings are missing
+
         def bm25_top(self, *_):
             return None
 
