@@ -61,7 +61,6 @@ POOL = 200  # lexical candidates the gate looks at
 # Posting entries a query reads whole; past it its commoner terms are only looked up on
 # the candidates the rarer ones give (a monorepo's common words: issue 19).
 POSTINGS_BUDGET = 200_000
-BOUNDED_WIDEN = 4  # candidates of the rarer terms per pool place, then re-scored
 PERSON_PROBE = 10  # candidates read to tell whether a named person is a speaker
 MAX_PHRASES = 63  # bits of the FTS5 auxiliary function's answer
 DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
@@ -150,12 +149,12 @@ def _lexical_bounded(
     db, pid: int, stats: TermStats, terms: list, read: list[int], checked: list[int], pool: int
 ) -> list[Candidate] | None:
     """Candidates of a query whose common terms would cost more than the budget to
-    read: BM25 over the read terms picks ``BOUNDED_WIDEN * pool`` chunks, FTS5 tells
+    read: BM25 over the read terms picks ``pool`` chunks, FTS5 tells
     which of the common terms each holds (a lookup per chunk), and each held common
     term adds its BM25 at one occurrence in a chunk of average length (its idf).
     A chunk holding none of the read terms is no candidate (MaxScore's bound: the
     common terms alone score least). None when postings are unavailable."""
-    top = stats.bm25_scored([terms[i].all_stems for i in read], pool * BOUNDED_WIDEN)
+    top = stats.bm25_scored([terms[i].all_stems for i in read], pool)
     if top is None:
         return None
     phrases, owner = _phrases(stats, [terms[i] for i in checked])
@@ -167,7 +166,7 @@ def _lexical_bounded(
         common = {t.stem for i, t in enumerate(owner) if held.get(rowid, 0) >> i & 1}
         scored.append((-(score + sum(idf[s] for s in common)), rowid, matched | common))
     scored.sort(key=lambda x: x[:2])
-    return [Candidate(rowid, rank, m) for rank, (_, rowid, m) in enumerate(scored[:pool])]
+    return [Candidate(rowid, rank, m) for rank, (_, rowid, m) in enumerate(scored)]
 
 
 def _exact(db, pid: int, q: Query) -> tuple[set[int], list[int]]:
