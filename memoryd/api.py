@@ -373,9 +373,10 @@ class Memoryd:
         if limit < 1:
             raise UsageError("--limit must be at least 1")
         name = self.default_project(project)  # here: "like the cwd" means the caller's
-        if min_score is None and (
-            routed := self._control("search", query=query, project=name, limit=limit)
-        ):
+        routed = self._control(
+            "search", query=query, project=name, limit=limit, min_score=min_score
+        )
+        if routed:
             return routed
         chunks = ProjectSource(self.reader, name, min_score=min_score)
         result = pipeline.run(query, limit, [RecordSource(self.reader, name, chunks), chunks])

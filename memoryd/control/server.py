@@ -225,7 +225,13 @@ class ControlServer:
         if op == "status":
             return md.status()
         if op == "search":
-            return md.search(args["query"], args.get("project"), limit=int(args.get("limit", 10)))
+            score = args.get("min_score")
+            return md.search(
+                args["query"],
+                args.get("project"),
+                limit=int(args.get("limit", 10)),
+                min_score=None if score is None else float(score),
+            )
         if op == "recall":
             return md.recall(args["query"], args.get("project"), limit=int(args.get("limit", 5)))
         if op == "archive":
