@@ -97,6 +97,9 @@ SETTINGS: dict[str, Setting] = {
     "retry_backoff_base": Setting(1.0, "first retry delay in seconds; doubles per attempt"),
     "retry_backoff_max": Setting(300.0, "cap on one retry delay in seconds"),
     "jobs_keep_seconds": Setting(7 * 86400.0, "done jobs older than this are purged"),
+    "history_keep_seconds": Setting(
+        30 * 86400.0, "project file history (puts and retires) older than this is purged"
+    ),
     "jobs_purge_batch": Setting(1000, "most job rows one purge step looks at (bounded deletes)"),
     "enqueue_chunk_rows": Setting(
         10_000, "bulk enqueues (jobs add --count) commit in chunks of this many rows"

@@ -193,6 +193,17 @@ def _history(tx: apsw.Connection, kind: str, pid: int, ref: str, digest: str | N
     )
 
 
+def purge_history_in(tx: apsw.Connection, before: float, limit: int) -> int:
+    """Delete history rows written before ``before`` among the ``limit`` oldest: rows
+    are appended in time order, so the old ones are a prefix by id and a bounded step
+    needs no index on ``at``. Returns the rows deleted."""
+    tx.execute(
+        "DELETE FROM history WHERE id IN (SELECT id FROM history ORDER BY id LIMIT ?) AND at < ?",
+        (limit, before),
+    )
+    return tx.changes()
+
+
 def _next_chunk_id(tx: apsw.Connection) -> int:
     """The first never-used chunk id (``chunks.id`` is AUTOINCREMENT: ids, and so FTS
     rowids, are never reused, not even after the highest chunk is deleted)."""

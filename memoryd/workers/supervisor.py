@@ -40,7 +40,7 @@ from memoryd.errors import StoreBusy, SupervisorRunning
 from memoryd.locks import FileLock, lock_holder
 from memoryd.queue import ClaimedJob, JobQueue
 from memoryd.registry import Registry, default_registry
-from memoryd.storage import Authority, open_authority
+from memoryd.storage import Authority, corpus, open_authority
 from memoryd.storage.maintenance import checkpoint_truncate
 from memoryd.workers.contract import ApplyContext
 from memoryd.workers.dispatch import Dispatch
@@ -54,6 +54,19 @@ DIRECT_FIRST_SECONDS = 1.0  # the WAL guard waits at most this long for heartbea
 T = TypeVar("T")
 
 
+# RunStats fields a turn's tally adds to the run's totals
+COUNTED = (
+    "done",
+    "failed",
+    "dead",
+    "rejected",
+    "deferred",
+    "reclaimed",
+    "purged",
+    "history_purged",
+)
+
+
 @dataclass
 class RunStats:
     done: int = 0
@@ -64,6 +77,7 @@ class RunStats:
     respawned: int = 0
     reclaimed: int = 0
     purged: int = 0  # done jobs deleted after jobs_keep_seconds
+    history_purged: int = 0  # file history rows deleted after history_keep_seconds
     turns: int = 0
 
 
@@ -487,6 +501,8 @@ class Supervisor:
             if purge:
                 keep, step = self.config.jobs_keep_seconds, self.config.jobs_purge_batch
                 tally.purged, after = self.queue.purge_done_in(tx, keep, after, step)
+                before = now - self.config.history_keep_seconds
+                tally.history_purged = corpus.purge_history_in(tx, before, step)
             claims = {
                 pool: self.queue.claim_in(
                     tx, self.owner, limit, self.lease, **self._claim_filter(pool)
@@ -523,7 +539,7 @@ class Supervisor:
         return sum(len(c) for c in claims.values())
 
     def _add_tally(self, tally: RunStats) -> None:
-        for name in ("done", "failed", "dead", "rejected", "deferred", "reclaimed", "purged"):
+        for name in COUNTED:
             setattr(self.stats, name, getattr(self.stats, name) + getattr(tally, name))
         self.stats.turns += 1
 

@@ -227,3 +227,21 @@ def test_a_running_supervisor_purges_done_jobs_past_jobs_keep_seconds(
     assert sup.terminate() == 0
     assert orjson.loads(sup.stdout)["purged"] == 30
     assert worker_pids(home) == {}
+
+
+def test_a_running_supervisor_purges_file_history_past_history_keep_seconds(
+    cli, home: Path, tmp_path: Path, background
+) -> None:
+    """History grows by a row per changed file and ingest; the supervisor purges old rows."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(5):
+        (src / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    assert cli("ingest", str(src), "--project", "p", "--wait").code == 0
+    assert query(home, "SELECT count(*) FROM history") == [(5,)]
+    env = {"MEMORYD_HISTORY_KEEP_SECONDS": "1", "MEMORYD_MAINTENANCE_PERIOD_SECONDS": "0.2"}
+    sup = background("run", "--workers", "1", "--json", env=env)
+    sup.wait_running(workers=1)
+    wait_for(lambda: query(home, "SELECT count(*) FROM history") == [(0,)], what="the purge")
+    assert sup.terminate() == 0
+    assert orjson.loads(sup.stdout)["history_purged"] == 5
