@@ -45,6 +45,7 @@ from memoryd.search.evidence import (
     other_sense,
     person_said,
     speaker_of,
+    turn_before,
     without_persons,
 )
 from memoryd.search.pipeline import NOT_ABSENCE, Found, Fusion, check, run, terms_list
@@ -158,8 +159,9 @@ def _line_held(p: gate.Plan, doc: _Doc, hint: re.Pattern) -> list[set[str]]:
 def _person_held(p: gate.Plan, doc: _Doc, persons: set[str], hint: re.Pattern) -> list[set[str]]:
     """Focus terms each line holds by or about the asked persons (:func:`person_said`)."""
     out: list[set[str]] = []
-    for i, line in enumerate(doc.lines):
-        text = person_said(line[doc.said[i] :], doc.names[i], persons)
+    for i, (line, j) in enumerate(zip(doc.lines, turn_before(doc.names), strict=True)):
+        before = "" if j is None else doc.lines[j][doc.said[j] :]
+        text = person_said(line[doc.said[i] :], doc.names[i], persons, before)
         out.append(held(p, terms.stems(text)) if text and hint.search(text.lower()) else set())
     return out
 
