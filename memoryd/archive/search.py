@@ -41,11 +41,13 @@ from memoryd.search.evidence import (
     focus_hint,
     held,
     is_dialogue,
+    multiword_names,
     named_speaker,
     other_sense,
     person_said,
     speaker_of,
     turn_before,
+    unsaid_names,
     without_persons,
 )
 from memoryd.search.pipeline import NOT_ABSENCE, Found, Fusion, check, run, terms_list
@@ -273,6 +275,8 @@ class ArchiveSource:
             )
         seen = [c.spoken if q.speaker and c.spoken is not None else c.matched for c in cands]
         missing = gate.missing_entities(p, [s for s in seen if s is not None])
+        if not missing and multiword_names(p):
+            missing = unsaid_names(p, ["\n".join(c.doc.lines[c.start : c.end]) for c in cands])
         if missing:
             return Found(
                 gap=f"insufficient evidence in {self.where}: nothing admitted mentions"

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from memoryd.search import gate as gate_mod
 from memoryd.search.lexicon import word_list
-from memoryd.search.terms import Query, Term, stem, stems, words
+from memoryd.search.terms import STOPWORDS, Query, Term, stem, stems, words
 
 SPEAKER_LINE = re.compile(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
 ANY_SPEAKER_LINE = re.compile(SPEAKER_LINE.pattern, re.I | re.M)
@@ -333,3 +333,43 @@ def _starts_sentence(text: str, at: int) -> bool:
     end = text.find("\n", at)
     line = text[line_start : len(text) if end < 0 else end]
     return all(w[0].isupper() for w in re.findall(r"[^\W\d_]{4,}", line))
+
+
+# Where a sentence ends: ".", "!" or "?" before a space (not after an abbreviation
+# such as "Dr." or "St."), or a line end.
+_SENTENCE_END = re.compile(r"(?<![A-Z][a-z])(?<![A-Z][a-z]{2})[.!?](?=\s)|\n")
+
+
+def multiword_names(p: gate_mod.Plan) -> list[tuple[str, list[str]]]:
+    """The question's names of several words ("Senior Software Engineer", "Samsung
+    TV"): each as written and as the stems of its content words, memoized on the plan."""
+    got = p.memo.get("multiword_names")
+    if got is None:
+        got = p.memo["multiword_names"] = []
+        for run in p.query.entities:
+            content = [w for w in run if w not in STOPWORDS]
+            if len(content) >= 2:
+                got.append((" ".join(content), [stem(w) for w in content]))
+    return got
+
+
+def name_said(text: str, name: list[str], alias: dict[str, str]) -> bool:
+    """Whether ``text`` holds the words (stems) of ``name`` in their order within one
+    sentence ("my new Samsung 55-inch smart TV" holds "Samsung TV"; "software
+    engineer" in one sentence and "manager" in another are no "Software Engineer
+    Manager")."""
+    for sentence in _SENTENCE_END.split(text):
+        rest = iter(alias.get(s, s) for s in stems(sentence))
+        if all(any(s == w for s in rest) for w in name):
+            return True
+    return False
+
+
+def unsaid_names(p: gate_mod.Plan, texts: Sequence[str]) -> list[str]:
+    """The question's names of several words that none of ``texts`` says
+    (:func:`name_said`): the evidence holds their words about other things."""
+    return [
+        written
+        for written, name in multiword_names(p)
+        if not any(name_said(t, name, p.alias) for t in texts)
+    ]

@@ -36,6 +36,15 @@ Two question-level checks narrow further (never widen):
   ("Lisbon", "Dr. Okafor", evidenced by its most specific word) that no
   admitted candidate holds means the evidence is about something else; the
   search abstains and names it.
+* **Rarest words must be evidenced**, as names: in a corpus of at least
+  ``rare_min_chunks`` chunks, a word of the question held by at most two chunks
+  (or 0.05% of a large corpus) that no admitted candidate holds means the evidence
+  is about something else ("my uncle's party" answered by a niece's); numbers are
+  values, not such words.
+* **Names of several words are said together**: "Software Engineer Manager" is
+  evidenced only by a text holding its words in order within one sentence
+  (:func:`memoryd.search.evidence.name_said`), not by "software engineer" in one
+  sentence and "manager" in another.
 * **Names alone are not evidence about them**: when the question asks for
   an attribute of something it names -- a possessive ("Guido van Rossum's
   *wife*", "the *wife* of ...") or an asked term the project never contains --
@@ -72,6 +81,10 @@ class Tuning:
     dense_max_terms: int = 2
     weighted: bool = True  # specificity-weighted half coverage (False: count only)
     entities: bool = True  # question-level named-entity check
+    # question-level: a word held by at most max(rarest_chunks, rarest_fraction * N)
+    # chunks must be held by some admitted candidate, as a name must
+    rarest_fraction: float = 0.0005
+    rarest_chunks: int = 2
     # speaker attribution on transcripts: the asked speaker must have said the most
     # specific focus term a candidate holds (off in the literal rules)
     speaker: bool = True
@@ -273,8 +286,20 @@ def _by_chance(p: Plan, stems: list[str]) -> float:
 
 
 def missing_entities(p: Plan, admitted_matched: list[set[str]]) -> list[str]:
-    """Named entities of the question that no admitted candidate holds."""
-    if not p.entities:
+    """Named entities of the question, and its rarest words, that no admitted
+    candidate holds.
+
+    In a corpus of at least ``rare_min_chunks`` chunks, a word nearly absent from it
+    (held by at most two chunks, or 0.05% of a large one) singles out what the
+    question is about as a name does: evidence without it is about something else
+    ("my uncle's party" answered by a niece's).
+    Numbers are values, not such words ("the 27th item" of a list numbered "27.")."""
+    if not p.tuning.entities:
         return []
     seen: set[str] = set().union(*admitted_matched) if admitted_matched else set()
-    return [t.word for t in p.entities if t.stem not in seen]
+    rarest: list[Term] = []
+    if p.chunks >= p.tuning.rare_min_chunks:  # in a small corpus, few chunks is not rare
+        rare = max(p.tuning.rarest_chunks, p.tuning.rarest_fraction * p.chunks)
+        rarest = [t for t in p.focus if 0 < p.df[t.stem] <= rare and t.word.isalpha()]
+    asked = p.entities + [t for t in rarest if t not in p.entities]
+    return [t.word for t in asked if t.stem not in seen]
