@@ -36,11 +36,11 @@ Two question-level checks narrow further (never widen):
   ("Lisbon", "Dr. Okafor", evidenced by its most specific word) that no
   admitted candidate holds means the evidence is about something else; the
   search abstains and names it.
-* **Rarest words must be evidenced**, as names: in a corpus of at least
-  ``rare_min_chunks`` chunks, a word of the question held by at most two chunks
-  (or 0.05% of a large corpus) that no admitted candidate holds means the evidence
-  is about something else ("my uncle's party" answered by a niece's); numbers are
-  values, not such words.
+* **Rarest words must be evidenced**, as names, in questions about what a speaker
+  said: in a corpus of at least ``rare_min_chunks`` chunks, a word of the question
+  held by at most two chunks (or 0.05% of a large corpus) that no admitted
+  candidate holds means the evidence is about something else ("my uncle's party"
+  answered by a niece's); numbers are values, not such words.
 * **Names of several words are said together**: "Software Engineer Manager" is
   evidenced only by a text holding its words in order within one sentence
   (:func:`memoryd.search.evidence.name_said`), not by "software engineer" in one
@@ -289,16 +289,20 @@ def missing_entities(p: Plan, admitted_matched: list[set[str]]) -> list[str]:
     """Named entities of the question, and its rarest words, that no admitted
     candidate holds.
 
-    In a corpus of at least ``rare_min_chunks`` chunks, a word nearly absent from it
-    (held by at most two chunks, or 0.05% of a large one) singles out what the
+    In a question about what a speaker said ("my", "you said"; transcripts) and a
+    corpus of at least ``rare_min_chunks`` chunks, a word nearly absent from the
+    corpus (held by at most two chunks, or 0.05% of a large one) singles out what the
     question is about as a name does: evidence without it is about something else
-    ("my uncle's party" answered by a niece's).
+    ("my uncle's party" answered by a niece's). Elsewhere the asker paraphrases
+    (measured: a question about a code base, "when a test hangs", lost its answer).
     Numbers are values, not such words ("the 27th item" of a list numbered "27.")."""
     if not p.tuning.entities:
         return []
     seen: set[str] = set().union(*admitted_matched) if admitted_matched else set()
     rarest: list[Term] = []
-    if p.chunks >= p.tuning.rare_min_chunks:  # in a small corpus, few chunks is not rare
+    # only about what a speaker said (their own words for their people and things); a
+    # question about a code base describes it in the asker's words ("hangs")
+    if p.query.speaker and p.tuning.speaker and p.chunks >= p.tuning.rare_min_chunks:
         rare = max(p.tuning.rarest_chunks, p.tuning.rarest_fraction * p.chunks)
         rarest = [t for t in p.focus if 0 < p.df[t.stem] <= rare and t.word.isalpha()]
     asked = p.entities + [t for t in rarest if t not in p.entities]

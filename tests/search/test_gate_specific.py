@@ -23,6 +23,9 @@ NOTES = {
     **FILLER,
     "notes/party.md": "For my niece's birthday party I baked a lemon cake with blueberries.",
     "notes/uncle.md": "My uncle lives in Porto and repairs old clocks.",
+    "notes/stall.md": "When a test stalls past its timeout, the plugin dumps the traceback"
+    " of every thread.",
+    "notes/coat.md": "The coat hangs by the door.",
     "notes/job.md": "I work as a Senior Software Engineer at Acme Robotics. "
     "My manager Dana runs the platform team.",
 }
@@ -46,6 +49,11 @@ def test_a_rare_word_no_admitted_candidate_holds_makes_the_search_abstain(db):
     assert search(db, "notes", "What did I bake for my uncle's birthday party?", tuning=off)[
         "items"
     ]
+
+
+def test_a_rare_word_of_a_question_about_documents_may_be_the_askers_paraphrase(db):
+    found = search(db, "notes", "dump the traceback of every thread when a test hangs")
+    assert found["status"] == "ok" and found["items"][0]["path"] == "notes/stall.md"
 
 
 def test_a_name_of_several_words_must_be_said_in_order_in_one_sentence(db):
