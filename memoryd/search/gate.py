@@ -285,7 +285,9 @@ def _by_chance(p: Plan, stems: list[str]) -> float:
     return expected
 
 
-def missing_entities(p: Plan, admitted_matched: list[set[str]]) -> list[str]:
+def missing_entities(
+    p: Plan, admitted_matched: list[set[str]], *, rarest: bool = True
+) -> list[str]:
     """Named entities of the question, and its rarest words, that no admitted
     candidate holds.
 
@@ -295,15 +297,17 @@ def missing_entities(p: Plan, admitted_matched: list[set[str]]) -> list[str]:
     question is about as a name does: evidence without it is about something else
     ("my uncle's party" answered by a niece's). Elsewhere the asker paraphrases
     (measured: a question about a code base, "when a test hangs", lost its answer).
+    ``rarest=False`` leaves the rarest words out (a source whose statistics count
+    other units than chunks).
     Numbers are values, not such words ("the 27th item" of a list numbered "27.")."""
     if not p.tuning.entities:
         return []
     seen: set[str] = set().union(*admitted_matched) if admitted_matched else set()
-    rarest: list[Term] = []
+    words: list[Term] = []
     # only about what a speaker said (their own words for their people and things); a
     # question about a code base describes it in the asker's words ("hangs")
-    if p.query.speaker and p.tuning.speaker and p.chunks >= p.tuning.rare_min_chunks:
+    if rarest and p.query.speaker and p.tuning.speaker and p.chunks >= p.tuning.rare_min_chunks:
         rare = max(p.tuning.rarest_chunks, p.tuning.rarest_fraction * p.chunks)
-        rarest = [t for t in p.focus if 0 < p.df[t.stem] <= rare and t.word.isalpha()]
-    asked = p.entities + [t for t in rarest if t not in p.entities]
+        words = [t for t in p.focus if 0 < p.df[t.stem] <= rare and t.word.isalpha()]
+    asked = p.entities + [t for t in words if t not in p.entities]
     return [t.word for t in asked if t.stem not in seen]
