@@ -276,7 +276,7 @@ class ArchiveSource:
         seen = [c.spoken if q.speaker and c.spoken is not None else c.matched for c in cands]
         # Not the rarest-word rule: the archive counts exact words per session, and two
         # of 940 sessions is not two of 4,518 chunks (measured on LongMemEval: two
-        # answers lost, "grandparents" and "excluding", for one abstention).
+        # answers lost, to a word held by two sessions, for one abstention).
         missing = gate.missing_entities(p, [s for s in seen if s is not None], rarest=False)
         if not missing and multiword_names(p):
             missing = unsaid_names(p, ["\n".join(c.doc.lines[c.start : c.end]) for c in cands])

@@ -341,8 +341,8 @@ _SENTENCE_END = re.compile(r"(?<![A-Z][a-z])(?<![A-Z][a-z]{2})[.!?](?=\s)|\n")
 
 
 def multiword_names(p: gate_mod.Plan) -> list[tuple[str, list[str]]]:
-    """The question's names of several words ("Senior Software Engineer", "Samsung
-    TV"): each as written and as the stems of its content words, memoized on the plan."""
+    """The question's names of several words ("Principal Data Architect", "Lumix
+    camera"): each as written and as the stems of its content words, memoized on the plan."""
     got = p.memo.get("multiword_names")
     if got is None:
         got = p.memo["multiword_names"] = []
@@ -355,9 +355,9 @@ def multiword_names(p: gate_mod.Plan) -> list[tuple[str, list[str]]]:
 
 def name_said(text: str, name: list[str], alias: dict[str, str]) -> bool:
     """Whether ``text`` holds the words (stems) of ``name`` in their order within one
-    sentence ("my new Samsung 55-inch smart TV" holds "Samsung TV"; "software
-    engineer" in one sentence and "manager" in another are no "Software Engineer
-    Manager")."""
+    sentence ("my new Lumix 24-megapixel mirrorless camera" holds "Lumix camera";
+    "data architect" in one sentence and "lead" in another are no "Data Architect
+    Lead")."""
     for sentence in _SENTENCE_END.split(text):
         rest = iter(alias.get(s, s) for s in stems(sentence))
         if all(any(s == w for s in rest) for w in name):

@@ -39,12 +39,12 @@ Two question-level checks narrow further (never widen):
 * **Rarest words must be evidenced**, as names, in questions about what a speaker
   said: in a corpus of at least ``rare_min_chunks`` chunks, a word of the question
   held by at most two chunks (or 0.05% of a large corpus) that no admitted
-  candidate holds means the evidence is about something else ("my uncle's party"
-  answered by a niece's); numbers are values, not such words.
-* **Names of several words are said together**: "Software Engineer Manager" is
+  candidate holds means the evidence is about something else ("my cousin's
+  wedding" answered by an aunt's); numbers are values, not such words.
+* **Names of several words are said together**: "Data Architect Lead" is
   evidenced only by a text holding its words in order within one sentence
-  (:func:`memoryd.search.evidence.name_said`), not by "software engineer" in one
-  sentence and "manager" in another.
+  (:func:`memoryd.search.evidence.name_said`), not by "data architect" in one
+  sentence and "lead" in another.
 * **Names alone are not evidence about them**: when the question asks for
   an attribute of something it names -- a possessive ("Guido van Rossum's
   *wife*", "the *wife* of ...") or an asked term the project never contains --
@@ -295,11 +295,11 @@ def missing_entities(
     corpus of at least ``rare_min_chunks`` chunks, a word nearly absent from the
     corpus (held by at most two chunks, or 0.05% of a large one) singles out what the
     question is about as a name does: evidence without it is about something else
-    ("my uncle's party" answered by a niece's). Elsewhere the asker paraphrases
+    ("my cousin's wedding" answered by an aunt's). Elsewhere the asker paraphrases
     (measured: a question about a code base, "when a test hangs", lost its answer).
     ``rarest=False`` leaves the rarest words out (a source whose statistics count
     other units than chunks).
-    Numbers are values, not such words ("the 27th item" of a list numbered "27.")."""
+    Numbers are values, not such words ("the 12th step" of a list numbered "12.")."""
     if not p.tuning.entities:
         return []
     seen: set[str] = set().union(*admitted_matched) if admitted_matched else set()

@@ -1,6 +1,6 @@
 """What a question singles out must be in the evidence (issue 10): its rarest words
 and its names of several words, said together. A false premise that changes only
-that part ("my uncle's party" where the notes hold a niece's) abstains."""
+that part ("my cousin's wedding" where the notes hold an aunt's) abstains."""
 
 from __future__ import annotations
 
@@ -21,13 +21,13 @@ FILLER = {
 }
 NOTES = {
     **FILLER,
-    "notes/party.md": "For my niece's birthday party I baked a lemon cake with blueberries.",
-    "notes/uncle.md": "My uncle lives in Porto and repairs old clocks.",
+    "notes/wedding.md": "For my aunt's wedding dinner I cooked a mushroom risotto with thyme.",
+    "notes/cousin.md": "My cousin lives in Porto and repairs old clocks.",
     "notes/stall.md": "When a test stalls past its timeout, the plugin dumps the traceback"
     " of every thread.",
     "notes/coat.md": "The coat hangs by the door.",
-    "notes/job.md": "I work as a Senior Software Engineer at Acme Robotics. "
-    "My manager Dana runs the platform team.",
+    "notes/job.md": "I work as a Principal Data Architect at Acme Robotics. "
+    "My lead Dana runs the platform team.",
 }
 
 
@@ -39,14 +39,14 @@ def db(store, tmp_path):
 
 
 def test_a_rare_word_no_admitted_candidate_holds_makes_the_search_abstain(db):
-    found = search(db, "notes", "What did I bake for my niece's birthday party?")
-    assert found["status"] == "ok" and found["items"][0]["path"] == "notes/party.md"
-    absent = search(db, "notes", "What did I bake for my uncle's birthday party?")
+    found = search(db, "notes", "What did I cook for my aunt's wedding dinner?")
+    assert found["status"] == "ok" and found["items"][0]["path"] == "notes/wedding.md"
+    absent = search(db, "notes", "What did I cook for my cousin's wedding dinner?")
     assert absent["status"] == "abstained" and absent["items"] == []
-    assert "'uncle'" in absent["gap"]
-    # the rule is what abstains: without it the niece's party answers
+    assert "'cousin'" in absent["gap"]
+    # the rule is what abstains: without it the aunt's wedding answers
     off = replace(gate.DEFAULT, rarest_chunks=0, rarest_fraction=0.0)
-    assert search(db, "notes", "What did I bake for my uncle's birthday party?", tuning=off)[
+    assert search(db, "notes", "What did I cook for my cousin's wedding dinner?", tuning=off)[
         "items"
     ]
 
@@ -57,17 +57,17 @@ def test_a_rare_word_of_a_question_about_documents_may_be_the_askers_paraphrase(
 
 
 def test_a_name_of_several_words_must_be_said_in_order_in_one_sentence(db):
-    found = search(db, "notes", "Which company do I work at as Senior Software Engineer?")
+    found = search(db, "notes", "Which company do I work at as Principal Data Architect?")
     assert found["status"] == "ok" and found["items"][0]["path"] == "notes/job.md"
-    absent = search(db, "notes", "Which company do I work at as Software Engineer Manager?")
+    absent = search(db, "notes", "Which company do I work at as Data Architect Lead?")
     assert absent["status"] == "abstained", absent
-    assert "software engineer manager" in absent["gap"]
+    assert "data architect lead" in absent["gap"]
 
 
 def test_name_said_reads_sentences_not_abbreviations():
-    name = ["samsung", "tv"]
-    assert name_said("I set up my new Samsung 55-inch 4K smart TV today.", name, {})
-    assert not name_said("I like Samsung phones. The TV is old.", name, {})
+    name = ["lumix", "camera"]
+    assert name_said("I set up my new Lumix 24-megapixel mirrorless camera today.", name, {})
+    assert not name_said("I like Lumix lenses. The camera is old.", name, {})
     assert name_said("We saw Dr. Okafor on Monday.", ["dr", "okafor"], {})
     p = gate.plan(analyze("How often do I see Dr. Okafor?"), _Stats())
     assert [w for w, _ in multiword_names(p)] == ["dr okafor"]
@@ -76,12 +76,12 @@ def test_name_said_reads_sentences_not_abbreviations():
 
 
 def test_a_rare_number_is_a_value_not_a_missing_subject():
-    p = gate.plan(analyze("What was the 27th parameter in the list of prompt settings?"), _Stats(1))
-    assert "27th" not in gate.missing_entities(p, [set()])
+    p = gate.plan(analyze("Which was the 12th step in the list of setup tasks?"), _Stats(1))
+    assert "12th" not in gate.missing_entities(p, [set()])
 
 
 def test_small_corpora_have_no_rarest_words():
-    p = gate.plan(analyze("What did I bake for my uncle?"), _Stats(1, chunks=8))
+    p = gate.plan(analyze("What did I cook for my cousin?"), _Stats(1, chunks=8))
     assert gate.missing_entities(p, [set()]) == []
 
 
