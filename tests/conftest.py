@@ -362,3 +362,19 @@ def sigkill_after_some_batches(home: Path, sup) -> None:
     wait_for(some_done, interval=0.01, what="a few committed batches")
     os.kill(sup.pid, signal.SIGKILL)
     sup.wait()
+
+
+def archive_conversations(owner, project: str, sessions: dict, now: float) -> None:
+    """Archive ``sessions`` (name -> [(speaker, text), ...]) as transcripts of two named
+    speakers: the first speaker's turns as ``user``, the other's as ``assistant``, each
+    keeping its ``Name: `` prefix, created an hour before ``now``."""
+    from memoryd.archive.ops import run_op, unwrap
+
+    for name, turns in sessions.items():
+        first = turns[0][0]
+        content = "\n".join(
+            f"{'user' if who == first else 'assistant'}: {who}: {said}" for who, said in turns
+        )
+        args = {"project": project, "session": name, "created_at": now - 3600, "now": now,
+                "content": content, "turns": len(turns)}  # fmt: skip
+        unwrap(run_op(owner, "add", args))

@@ -36,9 +36,11 @@ from memoryd.search.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosin
 from memoryd.search.evidence import (
     asked_persons,
     focus_prefixes,
+    multiword_names,
     other_sense,
     person_text,
     speaker_names,
+    unsaid_names,
     without_persons,
 )
 from memoryd.search.evidence import held as _held
@@ -500,9 +502,26 @@ def _missing_entities(
                 spoken = _speaker_text(c.text, q.speaker)
                 if spoken is not None:
                     c.spoken = _held(p, stems(spoken))
-    return gate_mod.missing_entities(
+    missing = gate_mod.missing_entities(
         p, [c.spoken if c.spoken is not None else c.matched for c in admitted]
     )
+    return missing or _unsaid_names(src, stats, p, admitted)
+
+
+def _unsaid_names(
+    src: ProjectSource, stats: TermStats, p: gate_mod.Plan, admitted: list[Candidate]
+) -> list[str]:
+    """The question's names of several words no admitted candidate says in order
+    (:func:`unsaid_names`); only candidates holding each such name's focus terms are
+    read."""
+    names = multiword_names(p)
+    if not names:
+        return []
+    focus = set(p.focus_stems)
+    wanted = [focus.intersection(name) for _, name in names]
+    holding = [c for c in admitted if any(w <= c.matched for w in wanted)]
+    _load(src.db, stats, holding)
+    return unsaid_names(p, [c.text or "" for c in holding])
 
 
 def _items(

@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from memoryd.search import gate as gate_mod
-from memoryd.search.terms import Query, Term, stem, stems, words
+from memoryd.search.lexicon import word_list
+from memoryd.search.terms import STOPWORDS, Query, Term, stem, stems, words
 
 SPEAKER_LINE = re.compile(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
 ANY_SPEAKER_LINE = re.compile(SPEAKER_LINE.pattern, re.I | re.M)
@@ -25,6 +26,7 @@ _NAMED = re.compile(
     r"^\s*(?:\**(?:user|human|me|assistant|ai|bot|system)\**\s*:\s*)?"
     r"\**([A-Z][\w'’.-]{0,30}(?: [A-Z][\w'’.-]{0,30})?)\**\s*:\s"
 )
+FIRST_PERSON = word_list("first_person.txt")
 # A sentence that asks: what its speaker asks about is not evidence about them.
 _QUESTION = re.compile(r"[^.!?]*\?")
 
@@ -44,29 +46,87 @@ def statements(text: str) -> str:
     return _QUESTION.sub(" ", text)
 
 
-def person_said(said: str, speaker: str | None, persons: set[str]) -> str:
+def person_said(said: str, speaker: str | None, persons: set[str], before: str = "") -> str:
     """What a turn's words (``said``, after its prefixes) tell *by or about* the asked
-    persons: the statements (not the questions) a person said, and other speakers'
-    turns naming the person after their first word (not "Ana, look at this", which
-    only addresses her); "" when neither."""
+    persons: a person's own statements (:func:`own_statements`; ``before`` is the
+    other speaker's turn just before), and the sentences of other speakers' turns
+    that name the person other than to address them (:func:`mentions`); "" when
+    neither."""
     if speaker in persons:
-        return statements(said)
-    return said if persons.intersection(words(said)[1:]) else ""
+        return own_statements(said, before)
+    return mentions(said, persons)
+
+
+def own_statements(said: str, before: str = "") -> str:
+    """A speaker's statements (not their questions: "How was the trip?" says nothing
+    about who asks). A turn without a first-person word that repeats words of the
+    other speaker's turn just before (``before``) reacts to it ("A choir!", "Perfect
+    name for a cat" after "I adopted a cat"): those words are the other speaker's
+    news, so they are left out; the rest stays ("About twelve kilometres" answering
+    "How far are you running?")."""
+    text = statements(said)
+    if not before or FIRST_PERSON.intersection(words(text)):
+        return text
+    echoed = set(stems(before))
+    return " ".join(w for w in words(text) if stem(w) not in echoed)
+
+
+# A name followed by a comma or an exclamation mark addresses the person ("Hey Ana!",
+# "Congratulations, uncle Tom!", "Ana, look"); it says nothing about them.
+_ADDRESS = ",!"
+
+
+def mentions(said: str, persons: set[str]) -> str:
+    """The sentences of ``said`` naming one of ``persons`` (lowercase first names)
+    other than to address them: "I think Iris broke the saw" is about Iris, "Hey
+    Iris! I signed up for pottery" is not."""
+    low = said.lower()
+    if not any(p in low for p in persons):
+        return ""
+    out = []
+    for sentence in _SENTENCE.findall(said):
+        for m in _WORD.finditer(sentence):
+            if m.group().lower() in persons and sentence[m.end() : m.end() + 1] not in _ADDRESS:
+                out.append(sentence)
+                break
+    return " ".join(out)
+
+
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+_WORD = re.compile(r"[^\W_]+")
 
 
 def person_text(text: str, persons: set[str]) -> str:
     """The parts of a transcript chunk by or about the asked persons (turns without a
     name prefix continue the previous speaker's)."""
-    out: list[str] = []
+    lines = text.split("\n")
+    names: list[str | None] = []
+    said: list[str] = []
     name = None
-    for line in text.split("\n"):
+    for line in lines:
         who, role_end = speaker_of(line)
         named, named_end = named_speaker(line)
         name = named or (None if who else name)
-        part = person_said(line[max(role_end, named_end) :], name, persons)
+        names.append(name)
+        said.append(line[max(role_end, named_end) :])
+    out: list[str] = []
+    for i, before in enumerate(turn_before(names)):
+        part = person_said(said[i], names[i], persons, "" if before is None else said[before])
         if part:
             out.append(part)
     return "\n".join(out)
+
+
+def turn_before(names: Sequence[str | None]) -> list[int | None]:
+    """For each line of a transcript, the last earlier line of another named speaker
+    (None for the first turn, and for lines without a named speaker)."""
+    out: list[int | None] = []
+    last: dict[str | None, int] = {}  # speaker -> their last line
+    for i, n in enumerate(names):
+        others = [j for who, j in last.items() if who != n and who is not None]
+        out.append(max(others) if n is not None and others else None)
+        last[n] = i
+    return out
 
 
 def is_dialogue(lines: list[str], names: list[str | None]) -> bool:
@@ -273,3 +333,43 @@ def _starts_sentence(text: str, at: int) -> bool:
     end = text.find("\n", at)
     line = text[line_start : len(text) if end < 0 else end]
     return all(w[0].isupper() for w in re.findall(r"[^\W\d_]{4,}", line))
+
+
+# Where a sentence ends: ".", "!" or "?" before a space (not after an abbreviation
+# such as "Dr." or "St."), or a line end.
+_SENTENCE_END = re.compile(r"(?<![A-Z][a-z])(?<![A-Z][a-z]{2})[.!?](?=\s)|\n")
+
+
+def multiword_names(p: gate_mod.Plan) -> list[tuple[str, list[str]]]:
+    """The question's names of several words ("Principal Data Architect", "Lumix
+    camera"): each as written and as the stems of its content words, memoized on the plan."""
+    got = p.memo.get("multiword_names")
+    if got is None:
+        got = p.memo["multiword_names"] = []
+        for run in p.query.entities:
+            content = [w for w in run if w not in STOPWORDS]
+            if len(content) >= 2:
+                got.append((" ".join(content), [stem(w) for w in content]))
+    return got
+
+
+def name_said(text: str, name: list[str], alias: dict[str, str]) -> bool:
+    """Whether ``text`` holds the words (stems) of ``name`` in their order within one
+    sentence ("my new Lumix 24-megapixel mirrorless camera" holds "Lumix camera";
+    "data architect" in one sentence and "lead" in another are no "Data Architect
+    Lead")."""
+    for sentence in _SENTENCE_END.split(text):
+        rest = iter(alias.get(s, s) for s in stems(sentence))
+        if all(any(s == w for s in rest) for w in name):
+            return True
+    return False
+
+
+def unsaid_names(p: gate_mod.Plan, texts: Sequence[str]) -> list[str]:
+    """The question's names of several words that none of ``texts`` says
+    (:func:`name_said`): the evidence holds their words about other things."""
+    return [
+        written
+        for written, name in multiword_names(p)
+        if not any(name_said(t, name, p.alias) for t in texts)
+    ]

@@ -36,6 +36,15 @@ Two question-level checks narrow further (never widen):
   ("Lisbon", "Dr. Okafor", evidenced by its most specific word) that no
   admitted candidate holds means the evidence is about something else; the
   search abstains and names it.
+* **Rarest words must be evidenced**, as names, in questions about what a speaker
+  said: in a corpus of at least ``rare_min_chunks`` chunks, a word of the question
+  held by at most two chunks (or 0.05% of a large corpus) that no admitted
+  candidate holds means the evidence is about something else ("my cousin's
+  wedding" answered by an aunt's); numbers are values, not such words.
+* **Names of several words are said together**: "Data Architect Lead" is
+  evidenced only by a text holding its words in order within one sentence
+  (:func:`memoryd.search.evidence.name_said`), not by "data architect" in one
+  sentence and "lead" in another.
 * **Names alone are not evidence about them**: when the question asks for
   an attribute of something it names -- a possessive ("Guido van Rossum's
   *wife*", "the *wife* of ...") or an asked term the project never contains --
@@ -72,6 +81,10 @@ class Tuning:
     dense_max_terms: int = 2
     weighted: bool = True  # specificity-weighted half coverage (False: count only)
     entities: bool = True  # question-level named-entity check
+    # question-level: a word held by at most max(rarest_chunks, rarest_fraction * N)
+    # chunks must be held by some admitted candidate, as a name must
+    rarest_fraction: float = 0.0005
+    rarest_chunks: int = 2
     # speaker attribution on transcripts: the asked speaker must have said the most
     # specific focus term a candidate holds (off in the literal rules)
     speaker: bool = True
@@ -272,9 +285,29 @@ def _by_chance(p: Plan, stems: list[str]) -> float:
     return expected
 
 
-def missing_entities(p: Plan, admitted_matched: list[set[str]]) -> list[str]:
-    """Named entities of the question that no admitted candidate holds."""
-    if not p.entities:
+def missing_entities(
+    p: Plan, admitted_matched: list[set[str]], *, rarest: bool = True
+) -> list[str]:
+    """Named entities of the question, and its rarest words, that no admitted
+    candidate holds.
+
+    In a question about what a speaker said ("my", "you said"; transcripts) and a
+    corpus of at least ``rare_min_chunks`` chunks, a word nearly absent from the
+    corpus (held by at most two chunks, or 0.05% of a large one) singles out what the
+    question is about as a name does: evidence without it is about something else
+    ("my cousin's wedding" answered by an aunt's). Elsewhere the asker paraphrases
+    (measured: a question about a code base, "when a test hangs", lost its answer).
+    ``rarest=False`` leaves the rarest words out (a source whose statistics count
+    other units than chunks).
+    Numbers are values, not such words ("the 12th step" of a list numbered "12.")."""
+    if not p.tuning.entities:
         return []
     seen: set[str] = set().union(*admitted_matched) if admitted_matched else set()
-    return [t.word for t in p.entities if t.stem not in seen]
+    words: list[Term] = []
+    # only about what a speaker said (their own words for their people and things); a
+    # question about a code base describes it in the asker's words ("hangs")
+    if rarest and p.query.speaker and p.tuning.speaker and p.chunks >= p.tuning.rare_min_chunks:
+        rare = max(p.tuning.rarest_chunks, p.tuning.rarest_fraction * p.chunks)
+        words = [t for t in p.focus if 0 < p.df[t.stem] <= rare and t.word.isalpha()]
+    asked = p.entities + [t for t in words if t not in p.entities]
+    return [t.word for t in asked if t.stem not in seen]

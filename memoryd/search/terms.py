@@ -188,6 +188,17 @@ _ORDER_WORDS = frozenset(
     ["earliest", "latest", "first", "last", "oldest", "newest", "primero", "ultimo"]
 )
 
+_FROM_TO = ("from", "to", "desde", "hasta")
+
+
+def _after_from(toks: list[str], i: int) -> bool:
+    """``toks[i]`` follows "from"/"to", an article between or not ("from the earliest")."""
+    before = toks[max(0, i - 2) : i]
+    if before and before[-1] in ("the", "el", "la", "lo"):
+        before = before[:-1]
+    return bool(before) and before[-1] in _FROM_TO
+
+
 _IDENTIFIER = re.compile(
     r"(?<![\w./-])("
     r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+"  # dotted.name
@@ -551,10 +562,8 @@ def analyze(text: str) -> Query:
         if w in CONTEXT_WORDS:
             q.context.append(w)
             continue
-        if w in ("compared", "versus", "vs") or (
-            w in _ORDER_WORDS and i > 0 and toks[i - 1] in ("from", "to", "desde", "hasta")
-        ):
-            # comparison markers; "from earliest to latest": the form of the answer
+        if w in ("compared", "versus", "vs") or (w in _ORDER_WORDS and _after_from(toks, i)):
+            # comparison markers; "from (the) earliest to (the) latest": the answer's form
             q.context.append(w)
             continue
         if (w in STOPWORDS and w not in explicit_words) or (len(w) == 1 and w.isascii()):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.archive.ops import run_op, unwrap
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.search import search_archive
 from memoryd.config import load_config
 from memoryd.search.evidence import named_speaker, statements
+from tests.conftest import archive_conversations
 
 NOW = 1_800_000_000.0
 
@@ -41,14 +41,7 @@ SESSIONS = {
 def owner(tmp_path_factory):
     home = tmp_path_factory.mktemp("speakers")
     own = ArchiveOwner(home, load_config(home))
-    for name, turns in SESSIONS.items():
-        first = turns[0][0]
-        content = "\n".join(
-            f"{'user' if who == first else 'assistant'}: {who}: {said}" for who, said in turns
-        )
-        args = {"project": "chat", "session": name, "created_at": NOW - 3600, "now": NOW,
-                "content": content, "turns": len(turns)}  # fmt: skip
-        unwrap(run_op(own, "add", args))
+    archive_conversations(own, "chat", SESSIONS, NOW)
     yield own
     own.close()
 

@@ -100,3 +100,44 @@ def test_a_name_is_not_a_word_asked_in_lowercase_in_any_source(tmp_path: Path, s
     finally:
         owner.close()
         db.close()
+
+
+SPANISH_QUESTION = "¿Dónde guardo la configuración del servidor?"
+FILLERS = {
+    f"f{i}": f"user: Day {i} of the sprint went well.\nassistant: Backlog item {i} is done."
+    for i in range(12)
+}
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        "user: La configuración del servidor se guarda en el archivo ajustes.toml.",
+        "user: The server configuration is kept in the settings.toml file.",
+    ],
+)
+def test_a_spanish_question_is_answered_by_spanish_and_english_evidence_in_every_source(
+    tmp_path: Path, store, evidence: str
+) -> None:
+    """A Spanish word stays a term with its English alternative (never replaced by it),
+    in project chunks and archived conversations alike; absent, both abstain."""
+    (tmp_path / "p").mkdir()
+    (tmp_path / "a").mkdir()
+    sessions = {**FILLERS, "target": evidence}
+    db = store(tmp_path / "p", "demo", {f"chats/{k}.txt": v for k, v in sessions.items()})
+    owner = ArchiveOwner(tmp_path / "a", load_config(tmp_path / "a"))
+    for name, content in sessions.items():
+        args = {"project": "demo", "session": name, "created_at": NOW - 60, "now": NOW,
+                "content": content, "turns": content.count("\n") + 1}  # fmt: skip
+        unwrap(run_op(owner, "add", args))
+    try:
+        found = search(db, "demo", SPANISH_QUESTION, 3)
+        assert found["status"] == "ok" and found["items"][0]["path"] == "chats/target.txt"
+        found = search_archive(owner, "demo", SPANISH_QUESTION, 3, NOW)
+        assert found["status"] == "ok" and found["items"][0]["path"] == "target"
+        absent = "¿Qué contraseña usa la base de datos de facturación?"
+        assert search(db, "demo", absent, 3)["status"] == "abstained"
+        assert search_archive(owner, "demo", absent, 3, NOW)["status"] == "abstained"
+    finally:
+        owner.close()
+        db.close()

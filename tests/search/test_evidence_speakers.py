@@ -1,0 +1,115 @@
+"""Speaker-attributed evidence (issue 10): a question naming a person is answered by
+what that person said about themselves or what others said about them -- not by their
+reactions to the other speaker's news, nor by a turn that only addresses them."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryd.archive.owner import ArchiveOwner
+from memoryd.archive.search import search_archive
+from memoryd.config import load_config
+from memoryd.search.engine import search
+from memoryd.search.evidence import mentions, own_statements, person_text
+from tests.conftest import archive_conversations
+
+NOW = 1_800_000_000.0
+
+SESSIONS = {
+    "s1": [
+        ("Nora", "Ivo! Guess what, I joined a rowing club on the river."),
+        ("Ivo", "Nice! What made you pick rowing?"),
+        ("Nora", "I wanted to be outdoors. We row at six in the morning."),
+        ("Ivo", "I have been busy too, I started building a bookshelf for the hallway."),
+    ],
+    "s2": [
+        ("Nora", "I adopted a dog from the shelter, a spaniel named Pepper."),
+        ("Ivo", "Pepper! Great name for a dog."),
+        ("Nora", "He already chewed both of my slippers."),
+        ("Ivo", "The bookshelf is finished, it holds all my cookbooks now."),
+    ],
+    **{
+        f"f{i}": [
+            ("Nora", f"The weather on day {i} was grey and windy."),
+            ("Ivo", "Same here, I stayed inside and read."),
+        ]
+        for i in range(6)
+    },
+}
+
+ANSWERED = [
+    ("What is the name of Nora's dog?", "s2"),
+    ("Which club did Nora join?", "s1"),
+    ("What is Ivo building for the hallway?", "s1"),
+]
+# Ivo only reacted to Nora's dog, and was only addressed when she told of her club.
+ABSENT = ["What is the name of Ivo's dog?", "Which club did Ivo join?"]
+
+
+def test_a_reaction_without_first_person_leaves_out_the_echoed_words():
+    before = "I adopted a dog from the shelter, a spaniel named Pepper."
+    assert own_statements("Pepper! Great name for a dog.", before).split() == ["great", "for"]
+    # in the first person the turn is about its speaker, echo or not
+    mine = "I want a dog too."
+    assert own_statements(mine, before) == mine
+    # an answer to the other's question keeps its words
+    got = own_statements("About twelve kilometres.", "How far do you run?")
+    assert got.split() == ["about", "twelve", "kilometres"]
+    # the speaker's own questions say nothing about them
+    assert own_statements("Was it hard? It was.").strip() == "It was."
+
+
+def test_a_mention_is_the_sentence_naming_the_person_not_an_address():
+    assert mentions("Hey Ivo! I joined a club.", {"ivo"}) == ""
+    assert mentions("Congratulations, uncle Ivo! How is she?", {"ivo"}) == ""
+    assert mentions("Ivo, look. I think Ivo broke it. We ate.", {"ivo"}) == " I think Ivo broke it."
+    assert mentions("Nothing about him.", {"ivo"}) == ""
+
+
+def test_person_text_reads_each_turn_after_the_other_speakers_turn():
+    text = "Nora: I adopted a dog named Pepper.\nIvo: Pepper! Great name for a dog."
+    assert "dog" not in person_text(text, {"ivo"})
+    assert "dog" in person_text(text, {"nora"})
+
+
+@pytest.fixture(scope="module")
+def owner(tmp_path_factory):
+    home = tmp_path_factory.mktemp("attributed")
+    own = ArchiveOwner(home, load_config(home))
+    archive_conversations(own, "chat", SESSIONS, NOW)
+    yield own
+    own.close()
+
+
+@pytest.mark.parametrize(("question", "session"), ANSWERED)
+def test_archive_answers_from_the_named_persons_turns(owner, question, session):
+    r = search_archive(owner, "chat", question, 3, NOW)
+    assert r["status"] == "ok", r
+    assert r["items"][0]["path"] == session
+
+
+@pytest.mark.parametrize("question", ABSENT)
+def test_archive_abstains_when_the_person_only_reacted_or_was_addressed(owner, question):
+    r = search_archive(owner, "chat", question, 3, NOW)
+    assert r["status"] == "abstained", r
+    assert r["items"] == []
+
+
+@pytest.fixture()
+def db(store, tmp_path):
+    files = {
+        f"chats/{name}.txt": "".join(f"{who}: {said}\n" for who, said in turns)
+        for name, turns in SESSIONS.items()
+    }
+    db = store(tmp_path, "chat", files)
+    yield db
+    db.close()
+
+
+def test_project_search_applies_the_same_attribution(db):
+    for question, session in ANSWERED:
+        r = search(db, "chat", question)
+        assert r["status"] == "ok", (question, r)
+        assert r["items"][0]["path"] == f"chats/{session}.txt"
+    for question in ABSENT:
+        assert search(db, "chat", question)["status"] == "abstained", question
