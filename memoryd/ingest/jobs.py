@@ -4,7 +4,9 @@
 with the stored ones; its apply enqueues bounded ``ingest.batch`` jobs for new
 and changed files and one ``ingest.finalize`` that retires vanished files, in
 the same commit. ``ingest.batch`` reads, decodes, chunks, hashes and
-compresses in a worker; its apply stores the prepared rows.
+compresses in a worker; its apply stores the prepared rows and, when an encoder
+stores codes, enqueues their low-priority ``vectors.encode`` job
+(:mod:`memoryd.workers.vectors`).
 
 The first scan of a project that finds at least ``ZSTD_DICT_MIN_FILES`` new
 files also trains the project's zstd dictionary from a spread of them; its
@@ -34,6 +36,7 @@ from memoryd.storage.corpus import (
     retire_files,
     store_dict,
 )
+from memoryd.workers import vectors as vectors_job
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 SCAN, BATCH, FINALIZE = "ingest.scan", "ingest.batch", "ingest.finalize"
@@ -171,15 +174,16 @@ def _run_batch(ctx: WorkContext, p: dict) -> dict:
         nbytes += size
         if raw is not None:
             prepared.append(prepare_file(p["project"], rel, raw, dictionary=dictionary))
-    return {"files": prepared, "count": len(p["files"]), "bytes": nbytes, "skipped": skipped,
-            "vectors": vectors.encode_files(ctx.config, prepared)}  # fmt: skip
+    return {"files": prepared, "count": len(p["files"]), "bytes": nbytes, "skipped": skipped}
 
 
 def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     for job, out in done:
         p = job.data
+        vectors.check(actx.tx, actx.config)  # files of another encoder's store would mix
         put_files(actx.tx, p["project_id"], out["files"], job.id)
-        vectors.put(actx.tx, p["project_id"], actx.config, out.get("vectors"))
+        follow = vectors_job.follow_up(actx.config, p["project_id"], p["project"], out["files"])
+        actx.queue.enqueue_in(actx.tx, follow)
         runs.record_batch(
             actx.tx,
             p["run"],

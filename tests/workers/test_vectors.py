@@ -1,0 +1,63 @@
+"""The ``vectors.encode`` job kind (issue 15): codes after their chunks, never before
+an ingest job, never for a text that changed since."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.config import load_config
+from memoryd.ingest.chunking import prepare_file
+from memoryd.ingest.jobs import BATCH, FINALIZE, SCAN
+from memoryd.queue import JobQueue, JobSpec
+from memoryd.storage import open_authority, vectors
+from memoryd.storage.corpus import ensure_project, put_files
+from memoryd.workers.vectors import ENCODE, follow_up
+
+TEXT = "The lighthouse keeper writes down every storm.\nShips pass at dawn.\n"
+
+
+@pytest.fixture
+def db(home: Path):
+    home.mkdir(parents=True, exist_ok=True)
+    with open_authority(home, load_config(home, {"encoder": "wordllama"})) as authority:
+        yield authority
+
+
+def _files(db, text: str = TEXT):
+    pid = db.write(lambda tx: ensure_project(tx, "notes", None))
+    rows = [prepare_file("notes", "log.md", text.encode())]
+    db.write(lambda tx: put_files(tx, pid, rows))
+    return pid, rows
+
+
+def test_ingest_jobs_are_claimed_before_any_vectors_job(db):
+    pid, rows = _files(db)
+    q = JobQueue(db)
+    q.enqueue_many(follow_up(db.config, pid, "notes", rows))  # the oldest job
+    q.enqueue_many([JobSpec(SCAN, priority=1), JobSpec(BATCH), JobSpec(FINALIZE, priority=-1)])
+    claimed = [q.claim("test", 1, 60)[0].kind for _ in range(4)]
+    assert claimed == [SCAN, BATCH, FINALIZE, ENCODE]
+
+
+def test_the_default_encoder_enqueues_no_vectors_job(home):
+    config = load_config(home)
+    assert follow_up(config, 1, "notes", [prepare_file("notes", "a.md", b"text\n")]) == []
+
+
+def test_codes_of_a_text_changed_since_encoding_are_not_stored(db):
+    pid, rows = _files(db)
+    encoded = vectors.encode_job(db, db.config, vectors.job_payload(pid, rows))
+    assert len(encoded["files"]) == 1
+    _files(db, TEXT + "A new line changes the file.\n")  # committed while the job ran
+    assert db.write(lambda tx: vectors.put(tx, pid, db.config, encoded)) == 0
+    assert vectors.pending_files(db, pid) == 1
+
+    fresh = vectors.job_payload(pid, [prepare_file("notes", "log.md", (TEXT + "A new line"
+                                                   " changes the file.\n").encode())])  # fmt: skip
+    again = vectors.encode_job(db, db.config, fresh)
+    assert db.write(lambda tx: vectors.put(tx, pid, db.config, again)) == 1
+    assert db.write(lambda tx: vectors.put(tx, pid, db.config, again)) == 1  # redone: same row
+    assert vectors.pending_files(db, pid) == 0
+    assert db.query("SELECT count(*) FROM chunk_vectors") == [(1,)]
