@@ -2,8 +2,8 @@
 
 The configured ``encoder`` (``wordllama`` or ``command:...``) turns each chunk's
 text into a vector in the worker of a ``vectors.encode`` job
-(:mod:`memoryd.workers.vectors`), which an ingest batch enqueues when it commits
-its chunks: encoding is off the ingest's critical path. The supervisor stores
+(:mod:`memoryd.workers.vectors`), which an ingest run enqueues when it finishes:
+encoding is off the ingest's critical path. The supervisor stores
 the sign codes (:func:`memoryd.search.dense.pack`, 32 bytes a chunk at 256
 dimensions) of a file's chunks, in ordinal order, as one row beside the file, in
 the job's group commit, only while the file still has the content they were
@@ -26,7 +26,7 @@ import numpy as np
 
 from memoryd.errors import EncoderChanged
 from memoryd.search.dense import Encoder, encoder_name, load_encoder, pack, unpack
-from memoryd.storage.corpus import FileRows, _query, file_text
+from memoryd.storage.corpus import _query, file_text
 
 HASHING = "hashing"  # the default encoder keeps no stored vectors
 ENCODE_TEXTS = 512  # chunk texts encoded in one call (bounded memory)
@@ -63,10 +63,22 @@ def check(db, config) -> None:
         )
 
 
-def job_payload(pid: int, files: Sequence[FileRows]) -> dict:
-    """What a vectors job encodes: the batch's files as it committed them (path and
-    content hash), so a job never codes a newer text than the one it names."""
-    return {"project_id": pid, "files": [[f.path, f.content_hash] for f in files]}
+def uncoded(db, pid: int) -> list[tuple[str, str, int]]:
+    """(path, content hash, size) of the project's live files with chunks but no
+    codes, in path order."""
+    return _query(
+        db,
+        "SELECT f.path, f.content_hash, f.size FROM files f WHERE f.project_id = ?"
+        " AND f.live = 1 AND NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.file_id = f.id)"
+        " AND EXISTS (SELECT 1 FROM chunks c WHERE c.file_id = f.id) ORDER BY f.path",
+        (pid,),
+    )
+
+
+def job_payload(pid: int, files: Sequence[tuple[str, str]]) -> dict:
+    """What a vectors job encodes: files by path and the content hash they had when
+    it was enqueued, so a job never codes a newer text than the one it names."""
+    return {"project_id": pid, "files": [[path, content_hash] for path, content_hash in files]}
 
 
 def encode_job(db, config, payload: dict) -> dict | None:
@@ -77,7 +89,7 @@ def encode_job(db, config, payload: dict) -> dict | None:
     if enc is None:
         return None
     pid = payload["project_id"]
-    out = []
+    found, texts = [], []
     for path, content_hash in payload["files"]:
         rows = _query(
             db,
@@ -85,9 +97,16 @@ def encode_job(db, config, payload: dict) -> dict | None:
             " AND content_hash = ?",
             (pid, path, content_hash),
         )
-        texts = _chunk_texts(db, *rows[0]) if rows else []
-        if texts:
-            out.append((rows[0][0], content_hash, _codes(enc, texts)))
+        chunks = _chunk_texts(db, *rows[0]) if rows else []
+        if chunks:
+            found.append((rows[0][0], content_hash, len(chunks)))
+            texts += chunks
+    codes = _codes(enc, texts)  # all files' chunks at once: fewer, fuller encoder calls
+    width = enc.dim // 8
+    out, at = [], 0
+    for file_id, content_hash, n in found:
+        out.append((file_id, content_hash, codes[at : at + n * width]))
+        at += n * width
     return {"encoder": enc.name, "dim": enc.dim, "files": out}
 
 
@@ -157,15 +176,7 @@ def put(tx: apsw.Connection, pid: int, config, encoded: dict | None) -> int:
 def pending_files(db, pid: int) -> int:
     """Live files of the project with chunks but no codes yet (0 without an encoder
     that stores codes): their vectors job has not been applied."""
-    if stored_encoder(db) is None:
-        return 0
-    return _query(
-        db,
-        "SELECT count(*) FROM files f WHERE f.project_id = ? AND f.live = 1"
-        " AND NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.file_id = f.id)"
-        " AND EXISTS (SELECT 1 FROM chunks c WHERE c.file_id = f.id)",
-        (pid,),
-    )[0][0]
+    return len(uncoded(db, pid)) if stored_encoder(db) is not None else 0
 
 
 def generation(db, pid: int) -> int:

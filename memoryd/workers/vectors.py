@@ -1,36 +1,55 @@
 """The ``vectors.encode`` job kind: chunk codes off the ingest's critical path (issue 15).
 
-An ingest batch commits its files and chunks without codes; its apply enqueues
-one ``vectors.encode`` job for them (:func:`follow_up`) at the lowest priority,
-so every queued scan, batch and finalize is claimed before it and the run is
-searchable (lexically) as soon as it would be without the route. The job's
-worker reads the chunks' texts from the authority and encodes them with the
-configured encoder, loaded once per worker process; its apply writes the codes
-in the supervisor's group commit (:func:`memoryd.storage.vectors.put`). A
-SIGKILL while encoding loses nothing: the job is claimed again and its codes,
-written by file id and content hash, are the same. Search skips files without
-codes until then.
+Ingest batches commit their files and chunks without codes; the commit that
+finishes the run (searchable) enqueues ``vectors.encode`` jobs for the
+project's files still without codes (:func:`follow_up`), at the lowest
+priority: encoding never competes with the run it follows, and a later run's
+scan, batches and finalize are claimed before it. The job's worker reads the
+chunks' texts from the authority and encodes them with the configured encoder,
+loaded once per worker process; its apply writes the codes in the supervisor's
+group commit (:func:`memoryd.storage.vectors.put`). A SIGKILL while encoding
+loses nothing: the job is claimed again and its codes, written by file id and
+content hash, are the same. Search skips files without codes until then.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
+
+import apsw
 
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.storage import vectors
-from memoryd.storage.corpus import FileRows
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 ENCODE = "vectors.encode"
 PRIORITY = -2  # below every ingest job (finalize is -1): codes come after searchability
 
 
-def follow_up(config, pid: int, project: str, files: Sequence[FileRows]) -> list[JobSpec]:
-    """The vectors job of a committed batch's files (none when no encoder stores codes)."""
-    if not vectors.stores(config) or not files:
+def follow_up(tx: apsw.Connection, config, pid: int, project: str) -> list[JobSpec]:
+    """The vectors jobs of a finished ingest run: the project's live files with chunks
+    and no codes, in jobs of about ``vectors_job_bytes`` of source each (none when no
+    encoder stores codes)."""
+    if not vectors.stores(config):
         return []
-    return [JobSpec(ENCODE, vectors.job_payload(pid, files), project=project, priority=PRIORITY)]
+    files = vectors.uncoded(tx, pid)
+    return [
+        JobSpec(ENCODE, vectors.job_payload(pid, group), project=project, priority=PRIORITY)
+        for group in _groups(files, int(config.vectors_job_bytes))
+    ]
+
+
+def _groups(files: list[tuple[str, str, int]], budget: int) -> list[list[tuple[str, str]]]:
+    """(path, content hash) groups of about ``budget`` bytes, in order."""
+    groups: list[list[tuple[str, str]]] = []
+    size = budget
+    for path, content_hash, nbytes in files:
+        if size >= budget:
+            groups.append([])
+            size = 0
+        groups[-1].append((path, content_hash))
+        size += nbytes
+    return groups
 
 
 def _run(ctx: WorkContext, payload: Any) -> dict | None:

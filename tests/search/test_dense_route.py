@@ -33,7 +33,9 @@ def _store(home, encoder: str, floor: float = LOW_FLOOR):
     pid = db.write(lambda tx: ensure_project(tx, "notes", None))
     rows = [prepare_file("notes", p, t.encode()) for p, t in FILES.items()]
     db.write(lambda tx: put_files(tx, pid, rows))  # the batch: chunks without codes
-    codes = vectors.encode_job(db, config, vectors.job_payload(pid, rows))  # the vectors job
+    codes = vectors.encode_job(
+        db, config, vectors.job_payload(pid, [(r.path, r.content_hash) for r in rows])
+    )  # the vectors job
     db.write(lambda tx: vectors.put(tx, pid, config, codes))
     return db
 
@@ -98,7 +100,9 @@ def test_codes_written_after_a_search_are_used_by_the_next_one(tmp_path):
     rows = [prepare_file("notes", p, t.encode()) for p, t in FILES.items()]
     db.write(lambda tx: put_files(tx, pid, rows))
     assert search(db, "notes", "cooking temperature")["status"] == "abstained"  # no codes yet
-    codes = vectors.encode_job(db, config, vectors.job_payload(pid, rows))
+    codes = vectors.encode_job(
+        db, config, vectors.job_payload(pid, [(r.path, r.content_hash) for r in rows])
+    )
     db.write(lambda tx: vectors.put(tx, pid, config, codes))
     r = search(db, "notes", "cooking temperature")
     assert [i["path"] for i in r["items"]] == ["notes/kitchen.md"]

@@ -131,12 +131,12 @@ def _vector_jobs(home: Path) -> dict[str, int]:
 
 @pytest.mark.slow
 def test_codes_survive_sigkill_mid_encoding_and_verify_is_equal(cli, home, tmp_path, background):
-    """Codes come from their own low-priority jobs after the chunks commit; a SIGKILL
+    """Codes come from their own low-priority jobs once the run is searchable; a SIGKILL
     of the supervisor (and its workers) while those jobs run loses nothing: the
     codes written are whole, the jobs in flight are claimed again, and the store
     ends equal to a rebuild."""
     repo = _repo(tmp_path / "repo", 240)
-    env = {**WORDLLAMA, "MEMORYD_INGEST_BATCH_TARGET_BYTES": "4096"}
+    env = {**WORDLLAMA, "MEMORYD_VECTORS_JOB_BYTES": "16384"}  # about 60 vectors jobs
     assert cli("init").code == 0
     assert cli("ingest", str(repo), "--project", "repo", env=env).code == 0  # enqueue only
     sup = background("run", "--workers", "2", env=env)
@@ -148,6 +148,7 @@ def test_codes_survive_sigkill_mid_encoding_and_verify_is_equal(cli, home, tmp_p
     wait_for(mid_encoding, interval=0.01, what="some vectors jobs done, others not")
     os.kill(sup.pid, signal.SIGKILL)
     sup.wait()
+    assert query(home, "SELECT finished_at IS NOT NULL FROM ingest_runs") == [(1,)]
     cov = _coverage(home)
     coded = [c for _, _, c in cov if c is not None]
     assert 0 < len(coded) < 241  # searchable before every code exists

@@ -32,30 +32,52 @@ def _files(db, text: str = TEXT):
     return pid, rows
 
 
+def _payload(pid: int, rows) -> dict:
+    return vectors.job_payload(pid, [(r.path, r.content_hash) for r in rows])
+
+
 def test_ingest_jobs_are_claimed_before_any_vectors_job(db):
     pid, rows = _files(db)
     q = JobQueue(db)
-    q.enqueue_many(follow_up(db.config, pid, "notes", rows))  # the oldest job
+    q.enqueue_many(follow_up(db.conn, db.config, pid, "notes"))  # the oldest job
     q.enqueue_many([JobSpec(SCAN, priority=1), JobSpec(BATCH), JobSpec(FINALIZE, priority=-1)])
     claimed = [q.claim("test", 1, 60)[0].kind for _ in range(4)]
     assert claimed == [SCAN, BATCH, FINALIZE, ENCODE]
 
 
-def test_the_default_encoder_enqueues_no_vectors_job(home):
-    config = load_config(home)
-    assert follow_up(config, 1, "notes", [prepare_file("notes", "a.md", b"text\n")]) == []
+def test_the_default_encoder_enqueues_no_vectors_job(db):
+    pid, _ = _files(db)
+    assert follow_up(db.conn, load_config(db.path.parent), pid, "notes") == []
+
+
+def test_a_finished_run_enqueues_jobs_of_bounded_size_for_every_uncoded_file(home):
+    home.mkdir(parents=True, exist_ok=True)
+    config = load_config(home, {"encoder": "wordllama", "vectors_job_bytes": 1000})
+    with open_authority(home, config) as db:
+        pid = db.write(lambda tx: ensure_project(tx, "notes", None))
+        rows = [prepare_file("notes", f"n{i}.md", (TEXT * 8).encode()) for i in range(5)]
+        rows.append(prepare_file("notes", "empty.md", b""))  # no chunks: nothing to code
+        db.write(lambda tx: put_files(tx, pid, rows))
+        jobs = follow_up(db.conn, config, pid, "notes")
+        assert [len(j.payload["files"]) for j in jobs] == [2, 2, 1]
+        for job in jobs:
+            done = vectors.encode_job(db, config, job.payload)
+            db.write(lambda tx, done=done: vectors.put(tx, pid, config, done))
+        assert vectors.pending_files(db, pid) == 0
+        assert follow_up(db.conn, config, pid, "notes") == []
 
 
 def test_codes_of_a_text_changed_since_encoding_are_not_stored(db):
     pid, rows = _files(db)
-    encoded = vectors.encode_job(db, db.config, vectors.job_payload(pid, rows))
+    encoded = vectors.encode_job(db, db.config, _payload(pid, rows))
     assert len(encoded["files"]) == 1
     _files(db, TEXT + "A new line changes the file.\n")  # committed while the job ran
     assert db.write(lambda tx: vectors.put(tx, pid, db.config, encoded)) == 0
     assert vectors.pending_files(db, pid) == 1
 
-    fresh = vectors.job_payload(pid, [prepare_file("notes", "log.md", (TEXT + "A new line"
-                                                   " changes the file.\n").encode())])  # fmt: skip
+    fresh = _payload(
+        pid, [prepare_file("notes", "log.md", f"{TEXT}A new line changes the file.\n".encode())]
+    )
     again = vectors.encode_job(db, db.config, fresh)
     assert db.write(lambda tx: vectors.put(tx, pid, db.config, again)) == 1
     assert db.write(lambda tx: vectors.put(tx, pid, db.config, again)) == 1  # redone: same row
