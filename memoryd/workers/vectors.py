@@ -14,9 +14,11 @@ content hash, are the same. Search skips files without codes until then.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import apsw
+import orjson
 
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.storage import vectors
@@ -32,11 +34,17 @@ def follow_up(tx: apsw.Connection, config, pid: int, project: str) -> list[JobSp
     encoder stores codes)."""
     if not vectors.stores(config):
         return []
-    files = vectors.uncoded(tx, pid)
-    return [
-        JobSpec(ENCODE, vectors.job_payload(pid, group), project=project, priority=PRIORITY)
-        for group in _groups(files, int(config.vectors_job_bytes))
-    ]
+    groups = _groups(vectors.uncoded(tx, pid), int(config.vectors_job_bytes))
+    return [_job(pid, project, group) for group in groups]
+
+
+def _job(pid: int, project: str, group: list[tuple[str, str]]) -> JobSpec:
+    """One group's job. Its dedupe key keeps one live job per set of files: a run
+    that finishes while an earlier run's jobs for the same files still wait adds none."""
+    payload = vectors.job_payload(pid, group)
+    digest = hashlib.sha256(orjson.dumps(payload)).hexdigest()[:32]
+    key = f"{ENCODE}:{pid}:{digest}"
+    return JobSpec(ENCODE, payload, project=project, priority=PRIORITY, dedupe_key=key)
 
 
 def _groups(files: list[tuple[str, str, int]], budget: int) -> list[list[tuple[str, str]]]:

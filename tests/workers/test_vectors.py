@@ -60,6 +60,10 @@ def test_a_finished_run_enqueues_jobs_of_bounded_size_for_every_uncoded_file(hom
         db.write(lambda tx: put_files(tx, pid, rows))
         jobs = follow_up(db.conn, config, pid, "notes")
         assert [len(j.payload["files"]) for j in jobs] == [2, 2, 1]
+        q = JobQueue(db)
+        assert None not in q.enqueue_many(jobs)
+        again = follow_up(db.conn, config, pid, "notes")  # a second run finishing now
+        assert q.enqueue_many(again) == [None, None, None]  # the same files: no new job
         for job in jobs:
             done = vectors.encode_job(db, config, job.payload)
             db.write(lambda tx, done=done: vectors.put(tx, pid, config, done))
