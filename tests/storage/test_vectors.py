@@ -13,7 +13,7 @@ import apsw
 import orjson
 import pytest
 
-from tests.conftest import query, wait_for
+from tests.conftest import query, status, wait_for
 
 WORDLLAMA = {"MEMORYD_ENCODER": "wordllama"}
 
@@ -160,3 +160,23 @@ def test_codes_survive_sigkill_mid_encoding_and_verify_is_equal(cli, home, tmp_p
     assert len(cov) == 241 and all(codes == 32 * chunks for _, chunks, codes in cov)
     assert _verify(cli, env)["equal"]
     assert query(home, "PRAGMA integrity_check") == [("ok",)]
+
+
+@pytest.mark.slow
+def test_ingest_wait_beside_a_running_supervisor_returns_with_every_code(
+    cli, home, tmp_path, background
+):
+    """With a supervisor already running, `ingest --wait` follows it past the run's
+    end until the codes of its chunks are written (its promise: done)."""
+    repo = _repo(tmp_path / "repo", 30)
+    env = {**WORDLLAMA, "MEMORYD_VECTORS_JOB_BYTES": "16384"}
+    assert cli("init").code == 0
+    background("run", "--workers", "2", env=env)
+    wait_for(lambda: status(home)["supervisor"], what="the running supervisor")
+    res = _ingest(cli, repo, env)
+    assert res.code == 0, res.stderr
+    summary = orjson.loads(res.stdout.splitlines()[-1])
+    assert summary["complete"] and summary["vectors_pending"] == 0
+    assert set(_vector_jobs(home)) == {"done"}
+    cov = _coverage(home)
+    assert len(cov) == 31 and all(codes == 32 * chunks for _, chunks, codes in cov)
