@@ -242,7 +242,7 @@ def follow(
     state = runs.get_run(db, run)
     searchable = state["finished_at"] or coded
     state["vectors_seconds"] = max(0.0, coded - searchable) if vectors.stores(db.config) else 0.0
-    state["vectors_pending"] = vectors.pending_files(db, project_id(db, project))
+    state["vectors_pending"] = vectors.pending_files(db, db.config, project_id(db, project))
     state["dead_jobs"] = _dead_jobs(db, project, state["started_at"])
     state["dead_reasons"] = _dead_reasons(db, project, state["started_at"])
     return state

@@ -173,10 +173,10 @@ def put(tx: apsw.Connection, pid: int, config, encoded: dict | None) -> int:
     return len(rows)
 
 
-def pending_files(db, pid: int) -> int:
-    """Live files of the project with chunks but no codes yet (0 without an encoder
-    that stores codes): their vectors job has not been applied."""
-    return len(uncoded(db, pid)) if stored_encoder(db) is not None else 0
+def pending_files(db, config, pid: int) -> int:
+    """Live files of the project with chunks but no codes yet (0 when the configured
+    encoder stores none): their vectors job has not been applied."""
+    return len(uncoded(db, pid)) if stores(config) else 0
 
 
 def generation(db, pid: int) -> int:

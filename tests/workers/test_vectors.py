@@ -64,10 +64,11 @@ def test_a_finished_run_enqueues_jobs_of_bounded_size_for_every_uncoded_file(hom
         assert None not in q.enqueue_many(jobs)
         again = follow_up(db.conn, config, pid, "notes")  # a second run finishing now
         assert q.enqueue_many(again) == [None, None, None]  # the same files: no new job
+        assert vectors.pending_files(db, config, pid) == 5  # before any code is stored
         for job in jobs:
             done = vectors.encode_job(db, config, job.payload)
             db.write(lambda tx, done=done: vectors.put(tx, pid, config, done))
-        assert vectors.pending_files(db, pid) == 0
+        assert vectors.pending_files(db, db.config, pid) == 0
         assert follow_up(db.conn, config, pid, "notes") == []
 
 
@@ -77,7 +78,7 @@ def test_codes_of_a_text_changed_since_encoding_are_not_stored(db):
     assert len(encoded["files"]) == 1
     _files(db, TEXT + "A new line changes the file.\n")  # committed while the job ran
     assert db.write(lambda tx: vectors.put(tx, pid, db.config, encoded)) == 0
-    assert vectors.pending_files(db, pid) == 1
+    assert vectors.pending_files(db, db.config, pid) == 1
 
     fresh = _payload(
         pid, [prepare_file("notes", "log.md", f"{TEXT}A new line changes the file.\n".encode())]
@@ -85,5 +86,5 @@ def test_codes_of_a_text_changed_since_encoding_are_not_stored(db):
     again = vectors.encode_job(db, db.config, fresh)
     assert db.write(lambda tx: vectors.put(tx, pid, db.config, again)) == 1
     assert db.write(lambda tx: vectors.put(tx, pid, db.config, again)) == 1  # redone: same row
-    assert vectors.pending_files(db, pid) == 0
+    assert vectors.pending_files(db, db.config, pid) == 0
     assert db.query("SELECT count(*) FROM chunk_vectors") == [(1,)]
