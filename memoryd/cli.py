@@ -362,6 +362,11 @@ def _print_ingest_summary(r: dict) -> None:
         f"{r['retired']:,} retired in {r['seconds']:.1f}s ({r['mb_per_s']} MB/s)",
         highlight=False,
     )
+    if r["vectors_seconds"] or r["vectors_pending"]:
+        pending = f", {r['vectors_pending']:,} files still without" if r["vectors_pending"] else ""
+        out.print(
+            f"semantic codes written {r['vectors_seconds']:.1f}s after{pending}", highlight=False
+        )
     if r["skipped"]:
         skipped = ", ".join(f"{k} {v:,}" for k, v in r["skipped"].items())
         out.print(f"skipped: {skipped}", highlight=False)

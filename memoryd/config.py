@@ -219,7 +219,7 @@ SETTINGS: dict[str, Setting] = {
     # semantic route (issue 15)
     "encoder": Setting(
         "hashing",
-        "dense route encoder: wordllama (in-wheel model; chunk vectors stored at ingest),"
+        "dense route encoder: wordllama (in-wheel model; chunk vectors stored after ingest),"
         " hashing (in-memory re-ranker, nothing stored) or command:PROGRAM ARGS (JSON lines);"
         " a change needs `memoryd rebuild`",
     ),
@@ -229,6 +229,11 @@ SETTINGS: dict[str, Setting] = {
         " two focus terms may be answered without its words (calibrated for wordllama)",
         -1,
         1,
+    ),
+    "vectors_job_bytes": _positive(
+        MiB,
+        "source bytes of the files one vectors.encode job codes (the jobs a finished"
+        " ingest run enqueues spread over the workers)",
     ),
 }
 

@@ -24,6 +24,7 @@ CAPABILITIES: tuple[str, ...] = (
     "memoryd.archive.jobs",
     "memoryd.projects",
     "memoryd.memory.jobs",
+    "memoryd.workers.vectors",
 )
 
 

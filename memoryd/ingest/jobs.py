@@ -4,7 +4,9 @@
 with the stored ones; its apply enqueues bounded ``ingest.batch`` jobs for new
 and changed files and one ``ingest.finalize`` that retires vanished files, in
 the same commit. ``ingest.batch`` reads, decodes, chunks, hashes and
-compresses in a worker; its apply stores the prepared rows.
+compresses in a worker; its apply stores the prepared rows. The commit that
+finishes a run enqueues, when an encoder stores codes, the low-priority
+``vectors.encode`` jobs of its chunks (:mod:`memoryd.workers.vectors`).
 
 The first scan of a project that finds at least ``ZSTD_DICT_MIN_FILES`` new
 files also trains the project's zstd dictionary from a spread of them; its
@@ -14,8 +16,11 @@ apply stores it (once, forever) and every batch compresses with it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import apsw
 
 from memoryd.config import ZSTD_DICT_MIN_FILES, ZSTD_DICT_SAMPLE_BYTES, ZSTD_DICT_SAMPLES
 from memoryd.ingest import progress
@@ -34,6 +39,7 @@ from memoryd.storage.corpus import (
     retire_files,
     store_dict,
 )
+from memoryd.workers import vectors as vectors_job
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 SCAN, BATCH, FINALIZE = "ingest.scan", "ingest.batch", "ingest.finalize"
@@ -171,23 +177,34 @@ def _run_batch(ctx: WorkContext, p: dict) -> dict:
         nbytes += size
         if raw is not None:
             prepared.append(prepare_file(p["project"], rel, raw, dictionary=dictionary))
-    return {"files": prepared, "count": len(p["files"]), "bytes": nbytes, "skipped": skipped,
-            "vectors": vectors.encode_files(ctx.config, prepared)}  # fmt: skip
+    return {"files": prepared, "count": len(p["files"]), "bytes": nbytes, "skipped": skipped}
 
 
 def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     for job, out in done:
         p = job.data
+        vectors.check(actx.tx, actx.config)  # files of another encoder's store would mix
         put_files(actx.tx, p["project_id"], out["files"], job.id)
-        vectors.put(actx.tx, p["project_id"], actx.config, out.get("vectors"))
         runs.record_batch(
             actx.tx,
             p["run"],
             files=out["count"],
             nbytes=out["bytes"],
             skipped=out["skipped"],
-            on_finish=reclaim_free_pages,
+            on_finish=_on_finish(actx, p),
         )
+
+
+def _on_finish(actx: ApplyContext, p: dict) -> Callable[[apsw.Connection], None]:
+    """What the commit that finishes a run also does: give free pages back, and
+    enqueue the vectors jobs of the files left without codes (searchable first)."""
+
+    def finish(tx: apsw.Connection) -> None:
+        reclaim_free_pages(tx)
+        follow = vectors_job.follow_up(tx, actx.config, p["project_id"], p["project"])
+        actx.queue.enqueue_in(tx, follow)
+
+    return finish
 
 
 # -- finalize -------------------------------------------------------------------
@@ -197,7 +214,7 @@ def _apply_finalize(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> N
     for job, _ in done:
         p = job.data
         retired = retire_files(actx.tx, p["project_id"], p["retire"], job.id)
-        runs.record_finalize(actx.tx, p["run"], retired, on_finish=reclaim_free_pages)
+        runs.record_finalize(actx.tx, p["run"], retired, on_finish=_on_finish(actx, p))
 
 
 KINDS = [

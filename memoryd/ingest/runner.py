@@ -1,4 +1,14 @@
-"""Start an ingest run and follow it to the end (``memoryd ingest --wait``)."""
+"""Start an ingest run and follow it to the end (``memoryd ingest --wait``).
+
+``--wait`` returns once the run is searchable (its files indexed; the summary's
+``seconds`` and ``mb_per_s`` end there, on the run's clock) *and* the semantic
+route's codes of its chunks are written: they come after, from low-priority
+``vectors.encode`` jobs, and the summary gives that extra time as
+``vectors_seconds`` (0 with the default encoder, which stores none) and the
+files still without codes as ``vectors_pending`` (0 unless their jobs died).
+Waiting for the codes keeps ``--wait``'s promise that the ingest is done:
+``rebuild --verify`` is equal and search ranks by meaning right after it.
+"""
 
 from __future__ import annotations
 
@@ -28,9 +38,10 @@ from memoryd.home import private_umask
 from memoryd.ingest import progress
 from memoryd.ingest.jobs import SCAN
 from memoryd.queue import JobQueue, JobSpec
-from memoryd.storage import Authority, runs
-from memoryd.storage.corpus import ensure_project
+from memoryd.storage import Authority, runs, vectors
+from memoryd.storage.corpus import ensure_project, project_id
 from memoryd.workers.supervisor import Supervisor, running_supervisor
+from memoryd.workers.vectors import ENCODE
 
 FOLLOW_POLL_SECONDS = 0.05  # a look at one row: cheap, and the summary comes sooner
 DEAD_REASONS_SHOWN = 5  # distinct (kind, error) pairs an incomplete summary names
@@ -219,6 +230,7 @@ def follow(
     child = _Child.start(db, home, workers) if running_supervisor(home) is None else None
     try:
         _wait_for_run(db, home, run, project, child, on_progress)
+        coded = _wait_for_vectors(db, home, project, child)
     except KeyboardInterrupt:
         if child:
             child.interrupt()
@@ -228,6 +240,9 @@ def follow(
         if child:
             child.wait()
     state = runs.get_run(db, run)
+    searchable = state["finished_at"] or coded
+    state["vectors_seconds"] = max(0.0, coded - searchable) if vectors.stores(db.config) else 0.0
+    state["vectors_pending"] = vectors.pending_files(db, db.config, project_id(db, project))
     state["dead_jobs"] = _dead_jobs(db, project, state["started_at"])
     state["dead_reasons"] = _dead_reasons(db, project, state["started_at"])
     return state
@@ -256,6 +271,21 @@ def _wait_for_run(
                 "(its message is above); run `memoryd ingest --wait` again"
             )
         time.sleep(FOLLOW_POLL_SECONDS)
+
+
+def _wait_for_vectors(db: Authority, home: Path, project: str, child: _Child | None) -> float:
+    """After the run: until the project's queued ``vectors.encode`` jobs are done (the
+    route's codes, :mod:`memoryd.workers.vectors`), or no supervisor is left to do
+    them. Returns when that was."""
+    while db.query(
+        "SELECT count(*) FROM jobs WHERE project = ? AND kind = ?"
+        " AND state IN ('queued', 'claimed', 'failed')",
+        (project, ENCODE),
+    )[0][0]:
+        if (child is None or child.poll() is not None) and running_supervisor(home) is None:
+            break
+        time.sleep(FOLLOW_POLL_SECONDS)
+    return time.time()
 
 
 def _interrupted(db: Authority, state: dict, project: str, *, stopped: bool) -> IngestInterrupted:
@@ -293,6 +323,8 @@ def summary(state: dict, project: str) -> dict:
         "dead_reasons": state.get("dead_reasons", []),
         "seconds": round(seconds, 3),
         "mb_per_s": round(state["bytes_done"] / seconds / 1e6, 2),
+        "vectors_seconds": round(state.get("vectors_seconds", 0.0), 3),
+        "vectors_pending": state.get("vectors_pending", 0),
     }
 
 

@@ -12,8 +12,10 @@ With ``encoder = "wordllama"`` (or a command) every chunk has a sign code
   for short queries: a longer question still needs lexical coverage, so
   abstention does not get weaker.
 
-The codes of a project are read once per index generation and kept with its
-term statistics. Encoder ``hashing`` keeps no codes: the route is off.
+The codes of a project are read once per index generation (and again when a
+vectors job has written more of them) and kept with its term statistics. Chunks
+whose codes are not written yet are scored by the lexical routes alone. Encoder
+``hashing`` keeps no codes: the route is off.
 """
 
 from __future__ import annotations
@@ -32,13 +34,16 @@ NEIGHBOURS = 20  # nearest chunks a short query may add
 
 
 def _project_codes(db, pid: int, stats: TermStats) -> tuple[np.ndarray, np.ndarray, int, dict]:
-    """(rowids, codes, dim, rowid -> position), cached per index generation."""
+    """(rowids, codes, dim, rowid -> position), cached per index generation and read
+    again when the project's codes have been written since (they arrive after their
+    chunks, by their own job)."""
+    written = vectors.generation(db, pid)
     cached = stats.extra.get("semantic")
-    if cached is None:
+    if cached is None or cached[0] != written:
         rowids, codes, dim = vectors.matrix(db, pid)
         where = {int(r): i for i, r in enumerate(rowids)}
-        cached = stats.extra["semantic"] = (rowids, codes, dim, where)
-    return cached  # type: ignore[return-value]
+        cached = stats.extra["semantic"] = (written, (rowids, codes, dim, where))
+    return cached[1]  # type: ignore[return-value]
 
 
 def route(
@@ -50,7 +55,7 @@ def route(
     tuning (for a re-plan), get the configured similarity as their dense floor;
     both are unchanged when the route is off."""
     config = getattr(db, "config", None)
-    if config is None or str(config.encoder) == vectors.HASHING:
+    if config is None or not vectors.stores(config):
         return tuning
     vectors.check(db, config)
     rowids, codes, dim, where = _project_codes(db, pid, stats)

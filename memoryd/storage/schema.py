@@ -315,6 +315,16 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         DROP TABLE temp.memory_fts_terms;
         """,
     ),
+    (
+        10,
+        "chunk vectors written by their own job: a per-project count of vector writes",
+        """
+        -- Bumped by every write of a project's chunk vectors (memoryd.storage.vectors):
+        -- codes arrive after their chunks (a low-priority job), and search's cached
+        -- codes of a project are fresh while this number is the one they were read at.
+        ALTER TABLE projects ADD COLUMN vectors_generation INTEGER NOT NULL DEFAULT 0;
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]

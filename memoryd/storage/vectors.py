@@ -1,11 +1,14 @@
 """Chunk vectors: a derived table of compact sign codes, one row per file (issue 15).
 
 The configured ``encoder`` (``wordllama`` or ``command:...``) turns each chunk's
-text into a vector in the worker half of an ingest batch; the supervisor stores
+text into a vector in the worker of a ``vectors.encode`` job
+(:mod:`memoryd.workers.vectors`), which an ingest run enqueues when it finishes:
+encoding is off the ingest's critical path. The supervisor stores
 the sign codes (:func:`memoryd.search.dense.pack`, 32 bytes a chunk at 256
 dimensions) of a file's chunks, in ordinal order, as one row beside the file, in
-the batch's own commit. A trigger drops a file's row when its content changes or
-it is retired, so a row never describes other text. ``encoder = "hashing"`` (the
+the job's group commit, only while the file still has the content they were
+made from. A trigger drops a file's row when its content changes or it is
+retired, so a row never describes other text. ``encoder = "hashing"`` (the
 in-memory re-ranker) stores nothing.
 
 One encoder made every stored code: its name is kept in ``vector_encoder``, and
@@ -23,16 +26,20 @@ import numpy as np
 
 from memoryd.errors import EncoderChanged
 from memoryd.search.dense import Encoder, encoder_name, load_encoder, pack, unpack
-from memoryd.storage.corpus import FileRows, _query, file_text
+from memoryd.storage.corpus import _query, file_text
 
 HASHING = "hashing"  # the default encoder keeps no stored vectors
 ENCODE_TEXTS = 512  # chunk texts encoded in one call (bounded memory)
 
 
+def stores(config) -> bool:
+    """Whether the configured encoder's vectors are stored (all but ``hashing``)."""
+    return str(config.encoder) != HASHING
+
+
 def configured(config) -> Encoder | None:
     """The encoder whose vectors are stored, or None (``hashing``: nothing stored)."""
-    spec = str(config.encoder)
-    return None if spec == HASHING else load_encoder(spec)
+    return load_encoder(str(config.encoder)) if stores(config) else None
 
 
 def stored_encoder(db) -> str | None:
@@ -56,19 +63,62 @@ def check(db, config) -> None:
         )
 
 
-def encode_files(config, files: Sequence[FileRows]) -> dict | None:
-    """Worker half: the encoder's name and dimension, and each file's path with the
-    codes of its chunks (None: no encoder)."""
+def uncoded(db, pid: int) -> list[tuple[str, str, int]]:
+    """(path, content hash, size) of the project's live files with chunks but no
+    codes, in path order."""
+    return _query(
+        db,
+        "SELECT f.path, f.content_hash, f.size FROM files f WHERE f.project_id = ?"
+        " AND f.live = 1 AND NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.file_id = f.id)"
+        " AND EXISTS (SELECT 1 FROM chunks c WHERE c.file_id = f.id) ORDER BY f.path",
+        (pid,),
+    )
+
+
+def job_payload(pid: int, files: Sequence[tuple[str, str]]) -> dict:
+    """What a vectors job encodes: files by path and the content hash they had when
+    it was enqueued, so a job never codes a newer text than the one it names."""
+    return {"project_id": pid, "files": [[path, content_hash] for path, content_hash in files]}
+
+
+def encode_job(db, config, payload: dict) -> dict | None:
+    """Worker half of a vectors job: the encoder's name and dimension, and the codes of
+    each named file that is still live with that content (None: no encoder). Reads
+    the chunks' texts from the authority; writes nothing."""
     enc = configured(config)
     if enc is None:
         return None
-    codes = _codes(enc, [c.text for f in files for c in f.chunks])
+    pid = payload["project_id"]
+    found, texts = [], []
+    for path, content_hash in payload["files"]:
+        rows = _query(
+            db,
+            "SELECT id, body FROM files WHERE project_id = ? AND path = ? AND live = 1"
+            " AND content_hash = ?",
+            (pid, path, content_hash),
+        )
+        chunks = _chunk_texts(db, *rows[0]) if rows else []
+        if chunks:
+            found.append((rows[0][0], content_hash, len(chunks)))
+            texts += chunks
+    codes = _codes(enc, texts)  # all files' chunks at once: fewer, fuller encoder calls
+    width = enc.dim // 8
     out, at = [], 0
-    for f in files:
-        n = len(f.chunks) * (enc.dim // 8)
-        out.append((f.path, codes[at : at + n]))
-        at += n
+    for file_id, content_hash, n in found:
+        out.append((file_id, content_hash, codes[at : at + n * width]))
+        at += n * width
     return {"encoder": enc.name, "dim": enc.dim, "files": out}
+
+
+def _chunk_texts(db, file_id: int, body: bytes) -> list[str]:
+    """The texts of a stored file's chunks, in ordinal order."""
+    ranges = _query(
+        db, "SELECT start_line, end_line FROM chunks WHERE file_id = ? ORDER BY ordinal", (file_id,)
+    )
+    if not ranges:
+        return []
+    lines = file_text(body, db).split("\n")
+    return ["\n".join(lines[s - 1 : e]) for s, e in ranges]
 
 
 def _codes(enc: Encoder, texts: Sequence[str]) -> bytes:
@@ -90,25 +140,49 @@ def _claim(tx: apsw.Connection, enc_name: str, dim: int) -> None:
         )
 
 
+def _bump(tx: apsw.Connection, pid: int) -> None:
+    """A new count of the project's vector writes: search re-reads its codes."""
+    tx.execute(
+        "UPDATE projects SET vectors_generation = vectors_generation + 1 WHERE id = ?", (pid,)
+    )
+
+
 def put(tx: apsw.Connection, pid: int, config, encoded: dict | None) -> int:
-    """Supervisor half, in the batch's commit after its files: store each file's codes
-    (never loading a model here). Returns rows written."""
-    check(tx, config)  # also when nothing is encoded: files without codes would mix
+    """Supervisor half of a vectors job, in the group commit (never loading a model
+    here): store each file's codes if the file still has the content they were made
+    from (a file changed since is left to its own job). Idempotent: a job redone
+    after a SIGKILL writes the same rows. Returns rows written."""
+    check(tx, config)
     if encoded is None:
         return 0
     _claim(tx, encoded["encoder"], encoded["dim"])
     check(tx, config)  # the worker's encoder is the configured one
     rows = []
-    for path, codes in encoded["files"]:
+    for file_id, content_hash, codes in encoded["files"]:
         row = tx.execute(
-            "SELECT id FROM files WHERE project_id = ? AND path = ? AND live = 1", (pid, path)
+            "SELECT 1 FROM files WHERE id = ? AND project_id = ? AND live = 1 AND content_hash = ?",
+            (file_id, pid, content_hash),
         ).fetchone()
         if row is not None:
-            rows.append((row[0], pid, codes))
+            rows.append((file_id, pid, codes))
     tx.executemany(
         "INSERT OR REPLACE INTO chunk_vectors (file_id, project_id, codes) VALUES (?, ?, ?)", rows
     )
+    if rows:
+        _bump(tx, pid)
     return len(rows)
+
+
+def pending_files(db, config, pid: int) -> int:
+    """Live files of the project with chunks but no codes yet (0 when the configured
+    encoder stores none): their vectors job has not been applied."""
+    return len(uncoded(db, pid)) if stores(config) else 0
+
+
+def generation(db, pid: int) -> int:
+    """The project's count of vector writes (see :func:`put`)."""
+    rows = _query(db, "SELECT vectors_generation FROM projects WHERE id = ?", (pid,))
+    return rows[0][0] if rows else 0
 
 
 def matrix(db, pid: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -144,6 +218,7 @@ def rebuild_vectors(tx: apsw.Connection, pid: int, config) -> int:
     """Drop and recompute the project's codes from files and chunks with the configured
     encoder (which becomes the stored one). Returns chunks encoded."""
     tx.execute("DELETE FROM chunk_vectors WHERE project_id = ?", (pid,))
+    _bump(tx, pid)
     enc = configured(config)
     tx.execute("DELETE FROM vector_encoder WHERE id = 1 AND name != ?", (getattr(enc, "name", ""),))
     if enc is None:
@@ -154,19 +229,13 @@ def rebuild_vectors(tx: apsw.Connection, pid: int, config) -> int:
         "SELECT id, body FROM files WHERE project_id = ? AND live = 1 ORDER BY id", (pid,)
     ).fetchall()
     for file_id, body in files:
-        lines = file_text(body, tx).split("\n")
-        ranges = tx.execute(
-            "SELECT start_line, end_line FROM chunks WHERE file_id = ? ORDER BY ordinal",
-            (file_id,),
-        ).fetchall()
-        if not ranges:
-            continue
-        texts = ["\n".join(lines[s - 1 : e]) for s, e in ranges]
-        tx.execute(
-            "INSERT INTO chunk_vectors (file_id, project_id, codes) VALUES (?, ?, ?)",
-            (file_id, pid, _codes(enc, texts)),
-        )
-        count += len(texts)
+        texts = _chunk_texts(tx, file_id, body)
+        if texts:
+            tx.execute(
+                "INSERT INTO chunk_vectors (file_id, project_id, codes) VALUES (?, ?, ?)",
+                (file_id, pid, _codes(enc, texts)),
+            )
+            count += len(texts)
     return count
 
 

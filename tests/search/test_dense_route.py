@@ -32,8 +32,11 @@ def _store(home, encoder: str, floor: float = LOW_FLOOR):
     db = open_authority(home, config)
     pid = db.write(lambda tx: ensure_project(tx, "notes", None))
     rows = [prepare_file("notes", p, t.encode()) for p, t in FILES.items()]
-    codes = vectors.encode_files(config, rows)
-    db.write(lambda tx: (put_files(tx, pid, rows), vectors.put(tx, pid, config, codes)))
+    db.write(lambda tx: put_files(tx, pid, rows))  # the batch: chunks without codes
+    codes = vectors.encode_job(
+        db, config, vectors.job_payload(pid, [(r.path, r.content_hash) for r in rows])
+    )  # the vectors job
+    db.write(lambda tx: vectors.put(tx, pid, config, codes))
     return db
 
 
@@ -86,3 +89,20 @@ def test_searching_with_another_encoder_than_the_stored_codes_is_refused(tmp_pat
     other = open_authority(tmp_path, load_config(tmp_path, {"encoder": spec}))
     with pytest.raises(EncoderChanged, match="memoryd rebuild"):
         search(other, "notes", "cooking temperature")
+
+
+def test_codes_written_after_a_search_are_used_by_the_next_one(tmp_path):
+    """Codes arrive after their chunks (their own job): a searcher that already cached
+    the project's codes sees the new ones without a new index generation."""
+    config = load_config(tmp_path, {"encoder": "wordllama", "dense_rescue_similarity": LOW_FLOOR})
+    db = open_authority(tmp_path, config)
+    pid = db.write(lambda tx: ensure_project(tx, "notes", None))
+    rows = [prepare_file("notes", p, t.encode()) for p, t in FILES.items()]
+    db.write(lambda tx: put_files(tx, pid, rows))
+    assert search(db, "notes", "cooking temperature")["status"] == "abstained"  # no codes yet
+    codes = vectors.encode_job(
+        db, config, vectors.job_payload(pid, [(r.path, r.content_hash) for r in rows])
+    )
+    db.write(lambda tx: vectors.put(tx, pid, config, codes))
+    r = search(db, "notes", "cooking temperature")
+    assert [i["path"] for i in r["items"]] == ["notes/kitchen.md"]

@@ -3,6 +3,8 @@ kept in step with file changes, rebuilt and verified, never mixed across encoder
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import textwrap
 from pathlib import Path
@@ -11,7 +13,7 @@ import apsw
 import orjson
 import pytest
 
-from tests.conftest import query, sigkill_after_some_batches
+from tests.conftest import query, status, wait_for
 
 WORDLLAMA = {"MEMORYD_ENCODER": "wordllama"}
 
@@ -53,7 +55,10 @@ def _verify(cli, env: dict, **kw) -> dict:
 
 def test_every_chunk_gets_a_code_that_follows_file_changes(cli, home, tmp_path):
     repo = _repo(tmp_path / "repo")
-    assert _ingest(cli, repo, WORDLLAMA).code == 0
+    res = _ingest(cli, repo, WORDLLAMA)
+    assert res.code == 0
+    summary = orjson.loads(res.stdout.splitlines()[-1])
+    assert summary["complete"] and summary["vectors_pending"] == 0  # --wait saw the codes
     cov = _coverage(home)
     assert len(cov) == 13 and all(codes == 32 * chunks for _, chunks, codes in cov)
     assert query(home, "SELECT name, dim FROM vector_encoder") == [
@@ -119,19 +124,59 @@ def test_an_encoder_change_without_a_rebuild_is_refused(cli, home, tmp_path):
     assert query(home, "SELECT count(*) FROM vector_encoder") == [(0,)]
 
 
+def _vector_jobs(home: Path) -> dict[str, int]:
+    return dict(query(home, "SELECT state, count(*) FROM jobs WHERE kind = 'vectors.encode'"
+                            " GROUP BY state"))  # fmt: skip
+
+
 @pytest.mark.slow
-def test_codes_survive_sigkill_mid_ingest_and_verify_is_equal(cli, home, tmp_path, background):
+def test_codes_survive_sigkill_mid_encoding_and_verify_is_equal(cli, home, tmp_path, background):
+    """Codes come from their own low-priority jobs once the run is searchable; a SIGKILL
+    of the supervisor (and its workers) while those jobs run loses nothing: the
+    codes written are whole, the jobs in flight are claimed again, and the store
+    ends equal to a rebuild."""
     repo = _repo(tmp_path / "repo", 240)
-    env = {**WORDLLAMA, "MEMORYD_INGEST_BATCH_TARGET_BYTES": "4096"}
+    env = {**WORDLLAMA, "MEMORYD_VECTORS_JOB_BYTES": "16384"}  # about 60 vectors jobs
     assert cli("init").code == 0
     assert cli("ingest", str(repo), "--project", "repo", env=env).code == 0  # enqueue only
     sup = background("run", "--workers", "2", env=env)
-    sigkill_after_some_batches(home, sup)
-    partial = query(home, "SELECT count(*) FROM chunk_vectors")[0][0]
-    assert 0 < partial < 241
 
-    assert _ingest(cli, repo, env).code == 0
+    def mid_encoding() -> bool:
+        jobs = _vector_jobs(home)
+        return jobs.get("done", 0) > 0 and jobs.get("queued", 0) + jobs.get("claimed", 0) > 0
+
+    wait_for(mid_encoding, interval=0.01, what="some vectors jobs done, others not")
+    os.kill(sup.pid, signal.SIGKILL)
+    sup.wait()
+    assert query(home, "SELECT finished_at IS NOT NULL FROM ingest_runs") == [(1,)]
+    cov = _coverage(home)
+    coded = [c for _, _, c in cov if c is not None]
+    assert 0 < len(coded) < 241  # searchable before every code exists
+    assert all(codes == 32 * chunks for _, chunks, codes in cov if codes is not None)
+
+    assert cli("run", "--drain", "--workers", "2", env=env).code == 0
+    assert set(_vector_jobs(home)) == {"done"}
     cov = _coverage(home)
     assert len(cov) == 241 and all(codes == 32 * chunks for _, chunks, codes in cov)
     assert _verify(cli, env)["equal"]
     assert query(home, "PRAGMA integrity_check") == [("ok",)]
+
+
+@pytest.mark.slow
+def test_ingest_wait_beside_a_running_supervisor_returns_with_every_code(
+    cli, home, tmp_path, background
+):
+    """With a supervisor already running, `ingest --wait` follows it past the run's
+    end until the codes of its chunks are written (its promise: done)."""
+    repo = _repo(tmp_path / "repo", 30)
+    env = {**WORDLLAMA, "MEMORYD_VECTORS_JOB_BYTES": "16384"}
+    assert cli("init").code == 0
+    background("run", "--workers", "2", env=env)
+    wait_for(lambda: status(home)["supervisor"], what="the running supervisor")
+    res = _ingest(cli, repo, env)
+    assert res.code == 0, res.stderr
+    summary = orjson.loads(res.stdout.splitlines()[-1])
+    assert summary["complete"] and summary["vectors_pending"] == 0
+    assert set(_vector_jobs(home)) == {"done"}
+    cov = _coverage(home)
+    assert len(cov) == 31 and all(codes == 32 * chunks for _, chunks, codes in cov)

@@ -1,0 +1,72 @@
+"""The ``vectors.encode`` job kind: chunk codes off the ingest's critical path (issue 15).
+
+Ingest batches commit their files and chunks without codes; the commit that
+finishes the run (searchable) enqueues ``vectors.encode`` jobs for the
+project's files still without codes (:func:`follow_up`), at the lowest
+priority: encoding never competes with the run it follows, and a later run's
+scan, batches and finalize are claimed before it. The job's worker reads the
+chunks' texts from the authority and encodes them with the configured encoder,
+loaded once per worker process; its apply writes the codes in the supervisor's
+group commit (:func:`memoryd.storage.vectors.put`). A SIGKILL while encoding
+loses nothing: the job is claimed again and its codes, written by file id and
+content hash, are the same. Search skips files without codes until then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import apsw
+import orjson
+
+from memoryd.queue import ClaimedJob, JobSpec
+from memoryd.storage import vectors
+from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
+
+ENCODE = "vectors.encode"
+PRIORITY = -2  # below every ingest job (finalize is -1): codes come after searchability
+
+
+def follow_up(tx: apsw.Connection, config, pid: int, project: str) -> list[JobSpec]:
+    """The vectors jobs of a finished ingest run: the project's live files with chunks
+    and no codes, in jobs of about ``vectors_job_bytes`` of source each (none when no
+    encoder stores codes)."""
+    if not vectors.stores(config):
+        return []
+    groups = _groups(vectors.uncoded(tx, pid), int(config.vectors_job_bytes))
+    return [_job(pid, project, group) for group in groups]
+
+
+def _job(pid: int, project: str, group: list[tuple[str, str]]) -> JobSpec:
+    """One group's job. Its dedupe key keeps one live job per set of files: a run
+    that finishes while an earlier run's jobs for the same files still wait adds none."""
+    payload = vectors.job_payload(pid, group)
+    digest = hashlib.sha256(orjson.dumps(payload)).hexdigest()[:32]
+    key = f"{ENCODE}:{pid}:{digest}"
+    return JobSpec(ENCODE, payload, project=project, priority=PRIORITY, dedupe_key=key)
+
+
+def _groups(files: list[tuple[str, str, int]], budget: int) -> list[list[tuple[str, str]]]:
+    """(path, content hash) groups of about ``budget`` bytes, in order."""
+    groups: list[list[tuple[str, str]]] = []
+    size = budget
+    for path, content_hash, nbytes in files:
+        if size >= budget:
+            groups.append([])
+            size = 0
+        groups[-1].append((path, content_hash))
+        size += nbytes
+    return groups
+
+
+def _run(ctx: WorkContext, payload: Any) -> dict | None:
+    return vectors.encode_job(ctx.authority(), ctx.config, payload)
+
+
+def _apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
+    for job, encoded in done:
+        vectors.put(actx.tx, job.data["project_id"], actx.config, encoded)
+
+
+KINDS = [JobKind(ENCODE, _run, _apply, doc="encode committed chunks, store their codes")]
