@@ -68,7 +68,7 @@ from memoryd.storage.archive.access import DEFAULT_ACCESS_BUCKET_SECONDS
 from memoryd.storage.archive.codec import CURRENT_PAYLOAD_FORMAT, PAYLOAD_FORMATS
 from memoryd.storage.archive.core import DEFAULT_BUCKET_SECONDS
 from memoryd.storage.archive.keys import CLASSES
-from memoryd.storage.archive.postings import (
+from memoryd.storage.archive.positions import (
     MAX_TERM_CHARS,
     MAX_TERMS_PER_VERSION,
     tokenize,
