@@ -95,18 +95,21 @@ def search(
     n_docs = stats.versions
     avgdl = stats.length / n_docs if n_docs else 1.0
     df = store.term_stats(project, terms)
-    hits = [
-        replace(h, score=bm25(h.matched, df, n_docs=n_docs, avgdl=avgdl, length=h.length))
-        for h in matches
+    scored = [
+        (bm25(h.matched, df, n_docs=n_docs, avgdl=avgdl, length=h.length), h) for h in matches
     ]
-    hits.sort(key=lambda h: (-h.score, h.locator))
+    scored.sort(key=_rank)
     speakers = _Speakers(set(persons), role)
-    pool = len(hits) if own_turns_only and speakers else RERANK_POOL
+    pool = len(scored) if own_turns_only and speakers else RERANK_POOL
     scorer = _Rescore(store, project, df, n_docs, avgdl, concepts or {}, speakers)
-    rescored = scorer.hits(hits[:pool], own_turns_only)
-    rescored.sort(key=lambda h: (-h.score, h.locator))
-    rest = [] if own_turns_only and speakers else hits[pool:]
-    return [replace(h, score=round(h.score, 6)) for h in (rescored + rest)[:limit]]
+    rescored = scorer.scored(scored[:pool], own_turns_only)
+    rescored.sort(key=_rank)
+    rest = [] if own_turns_only and speakers else scored[pool:]
+    return [replace(h, score=round(score, 6)) for score, h in (rescored + rest)[:limit]]
+
+
+def _rank(scored: tuple[float, Hit]) -> tuple[float, str]:
+    return -scored[0], scored[1].locator
 
 
 class _Speakers:
@@ -141,23 +144,25 @@ class _Rescore:
         self.n_docs, self.avgdl = n_docs, avgdl
         self.concepts, self.speakers = concepts, speakers
 
-    def idf(self, term: str) -> float:
-        n = self.df.get(term, 0)
-        return math.log(1 + (self.n_docs - n + 0.5) / (n + 0.5))
+        self.idf = {t: math.log(1 + (n_docs - n + 0.5) / (n + 0.5)) for t, n in df.items()}
 
-    def hits(self, hits: list[Hit], own_turns_only: bool) -> list[Hit]:
-        wanted = [(h.locator, t) for h in hits for t in h.matched]
+    def scored(
+        self, scored: list[tuple[float, Hit]], own_turns_only: bool
+    ) -> list[tuple[float, Hit]]:
+        """``(score, hit)`` pairs re-scored (dropping, with ``own_turns_only``, hits
+        whose asked speakers said no query term)."""
+        wanted = [(h.locator, t) for _, h in scored for t in h.matched]
         got = iter(self.store.read_postings(self.project, wanted))
-        out: list[Hit] = []
-        for h in hits:
+        out: list[tuple[float, Hit]] = []
+        for score, h in scored:
             postings = {t: p for t in h.matched if (p := next(got)) is not None}
-            extra = self.proximity(postings, h.length)
+            score += self.proximity(postings, h.length)
             if self.speakers:
                 own = self.own_tfs(postings)
                 if own_turns_only and not own:
                     continue
-                extra += bm25(own, self.df, n_docs=self.n_docs, avgdl=self.avgdl, length=h.length)
-            out.append(replace(h, score=h.score + extra))
+                score += bm25(own, self.df, n_docs=self.n_docs, avgdl=self.avgdl, length=h.length)
+            out.append((score, h))
         return out
 
     def own_tfs(self, postings: Mapping[str, Posting]) -> dict[str, int]:
@@ -174,16 +179,20 @@ class _Rescore:
         the pair's smaller idf."""
         if len(postings) < 2:
             return 0.0
-        occ = sorted((pos, t) for t, p in postings.items() for pos in p.positions)
-        acc: dict[tuple[str, str], float] = defaultdict(float)
         weight: dict[str, float] = {}
-        for i, (pos, term) in enumerate(occ):
-            a = self.concepts.get(term, term)
-            weight[a] = max(weight.get(a, 0.0), self.idf(term))
-            for pos2, term2 in occ[i + 1 :]:
+        for t in postings:
+            a = self.concepts.get(t, t)
+            weight[a] = max(weight.get(a, 0.0), self.idf.get(t, 0.0))
+        if len(weight) < 2:
+            return 0.0
+        occ = sorted(
+            (pos, self.concepts.get(t, t)) for t, p in postings.items() for pos in p.positions
+        )
+        acc: dict[tuple[str, str], float] = defaultdict(float)
+        for i, (pos, a) in enumerate(occ):
+            for pos2, b in occ[i + 1 : i + 1 + PROXIMITY_SPAN]:
                 if pos2 - pos > PROXIMITY_SPAN:
                     break
-                b = self.concepts.get(term2, term2)
                 if a != b:
                     acc[(a, b) if a < b else (b, a)] += 1.0 / (pos2 - pos) ** 2
         k = BM25_K1 * (1 - BM25_B + BM25_B * (length or 1) / self.avgdl)

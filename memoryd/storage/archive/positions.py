@@ -119,18 +119,21 @@ def version_turns(content: str, meta: dict[str, Any] | None = None) -> list[Turn
 
 def occurrences(
     content: str, meta: dict[str, Any] | None = None
-) -> tuple[dict[str, list[tuple[Turn, int]]], int]:
-    """Each indexed term's ``(turn, position)`` occurrences (the first
-    MAX_TERMS_PER_VERSION distinct terms, in text order) and the token count."""
-    occ: dict[str, list[tuple[Turn, int]]] = {}
+) -> tuple[dict[str, list[tuple[Turn, list[int]]]], int]:
+    """Each indexed term's turns and its positions in each (the first
+    MAX_TERMS_PER_VERSION distinct terms, in text order), and the token count."""
+    occ: dict[str, list[tuple[Turn, list[int]]]] = {}
     pos = 0
     for line, turn in zip(content.split("\n"), version_turns(content, meta), strict=True):
         for t in tokenize(line):
-            got = occ.get(t)
-            if got is not None:
-                got.append((turn, pos))
+            groups = occ.get(t)
+            if groups is not None:
+                if groups[-1][0] is turn:  # lines of one turn share its Turn
+                    groups[-1][1].append(pos)
+                else:
+                    groups.append((turn, [pos]))
             elif len(occ) < MAX_TERMS_PER_VERSION:
-                occ[t] = [(turn, pos)]
+                occ[t] = [(turn, [pos])]
             pos += 1
     return occ, pos
 
@@ -141,58 +144,63 @@ def posting_values(
     """Encoded posting values of a version's terms and its token count: what an
     append writes and a rebuild recomputes."""
     occ, length = occurrences(content, meta)
-    return {t: encode(hits) for t, hits in occ.items()}, length
+    return {t: encode(groups) for t, groups in occ.items()}, length
 
 
 # ---- encoding
 
 
-def _put(out: bytearray, n: int) -> None:
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
+def _pack(out: bytearray, ints: list[int]) -> None:
+    append = out.append
+    for n in ints:
+        while n >= 0x80:
+            append((n & 0x7F) | 0x80)
+            n >>= 7
+        append(n)
 
 
-def _get(raw: bytes, i: int) -> tuple[int, int]:
+def _unpack(raw: bytes, start: int, count: int | None = None) -> tuple[list[int], int]:
+    """``count`` varints of ``raw`` from ``start`` (all to the end when None) and where
+    they end."""
+    out: list[int] = []
     n = shift = 0
-    while True:
+    i = start
+    end = len(raw)
+    while i < end and (count is None or len(out) < count):
         b = raw[i]
         i += 1
-        n |= (b & 0x7F) << shift
         if b < 0x80:
-            return n, i
-        shift += 7
+            out.append(n | b << shift)
+            n = shift = 0
+        else:
+            n |= (b & 0x7F) << shift
+            shift += 7
+    return out, i
 
 
-def encode(hits: list[tuple[Turn, int]]) -> bytes:
-    """A layout-2 value of a term's ``(turn, position)`` occurrences (positions
-    increasing)."""
-    out = bytearray((_TAG,))
-    _put(out, len(hits))
-    names = list(dict.fromkeys(t.speaker for t, _ in hits if t.speaker))
-    _put(out, len(names))
-    for name in names:
-        b = name.encode()
-        _put(out, len(b))
-        out += b
-    prev_turn = prev_pos = 0
-    i = 0
-    while i < len(hits):
-        turn = hits[i][0]
-        j = i
-        while j < len(hits) and hits[j][0].index == turn.index:
-            j += 1
+def encode(groups: list[tuple[Turn, list[int]]]) -> bytes:
+    """A layout-2 value of a term's turns and its positions in each (turns and
+    positions increasing)."""
+    names: dict[str, int] = {}
+    ints: list[int] = []
+    n = prev_turn = prev_pos = 0
+    for turn, positions in groups:
         flags = _ROLE_CODE[turn.role] | turn.tool << 2
         if turn.speaker:
-            flags |= (names.index(turn.speaker) + 1) << 3
-        _put(out, turn.index - prev_turn)
-        _put(out, flags)
-        _put(out, j - i)
-        for _, pos in hits[i:j]:
-            _put(out, pos - prev_pos)
+            flags |= (names.setdefault(turn.speaker, len(names)) + 1) << 3
+        ints += (turn.index - prev_turn, flags, len(positions))
+        for pos in positions:
+            ints.append(pos - prev_pos)
             prev_pos = pos
-        prev_turn, i = turn.index, j
+        n += len(positions)
+        prev_turn = turn.index
+    out = bytearray((_TAG,))
+    _pack(out, [n, len(names)])
+    for name in names:
+        b = name.encode()
+        _pack(out, [len(b)])
+        out += b
+    _pack(out, ints)
     return bytes(out)
 
 
@@ -200,30 +208,30 @@ def tf(raw: bytes) -> int:
     """The term frequency of a value of either layout (without decoding the rest)."""
     if raw[0] == 0:
         return U32.unpack(raw)[0]
-    return _get(raw, 1)[0]
+    return _unpack(raw, 1, 1)[0][0]
 
 
 def decode(raw: bytes) -> Posting:
     """A value of either layout as a :class:`Posting`."""
     if raw[0] == 0:
         return Posting(U32.unpack(raw)[0])
-    n, i = _get(raw, 1)
-    count, i = _get(raw, i)
+    (n, count), i = _unpack(raw, 1, 2)
     names: list[str] = []
     for _ in range(count):
-        size, i = _get(raw, i)
+        (size,), i = _unpack(raw, i, 1)
         names.append(raw[i : i + size].decode())
         i += size
+    ints = _unpack(raw, i)[0]
     groups: list[TurnHits] = []
     turn = pos = 0
-    while i < len(raw):
-        delta, i = _get(raw, i)
-        flags, i = _get(raw, i)
-        count, i = _get(raw, i)
+    j = 0
+    while j < len(ints):
+        delta, flags, count = ints[j : j + 3]
         turn += delta
+        deltas = ints[j + 3 : j + 3 + count]
+        j += 3 + count
         positions = []
-        for _ in range(count):
-            d, i = _get(raw, i)
+        for d in deltas:
             pos += d
             positions.append(pos)
         speaker = names[(flags >> 3) - 1] if flags >> 3 else None

@@ -86,13 +86,8 @@ class PostingsMixin(StoreCore):
         structure) of each ``(locator, term)``, None where the version does not
         hold the term; one multi-get."""
         p = check_project(project)
-        got = (
-            self._db.get(
-                [keys.posting(p, t.encode(), keys.dv(*_doc_ver(loc))) for loc, t in wanted]
-            )
-            if wanted
-            else []
-        )
+        dvs = {loc: keys.dv(*_doc_ver(loc)) for loc in dict.fromkeys(loc for loc, _ in wanted)}
+        got = self._db.get([keys.posting(p, t.encode(), dvs[loc]) for loc, t in wanted])
         return [None if raw is None else positions.decode(raw) for raw in got]
 
     def live_matches(

@@ -75,14 +75,13 @@ def test_same_terms_and_length_as_term_counts():
 
 
 def test_encode_decode_round_trip_with_large_gaps_and_names():
-    hits = [
-        (Turn(0, "user", "ana"), 3),
-        (Turn(0, "user", "ana"), 200),
-        (Turn(7, "assistant", "bé"), 70_000),
-        (Turn(300, "tool", None, True), 2**31),
+    groups = [
+        (Turn(0, "user", "ana"), [3, 200]),
+        (Turn(7, "assistant", "bé"), [70_000]),
+        (Turn(300, "tool", None, True), [2**31]),
     ]
-    got = decode(encode(hits))
-    assert got.tf == 4 and positions.tf(encode(hits)) == 4
+    got = decode(encode(groups))
+    assert got.tf == 4 and positions.tf(encode(groups)) == 4
     assert [(h.turn, h.positions) for h in got.turns] == [
         (Turn(0, "user", "ana"), (3, 200)),
         (Turn(7, "assistant", "bé"), (70_000,)),
