@@ -35,7 +35,7 @@ BM25_K1, BM25_B = 1.2, 0.75
 PROXIMITY_SPAN = 5
 #: The best BM25 hits re-scored with positions and speakers (the rest follow, in
 #: BM25 order: a re-score only adds, so none of them could pass a pool member's BM25).
-RERANK_POOL = 200
+RERANK_POOL = 100
 
 
 def bm25(

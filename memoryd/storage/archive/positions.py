@@ -208,7 +208,7 @@ def tf(raw: bytes) -> int:
     """The term frequency of a value of either layout (without decoding the rest)."""
     if raw[0] == 0:
         return U32.unpack(raw)[0]
-    return _unpack(raw, 1, 1)[0][0]
+    return raw[1] if raw[1] < 0x80 else _unpack(raw, 1, 1)[0][0]
 
 
 def decode(raw: bytes) -> Posting:
