@@ -12,8 +12,9 @@ with what the positions say: **proximity** (occurrences of two different
 query terms at most :data:`PROXIMITY_SPAN` tokens apart add a BM25TP term,
 Rasolofo & Savoy 2003: each pair's ``sum 1/d^2`` saturated like a term
 frequency, weighted by the smaller idf of the two) and, when asked,
-**speakers** (the query terms said in the asked persons' or role's own turns
-score a second time; ``own_turns_only`` drops versions where they said none).
+**speakers** (versions where the asked persons or role said a query term in
+their own turns come first, those terms scoring a second time; ``own_turns_only``
+drops the versions where they said none).
 :func:`turn_postings` hands the stored structure of one version to callers
 that judge it themselves (the gate).
 """
@@ -98,18 +99,15 @@ def search(
     scored = [
         (bm25(h.matched, df, n_docs=n_docs, avgdl=avgdl, length=h.length), h) for h in matches
     ]
-    scored.sort(key=_rank)
+    scored.sort(key=lambda sh: (-sh[0], sh[1].locator))
     speakers = _Speakers(set(persons), role)
     pool = len(scored) if own_turns_only and speakers else RERANK_POOL
     scorer = _Rescore(store, project, df, n_docs, avgdl, concepts or {}, speakers)
     rescored = scorer.scored(scored[:pool], own_turns_only)
-    rescored.sort(key=_rank)
+    rescored.sort(key=lambda osh: (not osh[0], -osh[1], osh[2].locator))
     rest = [] if own_turns_only and speakers else scored[pool:]
-    return [replace(h, score=round(score, 6)) for score, h in (rescored + rest)[:limit]]
-
-
-def _rank(scored: tuple[float, Hit]) -> tuple[float, str]:
-    return -scored[0], scored[1].locator
+    ranked = [(score, h) for _, score, h in rescored] + rest
+    return [replace(h, score=round(score, 6)) for score, h in ranked[:limit]]
 
 
 class _Speakers:
@@ -148,21 +146,21 @@ class _Rescore:
 
     def scored(
         self, scored: list[tuple[float, Hit]], own_turns_only: bool
-    ) -> list[tuple[float, Hit]]:
-        """``(score, hit)`` pairs re-scored (dropping, with ``own_turns_only``, hits
-        whose asked speakers said no query term)."""
+    ) -> list[tuple[bool, float, Hit]]:
+        """``(score, hit)`` pairs re-scored, each with whether the asked speakers said
+        a query term in it (True when none are asked); with ``own_turns_only`` the
+        hits where they did not are dropped."""
         wanted = [(h.locator, t) for _, h in scored for t in h.matched]
         got = iter(self.store.read_postings(self.project, wanted))
-        out: list[tuple[float, Hit]] = []
+        out: list[tuple[bool, float, Hit]] = []
         for score, h in scored:
             postings = {t: p for t in h.matched if (p := next(got)) is not None}
             score += self.proximity(postings, h.length)
-            if self.speakers:
-                own = self.own_tfs(postings)
-                if own_turns_only and not own:
-                    continue
-                score += bm25(own, self.df, n_docs=self.n_docs, avgdl=self.avgdl, length=h.length)
-            out.append((score, h))
+            own = self.own_tfs(postings) if self.speakers else {}
+            if self.speakers and own_turns_only and not own:
+                continue
+            score += bm25(own, self.df, n_docs=self.n_docs, avgdl=self.avgdl, length=h.length)
+            out.append((bool(own) or not self.speakers, score, h))
         return out
 
     def own_tfs(self, postings: Mapping[str, Posting]) -> dict[str, int]:
