@@ -19,9 +19,10 @@ Model
 * A **locator** is ``"<doc_id>@<version>"``.
 * The canonical payload (content plus optional JSON ``meta``) is stored
   zstd-compressed. Derived **postings** (exact lowercase ``\\w+`` terms with
-  their frequency) and per-project term/corpus statistics make exact-term
-  search cheap; they count live versions only and can be rebuilt from the
-  canonical payloads (:meth:`ArchiveStore.rebuild_postings`).
+  their frequency, positions and turn structure: :mod:`.positions`) and
+  per-project term/corpus statistics make exact-term search cheap; they
+  count live versions only and can be rebuilt from the canonical payloads
+  (:meth:`ArchiveStore.rebuild_postings`).
 * Every expirable live version has one **expiry entry**
   ``E <bucket:u64> <class:u8> <doc> 0x00 <version:u32>`` -> generation: time
   bucket first, fixed-width big endian, so byte order is time order and a due
