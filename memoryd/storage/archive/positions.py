@@ -93,6 +93,8 @@ class Posting:
 
 def version_turns(content: str, meta: dict[str, Any] | None = None) -> list[Turn]:
     """The turn of each line of ``content`` (see the module docstring)."""
+    # Archive search reads speakers by the same rules; imported here because the
+    # search package imports this store.
     from memoryd.search.evidence import is_dialogue, named_speaker, speaker_of
 
     lines = content.split("\n")
@@ -110,8 +112,7 @@ def version_turns(content: str, meta: dict[str, Any] | None = None) -> list[Turn
         if role or named:
             index = turn.index + 1 if seen else 0
             current = current if tool_line else role or current
-            speaker = named if named or not role else None
-            turn = Turn(index, role or current, speaker, tool_doc or tool_line)
+            turn = Turn(index, role or current, named, tool_doc or tool_line)
         seen = seen or bool(line.strip())
         out.append(turn)
     return out
