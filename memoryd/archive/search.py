@@ -1,7 +1,8 @@
 """Archive versions as a source of the search pipeline (:mod:`memoryd.search.pipeline`).
 
 Candidates come from the archive's exact-term BM25 (live versions only,
-:mod:`memoryd.search.archive_bm25`) over
+:mod:`memoryd.search.archive_bm25`; its best re-scored by the stored positions:
+focus terms close together, and the asked persons' own turns) over
 the focus terms and their other forms the archive holds (irregular verbs,
 Spanish inflections, English alternatives; the archive indexes exact words,
 the gate compares porter stems). A transcript is judged
@@ -214,8 +215,15 @@ def _candidates(
     """BM25 candidates of the focus terms, each judged by its best window (on what the
     asked persons said or what was said about them, when the question names one);
     returns the admitted ones and every candidate's text."""
-    words = sorted({w for term in p.focus for w in stats.forms[term.stem]})
-    hits = archive_bm25.search(owner.store, project, words, limit=max(CANDIDATE_POOL, limit))
+    concepts = {w: term.stem for term in p.focus for w in stats.forms[term.stem]}
+    hits = archive_bm25.search(
+        owner.store,
+        project,
+        sorted(concepts),
+        limit=max(CANDIDATE_POOL, limit),
+        concepts=concepts,
+        persons=persons,
+    )
     hint = focus_hint(p.focus)
     cands: list[_Cand] = []
     docs: list[_Doc] = []

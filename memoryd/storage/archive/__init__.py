@@ -19,9 +19,10 @@ Model
 * A **locator** is ``"<doc_id>@<version>"``.
 * The canonical payload (content plus optional JSON ``meta``) is stored
   zstd-compressed. Derived **postings** (exact lowercase ``\\w+`` terms with
-  their frequency) and per-project term/corpus statistics make exact-term
-  search cheap; they count live versions only and can be rebuilt from the
-  canonical payloads (:meth:`ArchiveStore.rebuild_postings`).
+  their frequency, positions and turn structure: :mod:`.positions`) and
+  per-project term/corpus statistics make exact-term search cheap; they
+  count live versions only and can be rebuilt from the canonical payloads
+  (:meth:`ArchiveStore.rebuild_postings`).
 * Every expirable live version has one **expiry entry**
   ``E <bucket:u64> <class:u8> <doc> 0x00 <version:u32>`` -> generation: time
   bucket first, fixed-width big endian, so byte order is time order and a due
@@ -68,7 +69,7 @@ from memoryd.storage.archive.access import DEFAULT_ACCESS_BUCKET_SECONDS
 from memoryd.storage.archive.codec import CURRENT_PAYLOAD_FORMAT, PAYLOAD_FORMATS
 from memoryd.storage.archive.core import DEFAULT_BUCKET_SECONDS
 from memoryd.storage.archive.keys import CLASSES
-from memoryd.storage.archive.postings import (
+from memoryd.storage.archive.positions import (
     MAX_TERM_CHARS,
     MAX_TERMS_PER_VERSION,
     tokenize,

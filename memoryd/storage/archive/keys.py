@@ -9,7 +9,7 @@ every version of one document is contiguous and in version order::
     M name                       meta (orjson): format, degraded, counters, ...
     D doc                        document ledger (orjson)
     V dv                         canonical payload (encoded, zstd)
-    P project 0 term 0 dv        posting -> term frequency (u32)
+    P project 0 term 0 dv        posting -> frequency, positions, turns (positions.py)
     T project 0 term             document frequency over live versions (u64)
     S project                    corpus stats (orjson: versions, length)
     E bucket:u64 class:u8 dv     expiry index -> generation (u32)

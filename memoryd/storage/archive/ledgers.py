@@ -16,6 +16,7 @@ from memoryd.errors import ArchiveError, ForeignProject, LocatorNotFound, NotLiv
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.core import Batch, StoreCore, killpoint
 from memoryd.storage.archive.keys import CLASSES
+from memoryd.storage.archive.positions import posting_values
 from memoryd.storage.archive.postings import term_counts
 from memoryd.storage.archive.records import (
     STATUSES,
@@ -274,7 +275,7 @@ class LedgersMixin(StoreCore):
                 self._retire(batch, doc, ledger, cur, "superseded", now)
                 superseded = make_locator(doc_id, cur)
         ver = len(ledger["versions"]) + 1
-        counts, length = term_counts(it.content)
+        values, length = posting_values(it.content, it.meta)
         pinned = self._is_pinned(doc)
         ledger["versions"].append(
             {
@@ -295,8 +296,8 @@ class LedgersMixin(StoreCore):
             self._link_sources(batch, doc, ledger, it.sources)
         dv = keys.dv(doc, ver)
         batch.put(keys.payload(dv), payload)
-        for term, tf in counts.items():
-            batch.put(keys.posting(project, term.encode(), dv), keys.U32.pack(tf))
+        for term, value in values.items():
+            batch.put(keys.posting(project, term.encode(), dv), value)
             batch.df[(project, term)] += 1
         c = batch.corpus.setdefault(project, [0, 0])
         c[0] += 1

@@ -1,15 +1,18 @@
 """Derived postings and statistics over live versions, and the live versions holding
 a term (:meth:`PostingsMixin.live_matches`).
 
-Postings hold exact lowercase ``\\w+`` terms with their frequency; per-project
-term and corpus statistics count live versions only. All of it can be rebuilt
-from the canonical payloads (:meth:`PostingsMixin.rebuild_postings`). BM25
-scoring, ranking and excerpts are search's (:mod:`memoryd.search.archive_bm25`).
+Postings hold exact lowercase ``\\w+`` terms with their frequency, positions
+and turn structure (speaker, role, turn, tool output: :mod:`.positions`);
+per-project term and corpus statistics count live versions only. All of it
+can be rebuilt from the canonical payloads
+(:meth:`PostingsMixin.rebuild_postings`), which opening a primary does once for
+an archive whose postings predate :data:`positions.LAYOUT`. BM25 scoring,
+proximity, speakers, ranking and excerpts are search's
+(:mod:`memoryd.search.archive_bm25`).
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -17,8 +20,9 @@ from typing import Any
 import orjson
 from rocksdict import WriteBatch
 
-from memoryd.storage.archive import codec, keys
+from memoryd.storage.archive import codec, keys, positions
 from memoryd.storage.archive.core import StoreCore
+from memoryd.storage.archive.positions import MAX_TERMS_PER_VERSION, tokenize
 from memoryd.storage.archive.records import (
     CorpusStats,
     Hit,
@@ -26,17 +30,6 @@ from memoryd.storage.archive.records import (
     make_locator,
     parse_locator,
 )
-
-#: Most distinct terms indexed per version (the first ones in text order).
-MAX_TERMS_PER_VERSION = 10_000
-MAX_TERM_CHARS = 64
-
-_TERM_RE = re.compile(r"\w+")
-
-
-def tokenize(text: str) -> list[str]:
-    """The archive's exact terms: lowercase ``\\w+`` runs of at most 64 characters."""
-    return [t for t in _TERM_RE.findall(text.lower()) if len(t) <= MAX_TERM_CHARS]
 
 
 def term_counts(text: str) -> tuple[dict[str, int], int]:
@@ -49,6 +42,11 @@ def term_counts(text: str) -> tuple[dict[str, int], int]:
         elif len(counts) < MAX_TERMS_PER_VERSION:
             counts[t] = 1
     return counts, len(tokens)
+
+
+def _doc_ver(locator: str) -> tuple[bytes, int]:
+    doc_id, ver = parse_locator(locator)
+    return doc_id.encode(), ver
 
 
 def _is_zero(raw: bytes) -> bool:
@@ -79,7 +77,18 @@ class PostingsMixin(StoreCore):
         filter with :meth:`version_info`, or use :meth:`search`)."""
         prefix = keys.posting_prefix(check_project(project), term.encode())
         for key, raw in self._prefix(prefix):
-            yield make_locator(*keys.split_dv(keys.parse_posting(key)[2])), keys.U32.unpack(raw)[0]
+            yield make_locator(*keys.split_dv(keys.parse_posting(key)[2])), positions.tf(raw)
+
+    def read_postings(
+        self, project: str, wanted: Sequence[tuple[str, str]]
+    ) -> list[positions.Posting | None]:
+        """The stored :class:`~.positions.Posting` (frequency, positions, turn
+        structure) of each ``(locator, term)``, None where the version does not
+        hold the term; one multi-get."""
+        p = check_project(project)
+        dvs = {loc: keys.dv(*_doc_ver(loc)) for loc in dict.fromkeys(loc for loc, _ in wanted)}
+        got = self._db.get([keys.posting(p, t.encode(), dvs[loc]) for loc, t in wanted])
+        return [None if raw is None else positions.decode(raw) for raw in got]
 
     def live_matches(
         self,
@@ -161,10 +170,10 @@ class PostingsMixin(StoreCore):
                 if v["status"] != "live":
                     continue
                 dv = keys.dv(doc, i + 1)
-                content = codec.decode_payload(self._db[keys.payload(dv)])["content"]
-                counts, length = term_counts(content)
-                for term, tf in counts.items():
-                    postings[keys.posting(project, term.encode(), dv)] = keys.U32.pack(tf)
+                record = codec.decode_payload(self._db[keys.payload(dv)])
+                values, length = positions.posting_values(record["content"], record.get("meta"))
+                for term, value in values.items():
+                    postings[keys.posting(project, term.encode(), dv)] = value
                     df[keys.termstat(project, term.encode())] += 1
                 c = corpus.setdefault(project, [0, 0])
                 c[0] += 1
@@ -209,7 +218,9 @@ class PostingsMixin(StoreCore):
         """Drop and rebuild postings and statistics from the live canonical payloads.
 
         Postings of versions waiting for purge are dropped too (purge skips
-        absent keys). Returns counts of what was written.
+        absent keys). The archive's postings layout is recorded last, so a
+        crash before the end leaves a rebuild for the next open. Returns counts
+        of what was written.
         """
         self._need_primary()
         with self._lock:
@@ -219,10 +230,25 @@ class PostingsMixin(StoreCore):
                 wb = WriteBatch(raw_mode=True)
                 wb.delete_range(fam, end)
                 self._db.write(wb, self._wopt)
-            items = list(postings.items()) + list(derived.items())
+            fmt = {**(self._get_json(keys.FORMAT) or {}), "postings_layout": positions.LAYOUT}
+            items = [*postings.items(), *derived.items(), (keys.FORMAT, orjson.dumps(fmt))]
             for i in range(0, len(items), 50_000):
                 wb = WriteBatch(raw_mode=True)
                 for k, v in items[i : i + 50_000]:
                     wb.put(k, v)
                 self._db.write(wb, self._wopt)
             return {"postings": len(postings), "statistics": len(derived)}
+
+    @classmethod
+    def open_primary(cls, path: Any, **kw: Any):
+        """:meth:`StoreCore.open_primary`, then postings written before
+        :data:`positions.LAYOUT` (term frequency only) are rebuilt from the
+        payloads, once (:meth:`postings_layout` says which an archive has)."""
+        store = super().open_primary(path, **kw)
+        if store.postings_layout() < positions.LAYOUT:
+            store.rebuild_postings()
+        return store
+
+    def postings_layout(self) -> int:
+        """The layout of this archive's posting values (1: frequency only)."""
+        return int((self._get_json(keys.FORMAT) or {}).get("postings_layout", 1))
