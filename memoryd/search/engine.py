@@ -193,18 +193,23 @@ def _exact(db, pid: int, q: Query) -> tuple[set[int], list[int]]:
 
 
 def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
-    """Fill path, lines and text of candidates (file texts cached per generation)."""
+    """Fill path, lines and text of candidates (file texts cached per generation).
+
+    A cached file is a tuple of its lines, not a list: the cyclic garbage collector
+    stops tracking a tuple of strings after its first collection, while it visits
+    every item of a list in each full collection (several ms at 512 cached files,
+    paid by whichever query triggers it)."""
     todo = [c for c in cands if c.text is None]
     if not todo:
         return
-    files: OrderedDict[int, list[str]] = stats.extra.setdefault("files", OrderedDict())  # type: ignore[assignment]
+    files: OrderedDict[int, tuple[str, ...]] = stats.extra.setdefault("files", OrderedDict())  # type: ignore[assignment]
     info = _chunk_info(db, stats, [c.rowid for c in todo])
     rows = [info[c.rowid] for c in todo if c.rowid in info]
     need = {r[1] for r in rows if r[1] not in files}
     if need:
         marks = ",".join("?" * len(need))
         for fid, body in db.query(f"SELECT id, body FROM files WHERE id IN ({marks})", tuple(need)):
-            files[fid] = file_text(body, db).split("\n")
+            files[fid] = tuple(file_text(body, db).split("\n"))
     for c in todo:
         r = info.get(c.rowid)
         if r is None:
