@@ -156,9 +156,9 @@ class TermStats:
     ) -> list[tuple[int, int, float]] | None:
         """:meth:`bm25_top` with each chunk's BM25 score as a third element.
 
-        Scores are summed in arrays over the rowid span of the matched chunks only
-        (zeroed lazily by the allocator); nothing is read for chunks no query term
-        holds."""
+        Scores are summed in the process's scratch arrays (:class:`_Scratch`), so the
+        work follows the query terms' postings, not the project: nothing is
+        allocated, scanned or cleared for chunks no query term holds."""
         parts = []
         for i, group in enumerate(terms[:62]):
             for s in group:
@@ -171,21 +171,56 @@ class TermStats:
             return []
         low = min(int(p.rowids[0]) for _, p in parts)
         span = max(int(p.rowids[-1]) for _, p in parts) - low + 1
-        scores = np.zeros(span, dtype=np.float64)
-        masks = np.zeros(span, dtype=np.int64)
-        for i, p in parts:
-            at = p.rowids - low
-            scores[at] += p.scores
-            masks[at] |= 1 << i
-        hit = np.flatnonzero(masks)
+        with _SCRATCH.lock:
+            scores, masks = _SCRATCH.arrays(span)
+            hits: list[np.ndarray] = []
+            try:
+                for i, p in parts:
+                    at = p.rowids - low
+                    hits.append(at[masks[at] == 0])  # a chunk's first term: once per chunk
+                    scores[at] += p.scores
+                    masks[at] |= 1 << i
+            finally:  # read out, then all zero again (whatever happened)
+                hit = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
+                score, mask = scores[hit], masks[hit]
+                scores[hit] = 0.0
+                masks[hit] = 0
         if len(hit) > pool:
-            cut = np.partition(scores[hit], len(hit) - pool)[len(hit) - pool]
-            hit = hit[scores[hit] >= cut]
-        order = np.lexsort((hit, -scores[hit]))[:pool]
-        hit = hit[order]
+            cut = np.partition(score, len(hit) - pool)[len(hit) - pool]
+            keep = score >= cut
+            hit, score, mask = hit[keep], score[keep], mask[keep]
+        order = np.lexsort((hit, -score))[:pool]
         return list(
-            zip((hit + low).tolist(), masks[hit].tolist(), scores[hit].tolist(), strict=True)
+            zip(
+                (hit[order] + low).tolist(),
+                mask[order].tolist(),
+                score[order].tolist(),
+                strict=True,
+            )
         )
+
+
+class _Scratch:
+    """Score and term-mask arrays indexed by rowid (less the query's lowest), shared
+    by every query of the process and all zero between queries: a query clears only
+    the entries it set. Allocating them per query cost page faults and a scan over
+    the whole rowid span (about 9 ms a query at 1.76 M chunks); kept, they take 16
+    bytes per chunk of the largest project searched."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._scores = np.zeros(0, dtype=np.float64)
+        self._masks = np.zeros(0, dtype=np.int64)
+
+    def arrays(self, span: int) -> tuple[np.ndarray, np.ndarray]:
+        """The arrays, at least ``span`` long (call with :attr:`lock` held)."""
+        if len(self._scores) < span:
+            self._scores = np.zeros(span, dtype=np.float64)
+            self._masks = np.zeros(span, dtype=np.int64)
+        return self._scores, self._masks
+
+
+_SCRATCH = _Scratch()
 
 
 _cache: OrderedDict[tuple, TermStats] = OrderedDict()

@@ -1,0 +1,114 @@
+"""The bounded lexical route at scale: common terms checked on the candidates' own
+text and path, BM25 summed in scratch arrays shared by queries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memoryd.search import engine as engine_mod
+from memoryd.search import stats as stats_mod
+from memoryd.search.engine import Candidate, _phrases_held
+from memoryd.search.fts_query import phrase
+from memoryd.search.terms import analyze
+from memoryd.storage.corpus import fts_table, project_id
+
+SHARED = "The scheduler retries a failed upload\nbefore the lease runs out.\n"
+FILES = {
+    # one text at three paths: one token cache entry, three rows of their own
+    "vendor/a/upload.py": SHARED,
+    "vendor/b/upload.py": SHARED,
+    "vendor/lease/upload.py": SHARED,
+    # a phrase held across a line break, and a phrase's words apart
+    "docs/wrapped.md": "the upload\nretries happen here\n",
+    "docs/apart.md": "retries of the upload\nhappen later\n",
+    "src/Straße.txt": "Übergröße of the upload queue\n",
+    "src/empty.txt": "nothing relevant\n",
+}
+
+
+def _fts_holding(db, pid: int, ph: str) -> set[int]:
+    t = fts_table(pid)
+    return {r[0] for r in db.query(f"SELECT rowid FROM {t} WHERE {t} MATCH ?", (ph,))}
+
+
+@pytest.mark.parametrize(
+    "forms",
+    [
+        ["upload"],
+        ["lease"],  # in one copy's path only
+        ["upload retries"],  # two tokens in a row, across a line break too
+        ["retries upload", "upload"],  # only apart: held by none
+        ["strasse", "ubergroße", "vendor"],
+        ["scheduler", "nowhere"],
+    ],
+)
+def test_phrases_held_equals_fts5(tmp_path, store, forms):
+    """Each candidate holds exactly the phrases FTS5 matches in its row, body or path;
+    asked twice (the second time from the kept tokens) the answer is the same."""
+    db = store(tmp_path, "p", FILES)
+    pid = project_id(db, "p")
+    stats_mod.clear()
+    st = stats_mod.term_stats(db, pid)
+    rowids = [r[0] for r in db.query("SELECT id FROM chunks ORDER BY id")]
+    phrases = [phrase(f) for f in forms]
+    want = {r: 0 for r in rowids}
+    for i, ph in enumerate(phrases):
+        for r in _fts_holding(db, pid, ph):
+            want[r] |= 1 << i
+    assert any(want.values())
+    for _ in range(2):
+        cands = [Candidate(r, 0, set()) for r in rowids]
+        assert _phrases_held(db, st, phrases, cands) == want
+    assert len(st.extra["tokens"]) == len(FILES) - 2  # the three copies share one entry
+
+
+def test_bounded_route_reads_no_fts5_per_candidate(tmp_path, store, monkeypatch):
+    """Past the budget, the common term's holders come from the candidates' text: the
+    answer is what FTS5 says each row holds."""
+    files = {f"m{i}/notes.txt": f"upload number {i}\nthe queue\n" for i in range(30)}
+    files.update({f"x{i}.txt": "queue only\n" for i in range(30)})
+    db = store(tmp_path, "p", files)
+    pid = project_id(db, "p")
+    stats_mod.clear()
+    st = stats_mod.term_stats(db, pid)
+    terms = analyze("upload queue").terms
+    monkeypatch.setattr(engine_mod, "POSTINGS_BUDGET", st.df("upload"))
+    got = engine_mod._lexical(db, pid, st, terms, 20)
+    holding = _fts_holding(db, pid, phrase("queue"))
+    assert len(got) == 20 and all("upload" in c.matched for c in got)
+    assert all(("queue" in c.matched) == (c.rowid in holding) for c in got)
+    assert [c.bm25_rank for c in got] == list(range(20))
+
+
+def _naive_top(st, groups, pool):
+    scores: dict[int, float] = {}
+    masks: dict[int, int] = {}
+    for i, group in enumerate(groups):
+        for s in group:
+            p = st.postings(s)
+            for r, v in zip(p.rowids.tolist(), p.scores.tolist(), strict=True):
+                scores[r] = scores.get(r, 0.0) + v
+                masks[r] = masks.get(r, 0) | 1 << i
+    best = sorted(scores, key=lambda r: (-scores[r], r))[:pool]
+    return [(r, masks[r], scores[r]) for r in best]
+
+
+def test_bm25_scratch_is_clean_between_queries(tmp_path, store):
+    """Queries of different terms in a row each get exactly their own sums (the
+    scratch arrays are all zero again after each), also after a failed one."""
+    files = {f"f{i}.txt": " ".join(["alpha"] * (i % 3 + 1) + ["beta"] * (i % 5)) for i in range(40)}
+    files.update({f"g{i}.txt": "gamma beta\n" for i in range(10)})
+    db = store(tmp_path, "p", files)
+    stats_mod.clear()
+    st = stats_mod.term_stats(db, project_id(db, "p"))
+    for groups in ([("alpha",)], [("beta",), ("gamma",)], [("alpha",), ("beta",)], [("gamma",)]):
+        assert st.bm25_scored(groups, 15) == _naive_top(st, groups, 15)
+    scores, masks = stats_mod._SCRATCH.arrays(0)
+    assert not np.any(scores) and not np.any(masks)
+    rowids = st.postings("alpha").rowids[:2]  # scores that do not fit: the sum fails
+    st._postings["broken"] = stats_mod.Postings(rowids, np.ones(3))
+    with pytest.raises(ValueError):
+        st.bm25_scored([("alpha",), ("broken",)], 15)
+    assert not np.any(scores) and not np.any(masks)
+    assert st.bm25_scored([("gamma",)], 15) == _naive_top(st, [("gamma",)], 15)
