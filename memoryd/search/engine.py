@@ -160,7 +160,7 @@ def _lexical_bounded(
         return None
     phrases, owner = _phrases(stats, [terms[i] for i in checked])
     cands = [Candidate(rowid, 0, set()) for rowid, _, _ in top]
-    held = _phrases_held(db, stats, phrases, cands)
+    held = _phrases_held(db, pid, stats, phrases, cands)
     idf = {t.stem: stats.idf(t.stem) for t in owner}
     scored = []
     for c, (_, mask, score) in zip(cands, top, strict=True):
@@ -175,30 +175,40 @@ def _lexical_bounded(
 
 
 def _phrases_held(
-    db, stats: TermStats, phrases: list[str], cands: list[Candidate]
+    db, pid: int, stats: TermStats, phrases: list[str], cands: list[Candidate]
 ) -> dict[int, int]:
     """rowid -> bit mask of the ``phrases`` (FTS5 strings of :func:`phrase`) each
-    candidate's row holds, read from its text and path as FTS5 matches a phrase: its
-    tokens in a row within one column, tokenized by the index's own tokenizer.
+    candidate's row holds.
 
-    An FTS5 lookup per candidate cost about 80 µs (a seek in every segment of the
-    index); a chunk's tokens are kept per generation by content hash (copies of a
-    text at several paths share them), so a chunk seen before costs a substring
-    search, and one not seen costs reading and tokenizing its text."""
-    needles = [_token_line(ph[1:-1].replace('""', '"')) for ph in phrases]
+    An FTS5 lookup costs about 80 µs a candidate (a seek in every segment of the
+    index), so the answer is read from the row's own tokens where they are cheap:
+    a chunk's tokens are kept per generation by content hash, and a text not
+    tokenized yet is read when another candidate shares it (copies of a file at
+    several paths) or its file was read already. A phrase is held when its tokens
+    follow each other in the chunk's text or in its path (the row's two columns),
+    tokenized by the index's own tokenizer. Only the other candidates are looked up
+    in FTS5."""
     info = _chunk_info(db, stats, [c.rowid for c in cands])
     known: OrderedDict[bytes, str] = stats.extra.setdefault("tokens", OrderedDict())  # type: ignore[assignment]
+    files = stats.extra.get("files", {})
+    unknown: dict[bytes, list[Candidate]] = {}
+    for c in cands:
+        if c.rowid in info and info[c.rowid][5] not in known:
+            unknown.setdefault(info[c.rowid][5], []).append(c)
+    read = [g[0] for g in unknown.values() if len(g) > 1 or info[g[0].rowid][1] in files]
+    _load(db, stats, read)
+    for c in read:
+        known[info[c.rowid][5]] = _token_line(c.text or "")
+    looked_up = [c.rowid for c in cands if c.rowid not in info or info[c.rowid][5] not in known]
+    held = fts.phrases_held(db, pid, " OR ".join(phrases), looked_up) if looked_up else {}
+    needles = [_token_line(ph[1:-1].replace('""', '"')) for ph in phrases]
     paths: dict[str, str] = stats.extra.setdefault("path_tokens", {})  # type: ignore[assignment]
-    _load(db, stats, [c for c in cands if c.rowid in info and info[c.rowid][5] not in known])
-    held: dict[int, int] = {}
     for c in cands:
         row = info.get(c.rowid)
-        if row is None:
-            held[c.rowid] = 0
+        if row is None or row[5] not in known:
+            held.setdefault(c.rowid, 0)
             continue
-        body = known.get(row[5])
-        if body is None:
-            body = known[row[5]] = _token_line(c.text or "")
+        body = known[row[5]]
         known.move_to_end(row[5])
         path = paths.get(row[2])
         if path is None:

@@ -57,6 +57,23 @@ def ranked_with_phrases(db, pid: int, match: str, limit: int) -> list[tuple[int,
     )
 
 
+def phrases_held(db, pid: int, match: str, rowids: Sequence[int]) -> dict[int, int]:
+    """For each of ``rowids`` holding any phrase of ``match``: the bit mask of the
+    phrases it holds. One rowid lookup per chunk (FTS5 seeks each in the phrases'
+    doclists), so the cost follows ``rowids``, not how common the phrases are;
+    :func:`prepare` must have run on ``db``."""
+    if not rowids:
+        return {}
+    t = fts_table(pid)
+    marks = ",".join("?" * len(rowids))
+    return dict(
+        db.query(
+            f"SELECT rowid, {MATCHED}({t}) FROM {t} WHERE {t} MATCH ? AND rowid IN ({marks})",
+            (match, *rowids),
+        )
+    )
+
+
 def doc_freqs(db, pid: int, stems: Sequence[str]) -> dict[str, int]:
     """How many chunks hold each stem (absent stems are missing from the answer)."""
     if not stems:

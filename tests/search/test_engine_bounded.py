@@ -8,10 +8,11 @@ import pytest
 
 from memoryd.search import engine as engine_mod
 from memoryd.search import stats as stats_mod
-from memoryd.search.engine import Candidate, _phrases_held
+from memoryd.search.engine import Candidate, _load, _phrases_held
 from memoryd.search.fts_query import phrase
 from memoryd.search.terms import analyze
 from memoryd.storage.corpus import fts_table, project_id
+from memoryd.storage.fts import prepare
 
 SHARED = "The scheduler retries a failed upload\nbefore the lease runs out.\n"
 FILES = {
@@ -44,10 +45,12 @@ def _fts_holding(db, pid: int, ph: str) -> set[int]:
     ],
 )
 def test_phrases_held_equals_fts5(tmp_path, store, forms):
-    """Each candidate holds exactly the phrases FTS5 matches in its row, body or path;
-    asked twice (the second time from the kept tokens) the answer is the same."""
+    """Each candidate holds exactly the phrases FTS5 matches in its row, body or path,
+    whether looked up in FTS5 (a text of its own, not read yet), read from the text
+    (copies at several paths) or from tokens kept by an earlier query."""
     db = store(tmp_path, "p", FILES)
     pid = project_id(db, "p")
+    prepare(db)
     stats_mod.clear()
     st = stats_mod.term_stats(db, pid)
     rowids = [r[0] for r in db.query("SELECT id FROM chunks ORDER BY id")]
@@ -57,16 +60,20 @@ def test_phrases_held_equals_fts5(tmp_path, store, forms):
         for r in _fts_holding(db, pid, ph):
             want[r] |= 1 << i
     assert any(want.values())
-    for _ in range(2):
-        cands = [Candidate(r, 0, set()) for r in rowids]
-        assert _phrases_held(db, st, phrases, cands) == want
-    assert len(st.extra["tokens"]) == len(FILES) - 2  # the three copies share one entry
+    cands = [Candidate(r, 0, set()) for r in rowids]
+    assert _phrases_held(db, pid, st, phrases, cands) == want
+    assert len(st.extra["tokens"]) == 1  # the three copies' text; the others looked up
+    _load(db, st, cands)  # every file read (for the gate, say): now all from tokens
+    assert _phrases_held(db, pid, st, phrases, cands) == want
+    assert len(st.extra["tokens"]) == len(FILES) - 2
+    assert _phrases_held(db, pid, st, phrases, cands) == want
 
 
-def test_bounded_route_reads_no_fts5_per_candidate(tmp_path, store, monkeypatch):
-    """Past the budget, the common term's holders come from the candidates' text: the
-    answer is what FTS5 says each row holds."""
-    files = {f"m{i}/notes.txt": f"upload number {i}\nthe queue\n" for i in range(30)}
+def test_bounded_route_checks_common_terms_on_copies_text(tmp_path, store, monkeypatch):
+    """Past the budget, the common term's holders come from the candidates' text
+    (copies of one text at several paths): what FTS5 says each row holds, and no
+    FTS5 lookup."""
+    files = {f"m{i}/notes.txt": f"upload number {i % 3}\nthe queue\n" for i in range(30)}
     files.update({f"x{i}.txt": "queue only\n" for i in range(30)})
     db = store(tmp_path, "p", files)
     pid = project_id(db, "p")
@@ -74,6 +81,7 @@ def test_bounded_route_reads_no_fts5_per_candidate(tmp_path, store, monkeypatch)
     st = stats_mod.term_stats(db, pid)
     terms = analyze("upload queue").terms
     monkeypatch.setattr(engine_mod, "POSTINGS_BUDGET", st.df("upload"))
+    monkeypatch.setattr(engine_mod.fts, "phrases_held", None)  # never called
     got = engine_mod._lexical(db, pid, st, terms, 20)
     holding = _fts_holding(db, pid, phrase("queue"))
     assert len(got) == 20 and all("upload" in c.matched for c in got)
