@@ -59,14 +59,15 @@ def _lengths(blobs: list[bytes]) -> np.ndarray:
 
 
 class Postings:
-    """One term in one generation: the rowids of the chunks holding it (ascending)
-    and its BM25 contribution to each."""
+    """One term in one generation: the rowids of the chunks holding it (ascending),
+    its BM25 contribution to each and the largest of those (``top``)."""
 
-    __slots__ = ("rowids", "scores")
+    __slots__ = ("rowids", "scores", "top")
 
     def __init__(self, rowids: np.ndarray, scores: np.ndarray) -> None:
         self.rowids = rowids
         self.scores = scores
+        self.top = float(scores.max()) if len(scores) else 0.0
 
 
 class TermStats:
@@ -156,9 +157,13 @@ class TermStats:
     ) -> list[tuple[int, int, float]] | None:
         """:meth:`bm25_top` with each chunk's BM25 score as a third element.
 
-        Scores are summed in the process's scratch arrays (:class:`_Scratch`), so the
-        work follows the query terms' postings, not the project: nothing is
-        allocated, scanned or cleared for chunks no query term holds."""
+        The query's longest posting lists are skipped when they cannot matter
+        (MaxScore): the chunks holding a rarer term are scored whole, and when even
+        the sum of the skipped lists' largest contributions stays below the
+        ``pool``-th best of those scores, no chunk holding only skipped terms can
+        enter the pool. Otherwise every list is summed in the process's scratch
+        arrays (:class:`_Scratch`). Either way the work follows the query's
+        postings, not the project, and the answer is the same."""
         parts = []
         for i, group in enumerate(terms[:62]):
             for s in group:
@@ -169,35 +174,73 @@ class TermStats:
                     parts.append((i, p))
         if not parts:
             return []
-        low = min(int(p.rowids[0]) for _, p in parts)
-        span = max(int(p.rowids[-1]) for _, p in parts) - low + 1
-        with _SCRATCH.lock:
-            scores, masks = _SCRATCH.arrays(span)
-            hits: list[np.ndarray] = []
-            try:
-                for i, p in parts:
-                    at = p.rowids - low
-                    hits.append(at[masks[at] == 0])  # a chunk's first term: once per chunk
-                    scores[at] += p.scores
-                    masks[at] |= 1 << i
-            finally:  # read out, then all zero again (whatever happened)
-                hit = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
-                score, mask = scores[hit], masks[hit]
-                scores[hit] = 0.0
-                masks[hit] = 0
-        if len(hit) > pool:
-            cut = np.partition(score, len(hit) - pool)[len(hit) - pool]
-            keep = score >= cut
-            hit, score, mask = hit[keep], score[keep], mask[keep]
-        order = np.lexsort((hit, -score))[:pool]
-        return list(
-            zip(
-                (hit[order] + low).tolist(),
-                mask[order].tolist(),
-                score[order].tolist(),
-                strict=True,
-            )
-        )
+        top = _pruned(parts, pool)
+        return top if top is not None else _summed(parts, pool)
+
+
+def _pruned(parts: list[tuple[int, Postings]], pool: int) -> list[tuple] | None:
+    """The pool from the chunks of the rarer lists alone, when MaxScore's bound shows
+    that the longer lists' other chunks cannot enter it; None when it does not (or
+    when skipping would save little)."""
+    order = sorted(range(len(parts)), key=lambda j: (len(parts[j][1].rowids), j))
+    total = sum(len(p.rowids) for _, p in parts)
+    kept = 0
+    for n, j in enumerate(order[:-1]):
+        kept += len(parts[j][1].rowids)
+        if kept > total // 2:
+            return None
+        if kept < pool:
+            continue
+        skipped = order[n + 1 :]
+        bound = sum(parts[k][1].top for k in skipped)
+        held = [parts[k][1].rowids for k in order[: n + 1]]
+        rowids = held[0] if len(held) == 1 else np.unique(np.concatenate(held))
+        if len(rowids) < pool:
+            continue
+        score = np.zeros(len(rowids))
+        mask = np.zeros(len(rowids), dtype=np.int64)
+        for i, p in parts:  # in the query's order: the same sums as _summed's
+            at = np.minimum(np.searchsorted(p.rowids, rowids), len(p.rowids) - 1)
+            present = p.rowids[at] == rowids
+            score += np.where(present, p.scores[at], 0.0)
+            mask |= present.astype(np.int64) << i
+        cut = np.partition(score, len(score) - pool)[len(score) - pool]
+        if bound * (1.0 + 1e-9) < cut:  # (a margin for rounding in the sums)
+            return _best(rowids, score, mask, pool)
+    return None
+
+
+def _summed(parts: list[tuple[int, Postings]], pool: int) -> list[tuple]:
+    """The pool by summing every list in the scratch arrays."""
+    low = min(int(p.rowids[0]) for _, p in parts)
+    span = max(int(p.rowids[-1]) for _, p in parts) - low + 1
+    with _SCRATCH.lock:
+        scores, masks = _SCRATCH.arrays(span)
+        hits: list[np.ndarray] = []
+        try:
+            for i, p in parts:
+                at = p.rowids - low
+                hits.append(at[masks[at] == 0])  # a chunk's first term: once per chunk
+                scores[at] += p.scores
+                masks[at] |= 1 << i
+        finally:  # read out, then all zero again (whatever happened)
+            hit = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
+            score, mask = scores[hit], masks[hit]
+            scores[hit] = 0.0
+            masks[hit] = 0
+    return _best(hit + low, score, mask, pool)
+
+
+def _best(rowids: np.ndarray, score: np.ndarray, mask: np.ndarray, pool: int) -> list[tuple]:
+    """(rowid, mask, score) of the ``pool`` best, best first, ties by rowid."""
+    if len(rowids) > pool:
+        cut = np.partition(score, len(rowids) - pool)[len(rowids) - pool]
+        keep = score >= cut
+        rowids, score, mask = rowids[keep], score[keep], mask[keep]
+    order = np.lexsort((rowids, -score))[:pool]
+    return list(
+        zip(rowids[order].tolist(), mask[order].tolist(), score[order].tolist(), strict=True)
+    )
 
 
 class _Scratch:

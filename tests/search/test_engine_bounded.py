@@ -120,3 +120,24 @@ def test_bm25_scratch_is_clean_between_queries(tmp_path, store):
         st.bm25_scored([("alpha",), ("broken",)], 15)
     assert not np.any(scores) and not np.any(masks)
     assert st.bm25_scored([("gamma",)], 15) == _naive_top(st, [("gamma",)], 15)
+
+
+def test_maxscore_skips_long_lists_without_changing_the_pool(tmp_path, store):
+    """A rare term's chunks outscore anything the common terms alone can reach: the
+    common lists are skipped (only looked up on those chunks), and the pool, its
+    masks and scores are exactly the full sum's. When the bound does not hold, the
+    full sum answers."""
+    files = {f"r{i}.txt": f"rare common {'other ' * (i % 4)}\n" for i in range(40)}
+    files.update({f"c{i}.txt": "common other\n" * (1 + i % 3) for i in range(400)})
+    db = store(tmp_path, "p", files)
+    stats_mod.clear()
+    st = stats_mod.term_stats(db, project_id(db, "p"))
+    groups = [("common",), ("rare",), ("other",)]
+    parts = [(i, st.postings(g[0])) for i, g in enumerate(groups)]
+    pruned = stats_mod._pruned(parts, 20)
+    assert pruned is not None, "the common lists were skipped"
+    assert pruned == stats_mod._summed(parts, 20) == _naive_top(st, groups, 20)
+    assert st.bm25_scored(groups, 20) == pruned
+    # a pool larger than the rare term's chunks: the common lists must be summed
+    assert stats_mod._pruned(parts, 60) is None
+    assert st.bm25_scored(groups, 60) == _naive_top(st, groups, 60)
