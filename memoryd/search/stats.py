@@ -38,6 +38,9 @@ from memoryd.storage.corpus import project_generation, ready_index
 
 _MAX_CACHED = 16
 _MAX_POSTINGS = 4_000_000  # cached posting entries per generation (about 64 MB)
+# Posting entries below which a query's lists are summed whole: MaxScore's tries
+# cost more than they save on short lists.
+PRUNE_MIN = 20_000
 BM25_K1 = 1.2
 BM25_B = 0.75
 
@@ -179,35 +182,62 @@ class TermStats:
 
 
 def _pruned(parts: list[tuple[int, Postings]], pool: int) -> list[tuple] | None:
-    """The pool from the chunks of the rarer lists alone, when MaxScore's bound shows
-    that the longer lists' other chunks cannot enter it; None when it does not (or
-    when skipping would save little)."""
-    order = sorted(range(len(parts)), key=lambda j: (len(parts[j][1].rowids), j))
+    """The pool from the chunks of the rarer lists, plus the few chunks of the longer
+    lists that could still reach it, when MaxScore's bounds show that no other chunk
+    can; None when they do not (or when skipping would save little).
+
+    With ``cut`` the ``pool``-th best score among the rarer lists' chunks (scored
+    over every list), a chunk holding only skipped terms scores at least ``cut``
+    only if, in some skipped list ``k``, its own contribution is at least ``cut``
+    less the other skipped lists' largest contributions: those chunks are scored
+    too, and every chunk left out scores below ``cut``."""
     total = sum(len(p.rowids) for _, p in parts)
+    if total < PRUNE_MIN:
+        return None
+    order = sorted(range(len(parts)), key=lambda j: (len(parts[j][1].rowids), j))
     kept = 0
     for n, j in enumerate(order[:-1]):
         kept += len(parts[j][1].rowids)
-        if kept > total // 2:
+        if kept * len(parts) > total // 4:  # looking every list up costs about as much as summing
             return None
         if kept < pool:
             continue
-        skipped = order[n + 1 :]
-        bound = sum(parts[k][1].top for k in skipped)
         held = [parts[k][1].rowids for k in order[: n + 1]]
-        rowids = held[0] if len(held) == 1 else np.unique(np.concatenate(held))
+        rowids = held[0] if len(held) == 1 else _union(held)
         if len(rowids) < pool:
             continue
-        score = np.zeros(len(rowids))
-        mask = np.zeros(len(rowids), dtype=np.int64)
-        for i, p in parts:  # in the query's order: the same sums as _summed's
-            at = np.minimum(np.searchsorted(p.rowids, rowids), len(p.rowids) - 1)
-            present = p.rowids[at] == rowids
-            score += np.where(present, p.scores[at], 0.0)
-            mask |= present.astype(np.int64) << i
+        score, mask = _score_at(parts, rowids)
         cut = np.partition(score, len(score) - pool)[len(score) - pool]
-        if bound * (1.0 + 1e-9) < cut:  # (a margin for rounding in the sums)
+        skipped = [parts[k][1] for k in order[n + 1 :]]
+        bound = sum(p.top for p in skipped)
+        slack = 1e-9 * (abs(cut) + bound)  # rounding in the sums: admit a little more
+        if bound + slack < cut:
             return _best(rowids, score, mask, pool)
+        reach = [p.rowids[p.scores >= cut - (bound - p.top) - slack] for p in skipped]
+        if (kept + sum(map(len, reach))) * len(parts) > total // 4:
+            continue
+        rowids = _union([rowids, *reach])
+        return _best(rowids, *_score_at(parts, rowids), pool)
     return None
+
+
+def _union(sorted_lists: list[np.ndarray]) -> np.ndarray:
+    """The distinct rowids of several lists, ascending."""
+    out = np.sort(np.concatenate(sorted_lists))
+    return out[np.concatenate(([True], out[1:] != out[:-1]))] if len(out) else out
+
+
+def _score_at(parts: list[tuple[int, Postings]], rowids: np.ndarray) -> tuple:
+    """(BM25 score, term mask) of each of the sorted ``rowids``, summed over every
+    list in the query's order (the same sums as :func:`_summed`)."""
+    score = np.zeros(len(rowids))
+    mask = np.zeros(len(rowids), dtype=np.int64)
+    for i, p in parts:
+        at = np.minimum(np.searchsorted(p.rowids, rowids), len(p.rowids) - 1)
+        present = p.rowids[at] == rowids
+        score += np.where(present, p.scores[at], 0.0)
+        mask |= present.astype(np.int64) << i
+    return score, mask
 
 
 def _summed(parts: list[tuple[int, Postings]], pool: int) -> list[tuple]:
