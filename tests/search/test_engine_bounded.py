@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from memoryd.ingest.chunking import prepare_file
 from memoryd.search import engine as engine_mod
 from memoryd.search import stats as stats_mod
 from memoryd.search.engine import Candidate, _load, _phrases_held
 from memoryd.search.fts_query import phrase
-from memoryd.search.terms import analyze
-from memoryd.storage.corpus import fts_table, project_id
+from memoryd.search.terms import analyze, stem
+from memoryd.storage.corpus import fts_table, project_id, put_files
 from memoryd.storage.fts import prepare
 
 SHARED = "The scheduler retries a failed upload\nbefore the lease runs out.\n"
@@ -142,3 +143,24 @@ def test_maxscore_skips_long_lists_without_changing_the_pool(tmp_path, store, mo
     # a pool larger than the rare term's chunks: the common lists must be summed
     assert stats_mod._pruned(parts, 60) is None
     assert st.bm25_scored(groups, 60) == _naive_top(st, groups, 60)
+
+
+def test_small_projects_read_lengths_once_with_the_same_postings(tmp_path, store, monkeypatch):
+    """A small project's chunk lengths are read once per generation instead of joined
+    per term: the postings are the same; a chunk indexed after the lengths were read
+    takes the join."""
+    db = store(tmp_path, "p", {f"f{i}.txt": "kiln " * (i % 5 + 1) + "glaze\n" for i in range(30)})
+    pid = project_id(db, "p")
+    stats_mod.clear()
+    st = stats_mod.term_stats(db, pid)
+    monkeypatch.setattr(stats_mod, "SIZES_MAX", 0)
+    joined = stats_mod.term_stats(db, pid)._read_postings("kiln")
+    monkeypatch.undo()
+    once = st._read_postings("kiln")
+    assert st._sizes is not None
+    assert once.rowids.tolist() == joined.rowids.tolist()
+    assert once.scores.tolist() == joined.scores.tolist()
+    late = prepare_file("p", "late.txt", b"kiln kiln kiln stoneware\n")
+    db.write(lambda tx: put_files(tx, pid, [late]))
+    fresh = st._read_postings(stem("stoneware"))  # the lengths read miss the new chunk
+    assert len(fresh.rowids) == 1 and fresh.scores[0] > 0
