@@ -150,9 +150,9 @@ def _lexical_bounded(
     db, pid: int, stats: TermStats, terms: list, read: list[int], checked: list[int], pool: int
 ) -> list[Candidate] | None:
     """Candidates of a query whose common terms would cost more than the budget to
-    read: BM25 over the read terms picks ``pool`` chunks, FTS5 tells
-    which of the common terms each holds (a lookup per chunk), and each held common
-    term adds its BM25 at one occurrence in a chunk of average length (its idf).
+    read: BM25 over the read terms picks ``pool`` chunks, their own tokens or FTS5
+    tell which of the common terms each holds (:func:`_phrases_held`), and each held
+    common term adds its BM25 at one occurrence in a chunk of average length (its idf).
     A chunk holding none of the read terms is no candidate (MaxScore's bound: the
     common terms alone score least). None when postings are unavailable."""
     top = stats.bm25_scored([terms[i].all_stems for i in read], pool)
@@ -188,6 +188,8 @@ def _phrases_held(
     follow each other in the chunk's text or in its path (the row's two columns),
     tokenized by the index's own tokenizer. Only the other candidates are looked up
     in FTS5."""
+    if not phrases:
+        return {c.rowid: 0 for c in cands}
     info = _chunk_info(db, stats, [c.rowid for c in cands])
     known: OrderedDict[bytes, str] = stats.extra.setdefault("tokens", OrderedDict())  # type: ignore[assignment]
     files = stats.extra.get("files", {})

@@ -10,7 +10,9 @@ generation, and the next query starts a fresh cache.
 
 The same cache holds each queried term's postings (which chunks hold it, how
 often, and each holding chunk's token count from the FTS5 ``docsize`` table,
-read in one query: :func:`memoryd.storage.fts.postings`), so the lexical
+read in one query: :func:`memoryd.storage.fts.postings`; a project of at most
+:data:`SIZES_MAX` chunks reads every chunk's size once per generation instead,
+and each term's postings without them), so the lexical
 route computes FTS5's own BM25 (k1 = 1.2, b = 0.75, summed over the query's
 phrases, all columns weighted 1) and which focus terms each candidate holds
 with a few array operations, instead of an FTS5 ``ORDER BY rank`` over every
@@ -23,6 +25,12 @@ grow with the project (566 ms at 90 copies of the stdlib). When the index has
 no docsize table or no positions (another FTS5 layout),
 :meth:`TermStats.postings` returns None and the engine asks FTS5 for its
 ``rank`` with a bounded pool.
+
+Scoring a query (:meth:`TermStats.bm25_scored`) follows its postings, never the
+project: the longest lists are skipped where MaxScore's bounds prove they cannot
+change the pool, and otherwise every list is summed in scratch arrays the process
+keeps (allocating and scanning arrays over the whole rowid span cost about 9 ms a
+query at 1.76 M chunks).
 """
 
 from __future__ import annotations

@@ -62,6 +62,7 @@ def test_phrases_held_equals_fts5(tmp_path, store, forms):
             want[r] |= 1 << i
     assert any(want.values())
     cands = [Candidate(r, 0, set()) for r in rowids]
+    assert _phrases_held(db, pid, st, [], cands) == {r: 0 for r in rowids}
     assert _phrases_held(db, pid, st, phrases, cands) == want
     assert len(st.extra["tokens"]) == 1  # the three copies' text; the others looked up
     _load(db, st, cands)  # every file read (for the gate, say): now all from tokens
