@@ -293,16 +293,19 @@ def _score_at(parts: list[tuple[int, Postings]], rowids: np.ndarray) -> tuple:
 def _summed(parts: list[tuple[int, Postings]], pool: int) -> list[tuple]:
     """The pool by summing every list in the scratch arrays."""
     low = min(int(p.rowids[0]) for _, p in parts)
-    span = max(int(p.rowids[-1]) for _, p in parts) - low + 1
+    high = max(int(p.rowids[-1]) for _, p in parts)
+    if low <= high - low:  # index by rowid itself: no subtraction, at most twice the room
+        low = 0
     with _SCRATCH.lock:
-        scores, masks = _SCRATCH.arrays(span)
+        scores, masks = _SCRATCH.arrays(high - low + 1)
         hits: list[np.ndarray] = []
         try:
             for i, p in parts:
-                at = p.rowids - low
-                hits.append(at[masks[at] == 0])  # a chunk's first term: once per chunk
+                at = p.rowids - low if low else p.rowids
+                held = masks[at]
+                hits.append(at[held == 0])  # a chunk's first term: once per chunk
+                masks[at] = held | (1 << i)
                 scores[at] += p.scores
-                masks[at] |= 1 << i
         finally:  # read out, then all zero again (whatever happened)
             hit = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
             score, mask = scores[hit], masks[hit]
