@@ -331,7 +331,8 @@ class _Scratch:
     by every query of the process and all zero between queries: a query clears only
     the entries it set. Allocating them per query cost page faults and a scan over
     the whole rowid span (about 9 ms a query at 1.76 M chunks); kept, they take 16
-    bytes per chunk of the largest project searched."""
+    bytes per rowid of the widest span a query summed (at most twice its project's
+    rowid range)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()

@@ -12,7 +12,7 @@ from memoryd.search import stats as stats_mod
 from memoryd.search.engine import Candidate, _load, _phrases_held
 from memoryd.search.fts_query import phrase
 from memoryd.search.terms import analyze, stem
-from memoryd.storage.corpus import fts_table, project_id, put_files
+from memoryd.storage.corpus import ensure_project, fts_table, project_id, put_files
 from memoryd.storage.fts import prepare
 
 SHARED = "The scheduler retries a failed upload\nbefore the lease runs out.\n"
@@ -165,3 +165,21 @@ def test_small_projects_read_lengths_once_with_the_same_postings(tmp_path, store
     db.write(lambda tx: put_files(tx, pid, [late]))
     fresh = st._read_postings(stem("stoneware"))  # the lengths read miss the new chunk
     assert len(fresh.rowids) == 1 and fresh.scores[0] > 0
+
+
+def test_bm25_sums_of_a_project_with_high_rowids(tmp_path, store):
+    """A project whose rowids start far from zero (another project's chunks came
+    first) is summed relative to its lowest rowid, with the same answer."""
+    db = store(tmp_path, "first", {f"a{i}.txt": f"filler text {i}\n" for i in range(60)})
+    pid = db.write(lambda tx: ensure_project(tx, "p", None))
+    rows = [
+        prepare_file("p", f"f{i}.txt", f"kiln {'glaze ' * (i % 3)}\n".encode()) for i in range(8)
+    ]
+    db.write(lambda tx: put_files(tx, pid, rows))
+    stats_mod.clear()
+    st = stats_mod.term_stats(db, pid)
+    groups = [("kiln",), ("glaze",)]
+    assert int(st.postings("kiln").rowids[0]) > 60
+    assert st.bm25_scored(groups, 5) == _naive_top(st, groups, 5)
+    scores, masks = stats_mod._SCRATCH.arrays(0)
+    assert not np.any(scores) and not np.any(masks)
