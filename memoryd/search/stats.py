@@ -97,7 +97,7 @@ class TermStats:
         self.extra: dict[str, object] = {}  # other per-generation caches (file texts, vectors)
         self._postings: OrderedDict[str, Postings] = OrderedDict()
         self._posting_entries = 0
-        self._sizes: tuple[int, np.ndarray] | None = None
+        self._sizes: tuple[int, np.ndarray] | bool | None = None  # False: not kept
         self.has_postings = True  # False once the index turned out to keep no positions/sizes
         self._lock = threading.Lock()
 
@@ -133,15 +133,22 @@ class TermStats:
         if self.chunks > SIZES_MAX:
             return None
         if self._sizes is None:
-            rows = fts.sizes(self._db, self.pid)
-            if rows is None:
-                return None
-            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            low = int(ids.min()) if len(ids) else 0
-            lengths = np.full(int(ids.max()) - low + 1 if len(ids) else 0, -1.0)
-            lengths[ids - low] = _lengths([r[1] for r in rows])
-            self._sizes = (low, lengths)
-        return self._sizes
+            self._sizes = self._read_all_lengths() or False
+        return self._sizes or None
+
+    def _read_all_lengths(self) -> tuple[int, np.ndarray] | None:
+        """See :meth:`_all_lengths`; None when the index keeps no sizes or its rowids
+        are spread too thin for an array by rowid (many chunks replaced since)."""
+        rows = fts.sizes(self._db, self.pid)
+        if not rows:
+            return None
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        low, span = int(ids.min()), int(ids.max()) - int(ids.min()) + 1
+        if span > 4 * len(ids):
+            return None
+        lengths = np.full(span, -1.0)
+        lengths[ids - low] = _lengths([r[1] for r in rows])
+        return low, lengths
 
     def _tf_and_lengths(self, stem: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """(rowids, occurrences, chunk lengths) of the chunks holding ``stem``."""
