@@ -67,7 +67,7 @@ DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
 EXCERPT_CHARS = 320
 _FILE_CACHE = 512
 _CHUNK_CACHE = 200_000
-_TOKEN_CACHE = 20_000  # chunk texts' tokens kept per generation (about 40 MB)
+_TOKEN_CACHE = 5_000  # chunk texts' tokens kept per generation (about 10 MB)
 
 
 @dataclass
