@@ -67,7 +67,7 @@ DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
 EXCERPT_CHARS = 320
 _FILE_CACHE = 512
 _CHUNK_CACHE = 200_000
-_TOKEN_CACHE = 5_000  # chunk texts' tokens kept per generation (about 10 MB)
+_TOKEN_CACHE = 5_000  # chunk texts' (and paths') tokens kept per generation (about 10 MB)
 
 
 @dataclass
@@ -214,7 +214,7 @@ def _phrases_held(
         known.move_to_end(row[5])
         path = paths.get(row[2])
         if path is None:
-            if len(paths) > _CHUNK_CACHE:
+            if len(paths) > _TOKEN_CACHE:
                 paths.clear()
             path = paths[row[2]] = _token_line(row[2])
         held[c.rowid] = sum(1 << i for i, n in enumerate(needles) if n in body or n in path)
