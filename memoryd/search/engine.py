@@ -69,6 +69,7 @@ DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
 EXCERPT_CHARS = 320
 _FILE_CACHE = 512
 _CHUNK_CACHE = 200_000
+_TOKEN_CACHE = 5_000  # chunk texts' (and paths') tokens kept per generation (about 10 MB)
 
 
 @dataclass
@@ -151,24 +152,84 @@ def _lexical_bounded(
     db, pid: int, stats: TermStats, terms: list, read: list[int], checked: list[int], pool: int
 ) -> list[Candidate] | None:
     """Candidates of a query whose common terms would cost more than the budget to
-    read: BM25 over the read terms picks ``pool`` chunks, FTS5 tells
-    which of the common terms each holds (a lookup per chunk), and each held common
-    term adds its BM25 at one occurrence in a chunk of average length (its idf).
+    read: BM25 over the read terms picks ``pool`` chunks, their own tokens or FTS5
+    tell which of the common terms each holds (:func:`_phrases_held`), and each held
+    common term adds its BM25 at one occurrence in a chunk of average length (its idf).
     A chunk holding none of the read terms is no candidate (MaxScore's bound: the
     common terms alone score least). None when postings are unavailable."""
     top = stats.bm25_scored([terms[i].all_stems for i in read], pool)
     if top is None:
         return None
     phrases, owner = _phrases(stats, [terms[i] for i in checked])
-    held = fts.phrases_held(db, pid, " OR ".join(phrases), [r[0] for r in top]) if phrases else {}
+    cands = [Candidate(rowid, 0, set()) for rowid, _, _ in top]
+    held = _phrases_held(db, pid, stats, phrases, cands)
     idf = {t.stem: stats.idf(t.stem) for t in owner}
     scored = []
-    for rowid, mask, score in top:
+    for c, (_, mask, score) in zip(cands, top, strict=True):
         matched = {terms[read[i]].stem for i in range(len(read)) if mask >> i & 1}
-        common = {t.stem for i, t in enumerate(owner) if held.get(rowid, 0) >> i & 1}
-        scored.append((-(score + sum(idf[s] for s in common)), rowid, matched | common))
+        common = {t.stem for i, t in enumerate(owner) if held[c.rowid] >> i & 1}
+        c.matched = matched | common
+        scored.append((-(score + sum(idf[s] for s in common)), c.rowid, c))
     scored.sort(key=lambda x: x[:2])
-    return [Candidate(rowid, rank, m) for rank, (_, rowid, m) in enumerate(scored)]
+    for rank, (_, _, c) in enumerate(scored):
+        c.bm25_rank = rank
+    return [c for _, _, c in scored]
+
+
+def _phrases_held(
+    db, pid: int, stats: TermStats, phrases: list[str], cands: list[Candidate]
+) -> dict[int, int]:
+    """rowid -> bit mask of the ``phrases`` (FTS5 strings of :func:`phrase`) each
+    candidate's row holds.
+
+    An FTS5 lookup costs about 80 µs a candidate (a seek in every segment of the
+    index), so the answer is read from the row's own tokens where they are cheap:
+    a chunk's tokens are kept per generation by content hash, and a text not
+    tokenized yet is read when another candidate shares it (copies of a file at
+    several paths) or its file was read already. A phrase is held when its tokens
+    follow each other in the chunk's text or in its path (the row's two columns),
+    tokenized by the index's own tokenizer. Only the other candidates are looked up
+    in FTS5."""
+    if not phrases:
+        return {c.rowid: 0 for c in cands}
+    info = _chunk_info(db, stats, [c.rowid for c in cands])
+    known: OrderedDict[bytes, str] = stats.extra.setdefault("tokens", OrderedDict())  # type: ignore[assignment]
+    files = stats.extra.get("files", {})
+    unknown: dict[bytes, list[Candidate]] = {}
+    for c in cands:
+        if c.rowid in info and info[c.rowid][5] not in known:
+            unknown.setdefault(info[c.rowid][5], []).append(c)
+    read = [g[0] for g in unknown.values() if len(g) > 1 or info[g[0].rowid][1] in files]
+    _load(db, stats, read)
+    for c in read:
+        known[info[c.rowid][5]] = _token_line(c.text or "")
+    looked_up = [c.rowid for c in cands if c.rowid not in info or info[c.rowid][5] not in known]
+    held = fts.phrases_held(db, pid, " OR ".join(phrases), looked_up) if looked_up else {}
+    needles = [_token_line(ph[1:-1].replace('""', '"')) for ph in phrases]
+    paths: dict[str, str] = stats.extra.setdefault("path_tokens", {})  # type: ignore[assignment]
+    for c in cands:
+        row = info.get(c.rowid)
+        if row is None or row[5] not in known:
+            held.setdefault(c.rowid, 0)
+            continue
+        body = known[row[5]]
+        known.move_to_end(row[5])
+        path = paths.get(row[2])
+        if path is None:
+            if len(paths) > _TOKEN_CACHE:
+                paths.clear()
+            path = paths[row[2]] = _token_line(row[2])
+        held[c.rowid] = sum(1 << i for i, n in enumerate(needles) if n in body or n in path)
+    while len(known) > _TOKEN_CACHE:
+        known.popitem(last=False)
+    return held
+
+
+def _token_line(text: str) -> str:
+    """The indexed tokens of ``text`` in order, each between spaces (a phrase of
+    tokens is held exactly when its tokens, so written, are a substring). One string,
+    which the garbage collector never visits."""
+    return f" {' '.join(stems(text))} "
 
 
 def _exact(db, pid: int, q: Query) -> tuple[set[int], list[int]]:
@@ -195,18 +256,23 @@ def _exact(db, pid: int, q: Query) -> tuple[set[int], list[int]]:
 
 
 def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
-    """Fill path, lines and text of candidates (file texts cached per generation)."""
+    """Fill path, lines and text of candidates (file texts cached per generation).
+
+    A cached file is a tuple of its lines, not a list: the cyclic garbage collector
+    stops tracking a tuple of strings after its first collection, while it visits
+    every item of a list in each full collection (several ms at 512 cached files,
+    paid by whichever query triggers it)."""
     todo = [c for c in cands if c.text is None]
     if not todo:
         return
-    files: OrderedDict[int, list[str]] = stats.extra.setdefault("files", OrderedDict())  # type: ignore[assignment]
+    files: OrderedDict[int, tuple[str, ...]] = stats.extra.setdefault("files", OrderedDict())  # type: ignore[assignment]
     info = _chunk_info(db, stats, [c.rowid for c in todo])
     rows = [info[c.rowid] for c in todo if c.rowid in info]
     need = {r[1] for r in rows if r[1] not in files}
     if need:
         marks = ",".join("?" * len(need))
         for fid, body in db.query(f"SELECT id, body FROM files WHERE id IN ({marks})", tuple(need)):
-            files[fid] = file_text(body, db).split("\n")
+            files[fid] = tuple(file_text(body, db).split("\n"))
     for c in todo:
         r = info.get(c.rowid)
         if r is None:

@@ -118,16 +118,42 @@ def row_count(db, pid: int) -> int:
     return totals(db, pid)[0]
 
 
+def _instance_view(db, pid: int) -> str:
+    """The project's ``fts5vocab`` instance view in the connection's temp schema. A
+    compact project's view (over its temp index) exists already: see
+    corpus.ready_index; an indexed project's is made here, over the stored one."""
+    t, view = fts_table(pid), instance_view(pid)
+    db.query(f"CREATE VIRTUAL TABLE IF NOT EXISTS {view} USING fts5vocab(main, {t}, instance)")
+    return view
+
+
+def sizes(db, pid: int) -> list[tuple[int, bytes]] | None:
+    """(rowid, docsize blob) of every chunk of the index: read whole only for small
+    projects (the statistics' choice). None when the index keeps no sizes."""
+    try:
+        return db.query(f"SELECT id, sz FROM {fts_table(pid)}_docsize")
+    except apsw.SQLError:
+        return None
+
+
+def occurrences(db, pid: int, stem: str) -> list[tuple[int, int]] | None:
+    """(rowid, occurrences) of every chunk holding ``stem``, in rowid order: the
+    postings without the chunks' sizes (see :func:`postings`)."""
+    try:
+        view = _instance_view(db, pid)
+        return db.query(f"SELECT doc, count(*) FROM {view} WHERE term = ? GROUP BY doc", (stem,))
+    except apsw.SQLError:
+        return None
+
+
 def postings(db, pid: int, stem: str) -> list[tuple[int, int, bytes]] | None:
     """(rowid, occurrences, docsize blob) of every chunk holding ``stem``, in rowid
     order: what BM25 needs of a term, read in one query whose cost is the term's
     postings, not the project. None when the index stores no positions
     (``detail=none/column``) or no sizes (``columnsize=0``)."""
-    t, view = fts_table(pid), instance_view(pid)
+    t = fts_table(pid)
     try:
-        # A compact project's view (over its temp index) exists already: see
-        # corpus.ready_index; an indexed project's is made here, over the stored one.
-        db.query(f"CREATE VIRTUAL TABLE IF NOT EXISTS {view} USING fts5vocab(main, {t}, instance)")
+        view = _instance_view(db, pid)
         # CROSS JOIN keeps the term's postings as the outer loop: one docsize lookup
         # by rowid per chunk holding the term.
         return db.query(
