@@ -109,6 +109,7 @@ class TickReport:
     purged_versions: int = 0
     keys_deleted: int = 0
     exhausted: bool = False  # no due entry left behind the wave cursor
+    df_journal_folded: int = 0  # document-frequency journal records folded into statistics
     refused: str | None = None  # why retention waves did not run
     disk: dict[str, Any] | None = None
     emergency: dict[str, Any] | None = None
@@ -261,6 +262,8 @@ class Maintenance:
                 report.exhausted = True
                 break
         report.waves = n
+        if report.exhausted:  # nothing more due: the statistics catch up with the waves
+            report.df_journal_folded = self.store.fold_df_journal()
 
     def _compaction(self, now: float) -> dict[str, Any]:
         """The flush-and-watch trigger; its state survives restarts (archive meta)."""

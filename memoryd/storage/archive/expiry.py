@@ -116,6 +116,7 @@ class ExpiryMixin(StoreCore):
         with self._lock:
             batch = Batch()
             self._read_ahead(batch, self._wave_keys(entries))
+            self._read_ahead_leased(batch, [keys.dv(e.doc_id.encode(), e.version) for e in entries])
             for entry in entries:
                 outcome = self._decide(
                     batch,
@@ -135,6 +136,8 @@ class ExpiryMixin(StoreCore):
                 batch.wb.delete(keys.cursor(cursor_name))
             else:
                 batch.put(keys.cursor(cursor_name), cursor_value)
+            if batch.removed:
+                self._fold_if_long(batch)
             killpoint("wave_before_batch")
             self._write(batch)
             killpoint("wave_after_batch")
@@ -166,7 +169,7 @@ class ExpiryMixin(StoreCore):
         if ledger is not None and entry.version <= len(ledger["versions"]):
             v = ledger["versions"][entry.version - 1]
         if v is None or v["gen"] != entry.generation or v["status"] != "live":
-            batch.wb.delete(entry.key)
+            batch.delete(entry.key)
             return "stale"
         if deadline_of is not None and not v.get("override", False):
             deadline = deadline_of(ledger["class"], v["created_at"])
