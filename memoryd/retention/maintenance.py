@@ -263,7 +263,8 @@ class Maintenance:
                 break
         report.waves = n
         if report.exhausted:  # nothing more due: the statistics catch up with the waves
-            report.df_journal_folded = self.store.fold_df_journal()
+            report.df_journal_folded, deleted = self.store.fold_df_journal()
+            report.keys_deleted += deleted  # emptied term statistics
 
     def _compaction(self, now: float) -> dict[str, Any]:
         """The flush-and-watch trigger; its state survives restarts (archive meta)."""

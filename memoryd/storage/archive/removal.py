@@ -67,15 +67,15 @@ class DfJournalMixin(StoreCore):
         """Journal records not yet folded into the term statistics."""
         return sum(1 for _ in self._prefix(keys.df_journal_prefix(), fill_cache=False))
 
-    def fold_df_journal(self) -> int:
+    def fold_df_journal(self) -> tuple[int, int]:
         """Fold every journal record into the term statistics in one batch (a statistic
-        reaching zero is deleted); returns the records folded."""
+        reaching zero is deleted); returns (records folded, statistics deleted)."""
         self._need_primary()
         with self._lock:
             batch = Batch()
             folded = self._fold_into(batch)
             self._write(batch)
-            return folded
+            return folded, batch.deleted
 
     def _fold_into(self, batch: Batch) -> int:
         """The journal's removals as statistic changes of ``batch``, its records deleted."""
