@@ -64,6 +64,8 @@ class Batch:
     """Values read ahead in one multi-get (keys the batch does not change)."""
     rev_iter: Any = None  # one iterator over reverse lease references, reused by seeks
     leased: set[bytes] | None = None
+    sessions: dict[tuple[bytes, bytes], str | None] = field(default_factory=dict)
+    """What protects each session looked up in this batch (the first live lease)."""
     """Versions (dv) that have reverse lease references, when read ahead for the batch."""
     followed: list[str] = field(default_factory=list)  # derived versions expired with a source
 
@@ -234,6 +236,7 @@ class StoreCore:
 
     def _write(self, batch: Batch) -> None:
         if batch.removed:
+            self._fold_if_long(batch)  # type: ignore[attr-defined]  # (removal.DfJournalMixin)
             self._journal_removed(batch)
         if batch.df or batch.folded:
             self._apply_df(batch)

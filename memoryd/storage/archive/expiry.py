@@ -130,16 +130,14 @@ class ExpiryMixin(StoreCore):
                     ledger = self._ledger(entry.doc_id.encode(), batch)
                     v = ledger["versions"][entry.version - 1] if ledger else {}
                     report.purged_versions += bool(v.get("purged"))
-            report.keys_deleted = batch.deleted
             report.followed = batch.followed
             if cursor_value is None:
                 batch.wb.delete(keys.cursor(cursor_name))
             else:
                 batch.put(keys.cursor(cursor_name), cursor_value)
-            if batch.removed:
-                self._fold_if_long(batch)
             killpoint("wave_before_batch")
             self._write(batch)
+            report.keys_deleted = batch.deleted  # with the statistics a fold emptied
             killpoint("wave_after_batch")
         return report
 

@@ -6,15 +6,15 @@
   read-modify-write the statistic of every term it held. Each write batch
   that retires versions adds one record per project, ``T 0 project 0 seq``
   -> the terms of every version it removed (newline-separated, a term once
-  per version); the statistic a reader sees is the stored
-  one minus the journal (:meth:`DfJournalMixin._journal_removals`).
+  per version); the statistic a reader sees is the stored one minus the
+  journal (:meth:`DfJournalMixin._journal_removals`).
   :meth:`DfJournalMixin.fold_df_journal` folds the journal into the
-  statistics in one batch: a wave folds once the journal holds
-  :data:`DF_JOURNAL_FOLD_RECORDS` records, and maintenance folds whatever is
-  left when its waves find nothing more due, so many waves' removals of a
-  common term cost one update. The record commits with the retirement and
-  the fold deletes the records it applied in its own batch: a crash at any
-  point leaves the sum exact.
+  statistics in one batch: a retiring batch (a wave, a superseding append, a
+  forget) folds once the journal holds :data:`DF_JOURNAL_FOLD_RECORDS`
+  records, and maintenance folds whatever is left when its waves find nothing
+  more due, so many waves' removals of a common term cost one update. A
+  record commits with its retirement and a fold deletes the records it
+  applied in its own batch: a crash at any point leaves the sum exact.
 """
 
 from __future__ import annotations
