@@ -29,6 +29,9 @@ from memoryd.storage.archive.postings import MAX_TERMS_PER_VERSION, tokenize
 #: A wave folds the journal into the term statistics once it holds this many records.
 DF_JOURNAL_FOLD_RECORDS = 32
 
+#: Most decoded journal records a reader keeps (of every project).
+JOURNAL_CACHE_RECORDS = 4 * DF_JOURNAL_FOLD_RECORDS
+
 
 def version_terms(content: str) -> list[str]:
     """The distinct terms a version's postings are keyed by, in text order (the first
@@ -43,10 +46,11 @@ class DfJournalMixin(StoreCore):
     def _journal_removals(self, project: bytes, terms: Iterable[str]) -> Counter[str]:
         """Versions of each term removed by journal records not yet folded."""
         cache = self._journal_cache
+        prefix = keys.df_journal_prefix(project)
         seen: dict[bytes, Counter[str]] = {}
         out: Counter[str] = Counter()
         wanted = list(terms)
-        for key, raw in self._prefix(keys.df_journal_prefix(project)):
+        for key, raw in self._prefix(prefix):
             counts = cache.get(key)
             if counts is None:
                 counts = _journal_counts(raw)
@@ -55,7 +59,11 @@ class DfJournalMixin(StoreCore):
                 n = counts.get(t)
                 if n:
                     out[t] += n
-        self._journal_cache = seen  # records are immutable; folded ones drop out
+        # records are immutable; the project's folded ones drop out, other projects' stay
+        kept = {k: v for k, v in cache.items() if not k.startswith(prefix)}
+        if len(kept) + len(seen) > JOURNAL_CACHE_RECORDS:
+            kept = {}
+        self._journal_cache = {**kept, **seen}
         return out
 
     def _journal(self) -> Iterator[tuple[bytes, bytes, Counter[str]]]:

@@ -153,3 +153,18 @@ def test_the_lease_read_ahead_finds_exactly_the_versions_with_references(store):
     dvs = {loc: keys.dv(loc.split("@")[0].encode(), 1) for loc in locs}
     store._read_ahead_leased(batch, list(dvs.values()))
     assert batch.leased == {dvs[loc] for loc in leased}
+
+
+def test_journal_reads_of_two_projects_do_not_disturb_each_other(store):
+    for project in ("p", "q"):
+        items = [
+            NewVersion(project, "conversation", f"word{i} common", NOW, NOW - 1) for i in range(3)
+        ]
+        store.append_many(items, now=NOW)
+        store.append_many([NewVersion(project, "durable", "common kept", NOW, None)], now=NOW)
+    retire_all(store, batch_size=1)
+    for _ in range(2):  # each read leaves the other project's decoded records cached
+        assert store.term_stats("p", ["common", "word1"]) == {"common": 1, "word1": 0}
+        assert store.term_stats("q", ["common", "kept"]) == {"common": 1, "kept": 1}
+    store.fold_df_journal()
+    assert store.term_stats("q", ["common", "word2"]) == {"common": 1, "word2": 0}
