@@ -352,6 +352,7 @@ class Maintenance:
             "counts": s.counts(),
             "due_entries": len(due) if len(due) <= 10_000 else ">10000",
             "pending_purge": s.pending_purge(),
+            "df_journal_records": s.df_journal_records(),  # removals not yet folded
             "compaction": s.get_meta(COMPACTION_META),
             "deleted_keys_total": s.deleted_keys_total(),
             "properties": s.properties(),
