@@ -109,6 +109,7 @@ class TickReport:
     purged_versions: int = 0
     keys_deleted: int = 0
     exhausted: bool = False  # no due entry left behind the wave cursor
+    df_journal_folded: int = 0  # document-frequency journal records folded into statistics
     refused: str | None = None  # why retention waves did not run
     disk: dict[str, Any] | None = None
     emergency: dict[str, Any] | None = None
@@ -261,6 +262,9 @@ class Maintenance:
                 report.exhausted = True
                 break
         report.waves = n
+        if report.exhausted:  # nothing more due: the statistics catch up with the waves
+            report.df_journal_folded, deleted = self.store.fold_df_journal()
+            report.keys_deleted += deleted  # emptied term statistics
 
     def _compaction(self, now: float) -> dict[str, Any]:
         """The flush-and-watch trigger; its state survives restarts (archive meta)."""
@@ -348,6 +352,7 @@ class Maintenance:
             "counts": s.counts(),
             "due_entries": len(due) if len(due) <= 10_000 else ">10000",
             "pending_purge": s.pending_purge(),
+            "df_journal_records": s.df_journal_records(),  # removals not yet folded
             "compaction": s.get_meta(COMPACTION_META),
             "deleted_keys_total": s.deleted_keys_total(),
             "properties": s.properties(),

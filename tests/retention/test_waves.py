@@ -11,6 +11,7 @@ from memoryd.retention.boundary import Boundary
 from memoryd.retention.policy import RetentionPolicy
 from memoryd.retention.waves import WAVE_CURSOR, run_wave
 from memoryd.storage.archive import ArchiveStore, LeaseRejected, NotLive
+from memoryd.storage.archive.removal import DF_JOURNAL_FOLD_RECORDS
 
 from .conftest import DAY, NOW, POLICY, check_invariants, child, populate, spawn
 
@@ -301,3 +302,31 @@ def test_pins_and_leases_survive_a_wave_racing_requests_from_another_process(pat
             assert store.get(loc)["status"] == ("live" if loc in protected else "expired")
         assert store.verify_postings()["ok"]
         assert won > 0 and done["wave_done"] > 10
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_at", ["wave_before_batch", "wave_after_batch"])
+def test_sigkill_around_a_wave_that_folds_the_statistics_journal(path, kill_at):
+    """A wave that finds the document-frequency journal long folds it in its own
+    batch: killed before the batch nothing is folded, after it the journal holds only
+    the wave's record; either way the statistics stay exact and a rerun finishes."""
+    with ArchiveStore.open_primary(path) as store:
+        docs = populate(store, 120)
+        fresh = [loc for loc, (_, d) in docs.items() if not d]
+        for loc in fresh[:DF_JOURNAL_FOLD_RECORDS]:  # one journal record each
+            store.forget([loc.split("@")[0]], now=NOW)
+        assert store.df_journal_records() == DF_JOURNAL_FOLD_RECORDS
+    args = ("wave", str(path), str(NOW), "64", "4096")
+    code, _, err = child(*args, env={"MEMORYD_KILL_AT": kill_at})
+    assert code == -signal.SIGKILL, err
+    with ArchiveStore.open_primary(path) as store:
+        folded = kill_at == "wave_after_batch"
+        assert store.df_journal_records() == (1 if folded else DF_JOURNAL_FOLD_RECORDS)
+        assert store.verify_postings()["ok"]
+    code, _, err = child(*args)
+    assert code == 0, err
+    with ArchiveStore.open_primary(path) as store:
+        due = [loc for loc, (_, d) in docs.items() if d]
+        assert all(store.get(loc)["status"] == "expired" for loc in due)
+        assert store.term_stats("p", ["shared", "uniq119"]) == {"shared": 60 - 32, "uniq119": 1}
+        assert store.pending_purge() == 0 and store.verify_postings()["ok"]

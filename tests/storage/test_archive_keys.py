@@ -160,3 +160,20 @@ def test_derived_references_round_trip(source, derived):
     key = keys.derived(source, derived)
     assert key.startswith(keys.derived_prefix(source))
     assert keys.derived_doc_of(key, source) == derived
+
+
+@given(projects, projects, terms, u64s)
+def test_the_statistics_journal_never_meets_a_statistic(project, other, term, seq):
+    """Journal records sit apart from every project's statistics (a project never
+    starts with NUL), a project's records under its own prefix, and the journal's
+    record number after every statistic (so a file of folded statistics never ends
+    on a term)."""
+    record = keys.df_journal(project, seq)
+    stat = keys.termstat(other, term)
+    assert keys.df_journal_project(record) == project
+    assert record.startswith(keys.df_journal_prefix(project)) and record < stat
+    assert not stat.startswith(keys.df_journal_prefix())
+    assert stat < keys.DF_JOURNAL_SEQ < keys.prefix_end(keys.TERMSTAT)
+    if other != project:
+        assert not keys.df_journal(other, seq).startswith(keys.df_journal_prefix(project))
+    assert any(begin <= record < end for begin, end in keys.content_ranges(project))

@@ -13,16 +13,20 @@ Model
 * A **document** has a project, a retention class, an optional session and a
   ledger of **versions** (1, 2, ...). Only the current version can be live;
   appending a new version supersedes the previous one. A version's status is
-  ``live``, ``superseded`` or ``expired``; the ledger keeps every version's
-  metadata forever, so a locator of a retired version answers with its true
-  status and never with a newer version's content.
+  ``live``, ``superseded`` or ``expired``; the ledger keeps every version
+  forever, so a locator of a retired version answers with its true status and
+  never with a newer version's content. Once a retired version's content is
+  purged it keeps only its status and times (a document with nothing else
+  left is a packed tombstone ledger: :func:`~.codec.encode_ledger`).
 * A **locator** is ``"<doc_id>@<version>"``.
 * The canonical payload (content plus optional JSON ``meta``) is stored
   zstd-compressed. Derived **postings** (exact lowercase ``\\w+`` terms with
   their frequency, positions and turn structure: :mod:`.positions`) and
   per-project term/corpus statistics make exact-term search cheap; they
   count live versions only and can be rebuilt from the canonical payloads
-  (:meth:`ArchiveStore.rebuild_postings`).
+  (:meth:`ArchiveStore.rebuild_postings`). Retiring a version journals its
+  terms (one record per batch) instead of updating each term's statistic;
+  the journal is folded in later (:mod:`~.removal`).
 * Every expirable live version has one **expiry entry**
   ``E <bucket:u64> <class:u8> <doc> 0x00 <version:u32>`` -> generation: time
   bucket first, fixed-width big endian, so byte order is time order and a due
@@ -45,7 +49,8 @@ docstring is the table). The store's parts: :mod:`~.keys`, :mod:`~.codec`
 (payloads), :mod:`~.records` (value types, input checks), :mod:`~.core` (the
 handle, the lock, batched writes), :mod:`~.ledgers`, :mod:`~.expiry`,
 :mod:`~.protections` (pins, leases, reverse refs), :mod:`~.access`,
-:mod:`~.postings` (postings, statistics, BM25 and excerpts), :mod:`~.meta`,
+:mod:`~.postings` (postings, statistics, BM25 and excerpts), :mod:`~.removal`
+(what retiring a version removes: its terms, the statistics' journal), :mod:`~.meta`,
 and :mod:`~.migrate` (the raw copy/compare of a format migration).
 """
 

@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from rocksdict import AccessType, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
+from rocksdict import (
+    AccessType,
+    BlockBasedOptions,
+    Cache,
+    Options,
+    Rdict,
+    ReadOptions,
+    WriteBatch,
+    WriteOptions,
+)
 
 from memoryd import killpoints
 from memoryd.errors import (
@@ -33,6 +42,9 @@ from memoryd.storage.archive.records import VersionInfo, parse_locator
 #: Width of an expiry time bucket, fixed when the archive is created (stored in meta).
 DEFAULT_BUCKET_SECONDS = 3600
 
+#: Block cache of one open archive (RocksDB's default is 8 MiB).
+BLOCK_CACHE_BYTES = 32 * 1024 * 1024
+
 
 @dataclass
 class Batch:
@@ -41,11 +53,20 @@ class Batch:
     wb: WriteBatch = field(default_factory=lambda: WriteBatch(raw_mode=True))
     ledgers: dict[bytes, dict[str, Any]] = field(default_factory=dict)
     df: Counter[tuple[bytes, str]] = field(default_factory=Counter)
+    removed: dict[bytes, list[str]] = field(default_factory=dict)
+    """Terms of versions leaving the statistics (once per version), per project: one
+    journal record each (:meth:`StoreCore._write`), folded into the statistics later."""
+    folded: dict[bytes, Counter[str]] = field(default_factory=dict)
+    """Journal removals this batch folds into the term statistics, per project."""
     corpus: dict[bytes, list[int]] = field(default_factory=dict)
     deleted: int = 0
     reads: dict[bytes, bytes | None] = field(default_factory=dict)
     """Values read ahead in one multi-get (keys the batch does not change)."""
     rev_iter: Any = None  # one iterator over reverse lease references, reused by seeks
+    leased: set[bytes] | None = None
+    sessions: dict[tuple[bytes, bytes], str | None] = field(default_factory=dict)
+    """What protects each session looked up in this batch (the first live lease)."""
+    """Versions (dv) that have reverse lease references, when read ahead for the batch."""
     followed: list[str] = field(default_factory=list)  # derived versions expired with a source
 
     def put(self, key: bytes, value: bytes) -> None:
@@ -77,6 +98,10 @@ class StoreCore:
         self._wopt = WriteOptions()
         self._wopt.sync = sync
         self._closed = False
+        self._queued_terms: dict[bytes, list[str]] = {}
+        """Terms of versions queued for purge by this process (a purge skips decoding)."""
+        self._journal_cache: dict[bytes, Counter[str]] = {}
+        """Decoded document-frequency journal records (immutable), by key."""
         self._read_format()
         self.admission: Callable[[int], None] | None = None
         """Called with the encoded size before every append; may raise :class:`DiskLow`."""
@@ -92,6 +117,12 @@ class StoreCore:
     def _options(create: bool) -> Options:
         opts = Options(raw_mode=True)
         opts.create_if_missing(create)
+        # Bloom filters: the checks of a wave look up pins and retrieval leases that
+        # almost never exist; without a filter each miss reads a block of every level.
+        table = BlockBasedOptions()
+        table.set_bloom_filter(10, False)
+        table.set_block_cache(Cache(BLOCK_CACHE_BYTES))
+        opts.set_block_based_table_factory(table)
         # Files full of deletes are picked up by background compaction after a flush.
         opts.add_compact_on_deletion_collector_factory(4096, 1024, 0.3)
         opts.set_max_background_jobs(2)
@@ -204,20 +235,16 @@ class StoreCore:
             )
 
     def _write(self, batch: Batch) -> None:
+        if batch.removed:
+            self._fold_if_long(batch)  # type: ignore[attr-defined]  # (removal.DfJournalMixin)
+            self._journal_removed(batch)
+        if batch.df or batch.folded:
+            self._apply_df(batch)
         if batch.deleted:
             total = self._get_u64(keys.DELETED_KEYS) + batch.deleted
             batch.put(keys.DELETED_KEYS, keys.U64.pack(total))
         for key, ledger in batch.ledgers.items():
-            batch.put(key, orjson.dumps(ledger))
-        if batch.df:
-            stat_keys = [keys.termstat(p, t.encode()) for (p, t) in batch.df]
-            current = self._db.get(stat_keys)
-            for key, raw, delta in zip(stat_keys, current, batch.df.values(), strict=True):
-                value = (keys.U64.unpack(raw)[0] if raw else 0) + delta
-                if value > 0:
-                    batch.put(key, keys.U64.pack(value))
-                elif raw is not None:
-                    batch.wb.delete(key)
+            batch.put(key, codec.encode_ledger(ledger))
         for project, (dv, dl) in batch.corpus.items():
             stats = self.corpus_stats_raw(project)
             batch.put(
@@ -226,6 +253,33 @@ class StoreCore:
             )
         if len(batch.wb):
             self._db.write(batch.wb, self._wopt)
+
+    def _journal_removed(self, batch: Batch) -> None:
+        """One journal record per project for the terms leaving the statistics: a
+        wave writes one key instead of a read-modify-write of every term it held."""
+        seq = self._get_u64(keys.DF_JOURNAL_SEQ)
+        for project, terms in batch.removed.items():
+            seq += 1
+            batch.put(keys.df_journal(project, seq), "\n".join(terms).encode())
+        batch.put(keys.DF_JOURNAL_SEQ, keys.U64.pack(seq))
+
+    def _apply_df(self, batch: Batch) -> None:
+        """Document-frequency changes (appends', folded removals) into the term
+        statistics, one multi-get; a statistic that reaches zero is deleted."""
+        deltas = {keys.termstat(p, t.encode()): d for (p, t), d in batch.df.items()}
+        for project, counts in batch.folded.items():
+            head = keys.termstat(project, b"")
+            for term, n in zip(keys.encode_terms(list(counts)), counts.values(), strict=True):
+                key = head + term
+                deltas[key] = deltas.get(key, 0) - n
+        stat_keys = list(deltas)
+        current = self._db.get(stat_keys)
+        for key, raw, delta in zip(stat_keys, current, deltas.values(), strict=True):
+            value = (keys.U64.unpack(raw)[0] if raw else 0) + delta
+            if value > 0:
+                batch.put(key, keys.U64.pack(value))
+            elif raw is not None:
+                batch.delete(key)
 
     def _get_json(self, key: bytes) -> Any:
         raw = self._db.get(key)
@@ -272,7 +326,7 @@ class StoreCore:
         if batch is not None and key in batch.ledgers:
             return batch.ledgers[key]
         raw = self._get(key, batch)
-        return None if raw is None else orjson.loads(raw)
+        return None if raw is None else codec.decode_ledger(raw)
 
     def _version_ledger(self, locator: str) -> tuple[bytes, int, dict[str, Any]]:
         """``(doc, version, ledger)`` of a locator; raises :class:`LocatorNotFound`."""
@@ -294,15 +348,39 @@ class StoreCore:
         if batch is None:
             yield from self._prefix(prefix, fill_cache=False)
             return
-        if batch.rev_iter is None:
-            ropt = ReadOptions()
-            ropt.fill_cache(False)
-            batch.rev_iter = self._db.iter(ropt)
-        it = batch.rev_iter
+        if batch.leased is not None and version not in batch.leased:
+            return
+        it = self._rev_iter(batch)
         it.seek(prefix)
         while it.valid() and it.key().startswith(prefix):
             yield it.key(), it.value()
             it.next()
+
+    def _rev_iter(self, batch: Batch) -> Any:
+        if batch.rev_iter is None:
+            ropt = ReadOptions()
+            ropt.fill_cache(False)
+            batch.rev_iter = self._db.iter(ropt)
+        return batch.rev_iter
+
+    def _read_ahead_leased(self, batch: Batch, versions: list[bytes]) -> None:
+        """Which of ``versions`` have reverse lease references, walking them in key
+        order with one iterator: a seek only where a reference may lie (none at
+        all when no version has one), instead of one seek per version."""
+        it = self._rev_iter(batch)
+        leased: set[bytes] = set()
+        current: bytes | None = None
+        for version in sorted(set(versions)):
+            prefix = keys.rev_prefix(version)
+            if current is not None and current < prefix:
+                current = None
+            if current is None:
+                it.seek(prefix)
+                current = it.key() if it.valid() else b"\xff"  # past every key
+            if current.startswith(prefix):
+                leased.add(version)
+                current = None  # the next version seeks again
+        batch.leased = leased
 
     def _expiry_key(self, expires_at: float, cls: str, doc: bytes, ver: int) -> bytes:
         bucket = int(expires_at // self.bucket_seconds)

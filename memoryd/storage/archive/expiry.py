@@ -116,6 +116,7 @@ class ExpiryMixin(StoreCore):
         with self._lock:
             batch = Batch()
             self._read_ahead(batch, self._wave_keys(entries))
+            self._read_ahead_leased(batch, [keys.dv(e.doc_id.encode(), e.version) for e in entries])
             for entry in entries:
                 outcome = self._decide(
                     batch,
@@ -129,7 +130,6 @@ class ExpiryMixin(StoreCore):
                     ledger = self._ledger(entry.doc_id.encode(), batch)
                     v = ledger["versions"][entry.version - 1] if ledger else {}
                     report.purged_versions += bool(v.get("purged"))
-            report.keys_deleted = batch.deleted
             report.followed = batch.followed
             if cursor_value is None:
                 batch.wb.delete(keys.cursor(cursor_name))
@@ -137,6 +137,7 @@ class ExpiryMixin(StoreCore):
                 batch.put(keys.cursor(cursor_name), cursor_value)
             killpoint("wave_before_batch")
             self._write(batch)
+            report.keys_deleted = batch.deleted  # with the statistics a fold emptied
             killpoint("wave_after_batch")
         return report
 
@@ -166,7 +167,7 @@ class ExpiryMixin(StoreCore):
         if ledger is not None and entry.version <= len(ledger["versions"]):
             v = ledger["versions"][entry.version - 1]
         if v is None or v["gen"] != entry.generation or v["status"] != "live":
-            batch.wb.delete(entry.key)
+            batch.delete(entry.key)
             return "stale"
         if deadline_of is not None and not v.get("override", False):
             deadline = deadline_of(ledger["class"], v["created_at"])

@@ -11,6 +11,10 @@ every version of one document is contiguous and in version order::
     V dv                         canonical payload (encoded, zstd)
     P project 0 term 0 dv        posting -> frequency, positions, turns (positions.py)
     T project 0 term             document frequency over live versions (u64)
+    T 0 project 0 seq:u64        document-frequency journal: removals of one batch
+                                 (orjson {term: n}), folded into ``T project 0 term``
+                                 later (a project never starts with NUL)
+    T 0xFF df_journal_seq        the journal's last record number (u64)
     S project                    corpus stats (orjson: versions, length)
     E bucket:u64 class:u8 dv     expiry index -> generation (u32)
     U dv                         purge queue -> last term purged (resume point)
@@ -64,6 +68,9 @@ SESSION_REF, SESSION_FWD, DERIVED = b"W", b"Y", b"X"
 FORMAT = META + b"format"
 DEGRADED = META + b"degraded"
 DELETED_KEYS = META + b"deleted_keys"
+#: The journal's last record number. It sorts after every statistic (UTF-8 never holds
+#: 0xFF) and every journal write carries it, so a file's key range never ends on a term.
+DF_JOURNAL_SEQ = TERMSTAT + b"\xffdf_journal_seq"
 
 
 def prefix_end(prefix: bytes) -> bytes | None:
@@ -144,6 +151,18 @@ def postings_of(project: bytes, terms: list[bytes], version: bytes) -> list[byte
     return [head + term + tail for term in terms]
 
 
+def encode_terms(terms: list[str]) -> list[bytes]:
+    """``terms`` as bytes, encoded in one call (terms are ``\\w+`` runs: never NUL)."""
+    return "\x00".join(terms).encode().split(SEP) if terms else []
+
+
+def version_postings(project: bytes, terms: list[str], version: bytes) -> list[bytes]:
+    """The posting keys of one version's terms (what :func:`postings_of` builds, from
+    ``str`` terms in one encode)."""
+    head, tail = POSTING + project + SEP, SEP + version
+    return [head + term + tail for term in encode_terms(terms)]
+
+
 def parse_posting(key: bytes) -> tuple[bytes, bytes, bytes]:
     """``(project, term, dv)`` of a posting key."""
     i = key.index(SEP, 1)
@@ -153,6 +172,19 @@ def parse_posting(key: bytes) -> tuple[bytes, bytes, bytes]:
 
 def termstat(project: bytes, term: bytes) -> bytes:
     return TERMSTAT + project + SEP + term
+
+
+def df_journal_prefix(project: bytes | None = None) -> bytes:
+    """Where the document-frequency journal (of ``project``, or of every project) lives."""
+    return TERMSTAT + SEP + (b"" if project is None else project + SEP)
+
+
+def df_journal(project: bytes, seq: int) -> bytes:
+    return df_journal_prefix(project) + U64.pack(seq)
+
+
+def df_journal_project(key: bytes) -> bytes:
+    return key[2:-9]
 
 
 def corpus(project: bytes) -> bytes:
@@ -169,7 +201,7 @@ def content_ranges(project: bytes | None = None) -> list[tuple[bytes, bytes | No
     if project is None:
         families = (PAYLOAD, POSTING, TERMSTAT)
         return [(f, prefix_end(f)) for f in families]
-    own = (POSTING + project + SEP, TERMSTAT + project + SEP)
+    own = (POSTING + project + SEP, TERMSTAT + project + SEP, df_journal_prefix(project))
     return [(PAYLOAD, prefix_end(PAYLOAD))] + [(p, prefix_end(p)) for p in own]
 
 

@@ -10,8 +10,6 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import orjson
-
 from memoryd.errors import ArchiveError, ForeignProject, LocatorNotFound, NotLive
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.core import Batch, StoreCore, killpoint
@@ -34,6 +32,10 @@ from memoryd.storage.archive.records import (
     parse_locator,
     utc_iso,
 )
+from memoryd.storage.archive.removal import version_terms
+
+#: Most versions whose terms a process keeps between queueing and purging them.
+QUEUED_TERMS_MAX = 100_000
 
 #: Cursor of the purge queue's head (the queue key of the last version purged).
 PURGE_HEAD = "archive.purge_head"
@@ -107,7 +109,7 @@ class LedgersMixin(StoreCore):
         start = keys.doc_after(after.encode() if after else None)
         out: list[VersionInfo] = []
         for key, raw in self._scan(start, keys.prefix_end(keys.DOC)):
-            ledger = orjson.loads(raw)
+            ledger = codec.decode_ledger(raw)
             if project is not None and ledger["project"] != project:
                 continue
             doc = keys.doc_of(key)
@@ -122,7 +124,7 @@ class LedgersMixin(StoreCore):
         by_class = Counter[str]()
         docs = live_bytes = pending = 0
         for _, raw in self._prefix(keys.DOC, fill_cache=False):
-            ledger = orjson.loads(raw)
+            ledger = codec.decode_ledger(raw)
             docs += 1
             for v in ledger["versions"]:
                 by_status[v["status"]] += 1
@@ -333,27 +335,31 @@ class LedgersMixin(StoreCore):
         dv = keys.dv(doc, ver)
         raw = self._get(keys.payload(dv), batch)
         project = ledger["project"].encode()
-        counts: dict[str, int] = {}
+        terms: list[str] = []
         if raw is not None:
-            counts, _ = term_counts(codec.decode_payload(raw)["content"])
-            for term in counts:
-                batch.df[(project, term)] -= 1
+            terms = version_terms(codec.decode_payload(raw)["content"])
+            batch.removed.setdefault(project, []).extend(terms)
         c = batch.corpus.setdefault(project, [0, 0])
         c[0] -= 1
         c[1] -= v["len"]
         if v["expires_at"] is not None:
-            batch.wb.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
+            batch.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
         v["status"] = status
         v["retired_at"] = now
         batch.ledgers[keys.doc(doc)] = ledger
         if status == "expired":
             self._follow_sources(batch, doc, now)
-        if len(counts) + 1 > purge_budget:
+        if len(terms) + 1 > purge_budget:
             batch.put(keys.purge(dv), b"")
+            if len(self._queued_terms) >= QUEUED_TERMS_MAX:
+                self._queued_terms.clear()
+            self._queued_terms[dv] = terms
             return 0
         before = batch.deleted
-        for key in keys.postings_of(project, [t.encode() for t in counts], dv):
-            batch.delete(key)
+        delete = batch.wb.delete
+        for key in keys.version_postings(project, terms, dv):
+            delete(key)
+        batch.deleted += len(terms)
         if raw is not None:
             batch.delete(keys.payload(dv))
         v["purged"] = True  # its request record stays: a redo answers "expired"
@@ -460,7 +466,7 @@ class LedgersMixin(StoreCore):
                 ledger = self._ledger(doc_id.encode(), packed)
                 project = ledger["project"].encode() if ledger else b""
                 raw = self._db.get(keys.payload(dv))
-                terms = self._purge_terms(raw, resume)
+                terms = self._purge_terms(dv, raw, resume)
                 if left <= 0 or (packed.deleted and len(terms) + 1 > left):
                     remaining = True  # the next call starts here (the head cursor)
                     break
@@ -476,12 +482,14 @@ class LedgersMixin(StoreCore):
                     budget = left = budget - len(chunk)
                     if budget <= 0:
                         return PurgeReport(versions, deleted, True)
-                for term in terms:
-                    packed.delete(keys.posting(project, term, dv))
+                for key_ in keys.postings_of(project, terms, dv):
+                    packed.wb.delete(key_)
+                packed.deleted += len(terms)
                 if raw is not None:
                     packed.delete(keys.payload(dv))
                 packed.wb.delete(key)
                 packed.put(keys.cursor(PURGE_HEAD), key)
+                self._queued_terms.pop(dv, None)
                 if ledger is not None:
                     ledger["versions"][ver - 1]["purged"] = True  # a redo answers "expired"
                     packed.ledgers[keys.doc(doc_id.encode())] = ledger
@@ -492,13 +500,15 @@ class LedgersMixin(StoreCore):
                 deleted += packed.deleted
         return PurgeReport(versions, deleted, remaining)
 
-    @staticmethod
-    def _purge_terms(raw: bytes | None, resume: bytes) -> list[bytes]:
-        """The posting terms of a payload still to delete (after ``resume``), in order."""
+    def _purge_terms(self, dv: bytes, raw: bytes | None, resume: bytes) -> list[bytes]:
+        """The posting terms of a payload still to delete (after ``resume``), in order
+        (the terms its retirement found, when this process retired it)."""
+        known = self._queued_terms.get(dv)
         if raw is None:
             return []
-        counts, _ = term_counts(codec.decode_payload(raw)["content"])
-        terms = sorted(t.encode() for t in counts)
+        if known is None:
+            known = version_terms(codec.decode_payload(raw)["content"])
+        terms = sorted(keys.encode_terms(known))
         return [t for t in terms if t > resume] if resume else terms
 
     def _purge_queue(self) -> Iterator[tuple[bytes, bytes]]:

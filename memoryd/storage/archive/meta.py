@@ -92,12 +92,16 @@ class MetaMixin(StoreCore):
             self._db.compact_range(begin, end, opts)
 
     def compact_content(self, project: str | None = None) -> None:
-        """:meth:`compact_ranges` over the ranges that held content (``project``'s only)."""
+        """:meth:`compact_ranges` over the ranges that held content (``project``'s only),
+        after folding the document-frequency journal (which names removed terms)."""
+        self.fold_df_journal()
         self.compact_ranges(keys.content_ranges(None if project is None else project.encode()))
 
     def compact_all(self) -> None:
-        """Full manual compaction (operator request only: unbounded I/O)."""
+        """Full manual compaction (operator request only: unbounded I/O), after folding
+        the document-frequency journal."""
         self._need_primary()
+        self.fold_df_journal()
         self._db.compact_range(None, None)
 
     def latest_sequence_number(self) -> int:

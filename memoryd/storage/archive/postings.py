@@ -70,7 +70,11 @@ class PostingsMixin(StoreCore):
         p = check_project(project)
         terms = list(dict.fromkeys(terms))
         raws = self._db.get([keys.termstat(p, t.encode()) for t in terms]) if terms else []
-        return {t: (keys.U64.unpack(r)[0] if r else 0) for t, r in zip(terms, raws, strict=True)}
+        removed = self._journal_removals(p, terms) if terms else {}
+        return {
+            t: (keys.U64.unpack(r)[0] if r else 0) - removed.get(t, 0)
+            for t, r in zip(terms, raws, strict=True)
+        }
 
     def postings(self, project: str, term: str) -> Iterator[tuple[str, int]]:
         """``(locator, tf)`` of every posting of ``term`` (tombstoned versions included:
@@ -164,7 +168,7 @@ class PostingsMixin(StoreCore):
         corpus: dict[bytes, list[int]] = {}
         for key, raw in self._prefix(keys.DOC, fill_cache=False):
             doc = keys.doc_of(key)
-            ledger = orjson.loads(raw)
+            ledger = codec.decode_ledger(raw)
             project = ledger["project"].encode()
             for i, v in enumerate(ledger["versions"]):
                 if v["status"] != "live":
@@ -198,7 +202,7 @@ class PostingsMixin(StoreCore):
             ledger = self._ledger(doc_id.encode())
             if ledger and ledger["versions"][ver - 1]["status"] == "live":
                 have_p[key] = raw
-        have_d = dict(self._prefix(keys.TERMSTAT, fill_cache=False))
+        have_d = self._effective_termstats()
         have_d.update(
             (k, orjson.dumps(orjson.loads(v)))
             for k, v in self._prefix(keys.CORPUS, fill_cache=False)
@@ -213,6 +217,19 @@ class PostingsMixin(StoreCore):
             "extra": extra,
             "stats_mismatch": mism,
         }
+
+    def _effective_termstats(self) -> dict[bytes, bytes]:
+        """Every stored term statistic with the journal's removals applied (none at zero)."""
+        stats = {
+            k: keys.U64.unpack(v)[0]
+            for k, v in self._prefix(keys.TERMSTAT, fill_cache=False)
+            if not k.startswith(keys.df_journal_prefix()) and k != keys.DF_JOURNAL_SEQ
+        }
+        for _, project, counts in self._journal():
+            for term, n in counts.items():
+                stat = keys.termstat(project, term.encode())
+                stats[stat] = stats.get(stat, 0) - n
+        return {k: keys.U64.pack(n) for k, n in stats.items() if n > 0}
 
     def rebuild_postings(self) -> dict[str, int]:
         """Drop and rebuild postings and statistics from the live canonical payloads.

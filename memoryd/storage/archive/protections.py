@@ -141,6 +141,14 @@ class ProtectionsMixin(StoreCore):
         if ledger is None or not ledger.get("session") or ver != ledger["current"]:
             return None
         project, session = ledger["project"].encode(), ledger["session"].encode()
+        if batch is None:
+            return self._session_guard(project, session, now)
+        if (project, session) not in batch.sessions:  # a wave holds many of a session's
+            batch.sessions[project, session] = self._session_guard(project, session, now)
+        return batch.sessions[project, session]
+
+    def _session_guard(self, project: bytes, session: bytes, now: float) -> str | None:
+        """``"session:<client>"`` of the first live lease on a session, or None."""
         prefix = keys.session_ref_prefix(project, session)
         for key, epoch_raw in self._prefix(prefix, fill_cache=False):
             client = keys.session_ref_client(key, project, session)

@@ -9,10 +9,17 @@ from memoryd.storage.archive.ledgers import LedgersMixin
 from memoryd.storage.archive.meta import MetaMixin
 from memoryd.storage.archive.postings import PostingsMixin
 from memoryd.storage.archive.protections import ProtectionsMixin
+from memoryd.storage.archive.removal import DfJournalMixin
 
 
 class ArchiveStore(
-    LedgersMixin, ExpiryMixin, ProtectionsMixin, AccessMixin, PostingsMixin, MetaMixin
+    LedgersMixin,
+    ExpiryMixin,
+    ProtectionsMixin,
+    AccessMixin,
+    PostingsMixin,
+    DfJournalMixin,
+    MetaMixin,
 ):
     """An open archive. Use :meth:`open_primary` or :meth:`open_secondary`.
 

@@ -1,0 +1,170 @@
+"""Removing versions from the derived layer (real RocksDB): the document-frequency
+journal, tombstone ledgers and the wave's lease read-ahead."""
+
+from __future__ import annotations
+
+from memoryd.storage.archive import NewVersion, codec, keys
+from memoryd.storage.archive.core import Batch
+from memoryd.storage.archive.removal import DF_JOURNAL_FOLD_RECORDS, version_terms
+
+NOW = 1_700_000_000.0
+DAY = 86400.0
+
+
+def add(store, texts, *, due=True, session=None):
+    deadline = NOW - 1 if due else NOW + DAY
+    items = [
+        NewVersion("p", "conversation", t, NOW - DAY, deadline, session=session) for t in texts
+    ]
+    return [r.locator for r in store.append_many(items, now=NOW)]
+
+
+def retire_all(store, batch_size=4):
+    due = store.expiry_entries(until=NOW, limit=10_000)
+    for i in range(0, len(due), batch_size):
+        store.retire_due(due[i : i + batch_size], now=NOW, cursor_name="w", cursor_value=None)
+
+
+def journal_keys(store):
+    return [k for k, _ in store._prefix(keys.df_journal_prefix())]
+
+
+def test_version_terms_are_the_posted_terms_in_text_order():
+    assert version_terms("Beta alpha BETA gamma_1 " + "x" * 65) == ["beta", "alpha", "gamma_1"]
+
+
+def test_retired_terms_leave_the_statistics_before_and_after_the_fold(store):
+    add(store, ["shared apple", "shared pear", "shared plum"], due=False)
+    add(store, [f"shared apple gone{i}" for i in range(6)])
+    assert store.term_stats("p", ["shared", "apple"]) == {"shared": 9, "apple": 7}
+    retire_all(store)
+    assert journal_keys(store), "retirements are journaled, not applied per term"
+    assert store.term_stats("p", ["shared", "apple", "gone3", "pear"]) == {
+        "shared": 3,
+        "apple": 1,
+        "gone3": 0,
+        "pear": 1,
+    }
+    assert store.verify_postings()["ok"]
+    records = len(journal_keys(store))
+    assert records > 0 and store.fold_df_journal() == (records, 6)  # gone0..gone5 emptied
+    assert journal_keys(store) == []
+    assert store._db.get(keys.termstat(b"p", b"gone3")) is None  # emptied: deleted
+    assert store.term_stats("p", ["shared", "apple", "gone3"]) == {
+        "shared": 3,
+        "apple": 1,
+        "gone3": 0,
+    }
+    assert store.verify_postings()["ok"]
+
+
+def test_a_wave_folds_the_journal_once_it_is_long(store):
+    add(store, [f"common word{i}" for i in range(DF_JOURNAL_FOLD_RECORDS + 3)])
+    retire_all(store, batch_size=1)  # one journal record per wave
+    assert 0 < len(journal_keys(store)) < DF_JOURNAL_FOLD_RECORDS
+    assert store.term_stats("p", ["common"]) == {"common": 0}
+    assert store.verify_postings()["ok"]
+
+
+def test_rebuild_drops_the_journal_with_the_statistics(store):
+    add(store, ["kept words"], due=False)
+    add(store, ["gone words"])
+    retire_all(store)
+    store.rebuild_postings()
+    assert journal_keys(store) == []
+    assert store.term_stats("p", ["words", "gone"]) == {"words": 1, "gone": 0}
+
+
+def test_an_expired_purged_document_keeps_a_packed_tombstone_ledger(store):
+    [loc] = add(store, ["a transcript line " * 20], session="s1")
+    before = len(store._db.get(keys.doc(loc.split("@")[0].encode())))
+    retire_all(store)
+    raw = store._db.get(keys.doc(loc.split("@")[0].encode()))
+    assert raw[:1] == b"\x01" and len(raw) < 64 < before
+    got = store.get(loc)
+    assert got["status"] == "expired" and got["session"] == "s1" and "content" not in got
+    assert got["expired_at"] == "2023-11-14T22:13:20Z"
+    info = store.version_info(loc)
+    assert (info.status, info.purged, info.created_at, info.cls) == (
+        "expired",
+        True,
+        NOW - DAY,
+        "conversation",
+    )
+
+
+def test_a_superseded_purged_version_keeps_only_status_and_times(store):
+    first = store.append("p", "conversation", "old text", created_at=NOW, expires_at=None, now=NOW)
+    second = store.append(
+        "p", "conversation", "new text", created_at=NOW, expires_at=None, doc_id=first.doc_id
+    )
+    store.purge_pending()
+    ledger = store._db.get(keys.doc(first.doc_id.encode()))
+    assert ledger[:1] == b"{" and b"sha256" in ledger  # the live version keeps everything
+    old = codec.decode_ledger(ledger)["versions"][0]
+    assert {k for k, v in old.items() if v not in (0, None, "", False)} <= {
+        "status",
+        "created_at",
+        "retired_at",
+        "purged",
+    }
+    assert store.get(first.locator)["superseded_by"] == second.locator
+
+
+def test_ledger_codec_round_trips_what_a_tombstone_keeps():
+    ledger = {
+        "project": "prøject",
+        "class": "ephemeral",
+        "session": None,
+        "created_at": 12.5,
+        "current": 2,
+        "versions": [
+            {"status": "superseded", "created_at": 12.5, "retired_at": 13.0, "purged": True},
+            {
+                "status": "expired",
+                "created_at": 13.0,
+                "retired_at": 99.25,
+                "purged": True,
+                "forgotten": True,
+                "sha256": "ab" * 32,
+                "len": 3,
+            },
+        ],
+    }
+    raw = codec.encode_ledger(ledger)
+    assert raw[:1] == b"\x01"
+    back = codec.decode_ledger(raw)
+    assert {k: back[k] for k in ("project", "class", "session", "created_at", "current")} == {
+        k: ledger[k] for k in ("project", "class", "session", "created_at", "current")
+    }
+    assert [(v["status"], v["created_at"], v["retired_at"]) for v in back["versions"]] == [
+        ("superseded", 12.5, 13.0),
+        ("expired", 13.0, 99.25),
+    ]
+    assert back["versions"][1]["forgotten"] and "forgotten" not in back["versions"][0]
+    assert codec.encode_ledger({**ledger, "derived": True})[:1] == b"{"  # more than a tombstone
+
+
+def test_the_lease_read_ahead_finds_exactly_the_versions_with_references(store):
+    locs = add(store, [f"text {i}" for i in range(30)], due=False)
+    leased = {locs[3], locs[17], locs[29]}
+    store.acquire_leases("agent", "p", sorted(leased), ttl=3600, now=NOW)
+    batch = Batch()
+    dvs = {loc: keys.dv(loc.split("@")[0].encode(), 1) for loc in locs}
+    store._read_ahead_leased(batch, list(dvs.values()))
+    assert batch.leased == {dvs[loc] for loc in leased}
+
+
+def test_journal_reads_of_two_projects_do_not_disturb_each_other(store):
+    for project in ("p", "q"):
+        items = [
+            NewVersion(project, "conversation", f"word{i} common", NOW, NOW - 1) for i in range(3)
+        ]
+        store.append_many(items, now=NOW)
+        store.append_many([NewVersion(project, "durable", "common kept", NOW, None)], now=NOW)
+    retire_all(store, batch_size=1)
+    for _ in range(2):  # each read leaves the other project's decoded records cached
+        assert store.term_stats("p", ["common", "word1"]) == {"common": 1, "word1": 0}
+        assert store.term_stats("q", ["common", "kept"]) == {"common": 1, "kept": 1}
+    store.fold_df_journal()
+    assert store.term_stats("q", ["common", "word2"]) == {"common": 1, "word2": 0}
