@@ -15,7 +15,6 @@ from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.core import Batch, StoreCore, killpoint
 from memoryd.storage.archive.keys import CLASSES
 from memoryd.storage.archive.positions import posting_values
-from memoryd.storage.archive.postings import term_counts
 from memoryd.storage.archive.records import (
     STATUSES,
     AppendResult,

@@ -60,9 +60,13 @@ def add_sessions(store: ArchiveStore) -> list[str]:
 
 
 def derived_records(store: ArchiveStore) -> dict[bytes, bytes]:
-    """Every live posting (tombstoned versions' ones aside) and statistic."""
+    """Every live posting (tombstoned versions' ones aside) and statistic, with the
+    document-frequency journal of retired versions folded in."""
+    store.fold_df_journal()
     out = {}
     for key, raw in store.raw_items():
+        if key.startswith(keys.df_journal_prefix()) or key == keys.DF_JOURNAL_SEQ:
+            continue
         if key[:1] == keys.POSTING:
             doc, ver = keys.split_dv(keys.parse_posting(key)[2])
             if store.version_info(f"{doc}@{ver}").status != "live":
