@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from memoryd.api import Memoryd
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.config import load_config
 from tests.conftest import status, wait_for
@@ -19,18 +20,20 @@ pytestmark = pytest.mark.slow
 DAY = 86400
 
 
-def archive_sessions(cli, tmp_path: Path, count: int, *, days_old: int, tag: str) -> list[str]:
-    """Archive ``count`` one-turn transcripts created ``days_old`` days ago."""
+def archive_sessions(home: Path, count: int, *, days_old: int, tag: str) -> list[str]:
+    """Archive ``count`` one-turn transcripts created ``days_old`` days ago (through the
+    library, as ``archive add`` does: embedded, or over a running supervisor's socket)."""
     stamp = time.time() - days_old * DAY
     locators = []
-    for i in range(count):
-        path = tmp_path / f"{tag}{i}.jsonl"
-        line = {"role": "user", "content": f"note {tag} number {i} marker{tag}{i}",
-                "timestamp": stamp}  # fmt: skip
-        path.write_bytes(orjson.dumps(line) + b"\n")
-        res = cli("archive", "add", str(path), "--project", "p", "--json")
-        assert res.code == 0, res.stderr
-        locators.append(res.json()["locators"][0])
+    md = Memoryd(home)
+    try:
+        for i in range(count):
+            line = {"role": "user", "content": f"note {tag} number {i} marker{tag}{i}",
+                    "timestamp": stamp}  # fmt: skip
+            added = md.archive_add(orjson.dumps(line) + b"\n", project="p", source=f"{tag}{i}")
+            locators.append(added["locators"][0])
+    finally:
+        md.close()
     return locators
 
 
@@ -45,8 +48,8 @@ def archive_sessions(cli, tmp_path: Path, count: int, *, days_old: int, tag: str
 def test_retention_worker_killed_mid_wave_resumes_idempotently(
     cli, home, tmp_path, background, point, env
 ):
-    old = archive_sessions(cli, tmp_path, 12, days_old=200, tag="old")
-    recent = archive_sessions(cli, tmp_path, 6, days_old=1, tag="new")
+    old = archive_sessions(home, 12, days_old=200, tag="old")
+    recent = archive_sessions(home, 6, days_old=1, tag="new")
     once = tmp_path / "killed"
     run_env = {**env, "MEMORYD_KILL_AT": f"{point}:1", "MEMORYD_KILL_ONCE": str(once),
                "MEMORYD_RETENTION_TICK_SECONDS": "3600"}  # fmt: skip
@@ -70,10 +73,12 @@ def test_retention_worker_killed_mid_wave_resumes_idempotently(
     assert redone, runs
 
     # Every old version expired, every recent one live, through the supervisor path.
-    for loc in old:
-        assert cli("archive", "get", loc, "--json").json()["status"] == "expired"
-    for loc in recent:
-        assert cli("archive", "get", loc, "--json").json()["status"] == "live"
+    md = Memoryd(home)  # over the supervisor's socket, as `archive get` is
+    try:
+        assert [md.archive("get", {"locator": loc})["status"] for loc in old] == ["expired"] * 12
+        assert [md.archive("get", {"locator": loc})["status"] for loc in recent] == ["live"] * 6
+    finally:
+        md.close()
     for i in (0, 5, 11):
         gone = cli("archive", "search", f"markerold{i}", "--project", "p", "--json").json()
         assert gone["status"] == "abstained" and gone["items"] == []
@@ -93,12 +98,12 @@ def test_retention_worker_killed_mid_wave_resumes_idempotently(
 
 
 def test_supervisor_routes_archive_work_to_one_retention_worker(cli, home, tmp_path, background):
-    archive_sessions(cli, tmp_path, 2, days_old=1, tag="a")
+    archive_sessions(home, 2, days_old=1, tag="a")
     sup = background("run", "--workers", "2")
     sup.wait_running(2)
     worker = wait_for(lambda: status(home)["supervisor"]["retention_worker"], what="retention")
     # while the supervisor runs, the archive is its retention worker's alone
-    archive_sessions(cli, tmp_path, 2, days_old=1, tag="b")
+    archive_sessions(home, 2, days_old=1, tag="b")
     for tag in ("a1", "b0"):
         found = cli("archive", "search", f"marker{tag}", "--project", "p", "--json").json()
         assert found["status"] == "ok" and len(found["items"]) == 1
