@@ -18,10 +18,9 @@ demo: $(STAMP)
 readme: $(STAMP)  # rerun the README's worked example and rewrite its output
 	$(BIN)/python ops/readme_example.py
 
-# The suites spend much of their time waiting on real processes, so three pytest
-# workers (pytest-xdist) share the 2 cores CI has (two left a third of a core idle);
-# TEST_WORKERS=0 runs serially.
-TEST_WORKERS ?= 3
+# The suites spend most of their time waiting on real processes, so two pytest
+# workers (pytest-xdist) share the 2 cores CI has; TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
 
 test: $(STAMP) $(VENV)/.ray
 	$(BIN)/pytest -q -n $(TEST_WORKERS)
