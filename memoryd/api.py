@@ -16,9 +16,8 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import orjson
@@ -26,11 +25,7 @@ import psutil
 
 from memoryd import control
 from memoryd import projects as projects_mod
-from memoryd.archive import ops as archive_ops
-from memoryd.archive import spool
 from memoryd.archive.jobs import ARCHIVE_OP
-from memoryd.archive.owner import ArchiveOwner
-from memoryd.archive.transcripts import parse_jsonl, parse_time
 from memoryd.config import (
     ARCHIVE_DIR,
     ARCHIVE_POLL_SECONDS,
@@ -59,18 +54,21 @@ from memoryd.errors import (
     typed_disk_full,
 )
 from memoryd.home import DIR_MODE, make_private, private_umask
-from memoryd.ingest import runner as ingest_runner
-from memoryd.memory import service as memory_service
-from memoryd.memory.recall import RecordSource
+from memoryd.locks import running_supervisor
 from memoryd.queue import STATES, JobQueue, JobSpec
 from memoryd.registry import Registry, default_registry
-from memoryd.storage import Authority, open_authority, runs, vectors
-from memoryd.storage import rebuild as rebuild_mod
+from memoryd.storage import Authority, open_authority, runs
 from memoryd.storage.corpus import project_id, project_stats
 from memoryd.storage.effects import effect_counts
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes, wal_reader_pids
+from memoryd.times import iso_time
 from memoryd.workers.contract import USER_KINDS
-from memoryd.workers.supervisor import Supervisor, running_supervisor
+
+if TYPE_CHECKING:
+    from memoryd.archive.owner import ArchiveOwner
+
+# Modules a command needs only when it runs (ingest, memory, the archive, the
+# supervisor) are imported in the methods that use them: every CLI start imports this.
 
 ARCHIVE_READS = ("get", "search", "retention_status")  # never create a home
 CONTROL_ARCHIVE_OPS = ("get", "search", "access", "lease")  # answered by the control socket
@@ -91,13 +89,6 @@ def _open_readonly(home: Path, config: Config) -> Authority:
 
 
 JOB_TIMES = ("not_before", "created_at", "updated_at", "finished_at", "lease_expires")
-
-
-def iso_time(ts: float | None) -> str | None:
-    """The JSON convention for a moment: ISO 8601 in UTC, or None (0 means never)."""
-    if not ts:
-        return None
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _exited(pid: int) -> bool:
@@ -261,6 +252,8 @@ class Memoryd:
     ) -> dict:
         """Run a supervisor in this process until stopped (or drained); ``executor="ray"``
         runs job batches as Ray tasks (see :mod:`memoryd.workers.raypool`)."""
+        from memoryd.workers.supervisor import Supervisor
+
         self.ensure_home()
         self.close()  # the supervisor opens its own connection
         sup = Supervisor(
@@ -297,7 +290,7 @@ class Memoryd:
         if not self.supervised():
             return None
         answer = self._client.request(request, **args)
-        return None if answer is None else archive_ops.unwrap(answer)
+        return None if answer is None else control.unwrap(answer)
 
     def status(self) -> dict:
         if (routed := self._control("status")) is not None:
@@ -334,6 +327,9 @@ class Memoryd:
     ) -> dict:
         """Enqueue an ingest of the repository at ``path``; with ``wait``, see it through.
         Hidden files and common secret files are skipped unless included explicitly."""
+        from memoryd.ingest import runner as ingest_runner
+        from memoryd.storage import vectors
+
         root = ingest_runner.resolve_root(path)
         vectors.check(self.db, self.config)  # an encoder change needs a rebuild first
         options = ingest_runner.scan_options(
@@ -367,6 +363,7 @@ class Memoryd:
         ``min_score`` (0..1, on the fused score) only narrows: it drops items the
         gate admitted, never adds one; None leaves the answer as it is.
         """
+        from memoryd.memory.recall import RecordSource
         from memoryd.search import pipeline
         from memoryd.search.engine import ProjectSource
 
@@ -383,8 +380,10 @@ class Memoryd:
         if result["status"] == "abstained":
             run = runs.unfinished_first_run(self.reader, project_id(self.reader, name))
             if run is not None:
+                from memoryd.ingest.runner import pending_message
+
                 sup = running_supervisor(self.home)
-                raise IngestPending(ingest_runner.pending_message(self.reader, name, run, sup))
+                raise IngestPending(pending_message(self.reader, name, run, sup))
         return result
 
     def search_all(self, query: str, *, limit: int = 10, min_score: float | None = None) -> dict:
@@ -451,6 +450,9 @@ class Memoryd:
     def rebuild(self, *, verify: bool = False) -> dict:
         """Drop and rebuild every derived table; with ``verify``, prove it would match.
         Memory records' index and markdown mirror are derived too."""
+        from memoryd.memory import service as memory_service
+        from memoryd.storage import rebuild as rebuild_mod
+
         if verify:
             out = rebuild_mod.verify(self.db)
             mem = memory_service.verify(self.db, self.home)
@@ -470,6 +472,9 @@ class Memoryd:
         worker (the only process holding the archive read-write); without one,
         it runs here, embedded, under the archive's own lock.
         """
+        from memoryd.archive import ops as archive_ops
+        from memoryd.archive import spool
+
         if op in ARCHIVE_READS:
             self._require_home()
         if self.archive_reader is not None:
@@ -508,6 +513,8 @@ class Memoryd:
         """Embedded (no supervisor): the archive opened once for every operation inside
         (a recall's search and its access record); beside a supervisor, nothing (its
         retention worker owns the archive, even for the control server's instances)."""
+        from memoryd.archive.owner import ArchiveOwner
+
         if self._owner is not None or running_supervisor(self.home) is not None:
             yield
             return
@@ -534,6 +541,8 @@ class Memoryd:
 
         ``sources`` (class derived only): the locators the session was derived
         from; it then expires when its last source does (unless promoted)."""
+        from memoryd.archive.transcripts import parse_jsonl, parse_time
+
         t = parse_jsonl(
             data,
             source=source,
@@ -688,6 +697,8 @@ class Memoryd:
     def memory_add(self, data: bytes, project: str, *, wait: bool = False) -> dict:
         """Validate candidate lines, stage the valid ones, enqueue the project's
         consolidation; with ``wait``, see every staged candidate to its outcome."""
+        from memoryd.memory import service as memory_service
+
         self.ensure_home()
         added = memory_service.add(self.db, self.home, self.config, data, project)
         if not wait:
@@ -696,6 +707,8 @@ class Memoryd:
 
     def _memory_wait(self, ids: list[str]) -> list[dict]:
         """Follow a running supervisor, or drain one here, until every id is decided."""
+        from memoryd.memory import service as memory_service
+
         drained = False
         while (done := memory_service.outcomes(self.db, ids)) is None:
             if running_supervisor(self.home) is not None:
@@ -714,21 +727,29 @@ class Memoryd:
         self, project: str | None, *, status: str | None = None, kind: str | None = None,
         limit: int = 100,
     ) -> list[dict]:  # fmt: skip
+        from memoryd.memory import service as memory_service
+
         name = self.default_project(project)
         found = memory_service.list_records(self.reader, name, status, kind, limit)
         return [_record_view(r) for r in found]
 
     def memory_show(self, record_id: str) -> dict:
+        from memoryd.memory import service as memory_service
+
         rec = memory_service.show(self.reader, record_id)
         history = [{**h, "at": iso_time(h["at"])} for h in rec["history"]]
         return {**_record_view(rec), "history": history}
 
     def memory_status(self, project: str | None = None) -> dict:
+        from memoryd.memory import service as memory_service
+
         out = memory_service.status(self.reader, self.home, project)
         runs = [{**r, "at": iso_time(r["at"])} for r in out["last_runs"]]
         return {**out, "last_runs": runs}
 
     def memory_deadletter(self, project: str | None = None) -> list[dict]:
+        from memoryd.memory import service as memory_service
+
         return [
             {**d, "due_at": iso_time(d["due_at"]), "updated_at": iso_time(d["updated_at"])}
             for d in memory_service.deadletters(self.reader, project)
@@ -737,11 +758,15 @@ class Memoryd:
     def memory_retry(
         self, ids: list[str], *, every: bool = False, project: str | None = None
     ) -> dict:
+        from memoryd.memory import service as memory_service
+
         return memory_service.retry(self.db, self.home, ids, every=every, project=project)
 
     def memory_sweep(
         self, project: str | None, *, older_than_days: float = 0.0, dry_run: bool = False
     ) -> dict:
+        from memoryd.memory import service as memory_service
+
         name = self.default_project(project)
         return memory_service.sweep(
             self.db, self.home, name, older_than_days=older_than_days, dry_run=dry_run

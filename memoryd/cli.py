@@ -28,14 +28,11 @@ from rich.text import Text
 
 from memoryd import logs
 from memoryd.api import Memoryd, parse_payload
-from memoryd.archive.transcripts import parse_time
-from memoryd.config import SETTINGS
-from memoryd.drill.scenarios import SCENARIOS as DRILL_SCENARIOS
+from memoryd.config import RETENTION_THRESHOLD_FLAGS, SETTINGS
 from memoryd.errors import ConfigError, MemorydError, UsageError
 from memoryd.memory.cli import add_commands as add_memory_commands
 from memoryd.queue import STATES
-from memoryd.retention.maintenance import THRESHOLD_FLAGS
-from memoryd.storage.archive import utc_iso
+from memoryd.times import utc_iso
 from memoryd.workers.contract import USER_KINDS
 
 out = Console()
@@ -72,6 +69,23 @@ def report_error(
         emit_json({"error": code, "message": message, "retryable": retryable} | (details or {}))
     err.print(Text(f"memoryd: {message}", style="bold red"))
     sys.exit(exit_code)
+
+
+class _LazyChoice(click.Choice):
+    """A choice among names a heavy module defines, imported only when the option is
+    used (a value, ``--help``): not on every CLI start."""
+
+    def __init__(self, names: Callable[[], list[str]]) -> None:
+        self._names = names
+        super().__init__(())
+
+    @property
+    def choices(self) -> list[str]:  # type: ignore[override]
+        return self._names()
+
+    @choices.setter
+    def choices(self, _value: object) -> None:
+        pass
 
 
 class MemorydGroup(click.Group):
@@ -527,6 +541,12 @@ def rebuild_cmd(md: Memoryd, as_json: bool, verify: bool) -> None:
         sys.exit(1)
 
 
+def _drill_scenarios() -> list[str]:
+    from memoryd.drill.scenarios import SCENARIOS
+
+    return list(SCENARIOS)
+
+
 @command(main, "drill", "memoryd drill --cycles 50 --seed 7 --json")
 @click.option("--cycles", type=click.IntRange(1), default=20, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -535,7 +555,7 @@ def rebuild_cmd(md: Memoryd, as_json: bool, verify: bool) -> None:
     "--scenario",
     "scenarios",
     multiple=True,
-    type=click.Choice(list(DRILL_SCENARIOS)),
+    type=_LazyChoice(_drill_scenarios),
     help="Run only these scenarios (repeatable; default: all, rotated).",
 )
 def drill_cmd(md: Memoryd, as_json: bool, cycles: int, seed: int, workers: int, scenarios):
@@ -698,6 +718,8 @@ def archive_pin(md: Memoryd, as_json: bool, locator: str) -> None:
 def archive_renew(md: Memoryd, as_json: bool, locator: str, days: float | None, until: str | None):
     """Renew a live version's expiry explicitly (neither flag: never expires); a new
     generation, so earlier expiry entries become harmless. Expired or superseded: refused."""
+    from memoryd.archive.transcripts import parse_time
+
     args = {"locator": locator, "days": days, "until": parse_time(until, "--until")}
     r = md.archive("renew", args)
     _emit_archive(as_json, r, f"{locator} now expires {r['expires_at'] or 'never'}")
@@ -840,12 +862,14 @@ def retention_group() -> None:
 
 
 def _iso_or_none(value: str | None) -> float | None:
+    from memoryd.archive.transcripts import parse_time
+
     return parse_time(value, "--now")
 
 
 def _threshold_flags(fn: Callable) -> Callable:
     """``--wave-documents N`` ... : one option per retention threshold (this pass only)."""
-    for name in reversed(THRESHOLD_FLAGS):
+    for name in reversed(RETENTION_THRESHOLD_FLAGS):
         setting = SETTINGS[f"retention_{name}"]
         fn = click.option(
             f"--{name.replace('_', '-')}",
@@ -872,8 +896,8 @@ def retention_run(md: Memoryd, as_json: bool, now: str | None, **flags: Any) -> 
     The threshold flags set this pass's value of the matching setting
     (``retention_NAME``, e.g. MEMORYD_RETENTION_COMPACTION_DELETED_KEYS).
     """
-    thresholds = {k: flags.pop(k) for k in THRESHOLD_FLAGS if flags.get(k) is not None}
-    for k in THRESHOLD_FLAGS:
+    thresholds = {k: flags.pop(k) for k in RETENTION_THRESHOLD_FLAGS if flags.get(k) is not None}
+    for k in RETENTION_THRESHOLD_FLAGS:
         flags.pop(k, None)
     r = md.archive("retention_run", {"now": _iso_or_none(now), **flags, "thresholds": thresholds})
     if as_json:

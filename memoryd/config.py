@@ -29,6 +29,17 @@ CONFIG_FILE = "memoryd.toml"
 UNIT_NAMES = ("memoryd.service", "memoryd-retention.service", "memoryd-retention.timer")
 RETENTION_CALENDAR = "*-*-* 03:00:00"  # nightly, local time
 RETENTION_RANDOM_DELAY = "30min"  # spread the homes of one machine apart
+#: Thresholds one ``retention run`` may set for its pass (flag ``--NAME`` with dashes),
+#: each the pass's value of the setting ``retention_NAME``.
+RETENTION_THRESHOLD_FLAGS = (
+    "wave_documents",
+    "waves_per_tick",
+    "purge_batch_keys",
+    "compaction_deleted_keys",
+    "compaction_reclaimable_bytes",
+    "disk_low_bytes",
+    "disk_reserve_bytes",
+)
 PROGRESS_DIR = "progress"  # scan progress files (files discovered so far), per run
 SUPERVISOR_LOCK_FILE = "supervisor.lock"
 SUPERVISOR_STATE_FILE = "supervisor.json"

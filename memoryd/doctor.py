@@ -19,11 +19,11 @@ from memoryd.config import (
     Config,
 )
 from memoryd.errors import MemorydError
+from memoryd.locks import running_supervisor
 from memoryd.queue import JobQueue
 from memoryd.retention.boundary import Boundary
 from memoryd.storage import open_authority
 from memoryd.storage.maintenance import wal_bytes, wal_reader_pids
-from memoryd.workers.supervisor import running_supervisor
 
 
 @dataclass(frozen=True)

@@ -305,3 +305,14 @@ class EncoderChanged(MemorydError):
     them would compare unrelated spaces, so ingest and search refuse until a rebuild."""
 
     code = "ENCODER_CHANGED"
+
+
+class ArchiveOpError(MemorydError):
+    """An archive operation's error, carried back from the archive's owner."""
+
+    def __init__(self, answer: dict) -> None:
+        super().__init__(answer["message"])
+        self.code = answer["error"]
+        self.retryable = answer["retryable"]
+        self.exit_code = answer["exit_code"]
+        self.details = answer.get("details")

@@ -11,6 +11,8 @@ import os
 import struct
 from pathlib import Path
 
+from memoryd.config import SUPERVISOR_LOCK_FILE
+
 # struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid
 _FLOCK = "hhqqi4x"
 
@@ -76,3 +78,8 @@ def _conflicting_pid(fd: int) -> int | None:
     answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
     l_type, _, _, _, pid = struct.unpack(_FLOCK, answer)
     return None if l_type == fcntl.F_UNLCK else pid
+
+
+def running_supervisor(home: Path) -> int | None:
+    """The pid of the supervisor running on ``home``, if any."""
+    return lock_holder(Path(home) / SUPERVISOR_LOCK_FILE)

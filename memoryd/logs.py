@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from memoryd.storage.archive import utc_iso
+from memoryd.times import utc_iso
 
 LOGGER = logging.getLogger("memoryd")
 

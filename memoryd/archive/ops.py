@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from typing import Any
 
 from memoryd import killpoints
 from memoryd.archive import spool
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.transcripts import doc_id
+from memoryd.control.client import unwrap as unwrap  # the op's answer, as the caller sees it
 from memoryd.errors import FutureNow, MemorydError, SpoolMissing, UsageError
 from memoryd.retention.boundary import Migration
 from memoryd.retention.waves import preview, purge_all
@@ -365,20 +365,3 @@ def error_answer(exc: MemorydError) -> dict:
         "exit_code": exc.exit_code,
         "details": getattr(exc, "details", None),
     }
-
-
-class ArchiveOpError(MemorydError):
-    """An archive operation's error, carried back from the archive's owner."""
-
-    def __init__(self, answer: dict) -> None:
-        super().__init__(answer["message"])
-        self.code = answer["error"]
-        self.retryable = answer["retryable"]
-        self.exit_code = answer["exit_code"]
-        self.details = answer.get("details")
-
-
-def unwrap(answer: dict) -> Any:
-    if not answer["ok"]:
-        raise ArchiveOpError(answer)
-    return answer["result"]

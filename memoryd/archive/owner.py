@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 
 from memoryd.config import ARCHIVE_DIR, Config
-from memoryd.locks import lock_holder
+from memoryd.locks import lock_holder, running_supervisor
 from memoryd.retention.boundary import Boundary, Migration
 from memoryd.retention.maintenance import Maintenance
 from memoryd.storage.archive import ArchiveBusy, ArchiveStore
@@ -37,8 +37,6 @@ def archive_holder(home: Path) -> str:
         parent, cmdline = proc.ppid(), " ".join(proc.cmdline())
     except psutil.Error:
         return f"process {pid} (exited since)"
-    from memoryd.workers.supervisor import running_supervisor
-
     supervisor = running_supervisor(home)
     if supervisor is not None and parent == supervisor:
         return f"the retention worker (pid {pid}) of the running supervisor (pid {supervisor})"

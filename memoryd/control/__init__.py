@@ -2,6 +2,6 @@
 behind the job queue — status, search, recall, archive reads — answered by a
 thread of the supervisor, archive reads through a RocksDB secondary instance."""
 
-from memoryd.control.client import Client, request, socket_path
+from memoryd.control.client import Client, request, socket_path, unwrap
 
-__all__ = ["Client", "request", "socket_path"]
+__all__ = ["Client", "request", "socket_path", "unwrap"]

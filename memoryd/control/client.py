@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from memoryd.config import CONTROL_SOCKET_FILE
-from memoryd.errors import StoreBusy
+from memoryd.errors import ArchiveOpError, StoreBusy
 
 #: A request unanswered this long means the supervisor is wedged, not slow.
 REQUEST_TIMEOUT_SECONDS = 60.0
@@ -28,7 +28,7 @@ def socket_path(home: Path) -> Path:
 
 def request(home: Path, op: str, /, **args: Any) -> dict | None:
     """Send one request; the answer is ``{"ok": true, "result"}`` or an error answer
-    (see :func:`memoryd.archive.ops.unwrap`). ``None`` when no server listens."""
+    (see :func:`unwrap`). ``None`` when no server listens."""
     conn = connect(home)
     if conn is None:
         return None
@@ -124,3 +124,10 @@ def _read_line(conn: socket.socket) -> bytes:
         chunks.append(chunk)
         if chunk.endswith(b"\n"):
             return b"".join(chunks)
+
+
+def unwrap(answer: dict) -> Any:
+    """The result an answer carries, or its error raised as :class:`ArchiveOpError`."""
+    if not answer["ok"]:
+        raise ArchiveOpError(answer)
+    return answer["result"]

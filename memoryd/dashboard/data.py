@@ -18,13 +18,14 @@ from typing import Any
 
 import psutil
 
-from memoryd.api import Memoryd, iso_time
+from memoryd.api import Memoryd
 from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.config import ARCHIVE_DIR
 from memoryd.retention.maintenance import COMPACTION_META
 from memoryd.retention.policy import RetentionPolicy
 from memoryd.storage import samples
 from memoryd.storage.archive import ArchiveError, ArchiveStore
+from memoryd.times import iso_time
 
 SECONDARY_DIR = "dashboard-secondary"  # in the home: each dashboard's RocksDB secondary, by pid
 DAY = 86400.0

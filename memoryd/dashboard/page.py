@@ -10,8 +10,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from memoryd.api import iso_time
 from memoryd.dashboard.svg import Chart
+from memoryd.times import iso_time
 
 STATES = ("queued", "claimed", "failed", "dead", "done")
 MiB = 1024 * 1024

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memoryd import killpoints, logs
-from memoryd.config import SETTINGS
+from memoryd.config import RETENTION_THRESHOLD_FLAGS, SETTINGS
 from memoryd.errors import UsageError
 from memoryd.retention.boundary import Boundary, BoundaryBusy, RetentionBlocked
 from memoryd.retention.diskguard import DiskGuard
@@ -46,18 +46,6 @@ POLICY_META = "retention.policy_fingerprint"
 
 #: Crash points of this module.
 KILL_POINTS = ("retention_after_flush",)
-
-#: Thresholds one ``retention run`` may set for its pass (flag ``--NAME`` with dashes),
-#: each the pass's value of the setting ``retention_NAME``.
-THRESHOLD_FLAGS = (
-    "wave_documents",
-    "waves_per_tick",
-    "purge_batch_keys",
-    "compaction_deleted_keys",
-    "compaction_reclaimable_bytes",
-    "disk_low_bytes",
-    "disk_reserve_bytes",
-)
 
 
 def _default(name: str) -> Any:
@@ -210,8 +198,9 @@ class Maintenance:
     @contextlib.contextmanager
     def overridden(self, thresholds: dict[str, int]) -> Iterator[None]:
         """For one pass: tick bounds and disk-guard thresholds from ``thresholds``
-        (names of :data:`THRESHOLD_FLAGS`; the configuration stays as it was)."""
-        unknown = set(thresholds) - set(THRESHOLD_FLAGS)
+        (names of :data:`~memoryd.config.RETENTION_THRESHOLD_FLAGS`; the configuration
+        stays as it was)."""
+        unknown = set(thresholds) - set(RETENTION_THRESHOLD_FLAGS)
         if unknown:
             raise UsageError(f"unknown retention thresholds: {', '.join(sorted(unknown))}")
         bounds, guard = self.bounds, self.disk_guard

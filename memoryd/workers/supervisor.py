@@ -37,7 +37,7 @@ from memoryd.config import (
 from memoryd.control.server import ControlServer, Direct
 from memoryd.dashboard.sampler import Sampler
 from memoryd.errors import StoreBusy, SupervisorRunning
-from memoryd.locks import FileLock, lock_holder
+from memoryd.locks import FileLock, running_supervisor
 from memoryd.queue import ClaimedJob, JobQueue
 from memoryd.registry import Registry, default_registry
 from memoryd.storage import Authority, corpus, open_authority
@@ -92,11 +92,6 @@ def owner_alive(owner: str) -> bool:
         return abs(psutil.Process(int(pid)).create_time() - float(created)) < 0.01
     except (ValueError, psutil.Error):
         return False
-
-
-def running_supervisor(home: Path) -> int | None:
-    """The pid of the supervisor running on ``home``, if any."""
-    return lock_holder(Path(home) / SUPERVISOR_LOCK_FILE)
 
 
 class ApplyingMark:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from memoryd.errors import BadArchiveInput, BadLocator
 from memoryd.storage.archive.keys import CLASS_CODE, CLASSES
+from memoryd.times import utc_iso as utc_iso  # re-exported: the archive formats its times so
 
 STATUSES = ("live", "superseded", "expired")
 
@@ -18,20 +18,6 @@ MAX_EPOCH_SECONDS = 253_402_300_799.0
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _PROJECT_RE = re.compile(r"^[^\x00/@]{1,200}$")
-
-
-def utc_iso(ts: float | None) -> str | None:
-    """Epoch seconds as an ISO 8601 UTC string (``None`` stays ``None``).
-
-    A time no calendar can show (stored before input was range-checked, e.g.
-    milliseconds taken for seconds) reads as ``None`` instead of failing the read.
-    """
-    if ts is None:
-        return None
-    try:
-        return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
-    except (OverflowError, ValueError, OSError):
-        return None
 
 
 def check_epoch(name: str, ts: object) -> float:
