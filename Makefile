@@ -23,7 +23,7 @@ readme: $(STAMP)  # rerun the README's worked example and rewrite its output
 TEST_WORKERS ?= 2
 
 test: $(STAMP) $(VENV)/.ray
-	$(BIN)/pytest -q -n $(TEST_WORKERS)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --durations=25
 
 test-fast: $(STAMP)
 	$(BIN)/pytest -q -n $(TEST_WORKERS) -m 'not slow'
