@@ -4,6 +4,8 @@ searched by the records source under the gate's dense rule."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import textwrap
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.errors import EncoderChanged
-from tests.conftest import query
+from tests.conftest import query, wait_for
 from tests.memory.conftest import lines
 
 WORDLLAMA = {"encoder": "wordllama"}
@@ -107,3 +109,49 @@ def test_an_encoder_change_is_refused_until_a_rebuild(memoryd, project_home, tmp
     assert [c for *_, c in coverage(project_home)] == [2, 2]
     assert query(project_home, "SELECT dim FROM vector_encoder") == [(16,)]
     assert other.search("dog", project="app")["status"] in ("ok", "abstained")
+
+
+BLOCKING = """
+import json, os, sys, time
+block, pidfile = sys.argv[1], sys.argv[2]
+for line in sys.stdin:
+    texts = json.loads(line)["texts"]
+    if texts != ["dimension probe"] and os.path.exists(block):
+        with open(pidfile, "w") as f:
+            f.write(str(os.getppid()))  # the worker encoding these texts
+        while os.path.exists(block):
+            time.sleep(0.02)
+    print(json.dumps({"vectors": [[(len(t) + i) % 5 - 2.0 for i in range(16)] for t in texts]}),
+          flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_worker_coding_records_leaves_no_partial_codes_and_resumes(
+    memoryd, project_home, tmp_path, background
+):
+    """The worker of a records vectors job is SIGKILLed while it encodes: no code of
+    that job is written, the supervisor claims the job again, every active record
+    ends with a whole code, and a rebuild computes the same codes."""
+    script, block, pidfile = tmp_path / "enc.py", tmp_path / "block", tmp_path / "pid"
+    script.write_text(BLOCKING)
+    encoder = f"command:{sys.executable} {script} {block} {pidfile}"
+    md = memoryd(encoder=encoder)
+    md.rebuild()  # chunk codes of this encoder, before the supervisor starts
+    block.touch()
+    md.memory_add(lines(fact(PUPPY), fact(BREAD), fact(LAMP)), "app")
+    env = {"MEMORYD_ENCODER": encoder, "MEMORYD_RETRY_BACKOFF_BASE": "0.01"}
+    background("run", "--workers", "1", env=env, home=project_home)
+    worker = int(wait_for(lambda: pidfile.exists() and pidfile.read_text(), what="encoding"))
+    assert query(project_home, "SELECT count(*) FROM memory_records") == [(3,)]
+    os.kill(worker, signal.SIGKILL)
+    assert query(project_home, "SELECT count(*) FROM record_vectors") == [(0,)]
+    block.unlink()
+
+    def coded() -> bool:
+        return all(c is not None for *_, c in coverage(project_home))
+
+    wait_for(coded, what="every record coded after the worker's death")
+    assert [c for *_, c in coverage(project_home)] == [2, 2, 2]
+    out = md.rebuild(verify=True)
+    assert out["equal"], out["mismatches"]
