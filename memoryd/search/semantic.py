@@ -54,7 +54,7 @@ def _project_codes(db, pid: int, stats: TermStats) -> tuple[np.ndarray, np.ndarr
     return cached[1]  # type: ignore[return-value]
 
 
-def _query_code(config, q: Query, dim: int) -> np.ndarray:
+def query_code(config, q: Query, dim: int) -> np.ndarray:
     """The query's sign code (its analyzed terms, or its text when it has none)."""
     text = " ".join(t.word for t in q.terms) or q.text
     return unpack(pack(np.asarray(vectors.configured(config).encode([text]))), dim)[0]
@@ -75,7 +75,7 @@ def route(
     rowids, codes, dim, where = _project_codes(db, pid, stats)
     if not len(rowids):
         return tuning
-    sims = code_similarity(_query_code(config, q, dim), codes, dim)
+    sims = code_similarity(query_code(config, q, dim), codes, dim)
     for c in cands:
         i = where.get(c.rowid)
         if i is not None:
@@ -114,7 +114,7 @@ def record_similarities(db, pid: int, stats: TermStats, q: Query, p: gate_mod.Pl
     p.tuning = replace(p.tuning, dense_floor=float(config.dense_rescue_similarity))
     if not len(ns):
         return {}
-    sims = code_similarity(_query_code(config, q, dim), codes, dim)
+    sims = code_similarity(query_code(config, q, dim), codes, dim)
     return dict(zip(ns.tolist(), sims.tolist(), strict=True))
 
 
