@@ -5,13 +5,21 @@ encoder's archiving is refused."""
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import threading
+
+import orjson
 import pytest
 
 from memoryd.api import Memoryd
 from memoryd.archive.ops import ArchiveOpError, run_op, unwrap
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.search import search_archive
-from memoryd.config import load_config
+from memoryd.config import ARCHIVE_DIR, load_config
+from memoryd.storage.archive import ArchiveStore
+from tests.conftest import status, wait_for
 
 NOW = 1_800_000_000.0
 # the floor is lowered to this model's similarity of one word to a two-line exchange:
@@ -35,8 +43,9 @@ def _add(owner: ArchiveOwner, name: str, turns: list[tuple[str, str]]) -> None:
 
 
 @pytest.fixture
-def home(tmp_path):
-    home = tmp_path / "home"
+def demo(tmp_path):
+    """A home whose archive holds the sessions, coded by wordllama."""
+    home = tmp_path / "demo"
     with ArchiveOwner(home, load_config(home, SETTINGS)) as owner:
         for name, turns in SESSIONS.items():
             _add(owner, name, turns)
@@ -48,7 +57,8 @@ def _search(home, query: str, **settings) -> dict:
         return search_archive(owner, "demo", query, 5, NOW)
 
 
-def test_a_short_query_finds_an_exchange_by_meaning_and_a_long_one_needs_words(home):
+def test_a_short_query_finds_an_exchange_by_meaning_and_a_long_one_needs_words(demo):
+    home = demo
     found = _search(home, "dog")
     assert found["status"] == "ok"
     assert [(i["path"], i["start_line"], i["end_line"]) for i in found["items"]] == [("pets", 1, 2)]
@@ -59,7 +69,8 @@ def test_a_short_query_finds_an_exchange_by_meaning_and_a_long_one_needs_words(h
     assert [i["path"] for i in lexical["items"]] == ["garden"]
 
 
-def test_rebuild_verifies_and_recomputes_archive_codes_and_refuses_a_mix(home):
+def test_rebuild_verifies_and_recomputes_archive_codes_and_refuses_a_mix(demo):
+    home = demo
     md = Memoryd(home, SETTINGS)
     try:
         assert md.rebuild(verify=True)["archive"]["equal"]
@@ -77,5 +88,50 @@ def test_rebuild_verifies_and_recomputes_archive_codes_and_refuses_a_mix(home):
         assert md.rebuild()["archive"] == {"versions": 3}
         assert md.rebuild(verify=True)["equal"]
         assert _search(home, "dog")["status"] == "ok"
+    finally:
+        md.close()
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_retention_worker_coding_a_version_leaves_none_and_resumes(
+    home, tmp_path, background
+):
+    """The retention worker is SIGKILLed while it encodes a transcript's exchanges: the
+    version and its codes are one WriteBatch, so neither is written; the supervisor
+    respawns the worker, the job is redone, and the codes equal a rebuild's."""
+    from tests.memory.test_record_vectors import BLOCKING
+
+    script, block, pidfile = tmp_path / "enc.py", tmp_path / "block", tmp_path / "pid"
+    script.write_text(BLOCKING)
+    encoder = f"command:{sys.executable} {script} {block} {pidfile}"
+    block.touch()
+    env = {"MEMORYD_ENCODER": encoder, "MEMORYD_RETRY_BACKOFF_BASE": "0.01"}
+    sup = background("run", "--workers", "1", env=env, home=home)
+    sup.wait_running(1)
+    md = Memoryd(home, {"encoder": encoder})
+    line = {"role": "user", "content": "We adopted a puppy last week.", "timestamp": NOW}
+    adding = threading.Thread(
+        target=md.archive_add, args=(orjson.dumps(line) + b"\n",),
+        kwargs={"project": "demo", "source": "pets"},
+    )  # fmt: skip
+    adding.start()
+    worker = int(wait_for(lambda: pidfile.exists() and pidfile.read_text(), what="encoding"))
+    assert status(home)["supervisor"]["retention_worker"] == worker
+    pidfile.unlink()
+    os.kill(worker, signal.SIGKILL)
+    reader = ArchiveStore.open_secondary(home / ARCHIVE_DIR, tmp_path / "secondary")
+    try:
+        reader.catch_up()
+        assert reader.counts()["documents"] == 0 and not list(reader.version_codes("demo"))
+        block.unlink()
+        adding.join(timeout=120)
+        assert not adding.is_alive()
+        reader.catch_up()
+        [(locator, codes)] = list(reader.version_codes("demo"))
+        assert len(codes) == 2 and reader.get(locator)["status"] == "live"
+    finally:
+        reader.close()
+    try:
+        assert md.rebuild(verify=True)["archive"]["equal"]
     finally:
         md.close()
