@@ -112,11 +112,6 @@ def put(tx: apsw.Connection, pid: int, config, encoded: dict | None) -> int:
     return len(rows)
 
 
-def pending(db, config, pid: int) -> int:
-    """Active records of the project without a code (0 when no encoder stores codes)."""
-    return len(uncoded(db, pid)) if vectors.stores(config) else 0
-
-
 def state(db, pid: int) -> tuple[int, int]:
     """What search's cached record codes of a project depend on: the count of vector
     writes and the records' change sequence (a superseded record's code is gone)."""
