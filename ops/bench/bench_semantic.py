@@ -59,7 +59,7 @@ from memoryd.archive.owner import ArchiveOwner  # noqa: E402
 from memoryd.archive.search import search_archive  # noqa: E402
 from memoryd.config import load_config  # noqa: E402
 from memoryd.search import search  # noqa: E402
-from memoryd.search.dense import code_similarity, pack, unpack  # noqa: E402
+from memoryd.search.dense import code_similarity, load_encoder, pack, unpack  # noqa: E402
 from memoryd.storage import open_authority  # noqa: E402
 from memoryd.storage.corpus import project_id  # noqa: E402
 from memoryd.storage.vectors import rebuild_vectors  # noqa: E402
@@ -87,16 +87,20 @@ def null_similarity(db, project: str, pairs: int = 400) -> dict:
     from memoryd.search.stats import term_stats
     from memoryd.storage.vectors import configured
 
-    words = _general_words()
-    rng = np.random.default_rng(15)
     pid = project_id(db, project)
     _, codes, dim, _ = _project_codes(db, pid, term_stats(db, pid))
-    enc = configured(db.config)
+    return _null(codes, dim, configured(db.config), pairs)
+
+
+def _null(codes: np.ndarray, dim: int, enc, pairs: int) -> dict:
+    """Percentiles of the best similarity among ``codes`` of random two-word queries."""
+    words = _general_words()
+    rng = np.random.default_rng(15)
     queries = [" ".join(rng.choice(words, 2, replace=False)) for _ in range(pairs)]
     qcodes = unpack(pack(enc.encode(queries)), dim)
     best = np.sort([code_similarity(q, codes, dim).max() for q in qcodes])
     pct = {f"p{p}": round(float(np.percentile(best, p)), 3) for p in (50, 90, 95, 99)}
-    return {"queries": pairs, "chunks": len(codes), **pct, "max": round(float(best[-1]), 3)}
+    return {"queries": pairs, "codes": len(codes), **pct, "max": round(float(best[-1]), 3)}
 
 
 def longmemeval(floors: list[float], quick: bool) -> dict:
@@ -181,7 +185,10 @@ def archive_lme(floors: list[float], quick: bool) -> dict:
         owner, digest, sid_digest = _coded(lambda: bench_archive.build(home, data))
         built = time.perf_counter() - t0
         versions = owner.store.corpus_stats(bench_archive.PROJECT).versions
-        code_bytes = sum(len(c) for _, c in owner.store.version_codes(bench_archive.PROJECT))
+        blob = b"".join(c for _, c in owner.store.version_codes(bench_archive.PROJECT))
+        code_bytes = len(blob)
+        dim = owner.store.vectors_meta()["dim"]
+        null = _null(unpack(blob, dim), dim, load_encoder(ON), 400)  # exchanges' calibration
         payload_bytes = owner.store.counts()["live_payload_bytes"]
         owner.close()
         parts = splits(len(data), quick)
@@ -198,6 +205,7 @@ def archive_lme(floors: list[float], quick: bool) -> dict:
         "archive_seconds": {"without": round(plain, 1), "with": round(built, 1)},
         "code_bytes": code_bytes,
         "code_share_of_payload": round(code_bytes / payload_bytes, 4),
+        "null": null,
         "splits": out,
     }
 
@@ -347,6 +355,7 @@ def _print(report: dict) -> None:
               f" {took['without']} s without codes, {took['with']} s with them;"
               f" codes {arch['code_bytes']:,} bytes = {arch['code_share_of_payload']:.3f}x"
               " the compressed payloads")  # fmt: skip
+        print(f"  null similarity over exchanges (best of random two-word queries): {arch['null']}")
         print_table(arch["splits"])
 
 
