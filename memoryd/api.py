@@ -450,17 +450,25 @@ class Memoryd:
     def rebuild(self, *, verify: bool = False) -> dict:
         """Drop and rebuild every derived table; with ``verify``, prove it would match.
         Memory records' index and markdown mirror are derived too."""
+        from memoryd.archive.owner import archive_path
         from memoryd.memory import service as memory_service
         from memoryd.storage import rebuild as rebuild_mod
 
+        archived = archive_path(self.home).exists()  # its codes are derived too
         if verify:
             out = rebuild_mod.verify(self.db)
             mem = memory_service.verify(self.db, self.home)
+            arch = self.archive("vectors_verify", {}) if archived else {"equal": True}
             mismatches = out["mismatches"] + mem["mismatches"]
-            return {**out, "equal": not mismatches, "mismatches": mismatches, "memory": mem}
+            mismatches += [] if arch["equal"] else ["archive/vectors"]
+            return {
+                **out, "equal": not mismatches, "mismatches": mismatches, "memory": mem,
+                "archive": arch,
+            }  # fmt: skip
         return {
             "rebuilt": rebuild_mod.rebuild(self.db),
             "memory": memory_service.rebuild(self.db, self.home),
+            "archive": self.archive("vectors_rebuild", {}) if archived else {"versions": 0},
         }
 
     # -- the evidence archive ----------------------------------------------------

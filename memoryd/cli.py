@@ -537,6 +537,7 @@ def rebuild_cmd(md: Memoryd, as_json: bool, verify: bool) -> None:
     else:
         for project, counts in r["rebuilt"].items():
             out.print(f"{project}: rebuilt " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
+        out.print(f"archive: rebuilt the codes of {r['archive']['versions']:,} live versions")
     if verify and not r["equal"]:
         sys.exit(1)
 

@@ -341,6 +341,8 @@ OPS: dict[str, Op] = {
     "migrate": migrate,
     "access": access,
     "retrieval_lease": retrieval_lease,
+    "vectors_rebuild": lambda owner, a: {"versions": owner.store.rebuild_vectors()},
+    "vectors_verify": lambda owner, a: owner.store.verify_vectors(),
 }
 
 

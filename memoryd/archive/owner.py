@@ -16,6 +16,7 @@ from memoryd.locks import lock_holder, running_supervisor
 from memoryd.retention.boundary import Boundary, Migration
 from memoryd.retention.maintenance import Maintenance
 from memoryd.storage.archive import ArchiveBusy, ArchiveStore
+from memoryd.storage.archive.vectors import coder_for
 
 #: The file RocksDB locks (a POSIX record lock) while a process has the archive open.
 ROCKSDB_LOCK_FILE = "LOCK"
@@ -70,6 +71,7 @@ class ArchiveOwner:
                 "an archive job waits for it and is retried (no attempt charged); a command "
                 "run without a supervisor: retry once that one has finished"
             ) from None
+        self.store.coder = coder_for(config)  # version codes are written with the version
         self.boundary = Boundary(self.path)
         self.maintenance = Maintenance.from_config(self.store, config, boundary=self.boundary)
         self.policy = self.maintenance.policy

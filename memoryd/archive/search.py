@@ -324,6 +324,14 @@ class ArchiveSource:
 
 
 def search_archive(owner: ArchiveOwner, project: str, query: str, limit: int, now: float) -> dict:
-    """Gated search of ``project``'s live archive versions."""
+    """Gated search of ``project``'s live archive versions: BM25, and stored codes for
+    short queries (:mod:`memoryd.archive.dense`); a version both find is listed once."""
+    from memoryd.archive.dense import ArchiveDenseSource  # it builds on this module
+
     check(query, limit)
-    return run(query, limit, [ArchiveSource(owner, project, now)])
+    src = ArchiveSource(owner, project, now)
+    found = run(query, limit, [src, ArchiveDenseSource(src)])
+    firsts = {}
+    for item in found["items"]:
+        firsts.setdefault(item["locator"], item)
+    return {**found, "items": list(firsts.values())}

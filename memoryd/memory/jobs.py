@@ -39,6 +39,7 @@ from memoryd.memory.verdicts import StaleTarget
 from memoryd.memory.verdicts import apply as apply_verdict
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.storage import records
+from memoryd.workers import vectors as vectors_job
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 CONSOLIDATE = "memory.consolidate"
@@ -326,6 +327,8 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
             outcomes.append((d["cid"], outcome, rid, reason))
         if any(rid for _, outcome, rid, _ in outcomes if outcome != "already"):
             actx.queue.enqueue_in(actx.tx, [mirror.job_spec(job.data["project"], pid)])
+            codes = vectors_job.records_follow_up(actx.tx, cfg, pid, job.data["project"])
+            actx.queue.enqueue_in(actx.tx, codes)  # record codes, off this critical path
         if outcomes or rates["discarded"]:  # a tidy-up run alone is not logged
             run_id = records.log_run_in(actx.tx, pid, job.id, now, rates)
             records.log_outcomes_in(actx.tx, run_id, outcomes, now)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from memoryd.memory.shortlist import match_expression
-from memoryd.search import gate
+from memoryd.search import gate, semantic
 from memoryd.search.evidence import held, other_sense
 from memoryd.search.pipeline import Found, Source, Stats
 from memoryd.search.terms import Query, stems
@@ -63,16 +63,23 @@ class RecordSource:
     def find(self, q: Query, p: gate.Plan, limit: int) -> Found:
         """Records holding any form of a focus term, admitted by the gate on the focus
         terms their text and triggers hold (named entities evidenced, a word's other
-        sense not counted). No gap: the chunks' source says what is missing."""
+        sense not counted), or for a short query on the code similarity of its
+        record vector alone (:mod:`memoryd.search.semantic`). No gap: the chunks'
+        source says what is missing."""
         asked = [w for t in p.focus for w in (t.word, *t.forms)]
+        pid = project_id(self.db, self.project)
+        sims = semantic.record_similarities(self.db, pid, self.stats(q), q, p)
+        pool = _matches(self.db, self.project, asked, limit * 4)
+        pool += semantic.near_records(self.db, sims, p, {r["n"] for r in pool})
         admitted = []
-        for record in _matches(self.db, self.project, asked, limit * 4):
+        for record in pool:
             text = "\n".join([record["text"], *record["triggers"]])
             matched = held(p, stems(text))
             matched -= other_sense(text, p, matched)
-            if gate.admit(p, matched).admitted and not gate.missing_entities(p, [matched]):
+            verdict = gate.admit(p, matched, cosine=sims.get(record["n"]))
+            if verdict.admitted and not gate.missing_entities(p, [matched]):
                 admitted.append(record)
-        return Found([_item(r) for r in admitted[:limit]])
+        return Found([_item(r) for r in semantic.fuse_records(admitted, sims)[:limit]])
 
 
 def _item(record: dict) -> dict:

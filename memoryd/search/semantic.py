@@ -16,6 +16,13 @@ The codes of a project are read once per index generation (and again when a
 vectors job has written more of them) and kept with its term statistics. Chunks
 whose codes are not written yet are scored by the lexical routes alone. Encoder
 ``hashing`` keeps no codes: the route is off.
+
+Memory records (:mod:`memoryd.storage.record_vectors`) take the same route in
+the records source (:func:`record_similarities`, :func:`near_records`,
+:func:`fuse_records`): each record's similarity is its admission's cosine (the
+gate's dense floor, for short queries only), a short query adds the nearest
+records above the floor, and the admitted records are ordered by reciprocal
+rank of the lexical and the code rankings.
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ import numpy as np
 
 from memoryd.search import gate as gate_mod
 from memoryd.search.dense import code_similarity, pack, unpack
+from memoryd.search.pipeline import Fusion
 from memoryd.search.stats import TermStats
 from memoryd.search.terms import Query
-from memoryd.storage import vectors
+from memoryd.storage import record_vectors, vectors
 
 NEIGHBOURS = 20  # nearest chunks a short query may add
 
@@ -46,6 +54,12 @@ def _project_codes(db, pid: int, stats: TermStats) -> tuple[np.ndarray, np.ndarr
     return cached[1]  # type: ignore[return-value]
 
 
+def query_code(config, q: Query, dim: int) -> np.ndarray:
+    """The query's sign code (its analyzed terms, or its text when it has none)."""
+    text = " ".join(t.word for t in q.terms) or q.text
+    return unpack(pack(np.asarray(vectors.configured(config).encode([text]))), dim)[0]
+
+
 def route(
     db, pid: int, stats: TermStats, q: Query, p: gate_mod.Plan, cands: list, by_row: dict,
     tuning: gate_mod.Tuning, make,
@@ -61,10 +75,7 @@ def route(
     rowids, codes, dim, where = _project_codes(db, pid, stats)
     if not len(rowids):
         return tuning
-    enc = vectors.configured(config)
-    text = " ".join(t.word for t in q.terms) or q.text
-    query = unpack(pack(np.asarray(enc.encode([text]))), dim)[0]
-    sims = code_similarity(query, codes, dim)
+    sims = code_similarity(query_code(config, q, dim), codes, dim)
     for c in cands:
         i = where.get(c.rowid)
         if i is not None:
@@ -84,3 +95,51 @@ def route(
         cands[:0] = added  # first: the gate's rescue looks at the head of the pool
     p.tuning = replace(p.tuning, dense_floor=floor)  # the gate judges this plan with it
     return replace(tuning, dense_floor=floor)
+
+
+def record_similarities(db, pid: int, stats: TermStats, q: Query, p: gate_mod.Plan) -> dict:
+    """``{record n: code similarity with the query}`` of the project's coded active
+    records ({} when the route is off); the plan gets the configured dense floor.
+    The codes are cached with the term statistics until a vector write or a record
+    change (a superseded record's code is gone)."""
+    config = getattr(db, "config", None)
+    if config is None or not vectors.stores(config):
+        return {}
+    vectors.check(db, config)
+    state = record_vectors.state(db, pid)
+    cached = stats.extra.get("semantic_records")
+    if cached is None or cached[0] != state:
+        cached = stats.extra["semantic_records"] = (state, record_vectors.matrix(db, pid))
+    ns, codes, dim = cached[1]  # type: ignore[misc]
+    p.tuning = replace(p.tuning, dense_floor=float(config.dense_rescue_similarity))
+    if not len(ns):
+        return {}
+    sims = code_similarity(query_code(config, q, dim), codes, dim)
+    return dict(zip(ns.tolist(), sims.tolist(), strict=True))
+
+
+def near_records(db, sims: dict, p: gate_mod.Plan, known: set[int]) -> list[dict]:
+    """A short query's nearest records (at most ``NEIGHBOURS``) at or above the dense
+    floor that the lexical route did not find, nearest first."""
+    if not p.short or not sims:
+        return []
+    floor = p.tuning.dense_floor
+    near = sorted((n for n, s in sims.items() if s >= floor and n not in known), key=sims.get,
+                  reverse=True)[:NEIGHBOURS]  # fmt: skip
+    found = record_vectors.rows_by_n(db, near)
+    for rec in found:
+        rec["score"] = round(sims[rec["n"]], 4)
+    return sorted(found, key=lambda r: -sims[r["n"]])
+
+
+def fuse_records(admitted: list[dict], sims: dict) -> list[dict]:
+    """Admitted records by reciprocal rank of their order (lexical, then rescued) and
+    their code similarity (unchanged when no record has a code)."""
+    if not sims:
+        return admitted
+    fusion = Fusion()
+    fusion.add(admitted, key=lambda r: r["n"])
+    coded = [r for r in admitted if r["n"] in sims]
+    fusion.add(sorted(coded, key=lambda r: -sims[r["n"]]), key=lambda r: r["n"])
+    order = {r["n"]: i for i, r in enumerate(admitted)}
+    return sorted(admitted, key=lambda r: (-fusion[r["n"]], order[r["n"]]))

@@ -1,9 +1,10 @@
 """Derived tables: drop and rebuild them from the authority rows, or prove a rebuild matches.
 
 Derived tables are the per-project full-text indexes (and with them the
-fts5vocab term statistics) and the chunk vectors of the configured encoder
-(:mod:`memoryd.storage.vectors`); search's caches live in memory, per index
-generation. Their content digest is
+fts5vocab term statistics) and the chunk and memory record vectors of the
+configured encoder (:mod:`memoryd.storage.vectors`,
+:mod:`memoryd.storage.record_vectors`); search's caches live in memory, per
+index generation. Their content digest is
 what ``rebuild --verify`` compares between the live store and a rebuilt
 scratch copy.
 """
@@ -21,6 +22,7 @@ import apsw
 
 from memoryd.storage.authority import Authority
 from memoryd.storage.corpus import compact_limit, fts_table, rebuild_index
+from memoryd.storage.record_vectors import rebuild_record_vectors, record_vectors_digest
 from memoryd.storage.vectors import rebuild_vectors, vectors_digest
 
 
@@ -53,7 +55,8 @@ def fts_digest(conn: apsw.Connection, pid: int) -> str:
 
 DERIVED: list[Derived] = [
     Derived("fts", lambda tx, pid, _config: rebuild_index(tx, pid), fts_digest),
-    Derived("vectors", rebuild_vectors, vectors_digest),
+    Derived("vectors", rebuild_vectors, vectors_digest),  # settles the stored encoder first
+    Derived("record_vectors", rebuild_record_vectors, record_vectors_digest),
 ]
 
 

@@ -156,14 +156,22 @@ def fts_matches(conn: Any, match: str, limit: int) -> list[dict]:
     is the negated bm25 (higher is better). The key column never scores."""
     rows = _rows(
         conn,
-        "SELECT r.id, r.kind, r.status, r.text, r.triggers, -bm25(memory_fts, 1.0, 1.0, 0.0) AS s"
-        " FROM memory_fts JOIN memory_records r ON r.n = memory_fts.rowid"
+        "SELECT r.id, r.kind, r.status, r.text, r.triggers, -bm25(memory_fts, 1.0, 1.0, 0.0) AS s,"
+        " r.n FROM memory_fts JOIN memory_records r ON r.n = memory_fts.rowid"
         " WHERE memory_fts MATCH ? ORDER BY bm25(memory_fts, 1.0, 1.0, 0.0) LIMIT ?",
         (match, limit),
     )
     return [
-        {"id": i, "kind": k, "status": st, "text": t, "triggers": orjson.loads(tr), "score": s}
-        for i, k, st, t, tr, s in rows
+        {
+            "id": i,
+            "kind": k,
+            "status": st,
+            "text": t,
+            "triggers": orjson.loads(tr),
+            "score": s,
+            "n": n,
+        }
+        for i, k, st, t, tr, s, n in rows
     ]
 
 

@@ -325,6 +325,30 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE projects ADD COLUMN vectors_generation INTEGER NOT NULL DEFAULT 0;
         """,
     ),
+    (
+        11,
+        "memory record vectors (derived, issue 15)",
+        """
+        -- Derived: the sign code of an active record's text and triggers (memoryd.storage.
+        -- record_vectors), made by the encoder named in vector_encoder by a vectors.encode
+        -- job after consolidation; `memoryd rebuild` recomputes them. A record's code goes
+        -- when its text or triggers change or it stops being active (superseded, merged).
+        CREATE TABLE record_vectors (
+            n          INTEGER PRIMARY KEY,   -- memory_records.n
+            project_id INTEGER NOT NULL,
+            code       BLOB NOT NULL
+        );
+        CREATE INDEX record_vectors_project ON record_vectors (project_id);
+        CREATE TRIGGER record_vectors_stale AFTER UPDATE OF text, triggers, status
+            ON memory_records WHEN new.status != 'active' OR new.text IS NOT old.text
+            OR new.triggers IS NOT old.triggers BEGIN
+            DELETE FROM record_vectors WHERE n = old.n;
+        END;
+        CREATE TRIGGER record_vectors_gone AFTER DELETE ON memory_records BEGIN
+            DELETE FROM record_vectors WHERE n = old.n;
+        END;
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]

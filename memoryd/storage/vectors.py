@@ -101,7 +101,7 @@ def encode_job(db, config, payload: dict) -> dict | None:
         if chunks:
             found.append((rows[0][0], content_hash, len(chunks)))
             texts += chunks
-    codes = _codes(enc, texts)  # all files' chunks at once: fewer, fuller encoder calls
+    codes = encode_texts(enc, texts)  # all files' chunks at once: fewer, fuller encoder calls
     width = enc.dim // 8
     out, at = [], 0
     for file_id, content_hash, n in found:
@@ -121,7 +121,7 @@ def _chunk_texts(db, file_id: int, body: bytes) -> list[str]:
     return ["\n".join(lines[s - 1 : e]) for s, e in ranges]
 
 
-def _codes(enc: Encoder, texts: Sequence[str]) -> bytes:
+def encode_texts(enc: Encoder, texts: Sequence[str]) -> bytes:
     parts = [
         pack(np.asarray(enc.encode(texts[i : i + ENCODE_TEXTS])))
         for i in range(0, len(texts), ENCODE_TEXTS)
@@ -129,7 +129,7 @@ def _codes(enc: Encoder, texts: Sequence[str]) -> bytes:
     return b"".join(parts)
 
 
-def _claim(tx: apsw.Connection, enc_name: str, dim: int) -> None:
+def claim(tx: apsw.Connection, enc_name: str, dim: int) -> None:
     stored = stored_encoder(tx)
     if stored is None:
         tx.execute("INSERT INTO vector_encoder (id, name, dim) VALUES (1, ?, ?)", (enc_name, dim))
@@ -140,7 +140,7 @@ def _claim(tx: apsw.Connection, enc_name: str, dim: int) -> None:
         )
 
 
-def _bump(tx: apsw.Connection, pid: int) -> None:
+def bump(tx: apsw.Connection, pid: int) -> None:
     """A new count of the project's vector writes: search re-reads its codes."""
     tx.execute(
         "UPDATE projects SET vectors_generation = vectors_generation + 1 WHERE id = ?", (pid,)
@@ -155,7 +155,7 @@ def put(tx: apsw.Connection, pid: int, config, encoded: dict | None) -> int:
     check(tx, config)
     if encoded is None:
         return 0
-    _claim(tx, encoded["encoder"], encoded["dim"])
+    claim(tx, encoded["encoder"], encoded["dim"])
     check(tx, config)  # the worker's encoder is the configured one
     rows = []
     for file_id, content_hash, codes in encoded["files"]:
@@ -169,7 +169,7 @@ def put(tx: apsw.Connection, pid: int, config, encoded: dict | None) -> int:
         "INSERT OR REPLACE INTO chunk_vectors (file_id, project_id, codes) VALUES (?, ?, ?)", rows
     )
     if rows:
-        _bump(tx, pid)
+        bump(tx, pid)
     return len(rows)
 
 
@@ -218,12 +218,12 @@ def rebuild_vectors(tx: apsw.Connection, pid: int, config) -> int:
     """Drop and recompute the project's codes from files and chunks with the configured
     encoder (which becomes the stored one). Returns chunks encoded."""
     tx.execute("DELETE FROM chunk_vectors WHERE project_id = ?", (pid,))
-    _bump(tx, pid)
+    bump(tx, pid)
     enc = configured(config)
     tx.execute("DELETE FROM vector_encoder WHERE id = 1 AND name != ?", (getattr(enc, "name", ""),))
     if enc is None:
         return 0
-    _claim(tx, enc.name, enc.dim)
+    claim(tx, enc.name, enc.dim)
     count = 0
     files = tx.execute(
         "SELECT id, body FROM files WHERE project_id = ? AND live = 1 ORDER BY id", (pid,)
@@ -233,7 +233,7 @@ def rebuild_vectors(tx: apsw.Connection, pid: int, config) -> int:
         if texts:
             tx.execute(
                 "INSERT INTO chunk_vectors (file_id, project_id, codes) VALUES (?, ?, ?)",
-                (file_id, pid, _codes(enc, texts)),
+                (file_id, pid, encode_texts(enc, texts)),
             )
             count += len(texts)
     return count

@@ -10,6 +10,11 @@ loaded once per worker process; its apply writes the codes in the supervisor's
 group commit (:func:`memoryd.storage.vectors.put`). A SIGKILL while encoding
 loses nothing: the job is claimed again and its codes, written by file id and
 content hash, are the same. Search skips files without codes until then.
+
+Memory records get their codes by the same job kind with ``"source": "records"``
+in its payload (:mod:`memoryd.storage.record_vectors`): the commit that applies a
+consolidation run enqueues one (:func:`records_follow_up`) for the project's
+active records without a code, so consolidation never waits for an encoder.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ import apsw
 import orjson
 
 from memoryd.queue import ClaimedJob, JobSpec
-from memoryd.storage import vectors
+from memoryd.search.dense import encoder_name
+from memoryd.storage import record_vectors, vectors
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 ENCODE = "vectors.encode"
@@ -35,13 +41,29 @@ def follow_up(tx: apsw.Connection, config, pid: int, project: str) -> list[JobSp
     if not vectors.stores(config):
         return []
     groups = _groups(vectors.uncoded(tx, pid), int(config.vectors_job_bytes))
-    return [_job(pid, project, group) for group in groups]
+    return [_job(pid, project, vectors.job_payload(pid, group)) for group in groups]
 
 
-def _job(pid: int, project: str, group: list[tuple[str, str]]) -> JobSpec:
-    """One group's job. Its dedupe key keeps one live job per set of files: a run
-    that finishes while an earlier run's jobs for the same files still wait adds none."""
-    payload = vectors.job_payload(pid, group)
+def records_follow_up(tx: apsw.Connection, config, pid: int, project: str) -> list[JobSpec]:
+    """The vectors jobs of an applied consolidation run: the project's active records
+    without a code, ``JOB_RECORDS`` a job (none when no encoder stores codes, or the
+    stored codes are another encoder's: search refuses those until a rebuild)."""
+    if not vectors.stores(config) or vectors.stored_encoder(tx) not in (
+        None,
+        encoder_name(str(config.encoder)),
+    ):
+        return []
+    recs = record_vectors.uncoded(tx, pid)
+    step = record_vectors.JOB_RECORDS
+    return [
+        _job(pid, project, record_vectors.job_payload(pid, recs[i : i + step]))
+        for i in range(0, len(recs), step)
+    ]
+
+
+def _job(pid: int, project: str, payload: dict) -> JobSpec:
+    """One job. Its dedupe key keeps one live job per set of files or records: a run
+    that finishes while an earlier run's jobs for the same ones still wait adds none."""
     digest = hashlib.sha256(orjson.dumps(payload)).hexdigest()[:32]
     key = f"{ENCODE}:{pid}:{digest}"
     return JobSpec(ENCODE, payload, project=project, priority=PRIORITY, dedupe_key=key)
@@ -60,13 +82,20 @@ def _groups(files: list[tuple[str, str, int]], budget: int) -> list[list[tuple[s
     return groups
 
 
+def _store(payload: dict):
+    """The module that codes the payload's source (chunks unless it says records)."""
+    return record_vectors if payload.get("source") == record_vectors.SOURCE else vectors
+
+
 def _run(ctx: WorkContext, payload: Any) -> dict | None:
-    return vectors.encode_job(ctx.authority(), ctx.config, payload)
+    return _store(payload).encode_job(ctx.authority(), ctx.config, payload)
 
 
 def _apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     for job, encoded in done:
-        vectors.put(actx.tx, job.data["project_id"], actx.config, encoded)
+        _store(job.data).put(actx.tx, job.data["project_id"], actx.config, encoded)
 
 
-KINDS = [JobKind(ENCODE, _run, _apply, doc="encode committed chunks, store their codes")]
+KINDS = [
+    JobKind(ENCODE, _run, _apply, doc="encode committed chunks or memory records, store codes")
+]

@@ -15,12 +15,19 @@
   them, are reported too); the vector table's
   pages (dbstat) over the source bytes; stdlib search p50/p95 (in-process, gate
   included, docstring queries as ``bench_ingest.py``) on both homes.
+* **Archive** (records of the route in the evidence archive): the conversations
+  development set of ``bench_devsets.py --only conversations`` and LongMemEval
+  through archive search (``bench_archive.py``), each archived once with
+  ``encoder = "wordllama"`` (codes written with each version) and searched
+  without the route (``hashing``) and with it at each floor, one archive owner
+  at a time (the archive has one read-write owner).
 * **Brute force limit**: one query's code similarity and top-k over N random
   256-bit codes, p95 over 30 queries, for growing N: the size at which brute
   force alone passes the 5 ms search budget, i.e. where an index (usearch,
   sqlite-vec) would be needed.
 
     .venv/bin/python ops/bench/bench_semantic.py [--quick] [--repeat N] [--floors 0.4,0.5]
+        [--skip lme,devset,costs,brute,conversations,archive]
 """
 
 from __future__ import annotations
@@ -41,15 +48,18 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops" / "bench"))
 
+import bench_archive  # noqa: E402
 import bench_devsets  # noqa: E402
 from bench_ingest import EXCLUDES, ingest_once  # noqa: E402
 from bench_longmemeval import DEPTH, PROJECT, build, docstring_queries, search_latency  # noqa: E402
 from lme_data import DATA, evaluate, load, print_table, splits  # noqa: E402
 
 from memoryd.api import Memoryd  # noqa: E402
+from memoryd.archive.owner import ArchiveOwner  # noqa: E402
+from memoryd.archive.search import search_archive  # noqa: E402
 from memoryd.config import load_config  # noqa: E402
 from memoryd.search import search  # noqa: E402
-from memoryd.search.dense import code_similarity, pack, unpack  # noqa: E402
+from memoryd.search.dense import code_similarity, load_encoder, pack, unpack  # noqa: E402
 from memoryd.storage import open_authority  # noqa: E402
 from memoryd.storage.corpus import project_id  # noqa: E402
 from memoryd.storage.vectors import rebuild_vectors  # noqa: E402
@@ -77,16 +87,20 @@ def null_similarity(db, project: str, pairs: int = 400) -> dict:
     from memoryd.search.stats import term_stats
     from memoryd.storage.vectors import configured
 
-    words = _general_words()
-    rng = np.random.default_rng(15)
     pid = project_id(db, project)
     _, codes, dim, _ = _project_codes(db, pid, term_stats(db, pid))
-    enc = configured(db.config)
+    return _null(codes, dim, configured(db.config), pairs)
+
+
+def _null(codes: np.ndarray, dim: int, enc, pairs: int) -> dict:
+    """Percentiles of the best similarity among ``codes`` of random two-word queries."""
+    words = _general_words()
+    rng = np.random.default_rng(15)
     queries = [" ".join(rng.choice(words, 2, replace=False)) for _ in range(pairs)]
     qcodes = unpack(pack(enc.encode(queries)), dim)
     best = np.sort([code_similarity(q, codes, dim).max() for q in qcodes])
     pct = {f"p{p}": round(float(np.percentile(best, p)), 3) for p in (50, 90, 95, 99)}
-    return {"queries": pairs, "chunks": len(codes), **pct, "max": round(float(best[-1]), 3)}
+    return {"queries": pairs, "codes": len(codes), **pct, "max": round(float(best[-1]), 3)}
 
 
 def longmemeval(floors: list[float], quick: bool) -> dict:
@@ -126,6 +140,74 @@ def devset(floors: list[float]) -> dict:
                 name: bench_devsets.run_repo(m, split, False)["memoryd"] for name, m in mds.items()
             }
     return out
+
+
+def _settings(floors: list[float]) -> dict[str, dict]:
+    """Each compared configuration by its report name: no route, then each floor."""
+    return {"without": {"encoder": "hashing"}} | {f"with@{f:g}": _on(f) for f in floors}
+
+
+def _coded(build):
+    """``build()`` with the route's encoder in the environment: the archive's owner
+    writes each version's codes with it."""
+    os.environ["MEMORYD_ENCODER"] = ON
+    try:
+        return build()
+    finally:
+        del os.environ["MEMORYD_ENCODER"]
+
+
+def conversations(floors: list[float]) -> dict:
+    """The conversations development set through archive search, per configuration."""
+    convs = bench_devsets.parse_conversations(
+        (bench_devsets.DATA / "conversations.txt").read_text()
+    )
+    with tempfile.TemporaryDirectory(prefix="memoryd-sem-conv-") as tmp:
+        _coded(lambda: bench_devsets.build_conversations(Path(tmp), convs)).close()
+        out: dict = {"dev": {}, "untouched": {}}
+        for name, settings in _settings(floors).items():
+            with ArchiveOwner(Path(tmp), load_config(Path(tmp), settings)) as owner:
+                for split in out:
+                    run = bench_devsets.run_conversations(owner, convs, split, False)
+                    out[split][name] = run["memoryd"]
+    return out
+
+
+def archive_lme(floors: list[float], quick: bool) -> dict:
+    """LongMemEval through archive search, per configuration (codes written at archiving)."""
+    data = bench_archive.load_questions(bench_archive.DATA)
+    with tempfile.TemporaryDirectory(prefix="memoryd-sem-arch-") as tmp:
+        t0 = time.perf_counter()
+        bench_archive.build(Path(tmp) / "plain", data)[0].close()
+        plain = time.perf_counter() - t0
+        home = Path(tmp) / "coded"
+        t0 = time.perf_counter()
+        owner, digest, sid_digest = _coded(lambda: bench_archive.build(home, data))
+        built = time.perf_counter() - t0
+        versions = owner.store.corpus_stats(bench_archive.PROJECT).versions
+        blob = b"".join(c for _, c in owner.store.version_codes(bench_archive.PROJECT))
+        code_bytes = len(blob)
+        dim = owner.store.vectors_meta()["dim"]
+        null = _null(unpack(blob, dim), dim, load_encoder(ON), 400)  # exchanges' calibration
+        payload_bytes = owner.store.counts()["live_payload_bytes"]
+        owner.close()
+        parts = splits(len(data), quick)
+        out: dict = {split: {} for split in parts}
+        for name, settings in _settings(floors).items():
+            with ArchiveOwner(home, load_config(home, settings)) as owner:
+                run = {name: lambda t, o=owner: search_archive(o, bench_archive.PROJECT, t,
+                                                               bench_archive.DEPTH,
+                                                               bench_archive.NOW)}  # fmt: skip
+                for split, ii in parts.items():
+                    out[split] |= evaluate(data, run, digest, sid_digest, ii)
+    return {
+        "versions": versions,
+        "archive_seconds": {"without": round(plain, 1), "with": round(built, 1)},
+        "code_bytes": code_bytes,
+        "code_share_of_payload": round(code_bytes / payload_bytes, 4),
+        "null": null,
+        "splits": out,
+    }
 
 
 def _vector_bytes(md: Memoryd) -> int:
@@ -213,7 +295,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="ingest rounds (median)")
     ap.add_argument("--queries", type=int, default=300, help="stdlib search queries")
     ap.add_argument("--floors", default="0.5", help="rescue floors compared (comma-separated)")
-    ap.add_argument("--skip", default="", help="parts left out: lme,devset,costs,brute")
+    ap.add_argument(
+        "--skip", default="", help="parts left out: lme,devset,costs,brute,conversations,archive"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     floors = [float(f) for f in args.floors.split(",")]
@@ -227,6 +311,10 @@ def main(argv=None) -> int:
         report["devset_repo"] = devset(floors)
     if "lme" not in skip:
         report["longmemeval"] = longmemeval(floors, args.quick)
+    if "conversations" not in skip:
+        report["conversations"] = conversations(floors)
+    if "archive" not in skip:
+        report["archive_lme"] = archive_lme(floors, args.quick)
     report["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
     if args.json:
         print(json.dumps(report, indent=2, default=str))
@@ -258,6 +346,17 @@ def _print(report: dict) -> None:
     if lme := report.get("longmemeval"):
         print(f"LongMemEval: {lme['chunks']} chunks encoded in {lme['encode_seconds']} s")
         print_table(lme["splits"])
+    for split, per in report.get("conversations", {}).items():
+        for name, s in per.items():
+            print(f"conversations devset {split} {name}: {s}")
+    if arch := report.get("archive_lme"):
+        took = arch["archive_seconds"]
+        print(f"LongMemEval through the archive: {arch['versions']} versions archived in"
+              f" {took['without']} s without codes, {took['with']} s with them;"
+              f" codes {arch['code_bytes']:,} bytes = {arch['code_share_of_payload']:.3f}x"
+              " the compressed payloads")  # fmt: skip
+        print(f"  null similarity over exchanges (best of random two-word queries): {arch['null']}")
+        print_table(arch["splits"])
 
 
 if __name__ == "__main__":

@@ -32,9 +32,10 @@ def test_compact_content_removes_expired_terms_that_a_flush_leaves(tmp_path):
         assert store.verify_postings()["ok"]
 
 
-def test_content_ranges_cover_payloads_postings_and_statistics():
+def test_content_ranges_cover_payloads_postings_statistics_and_codes():
     whole = keys.content_ranges()
-    assert [begin for begin, _ in whole] == [keys.PAYLOAD, keys.POSTING, keys.TERMSTAT]
+    families = [keys.PAYLOAD, keys.POSTING, keys.TERMSTAT, keys.VECTORS]
+    assert [begin for begin, _ in whole] == families
     one = keys.content_ranges(b"p")
     posting = keys.posting(b"p", b"word", keys.dv(b"d", 1))
     assert any(begin <= posting < end for begin, end in one)

@@ -34,6 +34,9 @@ every version of one document is contiguous and in version order::
                                  ledger, after the version is purged: a redone request
                                  answers with its first outcome, never a new version)
     K name                       cursor
+    C project 0 dv               sign codes of a live version's exchanges (vectors.py),
+                                 deleted in the batch that retires the version
+    M vectors                    the encoder that made every C code (orjson)
 
 The expiry index puts the time bucket first and the class second: a due
 scan stops at the first future bucket, and within a bucket the classes come
@@ -64,10 +67,12 @@ FWD, REV, RLEASE, RLEASE_EXP, ACCESS, REQUEST, CURSOR = (
     b"K",
 )
 SESSION_REF, SESSION_FWD, DERIVED = b"W", b"Y", b"X"
+VECTORS = b"C"
 
 FORMAT = META + b"format"
 DEGRADED = META + b"degraded"
 DELETED_KEYS = META + b"deleted_keys"
+VECTORS_META = META + b"vectors"
 #: The journal's last record number. It sorts after every statistic (UTF-8 never holds
 #: 0xFF) and every journal write carries it, so a file's key range never ends on a term.
 DF_JOURNAL_SEQ = TERMSTAT + b"\xffdf_journal_seq"
@@ -196,12 +201,17 @@ def corpus_project(key: bytes) -> bytes:
 
 
 def content_ranges(project: bytes | None = None) -> list[tuple[bytes, bytes | None]]:
-    """The key ranges that hold content or its terms: payloads, postings and term
-    statistics (only ``project``'s postings and statistics when given)."""
+    """The key ranges that hold content or what is derived from it: payloads, postings,
+    term statistics and codes (only ``project``'s derived keys when given)."""
     if project is None:
-        families = (PAYLOAD, POSTING, TERMSTAT)
+        families = (PAYLOAD, POSTING, TERMSTAT, VECTORS)
         return [(f, prefix_end(f)) for f in families]
-    own = (POSTING + project + SEP, TERMSTAT + project + SEP, df_journal_prefix(project))
+    own = (
+        POSTING + project + SEP,
+        TERMSTAT + project + SEP,
+        df_journal_prefix(project),
+        vectors_prefix(project),
+    )
     return [(PAYLOAD, prefix_end(PAYLOAD))] + [(p, prefix_end(p)) for p in own]
 
 
@@ -348,3 +358,20 @@ def access(bucket: int, doc_id: bytes) -> bytes:
 def parse_access(key: bytes) -> tuple[int, bytes]:
     """``(bucket, doc id)`` of an access record key."""
     return U64.unpack(key[1:9])[0], key[9:]
+
+
+# ---- vectors (codes derived from a version's content)
+
+
+def vectors_prefix(project: bytes | None = None) -> bytes:
+    return VECTORS if project is None else VECTORS + project + SEP
+
+
+def vector(project: bytes, version: bytes) -> bytes:
+    """``C project 0 dv``: the codes of one version's exchanges."""
+    return VECTORS + project + SEP + version
+
+
+def vector_version(key: bytes, project: bytes) -> bytes:
+    """The dv of a code key of ``project``."""
+    return key[len(project) + 2 :]

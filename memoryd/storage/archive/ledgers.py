@@ -297,6 +297,7 @@ class LedgersMixin(StoreCore):
             self._link_sources(batch, doc, ledger, it.sources)
         dv = keys.dv(doc, ver)
         batch.put(keys.payload(dv), payload)
+        self._put_codes(batch, project, dv, it.content)
         for term, value in values.items():
             batch.put(keys.posting(project, term.encode(), dv), value)
             batch.df[(project, term)] += 1
@@ -343,6 +344,7 @@ class LedgersMixin(StoreCore):
         c[1] -= v["len"]
         if v["expires_at"] is not None:
             batch.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
+        self._drop_codes(batch, project, dv)
         v["status"] = status
         v["retired_at"] = now
         batch.ledgers[keys.doc(doc)] = ledger

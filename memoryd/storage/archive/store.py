@@ -10,6 +10,7 @@ from memoryd.storage.archive.meta import MetaMixin
 from memoryd.storage.archive.postings import PostingsMixin
 from memoryd.storage.archive.protections import ProtectionsMixin
 from memoryd.storage.archive.removal import DfJournalMixin
+from memoryd.storage.archive.vectors import VectorsMixin
 
 
 class ArchiveStore(
@@ -20,6 +21,7 @@ class ArchiveStore(
     PostingsMixin,
     DfJournalMixin,
     MetaMixin,
+    VectorsMixin,
 ):
     """An open archive. Use :meth:`open_primary` or :meth:`open_secondary`.
 

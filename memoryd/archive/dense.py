@@ -1,0 +1,99 @@
+"""Dense candidates of archive search: the exchanges nearest to a short query (issue 15).
+
+With an encoder that stores codes, every live archive version has a sign code
+per exchange (:mod:`memoryd.storage.archive.vectors`). :class:`ArchiveDenseSource`
+is one more source of the search pipeline beside the archive's BM25 source
+(:class:`memoryd.archive.search.ArchiveSource`), sharing its term statistics and
+so its plan: for a short conceptual query (at most ``dense_max_terms`` focus
+terms) it ranks the project's exchanges by code similarity, brute force with
+numpy, and offers those the gate admits on the dense floor
+(``dense_rescue_similarity``) and whose window holds the question's named
+entities. A longer question gets nothing from it: it still needs the lexical
+source's evidence coverage, so abstention does not get weaker. The pipeline
+fuses both sources' answers by reciprocal rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from memoryd.archive.search import EXCERPT_CHARS, ArchiveSource, ArchiveStats, _load
+from memoryd.search import gate, terms
+from memoryd.search.dense import code_similarity, encoder_name, unpack
+from memoryd.search.evidence import held
+from memoryd.search.pipeline import Found
+from memoryd.search.semantic import query_code
+from memoryd.storage import vectors
+from memoryd.storage.archive import utc_iso
+
+NEIGHBOURS = 20  # nearest exchanges a short query may be answered by
+
+
+class ArchiveDenseSource:
+    """The archive's exchanges by code similarity, for short queries only."""
+
+    exact = False
+
+    def __init__(self, lexical: ArchiveSource) -> None:
+        self.lexical = lexical
+        self.where = lexical.where
+
+    def stats(self, q: terms.Query) -> ArchiveStats:
+        return self.lexical.stats(q)  # the same object: the pipeline plans once for both
+
+    def find(self, q: terms.Query, p: gate.Plan, limit: int) -> Found:
+        owner = self.lexical.owner
+        config = owner.config
+        if not p.short or not vectors.stores(config):
+            return Found()
+        owner.store.check_vectors(encoder_name(str(config.encoder)))
+        meta = owner.store.vectors_meta()
+        if meta is None:
+            return Found()
+        dim, group = int(meta["dim"]), int(meta["group_lines"])
+        spots: list[tuple[str, int]] = []  # (locator, exchange) of each code
+        blobs = []
+        for locator, codes in owner.store.version_codes(self.lexical.project):
+            spots += [(locator, g) for g in range(len(codes) // (dim // 8))]
+            blobs.append(codes)
+        if not spots:
+            return Found()
+        sims = code_similarity(query_code(config, q, dim), unpack(b"".join(blobs), dim), dim)
+        p.tuning = replace(p.tuning, dense_floor=float(config.dense_rescue_similarity))
+        items: list[dict] = []
+        for i in np.argsort(-sims, kind="stable")[:NEIGHBOURS]:
+            item = self._admitted(p, spots[i], group, float(sims[i]))
+            if item is not None and all(item["locator"] != x["locator"] for x in items):
+                items.append(item)
+        items = items[:limit]
+        owner.store.take_retrieval_leases(
+            [i["locator"] for i in items],
+            seconds=float(config.retention_retrieval_lease_seconds),
+            now=self.lexical.now,
+        )
+        return Found(items)
+
+    def _admitted(self, p: gate.Plan, spot: tuple[str, int], group: int, sim: float):
+        """The exchange as a search item if the gate admits it on its similarity and
+        its window holds the question's named entities; else None."""
+        locator, g = spot
+        doc = _load(self.lexical.owner, locator)
+        if doc is None or sim < p.tuning.dense_floor:
+            return None
+        start, end = g * group, min(len(doc.lines), (g + 1) * group)
+        matched = set().union(*(held(p, doc.stems(j)) for j in range(start, end)))
+        if not gate.admit(p, matched, cosine=sim).admitted or gate.missing_entities(p, [matched]):
+            return None
+        info = self.lexical.owner.store.version_info(locator)
+        return {
+            "path": info.session or info.doc_id,
+            "start_line": start + 1,
+            "end_line": end,
+            "score": round(sim, 4),
+            "excerpt": "\n".join(doc.lines[start:end])[:EXCERPT_CHARS],
+            "locator": locator,
+            "class": info.cls,
+            "created_at": utc_iso(info.created_at),
+        }
