@@ -8,3 +8,6 @@ active records (:mod:`.shortlist`), asks an adjudicator for a verdict
 candidate's verdict alone (:mod:`memoryd.storage.records`). Records are
 mirrored as markdown (:mod:`.mirror`).
 """
+
+#: A record's statuses (light here: the CLI lists them without loading the service).
+STATUSES = ("active", "superseded", "merged", "flagged", "archived")

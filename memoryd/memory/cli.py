@@ -15,8 +15,8 @@ from typing import Any
 import click
 
 from memoryd.errors import UsageError
+from memoryd.memory import STATUSES
 from memoryd.memory.candidates import KINDS
-from memoryd.memory.service import STATUSES
 
 TEXT_WIDTH = 70
 

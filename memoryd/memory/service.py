@@ -11,14 +11,13 @@ from pathlib import Path
 
 from memoryd.config import Config
 from memoryd.errors import MalformedCandidate, NoSuchRecord, UsageError
-from memoryd.memory import mirror, staging
+from memoryd.memory import STATUSES, mirror, staging
 from memoryd.memory.candidates import KINDS, candidate_id, parse_lines
 from memoryd.memory.jobs import job_spec
 from memoryd.queue import JobQueue
 from memoryd.storage import Authority, records
 from memoryd.storage.corpus import project_id
 
-STATUSES = ("active", "superseded", "merged", "flagged", "archived")
 SWEEP_STATUSES = ("flagged", "archived")
 LAST_RUNS = 10
 
