@@ -4,6 +4,7 @@ and purging the canonical records of retired versions."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import secrets
 import time
 from collections import Counter
@@ -38,6 +39,9 @@ QUEUED_TERMS_MAX = 100_000
 
 #: Cursor of the purge queue's head (the queue key of the last version purged).
 PURGE_HEAD = "archive.purge_head"
+
+#: Queued versions whose ledgers and payloads a purge reads in one multi-get.
+PURGE_READ_AHEAD = 128
 
 
 class LedgersMixin(StoreCore):
@@ -458,13 +462,13 @@ class LedgersMixin(StoreCore):
         remaining = False
         with self._lock:
             packed = Batch()
-            for key, resume in self._purge_queue():
+            for key, resume in self._purge_queue_read_ahead(packed):
                 left = budget - packed.deleted
                 dv = keys.purge_version(key)
                 doc_id, ver = keys.split_dv(dv)
                 ledger = self._ledger(doc_id.encode(), packed)
                 project = ledger["project"].encode() if ledger else b""
-                raw = self._db.get(keys.payload(dv))
+                raw = self._get(keys.payload(dv), packed)
                 terms = self._purge_terms(dv, raw, resume)
                 if left <= 0 or (packed.deleted and len(terms) + 1 > left):
                     remaining = True  # the next call starts here (the head cursor)
@@ -509,6 +513,20 @@ class LedgersMixin(StoreCore):
             known = version_terms(codec.decode_payload(raw)["content"])
         terms = sorted(keys.encode_terms(known))
         return [t for t in terms if t > resume] if resume else terms
+
+    def _purge_queue_read_ahead(
+        self, batch: Batch, page: int = PURGE_READ_AHEAD
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """:meth:`_purge_queue` in pages, each page's ledgers and payloads fetched into
+        ``batch`` with one multi-get first (not one read per queued version)."""
+        queue = self._purge_queue()
+        while entries := list(itertools.islice(queue, page)):
+            wanted: list[bytes] = []
+            for key, _ in entries:
+                dv = keys.purge_version(key)
+                wanted += (keys.doc(keys.split_dv(dv)[0].encode()), keys.payload(dv))
+            self._read_ahead(batch, list(dict.fromkeys(wanted)))
+            yield from entries
 
     def _purge_queue(self) -> Iterator[tuple[bytes, bytes]]:
         """The purge queue from its head (where the last purge ended), wrapping around:
