@@ -53,7 +53,7 @@ class Batch:
     wb: WriteBatch = field(default_factory=lambda: WriteBatch(raw_mode=True))
     ledgers: dict[bytes, dict[str, Any]] = field(default_factory=dict)
     df: Counter[tuple[bytes, str]] = field(default_factory=Counter)
-    removed: dict[bytes, list[str]] = field(default_factory=dict)
+    removed: dict[bytes, list[bytes]] = field(default_factory=dict)
     """Terms of versions leaving the statistics (once per version), per project: one
     journal record each (:meth:`StoreCore._write`), folded into the statistics later."""
     folded: dict[bytes, Counter[str]] = field(default_factory=dict)
@@ -98,8 +98,8 @@ class StoreCore:
         self._wopt = WriteOptions()
         self._wopt.sync = sync
         self._closed = False
-        self._queued_terms: dict[bytes, list[str]] = {}
-        """Terms of versions queued for purge by this process (a purge skips decoding)."""
+        self._queued_terms: dict[bytes, tuple[list[bytes], list[bytes]]] = {}
+        """What purging versions queued by this process deletes (removal.version_removal)."""
         self._journal_cache: dict[bytes, Counter[str]] = {}
         """Decoded document-frequency journal records (immutable), by key."""
         self._read_format()
@@ -260,7 +260,7 @@ class StoreCore:
         seq = self._get_u64(keys.DF_JOURNAL_SEQ)
         for project, terms in batch.removed.items():
             seq += 1
-            batch.put(keys.df_journal(project, seq), "\n".join(terms).encode())
+            batch.put(keys.df_journal(project, seq), b"\n".join(terms))
         batch.put(keys.DF_JOURNAL_SEQ, keys.U64.pack(seq))
 
     def _apply_df(self, batch: Batch) -> None:

@@ -143,12 +143,12 @@ class ExpiryMixin(StoreCore):
 
     @staticmethod
     def _wave_keys(entries: Sequence[ExpiryEntry]) -> list[bytes]:
-        """What the checks of these entries read: ledgers, pins, retrieval leases, payloads."""
+        """What the checks of these entries read: ledgers, pins, retrieval leases, term lists."""
         wanted: list[bytes] = []
         for entry in entries:
             doc = entry.doc_id.encode()
             version = keys.dv(doc, entry.version)
-            wanted += (keys.doc(doc), keys.pin(doc), keys.rlease(version), keys.payload(version))
+            wanted += (keys.doc(doc), keys.pin(doc), keys.rlease(version), keys.term_list(version))
         return list(dict.fromkeys(wanted))
 
     def _decide(

@@ -32,7 +32,7 @@ from memoryd.storage.archive.records import (
     parse_locator,
     utc_iso,
 )
-from memoryd.storage.archive.removal import version_terms
+from memoryd.storage.archive.removal import version_removal
 
 #: Most versions whose terms a process keeps between queueing and purging them.
 QUEUED_TERMS_MAX = 100_000
@@ -40,7 +40,7 @@ QUEUED_TERMS_MAX = 100_000
 #: Cursor of the purge queue's head (the queue key of the last version purged).
 PURGE_HEAD = "archive.purge_head"
 
-#: Queued versions whose ledgers and payloads a purge reads in one multi-get.
+#: Queued versions whose ledgers and term lists a purge reads in one multi-get.
 PURGE_READ_AHEAD = 128
 
 
@@ -301,6 +301,7 @@ class LedgersMixin(StoreCore):
             self._link_sources(batch, doc, ledger, it.sources)
         dv = keys.dv(doc, ver)
         batch.put(keys.payload(dv), payload)
+        batch.put(keys.term_list(dv), keys.join_terms(list(values)))
         for term, value in values.items():
             batch.put(keys.posting(project, term.encode(), dv), value)
             batch.df[(project, term)] += 1
@@ -327,20 +328,18 @@ class LedgersMixin(StoreCore):
     ) -> int:
         """Tombstone a live version inside ``batch``: out of search and stats.
 
-        The payload is decoded once. When its postings and payload fit in
-        ``purge_budget`` deletes they go in the same batch (the version is
-        purged at once); otherwise it is queued for :meth:`purge_pending`.
-        Returns the keys deleted inline (0 when queued).
+        Its terms come from its term list (:func:`version_removal`). When its
+        postings and own keys fit in ``purge_budget`` deletes they go in the
+        same batch (the version is purged at once); otherwise it is queued for
+        :meth:`purge_pending`. Returns the keys deleted inline (0 when queued).
         """
         v = ledger["versions"][ver - 1]
         if v["status"] != "live":
             return 0
         dv = keys.dv(doc, ver)
-        raw = self._get(keys.payload(dv), batch)
+        terms, own = version_removal(self, dv, batch)
         project = ledger["project"].encode()
-        terms: list[str] = []
-        if raw is not None:
-            terms = version_terms(codec.decode_payload(raw)["content"])
+        if own:
             batch.removed.setdefault(project, []).extend(terms)
         c = batch.corpus.setdefault(project, [0, 0])
         c[0] -= 1
@@ -352,19 +351,19 @@ class LedgersMixin(StoreCore):
         batch.ledgers[keys.doc(doc)] = ledger
         if status == "expired":
             self._follow_sources(batch, doc, now)
-        if len(terms) + 1 > purge_budget:
+        if len(terms) + len(own) > purge_budget:
             batch.put(keys.purge(dv), b"")
             if len(self._queued_terms) >= QUEUED_TERMS_MAX:
                 self._queued_terms.clear()
-            self._queued_terms[dv] = terms
+            self._queued_terms[dv] = (terms, own)
             return 0
         before = batch.deleted
         delete = batch.wb.delete
-        for key in keys.version_postings(project, terms, dv):
+        for key in keys.postings_of(project, terms, dv):
             delete(key)
         batch.deleted += len(terms)
-        if raw is not None:
-            batch.delete(keys.payload(dv))
+        for key in own:
+            batch.delete(key)
         v["purged"] = True  # its request record stays: a redo answers "expired"
         return batch.deleted - before
 
@@ -468,9 +467,8 @@ class LedgersMixin(StoreCore):
                 doc_id, ver = keys.split_dv(dv)
                 ledger = self._ledger(doc_id.encode(), packed)
                 project = ledger["project"].encode() if ledger else b""
-                raw = self._get(keys.payload(dv), packed)
-                terms = self._purge_terms(dv, raw, resume)
-                if left <= 0 or (packed.deleted and len(terms) + 1 > left):
+                terms, own = self._purge_removal(dv, packed, resume)
+                if left <= 0 or (packed.deleted and len(terms) + len(own) > left):
                     remaining = True  # the next call starts here (the head cursor)
                     break
                 while len(terms) >= left:  # a version bigger than the budget, alone
@@ -488,8 +486,8 @@ class LedgersMixin(StoreCore):
                 for key_ in keys.postings_of(project, terms, dv):
                     packed.wb.delete(key_)
                 packed.deleted += len(terms)
-                if raw is not None:
-                    packed.delete(keys.payload(dv))
+                for key_ in own:
+                    packed.delete(key_)
                 packed.wb.delete(key)
                 packed.put(keys.cursor(PURGE_HEAD), key)
                 self._queued_terms.pop(dv, None)
@@ -503,28 +501,26 @@ class LedgersMixin(StoreCore):
                 deleted += packed.deleted
         return PurgeReport(versions, deleted, remaining)
 
-    def _purge_terms(self, dv: bytes, raw: bytes | None, resume: bytes) -> list[bytes]:
-        """The posting terms of a payload still to delete (after ``resume``), in order
-        (the terms its retirement found, when this process retired it)."""
-        known = self._queued_terms.get(dv)
-        if raw is None:
-            return []
-        if known is None:
-            known = version_terms(codec.decode_payload(raw)["content"])
-        terms = sorted(keys.encode_terms(known))
-        return [t for t in terms if t > resume] if resume else terms
+    def _purge_removal(
+        self, dv: bytes, batch: Batch, resume: bytes
+    ) -> tuple[list[bytes], list[bytes]]:
+        """:func:`version_removal` of a queued version (what its retirement found, when
+        this process retired it), its posting terms in order and after ``resume``."""
+        terms, own = self._queued_terms.get(dv) or version_removal(self, dv, batch)
+        terms = sorted(terms)
+        return ([t for t in terms if t > resume] if resume else terms), own
 
     def _purge_queue_read_ahead(
         self, batch: Batch, page: int = PURGE_READ_AHEAD
     ) -> Iterator[tuple[bytes, bytes]]:
-        """:meth:`_purge_queue` in pages, each page's ledgers and payloads fetched into
+        """:meth:`_purge_queue` in pages, each page's ledgers and term lists fetched into
         ``batch`` with one multi-get first (not one read per queued version)."""
         queue = self._purge_queue()
         while entries := list(itertools.islice(queue, page)):
             wanted: list[bytes] = []
             for key, _ in entries:
                 dv = keys.purge_version(key)
-                wanted += (keys.doc(keys.split_dv(dv)[0].encode()), keys.payload(dv))
+                wanted += (keys.doc(keys.split_dv(dv)[0].encode()), keys.term_list(dv))
             self._read_ahead(batch, list(dict.fromkeys(wanted)))
             yield from entries
 
