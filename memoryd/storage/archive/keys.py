@@ -15,7 +15,8 @@ every version of one document is contiguous and in version order::
                                  builds its posting keys from it, no payload decode)
     T project 0 term             document frequency over live versions (u64)
     T 0 project 0 seq:u64        document-frequency journal: removals of one batch
-                                 (orjson {term: n}), folded into ``T project 0 term``
+                                 (its terms, newline-separated, once per version),
+                                 folded into ``T project 0 term``
                                  later (a project never starts with NUL)
     T 0xFF df_journal_seq        the journal's last record number (u64)
     S project                    corpus stats (orjson: versions, length)

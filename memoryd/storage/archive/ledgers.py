@@ -460,7 +460,7 @@ class LedgersMixin(StoreCore):
         versions = deleted = 0
         remaining = False
         with self._lock:
-            packed = Batch()
+            packed = Batch(sync=False)  # a purge lost in a crash is redone from its queue
             for key, resume in self._purge_queue_read_ahead(packed):
                 left = budget - packed.deleted
                 dv = keys.purge_version(key)
@@ -473,7 +473,7 @@ class LedgersMixin(StoreCore):
                     break
                 while len(terms) >= left:  # a version bigger than the budget, alone
                     chunk, terms = terms[:left], terms[left:]
-                    batch = Batch()
+                    batch = Batch(sync=False)
                     for term in chunk:
                         batch.delete(keys.posting(project, term, dv))
                     batch.put(key, chunk[-1])

@@ -105,11 +105,11 @@ class DfJournalMixin(StoreCore):
 
     def _fold_into(self, batch: Batch) -> int:
         """The journal's removals as statistic changes of ``batch``, its records deleted."""
-        removed: dict[bytes, list[str]] = {}
+        removed: dict[bytes, list[bytes]] = {}
         folded = 0
         for key, raw in self._prefix(keys.df_journal_prefix(), fill_cache=False):
-            if raw:
-                removed.setdefault(keys.df_journal_project(key), []).extend(_terms(raw))
+            if raw:  # terms stay bytes: the statistics' keys are built from them
+                removed.setdefault(keys.df_journal_project(key), []).extend(raw.split(b"\n"))
             batch.wb.delete(key)
             folded += 1
         if folded:  # the file holding the emptied statistics ends on this key, not a term
