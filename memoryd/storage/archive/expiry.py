@@ -180,8 +180,16 @@ class ExpiryMixin(StoreCore):
             return "pinned"
         if self._protected_by_lease(doc, entry.version, now, batch, ledger):
             return "leased"
-        self._retire(batch, doc, ledger, entry.version, "expired", now, purge_budget=purge_budget)
-        batch.wb.delete(entry.key)
+        self._retire(
+            batch,
+            doc,
+            ledger,
+            entry.version,
+            "expired",
+            now,
+            purge_budget=purge_budget,
+            expiry_key=entry.key,  # the version's entry: its generation was checked
+        )
         return "expired"
 
     def _move_expiry(

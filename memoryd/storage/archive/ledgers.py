@@ -325,8 +325,11 @@ class LedgersMixin(StoreCore):
         now: float,
         *,
         purge_budget: int = 0,
+        expiry_key: bytes | None = None,
     ) -> int:
         """Tombstone a live version inside ``batch``: out of search and stats.
+
+        ``expiry_key``: its expiry entry, when the caller holds it (a wave).
 
         Its terms come from its term list (:func:`version_removal`). When its
         postings and own keys fit in ``purge_budget`` deletes they go in the
@@ -344,7 +347,9 @@ class LedgersMixin(StoreCore):
         c = batch.corpus.setdefault(project, [0, 0])
         c[0] -= 1
         c[1] -= v["len"]
-        if v["expires_at"] is not None:
+        if expiry_key is not None:
+            batch.delete(expiry_key)
+        elif v["expires_at"] is not None:
             batch.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
         v["status"] = status
         v["retired_at"] = now
