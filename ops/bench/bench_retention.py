@@ -6,10 +6,11 @@ retention's purge batch size, every batch fsynced: retention fsyncs its wave
 batches, not its purge batches, which a crash only makes it redo) and their
 ratio, SST bytes before retention, after the trigger's flush plus background
 compaction, after ``retention compact`` (the content ranges) and after a full
-compaction, and a full read of every live version afterwards (none may be lost). ``--json``: one object with, among
-others, ``memoryd_keys_per_s``, ``raw_keys_per_s``, ``ratio``,
-``sst_before_bytes``, ``sst_after_bytes`` (after ``retention compact``) and
-``live_read_back`` (live versions read back intact; all of them or exit 1).
+compaction, and a full read of every live version afterwards (none may be
+lost). ``--json``: one object with, among others, ``memoryd_keys_per_s``,
+``raw_keys_per_s``, ``ratio``, ``sst_before_bytes``, ``sst_after_bytes``
+(after ``retention compact``) and ``live_read_back`` (live versions read back
+intact; all of them or exit 1).
 
     .venv/bin/python ops/bench/bench_retention.py [--versions N] [--json]
 """
