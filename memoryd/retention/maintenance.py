@@ -11,11 +11,13 @@ Each tick, in order, with DESIGN.md's bounds (all configuration):
 6. at most four retention waves of 256 documents (``force``: until the due
    range is exhausted), each holding the shared migration boundary;
 7. the compaction trigger: once 10,000 keys were deleted since the last
-   flush, or RocksDB reports 256 MiB of reclaimable SST data, flush and
-   report that background compaction was scheduled. The trigger then stays
-   *armed*: later ticks re-read RocksDB properties until SST bytes actually
-   dropped below the post-flush baseline. Never a full compaction: that is
-   :meth:`Maintenance.compact`, for an explicit operator request.
+   flush, or RocksDB reports 256 MiB of reclaimable SST data, schedule a
+   flush (not waited for: RocksDB's background threads write it while the
+   next waves run) and report that background compaction was scheduled. The
+   trigger then stays *armed*: later ticks re-read RocksDB properties until
+   SST bytes actually dropped below the baseline taken at the flush. Never a
+   full compaction: that is :meth:`Maintenance.compact`, for an explicit
+   operator request.
 
 Cursors live in the archive, so a tick interrupted by a crash is simply
 followed by the next one.
@@ -278,7 +280,7 @@ class Maintenance:
             not state["armed"] and reclaimable >= b.compaction_reclaimable_bytes
         )
         if trigger:
-            s.flush()
+            s.flush(wait=False)  # scheduled: the next waves run while it is written
             killpoints.reach("retention_after_flush")
             after = s.properties()
             state.update(

@@ -1,14 +1,16 @@
 """make bench-retention: archive 200,000 versions, expire half, run retention until quiescent.
 
 Reports: retention deletes per second against raw rocksdict WriteBatch deletes
-of the *same keys* (on a checkpoint of the same archive, same run, same batch
-size and sync setting) and their ratio, SST bytes before retention, after the
-trigger's flush plus background compaction, after ``retention compact`` (the
-content ranges) and after a full compaction, and a full read of every live
-version afterwards (none may be lost). ``--json``: one object with, among
-others, ``memoryd_keys_per_s``, ``raw_keys_per_s``, ``ratio``,
-``sst_before_bytes``, ``sst_after_bytes`` (after ``retention compact``) and
-``live_read_back`` (live versions read back intact; all of them or exit 1).
+of the *same keys* (on a checkpoint of the same archive, same run, batches of
+retention's purge batch size, every batch fsynced: retention fsyncs its wave
+batches, not its purge batches, which a crash only makes it redo) and their
+ratio, SST bytes before retention, after the trigger's flush plus background
+compaction, after ``retention compact`` (the content ranges) and after a full
+compaction, and a full read of every live version afterwards (none may be
+lost). ``--json``: one object with, among others, ``memoryd_keys_per_s``,
+``raw_keys_per_s``, ``ratio``, ``sst_before_bytes``, ``sst_after_bytes``
+(after ``retention compact``) and ``live_read_back`` (live versions read back
+intact; all of them or exit 1).
 
     .venv/bin/python ops/bench/bench_retention.py [--versions N] [--json]
 """
@@ -167,10 +169,11 @@ def main() -> int:
     a.close()
     wopt = WriteOptions()
     wopt.sync = True
+    size = TickBounds().purge_batch_keys
     t0 = time.perf_counter()
-    for s in range(0, len(gone), 4096):
+    for s in range(0, len(gone), size):
         wb = WriteBatch(raw_mode=True)
-        for k in gone[s : s + 4096]:
+        for k in gone[s : s + size]:
             wb.delete(k)
         b.write(wb, wopt)
     raw_s = time.perf_counter() - t0

@@ -115,7 +115,7 @@ def test_purge_is_resumable_per_chunk(store):
     left = sum(1 for t in range(50) if any(True for _ in store.postings("p", f"term{t}")))
     assert left == 30
     rest = store.purge_pending(max_keys=1000)
-    assert rest.versions == 1 and rest.keys_deleted == 31  # 30 postings + payload
+    assert rest.versions == 1 and rest.keys_deleted == 32  # 30 postings, payload, term list
     assert store.get(a.locator)["status"] == "expired"
     assert store.verify_postings()["ok"]
 

@@ -34,10 +34,11 @@ def test_compact_content_removes_expired_terms_that_a_flush_leaves(tmp_path):
 
 def test_content_ranges_cover_payloads_postings_statistics_and_codes():
     whole = keys.content_ranges()
-    families = [keys.PAYLOAD, keys.POSTING, keys.TERMSTAT, keys.VECTORS]
+    families = [keys.PAYLOAD, keys.TERM_LIST, keys.POSTING, keys.TERMSTAT, keys.VECTORS]
     assert [begin for begin, _ in whole] == families
     one = keys.content_ranges(b"p")
     posting = keys.posting(b"p", b"word", keys.dv(b"d", 1))
     assert any(begin <= posting < end for begin, end in one)
+    assert any(begin <= keys.term_list(keys.dv(b"d", 1)) < end for begin, end in one)
     other = keys.posting(b"q", b"word", keys.dv(b"d", 1))
-    assert not any(begin <= other < end for begin, end in one[1:])
+    assert not any(begin <= other < end for begin, end in one[2:])

@@ -177,3 +177,14 @@ def test_the_statistics_journal_never_meets_a_statistic(project, other, term, se
     if other != project:
         assert not keys.df_journal(other, seq).startswith(keys.df_journal_prefix(project))
     assert any(begin <= record < end for begin, end in keys.content_ranges(project))
+
+
+@given(ids, versions, st.lists(terms, max_size=40))
+def test_term_list_round_trips(doc, ver, listed):
+    version = keys.dv(doc, ver)
+    assert keys.term_list_version(keys.term_list(version)) == version
+    value = keys.join_terms([t.decode() for t in listed])
+    assert keys.split_terms(value) == listed
+    assert keys.postings_of(b"p", keys.split_terms(value), version) == [
+        keys.posting(b"p", t, version) for t in listed
+    ]

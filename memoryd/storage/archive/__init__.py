@@ -24,9 +24,11 @@ Model
   their frequency, positions and turn structure: :mod:`.positions`) and
   per-project term/corpus statistics make exact-term search cheap; they
   count live versions only and can be rebuilt from the canonical payloads
-  (:meth:`ArchiveStore.rebuild_postings`). Retiring a version journals its
-  terms (one record per batch) instead of updating each term's statistic;
-  the journal is folded in later (:mod:`~.removal`).
+  (:meth:`ArchiveStore.rebuild_postings`). Each version's **term list**
+  (``L dv``) names its posting terms, so removing it builds its posting keys
+  without decoding the payload. Retiring a version journals its terms (one
+  record per batch) instead of updating each term's statistic; the journal is
+  folded in later (:mod:`~.removal`).
 * Every expirable live version has one **expiry entry**
   ``E <bucket:u64> <class:u8> <doc> 0x00 <version:u32>`` -> generation: time
   bucket first, fixed-width big endian, so byte order is time order and a due
@@ -34,7 +36,8 @@ Model
 * Retirement is two-phase: a **tombstone** (the ledger says expired or
   superseded, statistics drop the version, the version is queued for purge;
   search stops returning it at once), then :meth:`ArchiveStore.purge_pending`
-  deletes postings and the payload in bounded batches. Both phases are
+  deletes postings, term list and payload in bounded batches (not fsynced:
+  a purge lost in a crash is redone from its queue). Both phases are
   idempotent, so a crash at any point is repaired by running them again.
 * **Pins** protect a document until removed (a pinned document's expiry
   entry is withdrawn; unpinning re-indexes it at its original deadline).

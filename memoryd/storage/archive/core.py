@@ -53,10 +53,10 @@ class Batch:
     wb: WriteBatch = field(default_factory=lambda: WriteBatch(raw_mode=True))
     ledgers: dict[bytes, dict[str, Any]] = field(default_factory=dict)
     df: Counter[tuple[bytes, str]] = field(default_factory=Counter)
-    removed: dict[bytes, list[str]] = field(default_factory=dict)
+    removed: dict[bytes, list[bytes]] = field(default_factory=dict)
     """Terms of versions leaving the statistics (once per version), per project: one
     journal record each (:meth:`StoreCore._write`), folded into the statistics later."""
-    folded: dict[bytes, Counter[str]] = field(default_factory=dict)
+    folded: dict[bytes, Counter[bytes]] = field(default_factory=dict)
     """Journal removals this batch folds into the term statistics, per project."""
     corpus: dict[bytes, list[int]] = field(default_factory=dict)
     deleted: int = 0
@@ -68,6 +68,9 @@ class Batch:
     """What protects each session looked up in this batch (the first live lease)."""
     """Versions (dv) that have reverse lease references, when read ahead for the batch."""
     followed: list[str] = field(default_factory=list)  # derived versions expired with a source
+    sync: bool = True
+    """False for work a crash only has to redo (purges): written to the WAL, not fsynced
+    (the next synced write, or the OS, makes it durable; losing it loses nothing)."""
 
     def put(self, key: bytes, value: bytes) -> None:
         self.wb.put(key, value)
@@ -97,9 +100,10 @@ class StoreCore:
         self._lock = threading.RLock()
         self._wopt = WriteOptions()
         self._wopt.sync = sync
+        self._wopt_redoable = WriteOptions()  # Batch.sync False
         self._closed = False
-        self._queued_terms: dict[bytes, list[str]] = {}
-        """Terms of versions queued for purge by this process (a purge skips decoding)."""
+        self._queued_terms: dict[bytes, tuple[list[bytes], list[bytes]]] = {}
+        """What purging versions queued by this process deletes (removal.version_removal)."""
         self._journal_cache: dict[bytes, Counter[str]] = {}
         """Decoded document-frequency journal records (immutable), by key."""
         self._read_format()
@@ -252,7 +256,7 @@ class StoreCore:
                 orjson.dumps({"versions": stats[0] + dv, "length": stats[1] + dl}),
             )
         if len(batch.wb):
-            self._db.write(batch.wb, self._wopt)
+            self._db.write(batch.wb, self._wopt if batch.sync else self._wopt_redoable)
 
     def _journal_removed(self, batch: Batch) -> None:
         """One journal record per project for the terms leaving the statistics: a
@@ -260,7 +264,7 @@ class StoreCore:
         seq = self._get_u64(keys.DF_JOURNAL_SEQ)
         for project, terms in batch.removed.items():
             seq += 1
-            batch.put(keys.df_journal(project, seq), "\n".join(terms).encode())
+            batch.put(keys.df_journal(project, seq), b"\n".join(terms))
         batch.put(keys.DF_JOURNAL_SEQ, keys.U64.pack(seq))
 
     def _apply_df(self, batch: Batch) -> None:
@@ -269,7 +273,7 @@ class StoreCore:
         deltas = {keys.termstat(p, t.encode()): d for (p, t), d in batch.df.items()}
         for project, counts in batch.folded.items():
             head = keys.termstat(project, b"")
-            for term, n in zip(keys.encode_terms(list(counts)), counts.values(), strict=True):
+            for term, n in counts.items():
                 key = head + term
                 deltas[key] = deltas.get(key, 0) - n
         stat_keys = list(deltas)

@@ -143,12 +143,12 @@ class ExpiryMixin(StoreCore):
 
     @staticmethod
     def _wave_keys(entries: Sequence[ExpiryEntry]) -> list[bytes]:
-        """What the checks of these entries read: ledgers, pins, retrieval leases, payloads."""
+        """What the checks of these entries read: ledgers, pins, retrieval leases, term lists."""
         wanted: list[bytes] = []
         for entry in entries:
             doc = entry.doc_id.encode()
             version = keys.dv(doc, entry.version)
-            wanted += (keys.doc(doc), keys.pin(doc), keys.rlease(version), keys.payload(version))
+            wanted += (keys.doc(doc), keys.pin(doc), keys.rlease(version), keys.term_list(version))
         return list(dict.fromkeys(wanted))
 
     def _decide(
@@ -180,8 +180,16 @@ class ExpiryMixin(StoreCore):
             return "pinned"
         if self._protected_by_lease(doc, entry.version, now, batch, ledger):
             return "leased"
-        self._retire(batch, doc, ledger, entry.version, "expired", now, purge_budget=purge_budget)
-        batch.wb.delete(entry.key)
+        self._retire(
+            batch,
+            doc,
+            ledger,
+            entry.version,
+            "expired",
+            now,
+            purge_budget=purge_budget,
+            expiry_key=entry.key,  # the version's entry: its generation was checked
+        )
         return "expired"
 
     def _move_expiry(

@@ -10,9 +10,13 @@ every version of one document is contiguous and in version order::
     D doc                        document ledger (orjson)
     V dv                         canonical payload (encoded, zstd)
     P project 0 term 0 dv        posting -> frequency, positions, turns (positions.py)
+    L dv                         term list: the terms of the version's postings,
+                                 NUL-separated, in index order (retiring a version
+                                 builds its posting keys from it, no payload decode)
     T project 0 term             document frequency over live versions (u64)
     T 0 project 0 seq:u64        document-frequency journal: removals of one batch
-                                 (orjson {term: n}), folded into ``T project 0 term``
+                                 (its terms, newline-separated, once per version),
+                                 folded into ``T project 0 term``
                                  later (a project never starts with NUL)
     T 0xFF df_journal_seq        the journal's last record number (u64)
     S project                    corpus stats (orjson: versions, length)
@@ -66,7 +70,7 @@ FWD, REV, RLEASE, RLEASE_EXP, ACCESS, REQUEST, CURSOR = (
     b"I",
     b"K",
 )
-SESSION_REF, SESSION_FWD, DERIVED = b"W", b"Y", b"X"
+SESSION_REF, SESSION_FWD, DERIVED, TERM_LIST = b"W", b"Y", b"X", b"L"
 VECTORS = b"C"
 
 FORMAT = META + b"format"
@@ -168,6 +172,24 @@ def version_postings(project: bytes, terms: list[str], version: bytes) -> list[b
     return [head + term + tail for term in encode_terms(terms)]
 
 
+def term_list(version: bytes) -> bytes:
+    return TERM_LIST + version
+
+
+def term_list_version(key: bytes) -> bytes:
+    return key[1:]
+
+
+def join_terms(terms: list[str]) -> bytes:
+    """A term list's value: ``terms`` NUL-separated (terms are ``\\w+`` runs)."""
+    return "\x00".join(terms).encode()
+
+
+def split_terms(raw: bytes) -> list[bytes]:
+    """The terms of a term list's value (:func:`join_terms`), as bytes."""
+    return raw.split(SEP) if raw else []
+
+
 def parse_posting(key: bytes) -> tuple[bytes, bytes, bytes]:
     """``(project, term, dv)`` of a posting key."""
     i = key.index(SEP, 1)
@@ -204,7 +226,7 @@ def content_ranges(project: bytes | None = None) -> list[tuple[bytes, bytes | No
     """The key ranges that hold content or what is derived from it: payloads, postings,
     term statistics and codes (only ``project``'s derived keys when given)."""
     if project is None:
-        families = (PAYLOAD, POSTING, TERMSTAT, VECTORS)
+        families = (PAYLOAD, TERM_LIST, POSTING, TERMSTAT, VECTORS)
         return [(f, prefix_end(f)) for f in families]
     own = (
         POSTING + project + SEP,
@@ -212,7 +234,8 @@ def content_ranges(project: bytes | None = None) -> list[tuple[bytes, bytes | No
         df_journal_prefix(project),
         vectors_prefix(project),
     )
-    return [(PAYLOAD, prefix_end(PAYLOAD))] + [(p, prefix_end(p)) for p in own]
+    shared = (PAYLOAD, TERM_LIST)  # keyed by version, not project
+    return [(f, prefix_end(f)) for f in shared] + [(p, prefix_end(p)) for p in own]
 
 
 # ---- expiry index and purge queue

@@ -4,6 +4,7 @@ and purging the canonical records of retired versions."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import secrets
 import time
 from collections import Counter
@@ -31,13 +32,16 @@ from memoryd.storage.archive.records import (
     parse_locator,
     utc_iso,
 )
-from memoryd.storage.archive.removal import version_terms
+from memoryd.storage.archive.removal import version_removal
 
 #: Most versions whose terms a process keeps between queueing and purging them.
 QUEUED_TERMS_MAX = 100_000
 
 #: Cursor of the purge queue's head (the queue key of the last version purged).
 PURGE_HEAD = "archive.purge_head"
+
+#: Queued versions whose ledgers and term lists a purge reads in one multi-get.
+PURGE_READ_AHEAD = 128
 
 
 class LedgersMixin(StoreCore):
@@ -298,6 +302,7 @@ class LedgersMixin(StoreCore):
         dv = keys.dv(doc, ver)
         batch.put(keys.payload(dv), payload)
         self._put_codes(batch, project, dv, it.content)
+        batch.put(keys.term_list(dv), keys.join_terms(list(values)))
         for term, value in values.items():
             batch.put(keys.posting(project, term.encode(), dv), value)
             batch.df[(project, term)] += 1
@@ -321,28 +326,31 @@ class LedgersMixin(StoreCore):
         now: float,
         *,
         purge_budget: int = 0,
+        expiry_key: bytes | None = None,
     ) -> int:
         """Tombstone a live version inside ``batch``: out of search and stats.
 
-        The payload is decoded once. When its postings and payload fit in
-        ``purge_budget`` deletes they go in the same batch (the version is
-        purged at once); otherwise it is queued for :meth:`purge_pending`.
-        Returns the keys deleted inline (0 when queued).
+        ``expiry_key``: its expiry entry, when the caller holds it (a wave).
+
+        Its terms come from its term list (:func:`version_removal`). When its
+        postings and own keys fit in ``purge_budget`` deletes they go in the
+        same batch (the version is purged at once); otherwise it is queued for
+        :meth:`purge_pending`. Returns the keys deleted inline (0 when queued).
         """
         v = ledger["versions"][ver - 1]
         if v["status"] != "live":
             return 0
         dv = keys.dv(doc, ver)
-        raw = self._get(keys.payload(dv), batch)
+        terms, own = version_removal(self, dv, batch)
         project = ledger["project"].encode()
-        terms: list[str] = []
-        if raw is not None:
-            terms = version_terms(codec.decode_payload(raw)["content"])
+        if own:
             batch.removed.setdefault(project, []).extend(terms)
         c = batch.corpus.setdefault(project, [0, 0])
         c[0] -= 1
         c[1] -= v["len"]
-        if v["expires_at"] is not None:
+        if expiry_key is not None:
+            batch.delete(expiry_key)
+        elif v["expires_at"] is not None:
             batch.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
         self._drop_codes(batch, project, dv)
         v["status"] = status
@@ -350,19 +358,19 @@ class LedgersMixin(StoreCore):
         batch.ledgers[keys.doc(doc)] = ledger
         if status == "expired":
             self._follow_sources(batch, doc, now)
-        if len(terms) + 1 > purge_budget:
+        if len(terms) + len(own) > purge_budget:
             batch.put(keys.purge(dv), b"")
             if len(self._queued_terms) >= QUEUED_TERMS_MAX:
                 self._queued_terms.clear()
-            self._queued_terms[dv] = terms
+            self._queued_terms[dv] = (terms, own)
             return 0
         before = batch.deleted
         delete = batch.wb.delete
-        for key in keys.version_postings(project, terms, dv):
+        for key in keys.postings_of(project, terms, dv):
             delete(key)
         batch.deleted += len(terms)
-        if raw is not None:
-            batch.delete(keys.payload(dv))
+        for key in own:
+            batch.delete(key)
         v["purged"] = True  # its request record stays: a redo answers "expired"
         return batch.deleted - before
 
@@ -459,21 +467,20 @@ class LedgersMixin(StoreCore):
         versions = deleted = 0
         remaining = False
         with self._lock:
-            packed = Batch()
-            for key, resume in self._purge_queue():
+            packed = Batch(sync=False)  # a purge lost in a crash is redone from its queue
+            for key, resume in self._purge_queue_read_ahead(packed):
                 left = budget - packed.deleted
                 dv = keys.purge_version(key)
                 doc_id, ver = keys.split_dv(dv)
                 ledger = self._ledger(doc_id.encode(), packed)
                 project = ledger["project"].encode() if ledger else b""
-                raw = self._db.get(keys.payload(dv))
-                terms = self._purge_terms(dv, raw, resume)
-                if left <= 0 or (packed.deleted and len(terms) + 1 > left):
+                terms, own = self._purge_removal(dv, packed, resume)
+                if left <= 0 or (packed.deleted and len(terms) + len(own) > left):
                     remaining = True  # the next call starts here (the head cursor)
                     break
                 while len(terms) >= left:  # a version bigger than the budget, alone
                     chunk, terms = terms[:left], terms[left:]
-                    batch = Batch()
+                    batch = Batch(sync=False)
                     for term in chunk:
                         batch.delete(keys.posting(project, term, dv))
                     batch.put(key, chunk[-1])
@@ -486,8 +493,8 @@ class LedgersMixin(StoreCore):
                 for key_ in keys.postings_of(project, terms, dv):
                     packed.wb.delete(key_)
                 packed.deleted += len(terms)
-                if raw is not None:
-                    packed.delete(keys.payload(dv))
+                for key_ in own:
+                    packed.delete(key_)
                 packed.wb.delete(key)
                 packed.put(keys.cursor(PURGE_HEAD), key)
                 self._queued_terms.pop(dv, None)
@@ -501,16 +508,28 @@ class LedgersMixin(StoreCore):
                 deleted += packed.deleted
         return PurgeReport(versions, deleted, remaining)
 
-    def _purge_terms(self, dv: bytes, raw: bytes | None, resume: bytes) -> list[bytes]:
-        """The posting terms of a payload still to delete (after ``resume``), in order
-        (the terms its retirement found, when this process retired it)."""
-        known = self._queued_terms.get(dv)
-        if raw is None:
-            return []
-        if known is None:
-            known = version_terms(codec.decode_payload(raw)["content"])
-        terms = sorted(keys.encode_terms(known))
-        return [t for t in terms if t > resume] if resume else terms
+    def _purge_removal(
+        self, dv: bytes, batch: Batch, resume: bytes
+    ) -> tuple[list[bytes], list[bytes]]:
+        """:func:`version_removal` of a queued version (what its retirement found, when
+        this process retired it), its posting terms in order and after ``resume``."""
+        terms, own = self._queued_terms.get(dv) or version_removal(self, dv, batch)
+        terms = sorted(terms)
+        return ([t for t in terms if t > resume] if resume else terms), own
+
+    def _purge_queue_read_ahead(
+        self, batch: Batch, page: int = PURGE_READ_AHEAD
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """:meth:`_purge_queue` in pages, each page's ledgers and term lists fetched into
+        ``batch`` with one multi-get first (not one read per queued version)."""
+        queue = self._purge_queue()
+        while entries := list(itertools.islice(queue, page)):
+            wanted: list[bytes] = []
+            for key, _ in entries:
+                dv = keys.purge_version(key)
+                wanted += (keys.doc(keys.split_dv(dv)[0].encode()), keys.term_list(dv))
+            self._read_ahead(batch, list(dict.fromkeys(wanted)))
+            yield from entries
 
     def _purge_queue(self) -> Iterator[tuple[bytes, bytes]]:
         """The purge queue from its head (where the last purge ended), wrapping around:

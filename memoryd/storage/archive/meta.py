@@ -74,11 +74,16 @@ class MetaMixin(StoreCore):
                 out[short] = 0
         return out
 
-    def flush(self) -> None:
-        """Flush memtables to SST files (waits) so background compaction sees the deletes."""
+    def flush(self, *, wait: bool = True) -> None:
+        """Flush memtables to SST files so background compaction sees the deletes.
+
+        ``wait=False`` only schedules the flush: RocksDB's background threads write
+        it while the caller goes on (the retention trigger; every write was synced
+        to the WAL already, so nothing waits on it for durability)."""
         self._need_primary()
-        self._db.flush(True)
-        self._db.flush_wal(True)
+        self._db.flush(wait)
+        if wait:
+            self._db.flush_wal(True)
 
     def compact_ranges(self, ranges: list[tuple[bytes, bytes | None]]) -> None:
         """Flush, then compact each ``[begin, end)`` down to the last level, so the

@@ -176,6 +176,7 @@ class PostingsMixin(StoreCore):
                 dv = keys.dv(doc, i + 1)
                 record = codec.decode_payload(self._db[keys.payload(dv)])
                 values, length = positions.posting_values(record["content"], record.get("meta"))
+                postings[keys.term_list(dv)] = keys.join_terms(list(values))
                 for term, value in values.items():
                     postings[keys.posting(project, term.encode(), dv)] = value
                     df[keys.termstat(project, term.encode())] += 1
@@ -197,10 +198,10 @@ class PostingsMixin(StoreCore):
         want_p, want_d = self._derived_from_payloads()
         have_p = {}
         for key, raw in self._prefix(keys.POSTING, fill_cache=False):
-            dv = keys.parse_posting(key)[2]
-            doc_id, ver = keys.split_dv(dv)
-            ledger = self._ledger(doc_id.encode())
-            if ledger and ledger["versions"][ver - 1]["status"] == "live":
+            if self._live(keys.parse_posting(key)[2]):
+                have_p[key] = raw
+        for key, raw in self._prefix(keys.TERM_LIST, fill_cache=False):
+            if self._live(keys.term_list_version(key)):
                 have_p[key] = raw
         have_d = self._effective_termstats()
         have_d.update(
@@ -218,6 +219,11 @@ class PostingsMixin(StoreCore):
             "stats_mismatch": mism,
         }
 
+    def _live(self, dv: bytes) -> bool:
+        doc_id, ver = keys.split_dv(dv)
+        ledger = self._ledger(doc_id.encode())
+        return bool(ledger) and ledger["versions"][ver - 1]["status"] == "live"
+
     def _effective_termstats(self) -> dict[bytes, bytes]:
         """Every stored term statistic with the journal's removals applied (none at zero)."""
         stats = {
@@ -232,7 +238,8 @@ class PostingsMixin(StoreCore):
         return {k: keys.U64.pack(n) for k, n in stats.items() if n > 0}
 
     def rebuild_postings(self) -> dict[str, int]:
-        """Drop and rebuild postings and statistics from the live canonical payloads.
+        """Drop and rebuild postings, term lists and statistics from the live canonical
+        payloads.
 
         Postings of versions waiting for purge are dropped too (purge skips
         absent keys). The archive's postings layout is recorded last, so a
@@ -242,7 +249,7 @@ class PostingsMixin(StoreCore):
         self._need_primary()
         with self._lock:
             postings, derived = self._derived_from_payloads()
-            for fam in (keys.POSTING, keys.TERMSTAT, keys.CORPUS):
+            for fam in (keys.TERM_LIST, keys.POSTING, keys.TERMSTAT, keys.CORPUS):
                 end = keys.prefix_end(fam)
                 wb = WriteBatch(raw_mode=True)
                 wb.delete_range(fam, end)

@@ -1,7 +1,10 @@
 """What removing a version from the derived layer needs, kept off the per-term paths.
 
-* :func:`version_terms`: the terms a version's postings are keyed by (no
-  frequencies, no positions: deleting needs only the keys).
+* :func:`version_removal`: **the one place** that says which records of a
+  version go when it is purged: its posting terms and its own keys (term
+  list, payload). The term list (``L dv``, written with the postings) answers
+  in one read of a few bytes; only a version appended before term lists
+  existed is decoded and tokenized (:func:`version_terms`).
 * The **document-frequency journal**: retiring a version does not
   read-modify-write the statistic of every term it held. Each write batch
   that retires versions adds one record per project, ``T 0 project 0 seq``
@@ -23,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from memoryd.storage.archive import keys
+from memoryd.storage.archive.codec import decode_payload
 from memoryd.storage.archive.core import Batch, StoreCore
 from memoryd.storage.archive.postings import MAX_TERMS_PER_VERSION, tokenize
 
@@ -38,6 +42,20 @@ def version_terms(content: str) -> list[str]:
     MAX_TERMS_PER_VERSION, as appends index them)."""
     terms = list(dict.fromkeys(tokenize(content)))
     return terms[:MAX_TERMS_PER_VERSION] if len(terms) > MAX_TERMS_PER_VERSION else terms
+
+
+def version_removal(
+    store: StoreCore, dv: bytes, batch: Batch | None = None
+) -> tuple[list[bytes], list[bytes]]:
+    """``(terms, own keys)`` of version ``dv``: the terms its postings are keyed by
+    and the canonical keys of it that exist (none: already purged)."""
+    listed = store._get(keys.term_list(dv), batch)
+    if listed is not None:
+        return keys.split_terms(listed), [keys.term_list(dv), keys.payload(dv)]
+    raw = store._get(keys.payload(dv), batch)  # appended before term lists
+    if raw is None:
+        return [], []
+    return keys.encode_terms(version_terms(decode_payload(raw)["content"])), [keys.payload(dv)]
 
 
 class DfJournalMixin(StoreCore):
@@ -87,11 +105,11 @@ class DfJournalMixin(StoreCore):
 
     def _fold_into(self, batch: Batch) -> int:
         """The journal's removals as statistic changes of ``batch``, its records deleted."""
-        removed: dict[bytes, list[str]] = {}
+        removed: dict[bytes, list[bytes]] = {}
         folded = 0
         for key, raw in self._prefix(keys.df_journal_prefix(), fill_cache=False):
-            if raw:
-                removed.setdefault(keys.df_journal_project(key), []).extend(_terms(raw))
+            if raw:  # terms stay bytes: the statistics' keys are built from them
+                removed.setdefault(keys.df_journal_project(key), []).extend(raw.split(b"\n"))
             batch.wb.delete(key)
             folded += 1
         if folded:  # the file holding the emptied statistics ends on this key, not a term

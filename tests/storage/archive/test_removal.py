@@ -168,3 +168,37 @@ def test_journal_reads_of_two_projects_do_not_disturb_each_other(store):
         assert store.term_stats("q", ["common", "kept"]) == {"common": 1, "kept": 1}
     store.fold_df_journal()
     assert store.term_stats("q", ["common", "word2"]) == {"common": 1, "word2": 0}
+
+
+def postings_of_version(store, locator):
+    doc_id, ver = locator.split("@")
+    dv = keys.dv(doc_id.encode(), int(ver))
+    return [k for k, _ in store._prefix(keys.POSTING) if keys.parse_posting(k)[2] == dv]
+
+
+def test_a_term_list_names_exactly_the_posted_terms_and_goes_with_the_version(store):
+    (loc,) = add(store, ["Zebra crossing, zebra CROSSING at dawn_2 " + "x" * 65])
+    dv = keys.dv(loc.split("@")[0].encode(), 1)
+    listed = keys.split_terms(store._db[keys.term_list(dv)])
+    posted = sorted(keys.parse_posting(k)[1] for k in postings_of_version(store, loc))
+    assert sorted(listed) == posted == sorted([b"zebra", b"crossing", b"at", b"dawn_2"])
+    retire_all(store)
+    assert store.pending_purge() == 0 and postings_of_version(store, loc) == []
+    assert store._db.get(keys.term_list(dv)) is None and store._db.get(keys.payload(dv)) is None
+    assert store.get(loc)["status"] == "expired" and store.verify_postings()["ok"]
+
+
+def test_versions_appended_before_term_lists_are_decoded_and_fully_purged(store):
+    """An archive written before term lists existed: retirement falls back to the payload."""
+    old = add(store, [f"legacy walrus note {i}" for i in range(6)])
+    kept = add(store, ["legacy walrus survivor"], due=False)
+    store.raw_delete([keys.term_list(keys.dv(loc.split("@")[0].encode(), 1)) for loc in old])
+    due = store.expiry_entries(until=NOW, limit=100)
+    report = store.retire_due(due, now=NOW, cursor_name="w", cursor_value=None, purge_keys=8)
+    assert report.outcomes.count("expired") == 6
+    while store.purge_pending(max_keys=8).remaining:  # the rest through the purge queue
+        pass
+    assert all(postings_of_version(store, loc) == [] for loc in old)
+    assert store.term_stats("p", ["walrus", "note"]) == {"walrus": 1, "note": 0}
+    assert [loc for loc, _ in store.postings("p", "walrus")] == kept
+    assert store.verify_postings()["ok"]
