@@ -9,8 +9,9 @@ project, generation)``: any change to the project's index bumps the
 generation, and the next query starts a fresh cache.
 
 The same cache holds each queried term's postings (which chunks hold it, how
-often, and each holding chunk's token count from the FTS5 ``docsize`` table,
-read in one query: :func:`memoryd.storage.fts.postings`; a project of at most
+often, from the index's rowid list and its frequency tables, and each holding
+chunk's token count from the FTS5 ``docsize`` table:
+:func:`memoryd.storage.fts.postings`; a project of at most
 :data:`SIZES_MAX` chunks reads every chunk's size once per generation instead,
 and each term's postings without them), so the lexical
 route computes FTS5's own BM25 (k1 = 1.2, b = 0.75, summed over the query's
@@ -21,10 +22,9 @@ once per generation. The chunk count and the average chunk length come from
 FTS5's averages record (one row, kept by FTS5 in the commit that changes the
 index), so a new generation's first query reads nothing but its own terms:
 reading every chunk's length up front made the first query after an ingest
-grow with the project (566 ms at 90 copies of the stdlib). When the index has
-no docsize table or no positions (another FTS5 layout),
-:meth:`TermStats.postings` returns None and the engine asks FTS5 for its
-``rank`` with a bounded pool.
+grow with the project (566 ms at 90 copies of the stdlib). When the project
+has no index, :meth:`TermStats.postings` returns None and the lexical route
+finds nothing.
 
 Scoring a query (:meth:`TermStats.bm25_scored`) follows its postings, never the
 project: the longest lists are skipped where MaxScore's bounds prove they cannot
@@ -208,8 +208,8 @@ class TermStats:
         return idf * tf * (BM25_K1 + 1.0) / (tf + norm)
 
     def postings(self, stem: str) -> Postings | None:
-        """The term's postings and BM25 contributions, or None when the index keeps
-        no positions or no chunk sizes."""
+        """The term's postings and BM25 contributions, or None when the project has
+        no index."""
         with self._lock:
             hit = self._postings.get(stem)
             if hit is not None:
