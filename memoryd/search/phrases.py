@@ -26,6 +26,11 @@ from memoryd.search.terms import stems
 from memoryd.storage.corpus import file_text
 
 TOKEN_CACHE = 5_000  # chunk texts' tokens kept per generation (as the engine's)
+BATCH = 10_000  # rowids per query (SQLite allows 32,766 parameters)
+
+
+def _marks(part: Sequence) -> str:
+    return ",".join("?" * len(part))
 
 
 def token_line(text: str) -> str:
@@ -54,12 +59,14 @@ def token_lines(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple[
         return {}
     known: OrderedDict[bytes, str] = stats.extra.setdefault("tokens", OrderedDict())  # type: ignore[assignment]
     paths: dict[str, str] = stats.extra.setdefault("path_tokens", {})  # type: ignore[assignment]
-    marks = ",".join("?" * len(rowids))
-    rows = db.query(
-        "SELECT c.id, c.file_id, f.path, c.start_line, c.end_line, c.content_hash FROM chunks c"
-        f" JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
-        tuple(rowids),
-    )
+    rows = []
+    for at in range(0, len(rowids), BATCH):
+        part = tuple(rowids[at : at + BATCH])
+        rows += db.query(
+            "SELECT c.id, c.file_id, f.path, c.start_line, c.end_line, c.content_hash"
+            f" FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({_marks(part)})",
+            part,
+        )
     texts: dict[int, list[str]] = {}
     out = {}
     for rowid, file_id, path, start, end, digest in rows:

@@ -187,7 +187,9 @@ class TermStats:
                 found = lengths[at]
                 if not np.any(found < 0):
                     return found
-        blobs = fts.size_blobs(self._db, self.pid, rowids.tolist())
+        blobs: dict[int, bytes] = {}
+        for at in range(0, len(rowids), 10_000):  # SQLite allows 32,766 parameters
+            blobs.update(fts.size_blobs(self._db, self.pid, rowids[at : at + 10_000].tolist()))
         return _lengths([blobs[int(r)] for r in rowids])
 
     def _read_postings(self, stem: str) -> Postings | None:
