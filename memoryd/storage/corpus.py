@@ -47,7 +47,7 @@ FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # The frequency tables hold stems, already folded by FTS_TOKENIZER: unicode61 without
 # diacritic removal splits them where they were split and changes none of them.
 TF_TOKENIZER = "unicode61 remove_diacritics 0"
-MERGE_PAGES = 64
+MERGE_PAGES = 16
 TF_BITS = 21  # a chunk (at most max_file_bytes) holds no token 2**21 times
 _STEMS = apsw.Connection(":memory:").fts5_tokenizer(
     "porter", ["unicode61", "remove_diacritics", "2"]

@@ -51,7 +51,6 @@ from memoryd.search.gate import LITERAL  # noqa: E402
 from memoryd.search.terms import STOPWORDS, words  # noqa: E402
 from memoryd.storage import open_authority  # noqa: E402
 from memoryd.storage.corpus import ensure_project, fts_table, project_id, put_files  # noqa: E402
-from memoryd.storage.fts import prepare  # noqa: E402
 
 PROJECT = "longmemeval"
 DEPTH = 50  # result items requested; recall counts distinct sessions among them
@@ -185,7 +184,6 @@ def main(argv=None) -> int:
     args.home.mkdir(parents=True, exist_ok=True)
     db, digest, sid_digest = build(args.home, sessions)
     pid = project_id(db, PROJECT)
-    prepare(db)
     chunks = db.query("SELECT count(*) FROM chunks WHERE project_id = ?", (pid,))[0][0]
     built = time.perf_counter() - t0
 
