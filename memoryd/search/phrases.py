@@ -23,6 +23,7 @@ import numpy as np
 
 from memoryd.search.stats import TermStats
 from memoryd.search.terms import stems
+from memoryd.storage import fts
 from memoryd.storage.corpus import file_text
 
 TOKEN_CACHE = 5_000  # chunk texts' tokens kept per generation (as the engine's)
@@ -31,6 +32,10 @@ BATCH = 10_000  # rowids per query (SQLite allows 32,766 parameters)
 
 def _marks(part: Sequence) -> str:
     return ",".join("?" * len(part))
+
+
+def _batches(rowids: Sequence[int]) -> list[tuple[int, ...]]:
+    return [tuple(rowids[at : at + BATCH]) for at in range(0, len(rowids), BATCH)]
 
 
 def token_line(text: str) -> str:
@@ -60,8 +65,7 @@ def token_lines(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple[
     known: OrderedDict[bytes, str] = stats.extra.setdefault("tokens", OrderedDict())  # type: ignore[assignment]
     paths: dict[str, str] = stats.extra.setdefault("path_tokens", {})  # type: ignore[assignment]
     rows = []
-    for at in range(0, len(rowids), BATCH):
-        part = tuple(rowids[at : at + BATCH])
+    for part in _batches(rowids):
         rows += db.query(
             "SELECT c.id, c.file_id, f.path, c.start_line, c.end_line, c.content_hash"
             f" FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({_marks(part)})",
@@ -88,12 +92,21 @@ def token_lines(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple[
 
 def held(db, stats: TermStats, phrases: Sequence[str], rowids: Sequence[int]) -> dict[int, int]:
     """rowid -> bit mask of the ``phrases`` (FTS5 strings) each chunk holds in its text
-    or its path."""
-    needles = [needle(p) for p in phrases]
-    lines = token_lines(db, stats, rowids)
+    or its path. A phrase of one token is looked up in FTS5 (its rowid list, one seek
+    per chunk); only phrases of several tokens read the chunks' text."""
     out = dict.fromkeys(rowids, 0)
-    for rowid, (body, path) in lines.items():
-        out[rowid] = sum(1 << i for i, n in enumerate(needles) if n in body or n in path)
+    several = []
+    for i, p in enumerate(phrases):
+        n = needle(p)
+        if n.count(" ") > 2:
+            several.append((i, n))
+            continue
+        for part in _batches(rowids):
+            for r in fts.holding(db, stats.pid, p, part):
+                out[r] |= 1 << i
+    if several:
+        for rowid, (body, path) in token_lines(db, stats, rowids).items():
+            out[rowid] |= sum(1 << i for i, n in several if n in body or n in path)
     return out
 
 

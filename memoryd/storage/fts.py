@@ -21,6 +21,17 @@ import numpy as np
 from memoryd.storage.corpus import fts_table, instance_view, tf_table
 
 
+def holding(db, pid: int, match: str, rowids: Sequence[int]) -> list[int]:
+    """Which of ``rowids`` hold ``match`` (one token: the index has no positions); one
+    rowid lookup per chunk, so the cost follows ``rowids``, not the term."""
+    t = fts_table(pid)
+    marks = ",".join("?" * len(rowids))
+    rows = db.query(
+        f"SELECT rowid FROM {t} WHERE {t} MATCH ? AND rowid IN ({marks})", (match, *rowids)
+    )
+    return [r[0] for r in rows]
+
+
 def doc_freqs(db, pid: int, stems: Sequence[str]) -> dict[str, int]:
     """How many chunks hold each stem (absent stems are missing from the answer)."""
     if not stems:
