@@ -136,14 +136,17 @@ def drop_index(tx: apsw.Connection, project_id: int, schema: str = "main") -> No
             tx.execute(f"DROP TABLE IF EXISTS {schema}.{name}")
 
 
+def _stems(text: str) -> list[str]:
+    tokens = _STEMS(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False)
+    return [t[0] for t in tokens]
+
+
 def tf_bits(text: str, path: str) -> list[str]:
     """For each bit ``k`` of :data:`TF_BITS`: the stems of the row (``text`` and
     ``path``, as FTS5 tokenizes them) whose occurrences less one have bit ``k`` set,
     space-separated; '' where none has."""
-    counts = Counter(t[0] for t in _STEMS(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT,
-                                          None, include_offsets=False))  # fmt: skip
-    counts.update(t[0] for t in _STEMS(path.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT,
-                                       None, include_offsets=False))  # fmt: skip
+    counts = Counter(_stems(text))
+    counts.update(_stems(path))
     bits: list[list[str]] = [[] for _ in range(TF_BITS)]
     for stem, n in counts.items():
         n, k = n - 1, 0
@@ -184,7 +187,7 @@ def _write_bits(tx, pid: int, rows, schema: str, delete: bool) -> None:
             tx.executemany(f"INSERT INTO {schema}.{table} (rowid, stems) VALUES (?, ?)", held)
 
 
-def _chunk_rows(tx: apsw.Connection, rowids: Sequence[int]) -> list[tuple[int, str, str]]:
+def chunk_rows(tx: apsw.Connection, rowids: Sequence[int]) -> list[tuple[int, str, str]]:
     """(rowid, text, path) of chunks, their text from their file's stored body: the
     very rows :func:`rebuild_index` indexes."""
     marks = ",".join("?" * len(rowids))
@@ -255,7 +258,7 @@ def drop_index_rows(tx: apsw.Connection, pid: int, rowids: Sequence[int]) -> Non
     """Take chunks out of the project's stored index (nothing to do when compact); call
     it while their file's body is still the indexed one."""
     if rowids and not compact_limit(tx, pid):
-        _write_bits(tx, pid, _chunk_rows(tx, rowids), "main", delete=True)
+        _write_bits(tx, pid, chunk_rows(tx, rowids), "main", delete=True)
         tx.executemany(f"DELETE FROM {fts_table(pid)} WHERE rowid = ?", [(r,) for r in rowids])
 
 

@@ -18,6 +18,6 @@ def positional_index(db, pid: int) -> str:
         f"CREATE VIRTUAL TABLE temp.{name} USING fts5(body, path, content='',"
         f" tokenize='{corpus.FTS_TOKENIZER}')"
     )
-    rows = corpus._chunk_rows(conn, rowids) if rowids else []
+    rows = corpus.chunk_rows(conn, rowids) if rowids else []
     conn.executemany(f"INSERT INTO temp.{name} (rowid, body, path) VALUES (?, ?, ?)", rows)
     return name

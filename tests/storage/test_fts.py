@@ -56,7 +56,7 @@ def _positional_counts(db, pid: int) -> dict[tuple[str, int], int]:
     project's index holds (its text from the stored bodies): the layout it replaced."""
     conn = db.conn
     rowids = [r[0] for r in db.query("SELECT id FROM chunks WHERE project_id = ?", (pid,))]
-    rows = corpus._chunk_rows(conn, rowids)
+    rows = corpus.chunk_rows(conn, rowids)
     conn.execute(
         "CREATE VIRTUAL TABLE temp.ref USING fts5(body, path, content='',"
         f" tokenize='{corpus.FTS_TOKENIZER}')"

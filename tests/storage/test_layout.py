@@ -165,7 +165,7 @@ def test_projects_of_an_older_home_stay_indexed(tmp_path):
 def _positional_layout(tx: apsw.Connection, pid: int) -> None:
     """Turn the project's index back into the layout of schema 10: one ``fts5(body,
     path)`` with positions, no frequency tables."""
-    rows = corpus._chunk_rows(tx, [r[0] for r in tx.execute("SELECT id FROM chunks")])
+    rows = corpus.chunk_rows(tx, [r[0] for r in tx.execute("SELECT id FROM chunks")])
     corpus.drop_index(tx, pid)
     t = fts_table(pid)
     tx.execute(
