@@ -67,6 +67,9 @@ class ChunkRow(NamedTuple):  # a tuple: cheap to send from a worker to the super
     chunk_id: bytes  # 12 bytes
     content_hash: bytes  # 16 bytes
     text: str  # indexed, never stored (the file body holds it)
+    # (bit, stems) of tf_bits(text, path) where not empty, made by the worker that
+    # chunked the file (the supervisor then need not tokenize it again); None: not made
+    bits: tuple[tuple[int, str], ...] | None = None
 
 
 class FileRows(NamedTuple):
@@ -157,22 +160,32 @@ def tf_bits(text: str, path: str) -> list[str]:
     return [" ".join(b) for b in bits]
 
 
+def chunk_bits(text: str, path: str) -> tuple[tuple[int, str], ...]:
+    """The non-empty (bit, stems) of :func:`tf_bits` (what a :class:`ChunkRow` carries)."""
+    return tuple((k, held) for k, held in enumerate(tf_bits(text, path)) if held)
+
+
 def _index_rows(
-    tx: apsw.Connection, pid: int, rows: Sequence[tuple[int, str, str]], schema: str = "main"
+    tx: apsw.Connection,
+    pid: int,
+    rows: Sequence[tuple[int, str, str]],
+    schema: str = "main",
+    bits: Sequence[tuple[tuple[int, str], ...] | None] | None = None,
 ) -> None:
-    """Index (rowid, text, path) rows: the rowid lists and the frequency bits."""
+    """Index (rowid, text, path) rows: the rowid lists and the frequency bits (``bits``:
+    each row's :func:`chunk_bits`, or None where they are to be computed here)."""
     tx.executemany(
         f"INSERT INTO {schema}.{fts_table(pid)} (rowid, body, path) VALUES (?, ?, ?)", rows
     )
-    _write_bits(tx, pid, rows, schema, delete=False)
+    _write_bits(tx, pid, rows, schema, delete=False, bits=bits)
 
 
-def _write_bits(tx, pid: int, rows, schema: str, delete: bool) -> None:
+def _write_bits(tx, pid: int, rows, schema: str, delete: bool, bits=None) -> None:
     per_bit: list[list[tuple[int, str]]] = [[] for _ in range(TF_BITS)]
-    for rowid, text, path in rows:
-        for k, held in enumerate(tf_bits(text, path)):
-            if held:
-                per_bit[k].append((rowid, held))
+    for i, (rowid, text, path) in enumerate(rows):
+        made = bits[i] if bits is not None else None
+        for k, held in made if made is not None else chunk_bits(text, path):
+            per_bit[k].append((rowid, held))
     for k, held in enumerate(per_bit):
         if not held:
             continue
@@ -345,6 +358,7 @@ def put_files(
     written = 0
     chunk_rows: list[tuple] = []
     index_rows: list[tuple] = []
+    index_bits: list[tuple[tuple[int, str], ...] | None] = []
     history: list[tuple] = []
     pending: set[str] = set()
 
@@ -356,9 +370,11 @@ def put_files(
             [(first + i, *row) for i, row in enumerate(chunk_rows)],
         )
         if indexed:
-            _index_rows(tx, pid, [(first + i, *row) for i, row in enumerate(index_rows)])
+            rows = [(first + i, *row) for i, row in enumerate(index_rows)]
+            _index_rows(tx, pid, rows, bits=index_bits)
         chunk_rows.clear()
         index_rows.clear()
+        index_bits.clear()
         pending.clear()
 
     for f in files:
@@ -389,6 +405,7 @@ def put_files(
                 (c.chunk_id, pid, file_id, c.ordinal, c.start_line, c.end_line, c.content_hash)
             )
             index_rows.append((c.text, f.path))
+            index_bits.append(c.bits)
         pending.add(f.path)
         history.append((now, "file.put", str(pid), f.path, f.content_hash, job_id))
         written += 1
