@@ -19,7 +19,7 @@ from memoryd.config import (
     COMPRESSION_LEVEL,
     ZSTD_DICT_BYTES,
 )
-from memoryd.storage.corpus import ChunkRow, FileRows
+from memoryd.storage.corpus import ChunkRow, FileRows, chunk_bits
 
 _COMPRESSORS: dict[bytes | None, zstandard.ZstdCompressor] = {}
 
@@ -105,6 +105,8 @@ def prepare_file(
         chunk_id = blake(
             f"{project}\0{path}\0{ordinal}\0{chunk_hash.hexdigest()}".encode(), digest_size=12
         ).digest()
-        chunks.append(ChunkRow(ordinal, start, end, chunk_id, chunk_hash.digest(), chunk_text))
+        bits = chunk_bits(chunk_text, path)  # here, not in the supervisor that indexes it
+        row = ChunkRow(ordinal, start, end, chunk_id, chunk_hash.digest(), chunk_text, bits)
+        chunks.append(row)
     body = compressor(dictionary).compress(text.encode("utf-8"))
     return FileRows(path, digest(raw), len(raw), len(lines), body, chunks)
