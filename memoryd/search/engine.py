@@ -293,28 +293,17 @@ def _stems(c: Candidate) -> list[str]:
     return c.tokens
 
 
-def _excerpt(
-    text: str,
-    focus: set[str],
-    prefixes: Sequence[str],
-    alias: dict[str, str],
-    tokens: list[str] | None = None,
-) -> str:
+def _excerpt(text: str, focus: set[str], prefixes: Sequence[str], alias: dict[str, str]) -> str:
     """Up to three lines from the (first) line holding the most distinct focus terms.
 
     Only lines holding one of the focus terms' ``prefixes`` (:func:`focus_prefixes`)
-    are tokenized to count the terms exactly. ``tokens``, the stems of the whole
-    text when the dense route has them, bound what a line can hold: the scan stops
-    at the first line holding every focus term the text holds (none: no scan).
+    are tokenized to count the terms exactly.
     """
-    reachable = len(focus)
-    if tokens is not None:
-        reachable = len(focus.intersection([alias.get(s, s) for s in tokens] if alias else tokens))
     lower = text.lower()
     if len(lower) != len(text):  # a letter whose lowercase is longer: keep offsets
         lower = "".join(ch.lower()[:1] for ch in text)
     starts: set[int] = set()
-    for x in prefixes if reachable else ():
+    for x in prefixes:
         at = lower.find(x)
         while at >= 0:
             start = lower.rfind("\n", 0, at) + 1
@@ -328,7 +317,7 @@ def _excerpt(
         score = len(focus.intersection([alias.get(s, s) for s in toks] if alias else toks))
         if score > best_score:
             best, best_score = start, score
-            if score == reachable:
+            if score == len(focus):
                 break
     if best < 0:
         stripped = text.lstrip()
@@ -654,7 +643,7 @@ def _items(
             "start_line": c.start_line,
             "end_line": c.end_line,
             "score": fusion.score(id(c)),
-            "excerpt": _excerpt(c.text or "", focus_stems, prefixes, p.alias, c.tokens),
+            "excerpt": _excerpt(c.text or "", focus_stems, prefixes, p.alias),
             **({"also_at": also_at[c.rowid]} if c.rowid in also_at else {}),
         }
         for c in ranked
