@@ -83,9 +83,10 @@ class HashingEncoder:
         h = zlib.crc32(feature.encode("utf-8"))
         return h % self.dim, (1.0 if (h >> 31) & 1 else -1.0)
 
-    def _stem_features(self, stem: str) -> list[tuple[int, float]]:
+    def _stem_features(self, stem: str) -> tuple[list[int], list[float]]:
         """Buckets and signed values of one stem's features (word, then trigrams)."""
-        out = [self._bucket("w:" + stem)]
+        b, sign = self._bucket("w:" + stem)
+        buckets, values = [b], [sign]
         padded = f"<{stem}>"
         if len(padded) > 4:
             w = self.trigram_weight / (len(padded) - 2)
@@ -95,8 +96,9 @@ class HashingEncoder:
                 hit = known.get(tri)
                 if hit is None:
                     hit = known[tri] = self._bucket("c:" + tri)
-                out.append((hit[0], hit[1] * w))
-        return out
+                buckets.append(hit[0])
+                values.append(hit[1] * w)
+        return buckets, values
 
     def _add(self, new: set[str]) -> None:
         """Give each new stem its row (-1: a stopword, no features; below -1: more
@@ -110,16 +112,16 @@ class HashingEncoder:
             if stem in STOPWORDS:
                 self._ids[stem] = -1
                 continue
-            feats = self._stem_features(stem)
-            if len(feats) > _WIDTH:
+            buckets, values = self._stem_features(stem)
+            fill = _WIDTH - len(buckets)
+            if fill < 0:
                 i = -2 - len(self._long)
-                self._long[i] = (np.array([b for b, _ in feats]), np.array([v for _, v in feats]))
+                self._long[i] = (np.array(buckets), np.array(values))
                 self._ids[stem] = i
                 continue
             short.append(stem)
-            fill = _WIDTH - len(feats)
-            pad_b.append([b for b, _ in feats] + [0] * fill)
-            pad_v.append([v for _, v in feats] + [0.0] * fill)
+            pad_b.append(buckets + [0] * fill)
+            pad_v.append(values + [0.0] * fill)
         if not short:
             return
         first = self._rows
