@@ -66,6 +66,7 @@ from memoryd.api import Memoryd  # noqa: E402
 from memoryd.config import MiB  # noqa: E402
 from memoryd.ingest.chunking import decode, line_ranges  # noqa: E402
 from memoryd.ingest.scan import scan  # noqa: E402
+from memoryd.search import search  # noqa: E402
 from memoryd.storage.corpus import FTS_TOKENIZER  # noqa: E402
 
 EXCLUDES = ["test/", "tests/", "idle_test/"]
@@ -173,11 +174,17 @@ def store_report(md: Memoryd, source_bytes: int) -> dict:
 # -- search latency alone ------------------------------------------------------------
 
 
-def search_pass(home: Path, root: Path, queries: int) -> dict:
-    """One measured pass (after its warm-up) on ``home``, with each query's times."""
+def search_pass(home: Path, root: Path, queries: int, warm_up_only: bool = False) -> dict:
+    """One measured pass (after its warm-up) on ``home``, with each query's times.
+    ``warm_up_only``: the warm-up alone (under an instruction counter, the difference
+    of the two runs is the measured pass's work)."""
     md = Memoryd(home)
     texts = docstring_queries([root / rel for rel, _ in corpus(root)], queries * 2)
     try:
+        if warm_up_only:
+            for text in texts[queries:]:
+                search(md.db, root.name, text)
+            return {"warm_up": len(texts) - queries}
         return search_latency(md.db, root.name, texts, queries, samples=True)
     finally:
         md.close()
@@ -216,7 +223,7 @@ def search_rounds(home: Path, root: Path, queries: int, rounds: int) -> dict:
 def latency_main(args) -> int:
     home, root = args.home.resolve(), args.root.resolve()
     if args.one_pass:
-        print(json.dumps(search_pass(home, root, args.queries)))
+        print(json.dumps(search_pass(home, root, args.queries, args.warm_up_only)))
         return 0
     result = search_rounds(home, root, args.queries, args.rounds)
     if args.json:
@@ -245,7 +252,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--home", type=Path, help="search latency only, on this stdlib home")
     ap.add_argument("--rounds", type=int, default=3, help="with --home: fresh processes")
-    ap.add_argument("--one-pass", action="store_true", help=argparse.SUPPRESS)  # a round's child
+    ap.add_argument("--one-pass", action="store_true", help="with --home: one pass, this process")
+    ap.add_argument("--warm-up-only", action="store_true", help="with --one-pass: the warm-up")
     args = ap.parse_args(argv)
     if args.home is not None:
         return latency_main(args)
