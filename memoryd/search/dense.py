@@ -29,7 +29,6 @@ import shlex
 import subprocess
 import threading
 import zlib
-from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import chain
@@ -76,21 +75,30 @@ class HashingEncoder:
         self._values = np.zeros((1024, _WIDTH), dtype=np.float64)
         self._long: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._rows = 0
+        # character trigram -> (bucket, sign): far fewer trigrams than stems, so a new
+        # stem mostly costs one hash (its word feature), not one per trigram
+        self._trigrams: dict[str, tuple[int, float]] = {}
 
     def _bucket(self, feature: str) -> tuple[int, float]:
         h = zlib.crc32(feature.encode("utf-8"))
         return h % self.dim, (1.0 if (h >> 31) & 1 else -1.0)
 
-    def _stem_features(self, stem: str) -> list[tuple[int, float]]:
+    def _stem_features(self, stem: str) -> tuple[list[int], list[float]]:
         """Buckets and signed values of one stem's features (word, then trigrams)."""
-        out = [self._bucket("w:" + stem)]
+        b, sign = self._bucket("w:" + stem)
+        buckets, values = [b], [sign]
         padded = f"<{stem}>"
         if len(padded) > 4:
             w = self.trigram_weight / (len(padded) - 2)
+            known = self._trigrams
             for i in range(len(padded) - 2):
-                b, sign = self._bucket("c:" + padded[i : i + 3])
-                out.append((b, sign * w))
-        return out
+                tri = padded[i : i + 3]
+                hit = known.get(tri)
+                if hit is None:
+                    hit = known[tri] = self._bucket("c:" + tri)
+                buckets.append(hit[0])
+                values.append(hit[1] * w)
+        return buckets, values
 
     def _add(self, new: set[str]) -> None:
         """Give each new stem its row (-1: a stopword, no features; below -1: more
@@ -104,16 +112,16 @@ class HashingEncoder:
             if stem in STOPWORDS:
                 self._ids[stem] = -1
                 continue
-            feats = self._stem_features(stem)
-            if len(feats) > _WIDTH:
+            buckets, values = self._stem_features(stem)
+            fill = _WIDTH - len(buckets)
+            if fill < 0:
                 i = -2 - len(self._long)
-                self._long[i] = (np.array([b for b, _ in feats]), np.array([v for _, v in feats]))
+                self._long[i] = (np.array(buckets), np.array(values))
                 self._ids[stem] = i
                 continue
             short.append(stem)
-            fill = _WIDTH - len(feats)
-            pad_b.append([b for b, _ in feats] + [0] * fill)
-            pad_v.append([v for _, v in feats] + [0.0] * fill)
+            pad_b.append(buckets + [0] * fill)
+            pad_v.append(values + [0.0] * fill)
         if not short:
             return
         first = self._rows
@@ -135,47 +143,52 @@ class HashingEncoder:
 
     def encode_stems(self, token_lists: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """:meth:`encode` of texts already tokenized (their indexed stems, in order),
-        all of them in one array operation."""
+        all of them in one array operation.
+
+        Each text's distinct stems are weighted by sublinear term frequency and summed
+        in the order of their first occurrence (``np.unique`` on (text, stem row)
+        keys, reordered by first index): the order of the additions, and so every
+        bit of the vector, does not depend on how the counting is done."""
         n = len(token_lists)
-        counted = [Counter(toks) for toks in token_lists]
         ids_of = self._ids
-        new = {t for counts in counted for t in counts if t not in ids_of}
+        new = set(chain.from_iterable(token_lists)).difference(ids_of)
         if new:
             if len(ids_of) + len(new) > _MAX_VOCAB:  # start afresh with this batch's stems
-                new = {t for counts in counted for t in counts}
+                new = set(chain.from_iterable(token_lists))
             self._add(new)
             ids_of = self._ids
-        idx: list[int] = []
-        tfs: list[int] = []
-        seg: list[int] = []
-        longs: list[tuple[int, int, int]] = []
-        for j, counts in enumerate(counted):
-            for t, tf in counts.items():
-                i = ids_of[t]
-                if i >= 0:
-                    idx.append(i)
-                    tfs.append(tf)
-                    seg.append(j)
-                elif i < -1:
-                    longs.append((j, i, tf))
-        out = np.zeros(n * self.dim)
-        if idx:
-            rows = np.array(idx, dtype=np.intp)
-            weight = 1.0 + np.log(np.array(tfs, dtype=np.float64))
-            buckets = self._buckets[rows] + (np.array(seg, dtype=np.intp) * self.dim)[:, None]
-            out += np.bincount(
-                buckets.ravel(),
-                weights=(self._values[rows] * weight[:, None]).ravel(),
-                minlength=n * self.dim,
+        total = sum(len(toks) for toks in token_lists)
+        out = np.zeros((n, self.dim))
+        if total:
+            ids = np.fromiter(
+                map(ids_of.__getitem__, chain.from_iterable(token_lists)), np.intp, total
             )
-        vectors = out.reshape(n, self.dim)
-        for j, i, tf in longs:
-            b, val = self._long[i]
-            vectors[j] += np.bincount(b, weights=val * (1.0 + np.log(tf)), minlength=self.dim)
-        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+            doc = np.repeat(np.arange(n, dtype=np.intp), [len(toks) for toks in token_lists])
+            span = len(self._long) + self._rows + 2  # ids run from -2 - len(long) to rows - 1
+            keys, first, tf = np.unique(
+                doc * span + (ids + len(self._long) + 1), return_index=True, return_counts=True
+            )
+            order = np.argsort(first, kind="stable")
+            keys, tf = keys[order], tf[order]
+            seg, ids = np.divmod(keys, span)
+            ids -= len(self._long) + 1
+            weight = 1.0 + np.log(tf.astype(np.float64))
+            short = ids >= 0
+            if short.any():
+                rows = ids[short]
+                buckets = self._buckets[rows] + (seg[short] * self.dim)[:, None]
+                out = np.bincount(
+                    buckets.ravel(),
+                    weights=(self._values[rows] * weight[short][:, None]).ravel(),
+                    minlength=n * self.dim,
+                ).reshape(n, self.dim)
+            for j, i, w in zip(seg[ids < -1], ids[ids < -1], weight[ids < -1], strict=True):
+                b, val = self._long[int(i)]
+                out[j] += np.bincount(b, weights=val * w, minlength=self.dim)
+        norms = np.sqrt(np.einsum("ij,ij->i", out, out))
         norms[norms == 0] = 1.0
-        vectors /= norms[:, None]
-        return list(vectors)
+        out /= norms[:, None]
+        return list(out)
 
 
 def _fold_table() -> bytes:

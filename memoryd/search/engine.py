@@ -72,7 +72,7 @@ _CHUNK_CACHE = 200_000
 _TOKEN_CACHE = 5_000  # chunk texts' (and paths') tokens kept per generation (about 10 MB)
 
 
-@dataclass
+@dataclass(slots=True)  # about two hundred made per query
 class Candidate:
     rowid: int
     bm25_rank: int
@@ -594,10 +594,11 @@ def _items(
     fusion = Fusion()
     fusion.add(admitted)
     if len(admitted) > 1:
-        by_cov = sorted(admitted, key=lambda c: (-gate_mod.coverage(p, c.matched)[1], c.bm25_rank))
+        weighted = _Weighted(p)
+        by_cov = sorted(admitted, key=lambda c: (-weighted(c.matched), c.bm25_rank))
         fusion.add(by_cov, tuning.w_coverage)
         if tuning.w_file > 0:
-            file_cov = _file_coverage(db, stats, p, cands, admitted)
+            file_cov = _file_coverage(db, stats, weighted, cands, admitted)
             by_file = sorted(admitted, key=lambda c: (-file_cov[c.rowid], c.bm25_rank))
             fusion.add(by_file, tuning.w_file)
         if src.enc is not None and tuning.w_dense > 0:
@@ -638,17 +639,56 @@ def _items(
 
 
 def _file_coverage(
-    db, stats: TermStats, p: gate_mod.Plan, cands: list[Candidate], admitted: list[Candidate]
+    db, stats: TermStats, weighted: _Weighted, cands: list[Candidate], admitted: list[Candidate]
 ) -> dict[int, float]:
     """rowid -> specificity-weighted coverage of the focus terms its file's candidates hold."""
-    file_of = _file_ids(db, stats, [c.rowid for c in cands])
-    per_file: dict[int, set[str]] = {}
+    info = _chunk_info(db, stats, [c.rowid for c in cands])
+    per_file: dict[int, int] = {}  # file id -> mask of the focus terms its candidates hold
     for c in cands:
-        per_file.setdefault(file_of.get(c.rowid, -c.rowid), set()).update(c.matched)
-    return {
-        c.rowid: gate_mod.coverage(p, per_file.get(file_of.get(c.rowid, -c.rowid), set()))[1]
-        for c in admitted
-    }
+        row = info.get(c.rowid)
+        f = row[1] if row is not None else -c.rowid
+        per_file[f] = per_file.get(f, 0) | weighted.mask(c.matched)
+    out = {}
+    for c in admitted:
+        row = info.get(c.rowid)
+        out[c.rowid] = weighted.of_mask(per_file.get(row[1] if row is not None else -c.rowid, 0))
+    return out
+
+
+class _Weighted:
+    """Specificity-weighted coverage of term sets under one plan (the second value of
+    :func:`gate.coverage`, equal to it): each set is reduced once to a bit mask of
+    focus-term positions (by identity: candidates share one set per combination of
+    terms), each mask weighed once, in the plan's order of terms."""
+
+    def __init__(self, p: gate_mod.Plan) -> None:
+        self.p = p
+        self.bits: dict[str, int] = {}
+        for i, s in enumerate(p.focus_stems):
+            self.bits[s] = self.bits.get(s, 0) | 1 << i
+        self.masks: dict[int, tuple[set[str], int]] = {}  # the set is kept: its id stays its own
+        self.values: dict[int, float] = {}
+
+    def mask(self, matched: set[str]) -> int:
+        hit = self.masks.get(id(matched))
+        if hit is None:
+            m = 0
+            for s in matched:
+                m |= self.bits.get(s, 0)
+            hit = self.masks[id(matched)] = (matched, m)
+        return hit[1]
+
+    def of_mask(self, m: int) -> float:
+        value = self.values.get(m)
+        if value is None:
+            p = self.p
+            held = [s for i, s in enumerate(p.focus_stems) if m >> i & 1]
+            value = sum(p.weights[s] for s in held) / p.total_weight if p.focus else 0.0
+            self.values[m] = value
+        return value
+
+    def __call__(self, matched: set[str]) -> float:
+        return self.of_mask(self.mask(matched))
 
 
 def _distinct(
@@ -732,12 +772,6 @@ def _chunk_info(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple]
         )
         known.update((r[0], r) for r in rows)
     return known
-
-
-def _file_ids(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, int]:
-    """rowid -> file id."""
-    info = _chunk_info(db, stats, rowids)
-    return {r: info[r][1] for r in rowids if r in info}
 
 
 def _cosines(stats: TermStats, enc: Encoder, q: Query, cands: Sequence[Candidate]) -> None:

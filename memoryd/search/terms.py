@@ -44,7 +44,9 @@ _QUERY = apsw.FTS5_TOKENIZE_QUERY
 
 def words(text: str) -> list[str]:
     """Lowercased, diacritic-free word tokens, as unicode61 splits them."""
-    return [t[0] for t in _WORDS(text.encode("utf-8"), _QUERY, None, include_offsets=False)]
+    return _WORDS(
+        text.encode("utf-8"), _QUERY, None, include_offsets=False, include_colocated=False
+    )
 
 
 def stem(word: str) -> str:
@@ -55,7 +57,8 @@ def stem(word: str) -> str:
 
 def stems(text: str) -> list[str]:
     """Indexed forms of every token of ``text``, in order."""
-    return [t[0] for t in _STEMS(text.encode("utf-8"), _DOC, None, include_offsets=False)]
+    # without colocated tokens apsw returns the strings themselves (no tuple each)
+    return _STEMS(text.encode("utf-8"), _DOC, None, include_offsets=False, include_colocated=False)
 
 
 def stems_with_offsets(data: bytes) -> list[tuple[int, int, str]]:

@@ -25,6 +25,16 @@ Measured side by side in one run:
   ``bench_longmemeval.py`` (its helpers), measured after a warm-up pass.
 
     .venv/bin/python ops/bench/bench_ingest.py [--repeat N] [--queries N] [--json]
+
+Search latency alone (``--home DIR``): the same measured pass on one stdlib home
+(ingested there by ``memoryd ingest`` as above when DIR holds none yet), once in
+each of ``--rounds`` fresh processes. Every process asks the same queries in the
+same order from the same cold start, so a query's fastest round is its cost
+without the other processes of a busy machine: the p50/p95 of those minima
+(``min_of_rounds``) is the figure to compare between two versions measured
+alternately, beside each round's own p50/p95 and the load average.
+
+    .venv/bin/python ops/bench/bench_ingest.py --home DIR [--rounds N] [--json]
 """
 
 from __future__ import annotations
@@ -56,6 +66,7 @@ from memoryd.api import Memoryd  # noqa: E402
 from memoryd.config import MiB  # noqa: E402
 from memoryd.ingest.chunking import decode, line_ranges  # noqa: E402
 from memoryd.ingest.scan import scan  # noqa: E402
+from memoryd.search import search  # noqa: E402
 from memoryd.storage.corpus import FTS_TOKENIZER  # noqa: E402
 
 EXCLUDES = ["test/", "tests/", "idle_test/"]
@@ -77,8 +88,8 @@ def home_bytes(home: Path) -> int:
 # -- memoryd end to end ------------------------------------------------------------
 
 
-def ingest_once(root: Path, workers: int) -> dict:
-    home = Path(tempfile.mkdtemp(prefix=f"memoryd-bench-w{workers}-"))
+def ingest_once(root: Path, workers: int, home: Path | None = None) -> dict:
+    home = home or Path(tempfile.mkdtemp(prefix=f"memoryd-bench-w{workers}-"))
     # The user's path: `memoryd ingest --wait` in its own process (which forks its
     # draining supervisor); the run row times it from enqueue to searchable.
     cmd = [sys.executable, "-m", "memoryd.cli", "ingest", str(root), "--home", str(home),
@@ -160,13 +171,92 @@ def store_report(md: Memoryd, source_bytes: int) -> dict:
     }
 
 
+# -- search latency alone ------------------------------------------------------------
+
+
+def search_pass(home: Path, root: Path, queries: int, warm_up_only: bool = False) -> dict:
+    """One measured pass (after its warm-up) on ``home``, with each query's times.
+    ``warm_up_only``: the warm-up alone (under an instruction counter, the difference
+    of the two runs is the measured pass's work)."""
+    md = Memoryd(home)
+    texts = docstring_queries([root / rel for rel, _ in corpus(root)], queries * 2)
+    try:
+        if warm_up_only:
+            for text in texts[queries:]:
+                search(md.db, root.name, text)
+            return {"warm_up": len(texts) - queries}
+        return search_latency(md.db, root.name, texts, queries, samples=True)
+    finally:
+        md.close()
+
+
+def search_rounds(home: Path, root: Path, queries: int, rounds: int) -> dict:
+    """:func:`search_pass` in ``rounds`` fresh processes; p50/p95 of each round and of
+    every query's fastest round (wall and CPU)."""
+    if not (home / "authority.db").exists():
+        ingest_once(root, 2, home)["md"].close()
+    cmd = [sys.executable, __file__, "--home", str(home), "--root", str(root),
+           "--queries", str(queries), "--one-pass"]  # fmt: skip
+    runs = [
+        json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+        for _ in range(rounds)
+    ]
+
+    def pcts(values: list[float]) -> dict:
+        values = sorted(values)
+        return {"p50": round(statistics.median(values), 2),
+                "p95": round(values[int(0.95 * (len(values) - 1))], 2)}  # fmt: skip
+
+    fastest = {k: [min(xs) for xs in zip(*(r[k] for r in runs), strict=True)]
+               for k in ("wall_ms", "cpu_ms")}  # fmt: skip
+    return {
+        "queries": runs[0]["queries"],
+        "abstained": runs[0]["abstained"],
+        "rounds": [
+            {k: r[k] for k in ("p50_ms", "p95_ms", "p50_cpu_ms", "p95_cpu_ms", "load_avg_1m")}
+            for r in runs
+        ],  # fmt: skip
+        "min_of_rounds": {"wall_ms": pcts(fastest["wall_ms"]), "cpu_ms": pcts(fastest["cpu_ms"])},
+    }
+
+
+def latency_main(args) -> int:
+    home, root = args.home.resolve(), args.root.resolve()
+    if args.one_pass:
+        print(json.dumps(search_pass(home, root, args.queries, args.warm_up_only)))
+        return 0
+    result = search_rounds(home, root, args.queries, args.rounds)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    t = Table(title=f"Search latency on {home} ({result['queries']} queries, "
+              f"{result['abstained']} abstained; {os.cpu_count()} CPUs)")  # fmt: skip
+    for col in ("round", "p50 ms", "p95 ms", "p50 CPU ms", "p95 CPU ms", "load"):
+        t.add_column(col, justify="left" if col == "round" else "right")
+    for i, r in enumerate(result["rounds"], 1):
+        t.add_row(str(i), *(f"{r[k]:.2f}" for k in ("p50_ms", "p95_ms", "p50_cpu_ms",
+                                                    "p95_cpu_ms", "load_avg_1m")))  # fmt: skip
+    m = result["min_of_rounds"]
+    t.add_row("[b]each query's fastest round[/b]", f"{m['wall_ms']['p50']:.2f}",
+              f"[b]{m['wall_ms']['p95']:.2f}[/b]", f"{m['cpu_ms']['p50']:.2f}",
+              f"[b]{m['cpu_ms']['p95']:.2f}[/b]", "")  # fmt: skip
+    Console(width=110).print(t)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", type=Path, default=Path(sysconfig.get_paths()["stdlib"]))
     ap.add_argument("--repeat", type=int, default=5, help="runs per measurement (median)")
     ap.add_argument("--queries", type=int, default=300, help="search queries measured")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--home", type=Path, help="search latency only, on this stdlib home")
+    ap.add_argument("--rounds", type=int, default=3, help="with --home: fresh processes")
+    ap.add_argument("--one-pass", action="store_true", help="with --home: one pass, this process")
+    ap.add_argument("--warm-up-only", action="store_true", help="with --one-pass: the warm-up")
     args = ap.parse_args(argv)
+    if args.home is not None:
+        return latency_main(args)
     root = args.root.resolve()
     files = corpus(root)
     source = sum(s for _, s in files)

@@ -113,9 +113,10 @@ def docstring_queries(files: list[Path], limit: int) -> list[str]:
     return texts
 
 
-def search_latency(db, project: str, texts: list[str], queries: int) -> dict:
+def search_latency(db, project: str, texts: list[str], queries: int, samples: bool = False) -> dict:
     """p50/p95 ms of ``search`` (gate included, in-process): the first ``queries``
-    texts are measured, each once, after one warm-up pass over the rest."""
+    texts are measured, each once, after one warm-up pass over the rest. ``samples``
+    adds each query's wall and CPU ms, in order (``wall_ms``, ``cpu_ms``)."""
     for text in texts[queries:]:
         search(db, project, text)  # warm-up: caches, statistics
     lat, cpu, abstained = [], [], 0
@@ -125,9 +126,11 @@ def search_latency(db, project: str, texts: list[str], queries: int) -> dict:
         lat.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.thread_time() - c0) * 1000)
         abstained += r["status"] == "abstained"
+    kept = {"wall_ms": [round(x, 3) for x in lat], "cpu_ms": [round(x, 3) for x in cpu]}
     lat.sort()
     cpu.sort()
     return {
+        **(kept if samples else {}),
         "queries": len(lat),
         "abstained": abstained,
         "p50_ms": round(statistics.median(lat), 2),
