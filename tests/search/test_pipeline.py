@@ -157,9 +157,9 @@ def test_one_long_file_does_not_fill_the_page(tmp_path: Path, store) -> None:
     for n in range(40):  # other topics, so the asked words are specific
         files[f"notes/other{n}.md"] = f"Topic {n}: the bicycle chain and the kitchen tap {n}."
     db = store(tmp_path, "garden", files)
-    r = search(db, "garden", "greenhouse heater seedlings", 5)
+    r = search(db, "garden", "greenhouse heater seedlings", 8)
     paths = [it["path"] for it in r["items"]]
-    assert r["status"] == "ok" and len(paths) == 5
+    assert r["status"] == "ok" and len(paths) == 8
     assert paths.index("notes/supplier.md") < 2, paths
     more = search(db, "garden", "greenhouse heater seedlings", 20)["items"]
     assert sum(it["path"] == "log/heater.md" for it in more) > 2  # moved down, not dropped
