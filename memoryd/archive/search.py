@@ -74,6 +74,17 @@ class ArchiveStats:
         self.chunks = store.corpus_stats(project).versions
         tried = {t.stem: {t.word, *t.forms} for t in query.terms}
         raw = store.term_stats(project, {w for ws in tried.values() for w in ws})
+        # a word held in none of its asked forms: its other regular forms ("teach" for
+        # "teaching"), which a stemmed index would have matched
+        unheld = {
+            t.stem: set(terms.inflections(t.word))
+            for t in query.terms
+            if not any(raw.get(w) for w in tried[t.stem])
+        }
+        if any(unheld.values()):
+            raw.update(store.term_stats(project, set().union(*unheld.values())))
+            for s, ws in unheld.items():
+                tried[s] |= ws
         # the exact words of each term that the archive holds (at least the asked ones)
         self.forms = {
             s: sorted({w for w in ws if raw.get(w)} | {t.word})

@@ -65,10 +65,19 @@ def own_statements(said: str, before: str = "") -> str:
     news, so they are left out; the rest stays ("About twelve kilometres" answering
     "How far are you running?")."""
     text = statements(said)
-    if not before or FIRST_PERSON.intersection(words(text)):
-        return text
-    echoed = set(stems(before))
-    return " ".join(w for w in words(text) if stem(w) not in echoed)
+    if before and not FIRST_PERSON.intersection(words(text)):
+        echoed = set(stems(before))
+        text = " ".join(w for w in words(text) if stem(w) not in echoed)
+    asked = answered(before) if text.strip() else ""
+    return f"{text} {asked}" if asked else text
+
+
+def answered(before: str) -> str:
+    """The questions of the other speaker's turn just before, which a turn answers:
+    an answer leaves out the words of its question ("Who proposed?" - "Sam did, at
+    the party"; "What does the company do?" - "Software for farms"), so the question
+    and its answer are one statement of the answering speaker."""
+    return " ".join(m.group().strip() for m in _QUESTION.finditer(before))
 
 
 # A name followed by a comma or an exclamation mark addresses the person ("Hey Ana!",

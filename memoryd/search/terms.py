@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
 
 import apsw
 
@@ -55,6 +56,25 @@ def stem(word: str) -> str:
     return out[0][0] if out else word
 
 
+@cache
+def inflections(word: str) -> tuple[str, ...]:
+    """Other regular English forms of ``word`` (its stem and its word plus an ending
+    of ``lexicon/en_endings.txt``, a final consonant doubled or a "y" for porter's
+    "i"), kept when porter maps them to the same stem: "teach" -> "teaching",
+    "teaches"; "retired" -> "retire", "retirement". Porter relates them in stemmed
+    indexes; a store of exact words needs them spelled out."""
+    st = stem(word)
+    if len(st) < 3 or not st.isalpha():
+        return ()
+    bases = {word, st, st + "e", st + st[-1]}
+    if st.endswith("i"):
+        bases.add(st[:-1] + "y")
+    if st.endswith("e"):
+        bases.add(st[:-1])
+    forms = {b + e for b in bases for e in _EN_ENDINGS} | bases
+    return tuple(sorted(f for f in forms if f != word and stem(f) == st))
+
+
 def stems(text: str) -> list[str]:
     """Indexed forms of every token of ``text``, in order."""
     # without colocated tokens apsw returns the strings themselves (no tuple each)
@@ -74,6 +94,7 @@ STOPWORDS = STOPWORDS_EN | STOPWORDS_ES
 # Words about remembering, asking and the conversation itself (EN and ES). They
 # are how a user addresses a memory, never part of the fact remembered.
 CONTEXT_WORDS = word_list("context_words.txt")
+_EN_ENDINGS = sorted(word_list("en_endings.txt"))
 
 # Explicit contrast markers: a verification question ("is X the primary
 # store?") may be answered by evidence that states the contrary.

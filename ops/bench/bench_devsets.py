@@ -16,6 +16,9 @@ while changing search) and an ``untouched`` part (scored only at the end):
   conversation and searched with the archive's ``search`` operation. Session
   recall@3 on answerable questions, abstention on the ones about something the
   named person never said or did.
+* **conversations-large**: the same format and measure, larger
+  (``devsets/conversations_large.txt``: six conversations of five sessions,
+  106 answerable and 31 must-abstain questions; written in session 6).
 
 Beside memoryd, the same questions through plain BM25 without a gate: FTS5's
 ``rank`` over the question's words (repo) and the archive's own BM25
@@ -51,6 +54,10 @@ from memoryd.storage.archive import tokenize  # noqa: E402
 from memoryd.storage.corpus import project_id  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "devsets"
+CONVERSATION_SETS = {  # set name -> (transcripts, questions) under DATA
+    "conversations": ("conversations.txt", "conversation_questions.json"),
+    "conversations-large": ("conversations_large.txt", "conversations_large_questions.json"),
+}
 REPO_PACKAGES = ("_pytest", "click")
 REPO_PROJECT = "devrepo"
 TOP = 3
@@ -169,8 +176,10 @@ def _archive_bm25(owner: ArchiveOwner, project: str, q: str) -> dict:
     return {"items": [{"path": h.session} for h in hits]}
 
 
-def run_conversations(owner: ArchiveOwner, convs: dict, split: str, verbose: bool) -> dict:
-    spec = json.loads((DATA / "conversation_questions.json").read_text())
+def run_conversations(
+    owner: ArchiveOwner, convs: dict, questions: str, split: str, verbose: bool
+) -> dict:
+    spec = json.loads((DATA / questions).read_text())
     runners = {
         "memoryd": lambda p, q: unwrap(
             run_op(owner, "search", {"project": p, "query": q, "limit": 10, "now": NOW})
@@ -205,20 +214,22 @@ def _line(label: str, s: dict) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=("dev", "untouched", "all"), default="dev")
-    ap.add_argument("--only", choices=("repo", "conversations"))
+    ap.add_argument("--only", choices=("repo", *CONVERSATION_SETS))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true", help="print memoryd's misses")
     args = ap.parse_args(argv)
     report: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="memoryd-devsets-") as tmp:
-        if args.only != "conversations":
+        if args.only in (None, "repo"):
             md = build_repo(Path(tmp) / "repo")
             report["repo"] = run_repo(md, args.split, args.verbose)
             md.close()
-        if args.only != "repo":
-            convs = parse_conversations((DATA / "conversations.txt").read_text())
-            with build_conversations(Path(tmp) / "conv", convs) as owner:
-                report["conversations"] = run_conversations(owner, convs, args.split, args.verbose)
+        for name, (transcripts, questions) in CONVERSATION_SETS.items():
+            if args.only not in (None, name):
+                continue
+            convs = parse_conversations((DATA / transcripts).read_text())
+            with build_conversations(Path(tmp) / name, convs) as owner:
+                report[name] = run_conversations(owner, convs, questions, args.split, args.verbose)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0

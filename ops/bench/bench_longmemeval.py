@@ -180,6 +180,13 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="every 5th question (100 of 500)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--only", help="comma-separated runners (bm25,literal,lexical,memoryd)")
+    ap.add_argument(
+        "--limit",
+        type=int,
+        default=DEPTH,
+        help="items requested per question (10 = `memoryd search --limit 10`, the CLI default)",
+    )
+    ap.add_argument("--no-latency", action="store_true", help="skip the stdlib latency run")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
@@ -195,10 +202,12 @@ def main(argv=None) -> int:
     built = time.perf_counter() - t0
 
     runners = {
-        "bm25": lambda text: bm25_plain(db, pid, text, DEPTH),
-        "literal": lambda text: search(db, PROJECT, text, DEPTH, encoder=False, tuning=LITERAL),
-        "lexical": lambda text: search(db, PROJECT, text, DEPTH, encoder=False),
-        "memoryd": lambda text: search(db, PROJECT, text, DEPTH),
+        "bm25": lambda text: bm25_plain(db, pid, text, args.limit),
+        "literal": lambda text: search(
+            db, PROJECT, text, args.limit, encoder=False, tuning=LITERAL
+        ),
+        "lexical": lambda text: search(db, PROJECT, text, args.limit, encoder=False),
+        "memoryd": lambda text: search(db, PROJECT, text, args.limit),
     }
     if args.only:
         runners = {k: v for k, v in runners.items() if k in args.only.split(",")}
@@ -213,18 +222,21 @@ def main(argv=None) -> int:
             name: evaluate(data, runners, digest, sid_digest, ii) for name, ii in parts.items()
         },
     }
-    with tempfile.TemporaryDirectory(prefix="memoryd-stdlib-") as std_home:
-        report["stdlib_latency"] = stdlib_latency(Path(std_home), 100 if args.quick else 300)
+    if not args.no_latency:
+        with tempfile.TemporaryDirectory(prefix="memoryd-stdlib-") as std_home:
+            report["stdlib_latency"] = stdlib_latency(Path(std_home), 100 if args.quick else 300)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    lat = report["stdlib_latency"]
-    print(
-        f"stdlib latency (gate included, in-process): {lat['files']} files, {lat['source_mb']} MB,"
-        f" {lat['chunks']} chunks, {lat['queries']} queries ({lat['abstained']} abstained):"
-        f" p50 {lat['p50_ms']} ms, p95 {lat['p95_ms']} ms (CPU time p50 {lat['p50_cpu_ms']} ms,"
-        f" p95 {lat['p95_cpu_ms']} ms; load average {lat['load_avg_1m']})"
-    )
+    lat = report.get("stdlib_latency")
+    if lat:
+        print(
+            f"stdlib latency (gate included, in-process): {lat['files']} files,"
+            f" {lat['source_mb']} MB, {lat['chunks']} chunks, {lat['queries']} queries"
+            f" ({lat['abstained']} abstained):"
+            f" p50 {lat['p50_ms']} ms, p95 {lat['p95_ms']} ms (CPU time p50 {lat['p50_cpu_ms']} ms,"
+            f" p95 {lat['p95_cpu_ms']} ms; load average {lat['load_avg_1m']})"
+        )
     print(
         f"LongMemEval oracle: {report['sessions']} sessions, {chunks} chunks,"
         f" {len(idx)} questions{' (--quick)' if args.quick else ''}; store built in {built:.1f}s"

@@ -11,6 +11,7 @@ from memoryd.archive.search import search_archive
 from memoryd.config import load_config
 from memoryd.search.engine import search
 from memoryd.search.evidence import mentions, own_statements, person_text
+from memoryd.search.terms import words
 from tests.conftest import archive_conversations
 
 NOW = 1_800_000_000.0
@@ -28,6 +29,10 @@ SESSIONS = {
         ("Nora", "He already chewed both of my slippers."),
         ("Ivo", "The bookshelf is finished, it holds all my cookbooks now."),
     ],
+    "s3": [
+        ("Nora", "Ivo, who repaired your kayak?"),
+        ("Ivo", "My neighbour did, in ten minutes. I have been teaching her daughter chess."),
+    ],
     **{
         f"f{i}": [
             ("Nora", f"The weather on day {i} was grey and windy."),
@@ -41,9 +46,16 @@ ANSWERED = [
     ("What is the name of Nora's dog?", "s2"),
     ("Which club did Nora join?", "s1"),
     ("What is Ivo building for the hallway?", "s1"),
+    # the answer leaves out its question's words: Nora asked, Ivo answered
+    ("Who repaired Ivo's kayak?", "s3"),
 ]
-# Ivo only reacted to Nora's dog, and was only addressed when she told of her club.
-ABSENT = ["What is the name of Ivo's dog?", "Which club did Ivo join?"]
+# Ivo only reacted to Nora's dog, and was only addressed when she told of her club;
+# Nora asked about a kayak, she said nothing of hers.
+ABSENT = [
+    "What is the name of Ivo's dog?",
+    "Which club did Ivo join?",
+    "Who repaired Nora's kayak?",
+]
 
 
 def test_a_reaction_without_first_person_leaves_out_the_echoed_words():
@@ -52,9 +64,10 @@ def test_a_reaction_without_first_person_leaves_out_the_echoed_words():
     # in the first person the turn is about its speaker, echo or not
     mine = "I want a dog too."
     assert own_statements(mine, before) == mine
-    # an answer to the other's question keeps its words
-    got = own_statements("About twelve kilometres.", "How far do you run?")
-    assert got.split() == ["about", "twelve", "kilometres"]
+    # an answer to the other's question keeps its words, and the question's: an
+    # answer leaves out what was asked
+    got = own_statements("About twelve kilometres.", "Wow. How far do you run?")
+    assert words(got) == ["about", "twelve", "kilometres", "how", "far", "do", "you", "run"]
     # the speaker's own questions say nothing about them
     assert own_statements("Was it hard? It was.").strip() == "It was."
 
@@ -64,6 +77,12 @@ def test_a_mention_is_the_sentence_naming_the_person_not_an_address():
     assert mentions("Congratulations, uncle Ivo! How is she?", {"ivo"}) == ""
     assert mentions("Ivo, look. I think Ivo broke it. We ate.", {"ivo"}) == " I think Ivo broke it."
     assert mentions("Nothing about him.", {"ivo"}) == ""
+
+
+def test_an_answer_holds_the_words_of_the_question_it_answers():
+    text = "Nora: Ivo, who repaired your kayak?\nIvo: My neighbour did."
+    assert "repaired" in person_text(text, {"ivo"})
+    assert "kayak" not in person_text(text, {"nora"})  # her question is not about her
 
 
 def test_person_text_reads_each_turn_after_the_other_speakers_turn():
@@ -86,6 +105,13 @@ def test_archive_answers_from_the_named_persons_turns(owner, question, session):
     r = search_archive(owner, "chat", question, 3, NOW)
     assert r["status"] == "ok", r
     assert r["items"][0]["path"] == session
+
+
+def test_archive_finds_a_word_said_only_in_another_inflection(owner):
+    """The archive indexes exact words: "teach" is looked up as "teaching" too."""
+    r = search_archive(owner, "chat", "Who did Ivo teach?", 3, NOW)
+    assert r["status"] == "ok", r
+    assert r["items"][0]["path"] == "s3"
 
 
 @pytest.mark.parametrize("question", ABSENT)

@@ -141,3 +141,26 @@ def test_a_spanish_question_is_answered_by_spanish_and_english_evidence_in_every
     finally:
         owner.close()
         db.close()
+
+
+def test_one_long_file_does_not_fill_the_page(tmp_path: Path, store) -> None:
+    """Collapse by file: the best chunk of every matching file comes before a second
+    chunk of any one file, so a long file matching everywhere cannot hide the others."""
+    long_log = "\n\n".join(
+        f"Day {n}: the greenhouse heater failed, the greenhouse heater was reset, the"
+        f" seedlings on shelf {n} moved.\n" + "Notes without the words.\n" * 30
+        for n in range(12)
+    )
+    supplier = ("The heater supplier ships on Fridays; orders for the greenhouse go through"
+                " the office, with the invoice, the delivery note and the receipt.")  # fmt: skip
+    files = {"log/heater.md": long_log, "notes/supplier.md": supplier}
+    for n in range(40):  # other topics, so the asked words are specific
+        files[f"notes/other{n}.md"] = f"Topic {n}: the bicycle chain and the kitchen tap {n}."
+    db = store(tmp_path, "garden", files)
+    r = search(db, "garden", "greenhouse heater seedlings", 8)
+    paths = [it["path"] for it in r["items"]]
+    assert r["status"] == "ok" and len(paths) == 8
+    assert paths.index("notes/supplier.md") < 2, paths
+    more = search(db, "garden", "greenhouse heater seedlings", 20)["items"]
+    assert sum(it["path"] == "log/heater.md" for it in more) > 2  # moved down, not dropped
+    db.close()
