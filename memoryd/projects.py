@@ -23,7 +23,7 @@ from memoryd.errors import ProjectBusy, ProjectExists, UsageError
 from memoryd.queue import ClaimedJob, JobQueue, JobSpec
 from memoryd.queue.jobs import PENDING
 from memoryd.storage import Authority
-from memoryd.storage.corpus import drop_index, drop_index_rows, project_id, reclaim_free_pages
+from memoryd.storage.corpus import drop_index_rows, fts_table, project_id, reclaim_free_pages
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 REMOVE = "projects.remove"
@@ -160,7 +160,8 @@ def remove_step(tx: apsw.Connection, pid: int, limit: int) -> bool:
     ):
         if _delete_some(tx, table, where, (key,), limit):
             return False
-    drop_index(tx, pid)
+    tx.execute(f"DROP TABLE IF EXISTS {fts_table(pid)}_vocab")
+    tx.execute(f"DROP TABLE IF EXISTS {fts_table(pid)}")
     tx.execute("DELETE FROM zdicts WHERE project_id = ?", (pid,))
     tx.execute("DELETE FROM projects WHERE id = ?", (pid,))
     reclaim_free_pages(tx)

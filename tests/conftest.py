@@ -335,7 +335,7 @@ def downgrade_sql(version: int) -> str:
     for v, _name, sql in reversed(MIGRATIONS):
         if v <= version:
             break
-        body = re.sub(r"--[^\n]*", "", sql if isinstance(sql, str) else "")  # code: rebuilds
+        body = re.sub(r"--[^\n]*", "", sql)
         for kind, name in reversed(_CREATED.findall(body)):
             if not name.lower().startswith("temp"):
                 out.append(f"DROP {kind.upper()} IF EXISTS {name};")

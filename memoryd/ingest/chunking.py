@@ -19,7 +19,7 @@ from memoryd.config import (
     COMPRESSION_LEVEL,
     ZSTD_DICT_BYTES,
 )
-from memoryd.storage.corpus import ChunkRow, FileRows, chunk_bits
+from memoryd.storage.corpus import ChunkRow, FileRows
 
 _COMPRESSORS: dict[bytes | None, zstandard.ZstdCompressor] = {}
 
@@ -105,8 +105,6 @@ def prepare_file(
         chunk_id = blake(
             f"{project}\0{path}\0{ordinal}\0{chunk_hash.hexdigest()}".encode(), digest_size=12
         ).digest()
-        bits = chunk_bits(chunk_text, path)  # here, not in the supervisor that indexes it
-        row = ChunkRow(ordinal, start, end, chunk_id, chunk_hash.digest(), chunk_text, bits)
-        chunks.append(row)
+        chunks.append(ChunkRow(ordinal, start, end, chunk_id, chunk_hash.digest(), chunk_text))
     body = compressor(dictionary).compress(text.encode("utf-8"))
     return FileRows(path, digest(raw), len(raw), len(lines), body, chunks)

@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memoryd.search import gate as gate_mod
-from memoryd.search import phrases as phrases_mod
 from memoryd.search import pipeline, semantic
 from memoryd.search.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
 from memoryd.search.evidence import (
@@ -57,6 +56,7 @@ from memoryd.search.terms import (
     stems,
     words,
 )
+from memoryd.storage import fts
 from memoryd.storage.corpus import file_text, project_id
 
 POOL = 200  # lexical candidates the gate looks at
@@ -103,7 +103,18 @@ def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list
             if mask not in held:
                 held[mask] = {t.stem for i, t in enumerate(terms) if mask >> i & 1}
         return [Candidate(rowid, rank, held[mask]) for rank, (rowid, mask) in enumerate(top)]
-    return []  # no postings: the project has no index
+    # No postings (another index layout): one FTS5 query, an auxiliary function
+    # reporting which phrases (a term's forms the project holds) each row holds, as
+    # bits of one 64-bit integer.
+    phrases, owner = _phrases(stats, terms)
+    if not phrases:
+        return []
+    rows = fts.ranked_with_phrases(db, pid, " OR ".join(phrases), pool)
+    out = []
+    for rank, (rowid, mask) in enumerate(rows):
+        matched = {t.stem for i, t in enumerate(owner) if mask >> i & 1}
+        out.append(Candidate(rowid, rank, matched))
+    return out
 
 
 def _phrases(stats: TermStats, terms: Sequence) -> tuple[list[str], list]:
@@ -177,8 +188,8 @@ def _phrases_held(
     tokenized yet is read when another candidate shares it (copies of a file at
     several paths) or its file was read already. A phrase is held when its tokens
     follow each other in the chunk's text or in its path (the row's two columns),
-    tokenized by the index's own tokenizer. The other candidates' texts are read
-    for it (:func:`memoryd.search.phrases.held`: the index keeps no positions)."""
+    tokenized by the index's own tokenizer. Only the other candidates are looked up
+    in FTS5."""
     if not phrases:
         return {c.rowid: 0 for c in cands}
     info = _chunk_info(db, stats, [c.rowid for c in cands])
@@ -193,7 +204,7 @@ def _phrases_held(
     for c in read:
         known[info[c.rowid][5]] = _token_line(c.text or "")
     looked_up = [c.rowid for c in cands if c.rowid not in info or info[c.rowid][5] not in known]
-    held = phrases_mod.held(db, stats, phrases, looked_up) if looked_up else {}
+    held = fts.phrases_held(db, pid, " OR ".join(phrases), looked_up) if looked_up else {}
     needles = [_token_line(ph[1:-1].replace('""', '"')) for ph in phrases]
     paths: dict[str, str] = stats.extra.setdefault("path_tokens", {})  # type: ignore[assignment]
     for c in cands:
@@ -240,7 +251,7 @@ def _exact(db, pid: int, q: Query) -> tuple[set[int], list[int]]:
         match = phrase(ident)
         if match is None:
             continue
-        rowids.extend(phrases_mod.ranked(db, term_stats(db, pid), match, 20))
+        rowids.extend(fts.ranked(db, pid, match, 20))
     return file_ids, rowids
 
 
@@ -349,6 +360,7 @@ class ProjectSource:
 
     def stats(self, q: Query) -> TermStats:
         if self._stats is None:
+            fts.prepare(self.db)
             self._stats = term_stats(self.db, self.pid)
         return self._stats
 

@@ -9,9 +9,8 @@ project, generation)``: any change to the project's index bumps the
 generation, and the next query starts a fresh cache.
 
 The same cache holds each queried term's postings (which chunks hold it, how
-often, from the index's rowid list and its frequency tables, and each holding
-chunk's token count from the FTS5 ``docsize`` table:
-:func:`memoryd.storage.fts.postings`; a project of at most
+often, and each holding chunk's token count from the FTS5 ``docsize`` table,
+read in one query: :func:`memoryd.storage.fts.postings`; a project of at most
 :data:`SIZES_MAX` chunks reads every chunk's size once per generation instead,
 and each term's postings without them), so the lexical
 route computes FTS5's own BM25 (k1 = 1.2, b = 0.75, summed over the query's
@@ -22,9 +21,10 @@ once per generation. The chunk count and the average chunk length come from
 FTS5's averages record (one row, kept by FTS5 in the commit that changes the
 index), so a new generation's first query reads nothing but its own terms:
 reading every chunk's length up front made the first query after an ingest
-grow with the project (566 ms at 90 copies of the stdlib). When the project
-has no index, :meth:`TermStats.postings` returns None and the lexical route
-finds nothing.
+grow with the project (566 ms at 90 copies of the stdlib). When the index has
+no docsize table or no positions (another FTS5 layout),
+:meth:`TermStats.postings` returns None and the engine asks FTS5 for its
+``rank`` with a bounded pool.
 
 Scoring a query (:meth:`TermStats.bm25_scored`) follows its postings, never the
 project: the longest lists are skipped where MaxScore's bounds prove they cannot
@@ -98,8 +98,7 @@ class TermStats:
         self._postings: OrderedDict[str, Postings] = OrderedDict()
         self._posting_entries = 0
         self._sizes: tuple[int, np.ndarray] | bool | None = None  # False: not kept
-        self.has_postings = True  # False once the index turned out to keep no sizes
-        self._tf_bits: list[int] | None = None
+        self.has_postings = True  # False once the index turned out to keep no positions/sizes
         self._lock = threading.Lock()
 
     def df(self, stem: str) -> int:
@@ -151,46 +150,27 @@ class TermStats:
         lengths[ids - low] = _lengths([r[1] for r in rows])
         return low, lengths
 
-    def _bits(self) -> list[int]:
-        """The index's frequency bits (its tables appear only with a new generation)."""
-        if self._tf_bits is None:
-            self._tf_bits = fts.tf_bits(self._db, self.pid)
-        return self._tf_bits
-
     def _tf_and_lengths(self, stem: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """(rowids, occurrences, chunk lengths) of the chunks holding ``stem``."""
         known = self._all_lengths()
         if known is not None:
-            read = fts.occurrences(self._db, self.pid, stem, self._bits())
-            if read is None:
+            rows = fts.occurrences(self._db, self.pid, stem)
+            if rows is None:
                 return None
-            docs, tf = read
+            docs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            tf = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
             low, lengths = known
             at = docs - low
             if not len(at) or (at.min() >= 0 and at.max() < len(lengths)):
                 found = lengths[at]
                 if not np.any(found < 0):  # else: a chunk indexed since (a new generation)
                     return docs, tf, found
-        rows = fts.postings(self._db, self.pid, stem, self._bits())
+        rows = fts.postings(self._db, self.pid, stem)
         if rows is None:
             return None
-        docs, tf, blobs = rows
-        return docs, tf, _lengths(blobs)
-
-    def lengths_of(self, rowids: np.ndarray) -> np.ndarray:
-        """Tokens of each of the chunks ``rowids`` (all indexed in this generation)."""
-        known = self._all_lengths()
-        if known is not None:
-            low, lengths = known
-            at = rowids - low
-            if not len(at) or (at.min() >= 0 and at.max() < len(lengths)):
-                found = lengths[at]
-                if not np.any(found < 0):
-                    return found
-        blobs: dict[int, bytes] = {}
-        for at in range(0, len(rowids), 10_000):  # SQLite allows 32,766 parameters
-            blobs.update(fts.size_blobs(self._db, self.pid, rowids[at : at + 10_000].tolist()))
-        return _lengths([blobs[int(r)] for r in rowids])
+        docs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        tf = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+        return docs, tf, _lengths([r[2] for r in rows])
 
     def _read_postings(self, stem: str) -> Postings | None:
         read = self._tf_and_lengths(stem)
@@ -198,20 +178,15 @@ class TermStats:
             self.has_postings = False
             return None
         docs, tf, lengths = read
-        return Postings(docs, self.bm25(tf, lengths, len(docs)))
-
-    def bm25(self, tf: np.ndarray, lengths: np.ndarray, hits: int) -> np.ndarray:
-        """FTS5's BM25 of one phrase with ``tf`` occurrences in chunks of ``lengths``
-        tokens, held by ``hits`` chunks of the project."""
         norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / self._avg_len)
-        n = self.chunks
-        idf = math.log((n - hits + 0.5) / (hits + 0.5)) if hits else 0.0
+        n, d = self.chunks, len(docs)
+        idf = math.log((n - d + 0.5) / (d + 0.5)) if d else 0.0
         idf = idf if idf > 0 else 1e-6  # FTS5's floor for terms in over half the rows
-        return idf * tf * (BM25_K1 + 1.0) / (tf + norm)
+        return Postings(docs, idf * tf * (BM25_K1 + 1.0) / (tf + norm))
 
     def postings(self, stem: str) -> Postings | None:
-        """The term's postings and BM25 contributions, or None when the project has
-        no index."""
+        """The term's postings and BM25 contributions, or None when the index keeps
+        no positions or no chunk sizes."""
         with self._lock:
             hit = self._postings.get(stem)
             if hit is not None:

@@ -129,7 +129,7 @@ class Authority:
         current = self.user_version()  # re-read under the write lock
         for version, name, sql in MIGRATIONS:
             if version > current:
-                sql(tx) if callable(sql) else tx.execute(sql)
+                tx.execute(sql)
                 tx.execute(
                     "INSERT INTO schema_history VALUES (?, ?, ?)", (version, name, time.time())
                 )

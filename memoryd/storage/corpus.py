@@ -18,15 +18,6 @@ files and chunk rows only (an FTS5 index of a few files takes more pages than it
 content). The commit that would take it past the limit stores its index first and
 the project is *indexed* from then on (never back). Both layouts index the same
 rows with the same rowids, so search answers the same either way.
-
-The index keeps no positions (``detail=none``: each term's chunks as a rowid list,
-a third of a positional index's bytes); what BM25 needs of positions, each term's
-occurrences in each chunk, is kept apart and only where it is more than one: bit
-``k`` of the occurrences less one is set exactly when the chunk's row of
-``fts_<id>_tf<k>`` holds the term (a ``detail=none`` table of stems, without sizes,
-created when a chunk first needs it). A row of those tables is deleted by giving
-its stems back, recomputed from the stored file body before it changes. Phrases
-(several tokens in order) are checked against the chunks' own text.
 """
 
 from __future__ import annotations
@@ -34,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
@@ -44,14 +34,6 @@ import zstandard
 from memoryd.errors import MemorydError
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
-# The frequency tables hold stems, already folded by FTS_TOKENIZER: unicode61 without
-# diacritic removal splits them where they were split and changes none of them.
-TF_TOKENIZER = "unicode61 remove_diacritics 0"
-MERGE_PAGES = 16
-TF_BITS = 21  # a chunk (at most max_file_bytes) holds no token 2**21 times
-_STEMS = apsw.Connection(":memory:").fts5_tokenizer(
-    "porter", ["unicode61", "remove_diacritics", "2"]
-)
 _DCTX = zstandard.ZstdDecompressor()
 _DICT_DCTX: dict[int, zstandard.ZstdDecompressor] = {}  # zstd dictionary id -> decompressor
 
@@ -67,9 +49,6 @@ class ChunkRow(NamedTuple):  # a tuple: cheap to send from a worker to the super
     chunk_id: bytes  # 12 bytes
     content_hash: bytes  # 16 bytes
     text: str  # indexed, never stored (the file body holds it)
-    # (bit, stems) of tf_bits(text, path) where not empty, made by the worker that
-    # chunked the file (the supervisor then need not tokenize it again); None: not made
-    bits: tuple[tuple[int, str], ...] | None = None
 
 
 class FileRows(NamedTuple):
@@ -92,16 +71,11 @@ def instance_view(project_id: int) -> str:
     return f"temp.{fts_table(project_id)}_inst"
 
 
-def tf_table(project_id: int, bit: int) -> str:
-    """The project's table of the chunks' terms whose occurrences less one have ``bit`` set."""
-    return f"{fts_table(project_id)}_tf{int(bit)}"
-
-
 def _create_index(tx: apsw.Connection, project_id: int, schema: str = "main") -> None:
     table = fts_table(project_id)
     tx.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {schema}.{table} USING fts5(body, path, content='',"
-        f" contentless_delete=1, detail=none, tokenize='{FTS_TOKENIZER}')"
+        f" contentless_delete=1, tokenize='{FTS_TOKENIZER}')"
     )
     tx.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {schema}.{table}_vocab"
@@ -109,116 +83,11 @@ def _create_index(tx: apsw.Connection, project_id: int, schema: str = "main") ->
     )
 
 
-def _create_tf_table(tx: apsw.Connection, project_id: int, bit: int, schema: str) -> None:
-    table = tf_table(project_id, bit)
-    tx.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {schema}.{table} USING"
-        f" fts5(stems, content='', columnsize=0, detail=none, tokenize='{TF_TOKENIZER}')"
-    )
-
-
-def merge_index(tx: apsw.Connection, pid: int, schema: str = "main") -> None:
-    """Merge some of the project's index segments, across levels (FTS5's ``merge``
-    with a negative budget: an optimize in steps of at most :data:`MERGE_PAGES` leaf
-    pages a table). Each segment repeats every term it holds, and a positionless
-    index is mostly terms: merged, the stdlib's index is a tenth smaller."""
-    tables = [fts_table(pid)] + [tf_table(pid, k) for k in range(TF_BITS)]
-    present = {r[0] for r in tx.execute(f"SELECT name FROM {schema}.sqlite_schema")}
-    for t in tables:
-        if t in present:
-            tx.execute(f"INSERT INTO {schema}.{t} ({t}, rank) VALUES ('merge', ?)", (-MERGE_PAGES,))
-
-
-def drop_index(tx: apsw.Connection, project_id: int, schema: str = "main") -> None:
-    """Drop the project's index tables (and views) in ``schema``."""
+def _drop_index(tx: apsw.Connection, project_id: int, schema: str = "main") -> None:
     table = fts_table(project_id)
-    names = [f"{table}_inst", f"{table}_vocab", table]
-    names += [tf_table(project_id, k) for k in range(TF_BITS)]
-    for name in names:
+    for name in (f"{table}_inst", f"{table}_vocab", table):
         if schema == "temp" or name != f"{table}_inst":  # the _inst view lives in temp only
             tx.execute(f"DROP TABLE IF EXISTS {schema}.{name}")
-
-
-def _stems(text: str) -> list[str]:
-    tokens = _STEMS(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False)
-    return [t[0] for t in tokens]
-
-
-def tf_bits(text: str, path: str) -> list[str]:
-    """For each bit ``k`` of :data:`TF_BITS`: the stems of the row (``text`` and
-    ``path``, as FTS5 tokenizes them) whose occurrences less one have bit ``k`` set,
-    space-separated; '' where none has."""
-    counts = Counter(_stems(text))
-    counts.update(_stems(path))
-    bits: list[list[str]] = [[] for _ in range(TF_BITS)]
-    for stem, n in counts.items():
-        n, k = n - 1, 0
-        while n:
-            if n & 1:
-                bits[k].append(stem)
-            n, k = n >> 1, k + 1
-    return [" ".join(b) for b in bits]
-
-
-def chunk_bits(text: str, path: str) -> tuple[tuple[int, str], ...]:
-    """The non-empty (bit, stems) of :func:`tf_bits` (what a :class:`ChunkRow` carries)."""
-    return tuple((k, held) for k, held in enumerate(tf_bits(text, path)) if held)
-
-
-def _index_rows(
-    tx: apsw.Connection,
-    pid: int,
-    rows: Sequence[tuple[int, str, str]],
-    schema: str = "main",
-    bits: Sequence[tuple[tuple[int, str], ...] | None] | None = None,
-) -> None:
-    """Index (rowid, text, path) rows: the rowid lists and the frequency bits (``bits``:
-    each row's :func:`chunk_bits`, or None where they are to be computed here)."""
-    tx.executemany(
-        f"INSERT INTO {schema}.{fts_table(pid)} (rowid, body, path) VALUES (?, ?, ?)", rows
-    )
-    _write_bits(tx, pid, rows, schema, delete=False, bits=bits)
-
-
-def _write_bits(tx, pid: int, rows, schema: str, delete: bool, bits=None) -> None:
-    per_bit: list[list[tuple[int, str]]] = [[] for _ in range(TF_BITS)]
-    for i, (rowid, text, path) in enumerate(rows):
-        made = bits[i] if bits is not None else None
-        for k, held in made if made is not None else chunk_bits(text, path):
-            per_bit[k].append((rowid, held))
-    for k, held in enumerate(per_bit):
-        if not held:
-            continue
-        table = tf_table(pid, k)
-        if delete:  # a contentless table without sizes: the row's values identify it
-            tx.executemany(
-                f"INSERT INTO {schema}.{table} ({table}, rowid, stems) VALUES ('delete', ?, ?)",
-                held,
-            )
-        else:
-            _create_tf_table(tx, pid, k, schema)
-            tx.executemany(f"INSERT INTO {schema}.{table} (rowid, stems) VALUES (?, ?)", held)
-
-
-def chunk_rows(tx: apsw.Connection, rowids: Sequence[int]) -> list[tuple[int, str, str]]:
-    """(rowid, text, path) of chunks, their text from their file's stored body: the
-    very rows :func:`rebuild_index` indexes."""
-    marks = ",".join("?" * len(rowids))
-    chunks = tx.execute(
-        f"SELECT id, file_id, start_line, end_line FROM chunks WHERE id IN ({marks})",
-        tuple(rowids),
-    ).fetchall()
-    files: dict[int, tuple[str, list[str]]] = {}
-    out = []
-    for rowid, file_id, start, end in chunks:
-        if file_id not in files:
-            path, body = tx.execute(
-                "SELECT path, body FROM files WHERE id = ?", (file_id,)
-            ).fetchone()
-            files[file_id] = (path, file_text(body, tx).split("\n"))
-        path, lines = files[file_id]
-        out.append((rowid, "\n".join(lines[start - 1 : end]), path))
-    return out
 
 
 # -- projects -------------------------------------------------------------------
@@ -268,10 +137,8 @@ def _indexed_for(tx: apsw.Connection, pid: int, incoming: int) -> bool:
 
 
 def drop_index_rows(tx: apsw.Connection, pid: int, rowids: Sequence[int]) -> None:
-    """Take chunks out of the project's stored index (nothing to do when compact); call
-    it while their file's body is still the indexed one."""
+    """Take chunks out of the project's stored index (nothing to do when compact)."""
     if rowids and not compact_limit(tx, pid):
-        _write_bits(tx, pid, chunk_rows(tx, rowids), "main", delete=True)
         tx.executemany(f"DELETE FROM {fts_table(pid)} WHERE rowid = ?", [(r,) for r in rowids])
 
 
@@ -354,11 +221,11 @@ def put_files(
     """
     files = list(files)
     indexed = _indexed_for(tx, pid, sum(f.size for f in files))
+    table = fts_table(pid)
     now = time.time()
     written = 0
     chunk_rows: list[tuple] = []
     index_rows: list[tuple] = []
-    index_bits: list[tuple[tuple[int, str], ...] | None] = []
     history: list[tuple] = []
     pending: set[str] = set()
 
@@ -370,11 +237,12 @@ def put_files(
             [(first + i, *row) for i, row in enumerate(chunk_rows)],
         )
         if indexed:
-            rows = [(first + i, *row) for i, row in enumerate(index_rows)]
-            _index_rows(tx, pid, rows, bits=index_bits)
+            tx.executemany(
+                f"INSERT INTO {table} (rowid, body, path) VALUES (?, ?, ?)",
+                [(first + i, *row) for i, row in enumerate(index_rows)],
+            )
         chunk_rows.clear()
         index_rows.clear()
-        index_bits.clear()
         pending.clear()
 
     for f in files:
@@ -405,14 +273,11 @@ def put_files(
                 (c.chunk_id, pid, file_id, c.ordinal, c.start_line, c.end_line, c.content_hash)
             )
             index_rows.append((c.text, f.path))
-            index_bits.append(c.bits)
         pending.add(f.path)
         history.append((now, "file.put", str(pid), f.path, f.content_hash, job_id))
         written += 1
     if chunk_rows:
         flush()
-    if indexed and written:
-        merge_index(tx, pid)
     if history:
         tx.executemany(
             "INSERT INTO history (at, kind, project, ref, content_hash, job_id)"
@@ -560,6 +425,7 @@ def reclaim_free_pages(tx: apsw.Connection) -> int:
 
 def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
     """Index every live chunk of the project into its (empty) FTS table in ``schema``."""
+    table = f"{schema}.{fts_table(pid)}"
     count = 0
     files = conn.execute(
         "SELECT id, path, body FROM main.files WHERE project_id = ? AND live = 1", (pid,)
@@ -567,14 +433,14 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
     for file_id, path, body in files:
         lines = file_text(body, conn).split("\n")
         rows = [
-            (rowid, "\n".join(lines[start - 1 : end]), path)
+            (rowid, path, "\n".join(lines[start - 1 : end]))
             for rowid, start, end in conn.execute(
                 "SELECT id, start_line, end_line FROM main.chunks WHERE file_id = ?"
                 " ORDER BY ordinal",
                 (file_id,),
             ).fetchall()
         ]
-        _index_rows(conn, pid, rows, schema)
+        conn.executemany(f"INSERT INTO {table} (rowid, path, body) VALUES (?, ?, ?)", rows)
         count += len(rows)
     return count
 
@@ -582,7 +448,7 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
 def rebuild_index(tx: apsw.Connection, pid: int) -> int:
     """Drop and refill the project's stored FTS table from files and chunks. Returns
     chunks indexed; a compact project stores none (0)."""
-    drop_index(tx, pid)
+    _drop_index(tx, pid)
     if compact_limit(tx, pid):
         return 0
     _create_index(tx, pid)
@@ -616,7 +482,7 @@ def _build_temp_index(conn: apsw.Connection, pid: int, built: dict[int, int]) ->
     limit, generation = conn.execute(
         "SELECT compact_limit, generation FROM projects WHERE id = ?", (pid,)
     ).fetchone()
-    drop_index(conn, pid, "temp")
+    _drop_index(conn, pid, "temp")
     built.pop(pid, None)
     if limit:
         _create_index(conn, pid, "temp")

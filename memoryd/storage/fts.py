@@ -1,14 +1,13 @@
 """Every FTS5 query of project search, in one place.
 
 Each project's chunks are indexed in an FTS5 table (``fts_<project id>``, see
-:mod:`memoryd.storage.corpus`: rowid lists without positions, plus tables of
-each term's occurrences in binary). Search reads it four ways: ranked matches of
+:mod:`memoryd.storage.corpus`). Search reads it four ways: ranked matches of
 a MATCH string (built by :mod:`memoryd.search.fts_query`, never raw user
 text), document frequencies from an ``fts5vocab`` ``row`` table, per-term
-postings (the chunks from an ``fts5vocab`` ``instance`` view in the connection's
-temp schema, their occurrences from the frequency tables, each holding chunk's
-token count from the ``docsize`` shadow table), and the chunk and token totals
-from FTS5's averages record. This module knows SQL and FTS5, not the gate.
+postings (with each holding chunk's token count from the ``docsize`` shadow
+table) from an ``fts5vocab`` ``instance`` view in the connection's temp schema,
+and the chunk and token totals from FTS5's averages record. This module knows
+SQL and FTS5, not the gate.
 """
 
 from __future__ import annotations
@@ -16,20 +15,63 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import apsw
-import numpy as np
 
-from memoryd.storage.corpus import fts_table, instance_view, tf_table
+from memoryd.storage.corpus import fts_table, instance_view
+
+MATCHED = "memoryd_matched"
 
 
-def holding(db, pid: int, match: str, rowids: Sequence[int]) -> list[int]:
-    """Which of ``rowids`` hold ``match`` (one token: the index has no positions); one
-    rowid lookup per chunk, so the cost follows ``rowids``, not the term."""
+def _matched_phrases(api, *args) -> int:
+    """FTS5 auxiliary function: bit i set when the row holds phrase i."""
+    mask = 0
+    for i in range(api.phrase_count):
+        if any(api.phrase_locations(i)):
+            mask |= 1 << i
+    return mask
+
+
+def prepare(db) -> None:
+    """Register the auxiliary function :func:`ranked_with_phrases` needs (once per
+    connection)."""
+    if not getattr(db, "_memoryd_search_ready", False):
+        db.conn.register_fts5_function(MATCHED, _matched_phrases)
+        db._memoryd_search_ready = True
+
+
+def ranked(db, pid: int, match: str, limit: int) -> list[int]:
+    """Rowids of the ``limit`` best chunks for ``match`` by FTS5's BM25 rank."""
     t = fts_table(pid)
-    marks = ",".join("?" * len(rowids))
     rows = db.query(
-        f"SELECT rowid FROM {t} WHERE {t} MATCH ? AND rowid IN ({marks})", (match, *rowids)
+        f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rank LIMIT ?", (match, limit)
     )
     return [r[0] for r in rows]
+
+
+def ranked_with_phrases(db, pid: int, match: str, limit: int) -> list[tuple[int, int]]:
+    """(rowid, bit mask of the phrases of ``match`` it holds) of the ``limit`` best
+    chunks by rank; :func:`prepare` must have run on ``db``."""
+    t = fts_table(pid)
+    return db.query(
+        f"SELECT rowid, {MATCHED}({t}) FROM {t} WHERE {t} MATCH ? ORDER BY rank LIMIT ?",
+        (match, limit),
+    )
+
+
+def phrases_held(db, pid: int, match: str, rowids: Sequence[int]) -> dict[int, int]:
+    """For each of ``rowids`` holding any phrase of ``match``: the bit mask of the
+    phrases it holds. One rowid lookup per chunk (FTS5 seeks each in the phrases'
+    doclists), so the cost follows ``rowids``, not how common the phrases are;
+    :func:`prepare` must have run on ``db``."""
+    if not rowids:
+        return {}
+    t = fts_table(pid)
+    marks = ",".join("?" * len(rowids))
+    return dict(
+        db.query(
+            f"SELECT rowid, {MATCHED}({t}) FROM {t} WHERE {t} MATCH ? AND rowid IN ({marks})",
+            (match, *rowids),
+        )
+    )
 
 
 def doc_freqs(db, pid: int, stems: Sequence[str]) -> dict[str, int]:
@@ -94,74 +136,31 @@ def sizes(db, pid: int) -> list[tuple[int, bytes]] | None:
         return None
 
 
-def tf_bits(db, pid: int) -> list[int]:
-    """The frequency bits whose table the project's index has (see
-    :mod:`memoryd.storage.corpus`): a compact project's in temp, else in main."""
-    prefix = fts_table(pid) + "_tf"
-    rows = db.query(
-        "SELECT name FROM temp.sqlite_schema WHERE name GLOB ?1 AND sql LIKE 'CREATE VIRTUAL%'"
-        " UNION SELECT name FROM main.sqlite_schema WHERE name GLOB ?1"
-        " AND sql LIKE 'CREATE VIRTUAL%'",
-        (prefix + "*",),
-    )
-    return sorted(int(r[0][len(prefix) :]) for r in rows if r[0][len(prefix) :].isdigit())
-
-
-def _frequencies(db, pid: int, stem: str, docs: np.ndarray, bits: Sequence[int]) -> np.ndarray:
-    """Occurrences of ``stem`` in each of the chunks ``docs`` (ascending, each holding
-    it): one, plus ``2**k`` for each bit table ``k`` that lists the chunk for it."""
-    tf = np.ones(len(docs))
-    needle = '"' + stem.replace('"', '""') + '"'
-    for k in bits:
-        t = tf_table(pid, k)
-        rows = db.query(f"SELECT rowid FROM {t} WHERE {t} MATCH ?", (needle,))
-        if rows:
-            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            tf[np.searchsorted(docs, ids)] += 1 << k
-    return tf
-
-
-def occurrences(
-    db, pid: int, stem: str, bits: Sequence[int]
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """(rowids, occurrences) of the chunks holding ``stem``, in rowid order: the
-    postings without the chunks' sizes (see :func:`postings`); ``bits`` from
-    :func:`tf_bits`."""
+def occurrences(db, pid: int, stem: str) -> list[tuple[int, int]] | None:
+    """(rowid, occurrences) of every chunk holding ``stem``, in rowid order: the
+    postings without the chunks' sizes (see :func:`postings`)."""
     try:
         view = _instance_view(db, pid)
-        rows = db.query(f"SELECT DISTINCT doc FROM {view} WHERE term = ?", (stem,))
+        return db.query(f"SELECT doc, count(*) FROM {view} WHERE term = ? GROUP BY doc", (stem,))
     except apsw.SQLError:
         return None
-    docs = np.unique(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
-    return docs, _frequencies(db, pid, stem, docs, bits)
 
 
-def postings(
-    db, pid: int, stem: str, bits: Sequence[int]
-) -> tuple[np.ndarray, np.ndarray, list[bytes]] | None:
-    """(rowids, occurrences, docsize blobs) of the chunks holding ``stem``, in rowid
-    order: what BM25 needs of a term, read in queries whose cost is the term's
-    postings, not the project. None when the index keeps no sizes."""
+def postings(db, pid: int, stem: str) -> list[tuple[int, int, bytes]] | None:
+    """(rowid, occurrences, docsize blob) of every chunk holding ``stem``, in rowid
+    order: what BM25 needs of a term, read in one query whose cost is the term's
+    postings, not the project. None when the index stores no positions
+    (``detail=none/column``) or no sizes (``columnsize=0``)."""
     t = fts_table(pid)
     try:
         view = _instance_view(db, pid)
         # CROSS JOIN keeps the term's postings as the outer loop: one docsize lookup
         # by rowid per chunk holding the term.
-        rows = db.query(
-            f"SELECT p.doc, d.sz FROM (SELECT DISTINCT doc FROM {view} WHERE term = ?) AS p"
-            f" CROSS JOIN {t}_docsize AS d ON d.id = p.doc ORDER BY p.doc",
+        return db.query(
+            f"SELECT p.doc, p.n, d.sz FROM (SELECT doc, count(*) AS n FROM {view}"
+            f" WHERE term = ? GROUP BY doc) AS p CROSS JOIN {t}_docsize AS d"
+            " ON d.id = p.doc ORDER BY p.doc",
             (stem,),
         )
     except apsw.SQLError:
         return None
-    docs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    return docs, _frequencies(db, pid, stem, docs, bits), [r[1] for r in rows]
-
-
-def size_blobs(db, pid: int, rowids: Sequence[int]) -> dict[int, bytes]:
-    """rowid -> docsize blob of the given chunks."""
-    if not rowids:
-        return {}
-    marks = ",".join("?" * len(rowids))
-    t = fts_table(pid)
-    return dict(db.query(f"SELECT id, sz FROM {t}_docsize WHERE id IN ({marks})", tuple(rowids)))

@@ -37,32 +37,20 @@ class Derived:
 
 
 def fts_digest(conn: apsw.Connection, pid: int) -> str:
-    """Every (term, chunk, column, offset) of the project's index and of each of its
-    frequency tables, hashed in order (a compact project stores no index: its digest
-    says so)."""
+    """Every (term, chunk, column, offset) of the project's index, hashed in order
+    (a compact project stores no index: its digest says so)."""
     if compact_limit(conn, pid):
         return "compact"
-    tables = [fts_table(pid)] + [
-        r[0]
-        for r in conn.execute(
-            "SELECT name FROM sqlite_schema WHERE name GLOB ? AND sql LIKE 'CREATE VIRTUAL%'"
-            " ORDER BY name",
-            (fts_table(pid) + "_tf*",),
-        )
-    ]
-    h = hashlib.sha256()
-    for table in tables:
-        h.update(table.encode())
-        vocab = f"temp.memoryd_instances_{int(pid)}"
-        conn.execute(f"DROP TABLE IF EXISTS {vocab}")
-        conn.execute(f"CREATE VIRTUAL TABLE {vocab} USING fts5vocab(main, {table}, instance)")
-        try:
-            query = f"SELECT term, doc, col, offset FROM {vocab} ORDER BY 1, 2, 3, 4"
-            for row in conn.execute(query):
-                h.update(repr(row).encode())
-        finally:
-            conn.execute(f"DROP TABLE {vocab}")
-    return h.hexdigest()
+    vocab = f"temp.memoryd_instances_{int(pid)}"
+    conn.execute(f"DROP TABLE IF EXISTS {vocab}")
+    conn.execute(f"CREATE VIRTUAL TABLE {vocab} USING fts5vocab(main, {fts_table(pid)}, instance)")
+    try:
+        h = hashlib.sha256()
+        for row in conn.execute(f"SELECT term, doc, col, offset FROM {vocab} ORDER BY 1, 2, 3, 4"):
+            h.update(repr(row).encode())
+        return h.hexdigest()
+    finally:
+        conn.execute(f"DROP TABLE {vocab}")
 
 
 DERIVED: list[Derived] = [

@@ -5,23 +5,7 @@ Append new migrations; never edit one that has shipped.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import apsw
-
-
-def _reindex_projects(tx: apsw.Connection) -> None:
-    """Migration 12: rebuild every project's stored index in the positionless layout
-    (rowid lists and frequency bits, :mod:`memoryd.storage.corpus`) from the stored
-    file bodies. One transaction with the version bump: a kill leaves the old index
-    and version, and the next open does it again."""
-    from memoryd.storage.corpus import rebuild_index
-
-    for (pid,) in tx.execute("SELECT id FROM projects ORDER BY id").fetchall():
-        rebuild_index(tx, pid)
-
-
-MIGRATIONS: list[tuple[int, str, str | Callable[[apsw.Connection], None]]] = [
+MIGRATIONS: list[tuple[int, str, str]] = [
     (
         1,
         "job queue, job effects, history",
@@ -364,11 +348,6 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[apsw.Connection], None]]] = [
             DELETE FROM record_vectors WHERE n = old.n;
         END;
         """,
-    ),
-    (
-        12,
-        "project indexes without positions: rowid lists plus each term's occurrences in bits",
-        _reindex_projects,
     ),
 ]
 

@@ -46,11 +46,12 @@ from lme_data import DATA, evaluate, load, print_table, splits, text_digest  # n
 from memoryd.config import load_config  # noqa: E402
 from memoryd.ingest.chunking import prepare_file  # noqa: E402
 from memoryd.search import search  # noqa: E402
+from memoryd.search.fts_query import any_of  # noqa: E402
 from memoryd.search.gate import LITERAL  # noqa: E402
-from memoryd.search.stats import term_stats  # noqa: E402
-from memoryd.search.terms import STOPWORDS, stem, words  # noqa: E402
+from memoryd.search.terms import STOPWORDS, words  # noqa: E402
 from memoryd.storage import open_authority  # noqa: E402
-from memoryd.storage.corpus import ensure_project, project_id, put_files  # noqa: E402
+from memoryd.storage.corpus import ensure_project, fts_table, project_id, put_files  # noqa: E402
+from memoryd.storage.fts import prepare  # noqa: E402
 
 PROJECT = "longmemeval"
 DEPTH = 50  # result items requested; recall counts distinct sessions among them
@@ -75,21 +76,17 @@ def build(home: Path, sessions: dict[str, str]) -> tuple[object, dict[str, str]]
 
 
 def bm25_plain(db, pid: int, question: str, limit: int) -> dict:
-    """Ungated BM25 (FTS5's, k1 = 1.2, b = 0.75): the question's words (stopwords
-    dropped) OR-ed, scored from the index's postings (the index keeps no positions,
-    so FTS5's own ``rank`` would count every term once)."""
-    stems = list(dict.fromkeys(stem(w) for w in words(question) if w not in STOPWORDS))
-    if not stems:
+    """Ungated FTS5 BM25: the question's words (stopwords dropped) OR-ed."""
+    match = any_of(w for w in words(question) if w not in STOPWORDS)
+    if match is None:
         return {"status": "abstained", "items": []}
-    top = term_stats(db, pid).bm25_top([(s,) for s in stems], limit) or []
-    paths = dict(
-        db.query(
-            "SELECT c.id, f.path FROM chunks c JOIN files f ON f.id = c.file_id"
-            f" WHERE c.id IN ({','.join('?' * len(top))})",
-            tuple(r for r, _ in top),
-        )
+    t = fts_table(pid)
+    rows = db.query(
+        f"SELECT c.start_line, f.path FROM {t} JOIN chunks c ON c.id = {t}.rowid"
+        f" JOIN files f ON f.id = c.file_id WHERE {t} MATCH ? ORDER BY rank LIMIT ?",
+        (match, limit),
     )
-    items = [{"path": paths[r]} for r, _ in top]
+    items = [{"path": r[1]} for r in rows]
     return {"status": "ok" if items else "abstained", "items": items}
 
 
@@ -198,6 +195,7 @@ def main(argv=None) -> int:
     args.home.mkdir(parents=True, exist_ok=True)
     db, digest, sid_digest = build(args.home, sessions)
     pid = project_id(db, PROJECT)
+    prepare(db)
     chunks = db.query("SELECT count(*) FROM chunks WHERE project_id = ?", (pid,))[0][0]
     built = time.perf_counter() - t0
 

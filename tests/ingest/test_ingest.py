@@ -64,7 +64,7 @@ def fts_paths(home: Path, pid: int, term: str) -> set[str]:
             pid,
             f"SELECT f.path FROM fts_{pid} JOIN chunks c ON c.id = fts_{pid}.rowid"
             f" JOIN files f ON f.id = c.file_id WHERE fts_{pid} MATCH ?",
-            (f'"{term}"',),  # no column filter: the index keeps no columns per term
+            (f'body:"{term}"',),
         )
     }
 

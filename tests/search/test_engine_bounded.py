@@ -12,8 +12,8 @@ from memoryd.search import stats as stats_mod
 from memoryd.search.engine import Candidate, _load, _phrases_held
 from memoryd.search.fts_query import phrase
 from memoryd.search.terms import analyze, stem
-from memoryd.storage.corpus import ensure_project, project_id, put_files
-from tests.storage.fts_reference import positional_index
+from memoryd.storage.corpus import ensure_project, fts_table, project_id, put_files
+from memoryd.storage.fts import prepare
 
 SHARED = "The scheduler retries a failed upload\nbefore the lease runs out.\n"
 FILES = {
@@ -30,7 +30,7 @@ FILES = {
 
 
 def _fts_holding(db, pid: int, ph: str) -> set[int]:
-    t = positional_index(db, pid)
+    t = fts_table(pid)
     return {r[0] for r in db.query(f"SELECT rowid FROM {t} WHERE {t} MATCH ?", (ph,))}
 
 
@@ -51,6 +51,7 @@ def test_phrases_held_equals_fts5(tmp_path, store, forms):
     (copies at several paths) or from tokens kept by an earlier query."""
     db = store(tmp_path, "p", FILES)
     pid = project_id(db, "p")
+    prepare(db)
     stats_mod.clear()
     st = stats_mod.term_stats(db, pid)
     rowids = [r[0] for r in db.query("SELECT id FROM chunks ORDER BY id")]
@@ -63,10 +64,7 @@ def test_phrases_held_equals_fts5(tmp_path, store, forms):
     cands = [Candidate(r, 0, set()) for r in rowids]
     assert _phrases_held(db, pid, st, [], cands) == {r: 0 for r in rowids}
     assert _phrases_held(db, pid, st, phrases, cands) == want
-    # the three copies' text; the others looked up in FTS5, or read for a phrase of
-    # several tokens (the index keeps no positions)
-    several = any(" " in f for f in forms)
-    assert len(st.extra["tokens"]) == (len(FILES) - 2 if several else 1)
+    assert len(st.extra["tokens"]) == 1  # the three copies' text; the others looked up
     _load(db, st, cands)  # every file read (for the gate, say): now all from tokens
     assert _phrases_held(db, pid, st, phrases, cands) == want
     assert len(st.extra["tokens"]) == len(FILES) - 2
@@ -85,7 +83,7 @@ def test_bounded_route_checks_common_terms_on_copies_text(tmp_path, store, monke
     st = stats_mod.term_stats(db, pid)
     terms = analyze("upload queue").terms
     monkeypatch.setattr(engine_mod, "POSTINGS_BUDGET", st.df("upload"))
-    monkeypatch.setattr(engine_mod.phrases_mod, "held", None)  # never called
+    monkeypatch.setattr(engine_mod.fts, "phrases_held", None)  # never called
     got = engine_mod._lexical(db, pid, st, terms, 20)
     holding = _fts_holding(db, pid, phrase("queue"))
     assert len(got) == 20 and all("upload" in c.matched for c in got)

@@ -7,7 +7,6 @@ from memoryd.search import stats as stats_mod
 from memoryd.search.fts_query import any_of
 from memoryd.search.terms import analyze
 from memoryd.storage.corpus import fts_table, project_id, put_files, retire_files
-from tests.storage.fts_reference import positional_index
 
 FILLER = {f"notes/{i:03d}.md": f"ordinary note {i} about the weekly meeting" for i in range(80)}
 KILN = {
@@ -31,7 +30,7 @@ def _scores(db, words: list[str]) -> list[list[float]]:
 
 
 def _fts_rank(db, words: list[str]) -> list[int]:
-    t = positional_index(db, project_id(db, "p"))
+    t = fts_table(project_id(db, "p"))
     rows = db.query(
         f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rank, rowid", (any_of(words),)
     )

@@ -19,7 +19,7 @@ from memoryd.search.fts_query import any_of
 from memoryd.search.gate import admit, plan
 from memoryd.search.terms import STOPWORDS, analyze, stems
 from memoryd.storage.corpus import fts_table, project_id, put_files
-from tests.storage.fts_reference import positional_index
+from memoryd.storage.fts import prepare
 
 
 class FakeStats:
@@ -140,7 +140,7 @@ def _corpus(n: int, seed: int) -> dict[str, str]:
 
 
 def _fts_rank(db, pid: int, words: list[str], pool: int) -> list[int]:
-    t = positional_index(db, pid)
+    t = fts_table(pid)
     rows = db.query(
         f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rank, rowid LIMIT ?",
         (any_of(words), pool),
@@ -176,6 +176,7 @@ def test_common_terms_past_the_budget_are_looked_up_on_the_candidates(
     best holds (the order among such chunks may differ: common terms count at tf 1)."""
     db = store(tmp_path, "p", _corpus(60, 7))
     pid = project_id(db, "p")
+    prepare(db)
     stats_mod.clear()
     st = stats_mod.term_stats(db, pid)
     terms = analyze(query).terms
@@ -206,6 +207,25 @@ def test_postings_follow_the_generation(tmp_path, store):
     db.write(lambda tx: put_files(tx, pid, [prepare_file("p", "b.txt", b"queue lease lease\n")]))
     paths = [it["path"] for it in search(db, "p", "queue lease")["items"]]
     assert set(paths) == {"a.txt", "b.txt"}
+
+
+def test_fallback_without_postings_matches(tmp_path, store):
+    db = store(tmp_path, "p", _corpus(40, 3))
+    pid = project_id(db, "p")
+    prepare(db)
+    stats_mod.clear()
+    st = stats_mod.term_stats(db, pid)
+    terms = analyze("retry worker token").terms
+
+    class NoPostings:
+        df = st.df  # the statistics stay; only the postings are missing
+
+        def bm25_top(self, *_):
+            return None
+
+    fast = _lexical(db, pid, st, terms, 25)
+    slow = _lexical(db, pid, NoPostings(), terms, 25)
+    assert [(c.rowid, c.matched) for c in fast] == [(c.rowid, c.matched) for c in slow]
 
 
 # -- encoder -------------------------------------------------------------------------
@@ -246,6 +266,24 @@ def test_numpy_encoder_equals_reference():
     got = HashingEncoder().encode(texts)
     for v, text in zip(got, texts, strict=True):
         assert np.allclose(v, _reference(text), atol=1e-12)
+
+
+def test_fts5_rank_route_answers_as_the_postings_route(store, tmp_path, monkeypatch):
+    """An index without per-chunk sizes takes FTS5's rank; the answer is the same."""
+    files = {f"n/{i}.md": f"ordinary note number {i} about the weekly meeting" for i in range(40)}
+    files["docs/kiln.md"] = "The kiln schedule for glazed stoneware is kept in the studio binder."
+    db = store(tmp_path, "p", files)
+    q = "where is the kiln schedule for stoneware kept"
+    small = search(db, "p", q)
+    monkeypatch.setattr(stats_mod.fts, "postings", lambda db, pid, stem: None)
+    monkeypatch.setattr(stats_mod.fts, "occurrences", lambda db, pid, stem: None)
+    stats_mod.clear()
+    large = search(db, "p", q)
+    st = stats_mod.term_stats(db, project_id(db, "p"))
+    assert not st.has_postings  # no postings: the FTS5 route
+    assert large["items"][0]["path"] == small["items"][0]["path"] == "docs/kiln.md"
+    stats_mod.clear()
+    db.close()
 
 
 def test_keyword_queries_get_no_spanish_inflections():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memoryd.ingest.chunking import prepare_file
+from memoryd.search.fts_query import any_of
 from memoryd.search.stats import _lengths
 from memoryd.storage import corpus, fts
 from memoryd.storage.corpus import project_id
@@ -17,14 +18,16 @@ def test_reads_of_one_project_index(tmp_path):
     )
     pid = project_id(db, "p")
     assert fts.doc_freqs(db, pid, ["kiln", "glaze", "absent"]) == {"kiln": 1, "glaze": 2}
-    docs, tf, (size,) = fts.postings(db, pid, "kiln", fts.tf_bits(db, pid))
-    assert tf.tolist() == [2]
+    top = fts.ranked(db, pid, any_of(["kiln"]), 5)
+    assert len(top) == 1
+    ((rowid, occurrences, size),) = fts.postings(db, pid, "kiln")
+    assert (rowid, occurrences) == (top[0], 2)
     assert size[0] == 3  # the docsize blob: tokens of the body column first
-    rowid = int(docs[0])
-    docs, tf, _ = fts.postings(db, pid, "glaze", fts.tf_bits(db, pid))
-    got = fts.occurrences(db, pid, "glaze", fts.tf_bits(db, pid))
-    assert got[0].tolist() == docs.tolist() and got[1].tolist() == tf.tolist() == [1, 1]
+    assert fts.occurrences(db, pid, "glaze") == [r[:2] for r in fts.postings(db, pid, "glaze")]
     assert dict(fts.sizes(db, pid))[rowid] == size
+    fts.prepare(db)
+    rows = fts.ranked_with_phrases(db, pid, any_of(["kiln", "glaze"]), 5)
+    assert sorted(mask for _, mask in rows) == [0b10, 0b11]
     db.close()
 
 
@@ -48,50 +51,4 @@ def test_totals_follow_inserts_replacements_and_deletes(tmp_path):
     blobs = [r[0] for r in db.query(f"SELECT sz FROM {corpus.fts_table(pid)}_docsize")]
     assert chunks == len(blobs) == db.query("SELECT count(*) FROM chunks")[0][0] == 10
     assert tokens == int(_lengths(blobs).sum())
-    db.close()
-
-
-def _positional_counts(db, pid: int) -> dict[tuple[str, int], int]:
-    """(stem, rowid) -> occurrences, from a positional FTS5 index of the very rows the
-    project's index holds (its text from the stored bodies): the layout it replaced."""
-    conn = db.conn
-    rowids = [r[0] for r in db.query("SELECT id FROM chunks WHERE project_id = ?", (pid,))]
-    rows = corpus.chunk_rows(conn, rowids)
-    conn.execute(
-        "CREATE VIRTUAL TABLE temp.ref USING fts5(body, path, content='',"
-        f" tokenize='{corpus.FTS_TOKENIZER}')"
-    )
-    conn.executemany("INSERT INTO temp.ref (rowid, body, path) VALUES (?, ?, ?)", rows)
-    conn.execute("CREATE VIRTUAL TABLE temp.ref_inst USING fts5vocab(temp, ref, instance)")
-    counts = conn.execute("SELECT term, doc, count(*) FROM temp.ref_inst GROUP BY term, doc")
-    out = {(t, d): n for t, d, n in counts}
-    conn.execute("DROP TABLE temp.ref_inst")
-    conn.execute("DROP TABLE temp.ref")
-    return out
-
-
-def _stored_counts(db, pid: int) -> dict[tuple[str, int], int]:
-    bits = fts.tf_bits(db, pid)
-    out = {}
-    for (term,) in db.query(f"SELECT term FROM {corpus.fts_table(pid)}_vocab"):
-        docs, tf, _ = fts.postings(db, pid, term, bits)
-        out.update({(term, int(d)): int(n) for d, n in zip(docs, tf, strict=True)})
-    return out
-
-
-def test_occurrences_equal_a_positional_index_through_changes(tmp_path):
-    """Each term's occurrences in each chunk (up to 300 times: nine bits) are what a
-    positional index of the same rows counts, after inserts, a replaced file (its bit
-    rows deleted by their values) and a retired one; a path's words count too."""
-    files = {f"dir{i}/kiln{i}.md": " ".join(["glaze"] * (i * 37 + 1) + ["kiln"]) for i in range(9)}
-    files["dir0/other.md"] = "glazes glazing glazed kiln dir0"
-    db = make_store(tmp_path, "p", files)
-    pid = project_id(db, "p")
-    assert _stored_counts(db, pid) == _positional_counts(db, pid)
-    assert max(_stored_counts(db, pid).values()) == 8 * 37 + 1  # bits 3, 5 and 8
-    changed = prepare_file("p", "dir3/kiln3.md", b"glaze glaze kiln kiln kiln")
-    db.write(lambda tx: corpus.put_files(tx, pid, [changed]))
-    db.write(lambda tx: corpus.retire_files(tx, pid, ["dir5/kiln5.md"]))
-    stored = _stored_counts(db, pid)
-    assert stored == _positional_counts(db, pid)
     db.close()

@@ -4,13 +4,12 @@ source, answer exactly as indexed ones, and become indexed when they grow."""
 from __future__ import annotations
 
 import apsw
-import pytest
 
-from memoryd.config import AUTHORITY_FILE, load_config
+from memoryd.config import load_config
 from memoryd.ingest.chunking import prepare_file
 from memoryd.search import search
 from memoryd.search import stats as stats_mod
-from memoryd.storage import corpus, rebuild
+from memoryd.storage import rebuild
 from memoryd.storage.authority import Authority, open_authority
 from memoryd.storage.corpus import (
     compact_limit,
@@ -159,70 +158,4 @@ def test_projects_of_an_older_home_stay_indexed(tmp_path):
     db = _open(tmp_path)
     assert db.user_version() == CURRENT_VERSION and compact_limit(db, 1) == 0
     assert search(db, "old", "kiln schedule")["items"][0]["path"] == "a.md"
-    db.close()
-
-
-def _positional_layout(tx: apsw.Connection, pid: int) -> None:
-    """Turn the project's index back into the layout of schema 10: one ``fts5(body,
-    path)`` with positions, no frequency tables."""
-    rows = corpus.chunk_rows(tx, [r[0] for r in tx.execute("SELECT id FROM chunks")])
-    corpus.drop_index(tx, pid)
-    t = fts_table(pid)
-    tx.execute(
-        f"CREATE VIRTUAL TABLE {t} USING fts5(body, path, content='', contentless_delete=1,"
-        f" tokenize='{corpus.FTS_TOKENIZER}')"
-    )
-    tx.execute(f"CREATE VIRTUAL TABLE {t}_vocab USING fts5vocab({t}, row)")
-    tx.executemany(f"INSERT INTO {t} (rowid, body, path) VALUES (?, ?, ?)", rows)
-
-
-def _schema_10_home(tmp_path) -> list:
-    """A home of schema 10 with a positional index; the answers it gave then."""
-    db = _open(tmp_path)
-    _ingest(db, "old", [(rel, full.read_bytes()) for rel, full in stdlib_files()[:30]], 0)
-    answers = _answers(db, "old")
-    db.write(lambda tx: _positional_layout(tx, 1))
-    db.write(lambda tx: tx.execute(downgrade_sql(10)))
-    db.close()
-    return answers
-
-
-def test_migration_12_reindexes_without_positions_with_the_same_answers(tmp_path):
-    answers = _schema_10_home(tmp_path)
-    db = _open(tmp_path)
-    assert db.user_version() == CURRENT_VERSION
-    sql = db.query("SELECT sql FROM sqlite_schema WHERE name = ?", (fts_table(1),))[0][0]
-    assert "detail=none" in sql
-    assert db.query("SELECT count(*) FROM sqlite_schema WHERE name GLOB 'fts_1_tf[0-9]'")[0][0]
-    stats_mod.clear()
-    assert _answers(db, "old") == answers
-    assert rebuild.verify(db)["equal"]
-    db.close()
-
-
-def test_a_failed_migration_12_leaves_the_old_home_and_the_next_open_finishes(
-    tmp_path, monkeypatch
-):
-    """Migration 12 is one transaction with its version: a failure after the index was
-    rebuilt (as a kill would leave it) leaves schema 10 and its positional index whole,
-    and the next open migrates."""
-    answers = _schema_10_home(tmp_path)
-
-    def failing(tx, pid, real=corpus.rebuild_index):
-        real(tx, pid)
-        raise OSError("killed mid-migration")
-
-    monkeypatch.setattr(corpus, "rebuild_index", failing)
-    with pytest.raises(OSError):
-        _open(tmp_path)
-    monkeypatch.undo()
-    conn = apsw.Connection(str(tmp_path / AUTHORITY_FILE), flags=apsw.SQLITE_OPEN_READONLY)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 10
-    sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = ?", (fts_table(1),)).fetchone()
-    assert "detail=none" not in sql[0]
-    conn.close()
-    db = _open(tmp_path)
-    assert db.user_version() == CURRENT_VERSION and rebuild.verify(db)["equal"]
-    stats_mod.clear()
-    assert _answers(db, "old") == answers
     db.close()
