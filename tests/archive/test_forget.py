@@ -13,13 +13,21 @@ import orjson
 WORD = b"xylophonequokka4471"  # one exact term: a posting key holds it verbatim
 
 
-def files_holding(root: Path, needle: bytes) -> list[str]:
-    return [
-        os.path.join(d, f)
-        for d, _, files in os.walk(root)
-        for f in files
-        if needle in Path(d, f).read_bytes()
-    ]
+def files_holding(root: Path, needle: bytes, *, skip: str | None = None) -> list[str]:
+    """The files under ``root`` (not under a directory named ``skip``) holding ``needle``.
+    RocksDB deletes obsolete files while a store is open: one gone before it is read
+    holds nothing any more."""
+    found = []
+    for d, dirs, files in os.walk(root):
+        if skip in dirs:
+            dirs.remove(skip)
+        for f in files:
+            try:
+                if needle in Path(d, f).read_bytes():
+                    found.append(os.path.join(d, f))
+            except FileNotFoundError:
+                continue
+    return found
 
 
 def archive(cli, tmp_path: Path, session: str, text: str) -> list[str]:

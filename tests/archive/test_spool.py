@@ -15,6 +15,7 @@ import pytest
 from memoryd.archive import ops, spool
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.config import load_config
+from tests.archive.test_forget import files_holding
 
 pytestmark = pytest.mark.slow
 
@@ -29,18 +30,6 @@ def write_transcript(path: Path, said: str, tool: str) -> Path:
              {"role": "tool", "content": tool, "timestamp": stamp}]  # fmt: skip
     path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
     return path
-
-
-def files_holding(root: Path, needle: bytes, *, skip: str | None = None) -> list[Path]:
-    found = []
-    for dirpath, dirs, files in os.walk(root):
-        if skip in dirs:
-            dirs.remove(skip)
-        for name in files:
-            path = Path(dirpath) / name
-            if needle in path.read_bytes():
-                found.append(path)
-    return found
 
 
 def test_archive_content_never_stays_in_the_authority(cli, home, tmp_path, background):
