@@ -69,7 +69,14 @@ def test_random_sigkills_while_1000_candidates_consolidate(project_home, backgro
     ids = md.memory_add(lines(*cands), "app")["candidates"]
     md.close()
     assert len(ids) == len(cands) == 1000
-    env = {"MEMORYD_MEMORY_RUN_CANDIDATES": "4", "MEMORYD_WORKERS": "2"}  # many small commits
+    # many small commits; and the kills are this test's, not a poison job's: three kill
+    # points in a row can land while one job is applied, which the supervisor's death cap
+    # (tests/workers/test_faults.py) would rightly dead-letter, stranding the rest
+    env = {
+        "MEMORYD_MEMORY_RUN_CANDIDATES": "4",
+        "MEMORYD_WORKERS": "2",
+        "MEMORYD_SUPERVISOR_DEATH_CAP": str(10 * KILLS),
+    }
     kills = {"supervisor": 0, "worker": 0, "kill_point": 0}
     for _ in range(KILLS):
         point = rng.choice([None, None, "before_commit", "after_commit"])
