@@ -83,21 +83,23 @@ def encode_job(db, config, payload: dict) -> dict | None:
         for n, text, trig in _active(db, payload["project_id"], list(wanted))
         if wanted.get(n) == digest(text, trig)
     ]
-    codes = vectors.encode_texts(enc, [t for _, _, t in found])
-    width = enc.dim // 8
-    out = [[n, d, codes[i * width : (i + 1) * width]] for i, (n, d, _) in enumerate(found)]
+    codes = _codes(enc, [t for _, _, t in found])
+    out = [[n, d, code] for (n, d, _), code in zip(found, codes, strict=True)]
     return {"encoder": enc.name, "dim": enc.dim, "source": SOURCE, "records": out}
+
+
+def _codes(enc, texts: list[str]) -> list[bytes]:
+    """One packed code per text."""
+    packed, width = vectors.encode_texts(enc, texts), enc.dim // 8
+    return [packed[i : i + width] for i in range(0, len(packed), width)]
 
 
 def put(tx: apsw.Connection, pid: int, config, encoded: dict | None) -> int:
     """Supervisor half, in the group commit: store each record's code if the record
     is still active with the text it was made from. Idempotent (a job redone after a
     SIGKILL writes the same rows). Returns rows written."""
-    vectors.check(tx, config)
-    if encoded is None:
+    if not vectors.accept(tx, config, encoded):
         return 0
-    vectors.claim(tx, encoded["encoder"], encoded["dim"])
-    vectors.check(tx, config)
     made = {n: (d, code) for n, d, code in encoded["records"]}
     rows = [
         (n, pid, made[n][1])
@@ -169,11 +171,10 @@ def rebuild_record_vectors(tx: apsw.Connection, pid: int, config) -> int:
         " ORDER BY n",
         (pid,),
     ).fetchall()
-    codes = vectors.encode_texts(enc, [record_text(t, tr) for _, t, tr in rows])
-    width = enc.dim // 8
+    codes = _codes(enc, [record_text(t, tr) for _, t, tr in rows])
     tx.executemany(
         "INSERT INTO record_vectors (n, project_id, code) VALUES (?, ?, ?)",
-        ((n, pid, codes[i * width : (i + 1) * width]) for i, (n, _, _) in enumerate(rows)),
+        ((n, pid, code) for (n, _, _), code in zip(rows, codes, strict=True)),
     )
     return len(rows)
 

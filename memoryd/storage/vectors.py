@@ -147,16 +147,25 @@ def bump(tx: apsw.Connection, pid: int) -> None:
     )
 
 
+def accept(tx: apsw.Connection, config, encoded: dict | None) -> bool:
+    """Whether a vectors job's codes may be stored: refused (``EncoderChanged``) when
+    the configured encoder did not make the stored codes, False when the job made none
+    (no encoder stores codes). The first codes stored record their encoder."""
+    check(tx, config)
+    if encoded is None:
+        return False
+    claim(tx, encoded["encoder"], encoded["dim"])
+    check(tx, config)  # the worker's encoder is the configured one
+    return True
+
+
 def put(tx: apsw.Connection, pid: int, config, encoded: dict | None) -> int:
     """Supervisor half of a vectors job, in the group commit (never loading a model
     here): store each file's codes if the file still has the content they were made
     from (a file changed since is left to its own job). Idempotent: a job redone
     after a SIGKILL writes the same rows. Returns rows written."""
-    check(tx, config)
-    if encoded is None:
+    if not accept(tx, config, encoded):
         return 0
-    claim(tx, encoded["encoder"], encoded["dim"])
-    check(tx, config)  # the worker's encoder is the configured one
     rows = []
     for file_id, content_hash, codes in encoded["files"]:
         row = tx.execute(
