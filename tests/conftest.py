@@ -364,6 +364,18 @@ def sigkill_after_some_batches(home: Path, sup) -> None:
     sup.wait()
 
 
+def small_talk(first: str, second: str, sessions: int = 6) -> dict:
+    """Sessions of two speakers about nothing in particular (``f0``, ``f1``, ...): the
+    background an archive's term statistics need, holding no asked fact."""
+    return {
+        f"f{i}": [
+            (first, f"The weather on day {i} was grey and windy."),
+            (second, "Same here, I stayed inside and read."),
+        ]
+        for i in range(sessions)
+    }
+
+
 def archive_conversations(owner, project: str, sessions: dict, now: float) -> None:
     """Archive ``sessions`` (name -> [(speaker, text), ...]) as transcripts of two named
     speakers: the first speaker's turns as ``user``, the other's as ``assistant``, each

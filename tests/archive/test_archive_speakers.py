@@ -10,7 +10,7 @@ from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.search import search_archive
 from memoryd.config import load_config
 from memoryd.search.evidence import named_speaker, statements
-from tests.conftest import archive_conversations
+from tests.conftest import archive_conversations, small_talk
 
 NOW = 1_800_000_000.0
 
@@ -27,13 +27,7 @@ SESSIONS = {
         ("Karl", "A parrot! Does Mango talk?"),
         ("Iris", "He whistles the theme of an old cartoon."),
     ],
-    **{
-        f"f{i}": [
-            ("Iris", f"The weather on day {i} was grey and windy."),
-            ("Karl", "Same here, I stayed inside and read."),
-        ]
-        for i in range(6)
-    },
+    **small_talk("Iris", "Karl"),
 }
 
 

@@ -12,7 +12,7 @@ from memoryd.config import load_config
 from memoryd.search.engine import search
 from memoryd.search.evidence import mentions, own_statements, person_text
 from memoryd.search.terms import words
-from tests.conftest import archive_conversations
+from tests.conftest import archive_conversations, small_talk
 
 NOW = 1_800_000_000.0
 
@@ -33,13 +33,7 @@ SESSIONS = {
         ("Nora", "Ivo, who repaired your kayak?"),
         ("Ivo", "My neighbour did, in ten minutes. I have been teaching her daughter chess."),
     ],
-    **{
-        f"f{i}": [
-            ("Nora", f"The weather on day {i} was grey and windy."),
-            ("Ivo", "Same here, I stayed inside and read."),
-        ]
-        for i in range(6)
-    },
+    **small_talk("Nora", "Ivo"),
 }
 
 ANSWERED = [
