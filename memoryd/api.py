@@ -493,7 +493,7 @@ class Memoryd:
             return routed
         if self._owner is not None:
             with typed_disk_full(str(self.home)):
-                return archive_ops.unwrap(archive_ops.run_op(self._owner, op, args))
+                return control.unwrap(archive_ops.run_op(self._owner, op, args))
         if running_supervisor(self.home) is None:
             with self.archive_held():
                 return self.archive(op, args, timeout=timeout)
@@ -504,7 +504,7 @@ class Memoryd:
         while True:
             state, _, error = self.queue.outcome(job)
             if state == "done":
-                return archive_ops.unwrap(self.queue.take_result(job))
+                return control.unwrap(self.queue.take_result(job))
             if state == "dead":
                 if is_disk_full(error or ""):
                     raise disk_full(error, f"archive job {job}")

@@ -380,7 +380,8 @@ def archive_conversations(owner, project: str, sessions: dict, now: float) -> No
     """Archive ``sessions`` (name -> [(speaker, text), ...]) as transcripts of two named
     speakers: the first speaker's turns as ``user``, the other's as ``assistant``, each
     keeping its ``Name: `` prefix, created an hour before ``now``."""
-    from memoryd.archive.ops import run_op, unwrap
+    from memoryd.archive.ops import run_op
+    from memoryd.control import unwrap
 
     for name, turns in sessions.items():
         first = turns[0][0]

@@ -26,7 +26,7 @@ from memoryd.search.evidence import held
 from memoryd.search.pipeline import Found
 from memoryd.search.semantic import query_code
 from memoryd.storage import vectors
-from memoryd.storage.archive import utc_iso
+from memoryd.times import utc_iso
 
 NEIGHBOURS = 20  # nearest exchanges a short query may be answered by
 

@@ -17,7 +17,6 @@ from memoryd import killpoints
 from memoryd.archive import spool
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.transcripts import doc_id
-from memoryd.control.client import unwrap as unwrap  # the op's answer, as the caller sees it
 from memoryd.errors import FutureNow, MemorydError, SpoolMissing, UsageError
 from memoryd.retention.boundary import Migration
 from memoryd.retention.waves import preview, purge_all
@@ -29,8 +28,8 @@ from memoryd.storage.archive import (
     LeaseRejected,
     LocatorNotFound,
     NewVersion,
-    utc_iso,
 )
+from memoryd.times import utc_iso
 
 Op = Callable[[ArchiveOwner, dict], dict]
 

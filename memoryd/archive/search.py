@@ -52,8 +52,9 @@ from memoryd.search.evidence import (
     without_persons,
 )
 from memoryd.search.pipeline import NOT_ABSENCE, Found, Fusion, check, run, terms_list
-from memoryd.storage.archive import Hit, utc_iso
+from memoryd.storage.archive import Hit
 from memoryd.storage.corpus import UnknownProject
+from memoryd.times import utc_iso
 
 WINDOW_LINES = 3  # a question's evidence is usually one exchange: a turn and its answer
 CANDIDATE_POOL = 50

@@ -30,7 +30,7 @@ import orjson
 from memoryd.archive import ops as archive_ops
 from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.config import CONTROL_SECONDARY_DIR, Config
-from memoryd.control.client import socket_path
+from memoryd.control.client import socket_path, unwrap
 from memoryd.control.deferred import DeferredWrites
 from memoryd.control.secondary import Secondary
 from memoryd.errors import MemorydError, PeerRefused, StoreBusy, UsageError
@@ -270,7 +270,7 @@ class ControlServer:
             if store is None:  # no archive (yet, or mid-switch): the owner answers
                 return NotImplemented
             side = _ReadSide(self.home, self.config, store, self.deferred.retrieval_lease)
-            return archive_ops.unwrap(archive_ops.run_op(side, op, args))
+            return unwrap(archive_ops.run_op(side, op, args))
 
     def _direct(self, op: str, args: dict) -> Any:
         item = Direct(op, args)
@@ -282,7 +282,7 @@ class ControlServer:
                 f"the retention worker did not answer a {op} in {DIRECT_WAIT_SECONDS:g}s; "
                 "see `memoryd status`, then retry"
             )
-        return archive_ops.unwrap(item.answer)
+        return unwrap(item.answer)
 
     def _enqueue(self, op: str, args: dict) -> int | None:
         from memoryd.queue import JobSpec

@@ -33,7 +33,8 @@ from memoryd.config import SETTINGS, MiB
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.policy import RetentionPolicy
 from memoryd.retention.waves import WAVE_CURSOR, run_wave
-from memoryd.storage.archive import ArchiveStore, DiskLow, utc_iso
+from memoryd.storage.archive import ArchiveStore, DiskLow
+from memoryd.times import utc_iso
 
 DEFAULT_THRESHOLD = SETTINGS["retention_disk_low_bytes"].default
 DEFAULT_RESERVE = SETTINGS["retention_disk_reserve_bytes"].default

@@ -44,11 +44,12 @@ sys.path.insert(0, str(ROOT / "ops" / "bench"))
 
 from lme_data import DATA, evaluate, load_questions, print_table, splits, text_digest  # noqa: E402
 
-from memoryd.archive.ops import run_op, unwrap  # noqa: E402
+from memoryd.archive.ops import run_op  # noqa: E402
 from memoryd.archive.owner import ArchiveOwner  # noqa: E402
 from memoryd.archive.search import search_archive  # noqa: E402
 from memoryd.archive.transcripts import parse_jsonl  # noqa: E402
 from memoryd.config import load_config  # noqa: E402
+from memoryd.control import unwrap  # noqa: E402
 from memoryd.search.terms import STOPWORDS  # noqa: E402
 from memoryd.storage.archive import tokenize  # noqa: E402
 

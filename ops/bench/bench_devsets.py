@@ -46,8 +46,9 @@ sys.path.insert(0, str(ROOT / "ops" / "bench"))
 from bench_longmemeval import bm25_plain as fts_bm25  # noqa: E402
 
 from memoryd.api import Memoryd  # noqa: E402
-from memoryd.archive.ops import run_op, unwrap  # noqa: E402
+from memoryd.archive.ops import run_op  # noqa: E402
 from memoryd.archive.owner import ArchiveOwner  # noqa: E402
+from memoryd.control import unwrap  # noqa: E402
 from memoryd.search import archive_bm25  # noqa: E402
 from memoryd.search.terms import STOPWORDS  # noqa: E402
 from memoryd.storage.archive import tokenize  # noqa: E402

@@ -14,10 +14,11 @@ import orjson
 import pytest
 
 from memoryd.api import Memoryd
-from memoryd.archive.ops import run_op, unwrap
+from memoryd.archive.ops import run_op
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.search import search_archive
 from memoryd.config import ARCHIVE_DIR, load_config
+from memoryd.control import unwrap
 from memoryd.errors import ArchiveOpError
 from memoryd.storage.archive import ArchiveStore
 from tests.conftest import status, wait_for

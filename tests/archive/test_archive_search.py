@@ -12,10 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memoryd.archive.ops import run_op, unwrap
+from memoryd.archive.ops import run_op
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.search import search_archive
 from memoryd.config import load_config
+from memoryd.control import unwrap
 from memoryd.storage.corpus import UnknownProject
 
 ROOT = Path(__file__).resolve().parents[2]

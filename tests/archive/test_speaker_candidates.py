@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.archive.ops import run_op, unwrap
+from memoryd.archive.ops import run_op
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.search import CANDIDATE_POOL, search_archive
 from memoryd.config import load_config
+from memoryd.control import unwrap
 
 NOW = 1_800_000_000.0
 OTHERS = CANDIDATE_POOL + 10  # more sessions than the BM25 candidates archive search judges

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.archive.ops import run_op, unwrap
+from memoryd.archive.ops import run_op
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.archive.search import search_archive
 from memoryd.config import load_config
+from memoryd.control import unwrap
 from memoryd.errors import UsageError
 from memoryd.search.engine import search
 from memoryd.search.pipeline import GAP_PREFIX, Fusion

@@ -97,7 +97,6 @@ from memoryd.storage.archive.records import (
     check_epoch,
     make_locator,
     parse_locator,
-    utc_iso,
 )
 from memoryd.storage.archive.store import KILL_POINTS, ArchiveStore
 
@@ -138,5 +137,4 @@ __all__ = [
     "make_locator",
     "parse_locator",
     "tokenize",
-    "utc_iso",
 ]

@@ -30,9 +30,9 @@ from memoryd.storage.archive.records import (
     make_locator,
     ms,
     parse_locator,
-    utc_iso,
 )
 from memoryd.storage.archive.removal import version_removal
+from memoryd.times import utc_iso
 
 #: Most versions whose terms a process keeps between queueing and purging them.
 QUEUED_TERMS_MAX = 100_000

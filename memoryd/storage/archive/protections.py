@@ -27,8 +27,8 @@ from memoryd.storage.archive.records import (
     make_locator,
     ms,
     parse_locator,
-    utc_iso,
 )
+from memoryd.times import utc_iso
 
 #: Most exact versions one active-context lease request may name.
 MAX_LEASE_TARGETS = 1000

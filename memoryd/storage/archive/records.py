@@ -9,7 +9,6 @@ from typing import Any
 
 from memoryd.errors import BadArchiveInput, BadLocator
 from memoryd.storage.archive.keys import CLASS_CODE, CLASSES
-from memoryd.times import utc_iso as utc_iso  # re-exported: the archive formats its times so
 
 STATUSES = ("live", "superseded", "expired")
 
