@@ -25,6 +25,7 @@ def test_drill_fifty_cycles_passes(tmp_path, capsys):
     report = res.json()
     assert res.code == 0 and report["ok"], report["violations"]
     assert report["cycles_run"] == 50 and not report["violations"]
+    assert report["kills"].get("stale_result"), report["kills"]  # the faults' control block
     killed = sum(
         n
         for kind, n in report["kills"].items()
