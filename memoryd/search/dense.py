@@ -29,6 +29,7 @@ import shlex
 import subprocess
 import threading
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import chain
@@ -146,33 +147,25 @@ class HashingEncoder:
         all of them in one array operation.
 
         Each text's distinct stems are weighted by sublinear term frequency and summed
-        in the order of their first occurrence (``np.unique`` on (text, stem row)
-        keys, reordered by first index): the order of the additions, and so every
-        bit of the vector, does not depend on how the counting is done."""
+        in the order of their first occurrence (a ``Counter`` keeps that order and
+        counts in C, so only distinct stems reach numpy): the order of the additions,
+        and so every bit of the vector, does not depend on how the texts are batched."""
         n = len(token_lists)
-        ids_of = self._ids
-        new = set(chain.from_iterable(token_lists)).difference(ids_of)
+        counts = [Counter(toks) for toks in token_lists]
+        new = set().union(*counts).difference(self._ids)
         if new:
-            if len(ids_of) + len(new) > _MAX_VOCAB:  # start afresh with this batch's stems
-                new = set(chain.from_iterable(token_lists))
+            if len(self._ids) + len(new) > _MAX_VOCAB:  # start afresh with this batch's stems
+                new = set().union(*counts)
             self._add(new)
-            ids_of = self._ids
-        total = sum(len(toks) for toks in token_lists)
+        distinct = [len(c) for c in counts]
+        total = sum(distinct)
         out = np.zeros((n, self.dim))
         if total:
-            ids = np.fromiter(
-                map(ids_of.__getitem__, chain.from_iterable(token_lists)), np.intp, total
-            )
-            doc = np.repeat(np.arange(n, dtype=np.intp), [len(toks) for toks in token_lists])
-            span = len(self._long) + self._rows + 2  # ids run from -2 - len(long) to rows - 1
-            keys, first, tf = np.unique(
-                doc * span + (ids + len(self._long) + 1), return_index=True, return_counts=True
-            )
-            order = np.argsort(first, kind="stable")
-            keys, tf = keys[order], tf[order]
-            seg, ids = np.divmod(keys, span)
-            ids -= len(self._long) + 1
-            weight = 1.0 + np.log(tf.astype(np.float64))
+            ids_of = self._ids.__getitem__
+            ids = np.fromiter(map(ids_of, chain.from_iterable(counts)), np.intp, total)
+            tf = np.fromiter(chain.from_iterable(c.values() for c in counts), np.float64, total)
+            seg = np.repeat(np.arange(n, dtype=np.intp), distinct)
+            weight = 1.0 + np.log(tf)
             short = ids >= 0
             if short.any():
                 rows = ids[short]
