@@ -87,19 +87,20 @@ class HashingEncoder:
     def _stem_features(self, stem: str) -> tuple[list[int], list[float]]:
         """Buckets and signed values of one stem's features (word, then trigrams)."""
         b, sign = self._bucket("w:" + stem)
-        buckets, values = [b], [sign]
         padded = f"<{stem}>"
-        if len(padded) > 4:
-            w = self.trigram_weight / (len(padded) - 2)
-            known = self._trigrams
-            for i in range(len(padded) - 2):
-                tri = padded[i : i + 3]
-                hit = known.get(tri)
-                if hit is None:
-                    hit = known[tri] = self._bucket("c:" + tri)
-                buckets.append(hit[0])
-                values.append(hit[1] * w)
-        return buckets, values
+        if len(padded) <= 4:
+            return [b], [sign]
+        w = self.trigram_weight / (len(padded) - 2)
+        known = self._trigrams
+        hits = [
+            known.get(tri) or self._new_trigram(tri)
+            for tri in [padded[i : i + 3] for i in range(len(padded) - 2)]
+        ]
+        return [b, *(h[0] for h in hits)], [sign, *(h[1] * w for h in hits)]
+
+    def _new_trigram(self, tri: str) -> tuple[int, float]:
+        hit = self._trigrams[tri] = self._bucket("c:" + tri)
+        return hit
 
     def _add(self, new: set[str]) -> None:
         """Give each new stem its row (-1: a stopword, no features; below -1: more

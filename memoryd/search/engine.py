@@ -511,7 +511,7 @@ def _admitted(
     # Short queries: the dense floor may rescue pool members the lexical rules refused.
     if src.enc is not None and p.short and len(admitted) < limit:
         rest = [c for c in cands[:keep] if c.verdict is None or not c.verdict.admitted]
-        _load(src.db, stats, rest)
+        _load(src.db, stats, [c for c in rest if c.cosine is None])  # none: no stored code
         _cosines(stats, src.enc, q, rest)
         for c in rest:
             c.verdict = gate_mod.admit(p, c.matched, cosine=c.cosine)
@@ -668,16 +668,13 @@ def _file_coverage(
 ) -> dict[int, float]:
     """rowid -> specificity-weighted coverage of the focus terms its file's candidates hold."""
     info = _chunk_info(db, stats, [c.rowid for c in cands])
+    mask = weighted.mask
+    file_of = {c.rowid: row[1] if (row := info.get(c.rowid)) else -c.rowid for c in cands}
     per_file: dict[int, int] = {}  # file id -> mask of the focus terms its candidates hold
     for c in cands:
-        row = info.get(c.rowid)
-        f = row[1] if row is not None else -c.rowid
-        per_file[f] = per_file.get(f, 0) | weighted.mask(c.matched)
-    out = {}
-    for c in admitted:
-        row = info.get(c.rowid)
-        out[c.rowid] = weighted.of_mask(per_file.get(row[1] if row is not None else -c.rowid, 0))
-    return out
+        f = file_of[c.rowid]
+        per_file[f] = per_file.get(f, 0) | mask(c.matched)
+    return {c.rowid: weighted.of_mask(per_file.get(file_of[c.rowid], 0)) for c in admitted}
 
 
 class _Weighted:
@@ -800,7 +797,10 @@ def _chunk_info(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple]
 
 
 def _cosines(stats: TermStats, enc: Encoder, q: Query, cands: Sequence[Candidate]) -> None:
-    """Set ``cosine`` of each candidate (texts loaded); vectors cached per generation."""
+    """Set ``cosine`` of each candidate that has none from a stored code (texts loaded);
+    vectors cached per generation. All set: nothing is encoded, not even the query."""
+    if all(c.cosine is not None for c in cands):
+        return
     vectors: OrderedDict = stats.extra.setdefault("vectors", OrderedDict())  # type: ignore[assignment]
     qkey = (id(enc), "q", q.text)
     qv = vectors.get(qkey)
