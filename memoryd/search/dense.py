@@ -403,9 +403,17 @@ def code_similarity(query: np.ndarray, codes: np.ndarray, dim: int) -> np.ndarra
     """Sign agreement of one query code (``dim // 8`` bytes) with each row of codes:
     XOR and population count over 64-bit words (bytes when a code is not a whole
     number of words)."""
-    word = np.uint64 if codes.shape[1] % 8 == 0 else np.uint8
-    diff = np.bitwise_xor(np.ascontiguousarray(codes).view(word), query.copy().view(word))
-    hamming = np.bitwise_count(diff).sum(axis=1, dtype=np.int32)
+    if codes.shape[1] % 8:
+        diff = np.bitwise_xor(codes, query)
+        hamming = np.bitwise_count(diff).sum(axis=1, dtype=np.int32)
+        return 1.0 - 2.0 * hamming / dim
+    # one column of words at a time: a sum along rows of four words cost more than the
+    # XOR and the counts together (2.5x the whole, at 7,400 codes)
+    words = np.ascontiguousarray(codes).view(np.uint64)
+    q = query.copy().view(np.uint64)
+    hamming = np.zeros(len(words), np.int32)
+    for k in range(words.shape[1]):
+        hamming += np.bitwise_count(words[:, k] ^ q[k])
     return 1.0 - 2.0 * hamming / dim
 
 

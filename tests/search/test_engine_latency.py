@@ -14,7 +14,7 @@ import pytest
 from memoryd.config import load_config
 from memoryd.ingest.chunking import prepare_file
 from memoryd.search import gate as gate_mod
-from memoryd.search.dense import DEFAULT_ENCODER, HashingEncoder
+from memoryd.search.dense import DEFAULT_ENCODER, HashingEncoder, code_similarity
 from memoryd.search.engine import Candidate, _file_coverage, _Weighted, search
 from memoryd.search.stats import term_stats
 from memoryd.search.terms import STOPWORDS, analyze, stems
@@ -156,3 +156,15 @@ def test_postings_are_read_only_for_stems_the_project_holds(project):
         db.conn.exec_trace = None
     assert both == stats.bm25_scored([("upload",)], 10) and both
     assert not any(b and "uploadzzq" in b for b in statements[1:])  # only its df lookup
+
+
+@pytest.mark.parametrize("dim", [256, 64, 24])
+def test_code_similarity_is_the_share_of_agreeing_signs(dim):
+    """The word-by-word popcount (whole 64-bit words) and the byte path give each code's
+    sign agreement with the query, 1 - 2 * differing bits / dim, bit for bit."""
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, 256, (500, dim // 8), dtype=np.uint8)
+    query = rng.integers(0, 256, dim // 8, dtype=np.uint8)
+    bits = np.unpackbits(codes, axis=1) != np.unpackbits(query)[None, :]
+    expected = 1.0 - 2.0 * bits.sum(axis=1).astype(np.int32) / dim
+    assert code_similarity(query, codes, dim).tobytes() == expected.tobytes()
