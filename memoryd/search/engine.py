@@ -26,11 +26,9 @@ drop items the gate admitted; no argument disables the gate.
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from memoryd.search import gate as gate_mod
 from memoryd.search import pipeline, semantic
@@ -756,30 +754,14 @@ def _asked_persons(db, stats: TermStats, q: Query, first: list[Candidate]) -> se
         return set()
     head = first[:PERSON_PROBE]
     _load(db, stats, head)
-    names = tuple(w for run in q.entities for w in run)
-    hint = _speaker_hint(names)
-    texts = [c.text for c in head if c.text and _names_speaker(c.text.lower(), names, hint)]
+    names = [w for run in q.entities for w in run]
+    texts = [c.text for c in head if c.text and _names_speaker(c.text.lower(), names)]
     return asked_persons(q, set().union(*(speaker_names(t) for t in texts)))
 
 
-@lru_cache(maxsize=256)
-def _speaker_hint(names: tuple[str, ...]) -> re.Pattern | None:
-    """:func:`_names_speaker` as one pattern (compiled once per query: a text where the
-    names occur on every line, a codec table's, cost a loop turn per occurrence); None
-    when a name is not one word of letters and digits (an occurrence of such a name
-    inside another may start a word: only the loop's order of finds decides)."""
-    if not names or not all(w.isalnum() for w in names):
-        return None
-    alts = "|".join(re.escape(w) for w in sorted(set(names), key=lambda w: (-len(w), w)))
-    return re.compile(f"(?<![^\\W_])(?:{alts})[* \t]{{0,7}}:")
-
-
-def _names_speaker(low: str, names: Sequence[str], hint: re.Pattern | None = None) -> bool:
-    """A cheap first look: one of ``names`` (lowercase) starts a word followed by a
-    colon (``Ana: ...``, ``**Ana**:``); ``hint``, when given, is :func:`_speaker_hint`
-    of ``names``."""
-    if hint is not None:
-        return hint.search(low) is not None
+def _names_speaker(low: str, names: list[str]) -> bool:
+    """A cheap first look (no pattern compiled per query): one of ``names`` (lowercase)
+    starts a word followed by a colon (``Ana: ...``, ``**Ana**:``)."""
     for w in names:
         at = low.find(w)
         while at >= 0:

@@ -18,8 +18,6 @@ from memoryd.search.dense import DEFAULT_ENCODER, HashingEncoder, code_similarit
 from memoryd.search.engine import (
     Candidate,
     _file_coverage,
-    _names_speaker,
-    _speaker_hint,
     _Weighted,
     search,
 )
@@ -175,18 +173,3 @@ def test_code_similarity_is_the_share_of_agreeing_signs(dim):
     bits = np.unpackbits(codes, axis=1) != np.unpackbits(query)[None, :]
     expected = 1.0 - 2.0 * bits.sum(axis=1).astype(np.int32) / dim
     assert code_similarity(query, codes, dim).tobytes() == expected.tobytes()
-
-
-def test_the_speaker_pattern_finds_what_the_loop_finds():
-    """``Name:`` turns are looked for with one pattern per query; it answers as the
-    find loop does on texts built of the names, colons, markup and other words."""
-    names = ("ana", "anabel", "codec", "x1")
-    hint = _speaker_hint(names)
-    rng = np.random.default_rng(3)
-    parts = ["ana", "anabel", "codec", "x1", ":", "*", " ", "\t", "b", "_", "é", "\n", "1"]
-    for _ in range(3000):
-        low = "".join(rng.choice(parts, size=int(rng.integers(1, 12))))
-        assert _names_speaker(low, names, hint) == _names_speaker(low, names), repr(low)
-    assert _names_speaker("**ana**: hi", names, hint)
-    assert not _names_speaker("banana: hi", names, hint)
-    assert _speaker_hint(("o'brien",)) is None  # not one word: the loop decides
