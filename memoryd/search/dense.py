@@ -54,6 +54,8 @@ class Encoder(Protocol):
 
 _WIDTH = 24  # feature slots per stem in the table; longer stems are encoded apart
 _MAX_VOCAB = 200_000  # stems kept in the feature table (then it starts afresh)
+_PAD_B = [0] * _WIDTH
+_PAD_V = [0.0] * _WIDTH
 
 
 class HashingEncoder:
@@ -108,8 +110,8 @@ class HashingEncoder:
         if len(self._ids) + len(new) > _MAX_VOCAB:
             self._reset()
         short: list[str] = []
-        pad_b: list[list[int]] = []
-        pad_v: list[list[float]] = []
+        flat_b: list[int] = []  # the new rows, padded, one after the other (one conversion)
+        flat_v: list[float] = []
         for stem in new:
             if stem in STOPWORDS:
                 self._ids[stem] = -1
@@ -122,8 +124,10 @@ class HashingEncoder:
                 self._ids[stem] = i
                 continue
             short.append(stem)
-            pad_b.append(buckets + [0] * fill)
-            pad_v.append(values + [0.0] * fill)
+            flat_b += buckets
+            flat_b += _PAD_B[:fill]
+            flat_v += values
+            flat_v += _PAD_V[:fill]
         if not short:
             return
         first = self._rows
@@ -135,8 +139,8 @@ class HashingEncoder:
             grown_b[:first] = self._buckets[:first]
             grown_v[:first] = self._values[:first]
             self._buckets, self._values = grown_b, grown_v
-        self._buckets[first:need] = pad_b
-        self._values[first:need] = pad_v
+        self._buckets[first:need] = np.array(flat_b, dtype=np.intp).reshape(-1, _WIDTH)
+        self._values[first:need] = np.array(flat_v, dtype=np.float64).reshape(-1, _WIDTH)
         self._ids.update(zip(short, range(first, need), strict=True))
         self._rows = need
 
