@@ -101,7 +101,8 @@ class HashingEncoder:
         return [b, *(h[0] for h in hits)], [sign, *(h[1] * w for h in hits)]
 
     def _new_trigram(self, tri: str) -> tuple[int, float]:
-        hit = self._trigrams[tri] = self._bucket("c:" + tri)
+        """A trigram's (bucket, sign), hashed once per encoder."""
+        self._trigrams[tri] = hit = self._bucket("c:" + tri)
         return hit
 
     def _add(self, new: set[str]) -> None:
