@@ -29,6 +29,7 @@ import shlex
 import subprocess
 import threading
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import chain
@@ -53,6 +54,8 @@ class Encoder(Protocol):
 
 _WIDTH = 24  # feature slots per stem in the table; longer stems are encoded apart
 _MAX_VOCAB = 200_000  # stems kept in the feature table (then it starts afresh)
+_PAD_B = [0] * _WIDTH
+_PAD_V = [0.0] * _WIDTH
 
 
 class HashingEncoder:
@@ -86,19 +89,21 @@ class HashingEncoder:
     def _stem_features(self, stem: str) -> tuple[list[int], list[float]]:
         """Buckets and signed values of one stem's features (word, then trigrams)."""
         b, sign = self._bucket("w:" + stem)
-        buckets, values = [b], [sign]
         padded = f"<{stem}>"
-        if len(padded) > 4:
-            w = self.trigram_weight / (len(padded) - 2)
-            known = self._trigrams
-            for i in range(len(padded) - 2):
-                tri = padded[i : i + 3]
-                hit = known.get(tri)
-                if hit is None:
-                    hit = known[tri] = self._bucket("c:" + tri)
-                buckets.append(hit[0])
-                values.append(hit[1] * w)
-        return buckets, values
+        if len(padded) <= 4:
+            return [b], [sign]
+        w = self.trigram_weight / (len(padded) - 2)
+        known = self._trigrams
+        hits = [
+            known.get(tri) or self._new_trigram(tri)
+            for tri in [padded[i : i + 3] for i in range(len(padded) - 2)]
+        ]
+        return [b, *(h[0] for h in hits)], [sign, *(h[1] * w for h in hits)]
+
+    def _new_trigram(self, tri: str) -> tuple[int, float]:
+        """A trigram's (bucket, sign), hashed once per encoder."""
+        self._trigrams[tri] = hit = self._bucket("c:" + tri)
+        return hit
 
     def _add(self, new: set[str]) -> None:
         """Give each new stem its row (-1: a stopword, no features; below -1: more
@@ -106,8 +111,8 @@ class HashingEncoder:
         if len(self._ids) + len(new) > _MAX_VOCAB:
             self._reset()
         short: list[str] = []
-        pad_b: list[list[int]] = []
-        pad_v: list[list[float]] = []
+        flat_b: list[int] = []  # the new rows, padded, one after the other (one conversion)
+        flat_v: list[float] = []
         for stem in new:
             if stem in STOPWORDS:
                 self._ids[stem] = -1
@@ -120,8 +125,10 @@ class HashingEncoder:
                 self._ids[stem] = i
                 continue
             short.append(stem)
-            pad_b.append(buckets + [0] * fill)
-            pad_v.append(values + [0.0] * fill)
+            flat_b += buckets
+            flat_b += _PAD_B[:fill]
+            flat_v += values
+            flat_v += _PAD_V[:fill]
         if not short:
             return
         first = self._rows
@@ -133,8 +140,8 @@ class HashingEncoder:
             grown_b[:first] = self._buckets[:first]
             grown_v[:first] = self._values[:first]
             self._buckets, self._values = grown_b, grown_v
-        self._buckets[first:need] = pad_b
-        self._values[first:need] = pad_v
+        self._buckets[first:need] = np.array(flat_b, dtype=np.intp).reshape(-1, _WIDTH)
+        self._values[first:need] = np.array(flat_v, dtype=np.float64).reshape(-1, _WIDTH)
         self._ids.update(zip(short, range(first, need), strict=True))
         self._rows = need
 
@@ -146,33 +153,25 @@ class HashingEncoder:
         all of them in one array operation.
 
         Each text's distinct stems are weighted by sublinear term frequency and summed
-        in the order of their first occurrence (``np.unique`` on (text, stem row)
-        keys, reordered by first index): the order of the additions, and so every
-        bit of the vector, does not depend on how the counting is done."""
+        in the order of their first occurrence (a ``Counter`` keeps that order and
+        counts in C, so only distinct stems reach numpy): the order of the additions,
+        and so every bit of the vector, does not depend on how the texts are batched."""
         n = len(token_lists)
-        ids_of = self._ids
-        new = set(chain.from_iterable(token_lists)).difference(ids_of)
+        counts = [Counter(toks) for toks in token_lists]
+        new = set().union(*counts).difference(self._ids)
         if new:
-            if len(ids_of) + len(new) > _MAX_VOCAB:  # start afresh with this batch's stems
-                new = set(chain.from_iterable(token_lists))
+            if len(self._ids) + len(new) > _MAX_VOCAB:  # start afresh with this batch's stems
+                new = set().union(*counts)
             self._add(new)
-            ids_of = self._ids
-        total = sum(len(toks) for toks in token_lists)
+        distinct = [len(c) for c in counts]
+        total = sum(distinct)
         out = np.zeros((n, self.dim))
         if total:
-            ids = np.fromiter(
-                map(ids_of.__getitem__, chain.from_iterable(token_lists)), np.intp, total
-            )
-            doc = np.repeat(np.arange(n, dtype=np.intp), [len(toks) for toks in token_lists])
-            span = len(self._long) + self._rows + 2  # ids run from -2 - len(long) to rows - 1
-            keys, first, tf = np.unique(
-                doc * span + (ids + len(self._long) + 1), return_index=True, return_counts=True
-            )
-            order = np.argsort(first, kind="stable")
-            keys, tf = keys[order], tf[order]
-            seg, ids = np.divmod(keys, span)
-            ids -= len(self._long) + 1
-            weight = 1.0 + np.log(tf.astype(np.float64))
+            ids_of = self._ids.__getitem__
+            ids = np.fromiter(map(ids_of, chain.from_iterable(counts)), np.intp, total)
+            tf = np.fromiter(chain.from_iterable(c.values() for c in counts), np.float64, total)
+            seg = np.repeat(np.arange(n, dtype=np.intp), distinct)
+            weight = 1.0 + np.log(tf)
             short = ids >= 0
             if short.any():
                 rows = ids[short]
@@ -409,9 +408,17 @@ def code_similarity(query: np.ndarray, codes: np.ndarray, dim: int) -> np.ndarra
     """Sign agreement of one query code (``dim // 8`` bytes) with each row of codes:
     XOR and population count over 64-bit words (bytes when a code is not a whole
     number of words)."""
-    word = np.uint64 if codes.shape[1] % 8 == 0 else np.uint8
-    diff = np.bitwise_xor(np.ascontiguousarray(codes).view(word), query.copy().view(word))
-    hamming = np.bitwise_count(diff).sum(axis=1, dtype=np.int32)
+    if codes.shape[1] % 8:
+        diff = np.bitwise_xor(codes, query)
+        hamming = np.bitwise_count(diff).sum(axis=1, dtype=np.int32)
+        return 1.0 - 2.0 * hamming / dim
+    # one column of words at a time: a sum along rows of four words cost more than the
+    # XOR and the counts together (2.5x the whole, at 7,400 codes)
+    words = np.ascontiguousarray(codes).view(np.uint64)
+    q = query.copy().view(np.uint64)
+    hamming = np.zeros(len(words), np.int32)
+    for k in range(words.shape[1]):
+        hamming += np.bitwise_count(words[:, k] ^ q[k])
     return 1.0 - 2.0 * hamming / dim
 
 

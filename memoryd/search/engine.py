@@ -27,7 +27,7 @@ drop items the gate admitted; no argument disables the gate.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memoryd.search import gate as gate_mod
@@ -432,12 +432,12 @@ def _find(src: ProjectSource, q: Query, p: gate_mod.Plan, limit: int) -> Found:
             f" asked terms; the closest held {terms_list(held) or 'none'} but not"
             f" {terms_list(lacking)} ({NOT_ABSENCE})"
         )
-    items = _items(src, stats, q, p, cands, admitted, limit)
+    items, finish = _items(src, stats, q, p, cands, admitted, limit)
     if not items:
         return Found(
             gap=f"evidence was found but none reached the requested min_score {src.min_score:g}"
         )
-    return Found(items)
+    return Found(items, finish=finish)
 
 
 def _candidates(src: ProjectSource, stats: TermStats, q: Query, p: gate_mod.Plan) -> list:
@@ -511,7 +511,7 @@ def _admitted(
     # Short queries: the dense floor may rescue pool members the lexical rules refused.
     if src.enc is not None and p.short and len(admitted) < limit:
         rest = [c for c in cands[:keep] if c.verdict is None or not c.verdict.admitted]
-        _load(src.db, stats, rest)
+        _load(src.db, stats, [c for c in rest if c.cosine is None])  # none: no stored code
         _cosines(stats, src.enc, q, rest)
         for c in rest:
             c.verdict = gate_mod.admit(p, c.matched, cosine=c.cosine)
@@ -598,7 +598,7 @@ def _items(
     cands: list[Candidate],
     admitted: list[Candidate],
     limit: int,
-) -> list[dict]:
+) -> tuple[list[dict], Callable[[list[dict]], None]]:
     """Rank fusion (reciprocal rank, k = 60) of the BM25 order, the specificity-weighted
     coverage of the chunk and of its file among the candidates, and the dense route;
     exact matches first; copies of one text fold into ``also_at``."""
@@ -635,19 +635,32 @@ def _items(
         want *= 2
     ranked = kept
     _load(db, stats, ranked)
-    prefixes = focus_prefixes(p.focus)
-    focus_stems = set(p.focus_stems)
-    return [
+    items = [
         {
             "path": c.path,
             "start_line": c.start_line,
             "end_line": c.end_line,
             "score": fusion.score(id(c)),
-            "excerpt": _excerpt(c.text or "", focus_stems, prefixes, p.alias),
+            "excerpt": None,  # filled for the page only: see _excerpts
             **({"also_at": also_at[c.rowid]} if c.rowid in also_at else {}),
         }
         for c in ranked
     ]
+    return items, _excerpts(p, dict(zip(map(id, items), ranked, strict=True)))
+
+
+def _excerpts(p: gate_mod.Plan, of: dict[int, Candidate]) -> Callable[[list[dict]], None]:
+    """What fills the excerpts of the items that reach the page (the pipeline asks a
+    source for half a page more than it returns, and an excerpt scans its chunk's
+    text): ``of`` maps each item's id to its candidate."""
+
+    def finish(page: list[dict]) -> None:
+        prefixes = focus_prefixes(p.focus)
+        focus_stems = set(p.focus_stems)
+        for item in page:
+            item["excerpt"] = _excerpt(of[id(item)].text or "", focus_stems, prefixes, p.alias)
+
+    return finish
 
 
 def _file_coverage(
@@ -655,16 +668,13 @@ def _file_coverage(
 ) -> dict[int, float]:
     """rowid -> specificity-weighted coverage of the focus terms its file's candidates hold."""
     info = _chunk_info(db, stats, [c.rowid for c in cands])
+    mask = weighted.mask
+    file_of = {c.rowid: row[1] if (row := info.get(c.rowid)) else -c.rowid for c in cands}
     per_file: dict[int, int] = {}  # file id -> mask of the focus terms its candidates hold
     for c in cands:
-        row = info.get(c.rowid)
-        f = row[1] if row is not None else -c.rowid
-        per_file[f] = per_file.get(f, 0) | weighted.mask(c.matched)
-    out = {}
-    for c in admitted:
-        row = info.get(c.rowid)
-        out[c.rowid] = weighted.of_mask(per_file.get(row[1] if row is not None else -c.rowid, 0))
-    return out
+        f = file_of[c.rowid]
+        per_file[f] = per_file.get(f, 0) | mask(c.matched)
+    return {c.rowid: weighted.of_mask(per_file.get(file_of[c.rowid], 0)) for c in admitted}
 
 
 class _Weighted:
@@ -787,7 +797,10 @@ def _chunk_info(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple]
 
 
 def _cosines(stats: TermStats, enc: Encoder, q: Query, cands: Sequence[Candidate]) -> None:
-    """Set ``cosine`` of each candidate (texts loaded); vectors cached per generation."""
+    """Set ``cosine`` of each candidate that has none from a stored code (texts loaded);
+    vectors cached per generation. All set: nothing is encoded, not even the query."""
+    if all(c.cosine is not None for c in cands):
+        return
     vectors: OrderedDict = stats.extra.setdefault("vectors", OrderedDict())  # type: ignore[assignment]
     qkey = (id(enc), "q", q.text)
     qv = vectors.get(qkey)

@@ -51,6 +51,9 @@ class Found:
 
     items: list[dict] = field(default_factory=list)
     gap: str | None = None
+    # fills the fields an item leaves None until it is known to be on the page (the
+    # project source's excerpts): called once with the page's items of this source
+    finish: Callable[[list[dict]], None] | None = None
 
 
 class Source(Protocol):
@@ -154,7 +157,12 @@ def run(
         (item for items in answered for item in items),
         key=lambda item: (-fusion[id(item)], order[id(item)]),
     )
-    return {"status": "ok", "items": crowded(merged, limit), "gap": None}
+    page = crowded(merged, limit)
+    on_page = {id(item) for item in page}
+    for f in found:
+        if f.finish is not None and f.items:
+            f.finish([item for item in f.items if id(item) in on_page])
+    return {"status": "ok", "items": page, "gap": None}
 
 
 def _fetched(limit: int) -> int:

@@ -227,6 +227,8 @@ class TermStats:
         parts = []
         for i, group in enumerate(terms[:62]):
             for s in group:
+                if self._df.get(s, 1) == 0:  # looked up and held nowhere: no postings to read
+                    continue
                 p = self.postings(s)
                 if p is None:
                     return None

@@ -35,13 +35,25 @@ without the other processes of a busy machine: the p50/p95 of those minima
 alternately, beside each round's own p50/p95 and the load average.
 
     .venv/bin/python ops/bench/bench_ingest.py --home DIR [--rounds N] [--json]
+
+Two versions under one load (``--home DIR --pair OTHER_CHECKOUT``): this tree's
+code and another checkout's ask each query in lock step, one process after the
+other, in ``--rounds`` fresh pairs; per query the fastest round, p50/p95/mean of
+each and this tree's over the other's (on a busy machine the ratios hold where
+separate runs do not).
+
+What the slow tail does (``--home DIR --tail``): one pass under cProfile; the
+slowest tenth of the queries against the middle fifth, as CPU, SQL statements and
+rows per query and the functions with the most own time.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import shutil
 import statistics
 import subprocess
@@ -190,6 +202,126 @@ def search_pass(home: Path, root: Path, queries: int, warm_up_only: bool = False
         md.close()
 
 
+def tail_report(home: Path, root: Path, queries: int, top: int = 12) -> dict:
+    """What the slowest tenth of the measured pass does that its middle fifth does not
+    (after the same warm-up): per query thread CPU under cProfile, SQL statements run
+    and rows fetched (apsw's traces), and the functions with the most own time, as ms
+    per query of each group."""
+    md = Memoryd(home)
+    texts = docstring_queries([root / rel for rel, _ in corpus(root)], queries * 2)
+    for text in texts[queries:]:
+        search(md.db, root.name, text)
+    count = {"sql": 0, "rows": 0}
+
+    def statement(cursor, sql, bindings) -> bool:
+        count["sql"] += 1
+        return True
+
+    def row(cursor, values):
+        count["rows"] += 1
+        return values
+
+    md.db.conn.exec_trace, md.db.conn.row_trace = statement, row
+    per = []
+    for text in texts[:queries]:
+        count.update(sql=0, rows=0)
+        prof = cProfile.Profile()
+        c0 = time.thread_time()
+        prof.runcall(search, md.db, root.name, text)
+        per.append(((time.thread_time() - c0) * 1000, count["sql"], count["rows"], prof, text))
+    md.close()
+    per.sort(key=lambda x: -x[0])
+    n = len(per)
+    groups = {"tail": per[: max(1, n // 10)], "middle": per[2 * n // 5 : 3 * n // 5]}
+
+    def own_ms(group: list) -> dict[str, float]:
+        st = pstats.Stats(group[0][3])
+        for x in group[1:]:
+            st.add(x[3])
+        return {f"{Path(f).name}:{line}({fn})": tt * 1000 / len(group)
+                for (f, line, fn), (_, _, tt, _, _) in st.stats.items()}  # type: ignore[attr-defined]  # fmt: skip
+
+    out: dict = {"queries": n, "slowest": [x[4] for x in groups["tail"][:5]]}
+    own = {}
+    for name, group in groups.items():
+        out[name] = {"cpu_ms": round(statistics.mean(x[0] for x in group), 2),
+                     "sql_statements": round(statistics.mean(x[1] for x in group), 1),
+                     "rows": round(statistics.mean(x[2] for x in group), 1)}  # fmt: skip
+        own[name] = own_ms(group)
+    heavy = sorted(own["tail"], key=lambda k: -own["tail"][k])[:top]
+    out["own_ms_per_query"] = {
+        k: {"tail": round(own["tail"][k], 3), "middle": round(own["middle"].get(k, 0.0), 3)}
+        for k in heavy
+    }
+    return out
+
+
+def serve(home: Path, root: Path, queries: int) -> None:
+    """One side of :func:`paired`: after the warm-up, "ready"; then for each query
+    number read from stdin, that query's wall and thread-CPU ms."""
+    md = Memoryd(home)
+    texts = docstring_queries([root / rel for rel, _ in corpus(root)], queries * 2)
+    for text in texts[queries:]:
+        search(md.db, root.name, text)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        t0, c0 = time.perf_counter(), time.thread_time()
+        search(md.db, root.name, texts[int(line)])
+        print((time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000, flush=True)
+    md.close()
+
+
+def _server(tree: Path, home: Path, root: Path, queries: int) -> subprocess.Popen:
+    """A :func:`serve` process of ``tree``'s bench_ingest.py and package."""
+    cmd = [sys.executable, str(tree / "ops/bench/bench_ingest.py"), "--home", str(home),
+           "--root", str(root), "--queries", str(queries), "--serve"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    pipe = subprocess.PIPE
+    return subprocess.Popen(cmd, env=env, cwd=tree, text=True, stdin=pipe, stdout=pipe)
+
+
+def paired(home: Path, root: Path, queries: int, rounds: int, other: Path) -> dict:
+    """This tree's code and ``other``'s (another checkout: its own bench_ingest.py and
+    package) in lock step: each query is asked by one process, then by the other (the
+    first alternating by round), so both meet the same load; per query the fastest of
+    ``rounds`` fresh pairs of processes, p50/p95 of each version and their ratios."""
+    trees = {"this": ROOT, "other": other.resolve()}
+    samples: dict[str, list] = {k: [] for k in trees}
+    loads = []
+    for r in range(rounds):
+        procs = {k: _server(tree, home, root, queries) for k, tree in trees.items()}
+        for proc in procs.values():
+            assert proc.stdout.readline().strip() == "ready"
+        got: dict[str, list] = {k: [] for k in trees}
+        for i in range(queries):
+            for k in list(trees)[:: 1 if r % 2 == 0 else -1]:
+                procs[k].stdin.write(f"{i}\n")
+                procs[k].stdin.flush()
+                got[k].append(tuple(map(float, procs[k].stdout.readline().split())))
+        for proc in procs.values():
+            proc.stdin.close()
+            proc.wait()
+        for k in trees:
+            samples[k].append(got[k])
+        loads.append(round(os.getloadavg()[0], 2))
+
+    def pcts(values: list[float]) -> dict:
+        values = sorted(values)
+        return {"p50": round(statistics.median(values), 2),
+                "p95": round(values[int(0.95 * (len(values) - 1))], 2),
+                "mean": round(statistics.mean(values), 3)}  # fmt: skip
+
+    out: dict = {"queries": queries, "rounds": rounds, "load_avg_1m": loads}
+    for k in trees:
+        fastest = [[min(run[i][j] for run in samples[k]) for i in range(queries)] for j in (0, 1)]
+        out[k] = {"tree": str(trees[k]), "wall_ms": pcts(fastest[0]), "cpu_ms": pcts(fastest[1])}
+    out["this_over_other"] = {
+        f"{unit}_{stat}": round(out["this"][unit][stat] / out["other"][unit][stat], 3)
+        for unit in ("wall_ms", "cpu_ms") for stat in ("p50", "p95", "mean")
+    }  # fmt: skip
+    return out
+
+
 def search_rounds(home: Path, root: Path, queries: int, rounds: int) -> dict:
     """:func:`search_pass` in ``rounds`` fresh processes; p50/p95 of each round and of
     every query's fastest round (wall and CPU)."""
@@ -225,6 +357,15 @@ def latency_main(args) -> int:
     if args.one_pass:
         print(json.dumps(search_pass(home, root, args.queries, args.warm_up_only)))
         return 0
+    if args.tail:
+        print(json.dumps(tail_report(home, root, args.queries), indent=2))
+        return 0
+    if args.serve:
+        serve(home, root, args.queries)
+        return 0
+    if args.pair:
+        print(json.dumps(paired(home, root, args.queries, args.rounds, args.pair), indent=2))
+        return 0
     result = search_rounds(home, root, args.queries, args.rounds)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -254,6 +395,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="with --home: fresh processes")
     ap.add_argument("--one-pass", action="store_true", help="with --home: one pass, this process")
     ap.add_argument("--warm-up-only", action="store_true", help="with --one-pass: the warm-up")
+    ap.add_argument("--tail", action="store_true", help="with --home: profile the slowest tenth")
+    ap.add_argument("--pair", type=Path, help="with --home: in lock step with this checkout")
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # --pair's sides
     args = ap.parse_args(argv)
     if args.home is not None:
         return latency_main(args)

@@ -1,6 +1,7 @@
 """The query path's shortcuts give the answers of the plain computations they replace:
 the hashing encoder's batched counting, its trigram cache, and file coverage on bit
-masks of focus terms."""
+masks of focus terms; and a query does no work it does not need (one encoding of the
+query, no postings of stems held nowhere)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,20 @@ import zlib
 import numpy as np
 import pytest
 
+from memoryd.config import load_config
+from memoryd.ingest.chunking import prepare_file
 from memoryd.search import gate as gate_mod
-from memoryd.search.dense import HashingEncoder
-from memoryd.search.engine import Candidate, _file_coverage, _Weighted
+from memoryd.search.dense import DEFAULT_ENCODER, HashingEncoder, code_similarity
+from memoryd.search.engine import (
+    Candidate,
+    _file_coverage,
+    _Weighted,
+    search,
+)
 from memoryd.search.stats import term_stats
 from memoryd.search.terms import STOPWORDS, analyze, stems
-from memoryd.storage.corpus import project_id
+from memoryd.storage import open_authority, vectors
+from memoryd.storage.corpus import ensure_project, project_id, put_files
 from memoryd.storage.fts import prepare
 
 TEXTS = [
@@ -105,3 +114,62 @@ def test_file_coverage_on_masks_equals_the_gates_coverage(project):
     )
     expected = {c.rowid: gate_mod.coverage(p, per_file[files[c.rowid]])[1] for c in cands}
     assert _file_coverage(db, stats, _Weighted(p), cands, cands) == expected
+
+
+def test_a_coded_project_encodes_each_query_once_and_hashes_nothing(tmp_path, monkeypatch):
+    """With stored codes (``encoder = "wordllama"``) a search encodes its query once with
+    the configured encoder; no candidate text and no query is hashed (every candidate
+    has its stored code)."""
+    config = load_config(tmp_path, {"encoder": "wordllama"})
+    db = open_authority(tmp_path, config)
+    pid = db.write(lambda tx: ensure_project(tx, "notes", None))
+    files = {f"notes/{i}.md": f"The upload lease {i} renews before the scheduler retries.\n"
+             for i in range(4)}  # fmt: skip
+    files |= {f"misc/{i}.md": f"Garden note {i}: tomatoes want sun.\n" for i in range(30)}
+    rows = [prepare_file("notes", p, t.encode()) for p, t in files.items()]
+    db.write(lambda tx: put_files(tx, pid, rows))
+    codes = vectors.encode_job(
+        db, config, vectors.job_payload(pid, [(r.path, r.content_hash) for r in rows])
+    )
+    db.write(lambda tx: vectors.put(tx, pid, config, codes))
+    model = vectors.configured(config)
+    encoded: list[list[str]] = []
+    real = model.encode
+    monkeypatch.setattr(model, "encode", lambda texts: encoded.append(list(texts)) or real(texts))
+    hashed: list = []
+    real_hash = DEFAULT_ENCODER.encode_stems
+    monkeypatch.setattr(
+        DEFAULT_ENCODER, "encode_stems", lambda lists: hashed.append(lists) or real_hash(lists)
+    )
+    r = search(db, "notes", "lease renews")  # short: the rescue looks at codes too
+    db.close()
+    assert r["status"] == "ok" and r["items"][0]["path"].startswith("notes/")
+    assert encoded == [["lease renews"]]
+    assert hashed == []
+
+
+def test_postings_are_read_only_for_stems_the_project_holds(project):
+    """A term's forms that no chunk holds (the vocabulary says so) cost no postings
+    query; the answer is the one of the held forms alone."""
+    db, _, stats = project
+    statements: list[tuple] = []
+    db.conn.exec_trace = lambda cursor, sql, bindings: statements.append(bindings) or True
+    try:
+        stats.prefetch(["upload", "uploadzzq"])
+        both = stats.bm25_scored([("upload", "uploadzzq")], 10)
+    finally:
+        db.conn.exec_trace = None
+    assert both == stats.bm25_scored([("upload",)], 10) and both
+    assert not any(b and "uploadzzq" in b for b in statements[1:])  # only its df lookup
+
+
+@pytest.mark.parametrize("dim", [256, 64, 24])
+def test_code_similarity_is_the_share_of_agreeing_signs(dim):
+    """The word-by-word popcount (whole 64-bit words) and the byte path give each code's
+    sign agreement with the query, 1 - 2 * differing bits / dim, bit for bit."""
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, 256, (500, dim // 8), dtype=np.uint8)
+    query = rng.integers(0, 256, dim // 8, dtype=np.uint8)
+    bits = np.unpackbits(codes, axis=1) != np.unpackbits(query)[None, :]
+    expected = 1.0 - 2.0 * bits.sum(axis=1).astype(np.int32) / dim
+    assert code_similarity(query, codes, dim).tobytes() == expected.tobytes()

@@ -13,6 +13,7 @@ from memoryd.archive.search import search_archive
 from memoryd.config import load_config
 from memoryd.control import unwrap
 from memoryd.errors import UsageError
+from memoryd.search import engine
 from memoryd.search.engine import search
 from memoryd.search.pipeline import GAP_PREFIX, Fusion
 
@@ -165,3 +166,28 @@ def test_one_long_file_does_not_fill_the_page(tmp_path: Path, store) -> None:
     more = search(db, "garden", "greenhouse heater seedlings", 20)["items"]
     assert sum(it["path"] == "log/heater.md" for it in more) > 2  # moved down, not dropped
     db.close()
+
+
+def test_a_project_page_has_excerpts_built_for_its_items_only(tmp_path: Path, store) -> None:
+    """The pipeline asks the project source for half a page more than it returns; the
+    excerpts (a scan of each chunk's text) are filled once the page is known, for its
+    items only, and every returned item has one."""
+    files = {f"notes/n{i}.md": f"The kiln fires glazed stoneware, batch {i}.\n" for i in range(9)}
+    files |= {f"other/o{i}.md": f"Weekly meeting notes number {i}.\n" for i in range(40)}
+    db = store(tmp_path, "p", files)
+    built: list[str] = []
+    real = engine._excerpt
+
+    def counted(text, *args):
+        built.append(text)
+        return real(text, *args)
+
+    engine._excerpt = counted
+    try:
+        r = search(db, "p", "kiln stoneware", 4)
+    finally:
+        engine._excerpt = real
+    db.close()
+    assert r["status"] == "ok" and len(r["items"]) == 4
+    assert len(built) == 4  # six were ranked (4 + 2), four excerpted
+    assert all("kiln" in item["excerpt"] and "stoneware" in item["excerpt"] for item in r["items"])
