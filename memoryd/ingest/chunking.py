@@ -8,11 +8,13 @@ so the index can be rebuilt from the stored file body alone.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from itertools import accumulate
 
 import zstandard
 
 from memoryd.config import (
+    BODY_BLOCK_BYTES,
     CHUNK_MAX_CHARS,
     CHUNK_MAX_LINES,
     CHUNK_TARGET_LINES,
@@ -92,7 +94,47 @@ def train_dictionary(samples: list[bytes]) -> bytes | None:
 def prepare_file(
     project: str, path: str, raw: bytes, *, dictionary: bytes | None = None
 ) -> FileRows:
-    """Everything the supervisor needs to store and index one file."""
+    """Everything the supervisor needs to store and index one file (its body its own
+    frame)."""
+    rows, text = _prepare(project, path, raw)
+    return rows._replace(body=compressor(dictionary).compress(text))
+
+
+def prepare_batch(
+    project: str,
+    items: Iterable[tuple[str, bytes]],
+    *,
+    dictionary: bytes | None = None,
+    block_bytes: int = BODY_BLOCK_BYTES,
+) -> tuple[list[FileRows], list[bytes]]:
+    """The rows of a batch's (path, raw bytes) files and their body blocks: the files'
+    texts in order, a block closed once it holds ``block_bytes`` (a file is never
+    split)."""
+    rows: list[FileRows] = []
+    blocks: list[bytes] = []
+    pending: list[bytes] = []
+    size = 0
+
+    def close() -> None:
+        nonlocal size
+        blocks.append(compressor(dictionary).compress(b"".join(pending)))
+        pending.clear()
+        size = 0
+
+    for path, raw in items:
+        row, text = _prepare(project, path, raw)
+        rows.append(row._replace(block=len(blocks), block_start=size, block_end=size + len(text)))
+        pending.append(text)
+        size += len(text)
+        if size >= block_bytes:
+            close()
+    if pending:
+        close()
+    return rows, blocks
+
+
+def _prepare(project: str, path: str, raw: bytes) -> tuple[FileRows, bytes]:
+    """The file's rows without a body, and its decoded text's UTF-8 bytes."""
     text = decode(raw)
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -106,5 +148,4 @@ def prepare_file(
             f"{project}\0{path}\0{ordinal}\0{chunk_hash.hexdigest()}".encode(), digest_size=12
         ).digest()
         chunks.append(ChunkRow(ordinal, start, end, chunk_id, chunk_hash.digest(), chunk_text))
-    body = compressor(dictionary).compress(text.encode("utf-8"))
-    return FileRows(path, digest(raw), len(raw), len(lines), body, chunks)
+    return FileRows(path, digest(raw), len(raw), len(lines), b"", chunks), text.encode("utf-8")
