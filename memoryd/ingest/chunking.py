@@ -18,12 +18,9 @@ from memoryd.config import (
     CHUNK_MAX_CHARS,
     CHUNK_MAX_LINES,
     CHUNK_TARGET_LINES,
-    COMPRESSION_LEVEL,
     ZSTD_DICT_BYTES,
 )
-from memoryd.storage.corpus import ChunkRow, FileRows
-
-_COMPRESSORS: dict[bytes | None, zstandard.ZstdCompressor] = {}
+from memoryd.storage.corpus import ChunkRow, FileRows, compressor
 
 
 def digest(data: bytes, size: int = 16) -> str:
@@ -68,18 +65,6 @@ def line_ranges(lines: list[str]) -> list[tuple[int, int]]:
         ranges.append((start + 1, cut))
         start = cut
     return ranges
-
-
-def compressor(dictionary: bytes | None = None) -> zstandard.ZstdCompressor:
-    """The body compressor (with the project's dictionary, if any), reused per process."""
-    cctx = _COMPRESSORS.get(dictionary)
-    if cctx is None:
-        zdict = zstandard.ZstdCompressionDict(dictionary) if dictionary else None
-        cctx = zstandard.ZstdCompressor(
-            level=COMPRESSION_LEVEL, dict_data=zdict, write_checksum=True
-        )
-        _COMPRESSORS[dictionary] = cctx
-    return cctx
 
 
 def train_dictionary(samples: list[bytes]) -> bytes | None:

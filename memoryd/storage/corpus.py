@@ -32,11 +32,14 @@ from typing import NamedTuple
 import apsw
 import zstandard
 
+from memoryd import killpoints
+from memoryd.config import BODY_BLOCK_BYTES, COMPRESSION_LEVEL
 from memoryd.errors import MemorydError
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _DCTX = zstandard.ZstdDecompressor()
 _DICT_DCTX: dict[int, zstandard.ZstdDecompressor] = {}  # zstd dictionary id -> decompressor
+_COMPRESSORS: dict[bytes | None, zstandard.ZstdCompressor] = {}  # dictionary -> compressor
 BLOCKS_KEPT = 8  # decompressed body blocks an Authority keeps for search's excerpts
 
 
@@ -438,6 +441,61 @@ def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
     dctx = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(data))
     _DICT_DCTX[dict_id] = dctx
     return dctx
+
+
+def compressor(dictionary: bytes | None = None) -> zstandard.ZstdCompressor:
+    """The body compressor (with the project's dictionary, if any), reused per process."""
+    cctx = _COMPRESSORS.get(dictionary)
+    if cctx is None:
+        zdict = zstandard.ZstdCompressionDict(dictionary) if dictionary else None
+        cctx = zstandard.ZstdCompressor(
+            level=COMPRESSION_LEVEL, dict_data=zdict, write_checksum=True
+        )
+        _COMPRESSORS[dictionary] = cctx
+    return cctx
+
+
+def pack_bodies(tx: apsw.Connection, pid: int, block_bytes: int = BODY_BLOCK_BYTES) -> int:
+    """Move the project's live files whose body is its own frame (stored before body
+    blocks, or by a caller that wrote files one by one) into blocks of about
+    ``block_bytes`` of text, in file order, compressed with the project's dictionary.
+    Returns the files moved. Texts are read back exactly, so search answers and the
+    derived tables do not change."""
+    dict_id = project_dict(tx, pid)
+    cctx = compressor(dict_data(tx, dict_id) if dict_id is not None else None)
+    rows = tx.execute(
+        "SELECT id, body FROM files WHERE project_id = ? AND live = 1 AND block_id IS NULL"
+        " ORDER BY id",
+        (pid,),
+    ).fetchall()
+    group: list[tuple[int, bytes]] = []
+    size = 0
+    for n, (fid, body) in enumerate(rows, 1):
+        text = _decompress(body, tx)
+        group.append((fid, text))
+        size += len(text)
+        if size >= block_bytes or n == len(rows):
+            _store_block(tx, pid, cctx, group)
+            group, size = [], 0
+    return len(rows)
+
+
+def _store_block(
+    tx: apsw.Connection, pid: int, cctx: zstandard.ZstdCompressor, group: list[tuple[int, bytes]]
+) -> None:
+    block_id = tx.execute(
+        "INSERT INTO body_blocks (project_id, files, data) VALUES (?, ?, ?) RETURNING id",
+        (pid, len(group), cctx.compress(b"".join(text for _, text in group))),
+    ).fetchone()[0]
+    at = 0
+    for fid, text in group:
+        tx.execute(
+            "UPDATE files SET body = x'', block_id = ?, block_start = ?, block_end = ?"
+            " WHERE id = ?",
+            (block_id, at, at + len(text), fid),
+        )
+        at += len(text)
+    killpoints.reach("bodies_mid_pack")  # drills: a migration killed between blocks
 
 
 def _decompress(frame: bytes, db=None) -> bytes:

@@ -374,3 +374,14 @@ MIGRATIONS: list[tuple[int, str, str]] = [
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]
+
+
+def migrate_data(version: int, tx) -> None:
+    """The data step of a migration, after its SQL and in its transaction (a kill
+    before the commit leaves the older schema, and the next open runs both again).
+    12: every project's per-file bodies are moved into blocks."""
+    if version == 12:
+        from memoryd.storage.corpus import pack_bodies  # the corpus needs the new schema
+
+        for (pid,) in tx.execute("SELECT id FROM projects ORDER BY id").fetchall():
+            pack_bodies(tx, pid)
