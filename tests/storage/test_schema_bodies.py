@@ -89,7 +89,7 @@ def _as_schema_11(home: Path) -> None:
 def _migrate_killed(home: Path) -> int:
     """Open the home in a process SIGKILLed after the migration's first block."""
     env = {**os.environ, "MEMORYD_KILL_AT": "bodies_mid_pack"}
-    code = "import sys; from memoryd.api import Memoryd; Memoryd(sys.argv[1]).close()"
+    code = "import sys; from memoryd.api import Memoryd; Memoryd(sys.argv[1]).db"
     return subprocess.run([sys.executable, "-c", code, str(home)], env=env, timeout=120).returncode
 
 
