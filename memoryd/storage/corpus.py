@@ -40,7 +40,7 @@ FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _DCTX = zstandard.ZstdDecompressor()
 _DICT_DCTX: dict[int, zstandard.ZstdDecompressor] = {}  # zstd dictionary id -> decompressor
 _COMPRESSORS: dict[bytes | None, zstandard.ZstdCompressor] = {}  # dictionary -> compressor
-BLOCKS_KEPT = 16  # decompressed body blocks an Authority keeps for search (<= 8 MiB)
+BLOCKS_KEPT = 32  # decompressed body blocks an Authority keeps for search (<= 8 MiB)
 
 
 class UnknownProject(MemorydError):
