@@ -41,12 +41,16 @@ def _answers(md: Memoryd) -> list:
 
 def test_blocks_count_their_files_and_go_with_the_last(home: Path, tmp_path: Path) -> None:
     (tmp_path / "repo").mkdir()
-    repo = _repo(tmp_path / "repo", 6)
+    repo = _repo(tmp_path / "repo", 5)
+    # Offsets are UTF-8 bytes: multi-byte text and replaced invalid bytes come back whole.
+    (repo / "mod_zz.md").write_bytes("naïve café, Ünïcode → ok\n".encode() + b"bad \xff byte\n")
     md = Memoryd(home)
     md.ingest(repo, wait=True, workers=1)
     (first, n), *more = _blocks(home).items()
     assert not more and n == 6  # one batch, one block
-    assert _texts(home) == {p.name: p.read_text() for p in repo.iterdir()}
+    sources = {p.name: p.read_bytes().decode(errors="replace") for p in repo.iterdir()}
+    assert _texts(home) == sources
+    assert md.search("naïve café", limit=3)["items"][0]["path"] == "mod_zz.md"
 
     # A changed file leaves the block for a block of its own; a redone batch of
     # unchanged files stores no block.
@@ -56,7 +60,7 @@ def test_blocks_count_their_files_and_go_with_the_last(home: Path, tmp_path: Pat
     assert blocks[first] == 5 and sorted(blocks.values()) == [1, 5]
     md.ingest(repo, wait=True, workers=1)
     assert _blocks(home) == blocks
-    assert _texts(home) == {p.name: p.read_text() for p in repo.iterdir()}
+    assert _texts(home) == {**sources, "mod_000.py": "def changed():\n    return 1\n"}
 
     # The block goes with its last file.
     for p in sorted(repo.iterdir())[1:]:
