@@ -55,6 +55,10 @@ CHUNK_TARGET_LINES = 40  # start looking for a natural boundary here
 CHUNK_MAX_LINES = 80
 CHUNK_MAX_CHARS = 4096
 COMPRESSION_LEVEL = 6
+# File bodies of one ingest batch are compressed together in frames of about this much
+# text: one frame per file compresses each alone (measured on the stdlib: 2.36 MB of
+# pages instead of 2.78 MB); an excerpt decompresses its file's whole block (~0.3 ms).
+BODY_BLOCK_BYTES = 256 * 1024
 # A zstd dictionary per project, trained by the first scan that finds enough new
 # files (a body's frame names its dictionary, so older bodies stay decodable).
 ZSTD_DICT_BYTES = 64 * 1024

@@ -154,6 +154,7 @@ def remove_step(tx: apsw.Connection, pid: int, limit: int) -> bool:
         return False
     for table, where, key in (
         ("files", "project_id = ?", pid),
+        ("body_blocks", "project_id = ?", pid),
         ("ingest_runs", "project_id = ?", pid),
         ("history", "project = ?", str(pid)),
         *((table, where, pid) for table, where in MEMORY_ROWS),

@@ -8,20 +8,19 @@ so the index can be rebuilt from the stored file body alone.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from itertools import accumulate
 
 import zstandard
 
 from memoryd.config import (
+    BODY_BLOCK_BYTES,
     CHUNK_MAX_CHARS,
     CHUNK_MAX_LINES,
     CHUNK_TARGET_LINES,
-    COMPRESSION_LEVEL,
     ZSTD_DICT_BYTES,
 )
-from memoryd.storage.corpus import ChunkRow, FileRows
-
-_COMPRESSORS: dict[bytes | None, zstandard.ZstdCompressor] = {}
+from memoryd.storage.corpus import ChunkRow, FileRows, compressor
 
 
 def digest(data: bytes, size: int = 16) -> str:
@@ -68,18 +67,6 @@ def line_ranges(lines: list[str]) -> list[tuple[int, int]]:
     return ranges
 
 
-def compressor(dictionary: bytes | None = None) -> zstandard.ZstdCompressor:
-    """The body compressor (with the project's dictionary, if any), reused per process."""
-    cctx = _COMPRESSORS.get(dictionary)
-    if cctx is None:
-        zdict = zstandard.ZstdCompressionDict(dictionary) if dictionary else None
-        cctx = zstandard.ZstdCompressor(
-            level=COMPRESSION_LEVEL, dict_data=zdict, write_checksum=True
-        )
-        _COMPRESSORS[dictionary] = cctx
-    return cctx
-
-
 def train_dictionary(samples: list[bytes]) -> bytes | None:
     """A zstd dictionary for a project's bodies, or None when the samples do not allow one."""
     try:
@@ -92,7 +79,47 @@ def train_dictionary(samples: list[bytes]) -> bytes | None:
 def prepare_file(
     project: str, path: str, raw: bytes, *, dictionary: bytes | None = None
 ) -> FileRows:
-    """Everything the supervisor needs to store and index one file."""
+    """Everything the supervisor needs to store and index one file (its body its own
+    frame)."""
+    rows, text = _prepare(project, path, raw)
+    return rows._replace(body=compressor(dictionary).compress(text))
+
+
+def prepare_batch(
+    project: str,
+    items: Iterable[tuple[str, bytes]],
+    *,
+    dictionary: bytes | None = None,
+    block_bytes: int = BODY_BLOCK_BYTES,
+) -> tuple[list[FileRows], list[bytes]]:
+    """The rows of a batch's (path, raw bytes) files and their body blocks: the files'
+    texts in order, a block closed once it holds ``block_bytes`` (a file is never
+    split)."""
+    rows: list[FileRows] = []
+    blocks: list[bytes] = []
+    pending: list[bytes] = []
+    size = 0
+
+    def close() -> None:
+        nonlocal size
+        blocks.append(compressor(dictionary).compress(b"".join(pending)))
+        pending.clear()
+        size = 0
+
+    for path, raw in items:
+        row, text = _prepare(project, path, raw)
+        rows.append(row._replace(block=len(blocks), block_start=size, block_end=size + len(text)))
+        pending.append(text)
+        size += len(text)
+        if size >= block_bytes:
+            close()
+    if pending:
+        close()
+    return rows, blocks
+
+
+def _prepare(project: str, path: str, raw: bytes) -> tuple[FileRows, bytes]:
+    """The file's rows without a body, and its decoded text's UTF-8 bytes."""
     text = decode(raw)
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -106,5 +133,4 @@ def prepare_file(
             f"{project}\0{path}\0{ordinal}\0{chunk_hash.hexdigest()}".encode(), digest_size=12
         ).digest()
         chunks.append(ChunkRow(ordinal, start, end, chunk_id, chunk_hash.digest(), chunk_text))
-    body = compressor(dictionary).compress(text.encode("utf-8"))
-    return FileRows(path, digest(raw), len(raw), len(lines), body, chunks)
+    return FileRows(path, digest(raw), len(raw), len(lines), b"", chunks), text.encode("utf-8")

@@ -24,7 +24,7 @@ import apsw
 
 from memoryd.config import ZSTD_DICT_MIN_FILES, ZSTD_DICT_SAMPLE_BYTES, ZSTD_DICT_SAMPLES
 from memoryd.ingest import progress
-from memoryd.ingest.chunking import prepare_file, train_dictionary
+from memoryd.ingest.chunking import prepare_batch, train_dictionary
 from memoryd.ingest.progress import ScanProgress
 from memoryd.ingest.scan import Eligible, read_file, scan
 from memoryd.queue import ClaimedJob, JobSpec
@@ -168,23 +168,24 @@ def _dictionary(ctx: WorkContext, dict_id: int | None) -> bytes | None:
 
 def _run_batch(ctx: WorkContext, p: dict) -> dict:
     skipped: Counter = Counter()
-    prepared = []
+    read = []
     nbytes = 0
-    dictionary = _dictionary(ctx, p.get("dict"))
     root = project_root(ctx, p)
     for rel, size, *_ in p["files"]:
         raw = read_file(root, rel, int(ctx.config.max_file_bytes), skipped)
         nbytes += size
         if raw is not None:
-            prepared.append(prepare_file(p["project"], rel, raw, dictionary=dictionary))
-    return {"files": prepared, "count": len(p["files"]), "bytes": nbytes, "skipped": skipped}
+            read.append((rel, raw))
+    files, blocks = prepare_batch(p["project"], read, dictionary=_dictionary(ctx, p.get("dict")))
+    return {"files": files, "blocks": blocks, "count": len(p["files"]), "bytes": nbytes,
+            "skipped": skipped}  # fmt: skip
 
 
 def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     for job, out in done:
         p = job.data
         vectors.check(actx.tx, actx.config)  # files of another encoder's store would mix
-        put_files(actx.tx, p["project_id"], out["files"], job.id)
+        put_files(actx.tx, p["project_id"], out["files"], job.id, out.get("blocks", ()))
         runs.record_batch(
             actx.tx,
             p["run"],

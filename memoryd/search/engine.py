@@ -57,7 +57,7 @@ from memoryd.search.terms import (
     words,
 )
 from memoryd.storage import fts
-from memoryd.storage.corpus import file_text, project_id
+from memoryd.storage.corpus import file_texts, project_id
 
 POOL = 200  # lexical candidates the gate looks at
 # Posting entries a query reads whole; past it its commoner terms are only looked up on
@@ -269,10 +269,8 @@ def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
     info = _chunk_info(db, stats, [c.rowid for c in todo])
     rows = [info[c.rowid] for c in todo if c.rowid in info]
     need = {r[1] for r in rows if r[1] not in files}
-    if need:
-        marks = ",".join("?" * len(need))
-        for fid, body in db.query(f"SELECT id, body FROM files WHERE id IN ({marks})", tuple(need)):
-            files[fid] = tuple(file_text(body, db).split("\n"))
+    for fid, text in file_texts(db, need).items():
+        files[fid] = tuple(text.split("\n"))
     for c in todo:
         r = info.get(c.rowid)
         if r is None:

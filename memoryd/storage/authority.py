@@ -33,7 +33,7 @@ from memoryd.errors import (
     StoreBusy,
     disk_full,
 )
-from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS
+from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS, migrate_data
 
 T = TypeVar("T")
 
@@ -130,6 +130,7 @@ class Authority:
         for version, name, sql in MIGRATIONS:
             if version > current:
                 tx.execute(sql)
+                migrate_data(version, tx)
                 tx.execute(
                     "INSERT INTO schema_history VALUES (?, ?, ?)", (version, name, time.time())
                 )

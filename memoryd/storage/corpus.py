@@ -25,17 +25,22 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 import apsw
 import zstandard
 
+from memoryd import killpoints
+from memoryd.config import BODY_BLOCK_BYTES, COMPRESSION_LEVEL
 from memoryd.errors import MemorydError
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _DCTX = zstandard.ZstdDecompressor()
 _DICT_DCTX: dict[int, zstandard.ZstdDecompressor] = {}  # zstd dictionary id -> decompressor
+_COMPRESSORS: dict[bytes | None, zstandard.ZstdCompressor] = {}  # dictionary -> compressor
+BLOCKS_KEPT = 32  # decompressed body blocks an Authority keeps for search (<= 8 MiB)
 
 
 class UnknownProject(MemorydError):
@@ -58,8 +63,11 @@ class FileRows(NamedTuple):
     content_hash: str
     size: int
     lines: int
-    body: bytes  # zstd-compressed text (with the project's dictionary, if any)
+    body: bytes  # zstd-compressed text (with the project's dictionary, if any); b"" in a block
     chunks: Sequence[ChunkRow]
+    block: int = -1  # index of its body block in the batch (-1: ``body`` is its own frame)
+    block_start: int = 0  # its text's UTF-8 bytes in the decompressed block
+    block_end: int = 0
 
 
 def fts_table(project_id: int) -> str:
@@ -212,14 +220,20 @@ def _next_chunk_id(tx: apsw.Connection) -> int:
 
 
 def put_files(
-    tx: apsw.Connection, pid: int, files: Iterable[FileRows], job_id: int | None = None
+    tx: apsw.Connection,
+    pid: int,
+    files: Iterable[FileRows],
+    job_id: int | None = None,
+    blocks: Sequence[bytes] = (),
 ) -> int:
     """Insert or replace files with their chunks and index rows. Returns files written.
+    ``blocks`` are the batch's body blocks (zstd frames) its files' ``block`` index.
 
     Chunk and index rows are written together at the end, with ids given here: many
     rows per statement, and FTS5 need not pick rowids one at a time.
     """
     files = list(files)
+    block_ids = _put_blocks(tx, pid, blocks)
     indexed = _indexed_for(tx, pid, sum(f.size for f in files))
     table = fts_table(pid)
     now = time.time()
@@ -254,20 +268,25 @@ def put_files(
         ).fetchone()
         if old and old[1] == f.content_hash and old[2]:
             continue  # already current: a redone job changes nothing
+        where = (block_ids[f.block], f.block_start, f.block_end) if f.block >= 0 else (None,) * 3
         if old:
             _drop_chunks(tx, pid, old[0])
+            _release_block(tx, old[0])
             tx.execute(
                 "UPDATE files SET content_hash = ?, size = ?, lines = ?, body = ?, live = 1,"
-                " updated_at = ? WHERE id = ?",
-                (f.content_hash, f.size, f.lines, f.body, now, old[0]),
+                " updated_at = ?, block_id = ?, block_start = ?, block_end = ? WHERE id = ?",
+                (f.content_hash, f.size, f.lines, f.body, now, *where, old[0]),
             )
             file_id = old[0]
         else:
             file_id = tx.execute(
-                "INSERT INTO files (project_id, path, content_hash, size, lines, body, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (pid, f.path, f.content_hash, f.size, f.lines, f.body, now),
+                "INSERT INTO files (project_id, path, content_hash, size, lines, body, updated_at,"
+                " block_id, block_start, block_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " RETURNING id",
+                (pid, f.path, f.content_hash, f.size, f.lines, f.body, now, *where),
             ).fetchone()[0]
+        if where[0] is not None:
+            tx.execute("UPDATE body_blocks SET files = files + 1 WHERE id = ?", (where[0],))
         for c in f.chunks:
             chunk_rows.append(
                 (c.chunk_id, pid, file_id, c.ordinal, c.start_line, c.end_line, c.content_hash)
@@ -278,6 +297,9 @@ def put_files(
         written += 1
     if chunk_rows:
         flush()
+    if block_ids:  # a block none of whose files was written (all current already)
+        marks = ",".join("?" * len(block_ids))
+        tx.execute(f"DELETE FROM body_blocks WHERE files = 0 AND id IN ({marks})", block_ids)
     if history:
         tx.executemany(
             "INSERT INTO history (at, kind, project, ref, content_hash, job_id)"
@@ -287,6 +309,28 @@ def put_files(
     if written:
         tx.execute("UPDATE projects SET generation = generation + 1 WHERE id = ?", (pid,))
     return written
+
+
+def _put_blocks(tx: apsw.Connection, pid: int, blocks: Sequence[bytes]) -> list[int]:
+    """Store a batch's body blocks; their ids, by index (each counts its files later)."""
+    if not blocks:
+        return []
+    return [
+        tx.execute(
+            "INSERT INTO body_blocks (project_id, files, data) VALUES (?, 0, ?) RETURNING id",
+            (pid, data),
+        ).fetchone()[0]
+        for data in blocks
+    ]
+
+
+def _release_block(tx: apsw.Connection, file_id: int) -> None:
+    """The file's body leaves its block: the block goes with its last file. (Its bytes
+    stay in the block until then; a block holds one batch's files, written together.)"""
+    row = tx.execute("SELECT block_id FROM files WHERE id = ?", (file_id,)).fetchone()
+    if row and row[0] is not None:
+        tx.execute("UPDATE body_blocks SET files = files - 1 WHERE id = ?", (row[0],))
+        tx.execute("DELETE FROM body_blocks WHERE id = ? AND files <= 0", (row[0],))
 
 
 def retire_files(
@@ -302,7 +346,9 @@ def retire_files(
         if not row:
             continue
         _drop_chunks(tx, pid, row[0])
-        tx.execute("UPDATE files SET live = 0, body = x'', updated_at = ? WHERE id = ?",
+        _release_block(tx, row[0])
+        tx.execute("UPDATE files SET live = 0, body = x'', updated_at = ?, block_id = NULL,"
+                   " block_start = NULL, block_end = NULL WHERE id = ?",
                    (time.time(), row[0]))  # fmt: skip
         _history(tx, "file.retire", pid, path, row[1], job_id)
         retired += 1
@@ -397,14 +443,155 @@ def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
     return dctx
 
 
-def file_text(body: bytes, db=None) -> str:
-    """The decoded text of a stored body. ``db`` (an Authority or connection) is where
-    its dictionary is looked up the first time; without it, every open connection."""
-    if not body:
-        return ""
-    dict_id = zstandard.get_frame_parameters(body).dict_id
+def compressor(dictionary: bytes | None = None) -> zstandard.ZstdCompressor:
+    """The body compressor (with the project's dictionary, if any), reused per process."""
+    cctx = _COMPRESSORS.get(dictionary)
+    if cctx is None:
+        zdict = zstandard.ZstdCompressionDict(dictionary) if dictionary else None
+        cctx = zstandard.ZstdCompressor(
+            level=COMPRESSION_LEVEL, dict_data=zdict, write_checksum=True
+        )
+        _COMPRESSORS[dictionary] = cctx
+    return cctx
+
+
+def pack_bodies(tx: apsw.Connection, pid: int, block_bytes: int = BODY_BLOCK_BYTES) -> int:
+    """Move the project's live files whose body is its own frame (stored before body
+    blocks, or by a caller that wrote files one by one) into blocks of about
+    ``block_bytes`` of text, in file order, compressed with the project's dictionary.
+    Returns the files moved. Texts are read back exactly, so search answers and the
+    derived tables do not change."""
+    dict_id = project_dict(tx, pid)
+    cctx = compressor(dict_data(tx, dict_id) if dict_id is not None else None)
+    rows = tx.execute(
+        "SELECT id, body FROM files WHERE project_id = ? AND live = 1 AND block_id IS NULL"
+        " ORDER BY id",
+        (pid,),
+    ).fetchall()
+    group: list[tuple[int, bytes]] = []
+    size = 0
+    for n, (fid, body) in enumerate(rows, 1):
+        text = _decompress(body, tx)
+        group.append((fid, text))
+        size += len(text)
+        if size >= block_bytes or n == len(rows):
+            _store_block(tx, pid, cctx, group)
+            group, size = [], 0
+    return len(rows)
+
+
+def _store_block(
+    tx: apsw.Connection, pid: int, cctx: zstandard.ZstdCompressor, group: list[tuple[int, bytes]]
+) -> None:
+    block_id = tx.execute(
+        "INSERT INTO body_blocks (project_id, files, data) VALUES (?, ?, ?) RETURNING id",
+        (pid, len(group), cctx.compress(b"".join(text for _, text in group))),
+    ).fetchone()[0]
+    at = 0
+    for fid, text in group:
+        tx.execute(
+            "UPDATE files SET body = x'', block_id = ?, block_start = ?, block_end = ?"
+            " WHERE id = ?",
+            (block_id, at, at + len(text), fid),
+        )
+        at += len(text)
+    killpoints.reach("bodies_mid_pack")  # drills: a migration killed between blocks
+
+
+def _decompress(frame: bytes, db=None) -> bytes:
+    if not frame:
+        return b""
+    dict_id = zstandard.get_frame_parameters(frame).dict_id
     dctx = _dict_decompressor(dict_id, db) if dict_id else _DCTX
-    return dctx.decompress(body).decode("utf-8")
+    return dctx.decompress(frame)
+
+
+def file_text(body: bytes, db=None) -> str:
+    """The decoded text of a body stored as its own frame. ``db`` (an Authority or
+    connection) is where its dictionary is looked up the first time; without it,
+    every open connection."""
+    return _decompress(body, db).decode("utf-8")
+
+
+class _Blocks:
+    """Decompressed body blocks of one Authority, the most recent few (a block is
+    immutable and its id never reused, so a kept one is never stale)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.kept: OrderedDict[int, bytes] = OrderedDict()
+
+    def get(self, db, block_id: int) -> bytes:
+        with self.lock:
+            data = self.kept.get(block_id)
+            if data is not None:
+                self.kept.move_to_end(block_id)
+                return data
+        data = _read_block(db, block_id)
+        with self.lock:
+            self.kept[block_id] = data
+            while len(self.kept) > BLOCKS_KEPT:
+                self.kept.popitem(last=False)
+        return data
+
+
+def _read_block(db, block_id: int) -> bytes:
+    rows = _query(db, "SELECT data FROM body_blocks WHERE id = ?", (block_id,))
+    if not rows:
+        raise MemorydError(f"body block {block_id} is missing from the authority; run"
+                           " `memoryd rebuild --verify` and re-ingest the project")  # fmt: skip
+    return _decompress(rows[0][0], db)
+
+
+def _blocks(db) -> _Blocks | None:
+    """The Authority's block cache; None for a bare connection (a writer's, not cached)."""
+    if isinstance(db, apsw.Connection):
+        return None
+    return db.__dict__.setdefault("_memoryd_blocks", _Blocks())
+
+
+def file_texts(db, file_ids: Iterable[int]) -> dict[int, str]:
+    """file id -> decoded text of each of ``file_ids`` (a search page's few files), its
+    body its own frame or a slice of a block (each block decompressed once)."""
+    ids = tuple(set(file_ids))
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = _query(
+        db,
+        f"SELECT id, body, block_id, block_start, block_end FROM files WHERE id IN ({marks})",
+        ids,
+    )
+    cache = _blocks(db)
+    read: dict[int, bytes] = {}
+    texts = {}
+    for fid, body, block_id, start, end in rows:
+        if block_id is None:
+            texts[fid] = file_text(body, db)
+            continue
+        if block_id not in read:
+            read[block_id] = cache.get(db, block_id) if cache else _read_block(db, block_id)
+        texts[fid] = read[block_id][start:end].decode("utf-8")
+    return texts
+
+
+def live_texts(conn: apsw.Connection, pid: int) -> Iterator[tuple[int, str, str]]:
+    """(file id, path, text) of every live file of the project, in block order: each
+    block is decompressed once and only one is held at a time."""
+    rows = conn.execute(
+        "SELECT id, path, block_id, block_start, block_end FROM main.files"
+        " WHERE project_id = ? AND live = 1 ORDER BY block_id, id",
+        (pid,),
+    ).fetchall()
+    held: tuple[int | None, bytes] = (None, b"")
+    for fid, path, block_id, start, end in rows:
+        if block_id is None:
+            body = conn.execute("SELECT body FROM main.files WHERE id = ?", (fid,)).fetchone()[0]
+            yield fid, path, file_text(body, conn)
+            continue
+        if held[0] != block_id:
+            held = (block_id, _read_block(conn, block_id))
+        yield fid, path, held[1][start:end].decode("utf-8")
 
 
 def reclaim_free_pages(tx: apsw.Connection) -> int:
@@ -427,11 +614,8 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
     """Index every live chunk of the project into its (empty) FTS table in ``schema``."""
     table = f"{schema}.{fts_table(pid)}"
     count = 0
-    files = conn.execute(
-        "SELECT id, path, body FROM main.files WHERE project_id = ? AND live = 1", (pid,)
-    ).fetchall()
-    for file_id, path, body in files:
-        lines = file_text(body, conn).split("\n")
+    for file_id, path, text in live_texts(conn, pid):
+        lines = text.split("\n")
         rows = [
             (rowid, path, "\n".join(lines[start - 1 : end]))
             for rowid, start, end in conn.execute(

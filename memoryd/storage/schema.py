@@ -349,6 +349,39 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         END;
         """,
     ),
+    (
+        12,
+        "file bodies compressed in blocks of several files (issue 13)",
+        """
+        -- One zstd frame holds the bodies of several files of one ingest batch (about
+        -- BODY_BLOCK_BYTES of text): their shared licence headers and imports compress
+        -- once. A file in a block has body x'' and its text's UTF-8 bytes at
+        -- [block_start, block_end) of the decompressed block; block_id NULL: body is its
+        -- own frame (files written before this migration, or alone in their batch).
+        -- files counts the block's files; the block goes with its last one. Ids are never
+        -- reused (AUTOINCREMENT): a reader's cached block is never stale.
+        CREATE TABLE body_blocks (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            project_id INTEGER NOT NULL,
+            files      INTEGER NOT NULL,
+            data       BLOB NOT NULL
+        );
+        ALTER TABLE files ADD COLUMN block_id INTEGER;
+        ALTER TABLE files ADD COLUMN block_start INTEGER;
+        ALTER TABLE files ADD COLUMN block_end INTEGER;
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]
+
+
+def migrate_data(version: int, tx) -> None:
+    """The data step of a migration, after its SQL and in its transaction (a kill
+    before the commit leaves the older schema, and the next open runs both again).
+    12: every project's per-file bodies are moved into blocks."""
+    if version == 12:
+        from memoryd.storage.corpus import pack_bodies  # the corpus needs the new schema
+
+        for (pid,) in tx.execute("SELECT id FROM projects ORDER BY id").fetchall():
+            pack_bodies(tx, pid)

@@ -26,7 +26,7 @@ import numpy as np
 
 from memoryd.errors import EncoderChanged
 from memoryd.search.dense import Encoder, encoder_name, load_encoder, pack, unpack
-from memoryd.storage.corpus import _query, file_text
+from memoryd.storage.corpus import _query, file_texts, live_texts
 
 HASHING = "hashing"  # the default encoder keeps no stored vectors
 ENCODE_TEXTS = 512  # chunk texts encoded in one call (bounded memory)
@@ -93,11 +93,11 @@ def encode_job(db, config, payload: dict) -> dict | None:
     for path, content_hash in payload["files"]:
         rows = _query(
             db,
-            "SELECT id, body FROM files WHERE project_id = ? AND path = ? AND live = 1"
+            "SELECT id FROM files WHERE project_id = ? AND path = ? AND live = 1"
             " AND content_hash = ?",
             (pid, path, content_hash),
         )
-        chunks = _chunk_texts(db, *rows[0]) if rows else []
+        chunks = _chunk_texts(db, rows[0][0], file_texts(db, [rows[0][0]])) if rows else []
         if chunks:
             found.append((rows[0][0], content_hash, len(chunks)))
             texts += chunks
@@ -110,14 +110,15 @@ def encode_job(db, config, payload: dict) -> dict | None:
     return {"encoder": enc.name, "dim": enc.dim, "files": out}
 
 
-def _chunk_texts(db, file_id: int, body: bytes) -> list[str]:
-    """The texts of a stored file's chunks, in ordinal order."""
+def _chunk_texts(db, file_id: int, texts: dict[int, str]) -> list[str]:
+    """The texts of a stored file's chunks, in ordinal order (``texts``: file id ->
+    its text)."""
     ranges = _query(
         db, "SELECT start_line, end_line FROM chunks WHERE file_id = ? ORDER BY ordinal", (file_id,)
     )
     if not ranges:
         return []
-    lines = file_text(body, db).split("\n")
+    lines = texts[file_id].split("\n")
     return ["\n".join(lines[s - 1 : e]) for s, e in ranges]
 
 
@@ -234,11 +235,8 @@ def rebuild_vectors(tx: apsw.Connection, pid: int, config) -> int:
         return 0
     claim(tx, enc.name, enc.dim)
     count = 0
-    files = tx.execute(
-        "SELECT id, body FROM files WHERE project_id = ? AND live = 1 ORDER BY id", (pid,)
-    ).fetchall()
-    for file_id, body in files:
-        texts = _chunk_texts(tx, file_id, body)
+    for file_id, _path, text in live_texts(tx, pid):
+        texts = _chunk_texts(tx, file_id, {file_id: text})
         if texts:
             tx.execute(
                 "INSERT INTO chunk_vectors (file_id, project_id, codes) VALUES (?, ?, ?)",

@@ -33,21 +33,26 @@ def test_project_dictionary_bodies_and_rebuild(home: Path, tmp_path: Path) -> No
 
     (dict_id, data), *more = query(home, "SELECT id, data FROM zdicts")
     assert not more and zstandard.ZstdCompressionDict(data).dict_id() == dict_id
-    bodies = query(home, "SELECT path, body FROM files")
-    assert {zstandard.get_frame_parameters(b).dict_id for _, b in bodies} == {dict_id}
+    # Bodies are compressed in blocks of several files, each block a frame naming the
+    # dictionary; a file's own body is then empty.
+    blocks = query(home, "SELECT data, files FROM body_blocks")
+    assert {zstandard.get_frame_parameters(b).dict_id for b, _ in blocks} == {dict_id}
+    assert sum(n for _, n in blocks) == ZSTD_DICT_MIN_FILES + 8 > len(blocks)
+    assert query(home, "SELECT count(*) FROM files WHERE body != x'' OR block_id IS NULL") == [(0,)]
     assert query(home, "PRAGMA page_size")[0][0] == PAGE_SIZE
     assert query(home, "PRAGMA freelist_count")[0][0] == 0
     ids = query(home, "SELECT chunk_id, content_hash FROM chunks")
     assert all(len(c) == 12 and len(h) == 16 for c, h in ids)
     assert len({c for c, _ in ids}) == len(ids)
 
-    # A body decodes without being told where its dictionary lives: any open connection
-    # to the authority that holds it will do (the search path reads bodies that way).
+    # A file's text comes back exactly, its block's dictionary found through the
+    # connection that read it.
     corpus._DICT_DCTX.clear()
     conn = apsw.Connection(str(home / "authority.db"), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        path, body = bodies[0]
-        assert corpus.file_text(body) == (repo / path).read_text(encoding="utf-8")
+        files = dict(conn.execute("SELECT id, path FROM files").fetchall())
+        for fid, text in corpus.file_texts(conn, files).items():
+            assert text == (repo / files[fid]).read_text(encoding="utf-8")
     finally:
         conn.close()
 

@@ -1,5 +1,5 @@
 """Issue 18 defect 1: the same tree under a second project name ingests fully, each
-project with a dictionary id of its own (a body's frame names its dictionary)."""
+project with a dictionary id of its own (a body block's frame names its dictionary)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_same_tree_under_two_project_names(cli, home, tmp_path):
     dicts = dict(query(home, "SELECT project_id, id FROM zdicts"))
     assert len(dicts) == 2 and len(set(dicts.values())) == 2
     for pid, dict_id in dicts.items():
-        frames = query(home, "SELECT body FROM files WHERE project_id = ?", (pid,))
+        frames = query(home, "SELECT data FROM body_blocks WHERE project_id = ?", (pid,))
         assert {zstandard.get_frame_parameters(b).dict_id for (b,) in frames} == {dict_id}
     for name in ("a", "b"):
         res = cli("search", "reconcile quarterly ledger balances", "--project", name, "--json")

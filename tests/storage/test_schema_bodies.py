@@ -1,0 +1,125 @@
+"""Issue 13: file bodies compressed in blocks of several files (migration 12). A block
+counts its files and goes with the last; an older home's per-file bodies move into
+blocks when it opens, in the migration's transaction (a kill leaves the old schema,
+and the next open finishes it); texts, answers and derived tables stay equal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memoryd.api import Memoryd
+from memoryd.config import ZSTD_DICT_MIN_FILES
+from memoryd.storage import corpus
+from memoryd.storage.schema import CURRENT_VERSION
+from tests.conftest import downgrade_sql, query
+from tests.ingest.test_store import _repo
+
+QUERIES = ("render page_7", "handler_20_4 request", "render page_12 response")
+
+
+def _blocks(home: Path) -> dict[int, int]:
+    return dict(query(home, "SELECT id, files FROM body_blocks"))
+
+
+def _texts(home: Path) -> dict[str, str]:
+    md = Memoryd(home)
+    try:
+        ids = dict(md.db.query("SELECT id, path FROM files WHERE live = 1"))
+        return {ids[fid]: text for fid, text in corpus.file_texts(md.db, ids).items()}
+    finally:
+        md.close()
+
+
+def _answers(md: Memoryd) -> list:
+    return [md.search(q, limit=5)["items"] for q in QUERIES]
+
+
+def test_blocks_count_their_files_and_go_with_the_last(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", 5)
+    # Offsets are UTF-8 bytes: multi-byte text and replaced invalid bytes come back whole.
+    (repo / "mod_zz.md").write_bytes("naïve café, Ünïcode → ok\n".encode() + b"bad \xff byte\n")
+    md = Memoryd(home)
+    md.ingest(repo, wait=True, workers=1)
+    (first, n), *more = _blocks(home).items()
+    assert not more and n == 6  # one batch, one block
+    sources = {p.name: p.read_bytes().decode(errors="replace") for p in repo.iterdir()}
+    assert _texts(home) == sources
+    assert md.search("naïve café", limit=3)["items"][0]["path"] == "mod_zz.md"
+
+    # A changed file leaves the block for a block of its own; a redone batch of
+    # unchanged files stores no block.
+    (repo / "mod_000.py").write_text("def changed():\n    return 1\n")
+    md.ingest(repo, wait=True, workers=1)
+    blocks = _blocks(home)
+    assert blocks[first] == 5 and sorted(blocks.values()) == [1, 5]
+    md.ingest(repo, wait=True, workers=1)
+    assert _blocks(home) == blocks
+    assert _texts(home) == {**sources, "mod_000.py": "def changed():\n    return 1\n"}
+
+    # The block goes with its last file.
+    for p in sorted(repo.iterdir())[1:]:
+        p.unlink()
+    md.ingest(repo, wait=True, workers=1)
+    assert first not in _blocks(home) and len(_blocks(home)) == 1
+    assert [i["path"] for i in md.search("changed", limit=3)["items"]] == ["mod_000.py"]
+    md.close()
+
+
+def _as_schema_11(home: Path) -> None:
+    """Turn the home back into what memoryd wrote before body blocks: each live file's
+    text its own frame (with the project's dictionary), schema 11."""
+
+    def unpack(tx) -> None:
+        for (pid,) in tx.execute("SELECT id FROM projects").fetchall():
+            dict_id = corpus.project_dict(tx, pid)
+            cctx = corpus.compressor(corpus.dict_data(tx, dict_id) if dict_id else None)
+            for fid, _path, text in list(corpus.live_texts(tx, pid)):
+                tx.execute(
+                    "UPDATE files SET body = ? WHERE id = ?", (cctx.compress(text.encode()), fid)
+                )
+        tx.execute(downgrade_sql(11))
+
+    md = Memoryd(home)
+    md.db.write(unpack)
+    md.close()
+
+
+def _migrate_killed(home: Path) -> int:
+    """Open the home in a process SIGKILLed after the migration's first block."""
+    env = {**os.environ, "MEMORYD_KILL_AT": "bodies_mid_pack"}
+    code = "import sys; from memoryd.api import Memoryd; Memoryd(sys.argv[1]).db"
+    return subprocess.run([sys.executable, "-c", code, str(home)], env=env, timeout=120).returncode
+
+
+@pytest.mark.slow
+def test_an_older_home_moves_its_bodies_into_blocks(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", ZSTD_DICT_MIN_FILES + 8)
+    md = Memoryd(home)
+    md.ingest(repo, wait=True, workers=2)
+    before = _answers(md)
+    md.close()
+    _as_schema_11(home)
+    assert query(home, "PRAGMA user_version") == [(11,)]
+    own_frames = query(home, "SELECT count(*) FROM files WHERE length(body) > 0")
+    assert own_frames == [(ZSTD_DICT_MIN_FILES + 8,)] and all(before)
+
+    # Killed mid-migration: nothing of it committed, the home still at schema 11.
+    assert _migrate_killed(home) == -9
+    assert query(home, "PRAGMA user_version") == [(11,)]
+    assert "body_blocks" not in {r[0] for r in query(home, "SELECT name FROM sqlite_schema")}
+
+    md = Memoryd(home)  # the next open migrates
+    assert md.db.user_version() == CURRENT_VERSION
+    assert query(home, "SELECT count(*) FROM files WHERE body != x'' OR block_id IS NULL") == [(0,)]
+    assert sum(_blocks(home).values()) == ZSTD_DICT_MIN_FILES + 8
+    assert _answers(md) == before
+    assert md.rebuild(verify=True)["equal"]
+    md.close()
+    assert _texts(home) == {p.name: p.read_text() for p in repo.iterdir()}
