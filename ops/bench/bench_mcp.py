@@ -20,7 +20,7 @@ Measured, each after one warm-up pass:
 * the SDK's floor: a server of the same SDK whose one tool does nothing,
   called the same way (what MCP itself costs a call on this machine).
 
-    .venv/bin/python ops/bench/bench_mcp.py [--queries N] [--beats N] [--json]
+    .venv/bin/python ops/bench/bench_mcp.py [--queries N] [--beats N] [--json] [--home DIR]
 """
 
 from __future__ import annotations
@@ -174,12 +174,14 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--beats", type=int, default=200)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--home", type=Path, help="a home prepared by an earlier run: kept, reused")
     args = ap.parse_args()
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     queries = docstring_queries(sorted(stdlib.glob("*.py")), args.queries)
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
-        home = Path(tmp) / "home"
-        prepare(home, queries)
+        home = args.home or Path(tmp) / "home"
+        if not (home / "authority.db").exists():
+            prepare(home, queries)
         report = {"queries": len(queries), "recall_in_process": in_process(home, queries)}
         report["recall_mcp_embedded"] = through_mcp(home, queries)
         report["recall_socket"] = with_supervisor(home, over_socket, home, queries)
