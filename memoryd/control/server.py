@@ -134,7 +134,11 @@ class ControlServer:
             access_bucket_seconds=float(config.retention_access_bucket_seconds),
         )
         self._sock: socket.socket | None = None
-        self._idle: queue.SimpleQueue = queue.SimpleQueue()  # API instances between requests
+        # API instances between requests, the warmest on top: an instance's authority
+        # connection caches the pages its queries read, so one client's requests keep
+        # to one instance (a FIFO alternated them: each query cold on the other)
+        self._idle: queue.LifoQueue = queue.LifoQueue()
+        self._writer = None  # the flusher's own instance: it never cools the requests' one
         self.direct: queue.SimpleQueue[Direct] = queue.SimpleQueue()  # drained by the supervisor
         # a byte per direct write wakes the supervisor's wait (it polls the read end)
         self.wake_read: int | None = None
@@ -174,6 +178,9 @@ class ControlServer:
                 os.close(fd)
         self.wake_read = self._wake_write = None
         self.deferred.stop()  # before the API instances go: it enqueues through one
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
         while True:
             try:
                 self._idle.get_nowait().close()
@@ -245,16 +252,20 @@ class ControlServer:
         try:
             md = self._idle.get_nowait()
         except queue.Empty:
-            from memoryd.api import Memoryd
-
-            md = Memoryd(self.home)
-            md.config = self.config
-            md.via_control = False
-            md.archive_reader = self.archive_read
+            md = self._new_api()
         try:
             yield md
         finally:
             self._idle.put(md)
+
+    def _new_api(self):
+        from memoryd.api import Memoryd
+
+        md = Memoryd(self.home)
+        md.config = self.config
+        md.via_control = False
+        md.archive_reader = self.archive_read
+        return md
 
     # -- the archive -------------------------------------------------------------------
 
@@ -287,5 +298,6 @@ class ControlServer:
     def _enqueue(self, op: str, args: dict) -> int | None:
         from memoryd.queue import JobSpec
 
-        with self._api() as md:
-            return md.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))
+        if self._writer is None:  # the flusher's thread (or stop(), after it ended)
+            self._writer = self._new_api()
+        return self._writer.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))
