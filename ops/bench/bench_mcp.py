@@ -20,6 +20,10 @@ Measured, each after one warm-up pass:
 * the SDK's floor: a server of the same SDK whose one tool does nothing,
   called the same way (what MCP itself costs a call on this machine).
 
+Rows served by other processes also give the CPU those processes (the supervisor,
+the MCP server) spent per call during the measured pass (``server_cpu_ms_per_call``,
+from /proc): unlike wall times, it does not follow the machine's load.
+
     .venv/bin/python ops/bench/bench_mcp.py [--queries N] [--beats N] [--json] [--home DIR]
 """
 
@@ -77,9 +81,28 @@ def prepare(home: Path, queries: list[str]) -> None:
         cli(home, "archive", "add", str(path), "--project", PROJECT, "--session", f"s{i}")
 
 
-def ms(seconds: list[float]) -> dict[str, float]:
+def ms(seconds: list[float], served_cpu: float | None = None) -> dict[str, float]:
+    """p50/p95 of a series; with ``served_cpu`` (seconds), that CPU per call too."""
     q = statistics.quantiles(seconds, n=20)
-    return {"p50_ms": round(statistics.median(seconds) * 1000, 2), "p95_ms": round(q[-1] * 1000, 2)}
+    out = {"p50_ms": round(statistics.median(seconds) * 1000, 2), "p95_ms": round(q[-1] * 1000, 2)}
+    if served_cpu is not None:
+        out["server_cpu_ms_per_call"] = round(served_cpu / len(seconds) * 1000, 2)
+    return out
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) used so far by this process's child processes (the
+    supervisor, the MCP server): what serving the calls cost, whatever the machine's
+    load does to their wall time."""
+    me, tick, total = os.getpid(), os.sysconf("SC_CLK_TCK"), 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(fields[1]) == me:
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
 
 
 def in_process(home: Path, queries: list[str]) -> dict:
@@ -99,13 +122,14 @@ def over_socket(home: Path, queries: list[str]) -> dict:
     """Recall from this process through the supervisor's control socket (no MCP)."""
     timed = []
     for measure in (False, True):
+        cpu = children_cpu()
         for q in queries:
             t0 = time.perf_counter()
             answer = request(home, "recall", query=q, project=PROJECT, limit=5)
             if measure:
                 timed.append(time.perf_counter() - t0)
             assert answer["ok"], answer
-    return ms(timed)
+    return ms(timed, children_cpu() - cpu)
 
 
 NOOP_SERVER = """
@@ -133,14 +157,15 @@ def through_mcp(home: Path, queries: list[str], server: list[str] | None = None)
                 for q in queries:
                     await session.call_tool("recall", {"query": q})
                 seconds = []
+                cpu = children_cpu()
                 for q in queries:
                     t0 = time.perf_counter()
                     result = await session.call_tool("recall", {"query": q})
                     seconds.append(time.perf_counter() - t0)
                     assert not result.is_error, result.content[0].text
-                return seconds
+                return ms(seconds, children_cpu() - cpu)
 
-    return ms(anyio.run(run))
+    return anyio.run(run)
 
 
 def heartbeats(home: Path, beats: int, query: str) -> dict:
@@ -200,7 +225,10 @@ def _text(r: dict) -> str:
     rows = [f"{r['queries']} recall queries on the stdlib project"]
     for key in ("recall_in_process", "recall_mcp_embedded", "recall_socket",
                 "recall_mcp_supervisor", "heartbeat_socket", "mcp_sdk_floor"):  # fmt: skip
-        rows.append(f"{key:24} p50 {r[key]['p50_ms']:7.2f} ms   p95 {r[key]['p95_ms']:7.2f} ms")
+        cpu = r[key].get("server_cpu_ms_per_call")
+        served = "" if cpu is None else f"   serving CPU {cpu:6.2f} ms/call"
+        p50, p95 = r[key]["p50_ms"], r[key]["p95_ms"]
+        rows.append(f"{key:24} p50 {p50:7.2f} ms   p95 {p95:7.2f} ms{served}")
     rows.append(f"p95 ratio through MCP: embedded, to in-process {r['ratio_p95_mcp_embedded']}x; "
                 f"with a supervisor, to the socket {r['ratio_p95_mcp_supervisor']}x")  # fmt: skip
     rows.append(f"load average (1 min) at the end: {r['load_average']:.2f}")
