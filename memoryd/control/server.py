@@ -23,7 +23,7 @@ import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -35,6 +35,9 @@ from memoryd.control.deferred import DeferredWrites
 from memoryd.control.secondary import Secondary
 from memoryd.errors import MemorydError, PeerRefused, StoreBusy, UsageError
 from memoryd.storage.archive import ArchiveStore
+
+if TYPE_CHECKING:
+    from memoryd.api import Memoryd
 
 _UCRED = struct.Struct("3i")  # pid, uid, gid
 #: Ops that read the archive on the secondary; the rest still go through the queue.
@@ -138,7 +141,7 @@ class ControlServer:
         # connection caches the pages its queries read, so one client's requests keep
         # to one instance (a FIFO alternated them: each query cold on the other)
         self._idle: queue.LifoQueue = queue.LifoQueue()
-        self._writer = None  # the flusher's own instance: it never cools the requests' one
+        self._writer: Memoryd | None = None  # the flusher's own: never a request's
         self.direct: queue.SimpleQueue[Direct] = queue.SimpleQueue()  # drained by the supervisor
         # a byte per direct write wakes the supervisor's wait (it polls the read end)
         self.wake_read: int | None = None
@@ -177,7 +180,7 @@ class ControlServer:
             if fd is not None:
                 os.close(fd)
         self.wake_read = self._wake_write = None
-        self.deferred.stop()  # before the API instances go: it enqueues through one
+        self.deferred.stop()  # before its API instance goes: it enqueues through it
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -258,7 +261,7 @@ class ControlServer:
         finally:
             self._idle.put(md)
 
-    def _new_api(self):
+    def _new_api(self) -> Memoryd:
         from memoryd.api import Memoryd
 
         md = Memoryd(self.home)
