@@ -23,7 +23,8 @@ Measured, each after one warm-up pass and once the writes it implied are done
 
 Rows served by other processes also give the CPU those processes (the supervisor,
 the MCP server) spent per call during the measured pass (``server_cpu_ms_per_call``,
-from /proc): unlike wall times, it does not follow the machine's load.
+from /proc): the machine's load moves it less than wall times (a loaded machine still
+inflates it: caches and cores shared).
 
     .venv/bin/python ops/bench/bench_mcp.py [--queries N] [--beats N] [--json] [--home DIR]
 """
@@ -93,8 +94,8 @@ def ms(seconds: list[float], served_cpu: float | None = None) -> dict[str, float
 
 def children_cpu() -> float:
     """CPU seconds (user + system) used so far by this process's child processes (the
-    supervisor, the MCP server): what serving the calls cost, whatever the machine's
-    load does to their wall time."""
+    supervisor, the MCP server): what serving the calls cost, apart from the time they
+    wait for a CPU."""
     me, tick, total = os.getpid(), os.sysconf("SC_CLK_TCK"), 0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
