@@ -520,10 +520,15 @@ class Memoryd:
     def archive_held(self) -> Iterator[None]:
         """Embedded (no supervisor): the archive opened once for every operation inside
         (a recall's search and its access record); beside a supervisor, nothing (its
-        retention worker owns the archive, even for the control server's instances)."""
+        retention worker owns the archive, even for the control server's instances,
+        which read through their ``archive_reader`` without asking the lock)."""
         from memoryd.archive.owner import ArchiveOwner
 
-        if self._owner is not None or running_supervisor(self.home) is not None:
+        if (
+            self._owner is not None
+            or self.archive_reader is not None
+            or running_supervisor(self.home) is not None
+        ):
             yield
             return
         self.ensure_home()

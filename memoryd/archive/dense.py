@@ -10,16 +10,20 @@ numpy, and offers those the gate admits on the dense floor
 (``dense_rescue_similarity``) and whose window holds the question's named
 entities. A longer question gets nothing from it: it still needs the lexical
 source's evidence coverage, so abstention does not get weaker. The pipeline
-fuses both sources' answers by reciprocal rank.
+fuses both sources' answers by reciprocal rank. A process reads a project's codes
+once and keeps them until the archive is written again (:func:`project_codes`).
 """
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import replace
 
 import numpy as np
 
-from memoryd.archive.search import EXCERPT_CHARS, ArchiveSource, ArchiveStats, _load
+from memoryd.archive.search import EXCERPT_CHARS, ArchiveSource, ArchiveStats, load_doc
 from memoryd.search import gate, terms
 from memoryd.search.dense import code_similarity, encoder_name, unpack
 from memoryd.search.evidence import held
@@ -29,6 +33,37 @@ from memoryd.storage import vectors
 from memoryd.times import utc_iso
 
 NEIGHBOURS = 20  # nearest exchanges a short query may be answered by
+CODES_CACHED = 4  # projects whose codes a process keeps between queries
+
+Spots = list[tuple[str, int]]  # (locator, exchange) of each code
+_codes: OrderedDict[tuple[str, str], tuple[tuple, Spots, np.ndarray]] = OrderedDict()
+_codes_lock = threading.Lock()
+
+
+def project_codes(owner, project: str, dim: int) -> tuple[Spots, np.ndarray]:
+    """(locator, exchange) of each code of ``project``'s live versions, and the codes
+    (rows of ``dim // 8`` bytes). Read once and kept (for :data:`CODES_CACHED`
+    projects) until the archive is written again: its sequence number, taken before
+    the read, moves with every write (a secondary's with its catch-up); the directory's
+    inode tells a migrated archive from the one read."""
+    key = (str(owner.path), project)
+    mark = (os.stat(owner.path).st_ino, owner.store.sequence(), dim)
+    with _codes_lock:
+        got = _codes.get(key)
+        if got is not None and got[0] == mark:
+            _codes.move_to_end(key)
+            return got[1], got[2]
+    spots: Spots = []
+    blobs = []
+    for locator, codes in owner.store.version_codes(project):
+        spots += [(locator, g) for g in range(len(codes) // (dim // 8))]
+        blobs.append(codes)
+    matrix = unpack(b"".join(blobs), dim)
+    with _codes_lock:
+        _codes[key] = (mark, spots, matrix)
+        while len(_codes) > CODES_CACHED:
+            _codes.popitem(last=False)
+    return spots, matrix
 
 
 class ArchiveDenseSource:
@@ -53,14 +88,10 @@ class ArchiveDenseSource:
         if meta is None:
             return Found()
         dim, group = int(meta["dim"]), int(meta["group_lines"])
-        spots: list[tuple[str, int]] = []  # (locator, exchange) of each code
-        blobs = []
-        for locator, codes in owner.store.version_codes(self.lexical.project):
-            spots += [(locator, g) for g in range(len(codes) // (dim // 8))]
-            blobs.append(codes)
+        spots, codes = project_codes(owner, self.lexical.project, dim)
         if not spots:
             return Found()
-        sims = code_similarity(query_code(config, q, dim), unpack(b"".join(blobs), dim), dim)
+        sims = code_similarity(query_code(config, q, dim), codes, dim)
         p.tuning = replace(p.tuning, dense_floor=float(config.dense_rescue_similarity))
         items: list[dict] = []
         for i in np.argsort(-sims, kind="stable")[:NEIGHBOURS]:
@@ -79,7 +110,7 @@ class ArchiveDenseSource:
         """The exchange as a search item if the gate admits it on its similarity and
         its window holds the question's named entities; else None."""
         locator, g = spot
-        doc = _load(self.lexical.owner, locator)
+        doc = load_doc(self.lexical.owner, locator)
         if doc is None or sim < p.tuning.dense_floor:
             return None
         start, end = g * group, min(len(doc.lines), (g + 1) * group)

@@ -101,7 +101,7 @@ class ArchiveStats:
         return self._df.get(stem, 0)
 
 
-class _Doc:
+class Doc:
     """One version's lines, speakers (role and name) and (lazily) line stems."""
 
     __slots__ = ("lines", "speakers", "names", "said", "_stems")
@@ -131,10 +131,10 @@ class _Doc:
         return got
 
 
-_docs: OrderedDict[tuple[str, str], _Doc] = OrderedDict()
+_docs: OrderedDict[tuple[str, str], Doc] = OrderedDict()
 
 
-def _load(owner: ArchiveOwner, locator: str) -> _Doc | None:
+def load_doc(owner: ArchiveOwner, locator: str) -> Doc | None:
     """A live version's parsed text (versions never change; liveness checked here)."""
     key = (str(owner.path), locator)
     doc = _docs.get(key)
@@ -144,7 +144,7 @@ def _load(owner: ArchiveOwner, locator: str) -> _Doc | None:
     got = owner.store.get(locator)
     if got.get("status") != "live":
         return None
-    doc = _docs[key] = _Doc(got["content"])
+    doc = _docs[key] = Doc(got["content"])
     while len(_docs) > _DOC_CACHE:
         _docs.popitem(last=False)
     return doc
@@ -154,7 +154,7 @@ def _load(owner: ArchiveOwner, locator: str) -> _Doc | None:
 class _Cand:
     hit: Hit
     rank: int
-    doc: _Doc
+    doc: Doc
     line_held: list[set[str]]  # focus stems held by each line
     verdict: gate.Verdict | None = None
     start: int = 0
@@ -164,14 +164,14 @@ class _Cand:
     session: float = 0.0
 
 
-def _line_held(p: gate.Plan, doc: _Doc, hint: re.Pattern) -> list[set[str]]:
+def _line_held(p: gate.Plan, doc: Doc, hint: re.Pattern) -> list[set[str]]:
     out: list[set[str]] = []
     for i, line in enumerate(doc.lines):
         out.append(held(p, doc.stems(i)) if hint.search(line.lower()) else set())
     return out
 
 
-def _person_held(p: gate.Plan, doc: _Doc, persons: set[str], hint: re.Pattern) -> list[set[str]]:
+def _person_held(p: gate.Plan, doc: Doc, persons: set[str], hint: re.Pattern) -> list[set[str]]:
     """Focus terms each line holds by or about the asked persons (:func:`person_said`)."""
     out: list[set[str]] = []
     for i, (line, j) in enumerate(zip(doc.lines, turn_before(doc.names), strict=True)):
@@ -223,7 +223,7 @@ def _candidates(
     stats: ArchiveStats,
     limit: int,
     persons: set[str],
-) -> tuple[list[_Cand], list[_Doc]]:
+) -> tuple[list[_Cand], list[Doc]]:
     """BM25 candidates of the focus terms, each judged by its best window (on what the
     asked persons said or what was said about them, when the question names one);
     returns the admitted ones and every candidate's text."""
@@ -238,9 +238,9 @@ def _candidates(
     )
     hint = focus_hint(p.focus)
     cands: list[_Cand] = []
-    docs: list[_Doc] = []
+    docs: list[Doc] = []
     for rank, hit in enumerate(hits):
-        doc = _load(owner, hit.locator)
+        doc = load_doc(owner, hit.locator)
         if doc is None:
             continue
         docs.append(doc)

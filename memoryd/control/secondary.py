@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +25,9 @@ from memoryd.errors import StoreBusy
 from memoryd.storage.archive import ArchiveStore
 
 Fingerprint = tuple[tuple[str, int, int], ...]
+#: A directory changed less than this ago may have changed again unseen within its
+#: mtime's granularity (the kernel's coarse clock: a few ms): listed again until older.
+RACY_NS = 100_000_000
 
 
 def identity(path: Path) -> tuple[int, int] | None:
@@ -35,19 +39,61 @@ def identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def fingerprint(path: Path) -> Fingerprint | None:
-    """What a primary's write changes: its logs, MANIFEST and CURRENT (name, size, mtime)."""
-    marks = []
+def marked(path: Path) -> list[str] | None:
+    """The names a primary's write changes: its logs, MANIFEST and CURRENT."""
     try:
         with os.scandir(path) as entries:
-            for entry in entries:
-                name = entry.name
-                if name.endswith(".log") or name.startswith("MANIFEST") or name == "CURRENT":
-                    st = entry.stat()
-                    marks.append((name, st.st_size, st.st_mtime_ns))
+            return sorted(
+                e.name
+                for e in entries
+                if e.name.endswith(".log") or e.name.startswith("MANIFEST") or e.name == "CURRENT"
+            )
     except FileNotFoundError:
         return None
-    return tuple(sorted(marks))
+
+
+def fingerprint(path: Path, names: list[str]) -> Fingerprint:
+    """(name, size, mtime) of each of ``names`` in ``path``; FileNotFoundError if one went."""
+    marks = []
+    for name in names:
+        st = os.stat(path / name)
+        marks.append((name, st.st_size, st.st_mtime_ns))
+    return tuple(marks)
+
+
+class Marks:
+    """The primary's :func:`fingerprint`, without listing its directory on every read.
+
+    The directory holds an info log per open besides the files that matter (hundreds:
+    listing it cost a read about a millisecond), so its marked names are listed again
+    only when the directory itself changed (a file added, removed or renamed bumps its
+    mtime), when it changed too recently for its mtime's granularity to tell (as git's
+    "racily clean" index entries), or when a marked file is gone.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.names: list[str] | None = None
+        self.listed: tuple[int, int] | None = None  # (inode, mtime) of the listed directory
+        self.listings = 0
+
+    def __call__(self) -> Fingerprint | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        listed = (st.st_ino, st.st_mtime_ns)
+        recent = time.time_ns() - st.st_mtime_ns < RACY_NS
+        if self.names is None or listed != self.listed or recent:
+            self.names, self.listed = marked(self.path), listed
+            self.listings += 1
+        if self.names is None:
+            return None
+        try:
+            return fingerprint(self.path, self.names)
+        except FileNotFoundError:  # a log went since the listing: list again next time
+            self.names = None
+            return None
 
 
 class Secondary:
@@ -61,6 +107,7 @@ class Secondary:
         self.store: ArchiveStore | None = None
         self.opened: tuple[int, int] | None = None  # the directory identity it reads
         self.seen: Fingerprint | None = None  # the primary as of the last catch-up
+        self.marks = Marks(self.archive)
         self.opens = 0  # how many times it was (re)opened
         self.catch_ups = 0  # how many catch-ups ran (the rest were skipped)
         self.lock = threading.Lock()
@@ -81,8 +128,8 @@ class Secondary:
             self.close()
             self.store = ArchiveStore.open_secondary(self.archive, self.info_dir)
             self.opened, self.opens = ident, self.opens + 1
-        mark = fingerprint(self.archive)
-        if mark != self.seen:
+        mark = self.marks()
+        if mark is None or mark != self.seen:
             try:
                 self.store.catch_up()
             except Exception as exc:  # the directory moved under the catch-up: reopen next

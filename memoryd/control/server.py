@@ -23,7 +23,7 @@ import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -35,6 +35,9 @@ from memoryd.control.deferred import DeferredWrites
 from memoryd.control.secondary import Secondary
 from memoryd.errors import MemorydError, PeerRefused, StoreBusy, UsageError
 from memoryd.storage.archive import ArchiveStore
+
+if TYPE_CHECKING:
+    from memoryd.api import Memoryd
 
 _UCRED = struct.Struct("3i")  # pid, uid, gid
 #: Ops that read the archive on the secondary; the rest still go through the queue.
@@ -134,7 +137,11 @@ class ControlServer:
             access_bucket_seconds=float(config.retention_access_bucket_seconds),
         )
         self._sock: socket.socket | None = None
-        self._idle: queue.SimpleQueue = queue.SimpleQueue()  # API instances between requests
+        # API instances between requests, the warmest on top: an instance's authority
+        # connection caches the pages its queries read, so one client's requests keep
+        # to one instance (a FIFO alternated them: each query cold on the other)
+        self._idle: queue.LifoQueue = queue.LifoQueue()
+        self._writer: Memoryd | None = None  # the flusher's own: never a request's
         self.direct: queue.SimpleQueue[Direct] = queue.SimpleQueue()  # drained by the supervisor
         # a byte per direct write wakes the supervisor's wait (it polls the read end)
         self.wake_read: int | None = None
@@ -173,7 +180,10 @@ class ControlServer:
             if fd is not None:
                 os.close(fd)
         self.wake_read = self._wake_write = None
-        self.deferred.stop()  # before the API instances go: it enqueues through one
+        self.deferred.stop()  # before its API instance goes: it enqueues through it
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
         while True:
             try:
                 self._idle.get_nowait().close()
@@ -245,16 +255,20 @@ class ControlServer:
         try:
             md = self._idle.get_nowait()
         except queue.Empty:
-            from memoryd.api import Memoryd
-
-            md = Memoryd(self.home)
-            md.config = self.config
-            md.via_control = False
-            md.archive_reader = self.archive_read
+            md = self._new_api()
         try:
             yield md
         finally:
             self._idle.put(md)
+
+    def _new_api(self) -> Memoryd:
+        from memoryd.api import Memoryd
+
+        md = Memoryd(self.home)
+        md.config = self.config
+        md.via_control = False
+        md.archive_reader = self.archive_read
+        return md
 
     # -- the archive -------------------------------------------------------------------
 
@@ -287,5 +301,6 @@ class ControlServer:
     def _enqueue(self, op: str, args: dict) -> int | None:
         from memoryd.queue import JobSpec
 
-        with self._api() as md:
-            return md.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))
+        if self._writer is None:  # the flusher's thread (or stop(), after it ended)
+            self._writer = self._new_api()
+        return self._writer.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": op, "args": args}))

@@ -7,15 +7,18 @@ matching words. Each item carries ``"source": "memory"``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoryd.memory.shortlist import match_expression
 from memoryd.search import gate, semantic
 from memoryd.search.evidence import held, other_sense
-from memoryd.search.pipeline import Found, Source, Stats
+from memoryd.search.pipeline import Found, Stats
 from memoryd.search.terms import Query, stems
 from memoryd.storage import records
 from memoryd.storage.corpus import project_id
+
+if TYPE_CHECKING:
+    from memoryd.search.engine import ProjectSource
 
 
 def find_records(
@@ -28,15 +31,15 @@ def find_records(
     if not words or limit < 1:
         return []
     keys = ("id", "kind", "status", "text", "score")
-    found = _matches(db, project, words, limit, statuses)
+    found = _matches(db, project_id(db, project), words, limit, statuses)
     return [{"source": "memory", **{k: r[k] for k in keys}} for r in found]
 
 
 def _matches(
-    db: Any, project: str, words: list[str], limit: int, statuses: tuple[str, ...] = ("active",)
+    db: Any, pid: int, words: list[str], limit: int, statuses: tuple[str, ...] = ("active",)
 ) -> list[dict]:
-    """Records (with their triggers) matching any of ``words``, best bm25 first."""
-    pid = project_id(db, project)
+    """Records (with their triggers) of project ``pid`` matching any of ``words``, best
+    bm25 first."""
     found: list[dict] = []
     for status in statuses:
         found += records.fts_matches(db.conn, match_expression(pid, "", words, status), limit)
@@ -49,12 +52,13 @@ class RecordSource:
     (:mod:`memoryd.search.pipeline`): judged on the project's plan (its term
     statistics: records belong to the project and are few), so a record answers
     only what a chunk holding the same words would answer. Items carry
-    ``"source": "memory"`` and the record's text as excerpt."""
+    ``"source": "memory"`` and the record's text as excerpt. The project's id is the
+    chunks source's (looked up once for both)."""
 
     exact = False
 
-    def __init__(self, db: Any, project: str, chunks: Source) -> None:
-        self.db, self.project, self.chunks = db, project, chunks
+    def __init__(self, db: Any, project: str, chunks: ProjectSource) -> None:
+        self.db, self.project, self.chunks, self.pid = db, project, chunks, chunks.pid
         self.where = chunks.where  # its statistics are the project's
 
     def stats(self, q: Query) -> Stats:
@@ -67,9 +71,8 @@ class RecordSource:
         record vector alone (:mod:`memoryd.search.semantic`). No gap: the chunks'
         source says what is missing."""
         asked = [w for t in p.focus for w in (t.word, *t.forms)]
-        pid = project_id(self.db, self.project)
-        sims = semantic.record_similarities(self.db, pid, self.stats(q), q, p)
-        pool = _matches(self.db, self.project, asked, limit * 4)
+        sims = semantic.record_similarities(self.db, self.pid, self.stats(q), q, p)
+        pool = _matches(self.db, self.pid, asked, limit * 4)
         pool += semantic.near_records(self.db, sims, p, {r["n"] for r in pool})
         admitted = []
         for record in pool:

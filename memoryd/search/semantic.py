@@ -27,12 +27,13 @@ rank of the lexical and the code rankings.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import numpy as np
 
 from memoryd.search import gate as gate_mod
-from memoryd.search.dense import code_similarity, pack, unpack
+from memoryd.search.dense import code_similarity, load_encoder, pack, unpack
 from memoryd.search.pipeline import Fusion
 from memoryd.search.stats import TermStats
 from memoryd.search.terms import Query
@@ -55,9 +56,15 @@ def _project_codes(db, pid: int, stats: TermStats) -> tuple[np.ndarray, np.ndarr
 
 
 def query_code(config, q: Query, dim: int) -> np.ndarray:
-    """The query's sign code (its analyzed terms, or its text when it has none)."""
-    text = " ".join(t.word for t in q.terms) or q.text
-    return unpack(pack(np.asarray(vectors.configured(config).encode([text]))), dim)[0]
+    """The query's sign code (its analyzed terms, or its text when it has none),
+    encoded once for every source that asks (chunks, records, the archive)."""
+    return _text_code(str(config.encoder), " ".join(t.word for t in q.terms) or q.text, dim)
+
+
+@functools.lru_cache(maxsize=64)
+def _text_code(encoder: str, text: str, dim: int) -> np.ndarray:
+    """One text's code under one encoder (read-only: shared by the callers)."""
+    return unpack(pack(np.asarray(load_encoder(encoder).encode([text]))), dim)[0]
 
 
 def _plan_code(config, q: Query, p: gate_mod.Plan, dim: int) -> np.ndarray:

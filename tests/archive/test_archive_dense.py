@@ -137,3 +137,22 @@ def test_sigkill_of_the_retention_worker_coding_a_version_leaves_none_and_resume
         assert md.rebuild(verify=True)["archive"]["equal"]
     finally:
         md.close()
+
+
+def test_kept_codes_serve_queries_until_a_write_and_see_the_added_exchange(demo):
+    """The project's codes are read once per archive state: a second query reuses them,
+    an added session's exchange is found by the next query (through the same owner and
+    through a fresh open of the archive)."""
+    from memoryd.archive import dense
+
+    home = demo
+    with ArchiveOwner(home, load_config(home, SETTINGS)) as owner:
+        assert "kitten" not in str(search_archive(owner, "demo", "cat", 5, NOW))
+        kept = dense._codes[(str(owner.path), "demo")]
+        search_archive(owner, "demo", "dog", 5, NOW)
+        assert dense._codes[(str(owner.path), "demo")] is kept  # nothing written: reused
+        _add(owner, "cats", [("user", "Our kitten sleeps all day."),
+                             ("assistant", "Kittens need a lot of sleep.")])  # fmt: skip
+        found = search_archive(owner, "demo", "cat", 5, NOW)
+        assert "cats" in [i["path"] for i in found["items"]]
+    assert "cats" in [i["path"] for i in _search(home, "cat")["items"]]

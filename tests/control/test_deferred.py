@@ -63,3 +63,25 @@ def test_the_flusher_thread_queues_and_stop_hands_over_the_rest(home: Path) -> N
     w.retrieval_lease({"locators": ["d1@1"], "seconds": 300.0, "now": T0})
     w.stop()  # flushed by the thread or, at the latest, by stop
     assert sorted(job["op"] for job in queued(home)) == ["access", "retrieval_lease"]
+
+
+def test_requests_keep_to_one_api_instance_while_the_flusher_enqueues(home: Path) -> None:
+    """The control server's requests take the warmest idle API instance (its connection
+    caches what its queries read); the flusher enqueues through its own, so a flush
+    during a request does not add a cold instance that later requests alternate with."""
+    from memoryd.control.server import ControlServer
+
+    md = Memoryd(home)
+    md.init()
+    server = ControlServer(home, md.config)
+    try:
+        with server._api() as first:
+            server.deferred.access({"locators": ["d1@1"], "now": T0})
+            server.deferred.flush()  # as the flusher's thread would, mid-request
+        for _ in range(3):
+            with server._api() as again:
+                assert again is first
+        assert [job["op"] for job in queued(home)] == ["access"]
+    finally:
+        server.stop()
+        md.close()

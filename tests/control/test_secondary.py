@@ -3,6 +3,7 @@ when a migration switched the archive directory (real RocksDB, a real migration)
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -57,6 +58,28 @@ def test_catch_up_only_after_a_write_and_reopen_after_a_switch(tmp_path: Path) -
     primary.close()
     migration.commit()
     assert read(secondary, second)["content"] == "the second words"
+    secondary.close()
+
+
+def test_reads_list_the_directory_only_when_it_changed(tmp_path: Path) -> None:
+    """A read looks at the primary's marked files, not its whole directory (an info log
+    per open piles up there); a write into a log created since is still seen."""
+    archive = tmp_path / "archive"
+    primary = ArchiveStore.open_primary(archive)
+    first = append(primary, "the first words")
+    secondary = Secondary(archive, tmp_path / "secondary")
+    old = time.time() - 60  # past the racy window: the directory's mtime is trusted
+    os.utime(archive, (old, old))
+    assert read(secondary, first)["content"] == "the first words"
+    listings = secondary.marks.listings
+    for _ in range(3):
+        assert read(secondary, first)["status"] == "live"
+    assert secondary.marks.listings == listings  # nothing changed: not listed again
+    primary.flush()  # the memtable goes to a table file: a new log takes the next write
+    os.utime(archive, (old, old))  # even with the directory's mtime unmoved
+    second = append(primary, "written to the new log")
+    assert read(secondary, second)["content"] == "written to the new log"
+    primary.close()
     secondary.close()
 
 

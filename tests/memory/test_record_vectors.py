@@ -155,3 +155,25 @@ def test_sigkill_of_the_worker_coding_records_leaves_no_partial_codes_and_resume
     assert [c for *_, c in coverage(project_home)] == [2, 2, 2]
     out = md.rebuild(verify=True)
     assert out["equal"], out["mismatches"]
+
+
+def test_a_search_encodes_its_query_once_for_chunks_and_records(memoryd, tmp_path):
+    """Both sources on the semantic route (the project's chunks, its records) score the
+    query by its code: the encoder is asked for it once."""
+    script, log = tmp_path / "enc.py", tmp_path / "asked"
+    script.write_text(textwrap.dedent(f"""
+        import json, sys
+        for line in sys.stdin:
+            texts = json.loads(line)["texts"]
+            with open({str(log)!r}, "a") as f:
+                f.writelines(t.replace("\\n", " ") + "\\n" for t in texts)
+            print(json.dumps({{"vectors": [[len(t) % 7 - 3.0] * 16 for t in texts]}}),
+                  flush=True)
+    """))  # fmt: skip
+    md = memoryd(encoder=f"command:{sys.executable} {script}")
+    md.rebuild()  # the chunks get codes
+    md.memory_add(lines(fact(PUPPY), fact(BREAD)), "app", wait=True)
+    assert query(md.home, "SELECT count(*) FROM record_vectors") == [(2,)]
+    log.write_text("")
+    md.search("puppy handler", project="app")
+    assert log.read_text().splitlines() == ["puppy handler"]

@@ -99,6 +99,11 @@ class VectorsMixin(StoreCore):
         purged key: it may have none)."""
         batch.wb.delete(keys.vector(project, dv))
 
+    def sequence(self) -> int:
+        """The store's last write's sequence number (a secondary's as of its catch-up):
+        what a reader caching codes compares to know nothing was written since."""
+        return self._db.latest_sequence_number()
+
     def version_codes(self, project: str) -> Iterator[tuple[str, bytes]]:
         """(locator, codes) of the project's coded live versions, in key order."""
         p = project.encode()
