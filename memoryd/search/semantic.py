@@ -67,16 +67,6 @@ def _text_code(encoder: str, text: str, dim: int) -> np.ndarray:
     return unpack(pack(np.asarray(load_encoder(encoder).encode([text]))), dim)[0]
 
 
-def _plan_code(config, q: Query, p: gate_mod.Plan, dim: int) -> np.ndarray:
-    """:func:`query_code`, once per plan: the chunks' and the records' sources of one
-    search share the plan, so the query is encoded once for both."""
-    key = ("query_code", str(config.encoder), dim, tuple(t.word for t in q.terms), q.text)
-    code = p.memo.get(key)
-    if code is None:
-        code = p.memo[key] = query_code(config, q, dim)
-    return code
-
-
 def route(
     db, pid: int, stats: TermStats, q: Query, p: gate_mod.Plan, cands: list, by_row: dict,
     tuning: gate_mod.Tuning, make,
@@ -92,7 +82,7 @@ def route(
     rowids, codes, dim, where = _project_codes(db, pid, stats)
     if not len(rowids):
         return tuning
-    sims = code_similarity(_plan_code(config, q, p, dim), codes, dim)
+    sims = code_similarity(query_code(config, q, dim), codes, dim)
     for c in cands:
         i = where.get(c.rowid)
         if i is not None:
@@ -131,7 +121,7 @@ def record_similarities(db, pid: int, stats: TermStats, q: Query, p: gate_mod.Pl
     p.tuning = replace(p.tuning, dense_floor=float(config.dense_rescue_similarity))
     if not len(ns):
         return {}
-    sims = code_similarity(_plan_code(config, q, p, dim), codes, dim)
+    sims = code_similarity(query_code(config, q, dim), codes, dim)
     return dict(zip(ns.tolist(), sims.tolist(), strict=True))
 
 
