@@ -68,6 +68,8 @@ class Batch:
     """What protects each session looked up in this batch (the first live lease)."""
     """Versions (dv) that have reverse lease references, when read ahead for the batch."""
     followed: list[str] = field(default_factory=list)  # derived versions expired with a source
+    queued: list[tuple[bytes, bytes, int, bytes]] = field(default_factory=list)
+    """Versions this batch retired and queued for purge: ``(dv, doc, version, project)``."""
     sync: bool = True
     """False for work a crash only has to redo (purges): written to the WAL, not fsynced
     (the next synced write, or the OS, makes it durable; losing it loses nothing)."""

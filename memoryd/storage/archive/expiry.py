@@ -107,9 +107,11 @@ class ExpiryMixin(StoreCore):
         when it is not an explicit one (``"reindexed"``: the class's age grew
         or went to never). Retired versions whose postings and payload fit in
         ``purge_keys`` deletes (all of them together) are purged in the same
-        batch; the rest are queued. The cursor ``cursor_name`` is set to
-        ``cursor_value`` (None: cleared) in the same batch, so a crash before
-        the write redoes the whole wave and a crash after it redoes nothing.
+        batch; the rest are queued, and purged right after the write from the
+        batch's own terms and ledgers (:meth:`_purge_retired`: no second read).
+        The cursor ``cursor_name`` is set to ``cursor_value`` (None: cleared) in
+        the same batch, so a crash before the write redoes the whole wave and a
+        crash after it redoes nothing (the queue finishes the purge).
         """
         self._need_primary()
         report = DueReport()
@@ -139,6 +141,9 @@ class ExpiryMixin(StoreCore):
             self._write(batch)
             report.keys_deleted = batch.deleted  # with the statistics a fold emptied
             killpoint("wave_after_batch")
+            rest = self._purge_retired(batch, purge_keys)  # type: ignore[attr-defined]
+            report.purged_versions += rest.versions
+            report.keys_deleted += rest.keys_deleted
         return report
 
     @staticmethod

@@ -363,6 +363,7 @@ class LedgersMixin(StoreCore):
             if len(self._queued_terms) >= QUEUED_TERMS_MAX:
                 self._queued_terms.clear()
             self._queued_terms[dv] = (terms, own)
+            batch.queued.append((dv, doc, ver, project))
             return 0
         before = batch.deleted
         delete = batch.wb.delete
@@ -507,6 +508,47 @@ class LedgersMixin(StoreCore):
                 self._write(packed)
                 deleted += packed.deleted
         return PurgeReport(versions, deleted, remaining)
+
+    def _purge_retired(self, retired: Batch, max_keys: int) -> PurgeReport:
+        """Purge the versions the just-written batch ``retired`` queued, from what it
+        holds: their terms and ledgers, read again by nobody (the caller still holds
+        the lock, so nothing changed them since). Whole versions in batches of at most
+        ``max_keys`` deletes, unsynced like :meth:`purge_pending` (a crash leaves their
+        queue entries, which it finishes); a version over the budget stays queued."""
+        versions = deleted = 0
+        remaining = False
+        budget = max(2, max_keys)
+        batch = Batch(sync=False)
+        for dv, doc, ver, project in retired.queued:
+            terms, own = self._queued_terms.get(dv) or ([], [])
+            size = len(terms) + len(own)
+            if not own or size > budget:
+                remaining = True  # evicted from the cache, or too big: the queue's
+                continue
+            if batch.deleted + size > budget:
+                deleted += self._write_purge(batch)
+                batch = Batch(sync=False)
+            delete = batch.wb.delete
+            for key in keys.postings_of(project, terms, dv):
+                delete(key)
+            batch.deleted += len(terms)
+            for key in own:
+                batch.delete(key)
+            delete(keys.purge(dv))
+            del self._queued_terms[dv]
+            ledger = retired.ledgers[keys.doc(doc)]
+            ledger["versions"][ver - 1]["purged"] = True  # a redo answers "expired"
+            batch.ledgers[keys.doc(doc)] = ledger
+            versions += 1
+        deleted += self._write_purge(batch)
+        return PurgeReport(versions, deleted, remaining)
+
+    def _write_purge(self, batch: Batch) -> int:
+        """Write one purge batch (when it holds any delete); its deleted keys."""
+        if batch.deleted:
+            killpoint("archive_purge_final")
+            self._write(batch)
+        return batch.deleted
 
     def _purge_removal(
         self, dv: bytes, batch: Batch, resume: bytes
