@@ -270,6 +270,7 @@ class Maintenance:
             "flushes": 0,
             "reclaimed_bytes": 0,
         }
+        stored = dict(state)
         props = s.properties()
         deleted = s.deleted_keys_total() - state["counted_from"]
         reclaimable = max(0, props["sst_bytes"] - props["live_data_bytes"])
@@ -295,7 +296,8 @@ class Maintenance:
             )
             out["flushed"] = True
             out["compaction"] = "scheduled (background)"
-        s.set_meta(COMPACTION_META, state)
+        if state != stored:  # an unchanged state costs no synced write per tick
+            s.set_meta(COMPACTION_META, state)
         out.update(
             armed=state["armed"],
             sst_bytes=props["sst_bytes"],

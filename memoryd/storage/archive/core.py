@@ -278,9 +278,10 @@ class StoreCore:
             for term, n in counts.items():
                 key = head + term
                 deltas[key] = deltas.get(key, 0) - n
-        stat_keys = list(deltas)
+        stat_keys = sorted(deltas)  # in key order: a fold reads neighbouring statistics
         current = self._db.get(stat_keys)
-        for key, raw, delta in zip(stat_keys, current, deltas.values(), strict=True):
+        for key, raw in zip(stat_keys, current, strict=True):
+            delta = deltas[key]
             value = (keys.U64.unpack(raw)[0] if raw else 0) + delta
             if value > 0:
                 batch.put(key, keys.U64.pack(value))
