@@ -104,6 +104,10 @@ class StoreCore:
         self._wopt.sync = sync
         self._wopt_redoable = WriteOptions()  # Batch.sync False
         self._closed = False
+        self._queue_empty = False
+        """The purge queue is known empty: a purge found it so and nothing queued since
+        (this process is the only writer). A purge then does not walk the queue's
+        deleted entries again."""
         self._queued_terms: dict[bytes, tuple[list[bytes], list[bytes]]] = {}
         """What purging versions queued by this process deletes (removal.version_removal)."""
         self._journal_cache: dict[bytes, Counter[str]] = {}

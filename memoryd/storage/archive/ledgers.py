@@ -360,6 +360,7 @@ class LedgersMixin(StoreCore):
             self._follow_sources(batch, doc, now)
         if len(terms) + len(own) > purge_budget:
             batch.put(keys.purge(dv), b"")
+            self._queue_empty = False
             if len(self._queued_terms) >= QUEUED_TERMS_MAX:
                 self._queued_terms.clear()
             self._queued_terms[dv] = (terms, own)
@@ -468,6 +469,8 @@ class LedgersMixin(StoreCore):
         versions = deleted = 0
         remaining = False
         with self._lock:
+            if self._queue_empty:
+                return PurgeReport()
             packed = Batch(sync=False)  # a purge lost in a crash is redone from its queue
             for key, resume in self._purge_queue_read_ahead(packed):
                 left = budget - packed.deleted
@@ -507,6 +510,7 @@ class LedgersMixin(StoreCore):
                 killpoint("archive_purge_final")
                 self._write(packed)
                 deleted += packed.deleted
+            self._queue_empty = not remaining
         return PurgeReport(versions, deleted, remaining)
 
     def _purge_retired(self, retired: Batch, max_keys: int) -> PurgeReport:
