@@ -366,15 +366,9 @@ class LedgersMixin(StoreCore):
             self._queued_terms[dv] = (terms, own)
             batch.queued.append((dv, doc, ver, project))
             return 0
-        before = batch.deleted
-        delete = batch.wb.delete
-        for key in keys.postings_of(project, terms, dv):
-            delete(key)
-        batch.deleted += len(terms)
-        for key in own:
-            batch.delete(key)
+        _delete_version(batch, project, terms, own, dv)
         v["purged"] = True  # its request record stays: a redo answers "expired"
-        return batch.deleted - before
+        return len(terms) + len(own)
 
     def _link_sources(
         self, batch: Batch, doc: bytes, ledger: dict[str, Any], sources: Sequence[str]
@@ -494,11 +488,7 @@ class LedgersMixin(StoreCore):
                     budget = left = budget - len(chunk)
                     if budget <= 0:
                         return PurgeReport(versions, deleted, True)
-                for key_ in keys.postings_of(project, terms, dv):
-                    packed.wb.delete(key_)
-                packed.deleted += len(terms)
-                for key_ in own:
-                    packed.delete(key_)
+                _delete_version(packed, project, terms, own, dv)
                 packed.wb.delete(key)
                 packed.put(keys.cursor(PURGE_HEAD), key)
                 self._queued_terms.pop(dv, None)
@@ -532,13 +522,8 @@ class LedgersMixin(StoreCore):
             if batch.deleted + size > budget:
                 deleted += self._write_purge(batch)
                 batch = Batch(sync=False)
-            delete = batch.wb.delete
-            for key in keys.postings_of(project, terms, dv):
-                delete(key)
-            batch.deleted += len(terms)
-            for key in own:
-                batch.delete(key)
-            delete(keys.purge(dv))
+            _delete_version(batch, project, terms, own, dv)
+            batch.wb.delete(keys.purge(dv))
             del self._queued_terms[dv]
             ledger = retired.ledgers[keys.doc(doc)]
             ledger["versions"][ver - 1]["purged"] = True  # a redo answers "expired"
@@ -595,3 +580,15 @@ class LedgersMixin(StoreCore):
     def pending_purge(self) -> int:
         """How many tombstoned versions still have canonical records."""
         return sum(1 for _ in self._prefix(keys.PURGE, fill_cache=False))
+
+
+def _delete_version(
+    batch: Batch, project: bytes, terms: list[bytes], own: list[bytes], dv: bytes
+) -> None:
+    """A version's postings (of ``terms``) and its own keys, deleted in ``batch``."""
+    delete = batch.wb.delete
+    for key in keys.postings_of(project, terms, dv):
+        delete(key)
+    for key in own:
+        delete(key)
+    batch.deleted += len(terms) + len(own)
