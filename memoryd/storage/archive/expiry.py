@@ -117,8 +117,12 @@ class ExpiryMixin(StoreCore):
         report = DueReport()
         with self._lock:
             batch = Batch()
-            self._read_ahead(batch, self._wave_keys(entries))
-            self._read_ahead_leased(batch, [keys.dv(e.doc_id.encode(), e.version) for e in entries])
+            versions = [keys.parse_expiry(e.key)[2] for e in entries]
+            docs = [e.doc_id.encode() for e in entries]
+            self._read_ahead(batch, self._wave_keys(docs, versions))
+            self._read_ahead_sparse(batch, [keys.pin(d) for d in docs])
+            self._read_ahead_sparse(batch, [keys.rlease(v) for v in versions])
+            self._read_ahead_leased(batch, versions)
             for entry in entries:
                 outcome = self._decide(
                     batch,
@@ -147,13 +151,10 @@ class ExpiryMixin(StoreCore):
         return report
 
     @staticmethod
-    def _wave_keys(entries: Sequence[ExpiryEntry]) -> list[bytes]:
-        """What the checks of these entries read: ledgers, pins, retrieval leases, term lists."""
-        wanted: list[bytes] = []
-        for entry in entries:
-            doc = entry.doc_id.encode()
-            version = keys.dv(doc, entry.version)
-            wanted += (keys.doc(doc), keys.pin(doc), keys.rlease(version), keys.term_list(version))
+    def _wave_keys(docs: list[bytes], versions: list[bytes]) -> list[bytes]:
+        """What the checks of a wave read by key: ledgers and term lists (pins and
+        retrieval leases, which seldom exist, are walked: :meth:`_read_ahead_sparse`)."""
+        wanted = [keys.doc(d) for d in docs] + [keys.term_list(v) for v in versions]
         return list(dict.fromkeys(wanted))
 
     def _decide(
