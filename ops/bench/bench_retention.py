@@ -10,7 +10,9 @@ compaction, and a full read of every live version afterwards (none may be
 lost). ``--json``: one object with, among others, ``memoryd_keys_per_s``,
 ``raw_keys_per_s``, ``ratio``, ``sst_before_bytes``, ``sst_after_bytes``
 (after ``retention compact``) and ``live_read_back`` (live versions read back
-intact; all of them or exit 1).
+intact; all of them or exit 1). ``retention_cpu_us_per_expired`` (the process's
+CPU, RocksDB's background threads included) beside ``retention_wall_us_per_expired``
+shows how much of retention's wall time is waiting.
 
     .venv/bin/python ops/bench/bench_retention.py [--versions N] [--json]
 """
