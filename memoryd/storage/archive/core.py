@@ -275,22 +275,27 @@ class StoreCore:
 
     def _apply_df(self, batch: Batch) -> None:
         """Document-frequency changes (appends', folded removals) into the term
-        statistics, one multi-get; a statistic that reaches zero is deleted."""
+        statistics, one multi-get in key order; a statistic that reaches zero is
+        deleted. (A fold touches most of a project's vocabulary: the loop is flat.)"""
         deltas = {keys.termstat(p, t.encode()): d for (p, t), d in batch.df.items()}
         for project, counts in batch.folded.items():
             head = keys.termstat(project, b"")
+            if not deltas:  # a fold alone (retention): no append's change to merge
+                deltas = {head + term: -n for term, n in counts.items()}
+                continue
             for term, n in counts.items():
                 key = head + term
                 deltas[key] = deltas.get(key, 0) - n
-        stat_keys = sorted(deltas)  # in key order: a fold reads neighbouring statistics
-        current = self._db.get(stat_keys)
-        for key, raw in zip(stat_keys, current, strict=True):
-            delta = deltas[key]
-            value = (keys.U64.unpack(raw)[0] if raw else 0) + delta
+        stat_keys = sorted(deltas)
+        put, delete, deleted = batch.wb.put, batch.wb.delete, 0
+        for key, raw in zip(stat_keys, self._db.get(stat_keys), strict=True):
+            value = (int.from_bytes(raw, "big") if raw else 0) + deltas[key]
             if value > 0:
-                batch.put(key, keys.U64.pack(value))
+                put(key, value.to_bytes(8, "big"))
             elif raw is not None:
-                batch.delete(key)
+                delete(key)
+                deleted += 1
+        batch.deleted += deleted
 
     def _get_json(self, key: bytes) -> Any:
         raw = self._db.get(key)
