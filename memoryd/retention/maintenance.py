@@ -13,7 +13,10 @@ Each tick, in order, with DESIGN.md's bounds (all configuration):
 7. the compaction trigger: once 10,000 keys were deleted since the last
    flush, or RocksDB reports 256 MiB of reclaimable SST data, schedule a
    flush (not waited for: RocksDB's background threads write it while the
-   next waves run) and report that background compaction was scheduled. The
+   next waves run) and report that background compaction was scheduled;
+   while the last flush's flush or compaction still runs, the flush waits for
+   a later tick (a back-to-back backlog would otherwise rewrite the same
+   ranges once per tick, competing with the waves for the CPU). The
    trigger then stays *armed*: later ticks re-read RocksDB properties until
    SST bytes actually dropped below the baseline taken at the flush. Never a
    full compaction: that is :meth:`Maintenance.compact`, for an explicit
@@ -267,6 +270,7 @@ class Maintenance:
             "flushes": 0,
             "reclaimed_bytes": 0,
         }
+        stored = dict(state)
         props = s.properties()
         deleted = s.deleted_keys_total() - state["counted_from"]
         reclaimable = max(0, props["sst_bytes"] - props["live_data_bytes"])
@@ -276,10 +280,10 @@ class Maintenance:
             state["reclaimed_bytes"] += gained
             state["armed"] = False
             out["reclaimed_bytes"] = gained
-        trigger = deleted >= b.compaction_deleted_keys or (
-            not state["armed"] and reclaimable >= b.compaction_reclaimable_bytes
-        )
-        if trigger:
+        decision = flush_decision(b, armed=state["armed"], deleted=deleted, props=props)
+        if decision == "deferred":
+            out["deferred"] = "background compaction running"
+        elif decision == "flush":
             s.flush(wait=False)  # scheduled: the next waves run while it is written
             killpoints.reach("retention_after_flush")
             after = s.properties()
@@ -292,7 +296,8 @@ class Maintenance:
             )
             out["flushed"] = True
             out["compaction"] = "scheduled (background)"
-        s.set_meta(COMPACTION_META, state)
+        if state != stored:  # an unchanged state costs no synced write per tick
+            s.set_meta(COMPACTION_META, state)
         out.update(
             armed=state["armed"],
             sst_bytes=props["sst_bytes"],
@@ -348,6 +353,26 @@ class Maintenance:
             "deleted_keys_total": s.deleted_keys_total(),
             "properties": s.properties(),
         }
+
+
+def flush_decision(b: TickBounds, *, armed: bool, deleted: int, props: dict[str, int]) -> str:
+    """The compaction trigger's rule: ``"flush"``, ``"deferred"`` or ``"idle"``.
+
+    ``deleted``: keys deleted since the last flush; ``props``: :meth:`properties`.
+    While the last flush's flush or compaction still runs, a flush now would only
+    add a file that compaction cannot take and a second rewrite of the same ranges
+    (a backlog of back-to-back ticks would rewrite them once per tick, competing
+    with the waves for the CPU): the deletes wait for a later tick.
+    """
+    reclaimable = max(0, props["sst_bytes"] - props["live_data_bytes"])
+    trigger = deleted >= b.compaction_deleted_keys or (
+        not armed and reclaimable >= b.compaction_reclaimable_bytes
+    )
+    if not trigger:
+        return "idle"
+    if armed and (props["running_compactions"] or props["running_flushes"]):
+        return "deferred"
+    return "flush"
 
 
 def _log_tick(r: TickReport) -> None:

@@ -7,7 +7,7 @@ import time
 
 from memoryd.config import load_config
 from memoryd.retention.boundary import Boundary
-from memoryd.retention.maintenance import Maintenance, TickBounds
+from memoryd.retention.maintenance import Maintenance, TickBounds, flush_decision
 from memoryd.retention.policy import RetentionPolicy
 from memoryd.storage.archive import NewVersion
 
@@ -90,3 +90,18 @@ def test_from_config(tmp_path, store):
     m = Maintenance.from_config(store, cfg)
     assert m.bounds.wave_documents == 3 and m.disk_guard.threshold == 0
     assert store.admission is not None
+
+
+def test_the_trigger_defers_its_flush_while_the_last_one_still_compacts(store):
+    """Past the threshold, a flush waits while RocksDB still flushes or compacts after the
+    last one (armed); unarmed or idle, it flushes; below the threshold, nothing."""
+    b = TickBounds(compaction_deleted_keys=100)
+    props = store.properties()
+    busy = {**props, "running_compactions": 1}
+    flushing = {**props, "running_flushes": 1}
+    quiet = {**props, "running_compactions": 0, "running_flushes": 0}
+    assert flush_decision(b, armed=True, deleted=100, props=busy) == "deferred"
+    assert flush_decision(b, armed=True, deleted=100, props=flushing) == "deferred"
+    assert flush_decision(b, armed=True, deleted=100, props=quiet) == "flush"
+    assert flush_decision(b, armed=False, deleted=100, props=busy) == "flush"
+    assert flush_decision(b, armed=True, deleted=99, props=quiet) == "idle"

@@ -78,7 +78,8 @@ class AccessMixin(StoreCore):
         budget = limit - batch.deleted
         if budget <= 0:
             return
-        start = max(self._get(keys.cursor(ACCESS_SWEEP)) or keys.ACCESS, after)
+        cursor = self._get(keys.cursor(ACCESS_SWEEP))
+        start = max(cursor or keys.ACCESS, after)
         live: dict[bytes, bool] = {}
         last = None
         for key, _ in self._scan(start, keys.prefix_end(keys.ACCESS), fill_cache=False):
@@ -93,6 +94,7 @@ class AccessMixin(StoreCore):
             if not live[doc]:
                 batch.delete(key)
         if budget > 0 or last is None:  # reached the end: the next sweep starts over
-            batch.wb.delete(keys.cursor(ACCESS_SWEEP))
+            if cursor is not None:  # (an idle tick writes nothing: no fsync)
+                batch.wb.delete(keys.cursor(ACCESS_SWEEP))
         else:
             batch.put(keys.cursor(ACCESS_SWEEP), last + b"\x00")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,8 @@ class Batch:
     """What protects each session looked up in this batch (the first live lease)."""
     """Versions (dv) that have reverse lease references, when read ahead for the batch."""
     followed: list[str] = field(default_factory=list)  # derived versions expired with a source
+    queued: list[tuple[bytes, bytes, int, bytes]] = field(default_factory=list)
+    """Versions this batch retired and queued for purge: ``(dv, doc, version, project)``."""
     sync: bool = True
     """False for work a crash only has to redo (purges): written to the WAL, not fsynced
     (the next synced write, or the OS, makes it durable; losing it loses nothing)."""
@@ -102,6 +104,10 @@ class StoreCore:
         self._wopt.sync = sync
         self._wopt_redoable = WriteOptions()  # Batch.sync False
         self._closed = False
+        self._queue_empty = False
+        """The purge queue is known empty: a purge found it so and nothing queued since
+        (this process is the only writer). A purge then does not walk the queue's
+        deleted entries again."""
         self._queued_terms: dict[bytes, tuple[list[bytes], list[bytes]]] = {}
         """What purging versions queued by this process deletes (removal.version_removal)."""
         self._journal_cache: dict[bytes, Counter[str]] = {}
@@ -269,21 +275,27 @@ class StoreCore:
 
     def _apply_df(self, batch: Batch) -> None:
         """Document-frequency changes (appends', folded removals) into the term
-        statistics, one multi-get; a statistic that reaches zero is deleted."""
+        statistics, one multi-get in key order; a statistic that reaches zero is
+        deleted. (A fold touches most of a project's vocabulary: the loop is flat.)"""
         deltas = {keys.termstat(p, t.encode()): d for (p, t), d in batch.df.items()}
         for project, counts in batch.folded.items():
             head = keys.termstat(project, b"")
+            if not deltas:  # a fold alone (retention): no append's change to merge
+                deltas = {head + term: -n for term, n in counts.items()}
+                continue
             for term, n in counts.items():
                 key = head + term
                 deltas[key] = deltas.get(key, 0) - n
-        stat_keys = list(deltas)
-        current = self._db.get(stat_keys)
-        for key, raw, delta in zip(stat_keys, current, deltas.values(), strict=True):
-            value = (keys.U64.unpack(raw)[0] if raw else 0) + delta
+        stat_keys = sorted(deltas)
+        put, delete, deleted = batch.wb.put, batch.wb.delete, 0
+        for key, raw in zip(stat_keys, self._db.get(stat_keys), strict=True):
+            value = (int.from_bytes(raw, "big") if raw else 0) + deltas[key]
             if value > 0:
-                batch.put(key, keys.U64.pack(value))
+                put(key, value.to_bytes(8, "big"))
             elif raw is not None:
-                batch.delete(key)
+                delete(key)
+                deleted += 1
+        batch.deleted += deleted
 
     def _get_json(self, key: bytes) -> Any:
         raw = self._db.get(key)
@@ -368,23 +380,38 @@ class StoreCore:
         return batch.rev_iter
 
     def _read_ahead_leased(self, batch: Batch, versions: list[bytes]) -> None:
-        """Which of ``versions`` have reverse lease references, walking them in key
-        order with one iterator: a seek only where a reference may lie (none at
-        all when no version has one), instead of one seek per version."""
-        it = self._rev_iter(batch)
-        leased: set[bytes] = set()
+        """Which of ``versions`` have reverse lease references (:meth:`_walk_present`)."""
+        prefixes = {keys.rev_prefix(v): v for v in versions}
+        found = self._walk_present(self._rev_iter(batch), prefixes, exact=False)
+        batch.leased = {prefixes[p] for p in found}
+
+    def _read_ahead_sparse(self, batch: Batch, wanted: list[bytes]) -> None:
+        """Fetch keys that almost never exist (pins, retrieval leases) into
+        ``batch.reads`` by one walk (:meth:`_walk_present`) instead of a lookup each."""
+        ropt = ReadOptions()
+        ropt.fill_cache(False)
+        found = self._walk_present(self._db.iter(ropt), wanted, exact=True)
+        batch.reads.update(dict.fromkeys(wanted))
+        batch.reads.update(found)
+
+    @staticmethod
+    def _walk_present(it: Any, wanted: Iterable[bytes], *, exact: bool) -> dict[bytes, bytes]:
+        """The ``wanted`` keys that exist (``exact``) or prefixes that start a key, with
+        the first such key's value, walking them in key order with one iterator: a seek
+        only where one may lie (none after the first when nothing is there), not one
+        lookup per key."""
+        found: dict[bytes, bytes] = {}
         current: bytes | None = None
-        for version in sorted(set(versions)):
-            prefix = keys.rev_prefix(version)
-            if current is not None and current < prefix:
+        for want in sorted(set(wanted)):
+            if current is not None and current < want:
                 current = None
             if current is None:
-                it.seek(prefix)
+                it.seek(want)
                 current = it.key() if it.valid() else b"\xff"  # past every key
-            if current.startswith(prefix):
-                leased.add(version)
-                current = None  # the next version seeks again
-        batch.leased = leased
+            if current == want or (not exact and current.startswith(want)):
+                found[want] = it.value()
+                current = None  # the next one seeks again
+        return found
 
     def _expiry_key(self, expires_at: float, cls: str, doc: bytes, ver: int) -> bytes:
         bucket = int(expires_at // self.bucket_seconds)

@@ -107,16 +107,22 @@ class ExpiryMixin(StoreCore):
         when it is not an explicit one (``"reindexed"``: the class's age grew
         or went to never). Retired versions whose postings and payload fit in
         ``purge_keys`` deletes (all of them together) are purged in the same
-        batch; the rest are queued. The cursor ``cursor_name`` is set to
-        ``cursor_value`` (None: cleared) in the same batch, so a crash before
-        the write redoes the whole wave and a crash after it redoes nothing.
+        batch; the rest are queued, and purged right after the write from the
+        batch's own terms and ledgers (:meth:`_purge_retired`: no second read).
+        The cursor ``cursor_name`` is set to ``cursor_value`` (None: cleared) in
+        the same batch, so a crash before the write redoes the whole wave and a
+        crash after it redoes nothing (the queue finishes the purge).
         """
         self._need_primary()
         report = DueReport()
         with self._lock:
             batch = Batch()
-            self._read_ahead(batch, self._wave_keys(entries))
-            self._read_ahead_leased(batch, [keys.dv(e.doc_id.encode(), e.version) for e in entries])
+            versions = [keys.parse_expiry(e.key)[2] for e in entries]
+            docs = [e.doc_id.encode() for e in entries]
+            self._read_ahead(batch, self._wave_keys(docs, versions))
+            self._read_ahead_sparse(batch, [keys.pin(d) for d in docs])
+            self._read_ahead_sparse(batch, [keys.rlease(v) for v in versions])
+            self._read_ahead_leased(batch, versions)
             for entry in entries:
                 outcome = self._decide(
                     batch,
@@ -139,16 +145,16 @@ class ExpiryMixin(StoreCore):
             self._write(batch)
             report.keys_deleted = batch.deleted  # with the statistics a fold emptied
             killpoint("wave_after_batch")
+            rest = self._purge_retired(batch, purge_keys)  # type: ignore[attr-defined]
+            report.purged_versions += rest.versions
+            report.keys_deleted += rest.keys_deleted
         return report
 
     @staticmethod
-    def _wave_keys(entries: Sequence[ExpiryEntry]) -> list[bytes]:
-        """What the checks of these entries read: ledgers, pins, retrieval leases, term lists."""
-        wanted: list[bytes] = []
-        for entry in entries:
-            doc = entry.doc_id.encode()
-            version = keys.dv(doc, entry.version)
-            wanted += (keys.doc(doc), keys.pin(doc), keys.rlease(version), keys.term_list(version))
+    def _wave_keys(docs: list[bytes], versions: list[bytes]) -> list[bytes]:
+        """What the checks of a wave read by key: ledgers and term lists (pins and
+        retrieval leases, which seldom exist, are walked: :meth:`_read_ahead_sparse`)."""
+        wanted = [keys.doc(d) for d in docs] + [keys.term_list(v) for v in versions]
         return list(dict.fromkeys(wanted))
 
     def _decide(

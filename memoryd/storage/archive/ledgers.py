@@ -360,19 +360,15 @@ class LedgersMixin(StoreCore):
             self._follow_sources(batch, doc, now)
         if len(terms) + len(own) > purge_budget:
             batch.put(keys.purge(dv), b"")
+            self._queue_empty = False
             if len(self._queued_terms) >= QUEUED_TERMS_MAX:
                 self._queued_terms.clear()
             self._queued_terms[dv] = (terms, own)
+            batch.queued.append((dv, doc, ver, project))
             return 0
-        before = batch.deleted
-        delete = batch.wb.delete
-        for key in keys.postings_of(project, terms, dv):
-            delete(key)
-        batch.deleted += len(terms)
-        for key in own:
-            batch.delete(key)
+        _delete_version(batch, project, terms, own, dv)
         v["purged"] = True  # its request record stays: a redo answers "expired"
-        return batch.deleted - before
+        return len(terms) + len(own)
 
     def _link_sources(
         self, batch: Batch, doc: bytes, ledger: dict[str, Any], sources: Sequence[str]
@@ -467,6 +463,8 @@ class LedgersMixin(StoreCore):
         versions = deleted = 0
         remaining = False
         with self._lock:
+            if self._queue_empty:
+                return PurgeReport()
             packed = Batch(sync=False)  # a purge lost in a crash is redone from its queue
             for key, resume in self._purge_queue_read_ahead(packed):
                 left = budget - packed.deleted
@@ -490,11 +488,7 @@ class LedgersMixin(StoreCore):
                     budget = left = budget - len(chunk)
                     if budget <= 0:
                         return PurgeReport(versions, deleted, True)
-                for key_ in keys.postings_of(project, terms, dv):
-                    packed.wb.delete(key_)
-                packed.deleted += len(terms)
-                for key_ in own:
-                    packed.delete(key_)
+                _delete_version(packed, project, terms, own, dv)
                 packed.wb.delete(key)
                 packed.put(keys.cursor(PURGE_HEAD), key)
                 self._queued_terms.pop(dv, None)
@@ -506,7 +500,44 @@ class LedgersMixin(StoreCore):
                 killpoint("archive_purge_final")
                 self._write(packed)
                 deleted += packed.deleted
+            self._queue_empty = not remaining
         return PurgeReport(versions, deleted, remaining)
+
+    def _purge_retired(self, retired: Batch, max_keys: int) -> PurgeReport:
+        """Purge the versions the just-written batch ``retired`` queued, from what it
+        holds: their terms and ledgers, read again by nobody (the caller still holds
+        the lock, so nothing changed them since). Whole versions in batches of at most
+        ``max_keys`` deletes, unsynced like :meth:`purge_pending` (a crash leaves their
+        queue entries, which it finishes); a version over the budget stays queued."""
+        versions = deleted = 0
+        remaining = False
+        budget = max(2, max_keys)
+        batch = Batch(sync=False)
+        for dv, doc, ver, project in retired.queued:
+            terms, own = self._queued_terms.get(dv) or ([], [])
+            size = len(terms) + len(own)
+            if not own or size > budget:
+                remaining = True  # evicted from the cache, or too big: the queue's
+                continue
+            if batch.deleted + size > budget:
+                deleted += self._write_purge(batch)
+                batch = Batch(sync=False)
+            _delete_version(batch, project, terms, own, dv)
+            batch.wb.delete(keys.purge(dv))
+            del self._queued_terms[dv]
+            ledger = retired.ledgers[keys.doc(doc)]
+            ledger["versions"][ver - 1]["purged"] = True  # a redo answers "expired"
+            batch.ledgers[keys.doc(doc)] = ledger
+            versions += 1
+        deleted += self._write_purge(batch)
+        return PurgeReport(versions, deleted, remaining)
+
+    def _write_purge(self, batch: Batch) -> int:
+        """Write one purge batch (when it holds any delete); its deleted keys."""
+        if batch.deleted:
+            killpoint("archive_purge_final")
+            self._write(batch)
+        return batch.deleted
 
     def _purge_removal(
         self, dv: bytes, batch: Batch, resume: bytes
@@ -549,3 +580,15 @@ class LedgersMixin(StoreCore):
     def pending_purge(self) -> int:
         """How many tombstoned versions still have canonical records."""
         return sum(1 for _ in self._prefix(keys.PURGE, fill_cache=False))
+
+
+def _delete_version(
+    batch: Batch, project: bytes, terms: list[bytes], own: list[bytes], dv: bytes
+) -> None:
+    """A version's postings (of ``terms``) and its own keys, deleted in ``batch``."""
+    delete = batch.wb.delete
+    for key in keys.postings_of(project, terms, dv):
+        delete(key)
+    for key in own:
+        delete(key)
+    batch.deleted += len(terms) + len(own)

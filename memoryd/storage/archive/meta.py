@@ -65,6 +65,7 @@ class MetaMixin(StoreCore):
             "estimated_keys": "rocksdb.estimate-num-keys",
             "memtable_bytes": "rocksdb.cur-size-all-mem-tables",
             "running_compactions": "rocksdb.num-running-compactions",
+            "running_flushes": "rocksdb.num-running-flushes",
         }
         out = {}
         for short, prop in names.items():

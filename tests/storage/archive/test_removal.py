@@ -202,3 +202,37 @@ def test_versions_appended_before_term_lists_are_decoded_and_fully_purged(store)
     assert store.term_stats("p", ["walrus", "note"]) == {"walrus": 1, "note": 0}
     assert [loc for loc, _ in store.postings("p", "walrus")] == kept
     assert store.verify_postings()["ok"]
+
+
+def test_a_wave_purges_what_it_queued_and_the_empty_queue_is_not_walked_again(store):
+    """Over its budget a wave queues versions and purges them right after its batch;
+    a retirement that queues (forget) after the queue went empty is purged again."""
+    locs = add(store, [f"alpha beta gamma delta item{i}" for i in range(8)])
+    due = store.expiry_entries(until=NOW, limit=100)
+    done = store.retire_due(due, now=NOW, cursor_name="w", cursor_value=None, purge_keys=12)
+    assert done.outcomes == ["expired"] * 8 and done.purged_versions == 8
+    assert store.pending_purge() == 0 and store.purge_pending().versions == 0
+    assert all(store.version_info(loc).purged for loc in locs)
+    kept = add(store, ["alpha kept words"], due=False)[0]
+    store.forget([kept.split("@")[0]], now=NOW)
+    assert store.pending_purge() == 1
+    assert store.purge_pending().versions == 1 and store.pending_purge() == 0
+    assert store.search("p", "alpha") == [] and store.verify_postings()["ok"]
+
+
+def test_the_wave_walks_pins_and_retrieval_leases_exactly(store):
+    """Pins and retrieval leases are found by one walk in key order: a pin on a document
+    whose id another's starts protects only its own; a lease only its own version."""
+    ids = ["d1", "d10", "d2", "d20", "d3"]
+    items = [
+        NewVersion("p", "conversation", f"words {d}", NOW - DAY, NOW - 1, doc_id=d) for d in ids
+    ]
+    locs = [r.locator for r in store.append_many(items, now=NOW)]
+    store.pin(locs[1], now=NOW)  # d10: the walk for d1 lands on its pin
+    store.take_retrieval_leases([locs[2]], seconds=60, now=NOW)  # d2
+    due = store.expiry_entries(until=NOW, limit=100)
+    done = store.retire_due(due, now=NOW, cursor_name="w", cursor_value=None)
+    outcome = {e.doc_id: o for e, o in zip(due, done.outcomes, strict=True)}
+    assert outcome == {"d1": "expired", "d2": "leased", "d20": "expired", "d3": "expired"}
+    status = [store.version_info(loc).status for loc in locs]
+    assert status == ["expired", "live", "live", "expired", "expired"]
