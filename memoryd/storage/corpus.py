@@ -325,12 +325,33 @@ def _put_blocks(tx: apsw.Connection, pid: int, blocks: Sequence[bytes]) -> list[
 
 
 def _release_block(tx: apsw.Connection, file_id: int) -> None:
-    """The file's body leaves its block: the block goes with its last file. (Its bytes
-    stay in the block until then; a block holds one batch's files, written together.)"""
-    row = tx.execute("SELECT block_id FROM files WHERE id = ?", (file_id,)).fetchone()
-    if row and row[0] is not None:
-        tx.execute("UPDATE body_blocks SET files = files - 1 WHERE id = ?", (row[0],))
-        tx.execute("DELETE FROM body_blocks WHERE id = ? AND files <= 0", (row[0],))
+    """The file's body leaves its block: the block goes with its last file, and a block
+    left holding less live text than dead is written again with its live files only
+    (so a changed or retired file's bytes never outweigh the live ones: the dead share
+    of the bodies stays under half)."""
+    row = tx.execute("SELECT block_id, project_id FROM files WHERE id = ?", (file_id,)).fetchone()
+    if not row or row[0] is None:
+        return
+    block_id, pid = row
+    tx.execute("UPDATE body_blocks SET files = files - 1 WHERE id = ?", (block_id,))
+    tx.execute("DELETE FROM body_blocks WHERE id = ? AND files <= 0", (block_id,))
+    rest = tx.execute(
+        "SELECT id, block_start, block_end FROM files WHERE block_id = ? AND id != ?",
+        (block_id, file_id),
+    ).fetchall()
+    if not rest:
+        return
+    data = tx.execute("SELECT data FROM body_blocks WHERE id = ?", (block_id,)).fetchone()[0]
+    if 2 * sum(end - start for _, start, end in rest) >= _frame_size(data):
+        return
+    text = _decompress(data, tx)
+    _store_block(tx, pid, _project_compressor(tx, pid), [(f, text[a:b]) for f, a, b in rest])
+    tx.execute("DELETE FROM body_blocks WHERE id = ?", (block_id,))
+
+
+def _frame_size(frame: bytes) -> int:
+    """The decompressed size a zstd frame declares (every block is written with it)."""
+    return zstandard.get_frame_parameters(frame).content_size
 
 
 def retire_files(
@@ -461,8 +482,7 @@ def pack_bodies(tx: apsw.Connection, pid: int, block_bytes: int = BODY_BLOCK_BYT
     ``block_bytes`` of text, in file order, compressed with the project's dictionary.
     Returns the files moved. Texts are read back exactly, so search answers and the
     derived tables do not change."""
-    dict_id = project_dict(tx, pid)
-    cctx = compressor(dict_data(tx, dict_id) if dict_id is not None else None)
+    cctx = _project_compressor(tx, pid)
     rows = tx.execute(
         "SELECT id, body FROM files WHERE project_id = ? AND live = 1 AND block_id IS NULL"
         " ORDER BY id",
@@ -478,6 +498,11 @@ def pack_bodies(tx: apsw.Connection, pid: int, block_bytes: int = BODY_BLOCK_BYT
             _store_block(tx, pid, cctx, group)
             group, size = [], 0
     return len(rows)
+
+
+def _project_compressor(tx: apsw.Connection, pid: int) -> zstandard.ZstdCompressor:
+    dict_id = project_dict(tx, pid)
+    return compressor(dict_data(tx, dict_id) if dict_id is not None else None)
 
 
 def _store_block(

@@ -358,7 +358,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         -- once. A file in a block has body x'' and its text's UTF-8 bytes at
         -- [block_start, block_end) of the decompressed block; block_id NULL: body is its
         -- own frame (files written before this migration, or alone in their batch).
-        -- files counts the block's files; the block goes with its last one. Ids are never
+        -- files counts the block's files; the block goes with its last one, and a block
+        -- left with less live text than dead is written again with its live files. Ids are never
         -- reused (AUTOINCREMENT): a reader's cached block is never stale.
         CREATE TABLE body_blocks (
             id         INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -369,6 +370,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE files ADD COLUMN block_id INTEGER;
         ALTER TABLE files ADD COLUMN block_start INTEGER;
         ALTER TABLE files ADD COLUMN block_end INTEGER;
+        -- a block's files, found when one leaves (a block mostly dead is written again)
+        CREATE INDEX files_block ON files(block_id) WHERE block_id IS NOT NULL;
         """,
     ),
 ]

@@ -71,6 +71,44 @@ def test_blocks_count_their_files_and_go_with_the_last(home: Path, tmp_path: Pat
     md.close()
 
 
+def _block_texts(home: Path) -> list[bytes]:
+    md = Memoryd(home)
+    try:
+        return [
+            corpus._decompress(d, md.db) for (d,) in md.db.query("SELECT data FROM body_blocks")
+        ]
+    finally:
+        md.close()
+
+
+def test_a_block_mostly_dead_is_written_again_with_its_live_files(
+    home: Path, tmp_path: Path
+) -> None:
+    """Changed and retired files' bytes never outweigh the live ones in a block: once
+    less than half of a block's text is live, the live files move to a block of their
+    own and the old one, with the dead texts, goes."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for i in range(6):
+        (repo / f"note_{i}.md").write_text(f"secret_{i} " * 200 + "\n")
+    md = Memoryd(home)
+    md.ingest(repo, wait=True, workers=1)
+    assert list(_blocks(home).values()) == [6]
+
+    for i in range(3):  # half the text leaves: not less than half is live yet
+        (repo / f"note_{i}.md").unlink()
+    md.ingest(repo, wait=True, workers=1)
+    assert list(_blocks(home).values()) == [3]
+    (repo / "note_3.md").write_text("rewritten\n")
+    md.ingest(repo, wait=True, workers=1)  # 2 of 6 files' text live: written again
+    blob = b"".join(_block_texts(home))
+    assert sorted(_blocks(home).values()) == [1, 2]
+    assert all(f"secret_{i}".encode() not in blob for i in range(4))
+    assert _texts(home) == {p.name: p.read_text() for p in repo.iterdir()}
+    assert md.search("secret_5", limit=1)["items"][0]["path"] == "note_5.md"
+    md.close()
+
+
 def _as_schema_11(home: Path) -> None:
     """Turn the home back into what memoryd wrote before body blocks: each live file's
     text its own frame (with the project's dictionary), schema 11."""
