@@ -43,8 +43,10 @@ each and this tree's over the other's (on a busy machine the ratios hold where
 separate runs do not).
 
 The dense route's share (``--home DIR --dense MODE``, with ``--rounds``, ``--pair`` (this
-side only), ``--tail``): ``hashing`` is the default encoder as configured; ``off``
+side only), ``--tail``): ``hashing`` is the default encoder (as shipped); ``off``
 searches without the dense route (``encoder=False``: other answers, a bound only);
+``table`` lets the default encoder meet every chunk's stems before the pass (no stem
+is hashed at query time; the texts are still tokenized and summed: same answers);
 ``stored`` gives the hashing encoder every chunk's exact vector before the pass (a
 text -> vector table built from the home's chunks, not timed), so the measured
 queries hash nothing but their own new words: the same answers, and the bound of
@@ -87,7 +89,7 @@ from memoryd.config import MiB  # noqa: E402
 from memoryd.ingest.chunking import decode, line_ranges  # noqa: E402
 from memoryd.ingest.scan import scan  # noqa: E402
 from memoryd.search import search  # noqa: E402
-from memoryd.search.dense import HashingEncoder  # noqa: E402
+from memoryd.search.dense import DEFAULT_ENCODER, HashingEncoder  # noqa: E402
 from memoryd.search.terms import stems  # noqa: E402
 from memoryd.storage.corpus import FTS_TOKENIZER, file_texts  # noqa: E402
 
@@ -196,6 +198,13 @@ def store_report(md: Memoryd, source_bytes: int) -> dict:
 # -- search latency alone ------------------------------------------------------------
 
 
+def chunk_texts(db) -> list[str]:
+    """Every distinct chunk text of the home, as the engine cuts a candidate's text."""
+    chunks = db.query("SELECT file_id, start_line, end_line FROM chunks")
+    files = {f: tuple(t.split("\n")) for f, t in file_texts(db, {r[0] for r in chunks}).items()}
+    return list({"\n".join(files[f][a - 1 : b]) for f, a, b in chunks if f in files})
+
+
 class StoredVectors:
     """The hashing encoder with every chunk text's vector computed beforehand (the
     bound of storing them): a known text is looked up, any other text encoded."""
@@ -203,9 +212,7 @@ class StoredVectors:
     def __init__(self, db) -> None:
         self._enc = HashingEncoder()
         self.dim, self.name = self._enc.dim, self._enc.name
-        chunks = db.query("SELECT file_id, start_line, end_line FROM chunks")
-        files = {f: tuple(t.split("\n")) for f, t in file_texts(db, {r[0] for r in chunks}).items()}
-        texts = list({"\n".join(files[f][a - 1 : b]) for f, a, b in chunks if f in files})
+        texts = chunk_texts(db)
         # the engine's own call for a candidate: its stems, one text per vector
         vectors = self._enc.encode_stems([stems(t) for t in texts])
         self._known = dict(zip(texts, vectors, strict=True))
@@ -218,7 +225,9 @@ class StoredVectors:
 
 def asker(db, dense: str):
     """``search`` with the dense route of ``--dense`` (see the module's docstring)."""
-    if dense == "hashing":
+    if dense == "table":  # the default encoder has met every chunk's stems
+        DEFAULT_ENCODER.encode_stems([stems(t) for t in chunk_texts(db)])
+    if dense in ("hashing", "table"):
         return search
     encoder = False if dense == "off" else StoredVectors(db)
     return lambda db, project, text: search(db, project, text, encoder=encoder)
@@ -449,7 +458,7 @@ def main(argv=None) -> int:
     ap.add_argument("--warm-up-only", action="store_true", help="with --one-pass: the warm-up")
     ap.add_argument("--tail", action="store_true", help="with --home: profile the slowest tenth")
     ap.add_argument("--pair", type=Path, help="with --home: in lock step with this checkout")
-    ap.add_argument("--dense", choices=("hashing", "stored", "off"), default="hashing",
+    ap.add_argument("--dense", choices=("hashing", "table", "stored", "off"), default="hashing",
                     help="with --home: the dense route (see the docstring)")  # fmt: skip
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # --pair's sides
     args = ap.parse_args(argv)
