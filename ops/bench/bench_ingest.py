@@ -42,6 +42,16 @@ other, in ``--rounds`` fresh pairs; per query the fastest round, p50/p95/mean of
 each and this tree's over the other's (on a busy machine the ratios hold where
 separate runs do not).
 
+The dense route's share (``--home DIR --dense MODE``, with ``--rounds``, ``--pair`` (this
+side only), ``--tail``): ``hashing`` is the default encoder (as shipped); ``off``
+searches without the dense route (``encoder=False``: other answers, a bound only);
+``table`` lets the default encoder meet every chunk's stems before the pass (no stem
+is hashed at query time; the texts are still tokenized and summed: same answers);
+``stored`` gives the hashing encoder every chunk's exact vector before the pass (a
+text -> vector table built from the home's chunks, not timed), so the measured
+queries hash nothing but their own new words: the same answers, and the bound of
+any stored form of the hashing vectors (bench-only: no such table exists).
+
 What the slow tail does (``--home DIR --tail``): one pass under cProfile; the
 slowest tenth of the queries against the middle fifth, as CPU, SQL statements and
 rows per query and the functions with the most own time.
@@ -79,7 +89,9 @@ from memoryd.config import MiB  # noqa: E402
 from memoryd.ingest.chunking import decode, line_ranges  # noqa: E402
 from memoryd.ingest.scan import scan  # noqa: E402
 from memoryd.search import search  # noqa: E402
-from memoryd.storage.corpus import FTS_TOKENIZER  # noqa: E402
+from memoryd.search.dense import DEFAULT_ENCODER, HashingEncoder  # noqa: E402
+from memoryd.search.terms import stems  # noqa: E402
+from memoryd.storage.corpus import FTS_TOKENIZER, file_texts  # noqa: E402
 
 EXCLUDES = ["test/", "tests/", "idle_test/"]
 TARGET_RAW_SHARE = 0.60
@@ -186,31 +198,70 @@ def store_report(md: Memoryd, source_bytes: int) -> dict:
 # -- search latency alone ------------------------------------------------------------
 
 
-def search_pass(home: Path, root: Path, queries: int, warm_up_only: bool = False) -> dict:
+def chunk_texts(db) -> list[str]:
+    """Every distinct chunk text of the home, as the engine cuts a candidate's text."""
+    chunks = db.query("SELECT file_id, start_line, end_line FROM chunks")
+    files = {f: tuple(t.split("\n")) for f, t in file_texts(db, {r[0] for r in chunks}).items()}
+    return list({"\n".join(files[f][a - 1 : b]) for f, a, b in chunks if f in files})
+
+
+class StoredVectors:
+    """The hashing encoder with every chunk text's vector computed beforehand (the
+    bound of storing them): a known text is looked up, any other text encoded."""
+
+    def __init__(self, db) -> None:
+        self._enc = HashingEncoder()
+        self.dim, self.name = self._enc.dim, self._enc.name
+        texts = chunk_texts(db)
+        # the engine's own call for a candidate: its stems, one text per vector
+        vectors = self._enc.encode_stems([stems(t) for t in texts])
+        self._known = dict(zip(texts, vectors, strict=True))
+
+    def encode(self, texts):
+        missing = [t for t in texts if t not in self._known]
+        new = dict(zip(missing, self._enc.encode(missing), strict=True)) if missing else {}
+        return [self._known.get(t, new.get(t)) for t in texts]
+
+
+def asker(db, dense: str):
+    """``search`` with the dense route of ``--dense`` (see the module's docstring)."""
+    if dense == "table":  # the default encoder has met every chunk's stems
+        DEFAULT_ENCODER.encode_stems([stems(t) for t in chunk_texts(db)])
+    if dense in ("hashing", "table"):
+        return search
+    encoder = False if dense == "off" else StoredVectors(db)
+    return lambda db, project, text: search(db, project, text, encoder=encoder)
+
+
+def search_pass(
+    home: Path, root: Path, queries: int, warm_up_only: bool = False, dense: str = "hashing"
+) -> dict:
     """One measured pass (after its warm-up) on ``home``, with each query's times.
     ``warm_up_only``: the warm-up alone (under an instruction counter, the difference
     of the two runs is the measured pass's work)."""
     md = Memoryd(home)
     texts = docstring_queries([root / rel for rel, _ in corpus(root)], queries * 2)
+    ask = asker(md.db, dense)
     try:
         if warm_up_only:
             for text in texts[queries:]:
-                search(md.db, root.name, text)
+                ask(md.db, root.name, text)
             return {"warm_up": len(texts) - queries}
-        return search_latency(md.db, root.name, texts, queries, samples=True)
+        return search_latency(md.db, root.name, texts, queries, samples=True, ask=ask)
     finally:
         md.close()
 
 
-def tail_report(home: Path, root: Path, queries: int, top: int = 12) -> dict:
+def tail_report(home: Path, root: Path, queries: int, dense: str, top: int = 12) -> dict:
     """What the slowest tenth of the measured pass does that its middle fifth does not
     (after the same warm-up): per query thread CPU under cProfile, SQL statements run
     and rows fetched (apsw's traces), and the functions with the most own time, as ms
     per query of each group."""
     md = Memoryd(home)
     texts = docstring_queries([root / rel for rel, _ in corpus(root)], queries * 2)
+    ask = asker(md.db, dense)
     for text in texts[queries:]:
-        search(md.db, root.name, text)
+        ask(md.db, root.name, text)
     count = {"sql": 0, "rows": 0}
 
     def statement(cursor, sql, bindings) -> bool:
@@ -227,7 +278,7 @@ def tail_report(home: Path, root: Path, queries: int, top: int = 12) -> dict:
         count.update(sql=0, rows=0)
         prof = cProfile.Profile()
         c0 = time.thread_time()
-        prof.runcall(search, md.db, root.name, text)
+        prof.runcall(ask, md.db, root.name, text)
         per.append(((time.thread_time() - c0) * 1000, count["sql"], count["rows"], prof, text))
     md.close()
     per.sort(key=lambda x: -x[0])
@@ -256,31 +307,34 @@ def tail_report(home: Path, root: Path, queries: int, top: int = 12) -> dict:
     return out
 
 
-def serve(home: Path, root: Path, queries: int) -> None:
+def serve(home: Path, root: Path, queries: int, dense: str) -> None:
     """One side of :func:`paired`: after the warm-up, "ready"; then for each query
     number read from stdin, that query's wall and thread-CPU ms."""
     md = Memoryd(home)
     texts = docstring_queries([root / rel for rel, _ in corpus(root)], queries * 2)
+    ask = asker(md.db, dense)
     for text in texts[queries:]:
-        search(md.db, root.name, text)
+        ask(md.db, root.name, text)
     print("ready", flush=True)
     for line in sys.stdin:
         t0, c0 = time.perf_counter(), time.thread_time()
-        search(md.db, root.name, texts[int(line)])
+        ask(md.db, root.name, texts[int(line)])
         print((time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000, flush=True)
     md.close()
 
 
-def _server(tree: Path, home: Path, root: Path, queries: int) -> subprocess.Popen:
-    """A :func:`serve` process of ``tree``'s bench_ingest.py and package."""
+def _server(tree: Path, home: Path, root: Path, queries: int, dense: str) -> subprocess.Popen:
+    """A :func:`serve` process of ``tree``'s bench_ingest.py and package (``dense``
+    other than ``hashing``: this tree only, another checkout may not know it)."""
     cmd = [sys.executable, str(tree / "ops/bench/bench_ingest.py"), "--home", str(home),
-           "--root", str(root), "--queries", str(queries), "--serve"]  # fmt: skip
+           "--root", str(root), "--queries", str(queries), "--serve",
+           *(["--dense", dense] if dense != "hashing" else [])]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(tree)}
     pipe = subprocess.PIPE
     return subprocess.Popen(cmd, env=env, cwd=tree, text=True, stdin=pipe, stdout=pipe)
 
 
-def paired(home: Path, root: Path, queries: int, rounds: int, other: Path) -> dict:
+def paired(home: Path, root: Path, queries: int, rounds: int, other: Path, dense: str) -> dict:
     """This tree's code and ``other``'s (another checkout: its own bench_ingest.py and
     package) in lock step: each query is asked by one process, then by the other (the
     first alternating by round), so both meet the same load; per query the fastest of
@@ -289,7 +343,10 @@ def paired(home: Path, root: Path, queries: int, rounds: int, other: Path) -> di
     samples: dict[str, list] = {k: [] for k in trees}
     loads = []
     for r in range(rounds):
-        procs = {k: _server(tree, home, root, queries) for k, tree in trees.items()}
+        procs = {
+            k: _server(tree, home, root, queries, dense if k == "this" else "hashing")
+            for k, tree in trees.items()
+        }
         for proc in procs.values():
             assert proc.stdout.readline().strip() == "ready"
         got: dict[str, list] = {k: [] for k in trees}
@@ -322,13 +379,13 @@ def paired(home: Path, root: Path, queries: int, rounds: int, other: Path) -> di
     return out
 
 
-def search_rounds(home: Path, root: Path, queries: int, rounds: int) -> dict:
+def search_rounds(home: Path, root: Path, queries: int, rounds: int, dense: str) -> dict:
     """:func:`search_pass` in ``rounds`` fresh processes; p50/p95 of each round and of
     every query's fastest round (wall and CPU)."""
     if not (home / "authority.db").exists():
         ingest_once(root, 2, home)["md"].close()
     cmd = [sys.executable, __file__, "--home", str(home), "--root", str(root),
-           "--queries", str(queries), "--one-pass"]  # fmt: skip
+           "--queries", str(queries), "--one-pass", "--dense", dense]  # fmt: skip
     runs = [
         json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
         for _ in range(rounds)
@@ -355,18 +412,22 @@ def search_rounds(home: Path, root: Path, queries: int, rounds: int) -> dict:
 def latency_main(args) -> int:
     home, root = args.home.resolve(), args.root.resolve()
     if args.one_pass:
-        print(json.dumps(search_pass(home, root, args.queries, args.warm_up_only)))
+        print(json.dumps(search_pass(home, root, args.queries, args.warm_up_only, args.dense)))
         return 0
     if args.tail:
-        print(json.dumps(tail_report(home, root, args.queries), indent=2))
+        print(json.dumps(tail_report(home, root, args.queries, args.dense), indent=2))
         return 0
     if args.serve:
-        serve(home, root, args.queries)
+        serve(home, root, args.queries, args.dense)
         return 0
     if args.pair:
-        print(json.dumps(paired(home, root, args.queries, args.rounds, args.pair), indent=2))
+        print(
+            json.dumps(
+                paired(home, root, args.queries, args.rounds, args.pair, args.dense), indent=2
+            )
+        )
         return 0
-    result = search_rounds(home, root, args.queries, args.rounds)
+    result = search_rounds(home, root, args.queries, args.rounds, args.dense)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -397,6 +458,8 @@ def main(argv=None) -> int:
     ap.add_argument("--warm-up-only", action="store_true", help="with --one-pass: the warm-up")
     ap.add_argument("--tail", action="store_true", help="with --home: profile the slowest tenth")
     ap.add_argument("--pair", type=Path, help="with --home: in lock step with this checkout")
+    ap.add_argument("--dense", choices=("hashing", "table", "stored", "off"), default="hashing",
+                    help="with --home: the dense route (see the docstring)")  # fmt: skip
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # --pair's sides
     args = ap.parse_args(argv)
     if args.home is not None:

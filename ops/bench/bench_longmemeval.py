@@ -110,16 +110,19 @@ def docstring_queries(files: list[Path], limit: int) -> list[str]:
     return texts
 
 
-def search_latency(db, project: str, texts: list[str], queries: int, samples: bool = False) -> dict:
+def search_latency(
+    db, project: str, texts: list[str], queries: int, samples: bool = False, ask=search
+) -> dict:
     """p50/p95 ms of ``search`` (gate included, in-process): the first ``queries``
     texts are measured, each once, after one warm-up pass over the rest. ``samples``
-    adds each query's wall and CPU ms, in order (``wall_ms``, ``cpu_ms``)."""
+    adds each query's wall and CPU ms, in order (``wall_ms``, ``cpu_ms``); ``ask``
+    replaces ``search`` (same arguments), e.g. with another encoder."""
     for text in texts[queries:]:
-        search(db, project, text)  # warm-up: caches, statistics
+        ask(db, project, text)  # warm-up: caches, statistics
     lat, cpu, abstained = [], [], 0
     for text in texts[:queries]:
         t0, c0 = time.perf_counter(), time.thread_time()
-        r = search(db, project, text)
+        r = ask(db, project, text)
         lat.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.thread_time() - c0) * 1000)
         abstained += r["status"] == "abstained"
