@@ -45,6 +45,9 @@ DEFAULT_BUCKET_SECONDS = 3600
 #: Block cache of one open archive (RocksDB's default is 8 MiB).
 BLOCK_CACHE_BYTES = 32 * 1024 * 1024
 
+#: RocksDB info logs kept in the archive directory (one per open; its default keeps 1000).
+INFO_LOGS_KEPT = 10
+
 
 @dataclass
 class Batch:
@@ -136,6 +139,7 @@ class StoreCore:
         # Files full of deletes are picked up by background compaction after a flush.
         opts.add_compact_on_deletion_collector_factory(4096, 1024, 0.3)
         opts.set_max_background_jobs(2)
+        opts.set_keep_log_file_num(INFO_LOGS_KEPT)
         return opts
 
     @classmethod
