@@ -7,7 +7,7 @@ scenarios, in a seeded order), so one block reaches the stale-result scenario th
 ``unfenced_completion`` needs; the other two faults break the first cycle.
 
 The control, the same scenarios without a fault reporting nothing, is
-``test_drill.py``'s fifty cycles (seven blocks and more, every scenario).
+``test_drill.py``'s fifty cycles (four whole blocks, every scenario in each).
 """
 
 from __future__ import annotations

@@ -701,10 +701,8 @@ class _Weighted:
     def of_mask(self, m: int) -> float:
         value = self.values.get(m)
         if value is None:
-            p = self.p
-            held = [s for i, s in enumerate(p.focus_stems) if m >> i & 1]
-            value = sum(p.weights[s] for s in held) / p.total_weight if p.focus else 0.0
-            self.values[m] = value
+            held = {s for i, s in enumerate(self.p.focus_stems) if m >> i & 1}
+            value = self.values[m] = gate_mod.coverage(self.p, held)[1]
         return value
 
     def __call__(self, matched: set[str]) -> float:

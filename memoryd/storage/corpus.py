@@ -604,14 +604,13 @@ def live_texts(conn: apsw.Connection, pid: int) -> Iterator[tuple[int, str, str]
     """(file id, path, text) of every live file of the project, in block order: each
     block is decompressed once and only one is held at a time."""
     rows = conn.execute(
-        "SELECT id, path, block_id, block_start, block_end FROM main.files"
+        "SELECT id, path, body, block_id, block_start, block_end FROM main.files"
         " WHERE project_id = ? AND live = 1 ORDER BY block_id, id",
         (pid,),
-    ).fetchall()
+    ).fetchall()  # a file in a block has an empty body
     held: tuple[int | None, bytes] = (None, b"")
-    for fid, path, block_id, start, end in rows:
+    for fid, path, body, block_id, start, end in rows:
         if block_id is None:
-            body = conn.execute("SELECT body FROM main.files WHERE id = ?", (fid,)).fetchone()[0]
             yield fid, path, file_text(body, conn)
             continue
         if held[0] != block_id:

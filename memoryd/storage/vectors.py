@@ -97,9 +97,12 @@ def encode_job(db, config, payload: dict) -> dict | None:
             " AND content_hash = ?",
             (pid, path, content_hash),
         )
-        chunks = _chunk_texts(db, rows[0][0], file_texts(db, [rows[0][0]])) if rows else []
+        if not rows:
+            continue  # changed or gone since the job was enqueued: its own job codes it
+        fid = rows[0][0]
+        chunks = _chunk_texts(db, fid, file_texts(db, [fid])[fid])
         if chunks:
-            found.append((rows[0][0], content_hash, len(chunks)))
+            found.append((fid, content_hash, len(chunks)))
             texts += chunks
     codes = encode_texts(enc, texts)  # all files' chunks at once: fewer, fuller encoder calls
     width = enc.dim // 8
@@ -110,15 +113,14 @@ def encode_job(db, config, payload: dict) -> dict | None:
     return {"encoder": enc.name, "dim": enc.dim, "files": out}
 
 
-def _chunk_texts(db, file_id: int, texts: dict[int, str]) -> list[str]:
-    """The texts of a stored file's chunks, in ordinal order (``texts``: file id ->
-    its text)."""
+def _chunk_texts(db, file_id: int, text: str) -> list[str]:
+    """The texts of a stored file's chunks (``text``: the file's), in ordinal order."""
     ranges = _query(
         db, "SELECT start_line, end_line FROM chunks WHERE file_id = ? ORDER BY ordinal", (file_id,)
     )
     if not ranges:
         return []
-    lines = texts[file_id].split("\n")
+    lines = text.split("\n")
     return ["\n".join(lines[s - 1 : e]) for s, e in ranges]
 
 
@@ -236,7 +238,7 @@ def rebuild_vectors(tx: apsw.Connection, pid: int, config) -> int:
     claim(tx, enc.name, enc.dim)
     count = 0
     for file_id, _path, text in live_texts(tx, pid):
-        texts = _chunk_texts(tx, file_id, {file_id: text})
+        texts = _chunk_texts(tx, file_id, text)
         if texts:
             tx.execute(
                 "INSERT INTO chunk_vectors (file_id, project_id, codes) VALUES (?, ?, ?)",
