@@ -7,6 +7,8 @@ issued), ``after_commit`` (committed, nothing else done yet),
 retention layers add their own (``RETENTION_NAMES``), and the archive migration
 its ``migration_mid_copy`` and ``migration_mid_switch``
 (``memoryd.retention.boundary.KILL_POINTS``). ``memoryd drill`` reaches them all.
+``memory_apply_<candidate id>`` kills a supervisor applying that memory candidate
+(a poison candidate: ``tests/memory/test_poison.py``).
 
 With ``MEMORYD_KILL_ONCE=PATH`` only the first process to reach the point
 dies (it creates PATH): a respawned worker inherits the environment and must

@@ -15,11 +15,25 @@ and enqueues the next run in the same commit when anything is left to do (the
 next run also tidies staging for this one), and, when records changed, the
 project's ``memory.mirror`` job (:mod:`.mirror`), which the other worker runs
 while the next run decides.
+
+A candidate whose apply kills the supervisor (a poison candidate) makes the
+run a poison suspect (``supervisor_death_cap``). The apply of a suspect run
+keeps ``staging/<project>/.applying`` (no fsync: it only has to outlive the
+process) naming the run, its candidates and the one being applied. When the
+cap dead-letters the run, :func:`recover` (in the same transaction) dead-letters
+that candidate (all the run's candidates when the death came outside any one's
+apply) and enqueues the project's next run: the poisoned run stays dead, the
+rest of the backlog goes on, and ``memoryd memory retry`` brings a quarantined
+candidate back. Without a mark naming the run (``supervisor_death_cap`` 1), no
+candidate is known: nothing is enqueued (a rerun could kill again), and the
+dead job waits for ``memoryd jobs retry``. Kill point ``memory_apply_<candidate
+id>`` (:mod:`memoryd.killpoints`) kills a supervisor applying that candidate.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from collections import Counter
@@ -29,7 +43,9 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import orjson
 
+from memoryd import killpoints, logs
 from memoryd.config import Config
 from memoryd.memory import adjudicate, mirror, staging
 from memoryd.memory.adjudicate import Undecidable, VerdictError
@@ -44,6 +60,7 @@ from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 CONSOLIDATE = "memory.consolidate"
 DAMAGED_SUFFIX = ".damaged.json"
+APPLYING_MARK = ".applying"  # in the project's staging directory (never a staging file)
 
 
 def job_spec(project: str, pid: int, not_before: float = 0.0) -> JobSpec:
@@ -314,17 +331,28 @@ def _follow_up(actx: ApplyContext, job: ClaimedJob, out: dict, home: Path) -> No
     actx.queue.enqueue_in(actx.tx, [job_spec(p["project"], p["project_id"], when)])
 
 
+def _home(tx: apsw.Connection) -> Path:
+    """The home, from the authority's path (an apply gets no home of its own)."""
+    return Path(tx.db_filename("main")).parent
+
+
 def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
-    home = Path(actx.tx.db_filename("main")).parent  # an apply gets no home of its own
+    home = _home(actx.tx)
     cfg: Config = actx.config
     for job, out in done:
         pid, now = job.data["project_id"], time.time()
         rates: Counter = Counter(discarded=out["discarded"])
         outcomes = []
+        mark = _Mark(home, job, out["decisions"]) if job.deaths else None
         for d in out["decisions"]:
+            if mark:
+                mark.write(d["cid"])
+            killpoints.reach(f"memory_apply_{d['cid']}")
             outcome, rid, reason = _settle(actx, pid, d, now)
             rates[outcome] += 1
             outcomes.append((d["cid"], outcome, rid, reason))
+        if mark:
+            mark.write(None)  # past the candidates: a death now is none's in particular
         if any(rid for _, outcome, rid, _ in outcomes if outcome != "already"):
             actx.queue.enqueue_in(actx.tx, [mirror.job_spec(job.data["project"], pid)])
             codes = vectors_job.records_follow_up(actx.tx, cfg, pid, job.data["project"])
@@ -337,7 +365,105 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         _follow_up(actx, job, out, home)
 
 
+# -- poison candidates ------------------------------------------------------------------
+
+
+class _Mark:
+    """The apply of a poison suspect run: the run, its candidates and the one applied."""
+
+    def __init__(self, home: Path, job: ClaimedJob, decisions: list[dict]) -> None:
+        self.path = staging.staging_dir(home, job.data["project"]) / APPLYING_MARK
+        self.head = {"job": job.id, "deaths": job.deaths, "cids": [d["cid"] for d in decisions]}
+
+    def write(self, at: str | None) -> None:
+        staging.write_atomic(self.path, orjson.dumps({**self.head, "at": at}), durable=False)
+
+
+def suspects(home: Path, job: ClaimedJob) -> list[str]:
+    """The candidates a dead-lettered run's mark blames: the one being applied when its
+    supervisor died the last time, else (a death past the candidates) all of the run's;
+    none without a mark of that run's last apply (its count of deaths is one less)."""
+    path = staging.staging_dir(home, job.data["project"]) / APPLYING_MARK
+    try:
+        mark = orjson.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return []
+    if mark.get("job") != job.id or mark.get("deaths") != job.deaths - 1:
+        return []
+    return [mark["at"]] if mark.get("at") else list(mark.get("cids") or ())
+
+
+def _staged(home: Path, project: str, cids: set[str]) -> dict[str, dict]:
+    """The staged content of ``cids`` (a walk of the project's staging files)."""
+    found: dict[str, dict] = {}
+    for path in staging.staged_files(home, project):
+        for s in staging.read(path) or ():
+            if s.id in cids and s.project == project:
+                found[s.id] = s.candidate
+        if len(found) == len(cids):
+            break
+    return found
+
+
+def quarantine_in(tx: apsw.Connection, home: Path, p: dict, cids: list[str], reason: str) -> list:
+    """Dead-letter the still undecided ``cids`` of project ``p`` (the next run moves them
+    to deadletter/ with ``reason``) and log it as a run; returns the ids dead-lettered."""
+    now, pid = time.time(), p["project_id"]
+    states = records.candidate_states(tx, cids)
+    open_ = {c for c in cids if states.get(c, {}).get("state", "parked") == "parked"}
+    content = _staged(home, p["project"], open_)
+    done = [c for c in cids if c in content]
+    for cid in done:
+        kept = {"candidate": content[cid], "attempts": states.get(cid, {}).get("attempts", 0)}
+        records.set_candidate_in(tx, pid, cid, "deadletter", now, reason=reason, **kept)
+    if done:
+        run_id = records.log_run_in(tx, pid, None, now, {"deadlettered": len(done)})
+        records.log_outcomes_in(tx, run_id, [(c, "deadlettered", None, reason) for c in done], now)
+    return done
+
+
+def recover(actx: ApplyContext, jobs: list[ClaimedJob]) -> None:
+    """Runs dead-lettered for killing their supervisor: quarantine the candidates their
+    marks blame, and enqueue the project's next run (see the module's docstring)."""
+    home = _home(actx.tx)
+    for job in jobs:
+        p, blamed = job.data, suspects(home, job)
+        if not blamed:
+            logs.event(
+                "memory_poison_unknown",
+                f"consolidation job {job.id} ({p['project']}) was dead-lettered for killing its"
+                " supervisor and no candidate is known to blame; inspect it, then"
+                " `memoryd jobs retry`",
+                level=logging.WARNING,
+                job_id=job.id,
+                project=p["project"],
+            )
+            continue
+        which = "its apply" if len(blamed) == 1 else f"the apply of its run ({len(blamed)})"
+        reason = (
+            f"{which} killed the supervisor {job.deaths} times (job {job.id},"
+            " supervisor_death_cap); inspect it, then `memoryd memory retry`"
+        )
+        done = quarantine_in(actx.tx, home, p, blamed, reason)
+        actx.queue.enqueue_in(actx.tx, [job_spec(p["project"], p["project_id"])])
+        logs.event(
+            "memory_poison_quarantined",
+            f"consolidation job {job.id} ({p['project']}) killed its supervisor"
+            f" {job.deaths} times: {len(done)} candidate(s) dead-lettered, the next run enqueued",
+            level=logging.WARNING,
+            job_id=job.id,
+            project=p["project"],
+            candidates=done,
+        )
+
+
 KINDS = [
-    JobKind(CONSOLIDATE, run, apply, doc="consolidate a project's staged memory candidates"),
+    JobKind(
+        CONSOLIDATE,
+        run,
+        apply,
+        doc="consolidate a project's staged memory candidates",
+        poisoned=recover,
+    ),
     mirror.KIND,
 ]

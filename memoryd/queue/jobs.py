@@ -312,43 +312,54 @@ class JobQueue:
         """Requeue at once every claim held by owners known to be dead.
 
         A supervisor that died lost all of its claims at once, most of them
-        never started, so the attempt is refunded instead of charged. The jobs
-        in ``applying`` (those whose results it was committing when it died)
-        are poison suspects: each such death is counted on the job, and past
-        ``supervisor_death_cap`` deaths the job is dead-lettered instead of
-        crash-looping the service.
+        never started, so the attempt is refunded instead of charged. The
+        poison suspects among them are first charged their death (see
+        :meth:`dead_letter_poison_in`).
         """
-        now = self.clock()
         owners = list(dead_owners)
-        suspects = orjson.dumps(sorted(set(applying))).decode()
+        self.dead_letter_poison_in(tx, owners, applying)
         marks = ",".join("?" * len(owners))
-        tx.execute(
-            "UPDATE jobs SET supervisor_deaths = supervisor_deaths + 1"
-            f" WHERE state = 'claimed' AND lease_owner IN ({marks})"
-            " AND id IN (SELECT value FROM json_each(?))",
-            (*owners, suspects),
-        )
-        error = (
-            "killed its supervisor while its result was applied, {n} times "
-            f"(supervisor_death_cap={self.death_cap}); inspect the job, then `memoryd jobs retry`"
-        )
-        tx.execute(
-            "UPDATE jobs SET state = 'dead', finished_at = ?, updated_at = ?,"
-            " last_error = replace(?, '{n}', supervisor_deaths),"
-            " lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
-            f" WHERE state = 'claimed' AND lease_owner IN ({marks})"
-            " AND supervisor_deaths >= ?",
-            (now, now, error, *owners, self.death_cap),
-        )
         return len(
             tx.execute(
                 "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0),"
                 " lease_owner = NULL, lease_token = NULL, lease_expires = NULL,"
                 f" updated_at = ? WHERE state = 'claimed' AND lease_owner IN ({marks})"
                 " RETURNING id",
-                (now, *owners),
+                (self.clock(), *owners),
             ).fetchall()
         )
+
+    def dead_letter_poison_in(
+        self, tx: apsw.Connection, dead_owners: Sequence[str], applying: Iterable[int] = ()
+    ) -> list[ClaimedJob]:
+        """Count a death on the claims of ``dead_owners`` in ``applying`` (those whose
+        results the dead supervisor was committing: poison suspects) and dead-letter
+        every claim of theirs past ``supervisor_death_cap`` deaths instead of
+        crash-looping the service. Returns the jobs dead-lettered (``deaths``: their
+        count), so their kinds may recover what they held (``JobKind.poisoned``)."""
+        now = self.clock()
+        suspects = orjson.dumps(sorted(set(applying))).decode()
+        marks = ",".join("?" * len(dead_owners))
+        tx.execute(
+            "UPDATE jobs SET supervisor_deaths = supervisor_deaths + 1"
+            f" WHERE state = 'claimed' AND lease_owner IN ({marks})"
+            " AND id IN (SELECT value FROM json_each(?))",
+            (*dead_owners, suspects),
+        )
+        error = (
+            "killed its supervisor while its result was applied, {n} times "
+            f"(supervisor_death_cap={self.death_cap}); inspect the job, then `memoryd jobs retry`"
+        )
+        rows = tx.execute(
+            "UPDATE jobs SET state = 'dead', finished_at = ?, updated_at = ?,"
+            " last_error = replace(?, '{n}', supervisor_deaths),"
+            " lease_owner = NULL, lease_token = NULL, lease_expires = NULL"
+            f" WHERE state = 'claimed' AND lease_owner IN ({marks})"
+            " AND supervisor_deaths >= ?"
+            " RETURNING id, kind, payload, '', attempts, project, supervisor_deaths",
+            (now, now, error, *dead_owners, self.death_cap),
+        ).fetchall()
+        return sorted(map(ClaimedJob._make, rows))
 
     def claim_owners(self) -> list[str]:
         return [

@@ -9,6 +9,10 @@ root, :mod:`memoryd.registry`, collects them):
   transaction (``actx.tx``), for every job of that kind whose lease was still
   valid. It is the only place job effects are written; it may enqueue follow-up
   jobs with ``actx.queue.enqueue_in(actx.tx, ...)`` in the same commit.
+- ``poisoned(actx, jobs)`` (optional) executes in the supervisor, in the
+  transaction that dead-letters jobs of that kind for killing their supervisor
+  ``supervisor_death_cap`` times: the kind sets aside what killed it and
+  enqueues what should go on (the poisoned job itself stays dead).
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ class ApplyContext:
 
 Runner = Callable[[WorkContext, Any], Any]
 Applier = Callable[[ApplyContext, list[tuple[ClaimedJob, Any]]], None]
+Recovery = Callable[[ApplyContext, list[ClaimedJob]], None]
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,9 @@ class JobKind:
     validate: Callable[[Any], None] | None = None  # raises BadPayload at enqueue time
     doc: str = ""
     pool: str = "jobs"  # "retention": run by the single retention worker (the archive owner)
+    # in the supervisor, in the transaction that dead-letters jobs of this kind for killing
+    # ``supervisor_death_cap`` supervisors: recover what they held (never rerun them)
+    poisoned: Recovery | None = None
 
 
 @dataclass(frozen=True)

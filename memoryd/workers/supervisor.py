@@ -259,9 +259,30 @@ class Supervisor:
         marked_owner, marked = self.applying.previous()
         applying = marked if marked_owner in dead else []
         if dead:
-            self.stats.reclaimed += self._write(
-                lambda tx: self.queue.reclaim_owners_in(tx, dead, applying)
-            )
+            self.stats.reclaimed += self._write(lambda tx: self._reclaim_in(tx, dead, applying))
+
+    def _reclaim_in(self, tx: apsw.Connection, dead: list[str], applying: list[int]) -> int:
+        """Dead-letter the poison jobs (their kinds recover what they held, each in a
+        savepoint: a failed recovery is logged, never stops the start), requeue the rest."""
+        by_kind: dict[str, list[ClaimedJob]] = defaultdict(list)
+        for job in self.queue.dead_letter_poison_in(tx, dead, applying):
+            by_kind[job.kind].append(job)
+        for kind, jobs in by_kind.items():
+            recover = getattr(self.registry.kinds.get(kind), "poisoned", None)
+            if recover is None:
+                continue
+            try:
+                with self.db.savepoint("poisoned"):
+                    recover(ApplyContext(tx, self.queue, self.config), jobs)
+            except Exception as exc:
+                logs.event(
+                    "poison_recovery_failed",
+                    f"recovering dead-lettered {kind} jobs failed: {type(exc).__name__}: {exc}",
+                    level=logging.WARNING,
+                    kind=kind,
+                    job_ids=[j.id for j in jobs],
+                )
+        return self.queue.reclaim_owners_in(tx, dead)
 
     def _write_state(self) -> None:
         slots = self.pool.slots

@@ -520,9 +520,12 @@ def test_a_job_that_keeps_killing_its_supervisor_is_dead_lettered(db, q: JobQueu
         assert {j.id for j in claimed} == {poison, bystander, held}
         assert claimed[0].deaths == death - 1, "a claim carries the count (suspects go alone)"
         applying = [poison] if death > 1 else [poison, bystander]
-        db.write(lambda tx, o=owner, a=applying: q.reclaim_owners_in(tx, [o], a))
         if death < q.death_cap:
+            db.write(lambda tx, o=owner, a=applying: q.reclaim_owners_in(tx, [o], a))
             assert row(db, poison)["state"] == "queued"
+    dead = db.write(lambda tx: q.dead_letter_poison_in(tx, [owner], [poison]))
+    assert [(j.id, j.deaths) for j in dead] == [(poison, 3)], "what its kind may recover"
+    assert db.write(lambda tx: q.reclaim_owners_in(tx, [owner])) == 2, "the rest requeued"
     r = row(db, poison)
     assert r["state"] == "dead"
     assert f"3 times (supervisor_death_cap={q.death_cap})" in r["last_error"]
