@@ -533,6 +533,8 @@ def rebuild_cmd(md: Memoryd, as_json: bool, verify: bool) -> None:
         emit_json(r)
     elif verify:
         verdict = "equal" if r["equal"] else "DIFFERENT: " + ", ".join(r["mismatches"])
+        waiting = sum(n for per in r["pending"].values() for n in per.values())
+        verdict += f" ({waiting:,} files or records still await their codes)" if waiting else ""
         out.print(f"rebuild --verify: derived tables {verdict}")
     else:
         for project, counts in r["rebuilt"].items():

@@ -56,6 +56,7 @@ def test_records_get_codes_that_go_when_superseded_and_verify_equal(
     out = md.rebuild(verify=True)
     assert out["equal"], out["mismatches"]
     assert out["live"]["app"]["record_vectors"] == out["rebuilt"]["app"]["record_vectors"]
+    assert out["pending"] == {"app": {"vectors": 0, "record_vectors": 0}}, "all coded"
 
 
 def test_verify_sees_a_damaged_record_code_and_rebuild_repairs_it(memoryd, project_home):
