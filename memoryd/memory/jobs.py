@@ -24,9 +24,10 @@ cap dead-letters the run, :func:`recover` (in the same transaction) dead-letters
 that candidate (all the run's candidates when the death came outside any one's
 apply) and enqueues the project's next run: the poisoned run stays dead, the
 rest of the backlog goes on, and ``memoryd memory retry`` brings a quarantined
-candidate back. Without a mark naming the run (``supervisor_death_cap`` 1), no
-candidate is known: nothing is enqueued (a rerun could kill again), and the
-dead job waits for ``memoryd jobs retry``. Kill point ``memory_apply_<candidate
+candidate back. Without a mark naming the run (``supervisor_death_cap`` 1), or
+when every candidate it blames is already decided, nothing is set aside and
+nothing enqueued (a rerun could kill again): the dead job waits for ``memoryd
+jobs retry``. Kill point ``memory_apply_<candidate
 id>`` (:mod:`memoryd.killpoints`) kills a supervisor applying that candidate.
 """
 
@@ -424,32 +425,30 @@ def quarantine_in(tx: apsw.Connection, home: Path, p: dict, cids: list[str], rea
 
 def recover(actx: ApplyContext, jobs: list[ClaimedJob]) -> None:
     """Runs dead-lettered for killing their supervisor: quarantine the candidates their
-    marks blame, and enqueue the project's next run (see the module's docstring)."""
+    marks blame, and enqueue the project's next run (see the module's docstring). Only
+    a recovery that set a candidate aside enqueues: each one shortens the backlog, so
+    they are bounded by it, and a run whose death no undecided candidate explains is
+    never rerun on its own."""
     home = _home(actx.tx)
     for job in jobs:
         p, blamed = job.data, suspects(home, job)
-        if not blamed:
-            logs.event(
-                "memory_poison_unknown",
-                f"consolidation job {job.id} ({p['project']}) was dead-lettered for killing its"
-                " supervisor and no candidate is known to blame; inspect it, then"
-                " `memoryd jobs retry`",
-                level=logging.WARNING,
-                job_id=job.id,
-                project=p["project"],
-            )
-            continue
         which = "its apply" if len(blamed) == 1 else f"the apply of its run ({len(blamed)})"
         reason = (
             f"{which} killed the supervisor {job.deaths} times (job {job.id},"
             " supervisor_death_cap); inspect it, then `memoryd memory retry`"
         )
-        done = quarantine_in(actx.tx, home, p, blamed, reason)
-        actx.queue.enqueue_in(actx.tx, [job_spec(p["project"], p["project_id"])])
+        done = quarantine_in(actx.tx, home, p, blamed, reason) if blamed else []
+        if done:
+            actx.queue.enqueue_in(actx.tx, [job_spec(p["project"], p["project_id"])])
+        what = (
+            f"{len(done)} candidate(s) dead-lettered, the next run enqueued"
+            if done
+            else "no undecided candidate is known to blame; inspect it, then `memoryd jobs retry`"
+        )
         logs.event(
-            "memory_poison_quarantined",
+            "memory_poison_quarantined" if done else "memory_poison_unknown",
             f"consolidation job {job.id} ({p['project']}) killed its supervisor"
-            f" {job.deaths} times: {len(done)} candidate(s) dead-lettered, the next run enqueued",
+            f" {job.deaths} times: {what}",
             level=logging.WARNING,
             job_id=job.id,
             project=p["project"],

@@ -12,6 +12,7 @@ import pytest
 
 from memoryd.memory import jobs, staging
 from memoryd.queue import ClaimedJob
+from memoryd.storage import records
 from memoryd.workers.contract import ApplyContext
 from tests.conftest import query, run_cli
 from tests.memory.conftest import lines
@@ -102,13 +103,19 @@ def test_a_death_past_the_candidates_quarantines_the_whole_run(memoryd, project_
     assert md.memory_deadletter("app")[0]["reason"].startswith("the apply of its run (3)")
 
 
-@pytest.mark.parametrize("marked", [None, 0], ids=["no mark", "an older death's mark"])
-def test_no_blame_no_rerun(memoryd, project_home, marked) -> None:
-    """Without a mark of the run's last apply no candidate is known: nothing is
-    quarantined and no run enqueued (a rerun could kill again); the job waits for
-    `memoryd jobs retry`."""
+@pytest.mark.parametrize("case", ["no mark", "an older death's mark", "a decided candidate"])
+def test_no_blame_no_rerun(memoryd, project_home, case) -> None:
+    """Without a mark of the run's last apply, or when the candidate it blames is already
+    decided, nothing is set aside and no run enqueued (a rerun could kill again); the
+    job waits for `memoryd jobs retry`."""
     md = memoryd()
     ids = md.memory_add(lessons(*TEXTS[:2]), "app")["candidates"]
+    last = md.config.supervisor_death_cap - 1
+    marked = {"no mark": None, "an older death's mark": last - 1}.get(case, last)
+    if case == "a decided candidate":
+        [(pid,)] = query(project_home, "SELECT id FROM projects WHERE name = 'app'")
+        md.db.write(lambda tx: records.set_candidate_in(tx, pid, ids[0], "consumed", 0.0))
     kill_while_applying(md, marked, ids[0])
-    assert states(project_home) == {}
+    decided = {ids[0]: "consumed"} if case == "a decided candidate" else {}
+    assert states(project_home) == decided
     assert [s for _, s, _ in consolidations(project_home)] == ["dead"]
