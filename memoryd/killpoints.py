@@ -36,6 +36,11 @@ RETENTION_NAMES = (
 _hits: dict[str, int] = {}
 
 
+def armed() -> bool:
+    """Whether a kill point is set: a hot loop asks once, then reaches its points."""
+    return bool(os.environ.get(ENV))
+
+
 def reach(name: str) -> None:
     spec = os.environ.get(ENV)
     if not spec:

@@ -345,10 +345,12 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         rates: Counter = Counter(discarded=out["discarded"])
         outcomes = []
         mark = _Mark(home, job, out["decisions"]) if job.deaths else None
+        armed = killpoints.armed()
         for d in out["decisions"]:
             if mark:
                 mark.write(d["cid"])
-            killpoints.reach(f"memory_apply_{d['cid']}")
+            if armed:
+                killpoints.reach(f"memory_apply_{d['cid']}")
             outcome, rid, reason = _settle(actx, pid, d, now)
             rates[outcome] += 1
             outcomes.append((d["cid"], outcome, rid, reason))
