@@ -334,17 +334,23 @@ def _server(tree: Path, home: Path, root: Path, queries: int, dense: str) -> sub
     return subprocess.Popen(cmd, env=env, cwd=tree, text=True, stdin=pipe, stdout=pipe)
 
 
-def paired(home: Path, root: Path, queries: int, rounds: int, other: Path, dense: str) -> dict:
+def paired(
+    home: Path, root: Path, queries: int, rounds: int, other: Path, dense: str,
+    other_home: Path | None = None,
+) -> dict:  # fmt: skip
     """This tree's code and ``other``'s (another checkout: its own bench_ingest.py and
     package) in lock step: each query is asked by one process, then by the other (the
     first alternating by round), so both meet the same load; per query the fastest of
-    ``rounds`` fresh pairs of processes, p50/p95 of each version and their ratios."""
+    ``rounds`` fresh pairs of processes, p50/p95 of each version and their ratios.
+    ``other_home``: the other side searches that home (e.g. one built with another
+    encoder: its ``memoryd.toml`` decides) instead of ``home``."""
     trees = {"this": ROOT, "other": other.resolve()}
+    homes = {"this": home, "other": (other_home or home).resolve()}
     samples: dict[str, list] = {k: [] for k in trees}
     loads = []
     for r in range(rounds):
         procs = {
-            k: _server(tree, home, root, queries, dense if k == "this" else "hashing")
+            k: _server(tree, homes[k], root, queries, dense if k == "this" else "hashing")
             for k, tree in trees.items()
         }
         for proc in procs.values():
@@ -371,7 +377,12 @@ def paired(home: Path, root: Path, queries: int, rounds: int, other: Path, dense
     out: dict = {"queries": queries, "rounds": rounds, "load_avg_1m": loads}
     for k in trees:
         fastest = [[min(run[i][j] for run in samples[k]) for i in range(queries)] for j in (0, 1)]
-        out[k] = {"tree": str(trees[k]), "wall_ms": pcts(fastest[0]), "cpu_ms": pcts(fastest[1])}
+        out[k] = {
+            "tree": str(trees[k]),
+            "home": str(homes[k]),
+            "wall_ms": pcts(fastest[0]),
+            "cpu_ms": pcts(fastest[1]),
+        }
     out["this_over_other"] = {
         f"{unit}_{stat}": round(out["this"][unit][stat] / out["other"][unit][stat], 3)
         for unit in ("wall_ms", "cpu_ms") for stat in ("p50", "p95", "mean")
@@ -423,7 +434,10 @@ def latency_main(args) -> int:
     if args.pair:
         print(
             json.dumps(
-                paired(home, root, args.queries, args.rounds, args.pair, args.dense), indent=2
+                paired(
+                    home, root, args.queries, args.rounds, args.pair, args.dense, args.other_home
+                ),
+                indent=2,
             )
         )
         return 0
@@ -458,6 +472,7 @@ def main(argv=None) -> int:
     ap.add_argument("--warm-up-only", action="store_true", help="with --one-pass: the warm-up")
     ap.add_argument("--tail", action="store_true", help="with --home: profile the slowest tenth")
     ap.add_argument("--pair", type=Path, help="with --home: in lock step with this checkout")
+    ap.add_argument("--other-home", type=Path, help="with --pair: the other side's home")
     ap.add_argument("--dense", choices=("hashing", "table", "stored", "off"), default="hashing",
                     help="with --home: the dense route (see the docstring)")  # fmt: skip
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # --pair's sides
