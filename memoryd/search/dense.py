@@ -210,6 +210,9 @@ _GROUP = 128  # texts summed in one array operation
 _MAX_WORDS = 200_000  # words kept in the word table (then it starts afresh)
 _TEXT_WORDS = 4096  # distinct words of one text that count (a chunk has far fewer)
 _STEPS = 127  # a word vector's components, in whole steps of one scale (int8)
+# New words from which the tokenizer's batch call (a pool of threads) pays: handing a
+# query's few words to the pool cost about 1 ms of wall time a query, each alone 20 µs
+_BATCH_WORDS = 256
 WORDLLAMA = "wordllama:l2_supercat:256"  # the name of the wheel's model as memoryd uses it
 
 
@@ -280,7 +283,12 @@ class WordLlamaEncoder:
             grown[:first] = self._table[:first]
             self._table = grown
         texts = [w.decode("utf-8", "replace") for w in new]
-        ids = [enc.ids for enc in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
+        tok = self._tokenizer
+        if len(texts) < _BATCH_WORDS:  # a query's new words: no thread pool (the same ids)
+            encs = [tok.encode(text, add_special_tokens=False) for text in texts]
+        else:
+            encs = tok.encode_batch(texts, add_special_tokens=False)
+        ids = [enc.ids for enc in encs]
         vocab = len(self._embedding)  # the padding id: gathered as row 0, then zeroed
         by_length = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for g in range(0, len(ids), _GROUP * 8):
