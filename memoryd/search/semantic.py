@@ -100,7 +100,14 @@ def route(
                 c.cosine = float(sims[i])
                 added.append(c)
         cands[:0] = added  # first: the gate's rescue looks at the head of the pool
-    p.tuning = replace(p.tuning, dense_floor=floor)  # the gate judges this plan with it
+    p.tuning = floored(p.tuning, floor)  # the gate judges this plan with it
+    return floored(tuning, floor)
+
+
+@functools.lru_cache(maxsize=32)
+def floored(tuning: gate_mod.Tuning, floor: float) -> gate_mod.Tuning:
+    """``tuning`` with the dense floor ``floor`` (frozen: one copy per pair, not one
+    per query and source)."""
     return replace(tuning, dense_floor=floor)
 
 
@@ -118,7 +125,7 @@ def record_similarities(db, pid: int, stats: TermStats, q: Query, p: gate_mod.Pl
     if cached is None or cached[0] != state:
         cached = stats.extra["semantic_records"] = (state, record_vectors.matrix(db, pid))
     ns, codes, dim = cached[1]  # type: ignore[misc]
-    p.tuning = replace(p.tuning, dense_floor=float(config.dense_rescue_similarity))
+    p.tuning = floored(p.tuning, float(config.dense_rescue_similarity))
     if not len(ns):
         return {}
     sims = code_similarity(query_code(config, q, dim), codes, dim)
