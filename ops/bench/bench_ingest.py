@@ -42,10 +42,13 @@ other, in ``--rounds`` fresh pairs; per query the fastest round, p50/p95/mean of
 each and this tree's over the other's (on a busy machine the ratios hold where
 separate runs do not).
 
-The dense route's share (``--home DIR --dense MODE``, with ``--rounds``, ``--pair`` (this
-side only), ``--tail``): ``hashing`` is the default encoder (as shipped); ``off``
+The encoder is the home's (``memoryd.toml``, ``MEMORYD_ENCODER``): the shipped default,
+``wordllama``, ranks by the chunks' stored codes; ``--pair ... --other-home DIR2`` compares
+two homes, e.g. one with ``encoder = "hashing"``. The hashing re-ranker's share (``--home
+DIR --dense MODE`` on a ``hashing`` home, with ``--rounds``, ``--pair`` (this side only),
+``--tail``): ``hashing`` searches as configured; ``off``
 searches without the dense route (``encoder=False``: other answers, a bound only);
-``table`` lets the default encoder meet every chunk's stems before the pass (no stem
+``table`` lets the hashing encoder meet every chunk's stems before the pass (no stem
 is hashed at query time; the texts are still tokenized and summed: same answers);
 ``stored`` gives the hashing encoder every chunk's exact vector before the pass (a
 text -> vector table built from the home's chunks, not timed), so the measured

@@ -108,7 +108,8 @@ def longmemeval(floors: list[float], quick: bool) -> dict:
     data, sessions = load(DATA)
     with tempfile.TemporaryDirectory(prefix="memoryd-sem-lme-") as tmp:
         home = Path(tmp)
-        db_off, digest, sid_digest = build(home, sessions)
+        _, digest, sid_digest = build(home, sessions)
+        db_off = open_authority(home, load_config(home, _settings(floors)["without"]))
         pid = project_id(db_off, PROJECT)
         cfg = load_config(home, _on(floors[0]))
         writer = open_authority(home, cfg)
