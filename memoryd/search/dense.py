@@ -4,12 +4,14 @@ An :class:`Encoder` turns texts into fixed-length vectors; the engine only
 takes cosines between a query vector and candidate vectors. Any object with
 ``dim``, ``name`` and ``encode(texts) -> list[Sequence[float]]`` plugs in;
 nothing is ever downloaded. The config setting ``encoder`` picks one
-(:func:`load_encoder`): ``hashing`` (below, the default: in memory, nothing
-stored), ``wordllama`` (:class:`WordLlamaEncoder`, the model inside the
-wordllama wheel) or ``command:...`` (:class:`CommandEncoder`, a user's own
-model behind JSON lines). The last two store each chunk's vector at ingest as
-a sign code (:func:`pack`, 1 bit a dimension; :mod:`memoryd.storage.vectors`)
-that :mod:`memoryd.search.semantic` searches by brute force.
+(:func:`load_encoder`): ``wordllama`` (:class:`WordLlamaEncoder`, the model
+inside the wordllama wheel; the default), ``hashing`` (below: in memory,
+nothing stored) or ``command:...`` (:class:`CommandEncoder`, a user's own
+model behind JSON lines). All but ``hashing`` store each chunk's vector after
+ingest as a sign code (:func:`pack`, 1 bit a dimension;
+:mod:`memoryd.storage.vectors`) that :mod:`memoryd.search.semantic` searches
+by brute force; a candidate without a stored code (not coded yet) is
+re-ranked by :class:`HashingEncoder` at query time.
 
 :class:`HashingEncoder` is a feature-hashing bag of words: each
 indexed stem (same tokenizer as FTS5, stopwords removed) and each character
@@ -208,6 +210,9 @@ _GROUP = 128  # texts summed in one array operation
 _MAX_WORDS = 200_000  # words kept in the word table (then it starts afresh)
 _TEXT_WORDS = 4096  # distinct words of one text that count (a chunk has far fewer)
 _STEPS = 127  # a word vector's components, in whole steps of one scale (int8)
+# New words from which the tokenizer's batch call (a pool of threads) pays: handing a
+# query's few words to the pool cost about 1 ms of wall time a query, each alone 20 µs
+_BATCH_WORDS = 256
 WORDLLAMA = "wordllama:l2_supercat:256"  # the name of the wheel's model as memoryd uses it
 
 
@@ -256,8 +261,10 @@ class WordLlamaEncoder:
         self._tokenizer = model.tokenizer
         self._tokenizer.no_padding()
         emb = np.asarray(model.embedding, dtype=np.float32)
-        scaled = emb * np.float32(_STEPS / np.abs(emb).max())
-        self._embedding = np.vstack([scaled, np.zeros((1, emb.shape[1]), np.float32)])
+        # rows are scaled as they are gathered (the same float32 products): a scaled
+        # copy of the whole table cost each process 33 MB and tens of ms at load
+        self._embedding = emb
+        self._scale = np.float32(_STEPS / np.maximum(emb.max(), -emb.min()))
         self.dim = int(emb.shape[1])
         self.name = WORDLLAMA
         self._lock = threading.Lock()
@@ -276,16 +283,23 @@ class WordLlamaEncoder:
             grown[:first] = self._table[:first]
             self._table = grown
         texts = [w.decode("utf-8", "replace") for w in new]
-        ids = [enc.ids for enc in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
-        zero = len(self._embedding) - 1  # the padding row (all zeros)
+        tok = self._tokenizer
+        if len(texts) < _BATCH_WORDS:  # a query's new words: no thread pool (the same ids)
+            encs = [tok.encode(text, add_special_tokens=False) for text in texts]
+        else:
+            encs = tok.encode_batch(texts, add_special_tokens=False)
+        ids = [enc.ids for enc in encs]
+        vocab = len(self._embedding)  # the padding id: gathered as row 0, then zeroed
         by_length = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for g in range(0, len(ids), _GROUP * 8):
             part = by_length[g : g + _GROUP * 8]
-            pad = np.full((len(part), max(1, len(ids[part[-1]]))), zero, dtype=np.intp)
+            pad = np.full((len(part), max(1, len(ids[part[-1]]))), vocab, dtype=np.intp)
             for j, i in enumerate(part):
                 pad[j, : len(ids[i])] = ids[i]
-            np.clip(pad, 0, zero, out=pad)
-            sums = self._embedding[pad].sum(axis=1)  # in token order: the same in any group
+            np.clip(pad, 0, vocab, out=pad)
+            rows = self._embedding[np.where(pad == vocab, 0, pad)] * self._scale
+            rows[pad == vocab] = 0.0
+            sums = rows.sum(axis=1)  # in token order: the same in any group
             self._table[[first + i for i in part]] = np.clip(np.round(sums), -_STEPS, _STEPS)
         self._rows.update(zip(new, range(first, need), strict=True))
 

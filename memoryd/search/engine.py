@@ -666,13 +666,14 @@ def _file_coverage(
 ) -> dict[int, float]:
     """rowid -> specificity-weighted coverage of the focus terms its file's candidates hold."""
     info = _chunk_info(db, stats, [c.rowid for c in cands])
-    mask = weighted.mask
-    file_of = {c.rowid: row[1] if (row := info.get(c.rowid)) else -c.rowid for c in cands}
+    masks = {id(m): weighted.mask(m) for m in {id(c.matched): c.matched for c in cands}.values()}
+    file_of: dict[int, int] = {}
     per_file: dict[int, int] = {}  # file id -> mask of the focus terms its candidates hold
     for c in cands:
-        f = file_of[c.rowid]
-        per_file[f] = per_file.get(f, 0) | mask(c.matched)
-    return {c.rowid: weighted.of_mask(per_file.get(file_of[c.rowid], 0)) for c in admitted}
+        row = info.get(c.rowid)
+        f = file_of[c.rowid] = row[1] if row else -c.rowid
+        per_file[f] = per_file.get(f, 0) | masks[id(c.matched)]
+    return {c.rowid: weighted.of_mask(per_file[file_of[c.rowid]]) for c in admitted}
 
 
 class _Weighted:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
+from itertools import compress
 
 import numpy as np
 
@@ -42,17 +43,29 @@ from memoryd.storage import record_vectors, vectors
 NEIGHBOURS = 20  # nearest chunks a short query may add
 
 
-def _project_codes(db, pid: int, stats: TermStats) -> tuple[np.ndarray, np.ndarray, int, dict]:
-    """(rowids, codes, dim, rowid -> position), cached per index generation and read
-    again when the project's codes have been written since (they arrive after their
-    chunks, by their own job)."""
+def _project_codes(
+    db, pid: int, stats: TermStats
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """(rowids, codes, dim, positions of the rowids in ascending rowid order), cached
+    per index generation and read again when the project's codes have been written
+    since (they arrive after their chunks, by their own job). A sorted index, not a
+    dictionary: a million chunks' dictionary cost seconds and hundreds of MB."""
     written = vectors.generation(db, pid)
     cached = stats.extra.get("semantic")
     if cached is None or cached[0] != written:
         rowids, codes, dim = vectors.matrix(db, pid)
-        where = {int(r): i for i, r in enumerate(rowids)}
-        cached = stats.extra["semantic"] = (written, (rowids, codes, dim, where))
+        order = np.argsort(rowids, kind="stable")
+        cached = stats.extra["semantic"] = (written, (rowids, codes, dim, order))
     return cached[1]  # type: ignore[return-value]
+
+
+def _positions(rowids: np.ndarray, order: np.ndarray, wanted: list[int]) -> np.ndarray:
+    """Each wanted rowid's row in the codes, -1 where it has none."""
+    ids = np.asarray(wanted, dtype=np.int64)
+    at = np.searchsorted(rowids, ids, sorter=order)
+    at = np.minimum(at, len(order) - 1)
+    rows = order[at]
+    return np.where(rowids[rows] == ids, rows, -1)
 
 
 def query_code(config, q: Query, dim: int) -> np.ndarray:
@@ -79,16 +92,22 @@ def route(
     if config is None or not vectors.stores(config):
         return tuning
     vectors.check(db, config)
-    rowids, codes, dim, where = _project_codes(db, pid, stats)
+    rowids, codes, dim, order = _project_codes(db, pid, stats)
     if not len(rowids):
         return tuning
-    sims = code_similarity(query_code(config, q, dim), codes, dim)
-    for c in cands:
-        i = where.get(c.rowid)
-        if i is not None:
-            c.cosine = float(sims[i])
+    code = query_code(config, q, dim)
+    rows = _positions(rowids, order, [c.rowid for c in cands])
+    coded = rows >= 0
+    # only a short query looks at every code (its nearest chunks); a longer one scores
+    # its candidates' codes alone (the same values: each row's similarity is its own)
+    sims = code_similarity(code, codes, dim) if p.short else None
+    found = (
+        sims[rows[coded]] if sims is not None else code_similarity(code, codes[rows[coded]], dim)
+    )
+    for c, sim in zip(compress(cands, coded.tolist()), found.tolist(), strict=True):
+        c.cosine = sim
     floor = float(config.dense_rescue_similarity)
-    if p.short:
+    if sims is not None:
         k = min(NEIGHBOURS, len(sims))
         near = np.argpartition(-sims, k - 1)[:k]
         near = near[np.argsort(-sims[near], kind="stable")]
@@ -100,7 +119,14 @@ def route(
                 c.cosine = float(sims[i])
                 added.append(c)
         cands[:0] = added  # first: the gate's rescue looks at the head of the pool
-    p.tuning = replace(p.tuning, dense_floor=floor)  # the gate judges this plan with it
+    p.tuning = floored(p.tuning, floor)  # the gate judges this plan with it
+    return floored(tuning, floor)
+
+
+@functools.lru_cache(maxsize=32)
+def floored(tuning: gate_mod.Tuning, floor: float) -> gate_mod.Tuning:
+    """``tuning`` with the dense floor ``floor`` (frozen: one copy per pair, not one
+    per query and source)."""
     return replace(tuning, dense_floor=floor)
 
 
@@ -118,7 +144,7 @@ def record_similarities(db, pid: int, stats: TermStats, q: Query, p: gate_mod.Pl
     if cached is None or cached[0] != state:
         cached = stats.extra["semantic_records"] = (state, record_vectors.matrix(db, pid))
     ns, codes, dim = cached[1]  # type: ignore[misc]
-    p.tuning = replace(p.tuning, dense_floor=float(config.dense_rescue_similarity))
+    p.tuning = floored(p.tuning, float(config.dense_rescue_similarity))
     if not len(ns):
         return {}
     sims = code_similarity(query_code(config, q, dim), codes, dim)

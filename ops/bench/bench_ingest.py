@@ -42,10 +42,13 @@ other, in ``--rounds`` fresh pairs; per query the fastest round, p50/p95/mean of
 each and this tree's over the other's (on a busy machine the ratios hold where
 separate runs do not).
 
-The dense route's share (``--home DIR --dense MODE``, with ``--rounds``, ``--pair`` (this
-side only), ``--tail``): ``hashing`` is the default encoder (as shipped); ``off``
+The encoder is the home's (``memoryd.toml``, ``MEMORYD_ENCODER``): the shipped default,
+``wordllama``, ranks by the chunks' stored codes; ``--pair ... --other-home DIR2`` compares
+two homes, e.g. one with ``encoder = "hashing"``. The hashing re-ranker's share (``--home
+DIR --dense MODE`` on a ``hashing`` home, with ``--rounds``, ``--pair`` (this side only),
+``--tail``): ``hashing`` searches as configured; ``off``
 searches without the dense route (``encoder=False``: other answers, a bound only);
-``table`` lets the default encoder meet every chunk's stems before the pass (no stem
+``table`` lets the hashing encoder meet every chunk's stems before the pass (no stem
 is hashed at query time; the texts are still tokenized and summed: same answers);
 ``stored`` gives the hashing encoder every chunk's exact vector before the pass (a
 text -> vector table built from the home's chunks, not timed), so the measured
@@ -334,17 +337,23 @@ def _server(tree: Path, home: Path, root: Path, queries: int, dense: str) -> sub
     return subprocess.Popen(cmd, env=env, cwd=tree, text=True, stdin=pipe, stdout=pipe)
 
 
-def paired(home: Path, root: Path, queries: int, rounds: int, other: Path, dense: str) -> dict:
+def paired(
+    home: Path, root: Path, queries: int, rounds: int, other: Path, dense: str,
+    other_home: Path | None = None,
+) -> dict:  # fmt: skip
     """This tree's code and ``other``'s (another checkout: its own bench_ingest.py and
     package) in lock step: each query is asked by one process, then by the other (the
     first alternating by round), so both meet the same load; per query the fastest of
-    ``rounds`` fresh pairs of processes, p50/p95 of each version and their ratios."""
+    ``rounds`` fresh pairs of processes, p50/p95 of each version and their ratios.
+    ``other_home``: the other side searches that home (e.g. one built with another
+    encoder: its ``memoryd.toml`` decides) instead of ``home``."""
     trees = {"this": ROOT, "other": other.resolve()}
+    homes = {"this": home, "other": (other_home or home).resolve()}
     samples: dict[str, list] = {k: [] for k in trees}
     loads = []
     for r in range(rounds):
         procs = {
-            k: _server(tree, home, root, queries, dense if k == "this" else "hashing")
+            k: _server(tree, homes[k], root, queries, dense if k == "this" else "hashing")
             for k, tree in trees.items()
         }
         for proc in procs.values():
@@ -371,7 +380,12 @@ def paired(home: Path, root: Path, queries: int, rounds: int, other: Path, dense
     out: dict = {"queries": queries, "rounds": rounds, "load_avg_1m": loads}
     for k in trees:
         fastest = [[min(run[i][j] for run in samples[k]) for i in range(queries)] for j in (0, 1)]
-        out[k] = {"tree": str(trees[k]), "wall_ms": pcts(fastest[0]), "cpu_ms": pcts(fastest[1])}
+        out[k] = {
+            "tree": str(trees[k]),
+            "home": str(homes[k]),
+            "wall_ms": pcts(fastest[0]),
+            "cpu_ms": pcts(fastest[1]),
+        }
     out["this_over_other"] = {
         f"{unit}_{stat}": round(out["this"][unit][stat] / out["other"][unit][stat], 3)
         for unit in ("wall_ms", "cpu_ms") for stat in ("p50", "p95", "mean")
@@ -423,7 +437,10 @@ def latency_main(args) -> int:
     if args.pair:
         print(
             json.dumps(
-                paired(home, root, args.queries, args.rounds, args.pair, args.dense), indent=2
+                paired(
+                    home, root, args.queries, args.rounds, args.pair, args.dense, args.other_home
+                ),
+                indent=2,
             )
         )
         return 0
@@ -458,6 +475,7 @@ def main(argv=None) -> int:
     ap.add_argument("--warm-up-only", action="store_true", help="with --one-pass: the warm-up")
     ap.add_argument("--tail", action="store_true", help="with --home: profile the slowest tenth")
     ap.add_argument("--pair", type=Path, help="with --home: in lock step with this checkout")
+    ap.add_argument("--other-home", type=Path, help="with --pair: the other side's home")
     ap.add_argument("--dense", choices=("hashing", "table", "stored", "off"), default="hashing",
                     help="with --home: the dense route (see the docstring)")  # fmt: skip
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # --pair's sides

@@ -33,6 +33,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -107,7 +108,8 @@ def longmemeval(floors: list[float], quick: bool) -> dict:
     data, sessions = load(DATA)
     with tempfile.TemporaryDirectory(prefix="memoryd-sem-lme-") as tmp:
         home = Path(tmp)
-        db_off, digest, sid_digest = build(home, sessions)
+        _, digest, sid_digest = build(home, sessions)
+        db_off = open_authority(home, load_config(home, _settings(floors)["without"]))
         pid = project_id(db_off, PROJECT)
         cfg = load_config(home, _on(floors[0]))
         writer = open_authority(home, cfg)
@@ -158,18 +160,18 @@ def _coded(build):
 
 
 def conversations(floors: list[float]) -> dict:
-    """The conversations development set through archive search, per configuration."""
-    convs = bench_devsets.parse_conversations(
-        (bench_devsets.DATA / "conversations.txt").read_text()
-    )
-    with tempfile.TemporaryDirectory(prefix="memoryd-sem-conv-") as tmp:
-        _coded(lambda: bench_devsets.build_conversations(Path(tmp), convs)).close()
-        out: dict = {"dev": {}, "untouched": {}}
-        for name, settings in _settings(floors).items():
-            with ArchiveOwner(Path(tmp), load_config(Path(tmp), settings)) as owner:
-                for split in out:
-                    run = bench_devsets.run_conversations(owner, convs, split, False)
-                    out[split][name] = run["memoryd"]
+    """Each conversations development set through archive search, per configuration."""
+    out: dict = {}
+    for set_name, (transcripts, questions) in bench_devsets.CONVERSATION_SETS.items():
+        convs = bench_devsets.parse_conversations((bench_devsets.DATA / transcripts).read_text())
+        with tempfile.TemporaryDirectory(prefix="memoryd-sem-conv-") as tmp:
+            _coded(functools.partial(bench_devsets.build_conversations, Path(tmp), convs)).close()
+            out[set_name] = {"dev": {}, "untouched": {}}
+            for name, settings in _settings(floors).items():
+                with ArchiveOwner(Path(tmp), load_config(Path(tmp), settings)) as owner:
+                    for split in out[set_name]:
+                        run = bench_devsets.run_conversations(owner, convs, questions, split, False)
+                        out[set_name][split][name] = run["memoryd"]
     return out
 
 
@@ -346,9 +348,10 @@ def _print(report: dict) -> None:
     if lme := report.get("longmemeval"):
         print(f"LongMemEval: {lme['chunks']} chunks encoded in {lme['encode_seconds']} s")
         print_table(lme["splits"])
-    for split, per in report.get("conversations", {}).items():
-        for name, s in per.items():
-            print(f"conversations devset {split} {name}: {s}")
+    for set_name, by_split in report.get("conversations", {}).items():
+        for split, per in by_split.items():
+            for name, s in per.items():
+                print(f"{set_name} devset {split} {name}: {s}")
     if arch := report.get("archive_lme"):
         took = arch["archive_seconds"]
         print(f"LongMemEval through the archive: {arch['versions']} versions archived in"

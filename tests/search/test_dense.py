@@ -10,15 +10,19 @@ import textwrap
 import numpy as np
 import pytest
 
+from memoryd.config import load_config
 from memoryd.errors import EncoderUnavailable
 from memoryd.search.dense import (
+    WORDLLAMA,
     CommandEncoder,
     WordLlamaEncoder,
     code_similarity,
+    encoder_name,
     load_encoder,
     pack,
     unpack,
 )
+from memoryd.storage import vectors
 
 # A child process in which any network connection or name lookup raises.
 _NO_NETWORK = textwrap.dedent(
@@ -101,6 +105,32 @@ def test_codes_do_not_depend_on_batching_or_order(wordllama):
     backwards = pack(wordllama.encode(texts[::-1])[::-1])
     assert whole == one_by_one == backwards
     assert wordllama.encode([""]).tolist() == [[0.0] * wordllama.dim]
+
+
+def test_a_word_is_the_rounded_scaled_sum_of_its_tokens(wordllama):
+    """Each word's int8 row, whatever else its batch holds: its tokens' embeddings
+    scaled so the table's largest component is 127 steps, summed in token order,
+    rounded and clipped (so a rebuild reproduces every stored code)."""
+    from wordllama import WordLlama
+
+    from memoryd.search.dense import wordllama_dir
+
+    model = WordLlama.load(cache_dir=wordllama_dir(), disable_download=True)
+    emb = np.asarray(model.embedding, dtype=np.float32)
+    scale = np.float32(127 / np.abs(emb).max())
+    words = ["lighthouse", "a", "naïve", "x" * 300, "parser"]
+    wordllama.encode([" ".join(words)])
+    for word in words:
+        ids = model.tokenizer.encode(word, add_special_tokens=False).ids
+        want = np.clip(np.round((emb[ids] * scale).sum(axis=0)), -127, 127).astype(np.int8)
+        assert np.array_equal(wordllama._table[wordllama._rows[word.encode()]], want), word
+
+
+def test_the_shipped_default_stores_the_in_wheel_models_codes(tmp_path, monkeypatch):
+    monkeypatch.delenv("MEMORYD_ENCODER")  # the suite's own pin (tests/conftest.py)
+    config = load_config(tmp_path)
+    assert vectors.stores(config)
+    assert encoder_name(str(config.encoder)) == WORDLLAMA
 
 
 def test_a_command_encoder_speaks_json_lines(tmp_path):

@@ -106,3 +106,31 @@ def test_codes_written_after_a_search_are_used_by_the_next_one(tmp_path):
     db.write(lambda tx: vectors.put(tx, pid, config, codes))
     r = search(db, "notes", "cooking temperature")
     assert [i["path"] for i in r["items"]] == ["notes/kitchen.md"]
+
+
+@pytest.mark.parametrize("question", ["cooking temperature", "which train reaches the coast"])
+def test_each_candidate_is_scored_by_its_own_code_short_query_or_long(routed, question):
+    """A long query scores only its candidates' codes, a short one every code (for its
+    nearest chunks): either way a candidate's similarity is its own row's, and a chunk
+    without a code gets none."""
+    from memoryd.search import gate, semantic
+    from memoryd.search.dense import code_similarity
+    from memoryd.search.engine import Candidate
+    from memoryd.search.pipeline import analyze
+    from memoryd.search.stats import term_stats
+    from memoryd.storage.corpus import project_id
+
+    pid = project_id(routed, "notes")
+    stats = term_stats(routed, pid)
+    q = analyze(question)
+    p = gate.plan(q, stats, gate.DEFAULT)
+    assert p.short == (len(question.split()) == 2)  # both paths
+    rowids, codes, dim, _ = semantic._project_codes(routed, pid, stats)
+    want = code_similarity(semantic.query_code(routed.config, q, dim), codes, dim)
+    cands = [Candidate(int(r), i, set()) for i, r in enumerate(rowids[::-1])]
+    cands.append(Candidate(int(rowids.max()) + 1000, len(cands), set()))  # no code
+    semantic.route(routed, pid, stats, q, p, cands, {c.rowid: c for c in cands},
+                   gate.DEFAULT, Candidate)  # fmt: skip
+    got = {c.rowid: c.cosine for c in cands}
+    assert got.pop(int(rowids.max()) + 1000) is None
+    assert got == {int(r): float(s) for r, s in zip(rowids, want, strict=True)}
