@@ -458,6 +458,70 @@ def recover(actx: ApplyContext, jobs: list[ClaimedJob]) -> None:
         )
 
 
+# -- at the supervisor's start: runs a crash left unenqueued ---------------------------
+
+
+def stranded(home: Path, config: Config, conn: apsw.Connection) -> list[JobSpec]:
+    """A run for each project whose staging holds undecided candidates and that has no
+    consolidation job to decide them (a ``memory add`` that died between its staging
+    file and its enqueue). Its dedupe key keeps it the project's one live run, so
+    restarts enqueue it once. A project whose last run is dead is left to ``memoryd
+    jobs retry`` (a new run could die the same way). Only the projects staging still
+    holds a directory of are looked at: a directory without staging files is pruned
+    here, so a start walks the projects that staged since the last one, not all."""
+    specs = []
+    for project in _staging_projects(home):
+        row = conn.execute("SELECT id FROM projects WHERE name = ?", (project,)).fetchone()
+        if row and _runless(conn, project) and _undecided(conn, home, project):
+            specs.append(job_spec(project, row[0]))
+    if specs:
+        logs.event(
+            "memory_stranded",
+            f"staged memory candidates of {len(specs)} project(s) had no consolidation run"
+            " (an add died before enqueuing it): runs enqueued",
+            projects=[s.project for s in specs],
+        )
+    return specs
+
+
+def _staging_projects(home: Path) -> list[str]:
+    """Projects whose staging directory holds a staging file; the others are pruned."""
+    root = home / staging.STAGING_DIR
+    try:
+        names = sorted(os.listdir(root))
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        if next(staging.staged_files(home, name), None):
+            found.append(name)
+        elif (root / name).is_dir():
+            staging.prune(root / name, (APPLYING_MARK,))  # a mark outlives nothing at start
+    return found
+
+
+def _runless(conn: apsw.Connection, project: str) -> bool:
+    """Whether the project's last consolidation job is done (or purged, or none)."""
+    row = conn.execute(
+        "SELECT state FROM jobs WHERE project = ? AND kind = ? ORDER BY id DESC LIMIT 1",
+        (project, CONSOLIDATE),
+    ).fetchone()
+    return row is None or row[0] == "done"
+
+
+def _undecided(conn: apsw.Connection, home: Path, project: str) -> bool:
+    """Whether the project's staging files hold a candidate not decided for good (or a
+    damaged file, which a run sets aside)."""
+    ids = []
+    for path in staging.staged_files(home, project):
+        entries = staging.read(path)
+        if entries is None:
+            return True
+        ids += [s.id for s in entries if s.project == project]
+    states = records.candidate_states(conn, ids)
+    return any(states.get(i, {}).get("state", "parked") == "parked" for i in ids)
+
+
 KINDS = [
     JobKind(
         CONSOLIDATE,
@@ -465,6 +529,7 @@ KINDS = [
         apply,
         doc="consolidate a project's staged memory candidates",
         poisoned=recover,
+        at_start=stranded,
     ),
     mirror.KIND,
 ]

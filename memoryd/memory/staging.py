@@ -28,6 +28,7 @@ STAGING_DIR = "staging"
 DEADLETTER_DIR = "deadletter"
 TMP_SUFFIX = ".tmp"
 SUFFIX = ".jsonl"
+CREATE_TRIES = 5  # a directory removed under a write is made again this often
 
 
 def staging_dir(home: Path, project: str) -> Path:
@@ -46,12 +47,21 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _create(tmp: Path) -> int:
+    """Create ``tmp`` (0600) and its directory. A start sweep removes an empty project
+    directory (:func:`prune`) and may do so between the mkdir and the open: then again."""
+    for _ in range(CREATE_TRIES):
+        tmp.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        with contextlib.suppress(FileNotFoundError):
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    raise FileNotFoundError(f"{tmp.parent} was removed {CREATE_TRIES} times while written to")
+
+
 def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename (0600); with
     ``durable``, fsync the file and its directory."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
     tmp = path.with_name(path.name + TMP_SUFFIX)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    fd = _create(tmp)
     try:
         os.write(fd, data)
         if durable:
@@ -125,3 +135,18 @@ def deadletter(home: Path, project: str, name: str, body: dict) -> Path:
 def remove(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
+
+
+def prune(folder: Path, stale: tuple[str, ...] = ()) -> bool:
+    """Remove a project's staging directory holding no staging file: first the ``stale``
+    names in it (marks nothing reads any more), then the directory if that left it
+    empty (an add writing into it keeps it). True when it is gone."""
+    for name in stale:
+        remove(folder / name)
+    try:
+        folder.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:  # not empty: an add's temporary file, or anything else
+        return False
+    return True

@@ -13,6 +13,10 @@ root, :mod:`memoryd.registry`, collects them):
   transaction that dead-letters jobs of that kind for killing their supervisor
   ``supervisor_death_cap`` times: the kind sets aside what killed it and
   enqueues what should go on (the poisoned job itself stays dead).
+- ``at_start(home, config, conn)`` (optional) executes in the supervisor as it starts,
+  after the dead supervisors' claims are reclaimed, over a read connection: it returns
+  the jobs (``JobSpec``, under dedupe keys) that work a crash left outside any job
+  needs; the supervisor enqueues them in one transaction.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 import apsw
 
 from memoryd.config import Config
-from memoryd.queue import ClaimedJob, JobQueue
+from memoryd.queue import ClaimedJob, JobQueue, JobSpec
 
 
 @dataclass
@@ -89,6 +93,8 @@ class JobKind:
     # in the supervisor, in the transaction that dead-letters jobs of this kind for killing
     # ``supervisor_death_cap`` supervisors: recover what they held (never rerun them)
     poisoned: Recovery | None = None
+    # in the supervisor at start: the jobs to enqueue for work a crash left outside any job
+    at_start: Callable[[Path, Config, apsw.Connection], list[JobSpec]] | None = None
 
 
 @dataclass(frozen=True)

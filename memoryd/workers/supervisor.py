@@ -205,6 +205,7 @@ class Supervisor:
             self.queue = JobQueue(self.db)
             self.wal = WalGuard(self.db)
             self._reclaim_dead_supervisors()
+            self._enqueue_at_start()
             self._write_state()
             self.control.start()
             self._log_start()
@@ -260,6 +261,27 @@ class Supervisor:
         applying = marked if marked_owner in dead else []
         if dead:
             self.stats.reclaimed += self._write(lambda tx: self._reclaim_in(tx, dead, applying))
+
+    def _enqueue_at_start(self) -> None:
+        """Enqueue the jobs each kind's ``at_start`` finds missing (work a crash left
+        outside any job); a failed look is logged, never stops the start. No write when
+        none is missing."""
+        specs = []
+        for kind in self.registry.kinds.values():
+            if kind.at_start is None:
+                continue
+            try:
+                specs += kind.at_start(self.home, self.config, self.db.conn)
+            except Exception as exc:
+                logs.event(
+                    "start_recovery_failed",
+                    f"looking for {kind.name} work left by a crash failed:"
+                    f" {type(exc).__name__}: {exc}",
+                    level=logging.WARNING,
+                    kind=kind.name,
+                )
+        if specs:
+            self._write(lambda tx: self.queue.enqueue_in(tx, specs))
 
     def _reclaim_in(self, tx: apsw.Connection, dead: list[str], applying: list[int]) -> int:
         """Dead-letter the poison jobs (their kinds recover what they held, each in a
