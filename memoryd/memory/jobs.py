@@ -203,15 +203,20 @@ def tidy(home: Path, conn: Any, project: str, now: float, want: int, memo: Stagi
     found.seen = [p.name for p, _ in files]
     ids = [s.id for _, entries in files for s in entries or ()]
     states = memo.states(conn, ids)
+    left = 0
     for path, entries in files:
         if entries is None:
             _discard(home, project, path)
             found.discarded += 1
         elif any(s.project != project for s in entries):
-            continue  # another project's file: left for its owner
+            left += 1  # another project's file: left for its owner
         elif _walk(home, project, entries, states, now, want, found):
             staging.remove(path)  # every candidate in it is consumed or dead-lettered
+        else:
+            left += 1
     memo.keep_only([p for p, _ in files])
+    if not left:  # nothing staged: the start sweep (stranded) need not look here
+        staging.prune(staging.staging_dir(home, project), (APPLYING_MARK,))
     return found
 
 
@@ -344,7 +349,7 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         pid, now = job.data["project_id"], time.time()
         rates: Counter = Counter(discarded=out["discarded"])
         outcomes = []
-        mark = _Mark(home, job, out["decisions"]) if job.deaths else None
+        mark = _Mark(home, job, out["decisions"]) if job.deaths and out["decisions"] else None
         armed = killpoints.armed()
         for d in out["decisions"]:
             if mark:
@@ -466,9 +471,10 @@ def stranded(home: Path, config: Config, conn: apsw.Connection) -> list[JobSpec]
     consolidation job to decide them (a ``memory add`` that died between its staging
     file and its enqueue). Its dedupe key keeps it the project's one live run, so
     restarts enqueue it once. A project whose last run is dead is left to ``memoryd
-    jobs retry`` (a new run could die the same way). Only the projects staging still
-    holds a directory of are looked at: a directory without staging files is pruned
-    here, so a start walks the projects that staged since the last one, not all."""
+    jobs retry`` (a new run could die the same way). Only the projects staging holds a
+    directory of are looked at, and a run that leaves none of its project's staging
+    files removes the directory (:func:`tidy`): a start looks at the projects with staged
+    candidates, not at all of them."""
     specs = []
     for project in _staging_projects(home):
         row = conn.execute("SELECT id FROM projects WHERE name = ?", (project,)).fetchone()
@@ -485,19 +491,13 @@ def stranded(home: Path, config: Config, conn: apsw.Connection) -> list[JobSpec]
 
 
 def _staging_projects(home: Path) -> list[str]:
-    """Projects whose staging directory holds a staging file; the others are pruned."""
+    """Projects whose staging directory holds a staging file."""
     root = home / staging.STAGING_DIR
     try:
         names = sorted(os.listdir(root))
     except FileNotFoundError:
         return []
-    found = []
-    for name in names:
-        if next(staging.staged_files(home, name), None):
-            found.append(name)
-        elif (root / name).is_dir():
-            staging.prune(root / name, (APPLYING_MARK,))  # a mark outlives nothing at start
-    return found
+    return [n for n in names if next(staging.staged_files(home, n), None)]
 
 
 def _runless(conn: apsw.Connection, project: str) -> bool:

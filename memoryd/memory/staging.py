@@ -48,8 +48,9 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def _create(tmp: Path) -> int:
-    """Create ``tmp`` (0600) and its directory. A start sweep removes an empty project
-    directory (:func:`prune`) and may do so between the mkdir and the open: then again."""
+    """Create ``tmp`` (0600) and its directory. A consolidation run removes its emptied
+    project directory (:func:`prune`) and may do so between the mkdir and the open:
+    then again."""
     for _ in range(CREATE_TRIES):
         tmp.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
         with contextlib.suppress(FileNotFoundError):
@@ -137,16 +138,12 @@ def remove(path: Path) -> None:
         path.unlink()
 
 
-def prune(folder: Path, stale: tuple[str, ...] = ()) -> bool:
+def prune(folder: Path, stale: tuple[str, ...] = ()) -> None:
     """Remove a project's staging directory holding no staging file: first the ``stale``
     names in it (marks nothing reads any more), then the directory if that left it
-    empty (an add writing into it keeps it). True when it is gone."""
+    empty (an add writing into it keeps it). A directory kept for every project that
+    ever staged would make each start sweep walk them all."""
     for name in stale:
         remove(folder / name)
-    try:
+    with contextlib.suppress(OSError):  # gone, or not empty (an add's file, or another)
         folder.rmdir()
-    except FileNotFoundError:
-        return True
-    except OSError:  # not empty: an add's temporary file, or anything else
-        return False
-    return True

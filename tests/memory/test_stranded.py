@@ -38,7 +38,7 @@ def test_an_add_killed_before_its_enqueue_is_consolidated_at_the_next_start(proj
     assert run_cli("run", "--drain", home=project_home, env={"MEMORYD_WORKERS": "1"}).code == 0
     texts = query(project_home, "SELECT text FROM memory_records ORDER BY text")
     assert texts == sorted((t,) for t in TEXTS), "the next start consolidated them"
-    assert not list(staging.staged_files(project_home, "app")), "staging drained"
+    assert not staging.staging_dir(project_home, "app").exists(), "staging drained"
     ran = consolidations(project_home)
     assert {s for _, s in ran} == {"done"}
 
@@ -88,16 +88,25 @@ def test_a_parked_candidate_without_a_run_gets_one(memoryd, project_home) -> Non
     assert [s.project for s in jobs.stranded(project_home, md.config, md.db.conn)] == ["app"]
 
 
-def test_directories_without_staging_files_are_pruned(memoryd, project_home) -> None:
-    """A start looks only at the projects that staged since the last one."""
+def test_a_run_that_empties_staging_removes_the_directory(memoryd, project_home) -> None:
+    """A start looks only at the projects with staged candidates: a run leaving no
+    staging file of its project removes the directory (and a stale apply mark in it),
+    and an add into a removed directory makes it again."""
     md = memoryd()
-    root = project_home / staging.STAGING_DIR
-    for i in range(50):
-        (root / f"p{i}").mkdir(parents=True)
-    (root / "p0" / jobs.APPLYING_MARK).write_bytes(b"{}")  # a stale mark: pruned too
-    (root / "p1" / f"x{staging.SUFFIX}{staging.TMP_SUFFIX}").write_bytes(b"")  # an add's
+    folder = staging.staging_dir(project_home, "app")
+    ids = stage(project_home, "app", *TEXTS)
+    (folder / jobs.APPLYING_MARK).write_bytes(b"{}")
+    [(pid,)] = query(project_home, "SELECT id FROM projects WHERE name = 'app'")
+
+    def tidy() -> jobs.Tidy:
+        return jobs.tidy(project_home, md.db.conn, "app", 0.0, 10, jobs.StagingMemo())
+
+    md.db.write(lambda tx: records.set_candidate_in(tx, pid, ids[0], "consumed", 0.0))
+    assert [s.id for s, _ in tidy().due] == ids[1:]
+    assert folder.is_dir(), "a file with an undecided candidate keeps it"
+    md.db.write(lambda tx: records.set_candidate_in(tx, pid, ids[1], "consumed", 0.0))
+    assert tidy().due == []
+    assert not folder.exists()
+    assert jobs.stranded(project_home, md.config, md.db.conn) == []
     stage(project_home, "app", TEXTS[0])
-    assert [s.project for s in jobs.stranded(project_home, md.config, md.db.conn)] == ["app"]
-    assert sorted(p.name for p in root.iterdir()) == ["app", "p1"]
-    stage(project_home, "p0", TEXTS[1])  # an add into a pruned directory makes it again
-    assert len(list(staging.staged_files(project_home, "p0"))) == 1
+    assert len(list(staging.staged_files(project_home, "app"))) == 1
