@@ -61,7 +61,9 @@ from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 CONSOLIDATE = "memory.consolidate"
 DAMAGED_SUFFIX = ".damaged.json"
-APPLYING_MARK = ".applying"  # in the project's staging directory (never a staging file)
+# marks in the project's staging directory (never staging files)
+APPLYING_MARK = ".applying"  # a supervisor applying a suspect run
+DECIDING_MARK = ".deciding"  # a worker deciding a retried run
 
 
 def job_spec(project: str, pid: int, not_before: float = 0.0) -> JobSpec:
@@ -216,7 +218,7 @@ def tidy(home: Path, conn: Any, project: str, now: float, want: int, memo: Stagi
             left += 1
     memo.keep_only([p for p, _ in files])
     if not left:  # nothing staged: the start sweep (stranded) need not look here
-        staging.prune(staging.staging_dir(home, project), (APPLYING_MARK,))
+        staging.prune(staging.staging_dir(home, project), (APPLYING_MARK, DECIDING_MARK))
     return found
 
 
@@ -251,10 +253,18 @@ def run(ctx: WorkContext, p: dict) -> dict:
     judge = adjudicate.from_config(cfg)
     deadline = time.monotonic() + float(cfg.memory_run_seconds)
     decisions = []
+    mark = _deciding_mark(ctx, home) if found.due else None
+    armed = killpoints.armed()
     for staged, attempts in found.due:
         if decisions and time.monotonic() > deadline:
             break
+        if mark:
+            mark.write(staged.id)
+        if armed:
+            killpoints.reach(f"memory_decide_{staged.id}")
         decisions.append(decide(sl, judge, staged, attempts, int(cfg.memory_max_attempts)))
+    if mark:
+        mark.clear()  # all decided: a failure from here on is none's in particular
     return {
         "decisions": decisions,
         "more": bool(found.pending) or len(decisions) < len(found.due),
@@ -262,6 +272,14 @@ def run(ctx: WorkContext, p: dict) -> dict:
         "seen": found.seen,
         "discarded": found.discarded,
     }
+
+
+def _deciding_mark(ctx: WorkContext, home: Path) -> _Mark | None:
+    """A retried run's mark (its last attempt failed: maybe a candidate's doing)."""
+    job = ctx.job
+    return (
+        _Mark(home, job, DECIDING_MARK, attempt=job.attempts) if job and job.attempts > 1 else None
+    )
 
 
 # -- in the supervisor ----------------------------------------------------------------
@@ -349,7 +367,9 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         pid, now = job.data["project_id"], time.time()
         rates: Counter = Counter(discarded=out["discarded"])
         outcomes = []
-        mark = _Mark(home, job, out["decisions"]) if job.deaths and out["decisions"] else None
+        mark = (
+            applying_mark(home, job, out["decisions"]) if job.deaths and out["decisions"] else None
+        )
         armed = killpoints.armed()
         for d in out["decisions"]:
             if mark:
@@ -377,28 +397,49 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
 
 
 class _Mark:
-    """The apply of a poison suspect run: the run, its candidates and the one applied."""
+    """A poison suspect's mark in its project's staging directory: the job, and the
+    candidate being handled (no fsync: it only has to outlive the process)."""
 
-    def __init__(self, home: Path, job: ClaimedJob, decisions: list[dict]) -> None:
-        self.path = staging.staging_dir(home, job.data["project"]) / APPLYING_MARK
-        self.head = {"job": job.id, "deaths": job.deaths, "cids": [d["cid"] for d in decisions]}
+    def __init__(self, home: Path, job: ClaimedJob, name: str, **head: Any) -> None:
+        self.path = staging.staging_dir(home, job.data["project"]) / name
+        self.head = {"job": job.id, **head}
 
     def write(self, at: str | None) -> None:
         staging.write_atomic(self.path, orjson.dumps({**self.head, "at": at}), durable=False)
 
+    def clear(self) -> None:
+        staging.remove(self.path)
 
-def suspects(home: Path, job: ClaimedJob) -> list[str]:
-    """The candidates a dead-lettered run's mark blames: the one being applied when its
-    supervisor died the last time, else (a death past the candidates) all of the run's;
-    none without a mark of that run's last apply (its count of deaths is one less)."""
-    path = staging.staging_dir(home, job.data["project"]) / APPLYING_MARK
+
+def applying_mark(home: Path, job: ClaimedJob, decisions: list[dict]) -> _Mark:
+    """The apply of a run that a supervisor died applying: its candidates too."""
+    cids = [d["cid"] for d in decisions]
+    return _Mark(home, job, APPLYING_MARK, deaths=job.deaths, cids=cids)
+
+
+def _read_mark(home: Path, job: ClaimedJob, name: str) -> dict:
+    """The job's mark of that name ({} when it names another job, or none is left)."""
     try:
-        mark = orjson.loads(path.read_bytes())
+        mark = orjson.loads((staging.staging_dir(home, job.data["project"]) / name).read_bytes())
     except (OSError, ValueError):
-        return []
-    if mark.get("job") != job.id or mark.get("deaths") != job.deaths - 1:
-        return []
-    return [mark["at"]] if mark.get("at") else list(mark.get("cids") or ())
+        return {}
+    return mark if isinstance(mark, dict) and mark.get("job") == job.id else {}
+
+
+def suspects(home: Path, job: ClaimedJob, death_cap: int) -> list[str]:
+    """The candidates a dead-lettered run's marks blame. A run that killed its
+    supervisors (``death_cap`` deaths): the one being applied at the last death, else
+    (a death past the candidates) all of the run's; none without a mark of that run's
+    last apply (its count of deaths is one less). A run out of attempts: the one its
+    last attempt was deciding; none when that attempt left no mark (it failed before
+    any candidate, or after them all)."""
+    if job.deaths >= death_cap:
+        mark = _read_mark(home, job, APPLYING_MARK)
+        if mark.get("deaths") != job.deaths - 1:
+            return []
+        return [mark["at"]] if mark.get("at") else list(mark.get("cids") or ())
+    mark = _read_mark(home, job, DECIDING_MARK)
+    return [mark["at"]] if mark.get("attempt") == job.attempts and mark.get("at") else []
 
 
 def _staged(home: Path, project: str, cids: set[str]) -> dict[str, dict]:
@@ -430,20 +471,36 @@ def quarantine_in(tx: apsw.Connection, home: Path, p: dict, cids: list[str], rea
     return done
 
 
+def _blame(actx: ApplyContext, home: Path, job: ClaimedJob) -> tuple[list[str], str, str]:
+    """(the candidates the job's marks blame, their dead letters' reason, what it did)."""
+    cap = int(actx.config.supervisor_death_cap)
+    blamed = suspects(home, job, cap)
+    if job.deaths >= cap:
+        which = "its apply" if len(blamed) == 1 else f"the apply of its run ({len(blamed)})"
+        did = f"killed its supervisor {job.deaths} times"
+        reason = (
+            f"{which} killed the supervisor {job.deaths} times (job {job.id}, supervisor_death_cap)"
+        )
+    else:
+        row = actx.tx.execute("SELECT last_error FROM jobs WHERE id = ?", (job.id,)).fetchone()
+        did = f"failed all its {job.attempts} attempts"
+        reason = (
+            f"deciding it ended the last of job {job.id}'s {job.attempts} attempts"
+            f" (max_attempts): {row[0] if row else 'no error kept'}"
+        )
+    return blamed, f"{reason}; inspect it, then `memoryd memory retry`", did
+
+
 def recover(actx: ApplyContext, jobs: list[ClaimedJob]) -> None:
-    """Runs dead-lettered for killing their supervisor: quarantine the candidates their
-    marks blame, and enqueue the project's next run (see the module's docstring). Only
-    a recovery that set a candidate aside enqueues: each one shortens the backlog, so
-    they are bounded by it, and a run whose death no undecided candidate explains is
-    never rerun on its own."""
+    """Runs dead-lettered for killing their supervisor, or out of attempts: quarantine
+    the candidates their marks blame, and enqueue the project's next run (see the
+    module's docstring). Only a recovery that set a candidate aside enqueues: each one
+    shortens the backlog, so they are bounded by it, and a run whose death no
+    undecided candidate explains is never rerun on its own."""
     home = _home(actx.tx)
     for job in jobs:
-        p, blamed = job.data, suspects(home, job)
-        which = "its apply" if len(blamed) == 1 else f"the apply of its run ({len(blamed)})"
-        reason = (
-            f"{which} killed the supervisor {job.deaths} times (job {job.id},"
-            " supervisor_death_cap); inspect it, then `memoryd memory retry`"
-        )
+        p = job.data
+        blamed, reason, did = _blame(actx, home, job)
         done = quarantine_in(actx.tx, home, p, blamed, reason) if blamed else []
         if done:
             actx.queue.enqueue_in(actx.tx, [job_spec(p["project"], p["project_id"])])
@@ -454,8 +511,7 @@ def recover(actx: ApplyContext, jobs: list[ClaimedJob]) -> None:
         )
         logs.event(
             "memory_poison_quarantined" if done else "memory_poison_unknown",
-            f"consolidation job {job.id} ({p['project']}) killed its supervisor"
-            f" {job.deaths} times: {what}",
+            f"consolidation job {job.id} ({p['project']}) {did}: {what}",
             level=logging.WARNING,
             job_id=job.id,
             project=p["project"],
