@@ -29,6 +29,20 @@ when every candidate it blames is already decided, nothing is set aside and
 nothing enqueued (a rerun could kill again): the dead job waits for ``memoryd
 jobs retry``. Kill point ``memory_apply_<candidate
 id>`` (:mod:`memoryd.killpoints`) kills a supervisor applying that candidate.
+
+A candidate that kills (or fails) the worker deciding it: a retried run keeps
+``staging/<project>/.deciding`` naming the job, its attempt and the candidate
+being decided, and clears it once all are decided. When the run fails its last
+attempt (``max_attempts``), :func:`recover` (the supervisor hands it jobs dead
+of attempts too) quarantines the candidate that attempt was deciding and enqueues
+the next run, as above; no mark of that attempt blames none. Kill point
+``memory_decide_<candidate id>`` kills a worker deciding that candidate.
+
+A ``memory add`` that dies between its staging file and its enqueue (kill point
+``memory_add_staged``) leaves candidates no job will decide: :func:`stranded`,
+the kind's start hook, enqueues their run when the supervisor next starts.
+A run that leaves none of its project's staging files removes the directory,
+so that hook looks only at the projects with staged candidates.
 """
 
 from __future__ import annotations
