@@ -260,6 +260,7 @@ def run(ctx: WorkContext, p: dict) -> dict:
     home, cfg, project, pid = ctx.home, ctx.config, p["project"], p["project_id"]
     conn = ctx.authority().conn
     memo = ctx.resource(f"{CONSOLIDATE}:staging:{project}", StagingMemo)
+    mark = _deciding_mark(ctx, home)
     found = tidy(home, conn, project, time.time(), int(cfg.memory_run_candidates), memo)
     sl = Shortlister(
         conn, pid, int(cfg.memory_shortlist_size), float(cfg.memory_shortlist_min_overlap)
@@ -267,7 +268,6 @@ def run(ctx: WorkContext, p: dict) -> dict:
     judge = adjudicate.from_config(cfg)
     deadline = time.monotonic() + float(cfg.memory_run_seconds)
     decisions = []
-    mark = _deciding_mark(ctx, home) if found.due else None
     armed = killpoints.armed()
     for staged, attempts in found.due:
         if decisions and time.monotonic() > deadline:
@@ -289,11 +289,15 @@ def run(ctx: WorkContext, p: dict) -> dict:
 
 
 def _deciding_mark(ctx: WorkContext, home: Path) -> _Mark | None:
-    """A retried run's mark (its last attempt failed: maybe a candidate's doing)."""
+    """A retried run's mark (its last attempt failed: maybe a candidate's doing), none
+    left yet: a refunded try under the same attempt number (its supervisor died) must
+    not blame its candidate for this one's failure."""
     job = ctx.job
-    return (
-        _Mark(home, job, DECIDING_MARK, attempt=job.attempts) if job and job.attempts > 1 else None
-    )
+    if not job or job.attempts < 2:
+        return None
+    mark = _Mark(home, job, DECIDING_MARK, attempt=job.attempts)
+    mark.clear()
+    return mark
 
 
 # -- in the supervisor ----------------------------------------------------------------

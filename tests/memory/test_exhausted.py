@@ -85,12 +85,33 @@ def test_no_blame_no_rerun(memoryd, project_home, case) -> None:
 def decided_a_retry(md, home: Path) -> None:
     """A retried run that decides every candidate leaves no mark behind."""
     (job,) = md.queue.claim("sup:0", 1, 60)
-    ctx = WorkContext(home, md.config, 0, job=job._replace(attempts=2))
+    assert len(run_as(md, job._replace(attempts=2))["decisions"]) == 2
+    assert not mark_path(home).exists()
+    md.db.write(lambda tx: md.queue.release_in(tx, [job]))  # back, uncharged, for the test
+
+
+def test_a_retry_clears_the_mark_of_a_refunded_try(memoryd, project_home) -> None:
+    """A try whose supervisor died is refunded: the next one has its attempt number,
+    and failing before any candidate (here: an adjudicator command that does not parse)
+    it must not leave the candidate the other marked to blame."""
+    md = memoryd(memory_adjudicator='"unclosed')
+    ids = md.memory_add(lessons(TEXTS[0]), "app")["candidates"]
+    (job,) = md.queue.claim("sup:0", 1, 60)
+    retry = job._replace(attempts=2)
+    jobs._Mark(md.home, retry, jobs.DECIDING_MARK, attempt=2).write(ids[0])
+    with pytest.raises(ValueError):
+        run_as(md, retry)
+    assert not mark_path(project_home).exists()
+
+
+def mark_path(home: Path) -> Path:
+    return staging.staging_dir(home, "app") / jobs.DECIDING_MARK
+
+
+def run_as(md, job: ClaimedJob) -> dict:
+    """The kind's run in this process, as a worker runs ``job``."""
+    ctx = WorkContext(md.home, md.config, 0, job=job)
     try:
-        out = jobs.run(ctx, job.data)
+        return jobs.run(ctx, job.data)
     finally:
         ctx.close()
-    assert len(out["decisions"]) == 2
-    assert not (staging.staging_dir(home, "app") / jobs.DECIDING_MARK).exists()
-    # the claim goes back (uncharged) for the attempt under test
-    md.db.write(lambda tx: md.queue.release_in(tx, [job]))
