@@ -8,7 +8,10 @@ retention layers add their own (``RETENTION_NAMES``), and the archive migration
 its ``migration_mid_copy`` and ``migration_mid_switch``
 (``memoryd.retention.boundary.KILL_POINTS``). ``memoryd drill`` reaches them all.
 ``memory_apply_<candidate id>`` kills a supervisor applying that memory candidate
-(a poison candidate: ``tests/memory/test_poison.py``).
+(a poison candidate: ``tests/memory/test_poison.py``), ``memory_decide_<candidate id>``
+a worker deciding it (``tests/memory/test_exhausted.py``); ``memory_add_staged`` kills a
+``memory add`` between its staging file and its run's enqueue (the supervisor's start
+sweep enqueues that run: ``tests/memory/test_stranded.py``).
 
 With ``MEMORYD_KILL_ONCE=PATH`` only the first process to reach the point
 dies (it creates PATH): a respawned worker inherits the environment and must

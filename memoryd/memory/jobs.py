@@ -29,6 +29,20 @@ when every candidate it blames is already decided, nothing is set aside and
 nothing enqueued (a rerun could kill again): the dead job waits for ``memoryd
 jobs retry``. Kill point ``memory_apply_<candidate
 id>`` (:mod:`memoryd.killpoints`) kills a supervisor applying that candidate.
+
+A candidate that kills (or fails) the worker deciding it: a retried run keeps
+``staging/<project>/.deciding`` naming the job, its attempt and the candidate
+being decided, and clears it once all are decided. When the run fails its last
+attempt (``max_attempts``), :func:`recover` (the supervisor hands it jobs dead
+of attempts too) quarantines the candidate that attempt was deciding and enqueues
+the next run, as above; no mark of that attempt blames none. Kill point
+``memory_decide_<candidate id>`` kills a worker deciding that candidate.
+
+A ``memory add`` that dies between its staging file and its enqueue (kill point
+``memory_add_staged``) leaves candidates no job will decide: :func:`stranded`,
+the kind's start hook, enqueues their run when the supervisor next starts.
+A run that leaves none of its project's staging files removes the directory,
+so that hook looks only at the projects with staged candidates.
 """
 
 from __future__ import annotations
@@ -61,7 +75,9 @@ from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 CONSOLIDATE = "memory.consolidate"
 DAMAGED_SUFFIX = ".damaged.json"
-APPLYING_MARK = ".applying"  # in the project's staging directory (never a staging file)
+# marks in the project's staging directory (never staging files)
+APPLYING_MARK = ".applying"  # a supervisor applying a suspect run
+DECIDING_MARK = ".deciding"  # a worker deciding a retried run
 
 
 def job_spec(project: str, pid: int, not_before: float = 0.0) -> JobSpec:
@@ -203,15 +219,20 @@ def tidy(home: Path, conn: Any, project: str, now: float, want: int, memo: Stagi
     found.seen = [p.name for p, _ in files]
     ids = [s.id for _, entries in files for s in entries or ()]
     states = memo.states(conn, ids)
+    left = 0
     for path, entries in files:
         if entries is None:
             _discard(home, project, path)
             found.discarded += 1
         elif any(s.project != project for s in entries):
-            continue  # another project's file: left for its owner
+            left += 1  # another project's file: left for its owner
         elif _walk(home, project, entries, states, now, want, found):
             staging.remove(path)  # every candidate in it is consumed or dead-lettered
+        else:
+            left += 1
     memo.keep_only([p for p, _ in files])
+    if not left:  # nothing staged: the start sweep (stranded) need not look here
+        staging.prune(staging.staging_dir(home, project), (APPLYING_MARK, DECIDING_MARK))
     return found
 
 
@@ -239,6 +260,7 @@ def run(ctx: WorkContext, p: dict) -> dict:
     home, cfg, project, pid = ctx.home, ctx.config, p["project"], p["project_id"]
     conn = ctx.authority().conn
     memo = ctx.resource(f"{CONSOLIDATE}:staging:{project}", StagingMemo)
+    mark = _deciding_mark(ctx, home)
     found = tidy(home, conn, project, time.time(), int(cfg.memory_run_candidates), memo)
     sl = Shortlister(
         conn, pid, int(cfg.memory_shortlist_size), float(cfg.memory_shortlist_min_overlap)
@@ -246,10 +268,17 @@ def run(ctx: WorkContext, p: dict) -> dict:
     judge = adjudicate.from_config(cfg)
     deadline = time.monotonic() + float(cfg.memory_run_seconds)
     decisions = []
+    armed = killpoints.armed()
     for staged, attempts in found.due:
         if decisions and time.monotonic() > deadline:
             break
+        if mark:
+            mark.write(staged.id)
+        if armed:
+            killpoints.reach(f"memory_decide_{staged.id}")
         decisions.append(decide(sl, judge, staged, attempts, int(cfg.memory_max_attempts)))
+    if mark:
+        mark.clear()  # all decided: a failure from here on is none's in particular
     return {
         "decisions": decisions,
         "more": bool(found.pending) or len(decisions) < len(found.due),
@@ -257,6 +286,18 @@ def run(ctx: WorkContext, p: dict) -> dict:
         "seen": found.seen,
         "discarded": found.discarded,
     }
+
+
+def _deciding_mark(ctx: WorkContext, home: Path) -> _Mark | None:
+    """A retried run's mark (its last attempt failed: maybe a candidate's doing), none
+    left yet: a refunded try under the same attempt number (its supervisor died) must
+    not blame its candidate for this one's failure."""
+    job = ctx.job
+    if not job or job.attempts < 2:
+        return None
+    mark = _Mark(home, job, DECIDING_MARK, attempt=job.attempts)
+    mark.clear()
+    return mark
 
 
 # -- in the supervisor ----------------------------------------------------------------
@@ -344,7 +385,9 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         pid, now = job.data["project_id"], time.time()
         rates: Counter = Counter(discarded=out["discarded"])
         outcomes = []
-        mark = _Mark(home, job, out["decisions"]) if job.deaths else None
+        mark = (
+            applying_mark(home, job, out["decisions"]) if job.deaths and out["decisions"] else None
+        )
         armed = killpoints.armed()
         for d in out["decisions"]:
             if mark:
@@ -372,28 +415,49 @@ def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
 
 
 class _Mark:
-    """The apply of a poison suspect run: the run, its candidates and the one applied."""
+    """A poison suspect's mark in its project's staging directory: the job, and the
+    candidate being handled (no fsync: it only has to outlive the process)."""
 
-    def __init__(self, home: Path, job: ClaimedJob, decisions: list[dict]) -> None:
-        self.path = staging.staging_dir(home, job.data["project"]) / APPLYING_MARK
-        self.head = {"job": job.id, "deaths": job.deaths, "cids": [d["cid"] for d in decisions]}
+    def __init__(self, home: Path, job: ClaimedJob, name: str, **head: Any) -> None:
+        self.path = staging.staging_dir(home, job.data["project"]) / name
+        self.head = {"job": job.id, **head}
 
     def write(self, at: str | None) -> None:
         staging.write_atomic(self.path, orjson.dumps({**self.head, "at": at}), durable=False)
 
+    def clear(self) -> None:
+        staging.remove(self.path)
 
-def suspects(home: Path, job: ClaimedJob) -> list[str]:
-    """The candidates a dead-lettered run's mark blames: the one being applied when its
-    supervisor died the last time, else (a death past the candidates) all of the run's;
-    none without a mark of that run's last apply (its count of deaths is one less)."""
-    path = staging.staging_dir(home, job.data["project"]) / APPLYING_MARK
+
+def applying_mark(home: Path, job: ClaimedJob, decisions: list[dict]) -> _Mark:
+    """The apply of a run that a supervisor died applying: its candidates too."""
+    cids = [d["cid"] for d in decisions]
+    return _Mark(home, job, APPLYING_MARK, deaths=job.deaths, cids=cids)
+
+
+def _read_mark(home: Path, job: ClaimedJob, name: str) -> dict:
+    """The job's mark of that name ({} when it names another job, or none is left)."""
     try:
-        mark = orjson.loads(path.read_bytes())
+        mark = orjson.loads((staging.staging_dir(home, job.data["project"]) / name).read_bytes())
     except (OSError, ValueError):
-        return []
-    if mark.get("job") != job.id or mark.get("deaths") != job.deaths - 1:
-        return []
-    return [mark["at"]] if mark.get("at") else list(mark.get("cids") or ())
+        return {}
+    return mark if isinstance(mark, dict) and mark.get("job") == job.id else {}
+
+
+def suspects(home: Path, job: ClaimedJob, death_cap: int) -> list[str]:
+    """The candidates a dead-lettered run's marks blame. A run that killed its
+    supervisors (``death_cap`` deaths): the one being applied at the last death, else
+    (a death past the candidates) all of the run's; none without a mark of that run's
+    last apply (its count of deaths is one less). A run out of attempts: the one its
+    last attempt was deciding; none when that attempt left no mark (it failed before
+    any candidate, or after them all)."""
+    if job.deaths >= death_cap:
+        mark = _read_mark(home, job, APPLYING_MARK)
+        if mark.get("deaths") != job.deaths - 1:
+            return []
+        return [mark["at"]] if mark.get("at") else list(mark.get("cids") or ())
+    mark = _read_mark(home, job, DECIDING_MARK)
+    return [mark["at"]] if mark.get("attempt") == job.attempts and mark.get("at") else []
 
 
 def _staged(home: Path, project: str, cids: set[str]) -> dict[str, dict]:
@@ -425,20 +489,36 @@ def quarantine_in(tx: apsw.Connection, home: Path, p: dict, cids: list[str], rea
     return done
 
 
+def _blame(actx: ApplyContext, home: Path, job: ClaimedJob) -> tuple[list[str], str, str]:
+    """(the candidates the job's marks blame, their dead letters' reason, what it did)."""
+    cap = int(actx.config.supervisor_death_cap)
+    blamed = suspects(home, job, cap)
+    if job.deaths >= cap:
+        which = "its apply" if len(blamed) == 1 else f"the apply of its run ({len(blamed)})"
+        did = f"killed its supervisor {job.deaths} times"
+        reason = (
+            f"{which} killed the supervisor {job.deaths} times (job {job.id}, supervisor_death_cap)"
+        )
+    else:
+        row = actx.tx.execute("SELECT last_error FROM jobs WHERE id = ?", (job.id,)).fetchone()
+        did = f"failed all its {job.attempts} attempts"
+        reason = (
+            f"deciding it ended the last of job {job.id}'s {job.attempts} attempts"
+            f" (max_attempts): {row[0] if row else 'no error kept'}"
+        )
+    return blamed, f"{reason}; inspect it, then `memoryd memory retry`", did
+
+
 def recover(actx: ApplyContext, jobs: list[ClaimedJob]) -> None:
-    """Runs dead-lettered for killing their supervisor: quarantine the candidates their
-    marks blame, and enqueue the project's next run (see the module's docstring). Only
-    a recovery that set a candidate aside enqueues: each one shortens the backlog, so
-    they are bounded by it, and a run whose death no undecided candidate explains is
-    never rerun on its own."""
+    """Runs dead-lettered for killing their supervisor, or out of attempts: quarantine
+    the candidates their marks blame, and enqueue the project's next run (see the
+    module's docstring). Only a recovery that set a candidate aside enqueues: each one
+    shortens the backlog, so they are bounded by it, and a run whose death no
+    undecided candidate explains is never rerun on its own."""
     home = _home(actx.tx)
     for job in jobs:
-        p, blamed = job.data, suspects(home, job)
-        which = "its apply" if len(blamed) == 1 else f"the apply of its run ({len(blamed)})"
-        reason = (
-            f"{which} killed the supervisor {job.deaths} times (job {job.id},"
-            " supervisor_death_cap); inspect it, then `memoryd memory retry`"
-        )
+        p = job.data
+        blamed, reason, did = _blame(actx, home, job)
         done = quarantine_in(actx.tx, home, p, blamed, reason) if blamed else []
         if done:
             actx.queue.enqueue_in(actx.tx, [job_spec(p["project"], p["project_id"])])
@@ -449,13 +529,71 @@ def recover(actx: ApplyContext, jobs: list[ClaimedJob]) -> None:
         )
         logs.event(
             "memory_poison_quarantined" if done else "memory_poison_unknown",
-            f"consolidation job {job.id} ({p['project']}) killed its supervisor"
-            f" {job.deaths} times: {what}",
+            f"consolidation job {job.id} ({p['project']}) {did}: {what}",
             level=logging.WARNING,
             job_id=job.id,
             project=p["project"],
             candidates=done,
         )
+
+
+# -- at the supervisor's start: runs a crash left unenqueued ---------------------------
+
+
+def stranded(home: Path, config: Config, conn: apsw.Connection) -> list[JobSpec]:
+    """A run for each project whose staging holds undecided candidates and that has no
+    consolidation job to decide them (a ``memory add`` that died between its staging
+    file and its enqueue). Its dedupe key keeps it the project's one live run, so
+    restarts enqueue it once. A project whose last run is dead is left to ``memoryd
+    jobs retry`` (a new run could die the same way). Only the projects staging holds a
+    directory of are looked at, and a run that leaves none of its project's staging
+    files removes the directory (:func:`tidy`): a start looks at the projects with staged
+    candidates, not at all of them."""
+    specs = []
+    for project in _staging_projects(home):
+        row = conn.execute("SELECT id FROM projects WHERE name = ?", (project,)).fetchone()
+        if row and _runless(conn, project) and _undecided(conn, home, project):
+            specs.append(job_spec(project, row[0]))
+    if specs:
+        logs.event(
+            "memory_stranded",
+            f"staged memory candidates of {len(specs)} project(s) had no consolidation run"
+            " (an add died before enqueuing it): runs enqueued",
+            projects=[s.project for s in specs],
+        )
+    return specs
+
+
+def _staging_projects(home: Path) -> list[str]:
+    """Projects whose staging directory holds a staging file."""
+    root = home / staging.STAGING_DIR
+    try:
+        names = sorted(os.listdir(root))
+    except FileNotFoundError:
+        return []
+    return [n for n in names if next(staging.staged_files(home, n), None)]
+
+
+def _runless(conn: apsw.Connection, project: str) -> bool:
+    """Whether the project's last consolidation job is done (or purged, or none)."""
+    row = conn.execute(
+        "SELECT state FROM jobs WHERE project = ? AND kind = ? ORDER BY id DESC LIMIT 1",
+        (project, CONSOLIDATE),
+    ).fetchone()
+    return row is None or row[0] == "done"
+
+
+def _undecided(conn: apsw.Connection, home: Path, project: str) -> bool:
+    """Whether the project's staging files hold a candidate not decided for good (or a
+    damaged file, which a run sets aside)."""
+    ids = []
+    for path in staging.staged_files(home, project):
+        entries = staging.read(path)
+        if entries is None:
+            return True
+        ids += [s.id for s in entries if s.project == project]
+    states = records.candidate_states(conn, ids)
+    return any(states.get(i, {}).get("state", "parked") == "parked" for i in ids)
 
 
 KINDS = [
@@ -465,6 +603,7 @@ KINDS = [
         apply,
         doc="consolidate a project's staged memory candidates",
         poisoned=recover,
+        at_start=stranded,
     ),
     mirror.KIND,
 ]

@@ -9,6 +9,7 @@ import secrets
 import time
 from pathlib import Path
 
+from memoryd import killpoints
 from memoryd.config import Config
 from memoryd.errors import MalformedCandidate, NoSuchRecord, UsageError
 from memoryd.memory import STATUSES, mirror, staging
@@ -36,6 +37,7 @@ def add(db: Authority, home: Path, config: Config, data: bytes, project: str) ->
     nonce = secrets.token_hex(8)
     items = [(candidate_id(project, c, f"{nonce}:{i}"), c) for i, c in enumerate(valid)]
     staging.stage(home, project, items)
+    killpoints.reach("memory_add_staged")  # a death here: the next start enqueues the run
     job = JobQueue(db).enqueue(job_spec(project, pid))
     return {
         "project": project,

@@ -28,6 +28,7 @@ STAGING_DIR = "staging"
 DEADLETTER_DIR = "deadletter"
 TMP_SUFFIX = ".tmp"
 SUFFIX = ".jsonl"
+CREATE_TRIES = 5  # a directory removed under a write is made again this often
 
 
 def staging_dir(home: Path, project: str) -> Path:
@@ -46,12 +47,35 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _make_dirs(folder: Path) -> list[Path]:
+    """Make ``folder`` and its missing parents (0700); returns those made, innermost first."""
+    missing = []
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            made.mkdir(mode=DIR_MODE)
+    return missing
+
+
+def _create(tmp: Path) -> tuple[int, list[Path]]:
+    """Create ``tmp`` (0600) and its directory; returns the descriptor and the
+    directories made. A consolidation run removes its emptied project directory
+    (:func:`prune`) and may do so between the mkdir and the open: then again."""
+    for _ in range(CREATE_TRIES):
+        made = _make_dirs(tmp.parent)
+        with contextlib.suppress(FileNotFoundError):
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE), made
+    raise FileNotFoundError(f"{tmp.parent} was removed {CREATE_TRIES} times while written to")
+
+
 def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename (0600); with
-    ``durable``, fsync the file and its directory."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    ``durable``, fsync the file, its directory, and the parent of each directory made
+    for it (a directory's entry is durable only then)."""
     tmp = path.with_name(path.name + TMP_SUFFIX)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    fd, made = _create(tmp)
     try:
         os.write(fd, data)
         if durable:
@@ -60,7 +84,8 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
         os.close(fd)
     os.replace(tmp, path)
     if durable:
-        _fsync_dir(path.parent)
+        for folder in [path.parent, *(d.parent for d in made)]:
+            _fsync_dir(folder)
 
 
 def stage(home: Path, project: str, items: list[tuple[str, dict]]) -> Path:
@@ -125,3 +150,14 @@ def deadletter(home: Path, project: str, name: str, body: dict) -> Path:
 def remove(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
+
+
+def prune(folder: Path, stale: tuple[str, ...] = ()) -> None:
+    """Remove a project's staging directory holding no staging file: first the ``stale``
+    names in it (marks nothing reads any more), then the directory if that left it
+    empty (an add writing into it keeps it). A directory kept for every project that
+    ever staged would make each start sweep walk them all."""
+    for name in stale:
+        remove(folder / name)
+    with contextlib.suppress(OSError):  # gone, or not empty (an add's file, or another)
+        folder.rmdir()

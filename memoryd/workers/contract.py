@@ -11,8 +11,13 @@ root, :mod:`memoryd.registry`, collects them):
   jobs with ``actx.queue.enqueue_in(actx.tx, ...)`` in the same commit.
 - ``poisoned(actx, jobs)`` (optional) executes in the supervisor, in the
   transaction that dead-letters jobs of that kind for killing their supervisor
-  ``supervisor_death_cap`` times: the kind sets aside what killed it and
-  enqueues what should go on (the poisoned job itself stays dead).
+  ``supervisor_death_cap`` times (``job.deaths`` reaches it), or for failing their
+  last attempt (``max_attempts``): the kind sets aside what killed it and
+  enqueues what should go on (the dead job itself stays dead).
+- ``at_start(home, config, conn)`` (optional) executes in the supervisor as it starts,
+  after the dead supervisors' claims are reclaimed, over a read connection: it returns
+  the jobs (``JobSpec``, under dedupe keys) that work a crash left outside any job
+  needs; the supervisor enqueues them in one transaction.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 import apsw
 
 from memoryd.config import Config
-from memoryd.queue import ClaimedJob, JobQueue
+from memoryd.queue import ClaimedJob, JobQueue, JobSpec
 
 
 @dataclass
@@ -36,6 +41,7 @@ class WorkContext:
     config: Config
     worker_index: int
     registry: Any = field(default=None, repr=False)  # memoryd.registry.Registry
+    job: ClaimedJob | None = None  # the job being run (its attempt: a retry may want care)
     _authority: Any = field(default=None, repr=False)
     _resources: dict = field(default_factory=dict, repr=False)
 
@@ -86,9 +92,12 @@ class JobKind:
     validate: Callable[[Any], None] | None = None  # raises BadPayload at enqueue time
     doc: str = ""
     pool: str = "jobs"  # "retention": run by the single retention worker (the archive owner)
-    # in the supervisor, in the transaction that dead-letters jobs of this kind for killing
-    # ``supervisor_death_cap`` supervisors: recover what they held (never rerun them)
+    # in the supervisor, in the transaction that dead-letters jobs of this kind (killing
+    # ``supervisor_death_cap`` supervisors, or out of attempts): recover what they held
+    # (never rerun them)
     poisoned: Recovery | None = None
+    # in the supervisor at start: the jobs to enqueue for work a crash left outside any job
+    at_start: Callable[[Path, Config, apsw.Connection], list[JobSpec]] | None = None
 
 
 @dataclass(frozen=True)

@@ -205,6 +205,7 @@ class Supervisor:
             self.queue = JobQueue(self.db)
             self.wal = WalGuard(self.db)
             self._reclaim_dead_supervisors()
+            self._enqueue_at_start()
             self._write_state()
             self.control.start()
             self._log_start()
@@ -261,11 +262,38 @@ class Supervisor:
         if dead:
             self.stats.reclaimed += self._write(lambda tx: self._reclaim_in(tx, dead, applying))
 
+    def _enqueue_at_start(self) -> None:
+        """Enqueue the jobs each kind's ``at_start`` finds missing (work a crash left
+        outside any job); a failed look is logged, never stops the start. No write when
+        none is missing."""
+        specs = []
+        for kind in self.registry.kinds.values():
+            if kind.at_start is None:
+                continue
+            try:
+                specs += kind.at_start(self.home, self.config, self.db.conn)
+            except Exception as exc:
+                logs.event(
+                    "start_recovery_failed",
+                    f"looking for {kind.name} work left by a crash failed:"
+                    f" {type(exc).__name__}: {exc}",
+                    level=logging.WARNING,
+                    kind=kind.name,
+                )
+        if specs:
+            self._write(lambda tx: self.queue.enqueue_in(tx, specs))
+
     def _reclaim_in(self, tx: apsw.Connection, dead: list[str], applying: list[int]) -> int:
-        """Dead-letter the poison jobs (their kinds recover what they held, each in a
-        savepoint: a failed recovery is logged, never stops the start), requeue the rest."""
+        """Dead-letter the poison jobs (their kinds recover what they held), requeue the rest."""
+        self._recover_in(tx, self.queue.dead_letter_poison_in(tx, dead, applying))
+        return self.queue.reclaim_owners_in(tx, dead)
+
+    def _recover_in(self, tx: apsw.Connection, dead: list[ClaimedJob]) -> None:
+        """Let the kinds of jobs just dead-lettered recover what they held
+        (``JobKind.poisoned``), each kind in a savepoint: a failed recovery is logged,
+        never stops the start or the turn."""
         by_kind: dict[str, list[ClaimedJob]] = defaultdict(list)
-        for job in self.queue.dead_letter_poison_in(tx, dead, applying):
+        for job in dead:
             by_kind[job.kind].append(job)
         for kind, jobs in by_kind.items():
             recover = getattr(self.registry.kinds.get(kind), "poisoned", None)
@@ -282,7 +310,6 @@ class Supervisor:
                     kind=kind,
                     job_ids=[j.id for j in jobs],
                 )
-        return self.queue.reclaim_owners_in(tx, dead)
 
     def _write_state(self) -> None:
         slots = self.pool.slots
@@ -506,7 +533,7 @@ class Supervisor:
             tally = RunStats()  # fresh per attempt: a retried transaction counts once
             self._apply_outcomes(tx, finished, tally)
             for job, reason in lost:
-                self._count_failure(tally, self.queue.fail_in(tx, job, reason), job, reason)
+                self._fail_in(tx, tally, job, reason)
             if release:
                 self.queue.release_in(tx, release)
             if renew:
@@ -609,9 +636,7 @@ class Supervisor:
             elif outcome.deferred:
                 tally.deferred += self.queue.defer_in(tx, job, outcome.value)
             else:
-                self._count_failure(
-                    tally, self.queue.fail_in(tx, job, outcome.value), job, outcome.value
-                )
+                self._fail_in(tx, tally, job, outcome.value)
         for kind, items in by_kind.items():
             try:
                 self._apply_kind(tx, kind, items, tally)
@@ -636,7 +661,15 @@ class Supervisor:
             self._apply_kind(tx, kind, [item], tally)
         except Exception as exc:
             error = f"applying results failed: {type(exc).__name__}: {exc}"
-            self._count_failure(tally, self.queue.fail_in(tx, item[0], error), item[0], error)
+            self._fail_in(tx, tally, item[0], error)
+
+    def _fail_in(self, tx: apsw.Connection, tally: RunStats, job: ClaimedJob, error: str) -> None:
+        """Charge a failed attempt; a job out of attempts is its kind's to recover from
+        (``JobKind.poisoned``), as one that killed its supervisors is."""
+        state = self.queue.fail_in(tx, job, error)
+        self._count_failure(tally, state, job, error)
+        if state == "dead":
+            self._recover_in(tx, [job])
 
     @staticmethod
     def _count_failure(tally: RunStats, state: str | None, job: ClaimedJob, error: str) -> None:

@@ -57,6 +57,7 @@ def run_batch(ctx: WorkContext, batch: list, progress: Any = None) -> list[Outco
         if progress is not None:
             progress[1], progress[0] = job.id, time.monotonic()
         deferred = False
+        ctx.job = job
         try:
             value = ctx.registry.job_kind(job.kind).run(ctx, orjson.loads(job.payload))
             ok = True

@@ -94,7 +94,7 @@ def test_a_file_stays_until_every_candidate_in_it_is_decided(memoryd, judge, pro
     md.run(drain=True)
     states = dict(query(project_home, "SELECT id, state FROM memory_candidates"))
     assert [states[i] for i in added["candidates"]] == ["consumed", "deadletter"]
-    assert not path.exists() and not any(folder.iterdir())
+    assert not path.exists() and not folder.exists(), "the emptied directory goes too"
 
 
 def test_a_failing_apply_is_that_candidates_alone(memoryd, judge, project_home) -> None:

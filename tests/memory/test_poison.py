@@ -74,7 +74,7 @@ def kill_while_applying(md, marked_deaths: int | None, at: str | None) -> list[C
     (job,) = q.claim("dead:1", 1, 60)
     run = [{"cid": c} for c in md_ids(md)]
     if marked_deaths is not None:
-        jobs._Mark(md.home, job._replace(deaths=marked_deaths), run).write(at)
+        jobs.applying_mark(md.home, job._replace(deaths=marked_deaths), run).write(at)
     md.db.write(lambda tx: tx.execute("UPDATE jobs SET supervisor_deaths = ?", (cap - 1,)))
 
     def start(tx) -> list[ClaimedJob]:
