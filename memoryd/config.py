@@ -233,7 +233,7 @@ SETTINGS: dict[str, Setting] = {
     ),
     # semantic route (issue 15)
     "encoder": Setting(
-        "wordllama",
+        "hashing",
         "dense route encoder: wordllama (in-wheel model; chunk vectors stored after ingest),"
         " hashing (in-memory re-ranker, nothing stored) or command:PROGRAM ARGS (JSON lines);"
         " a change needs `memoryd rebuild`",

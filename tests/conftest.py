@@ -31,11 +31,6 @@ CLI_TIMEOUT = 180.0
 WAIT_TIMEOUT = 120.0
 # retries that come back at once (tests of failure paths)
 FAST_RETRY = {"MEMORYD_RETRY_BACKOFF_BASE": "0.01", "MEMORYD_RETRY_BACKOFF_MAX": "0.05"}
-# The suite's homes use the in-memory re-ranker unless a test names an encoder (env,
-# overrides): the shipped default, wordllama, loads its model in every worker that
-# codes a file (~0.6 CPU-s a process), which hundreds of test homes cannot afford
-# on CI's two cores. Its own tests name it (tests/storage/test_vectors.py, ...).
-TEST_ENCODER = {"MEMORYD_ENCODER": "hashing"}
 
 _SCRIPT = Path(sys.executable).with_name("memoryd")
 MEMORYD = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "memoryd.cli"]
@@ -44,7 +39,6 @@ MEMORYD = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "memory
 def clean_env(home: Path | None, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The test process's environment without any ``MEMORYD_*`` leaking in."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-    env.update(TEST_ENCODER)
     env["COLUMNS"] = "200"  # keep rich from wrapping messages mid-phrase
     env["PYTHONUNBUFFERED"] = "1"
     if home is not None:
@@ -287,8 +281,6 @@ def _no_memoryd_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("MEMORYD_"):
             monkeypatch.delenv(key)
-    for key, value in TEST_ENCODER.items():
-        monkeypatch.setenv(key, value)
 
 
 @pytest.fixture

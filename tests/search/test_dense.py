@@ -10,19 +10,15 @@ import textwrap
 import numpy as np
 import pytest
 
-from memoryd.config import load_config
 from memoryd.errors import EncoderUnavailable
 from memoryd.search.dense import (
-    WORDLLAMA,
     CommandEncoder,
     WordLlamaEncoder,
     code_similarity,
-    encoder_name,
     load_encoder,
     pack,
     unpack,
 )
-from memoryd.storage import vectors
 
 # A child process in which any network connection or name lookup raises.
 _NO_NETWORK = textwrap.dedent(
@@ -124,13 +120,6 @@ def test_a_word_is_the_rounded_scaled_sum_of_its_tokens(wordllama):
         ids = model.tokenizer.encode(word, add_special_tokens=False).ids
         want = np.clip(np.round((emb[ids] * scale).sum(axis=0)), -127, 127).astype(np.int8)
         assert np.array_equal(wordllama._table[wordllama._rows[word.encode()]], want), word
-
-
-def test_the_shipped_default_stores_the_in_wheel_models_codes(tmp_path, monkeypatch):
-    monkeypatch.delenv("MEMORYD_ENCODER")  # the suite's own pin (tests/conftest.py)
-    config = load_config(tmp_path)
-    assert vectors.stores(config)
-    assert encoder_name(str(config.encoder)) == WORDLLAMA
 
 
 def test_a_command_encoder_speaks_json_lines(tmp_path):
