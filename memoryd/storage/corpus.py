@@ -35,6 +35,7 @@ import zstandard
 from memoryd import killpoints
 from memoryd.config import BODY_BLOCK_BYTES, COMPRESSION_LEVEL
 from memoryd.errors import MemorydError
+from memoryd.storage.unsearched import index_text, keep_true_sizes
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _DCTX = zstandard.ZstdDecompressor()
@@ -54,6 +55,9 @@ class ChunkRow(NamedTuple):  # a tuple: cheap to send from a worker to the super
     chunk_id: bytes  # 12 bytes
     content_hash: bytes  # 16 bytes
     text: str  # indexed, never stored (the file body holds it)
+    # Tokens left out of ``text`` (:func:`memoryd.storage.unsearched.index_text`); -1:
+    # ``text`` is the chunk's full text, made index text when it is written.
+    left_out: int = -1
 
 
 class FileRows(NamedTuple):
@@ -251,10 +255,7 @@ def put_files(
             [(first + i, *row) for i, row in enumerate(chunk_rows)],
         )
         if indexed:
-            tx.executemany(
-                f"INSERT INTO {table} (rowid, body, path) VALUES (?, ?, ?)",
-                [(first + i, *row) for i, row in enumerate(index_rows)],
-            )
+            _index(tx, f"main.{table}", [(first + i, *row) for i, row in enumerate(index_rows)])
         chunk_rows.clear()
         index_rows.clear()
         pending.clear()
@@ -291,7 +292,7 @@ def put_files(
             chunk_rows.append(
                 (c.chunk_id, pid, file_id, c.ordinal, c.start_line, c.end_line, c.content_hash)
             )
-            index_rows.append((c.text, f.path))
+            index_rows.append((*(index_text(c.text) if c.left_out < 0 else c[5:7]), f.path))
         pending.add(f.path)
         history.append((now, "file.put", str(pid), f.path, f.content_hash, job_id))
         written += 1
@@ -634,6 +635,16 @@ def reclaim_free_pages(tx: apsw.Connection) -> int:
     return free
 
 
+def _index(tx: apsw.Connection, table: str, rows: Sequence[tuple[int, str, int, str]]) -> None:
+    """Insert (rowid, index text, tokens left out, path) rows into the FTS5 ``table``
+    (schema-qualified), each row's size its full token count."""
+    tx.executemany(
+        f"INSERT INTO {table} (rowid, body, path) VALUES (?, ?, ?)",
+        [(rowid, body, path) for rowid, body, _, path in rows],
+    )
+    keep_true_sizes(tx, table, [(rowid, left_out) for rowid, _, left_out, _ in rows])
+
+
 def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
     """Index every live chunk of the project into its (empty) FTS table in ``schema``."""
     table = f"{schema}.{fts_table(pid)}"
@@ -641,15 +652,16 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
     for file_id, path, text in live_texts(conn, pid):
         lines = text.split("\n")
         rows = [
-            (rowid, path, "\n".join(lines[start - 1 : end]))
+            (rowid, *index_text("\n".join(lines[start - 1 : end])), path)
             for rowid, start, end in conn.execute(
                 "SELECT id, start_line, end_line FROM main.chunks WHERE file_id = ?"
                 " ORDER BY ordinal",
                 (file_id,),
             ).fetchall()
         ]
-        conn.executemany(f"INSERT INTO {table} (rowid, path, body) VALUES (?, ?, ?)", rows)
+        _index(conn, table, rows)
         count += len(rows)
+        killpoints.reach("index_mid_fill")  # drills: a migration killed between files
     return count
 
 

@@ -374,6 +374,16 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX files_block ON files(block_id) WHERE block_id IS NOT NULL;
         """,
     ),
+    (
+        13,
+        "project indexes without the words search never looks up alone (issue 13)",
+        """
+        -- No table changes: each indexed project's FTS5 index is built again from the
+        -- stored bodies (migrate_data), its chunks' free-standing stopwords and single
+        -- characters left out and their sizes kept whole (memoryd.storage.unsearched).
+        SELECT 1;
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]
@@ -382,9 +392,15 @@ CURRENT_VERSION = MIGRATIONS[-1][0]
 def migrate_data(version: int, tx) -> None:
     """The data step of a migration, after its SQL and in its transaction (a kill
     before the commit leaves the older schema, and the next open runs both again).
-    12: every project's per-file bodies are moved into blocks."""
+    12: every project's per-file bodies are moved into blocks. 13: every indexed
+    project's index is built again (compact ones store none)."""
     if version == 12:
         from memoryd.storage.corpus import pack_bodies  # the corpus needs the new schema
 
         for (pid,) in tx.execute("SELECT id FROM projects ORDER BY id").fetchall():
             pack_bodies(tx, pid)
+    if version == 13:
+        from memoryd.storage.corpus import rebuild_index
+
+        for (pid,) in tx.execute("SELECT id FROM projects ORDER BY id").fetchall():
+            rebuild_index(tx, pid)
