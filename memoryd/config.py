@@ -250,6 +250,13 @@ SETTINGS: dict[str, Setting] = {
         "source bytes of the files one vectors.encode job codes (the jobs a finished"
         " ingest run enqueues spread over the workers)",
     ),
+    "body_pack_level": Setting(
+        19,
+        "zstd level at which a finished ingest run's ingest.pack jobs compress the"
+        " project's body blocks again in a worker (0: never; ingest itself uses a fast one)",
+        0,
+        22,
+    ),
 }
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import apsw
 
+from memoryd import killpoints
 from memoryd.config import ZSTD_DICT_MIN_FILES, ZSTD_DICT_SAMPLE_BYTES, ZSTD_DICT_SAMPLES
 from memoryd.ingest import progress
 from memoryd.ingest.chunking import prepare_batch, train_dictionary
@@ -33,17 +34,24 @@ from memoryd.storage.corpus import (
     UnknownProject,
     dict_data,
     live_hashes,
+    optimize_index,
+    pack_block,
     project_dict,
     put_files,
     reclaim_free_pages,
     retire_files,
     store_dict,
+    store_packed,
+    unpacked_blocks,
 )
 from memoryd.workers import vectors as vectors_job
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 SCAN, BATCH, FINALIZE = "ingest.scan", "ingest.batch", "ingest.finalize"
+PACK = "ingest.pack"
 FINALIZE_PRIORITY = -1  # after the batches, though it does not depend on them
+PACK_PRIORITY = -3  # after the vectors jobs (-2): searchable first, then smaller
+PACK_BLOCKS = 8  # blocks one ingest.pack job compresses again (~2 MiB of text)
 
 
 def bounded_batches(files: list[Eligible], max_files: int, max_bytes: int) -> list[list[Eligible]]:
@@ -203,9 +211,46 @@ def _on_finish(actx: ApplyContext, p: dict) -> Callable[[apsw.Connection], None]
     def finish(tx: apsw.Connection) -> None:
         reclaim_free_pages(tx)
         follow = vectors_job.follow_up(tx, actx.config, p["project_id"], p["project"])
-        actx.queue.enqueue_in(tx, follow)
+        actx.queue.enqueue_in(tx, follow + _pack_job(actx, p["project_id"], p["project"]))
 
     return finish
+
+
+# -- pack -----------------------------------------------------------------------
+
+
+def _pack_job(actx: ApplyContext, pid: int, project: str) -> list[JobSpec]:
+    """The next ingest.pack job of the project (none when packing is off). One live
+    job per project: a run finishing while one waits adds none."""
+    if not int(actx.config.body_pack_level):
+        return []
+    payload = {"project_id": pid, "project": project}
+    key = f"{PACK}:{pid}"
+    return [JobSpec(PACK, payload, project=project, priority=PACK_PRIORITY, dedupe_key=key)]
+
+
+def _run_pack(ctx: WorkContext, p: dict) -> dict:
+    """Compress up to PACK_BLOCKS of the project's blocks again at body_pack_level
+    (the CPU-heavy part, here in a worker); ``more`` when others wait."""
+    db, level = ctx.authority(), int(ctx.config.body_pack_level)
+    ids = unpacked_blocks(db, p["project_id"], PACK_BLOCKS + 1)
+    packed = [pack_block(db, i, level) for i in ids[:PACK_BLOCKS]]
+    return {"packed": [b for b in packed if b], "more": len(ids) > PACK_BLOCKS}
+
+
+def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
+    """Store the packed blocks; then the next job, or, once every block is packed,
+    FTS5's ``optimize`` of the project's index (its segments merged into one) and the
+    freed pages given back. A kill anywhere leaves the blocks old or new, whole."""
+    for job, out in done:
+        p = job.data
+        store_packed(actx.tx, out["packed"])
+        killpoints.reach("pack_mid_apply")  # drills: the pass killed before its commit
+        if out["more"]:
+            actx.queue.enqueue_in(actx.tx, _pack_job(actx, p["project_id"], p["project"]))
+            continue
+        optimize_index(actx.tx, p["project_id"])
+        reclaim_free_pages(actx.tx)
 
 
 # -- finalize -------------------------------------------------------------------
@@ -222,4 +267,5 @@ KINDS = [
     JobKind(SCAN, _run_scan, _apply_scan, doc="walk a repository, enqueue batches"),
     JobKind(BATCH, _run_batch, _apply_batch, doc="read, chunk, compress files"),
     JobKind(FINALIZE, lambda ctx, p: None, _apply_finalize, doc="retire vanished files"),
+    JobKind(PACK, _run_pack, _apply_pack, doc="compress a project's body blocks again"),
 ]

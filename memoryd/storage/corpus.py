@@ -40,7 +40,8 @@ from memoryd.storage.unsearched import index_text, keep_true_sizes
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _DCTX = zstandard.ZstdDecompressor()
 _DICT_DCTX: dict[int, zstandard.ZstdDecompressor] = {}  # zstd dictionary id -> decompressor
-_COMPRESSORS: dict[bytes | None, zstandard.ZstdCompressor] = {}  # dictionary -> compressor
+# (dictionary, level) -> compressor
+_COMPRESSORS: dict[tuple[bytes | None, int], zstandard.ZstdCompressor] = {}
 BLOCKS_KEPT = 32  # decompressed body blocks an Authority keeps for search (<= 8 MiB)
 
 
@@ -465,16 +466,60 @@ def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
     return dctx
 
 
-def compressor(dictionary: bytes | None = None) -> zstandard.ZstdCompressor:
+def compressor(
+    dictionary: bytes | None = None, level: int = COMPRESSION_LEVEL
+) -> zstandard.ZstdCompressor:
     """The body compressor (with the project's dictionary, if any), reused per process."""
-    cctx = _COMPRESSORS.get(dictionary)
+    cctx = _COMPRESSORS.get((dictionary, level))
     if cctx is None:
         zdict = zstandard.ZstdCompressionDict(dictionary) if dictionary else None
-        cctx = zstandard.ZstdCompressor(
-            level=COMPRESSION_LEVEL, dict_data=zdict, write_checksum=True
-        )
-        _COMPRESSORS[dictionary] = cctx
+        cctx = zstandard.ZstdCompressor(level=level, dict_data=zdict, write_checksum=True)
+        _COMPRESSORS[(dictionary, level)] = cctx
     return cctx
+
+
+# -- packing: body blocks compressed again, after their run -----------------------
+
+
+def unpacked_blocks(db, pid: int, limit: int) -> list[int]:
+    """Ids of up to ``limit`` of the project's blocks not compressed again yet."""
+    return [
+        r[0]
+        for r in _query(
+            db,
+            "SELECT id FROM body_blocks WHERE project_id = ? AND packed = 0 ORDER BY id LIMIT ?",
+            (pid, limit),
+        )
+    ]
+
+
+def pack_block(db, block_id: int, level: int) -> tuple[int, int, bytes | None] | None:
+    """(block id, its frame's length, the frame compressed again at ``level`` with the
+    same dictionary, or None when that is not smaller) for :func:`store_packed`; None
+    when the block is gone. Runs in a worker: CPU only, no write."""
+    rows = _query(db, "SELECT data FROM body_blocks WHERE id = ?", (block_id,))
+    if not rows:
+        return None
+    frame = rows[0][0]
+    dict_id = zstandard.get_frame_parameters(frame).dict_id
+    dictionary = dict_data(db, dict_id) if dict_id else None
+    packed = compressor(dictionary, level).compress(_decompress(frame, db))
+    return block_id, len(frame), packed if len(packed) < len(frame) else None
+
+
+def store_packed(tx: apsw.Connection, packed: Iterable[tuple[int, int, bytes | None]]) -> int:
+    """Write blocks compressed again (the same text: a block's id never changes its
+    text, so a reader's cached copy stays right); a block written again or gone since
+    (its frame's length differs or it has no row) is left alone. Returns blocks packed."""
+    done = 0
+    for block_id, length, data in packed:
+        tx.execute(
+            "UPDATE body_blocks SET data = coalesce(?, data), packed = 1"
+            " WHERE id = ? AND length(data) = ?",
+            (data, block_id, length),
+        )
+        done += tx.changes()
+    return done
 
 
 def pack_bodies(tx: apsw.Connection, pid: int, block_bytes: int = BODY_BLOCK_BYTES) -> int:
@@ -663,6 +708,14 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
         count += len(rows)
         killpoints.reach("index_mid_fill")  # drills: a migration killed between files
     return count
+
+
+def optimize_index(tx: apsw.Connection, pid: int) -> None:
+    """Merge the project's stored index into one segment (FTS5 ``optimize``: the same
+    rows, fewer pages); nothing for a compact project."""
+    if not compact_limit(tx, pid):
+        table = fts_table(pid)
+        tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
 
 def rebuild_index(tx: apsw.Connection, pid: int) -> int:

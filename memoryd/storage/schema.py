@@ -378,10 +378,14 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         13,
         "project indexes without the words search never looks up alone (issue 13)",
         """
-        -- No table changes: each indexed project's FTS5 index is built again from the
-        -- stored bodies (migrate_data), its chunks' free-standing stopwords and single
-        -- characters left out and their sizes kept whole (memoryd.storage.unsearched).
-        SELECT 1;
+        -- Each indexed project's FTS5 index is built again from the stored bodies
+        -- (migrate_data), its chunks' free-standing stopwords and single characters
+        -- left out and their sizes kept whole (memoryd.storage.unsearched).
+        -- packed = 1: the block was compressed again at body_pack_level by an
+        -- ingest.pack job (after its run); the index finds the others without reading
+        -- the blocks (a column after a large blob is read through its overflow pages).
+        ALTER TABLE body_blocks ADD COLUMN packed INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX body_blocks_unpacked ON body_blocks(project_id) WHERE packed = 0;
         """,
     ),
 ]

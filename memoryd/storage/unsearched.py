@@ -44,6 +44,7 @@ _AS_SPACES = bytes.maketrans(_SEPARATORS, b" " * len(_SEPARATORS))
 # become neighbours: an identifier's phrase ("read_file") must not find "read the file".
 GAP = "\ue000"
 _GAP = GAP.encode("utf-8")
+_MARK = dict.fromkeys(_LEFT_OUT, _GAP)
 _GAPS = re.compile(re.escape(_GAP) + b"(?: " + re.escape(_GAP) + b")+")
 
 
@@ -58,7 +59,7 @@ def index_text(text: str) -> tuple[str, int]:
     the tokens around a run stay apart, so a phrase of them matches as before; a
     stopword next to a non-ASCII character stays (it splits on ASCII only)."""
     pieces = text.encode("utf-8").translate(_AS_SPACES).split()
-    marked = [_GAP if p in _LEFT_OUT else p for p in pieces]
+    marked = list(map(_MARK.get, pieces, pieces))  # a piece, or a gap for one left out
     left_out = marked.count(_GAP)
     if not left_out:
         return text, 0
@@ -101,32 +102,32 @@ def varint_bytes(values: Iterable[int]) -> bytes:
 
 def keep_true_sizes(tx: apsw.Connection, table: str, left_out: Sequence[tuple[int, int]]) -> None:
     """Add each (rowid, tokens left out) to the row's body size in FTS5's ``docsize``
-    and their sum to its averages record, just after the rows' insert: FTS5 then
-    ranks, and a contentless delete subtracts, the chunk's full length. ``table`` is
-    the FTS5 table, schema-qualified.
+    and their sum to its averages record, just after the rows' insert (rowids of one
+    range): FTS5 then ranks, and a contentless delete subtracts, the chunk's full
+    length. ``table`` is the FTS5 table, schema-qualified.
 
     FTS5 keeps the averages in memory during a transaction and writes them when it
     syncs: the savepoint makes it write them now and read them back on its next use,
-    so the record changed here is the one it continues from."""
-    left_out = [(rowid, n) for rowid, n in left_out if n]
-    if not left_out:
+    so the record changed here is the one it continues from. The rows' sizes are
+    written again in rowid order, not updated in place: a size one byte longer in a
+    full page would split it (the table's pages stay as full as FTS5 leaves them)."""
+    grown = dict(left_out)
+    if not any(grown.values()):
         return
     tx.execute("SAVEPOINT memoryd_true_sizes")
     tx.execute("RELEASE memoryd_true_sizes")
-    grown = dict(left_out)
-    marks = ",".join("?" * len(grown))
-    sizes = tx.execute(
-        f"SELECT id, sz FROM {table}_docsize WHERE id IN ({marks})", tuple(grown)
+    span = (min(grown), max(grown))
+    rows = tx.execute(
+        f"SELECT id, sz, origin FROM {table}_docsize WHERE id BETWEEN ? AND ? ORDER BY id", span
     ).fetchall()
+    tx.execute(f"DELETE FROM {table}_docsize WHERE id BETWEEN ? AND ?", span)
     tx.executemany(
-        f"UPDATE {table}_docsize SET sz = ? WHERE id = ?",
-        [(_grow(sz, grown[rowid]), rowid) for rowid, sz in sizes],
+        f"INSERT INTO {table}_docsize (id, sz, origin) VALUES (?, ?, ?)",
+        [(rowid, _grow(sz, grown.get(rowid, 0)), origin) for rowid, sz, origin in rows],
     )
     (record,) = tx.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
-    tx.execute(
-        f"UPDATE {table}_data SET block = ? WHERE id = 1",
-        (_grow(record, sum(grown.values()), at=1),),
-    )
+    total = sum(grown.values())
+    tx.execute(f"UPDATE {table}_data SET block = ? WHERE id = 1", (_grow(record, total, at=1),))
 
 
 def _grow(blob: bytes, n: int, at: int = 0) -> bytes:
