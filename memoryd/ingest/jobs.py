@@ -33,6 +33,7 @@ from memoryd.storage import runs, vectors
 from memoryd.storage.corpus import (
     UnknownProject,
     dict_data,
+    keep_sizes,
     live_hashes,
     optimize_index,
     pack_block,
@@ -190,10 +191,11 @@ def _run_batch(ctx: WorkContext, p: dict) -> dict:
 
 
 def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
+    sizes: dict[str, list] = {}
     for job, out in done:
         p = job.data
         vectors.check(actx.tx, actx.config)  # files of another encoder's store would mix
-        put_files(actx.tx, p["project_id"], out["files"], job.id, out.get("blocks", ()))
+        put_files(actx.tx, p["project_id"], out["files"], job.id, out.get("blocks", ()), sizes)
         runs.record_batch(
             actx.tx,
             p["run"],
@@ -202,6 +204,7 @@ def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None
             skipped=out["skipped"],
             on_finish=_on_finish(actx, p),
         )
+    keep_sizes(actx.tx, sizes)
 
 
 def _on_finish(actx: ApplyContext, p: dict) -> Callable[[apsw.Connection], None]:

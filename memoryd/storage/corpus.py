@@ -230,9 +230,12 @@ def put_files(
     files: Iterable[FileRows],
     job_id: int | None = None,
     blocks: Sequence[bytes] = (),
+    sizes: dict[str, list] | None = None,
 ) -> int:
     """Insert or replace files with their chunks and index rows. Returns files written.
     ``blocks`` are the batch's body blocks (zstd frames) its files' ``block`` index.
+    ``sizes``: the index rows' full sizes are left to the caller's :func:`keep_sizes`
+    (several batches of one transaction), else set here.
 
     Chunk and index rows are written together at the end, with ids given here: many
     rows per statement, and FTS5 need not pick rowids one at a time.
@@ -256,7 +259,8 @@ def put_files(
             [(first + i, *row) for i, row in enumerate(chunk_rows)],
         )
         if indexed:
-            _index(tx, f"main.{table}", [(first + i, *row) for i, row in enumerate(index_rows)])
+            rows = [(first + i, *row) for i, row in enumerate(index_rows)]
+            _index(tx, f"main.{table}", rows, sizes)
         chunk_rows.clear()
         index_rows.clear()
         pending.clear()
@@ -680,20 +684,38 @@ def reclaim_free_pages(tx: apsw.Connection) -> int:
     return free
 
 
-def _index(tx: apsw.Connection, table: str, rows: Sequence[tuple[int, str, int, str]]) -> None:
+def _index(
+    tx: apsw.Connection,
+    table: str,
+    rows: Sequence[tuple[int, str, int, str]],
+    sizes: dict[str, list] | None = None,
+) -> None:
     """Insert (rowid, index text, tokens left out, path) rows into the FTS5 ``table``
-    (schema-qualified), each row's size its full token count."""
+    (schema-qualified), each row's size its full token count: set now, or, given
+    ``sizes``, by the caller's :func:`keep_sizes` once after its last insert."""
     tx.executemany(
         f"INSERT INTO {table} (rowid, body, path) VALUES (?, ?, ?)",
         [(rowid, body, path) for rowid, body, _, path in rows],
     )
-    keep_true_sizes(tx, table, [(rowid, left_out) for rowid, _, left_out, _ in rows])
+    left_out = [(rowid, n) for rowid, _, n, _ in rows]
+    if sizes is None:
+        keep_true_sizes(tx, table, left_out)
+    else:
+        sizes.setdefault(table, []).extend(left_out)
+
+
+def keep_sizes(tx: apsw.Connection, sizes: dict[str, list]) -> None:
+    """Give the rows indexed with ``sizes`` (:func:`put_files`) their full sizes: one
+    FTS5 sync for a transaction's batches, not one each."""
+    for table, left_out in sizes.items():
+        keep_true_sizes(tx, table, left_out)
 
 
 def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
     """Index every live chunk of the project into its (empty) FTS table in ``schema``."""
     table = f"{schema}.{fts_table(pid)}"
     count = 0
+    sizes: dict[str, list] = {}
     for file_id, path, text in live_texts(conn, pid):
         lines = text.split("\n")
         rows = [
@@ -704,9 +726,10 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
                 (file_id,),
             ).fetchall()
         ]
-        _index(conn, table, rows)
+        _index(conn, table, rows, sizes)
         count += len(rows)
         killpoints.reach("index_mid_fill")  # drills: a migration killed between files
+    keep_sizes(conn, sizes)
     return count
 
 

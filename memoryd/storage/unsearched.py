@@ -102,9 +102,10 @@ def varint_bytes(values: Iterable[int]) -> bytes:
 
 def keep_true_sizes(tx: apsw.Connection, table: str, left_out: Sequence[tuple[int, int]]) -> None:
     """Add each (rowid, tokens left out) to the row's body size in FTS5's ``docsize``
-    and their sum to its averages record, just after the rows' insert (rowids of one
-    range): FTS5 then ranks, and a contentless delete subtracts, the chunk's full
-    length. ``table`` is the FTS5 table, schema-qualified.
+    and their sum to its averages record, after the rows' insert in this transaction
+    (every row indexed in it since, in the rowids' range, listed): FTS5 then ranks,
+    and a contentless delete subtracts, the chunk's full length. ``table`` is the
+    FTS5 table, schema-qualified.
 
     FTS5 keeps the averages in memory during a transaction and writes them when it
     syncs: the savepoint makes it write them now and read them back on its next use,
@@ -126,7 +127,8 @@ def keep_true_sizes(tx: apsw.Connection, table: str, left_out: Sequence[tuple[in
         [(rowid, _grow(sz, grown.get(rowid, 0)), origin) for rowid, sz, origin in rows],
     )
     (record,) = tx.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
-    total = sum(grown.values())
+    # a row deleted since its insert is gone: FTS5 subtracted the size it counted
+    total = sum(grown.get(rowid, 0) for rowid, _, _ in rows)
     tx.execute(f"UPDATE {table}_data SET block = ? WHERE id = 1", (_grow(record, total, at=1),))
 
 

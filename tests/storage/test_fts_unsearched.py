@@ -180,3 +180,28 @@ def test_the_index_is_smaller(tmp_path) -> None:
     }
     assert size[f"{fts_table(pid)}_data"] < 0.85 * size["whole_data"]
     db.close()
+
+
+def test_sizes_set_once_for_a_transactions_batches(tmp_path) -> None:
+    """Batches of one transaction get their sizes in one step after the last (the
+    ingest apply), even when a later batch replaces a file of an earlier one."""
+    db = make_store(tmp_path, "p", {"seed.md": PROSE})
+    pid = project_id(db, "p")
+    first = [prepare_file("p", f"a{i}.md", (PROSE + CODE * i).encode()) for i in range(4)]
+    second = [prepare_file("p", "a2.md", b"the a2 file, changed before the commit")]
+
+    def both(tx) -> None:
+        sizes: dict = {}
+        corpus.put_files(tx, pid, first, sizes=sizes)
+        corpus.put_files(tx, pid, second, sizes=sizes)
+        corpus.keep_sizes(tx, sizes)
+
+    db.write(both)
+    whole = _full_index(db, pid)
+    t = fts_table(pid)
+    for sql in (
+        "SELECT id, sz FROM {}_docsize ORDER BY id",
+        "SELECT block FROM {}_data WHERE id = 1",
+    ):
+        assert db.query(sql.format(t)) == db.query(sql.format(whole))
+    db.close()
