@@ -255,7 +255,7 @@ SETTINGS: dict[str, Setting] = {
     "body_pack_level": Setting(
         19,
         "zstd level at which a finished ingest run's ingest.pack jobs compress the"
-        " project's body blocks again in a worker (0: never; ingest itself uses a fast one)",
+        " project's body blocks again in a worker (0: not again; ingest uses a fast one)",
         0,
         22,
     ),

@@ -21,7 +21,6 @@ from memoryd.config import (
     ZSTD_DICT_BYTES,
 )
 from memoryd.storage.corpus import ChunkRow, FileRows, compressor
-from memoryd.storage.unsearched import index_text
 
 
 def digest(data: bytes, size: int = 16) -> str:
@@ -133,7 +132,5 @@ def _prepare(project: str, path: str, raw: bytes) -> tuple[FileRows, bytes]:
         chunk_id = blake(
             f"{project}\0{path}\0{ordinal}\0{chunk_hash.hexdigest()}".encode(), digest_size=12
         ).digest()
-        chunks.append(
-            ChunkRow(ordinal, start, end, chunk_id, chunk_hash.digest(), *index_text(chunk_text))
-        )
+        chunks.append(ChunkRow(ordinal, start, end, chunk_id, chunk_hash.digest(), chunk_text))
     return FileRows(path, digest(raw), len(raw), len(lines), b"", chunks), text.encode("utf-8")

@@ -15,25 +15,28 @@ apply stores it (once, forever) and every batch compresses with it.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import apsw
+import orjson
 
 from memoryd import killpoints
-from memoryd.config import ZSTD_DICT_MIN_FILES, ZSTD_DICT_SAMPLE_BYTES, ZSTD_DICT_SAMPLES
+from memoryd.config import SETTINGS, ZSTD_DICT_MIN_FILES, ZSTD_DICT_SAMPLE_BYTES, ZSTD_DICT_SAMPLES
 from memoryd.ingest import progress
 from memoryd.ingest.chunking import prepare_batch, train_dictionary
 from memoryd.ingest.progress import ScanProgress
 from memoryd.ingest.scan import Eligible, read_file, scan
 from memoryd.queue import ClaimedJob, JobSpec
+from memoryd.queue.jobs import ENQUEUE_SQL
 from memoryd.storage import runs, vectors
 from memoryd.storage.corpus import (
+    Packed,
     UnknownProject,
     dict_data,
-    keep_sizes,
     live_hashes,
     optimize_index,
     pack_block,
@@ -191,11 +194,10 @@ def _run_batch(ctx: WorkContext, p: dict) -> dict:
 
 
 def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
-    sizes: dict[str, list] = {}
     for job, out in done:
         p = job.data
         vectors.check(actx.tx, actx.config)  # files of another encoder's store would mix
-        put_files(actx.tx, p["project_id"], out["files"], job.id, out.get("blocks", ()), sizes)
+        put_files(actx.tx, p["project_id"], out["files"], job.id, out.get("blocks", ()))
         runs.record_batch(
             actx.tx,
             p["run"],
@@ -204,7 +206,6 @@ def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None
             skipped=out["skipped"],
             on_finish=_on_finish(actx, p),
         )
-    keep_sizes(actx.tx, sizes)
 
 
 def _on_finish(actx: ApplyContext, p: dict) -> Callable[[apsw.Connection], None]:
@@ -223,18 +224,35 @@ def _on_finish(actx: ApplyContext, p: dict) -> Callable[[apsw.Connection], None]
 
 
 def _pack_job(actx: ApplyContext, pid: int, project: str) -> list[JobSpec]:
-    """The next ingest.pack job of the project (none when packing is off). One live
-    job per project: a run finishing while one waits adds none."""
-    if not int(actx.config.body_pack_level):
-        return []
+    """The next ingest.pack job of the project. One live job per project: a run
+    finishing while one waits adds none."""
+    return [pack_job(pid, project)]
+
+
+def pack_job(pid: int, project: str) -> JobSpec:
     payload = {"project_id": pid, "project": project}
     key = f"{PACK}:{pid}"
-    return [JobSpec(PACK, payload, project=project, priority=PACK_PRIORITY, dedupe_key=key)]
+    return JobSpec(PACK, payload, project=project, priority=PACK_PRIORITY, dedupe_key=key)
+
+
+def enqueue_pack_jobs(tx: apsw.Connection) -> None:
+    """An ingest.pack job for each project with unpacked blocks (migration 13: an
+    older home's blocks, packed by the next supervisor)."""
+    rows = tx.execute(
+        "SELECT DISTINCT p.id, p.name FROM projects p JOIN body_blocks b ON b.project_id = p.id"
+        " WHERE b.packed = 0 ORDER BY p.id"
+    ).fetchall()
+    now, attempts = time.time(), int(SETTINGS["max_attempts"].default)
+    for pid, name in rows:
+        s = pack_job(pid, name)
+        tx.execute(ENQUEUE_SQL, (s.project, s.kind, orjson.dumps(s.payload), s.priority,
+                                 attempts, 0.0, now, now, s.dedupe_key))  # fmt: skip
 
 
 def _run_pack(ctx: WorkContext, p: dict) -> dict:
-    """Compress up to PACK_BLOCKS of the project's blocks again at body_pack_level
-    (the CPU-heavy part, here in a worker); ``more`` when others wait."""
+    """Compress up to PACK_BLOCKS of the project's blocks again at body_pack_level and
+    make their chunks' index text (the CPU-heavy part, here in a worker); ``more``
+    when others wait."""
     db, level = ctx.authority(), int(ctx.config.body_pack_level)
     ids = unpacked_blocks(db, p["project_id"], PACK_BLOCKS + 1)
     packed = [pack_block(db, i, level) for i in ids[:PACK_BLOCKS]]
@@ -242,12 +260,13 @@ def _run_pack(ctx: WorkContext, p: dict) -> dict:
 
 
 def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
-    """Store the packed blocks; then the next job, or, once every block is packed,
-    FTS5's ``optimize`` of the project's index (its segments merged into one) and the
-    freed pages given back. A kill anywhere leaves the blocks old or new, whole."""
+    """Store the packed blocks and index their chunks as index text; then the next
+    job, or, once every block is packed, FTS5's ``optimize`` of the project's index
+    (its segments merged into one) and the freed pages given back. A kill anywhere
+    leaves each block, with its chunks' index rows, old or new."""
     for job, out in done:
         p = job.data
-        store_packed(actx.tx, out["packed"])
+        store_packed(actx.tx, p["project_id"], [Packed(*b) for b in out["packed"]])
         killpoints.reach("pack_mid_apply")  # drills: the pass killed before its commit
         if out["more"]:
             actx.queue.enqueue_in(actx.tx, _pack_job(actx, p["project_id"], p["project"]))

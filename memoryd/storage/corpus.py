@@ -55,10 +55,7 @@ class ChunkRow(NamedTuple):  # a tuple: cheap to send from a worker to the super
     end_line: int
     chunk_id: bytes  # 12 bytes
     content_hash: bytes  # 16 bytes
-    text: str  # indexed, never stored (the file body holds it)
-    # Tokens left out of ``text`` (:func:`memoryd.storage.unsearched.index_text`); -1:
-    # ``text`` is the chunk's full text, made index text when it is written.
-    left_out: int = -1
+    text: str  # indexed whole, never stored (the file body holds it)
 
 
 class FileRows(NamedTuple):
@@ -230,12 +227,11 @@ def put_files(
     files: Iterable[FileRows],
     job_id: int | None = None,
     blocks: Sequence[bytes] = (),
-    sizes: dict[str, list] | None = None,
 ) -> int:
-    """Insert or replace files with their chunks and index rows. Returns files written.
-    ``blocks`` are the batch's body blocks (zstd frames) its files' ``block`` index.
-    ``sizes``: the index rows' full sizes are left to the caller's :func:`keep_sizes`
-    (several batches of one transaction), else set here.
+    """Insert or replace files with their chunks and index rows (each chunk's whole
+    text: :func:`store_packed` indexes a packed block's chunks without the words
+    never looked up alone). Returns files written. ``blocks`` are the batch's body
+    blocks (zstd frames) its files' ``block`` index.
 
     Chunk and index rows are written together at the end, with ids given here: many
     rows per statement, and FTS5 need not pick rowids one at a time.
@@ -259,8 +255,10 @@ def put_files(
             [(first + i, *row) for i, row in enumerate(chunk_rows)],
         )
         if indexed:
-            rows = [(first + i, *row) for i, row in enumerate(index_rows)]
-            _index(tx, f"main.{table}", rows, sizes)
+            tx.executemany(
+                f"INSERT INTO {table} (rowid, body, path) VALUES (?, ?, ?)",
+                [(first + i, *row) for i, row in enumerate(index_rows)],
+            )
         chunk_rows.clear()
         index_rows.clear()
         pending.clear()
@@ -297,7 +295,7 @@ def put_files(
             chunk_rows.append(
                 (c.chunk_id, pid, file_id, c.ordinal, c.start_line, c.end_line, c.content_hash)
             )
-            index_rows.append((*(index_text(c.text) if c.left_out < 0 else c[5:7]), f.path))
+            index_rows.append((c.text, f.path))
         pending.add(f.path)
         history.append((now, "file.put", str(pid), f.path, f.content_hash, job_id))
         written += 1
@@ -497,32 +495,65 @@ def unpacked_blocks(db, pid: int, limit: int) -> list[int]:
     ]
 
 
-def pack_block(db, block_id: int, level: int) -> tuple[int, int, bytes | None] | None:
-    """(block id, its frame's length, the frame compressed again at ``level`` with the
-    same dictionary, or None when that is not smaller) for :func:`store_packed`; None
-    when the block is gone. Runs in a worker: CPU only, no write."""
+class Packed(NamedTuple):
+    """A block packed by a worker (:func:`pack_block`), for :func:`store_packed`."""
+
+    block_id: int
+    length: int  # of the frame read: the block stored is still that one
+    data: bytes | None  # the frame compressed again; None: not smaller, or level 0
+    rows: list[tuple]  # its live files' chunks as index text (:func:`_chunk_rows`)
+
+
+def pack_block(db, block_id: int, level: int) -> Packed | None:
+    """The block compressed again at ``level`` (0: not) with the same dictionary, and
+    its files' chunks as index text; None when the block is gone. Runs in a worker:
+    CPU only, no write."""
     rows = _query(db, "SELECT data FROM body_blocks WHERE id = ?", (block_id,))
     if not rows:
         return None
     frame = rows[0][0]
-    dict_id = zstandard.get_frame_parameters(frame).dict_id
-    dictionary = dict_data(db, dict_id) if dict_id else None
-    packed = compressor(dictionary, level).compress(_decompress(frame, db))
-    return block_id, len(frame), packed if len(packed) < len(frame) else None
+    text = _decompress(frame, db)
+    data = None
+    if level:
+        dict_id = zstandard.get_frame_parameters(frame).dict_id
+        dictionary = dict_data(db, dict_id) if dict_id else None
+        data = compressor(dictionary, level).compress(text)
+    files = _query(
+        db,
+        "SELECT id, path, block_start, block_end FROM files WHERE block_id = ? AND live = 1",
+        (block_id,),
+    )
+    chunks = [
+        row
+        for fid, path, start, end in files
+        for row in _chunk_rows(db, fid, path, text[start:end].decode("utf-8"), True)
+    ]
+    small = data if data is not None and len(data) < len(frame) else None
+    return Packed(block_id, len(frame), small, chunks)
 
 
-def store_packed(tx: apsw.Connection, packed: Iterable[tuple[int, int, bytes | None]]) -> int:
+def store_packed(tx: apsw.Connection, pid: int, packed: Iterable[Packed]) -> int:
     """Write blocks compressed again (the same text: a block's id never changes its
-    text, so a reader's cached copy stays right); a block written again or gone since
-    (its frame's length differs or it has no row) is left alone. Returns blocks packed."""
-    done = 0
-    for block_id, length, data in packed:
+    text, so a reader's cached copy stays right) and index their files' chunks as
+    index text; a block written again or gone since (its frame's length differs or it
+    has no row) is left alone, and so is a chunk gone since. Returns blocks packed."""
+    done, rows = 0, []
+    for p in packed:
         tx.execute(
             "UPDATE body_blocks SET data = coalesce(?, data), packed = 1"
             " WHERE id = ? AND length(data) = ?",
-            (data, block_id, length),
+            (p.data, p.block_id, p.length),
         )
-        done += tx.changes()
+        if tx.changes():
+            done += 1
+            rows.extend(p.rows)
+    if rows and not compact_limit(tx, pid):
+        marks = ",".join("?" * len(rows))
+        live = {r[0] for r in tx.execute(f"SELECT id FROM chunks WHERE id IN ({marks})",
+                                         [r[0] for r in rows])}  # fmt: skip
+        rows = [r for r in rows if r[0] in live]
+        drop_index_rows(tx, pid, [r[0] for r in rows])
+        _index(tx, f"main.{fts_table(pid)}", rows)
     return done
 
 
@@ -711,21 +742,41 @@ def keep_sizes(tx: apsw.Connection, sizes: dict[str, list]) -> None:
         keep_true_sizes(tx, table, left_out)
 
 
+def _chunk_rows(db, file_id: int, path: str, text: str, packed: bool) -> list[tuple]:
+    """(rowid, index text, tokens left out, path) of the file's chunks: a packed
+    block's files without the words never looked up alone, any other whole."""
+    lines = text.split("\n")
+    return [
+        (rowid, *(index_text(chunk) if packed else (chunk, 0)), path)
+        for rowid, start, end in _query(
+            db,
+            "SELECT id, start_line, end_line FROM main.chunks WHERE file_id = ? ORDER BY ordinal",
+            (file_id,),
+        )
+        for chunk in ("\n".join(lines[start - 1 : end]),)
+    ]
+
+
+def _packed_files(conn: apsw.Connection, pid: int) -> set[int]:
+    return {
+        r[0]
+        for r in conn.execute(
+            "SELECT f.id FROM main.files f JOIN main.body_blocks b ON b.id = f.block_id"
+            " WHERE f.project_id = ? AND f.live = 1 AND b.packed = 1",
+            (pid,),
+        )
+    }
+
+
 def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
-    """Index every live chunk of the project into its (empty) FTS table in ``schema``."""
+    """Index every live chunk of the project into its (empty) FTS table in ``schema``,
+    as ingest and the pack jobs left them (:func:`_chunk_rows`)."""
     table = f"{schema}.{fts_table(pid)}"
     count = 0
     sizes: dict[str, list] = {}
+    packed = _packed_files(conn, pid)
     for file_id, path, text in live_texts(conn, pid):
-        lines = text.split("\n")
-        rows = [
-            (rowid, *index_text("\n".join(lines[start - 1 : end])), path)
-            for rowid, start, end in conn.execute(
-                "SELECT id, start_line, end_line FROM main.chunks WHERE file_id = ?"
-                " ORDER BY ordinal",
-                (file_id,),
-            ).fetchall()
-        ]
+        rows = _chunk_rows(conn, file_id, path, text, file_id in packed)
         _index(conn, table, rows, sizes)
         count += len(rows)
         killpoints.reach("index_mid_fill")  # drills: a migration killed between files

@@ -378,12 +378,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         13,
         "project indexes without the words search never looks up alone (issue 13)",
         """
-        -- Each indexed project's FTS5 index is built again from the stored bodies
-        -- (migrate_data), its chunks' free-standing stopwords and single characters
-        -- left out and their sizes kept whole (memoryd.storage.unsearched).
-        -- packed = 1: the block was compressed again at body_pack_level by an
-        -- ingest.pack job (after its run); the index finds the others without reading
-        -- the blocks (a column after a large blob is read through its overflow pages).
+        -- packed = 1: an ingest.pack job (after the block's run) compressed the block
+        -- again at body_pack_level and indexed its files' chunks without their
+        -- free-standing stopwords and single characters, sizes kept whole
+        -- (memoryd.storage.unsearched); the other blocks' chunks are indexed whole.
+        -- The index finds unpacked blocks without reading them (a column after a
+        -- large blob is read through its overflow pages). migrate_data enqueues one
+        -- ingest.pack job per project that has blocks.
         ALTER TABLE body_blocks ADD COLUMN packed INTEGER NOT NULL DEFAULT 0;
         CREATE INDEX body_blocks_unpacked ON body_blocks(project_id) WHERE packed = 0;
         """,
@@ -396,15 +397,14 @@ CURRENT_VERSION = MIGRATIONS[-1][0]
 def migrate_data(version: int, tx) -> None:
     """The data step of a migration, after its SQL and in its transaction (a kill
     before the commit leaves the older schema, and the next open runs both again).
-    12: every project's per-file bodies are moved into blocks. 13: every indexed
-    project's index is built again (compact ones store none)."""
+    12: every project's per-file bodies are moved into blocks. 13: an ingest.pack job
+    per project with blocks (its workers pack them after the open)."""
     if version == 12:
         from memoryd.storage.corpus import pack_bodies  # the corpus needs the new schema
 
         for (pid,) in tx.execute("SELECT id FROM projects ORDER BY id").fetchall():
             pack_bodies(tx, pid)
     if version == 13:
-        from memoryd.storage.corpus import rebuild_index
+        from memoryd.ingest.jobs import enqueue_pack_jobs
 
-        for (pid,) in tx.execute("SELECT id FROM projects ORDER BY id").fetchall():
-            rebuild_index(tx, pid)
+        enqueue_pack_jobs(tx)

@@ -11,13 +11,15 @@ import apsw
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.ingest.chunking import prepare_file
+from memoryd.config import load_config
+from memoryd.ingest.chunking import prepare_batch, prepare_file
 from memoryd.search import terms
 from memoryd.search.terms import STOPWORDS, words
 from memoryd.storage import corpus, fts
+from memoryd.storage.authority import open_authority
 from memoryd.storage.corpus import FTS_TOKENIZER, fts_table, project_id
+from memoryd.storage.rebuild import fts_digest
 from memoryd.storage.unsearched import _ALONE, GAP, index_text, varint_bytes, varints
-from tests.search.conftest import make_store
 
 PROSE = (
     "The loop reads the file and then it is closed. If a value is not set, get the "
@@ -105,6 +107,18 @@ def _files() -> dict[str, str]:
     return out
 
 
+def _packed_store(tmp_path, files: dict[str, str]):
+    """A stored index whose blocks are packed (level 0: the frames as they are), so
+    its chunks are indexed as index text."""
+    db = open_authority(tmp_path, load_config(tmp_path))
+    pid = db.write(lambda tx: corpus.ensure_project(tx, "p", None))
+    rows, blocks = prepare_batch("p", [(k, v.encode()) for k, v in files.items()], block_bytes=4096)
+    db.write(lambda tx: corpus.put_files(tx, pid, rows, None, blocks))
+    packed = [corpus.pack_block(db, b, 0) for b in corpus.unpacked_blocks(db, pid, 1000)]
+    assert db.write(lambda tx: corpus.store_packed(tx, pid, packed)) == len(packed) > 1
+    return db
+
+
 def _full_index(db, pid: int) -> str:
     """The project's chunks indexed whole, as before this layout, in a temp table."""
     db.conn.execute(
@@ -137,7 +151,7 @@ QUERIES = [
 
 
 def test_ranks_sizes_and_phrases_are_those_of_the_whole_text(tmp_path) -> None:
-    db = make_store(tmp_path, "p", _files())
+    db = _packed_store(tmp_path, _files())
     pid = project_id(db, "p")
     # replaced and retired files go through FTS5's contentless delete (sizes subtracted)
     db.write(lambda tx: corpus.retire_files(tx, pid, ["d0/f_3.md"]))
@@ -167,41 +181,22 @@ def test_ranks_sizes_and_phrases_are_those_of_the_whole_text(tmp_path) -> None:
             (stem,),
         )
         assert fts.postings(db, pid, stem) == theirs, stem
+    # a rebuild makes the same layout: packed blocks' chunks as index text, others whole
+    before = fts_digest(db.conn, pid)
+    db.write(lambda tx: corpus.rebuild_index(tx, pid))
+    assert fts_digest(db.conn, pid) == before
     db.close()
 
 
 def test_the_index_is_smaller(tmp_path) -> None:
-    db = make_store(tmp_path, "p", _files())
+    db = _packed_store(tmp_path, _files())
     pid = project_id(db, "p")
+    db.write(lambda tx: corpus.optimize_index(tx, pid))  # as the last pack job does
     _full_index(db, pid)
+    db.conn.execute("INSERT INTO temp.whole (whole) VALUES ('optimize')")
     size = {
         name: db.query("SELECT sum(pgsize) FROM dbstat(?) WHERE name = ?", (schema, name))[0][0]
         for schema, name in (("main", f"{fts_table(pid)}_data"), ("temp", "whole_data"))
     }
     assert size[f"{fts_table(pid)}_data"] < 0.85 * size["whole_data"]
-    db.close()
-
-
-def test_sizes_set_once_for_a_transactions_batches(tmp_path) -> None:
-    """Batches of one transaction get their sizes in one step after the last (the
-    ingest apply), even when a later batch replaces a file of an earlier one."""
-    db = make_store(tmp_path, "p", {"seed.md": PROSE})
-    pid = project_id(db, "p")
-    first = [prepare_file("p", f"a{i}.md", (PROSE + CODE * i).encode()) for i in range(4)]
-    second = [prepare_file("p", "a2.md", b"the a2 file, changed before the commit")]
-
-    def both(tx) -> None:
-        sizes: dict = {}
-        corpus.put_files(tx, pid, first, sizes=sizes)
-        corpus.put_files(tx, pid, second, sizes=sizes)
-        corpus.keep_sizes(tx, sizes)
-
-    db.write(both)
-    whole = _full_index(db, pid)
-    t = fts_table(pid)
-    for sql in (
-        "SELECT id, sz FROM {}_docsize ORDER BY id",
-        "SELECT block FROM {}_data WHERE id = 1",
-    ):
-        assert db.query(sql.format(t)) == db.query(sql.format(whole))
     db.close()

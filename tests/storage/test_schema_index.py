@@ -1,13 +1,11 @@
-"""Issue 13: migration 13 builds an older home's project index again without the words
-search never looks up alone (memoryd.storage.unsearched). It runs in the migration's
-transaction: a kill leaves the old index and schema 12, and the next open finishes it;
-answers, sizes and `rebuild --verify` stay equal."""
+"""Issue 13: migration 13 on an older home (every chunk indexed whole, blocks compressed
+at ingest's level): the index stays as it is (the layout of unpacked blocks) and one
+ingest.pack job per project is enqueued; the next supervisor packs the blocks and
+indexes their chunks without the words never looked up alone. Answers, sizes and
+`rebuild --verify` stay equal throughout (the pack pass's kill: tests/ingest/test_pack)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -59,15 +57,8 @@ def _index_state(home: Path) -> tuple:
     )
 
 
-def _migrate_killed(home: Path) -> int:
-    """Open the home in a process SIGKILLed after the migration's first file."""
-    env = {**os.environ, "MEMORYD_KILL_AT": "index_mid_fill"}
-    code = "import sys; from memoryd.api import Memoryd; Memoryd(sys.argv[1]).db"
-    return subprocess.run([sys.executable, "-c", code, str(home)], env=env, timeout=120).returncode
-
-
 @pytest.mark.slow
-def test_an_older_home_is_indexed_again(home: Path, tmp_path: Path) -> None:
+def test_an_older_home_is_packed_after_the_migration(cli, home: Path, tmp_path: Path) -> None:
     (tmp_path / "repo").mkdir()
     repo = _repo(tmp_path / "repo", 12)
     (repo / "notes.md").write_text("The request of a handler is the page it renders.\n" * 40)
@@ -77,20 +68,25 @@ def test_an_older_home_is_indexed_again(home: Path, tmp_path: Path) -> None:
     md.ingest(repo, wait=True, workers=1)
     before = [md.search(q, limit=5) for q in QUERIES]
     md.close()
-    new_state = _index_state(home)
+    packed_state = _index_state(home)
     _as_schema_12(home)
     assert query(home, "PRAGMA user_version") == [(12,)]
-    old_state = _index_state(home)
-    assert old_state[:2] == new_state[:2] and old_state[2] == [(1,)] != new_state[2]
+    whole_state = _index_state(home)
+    assert whole_state[:2] == packed_state[:2] and whole_state[2] == [(1,)] != packed_state[2]
 
-    # Killed mid-migration: nothing of it committed, the old index whole.
-    assert _migrate_killed(home) == -9
-    assert query(home, "PRAGMA user_version") == [(12,)]
-    assert _index_state(home) == old_state
-
-    md = Memoryd(home)  # the next open migrates
+    md = Memoryd(home)  # migrates: the index as it was, a pack job per project
     assert md.db.user_version() == CURRENT_VERSION
-    assert _index_state(home) == new_state
+    assert _index_state(home) == whole_state
+    assert query(home, "SELECT state FROM jobs WHERE kind = 'ingest.pack' AND state != 'done'") == [
+        ("queued",)
+    ]
+    assert [md.search(q, limit=5) for q in QUERIES] == before
+    assert md.rebuild(verify=True)["equal"]
+    md.close()
+
+    assert cli("run", "--drain", "--workers", "1").code == 0
+    assert _index_state(home) == packed_state
+    md = Memoryd(home)
     assert [md.search(q, limit=5) for q in QUERIES] == before
     assert md.rebuild(verify=True)["equal"]
     md.close()
