@@ -6,7 +6,10 @@ and changed files and one ``ingest.finalize`` that retires vanished files, in
 the same commit. ``ingest.batch`` reads, decodes, chunks, hashes and
 compresses in a worker; its apply stores the prepared rows. The commit that
 finishes a run enqueues, when an encoder stores codes, the low-priority
-``vectors.encode`` jobs of its chunks (:mod:`memoryd.workers.vectors`).
+``vectors.encode`` jobs of its chunks (:mod:`memoryd.workers.vectors`), and an
+``ingest.pack`` job: its worker compresses the project's new body blocks again at
+``body_pack_level`` and makes their chunks' index text (:mod:`memoryd.storage.
+unsearched`), its apply stores both, and the last one merges the project's index.
 
 The first scan of a project that finds at least ``ZSTD_DICT_MIN_FILES`` new
 files also trains the project's zstd dictionary from a spread of them; its
