@@ -7,7 +7,10 @@ quarter of a project's tokens. The index text of a chunk is its text without the
 ``.`` (``is_file``, ``os.path``, ``x.y``) stays, so an identifier's FTS5 phrase
 still finds it; and a word next to a non-ASCII character stays (unicode61 may
 join them into one token). The rule is decided per word before stemming, so a
-content word sharing a stopword's stem ("use", "us") is always indexed.
+content word sharing a stopword's stem ("uses", "use") is always indexed, and the
+stopwords whose stem an ordinary content word shares are kept too
+(``lexicon/stopwords_indexed.txt``). A packed block's chunks are indexed so
+(:func:`memoryd.storage.corpus.store_packed`, after their run); others whole.
 
 The words left out still count: each chunk's ``docsize`` and FTS5's averages
 record hold the chunk's full token count (:func:`keep_true_sizes`), so BM25 --
