@@ -779,7 +779,6 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
         rows = _chunk_rows(conn, file_id, path, text, file_id in packed)
         _index(conn, table, rows, sizes)
         count += len(rows)
-        killpoints.reach("index_mid_fill")  # drills: a migration killed between files
     keep_sizes(conn, sizes)
     return count
 
