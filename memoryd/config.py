@@ -54,7 +54,9 @@ CONTROL_SECONDARY_DIR = "control-secondary"  # its RocksDB secondary instance's 
 CHUNK_TARGET_LINES = 40  # start looking for a natural boundary here
 CHUNK_MAX_LINES = 80
 CHUNK_MAX_CHARS = 4096
-COMPRESSION_LEVEL = 6
+# Ingest compresses fast; the ingest.pack jobs after a run compress the blocks again at
+# the body_pack_level setting (like RocksDB's bottommost level).
+COMPRESSION_LEVEL = 3
 # File bodies of one ingest batch are compressed together in frames of about this much
 # text: one frame per file compresses each alone (measured on the stdlib: 2.36 MB of
 # pages instead of 2.78 MB); an excerpt decompresses its file's whole block (~0.3 ms).
@@ -249,6 +251,13 @@ SETTINGS: dict[str, Setting] = {
         MiB,
         "source bytes of the files one vectors.encode job codes (the jobs a finished"
         " ingest run enqueues spread over the workers)",
+    ),
+    "body_pack_level": Setting(
+        19,
+        "zstd level at which a finished ingest run's ingest.pack jobs compress the"
+        " project's body blocks again in a worker (0: not again; ingest uses a fast one)",
+        0,
+        22,
     ),
 }
 

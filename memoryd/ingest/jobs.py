@@ -6,7 +6,10 @@ and changed files and one ``ingest.finalize`` that retires vanished files, in
 the same commit. ``ingest.batch`` reads, decodes, chunks, hashes and
 compresses in a worker; its apply stores the prepared rows. The commit that
 finishes a run enqueues, when an encoder stores codes, the low-priority
-``vectors.encode`` jobs of its chunks (:mod:`memoryd.workers.vectors`).
+``vectors.encode`` jobs of its chunks (:mod:`memoryd.workers.vectors`), and an
+``ingest.pack`` job: its worker compresses the project's new body blocks again at
+``body_pack_level`` and makes their chunks' index text (:mod:`memoryd.storage.
+unsearched`), its apply stores both, and the last one merges the project's index.
 
 The first scan of a project that finds at least ``ZSTD_DICT_MIN_FILES`` new
 files also trains the project's zstd dictionary from a spread of them; its
@@ -15,35 +18,47 @@ apply stores it (once, forever) and every batch compresses with it.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import apsw
+import orjson
 
-from memoryd.config import ZSTD_DICT_MIN_FILES, ZSTD_DICT_SAMPLE_BYTES, ZSTD_DICT_SAMPLES
+from memoryd import killpoints
+from memoryd.config import SETTINGS, ZSTD_DICT_MIN_FILES, ZSTD_DICT_SAMPLE_BYTES, ZSTD_DICT_SAMPLES
 from memoryd.ingest import progress
 from memoryd.ingest.chunking import prepare_batch, train_dictionary
 from memoryd.ingest.progress import ScanProgress
 from memoryd.ingest.scan import Eligible, read_file, scan
 from memoryd.queue import ClaimedJob, JobSpec
+from memoryd.queue.jobs import ENQUEUE_SQL
 from memoryd.storage import runs, vectors
 from memoryd.storage.corpus import (
+    Packed,
     UnknownProject,
     dict_data,
     live_hashes,
+    optimize_index,
+    pack_block,
     project_dict,
     put_files,
     reclaim_free_pages,
     retire_files,
     store_dict,
+    store_packed,
+    unpacked_blocks,
 )
 from memoryd.workers import vectors as vectors_job
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 SCAN, BATCH, FINALIZE = "ingest.scan", "ingest.batch", "ingest.finalize"
+PACK = "ingest.pack"
 FINALIZE_PRIORITY = -1  # after the batches, though it does not depend on them
+PACK_PRIORITY = -3  # after the vectors jobs (-2): searchable first, then smaller
+PACK_BLOCKS = 8  # blocks one ingest.pack job compresses again (~2 MiB of text)
 
 
 def bounded_batches(files: list[Eligible], max_files: int, max_bytes: int) -> list[list[Eligible]]:
@@ -203,9 +218,64 @@ def _on_finish(actx: ApplyContext, p: dict) -> Callable[[apsw.Connection], None]
     def finish(tx: apsw.Connection) -> None:
         reclaim_free_pages(tx)
         follow = vectors_job.follow_up(tx, actx.config, p["project_id"], p["project"])
-        actx.queue.enqueue_in(tx, follow)
+        actx.queue.enqueue_in(tx, follow + _pack_job(actx, p["project_id"], p["project"]))
 
     return finish
+
+
+# -- pack -----------------------------------------------------------------------
+
+
+def _pack_job(actx: ApplyContext, pid: int, project: str) -> list[JobSpec]:
+    """The next ingest.pack job of the project. One live job per project: a run
+    finishing while one waits adds none."""
+    return [pack_job(pid, project)]
+
+
+def pack_job(pid: int, project: str) -> JobSpec:
+    payload = {"project_id": pid, "project": project}
+    key = f"{PACK}:{pid}"
+    return JobSpec(PACK, payload, project=project, priority=PACK_PRIORITY, dedupe_key=key)
+
+
+def enqueue_pack_jobs(tx: apsw.Connection) -> None:
+    """An ingest.pack job for each project with unpacked blocks (migration 13: an
+    older home's blocks, packed by the next supervisor)."""
+    rows = tx.execute(
+        "SELECT DISTINCT p.id, p.name FROM projects p JOIN body_blocks b ON b.project_id = p.id"
+        " WHERE b.packed = 0 ORDER BY p.id"
+    ).fetchall()
+    now, attempts = time.time(), int(SETTINGS["max_attempts"].default)
+    for pid, name in rows:
+        s = pack_job(pid, name)
+        tx.execute(ENQUEUE_SQL, (s.project, s.kind, orjson.dumps(s.payload), s.priority,
+                                 attempts, 0.0, now, now, s.dedupe_key))  # fmt: skip
+
+
+def _run_pack(ctx: WorkContext, p: dict) -> dict:
+    """Compress up to PACK_BLOCKS of the project's blocks again at body_pack_level and
+    make their chunks' index text (the CPU-heavy part, here in a worker); ``more``
+    when others wait."""
+    db, level = ctx.authority(), int(ctx.config.body_pack_level)
+    ids = unpacked_blocks(db, p["project_id"], PACK_BLOCKS + 1)
+    packed = [pack_block(db, i, level) for i in ids[:PACK_BLOCKS]]
+    return {"packed": [b for b in packed if b], "more": len(ids) > PACK_BLOCKS}
+
+
+def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
+    """Store the packed blocks and index their chunks as index text; then the next
+    job, or, once every block is packed, FTS5's ``optimize`` of the project's index
+    (its segments merged into one) and the freed pages given back. A kill anywhere
+    leaves each block, with its chunks' index rows, old or new."""
+    for job, out in done:
+        p = job.data
+        store_packed(actx.tx, p["project_id"], [Packed(*b) for b in out["packed"]])
+        killpoints.reach("pack_mid_apply")  # drills: the pass killed before its commit
+        if out["more"]:
+            actx.queue.enqueue_in(actx.tx, _pack_job(actx, p["project_id"], p["project"]))
+            continue
+        optimize_index(actx.tx, p["project_id"])
+        reclaim_free_pages(actx.tx)
 
 
 # -- finalize -------------------------------------------------------------------
@@ -222,4 +292,5 @@ KINDS = [
     JobKind(SCAN, _run_scan, _apply_scan, doc="walk a repository, enqueue batches"),
     JobKind(BATCH, _run_batch, _apply_batch, doc="read, chunk, compress files"),
     JobKind(FINALIZE, lambda ctx, p: None, _apply_finalize, doc="retire vanished files"),
+    JobKind(PACK, _run_pack, _apply_pack, doc="compress a project's body blocks again"),
 ]

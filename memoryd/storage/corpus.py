@@ -35,11 +35,13 @@ import zstandard
 from memoryd import killpoints
 from memoryd.config import BODY_BLOCK_BYTES, COMPRESSION_LEVEL
 from memoryd.errors import MemorydError
+from memoryd.storage.unsearched import index_text, keep_true_sizes
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _DCTX = zstandard.ZstdDecompressor()
 _DICT_DCTX: dict[int, zstandard.ZstdDecompressor] = {}  # zstd dictionary id -> decompressor
-_COMPRESSORS: dict[bytes | None, zstandard.ZstdCompressor] = {}  # dictionary -> compressor
+# (dictionary, level) -> compressor
+_COMPRESSORS: dict[tuple[bytes | None, int], zstandard.ZstdCompressor] = {}
 BLOCKS_KEPT = 32  # decompressed body blocks an Authority keeps for search (<= 8 MiB)
 
 
@@ -53,7 +55,7 @@ class ChunkRow(NamedTuple):  # a tuple: cheap to send from a worker to the super
     end_line: int
     chunk_id: bytes  # 12 bytes
     content_hash: bytes  # 16 bytes
-    text: str  # indexed, never stored (the file body holds it)
+    text: str  # indexed whole, never stored (the file body holds it)
 
 
 class FileRows(NamedTuple):
@@ -226,8 +228,10 @@ def put_files(
     job_id: int | None = None,
     blocks: Sequence[bytes] = (),
 ) -> int:
-    """Insert or replace files with their chunks and index rows. Returns files written.
-    ``blocks`` are the batch's body blocks (zstd frames) its files' ``block`` index.
+    """Insert or replace files with their chunks and index rows (each chunk's whole
+    text: :func:`store_packed` indexes a packed block's chunks without the words
+    never looked up alone). Returns files written. ``blocks`` are the batch's body
+    blocks (zstd frames) its files' ``block`` index.
 
     Chunk and index rows are written together at the end, with ids given here: many
     rows per statement, and FTS5 need not pick rowids one at a time.
@@ -464,16 +468,93 @@ def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
     return dctx
 
 
-def compressor(dictionary: bytes | None = None) -> zstandard.ZstdCompressor:
+def compressor(
+    dictionary: bytes | None = None, level: int = COMPRESSION_LEVEL
+) -> zstandard.ZstdCompressor:
     """The body compressor (with the project's dictionary, if any), reused per process."""
-    cctx = _COMPRESSORS.get(dictionary)
+    cctx = _COMPRESSORS.get((dictionary, level))
     if cctx is None:
         zdict = zstandard.ZstdCompressionDict(dictionary) if dictionary else None
-        cctx = zstandard.ZstdCompressor(
-            level=COMPRESSION_LEVEL, dict_data=zdict, write_checksum=True
-        )
-        _COMPRESSORS[dictionary] = cctx
+        cctx = zstandard.ZstdCompressor(level=level, dict_data=zdict, write_checksum=True)
+        _COMPRESSORS[(dictionary, level)] = cctx
     return cctx
+
+
+# -- packing: body blocks compressed again, after their run -----------------------
+
+
+def unpacked_blocks(db, pid: int, limit: int) -> list[int]:
+    """Ids of up to ``limit`` of the project's blocks not compressed again yet."""
+    return [
+        r[0]
+        for r in _query(
+            db,
+            "SELECT id FROM body_blocks WHERE project_id = ? AND packed = 0 ORDER BY id LIMIT ?",
+            (pid, limit),
+        )
+    ]
+
+
+class Packed(NamedTuple):
+    """A block packed by a worker (:func:`pack_block`), for :func:`store_packed`."""
+
+    block_id: int
+    length: int  # of the frame read: the block stored is still that one
+    data: bytes | None  # the frame compressed again; None: not smaller, or level 0
+    rows: list[tuple]  # its live files' chunks as index text (:func:`_chunk_rows`)
+
+
+def pack_block(db, block_id: int, level: int) -> Packed | None:
+    """The block compressed again at ``level`` (0: not) with the same dictionary, and
+    its files' chunks as index text; None when the block is gone. Runs in a worker:
+    CPU only, no write."""
+    rows = _query(db, "SELECT data FROM body_blocks WHERE id = ?", (block_id,))
+    if not rows:
+        return None
+    frame = rows[0][0]
+    text = _decompress(frame, db)
+    data = None
+    if level:
+        dict_id = zstandard.get_frame_parameters(frame).dict_id
+        dictionary = dict_data(db, dict_id) if dict_id else None
+        data = compressor(dictionary, level).compress(text)
+    files = _query(
+        db,
+        "SELECT id, path, block_start, block_end FROM files WHERE block_id = ? AND live = 1",
+        (block_id,),
+    )
+    chunks = [
+        row
+        for fid, path, start, end in files
+        for row in _chunk_rows(db, fid, path, text[start:end].decode("utf-8"), True)
+    ]
+    small = data if data is not None and len(data) < len(frame) else None
+    return Packed(block_id, len(frame), small, chunks)
+
+
+def store_packed(tx: apsw.Connection, pid: int, packed: Iterable[Packed]) -> int:
+    """Write blocks compressed again (the same text: a block's id never changes its
+    text, so a reader's cached copy stays right) and index their files' chunks as
+    index text; a block written again or gone since (its frame's length differs or it
+    has no row) is left alone, and so is a chunk gone since. Returns blocks packed."""
+    done, rows = 0, []
+    for p in packed:
+        tx.execute(
+            "UPDATE body_blocks SET data = coalesce(?, data), packed = 1"
+            " WHERE id = ? AND length(data) = ?",
+            (p.data, p.block_id, p.length),
+        )
+        if tx.changes():
+            done += 1
+            rows.extend(p.rows)
+    if rows and not compact_limit(tx, pid):
+        marks = ",".join("?" * len(rows))
+        live = {r[0] for r in tx.execute(f"SELECT id FROM chunks WHERE id IN ({marks})",
+                                         [r[0] for r in rows])}  # fmt: skip
+        rows = [r for r in rows if r[0] in live]
+        drop_index_rows(tx, pid, [r[0] for r in rows])
+        _index(tx, f"main.{fts_table(pid)}", rows)
+    return done
 
 
 def pack_bodies(tx: apsw.Connection, pid: int, block_bytes: int = BODY_BLOCK_BYTES) -> int:
@@ -634,23 +715,80 @@ def reclaim_free_pages(tx: apsw.Connection) -> int:
     return free
 
 
+def _index(
+    tx: apsw.Connection,
+    table: str,
+    rows: Sequence[tuple[int, str, int, str]],
+    sizes: dict[str, list] | None = None,
+) -> None:
+    """Insert (rowid, index text, tokens left out, path) rows into the FTS5 ``table``
+    (schema-qualified), each row's size its full token count: set now, or, given
+    ``sizes``, by the caller's :func:`keep_sizes` once after its last insert."""
+    tx.executemany(
+        f"INSERT INTO {table} (rowid, body, path) VALUES (?, ?, ?)",
+        [(rowid, body, path) for rowid, body, _, path in rows],
+    )
+    left_out = [(rowid, n) for rowid, _, n, _ in rows]
+    if sizes is None:
+        keep_true_sizes(tx, table, left_out)
+    else:
+        sizes.setdefault(table, []).extend(left_out)
+
+
+def keep_sizes(tx: apsw.Connection, sizes: dict[str, list]) -> None:
+    """Give the rows indexed with ``sizes`` (:func:`put_files`) their full sizes: one
+    FTS5 sync for a transaction's batches, not one each."""
+    for table, left_out in sizes.items():
+        keep_true_sizes(tx, table, left_out)
+
+
+def _chunk_rows(db, file_id: int, path: str, text: str, packed: bool) -> list[tuple]:
+    """(rowid, index text, tokens left out, path) of the file's chunks: a packed
+    block's files without the words never looked up alone, any other whole."""
+    lines = text.split("\n")
+    return [
+        (rowid, *(index_text(chunk) if packed else (chunk, 0)), path)
+        for rowid, start, end in _query(
+            db,
+            "SELECT id, start_line, end_line FROM main.chunks WHERE file_id = ? ORDER BY ordinal",
+            (file_id,),
+        )
+        for chunk in ("\n".join(lines[start - 1 : end]),)
+    ]
+
+
+def _packed_files(conn: apsw.Connection, pid: int) -> set[int]:
+    return {
+        r[0]
+        for r in conn.execute(
+            "SELECT f.id FROM main.files f JOIN main.body_blocks b ON b.id = f.block_id"
+            " WHERE f.project_id = ? AND f.live = 1 AND b.packed = 1",
+            (pid,),
+        )
+    }
+
+
 def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
-    """Index every live chunk of the project into its (empty) FTS table in ``schema``."""
+    """Index every live chunk of the project into its (empty) FTS table in ``schema``,
+    as ingest and the pack jobs left them (:func:`_chunk_rows`)."""
     table = f"{schema}.{fts_table(pid)}"
     count = 0
+    sizes: dict[str, list] = {}
+    packed = _packed_files(conn, pid)
     for file_id, path, text in live_texts(conn, pid):
-        lines = text.split("\n")
-        rows = [
-            (rowid, path, "\n".join(lines[start - 1 : end]))
-            for rowid, start, end in conn.execute(
-                "SELECT id, start_line, end_line FROM main.chunks WHERE file_id = ?"
-                " ORDER BY ordinal",
-                (file_id,),
-            ).fetchall()
-        ]
-        conn.executemany(f"INSERT INTO {table} (rowid, path, body) VALUES (?, ?, ?)", rows)
+        rows = _chunk_rows(conn, file_id, path, text, file_id in packed)
+        _index(conn, table, rows, sizes)
         count += len(rows)
+    keep_sizes(conn, sizes)
     return count
+
+
+def optimize_index(tx: apsw.Connection, pid: int) -> None:
+    """Merge the project's stored index into one segment (FTS5 ``optimize``: the same
+    rows, fewer pages); nothing for a compact project."""
+    if not compact_limit(tx, pid):
+        table = fts_table(pid)
+        tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
 
 def rebuild_index(tx: apsw.Connection, pid: int) -> int:

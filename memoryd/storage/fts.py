@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import apsw
 
 from memoryd.storage.corpus import fts_table, instance_view
+from memoryd.storage.unsearched import varints
 
 MATCHED = "memoryd_matched"
 
@@ -85,29 +86,13 @@ def doc_freqs(db, pid: int, stems: Sequence[str]) -> dict[str, int]:
     return dict(rows)
 
 
-def _varints(blob: bytes) -> list[int]:
-    """Every SQLite varint of ``blob`` (FTS5's records use SQLite's format)."""
-    values, value, length = [], 0, 0
-    for byte in blob:
-        length += 1
-        if length == 9:
-            values.append((value << 8) | byte)
-            value, length = 0, 0
-            continue
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            values.append(value)
-            value, length = 0, 0
-    return values
-
-
 def totals(db, pid: int) -> tuple[int, int]:
     """(chunks, tokens over all columns) of the index, from FTS5's own averages
     record: one row, whatever the project's size, kept by FTS5 in every commit that
     changes the index (a ``count(*)`` or a sum over ``docsize`` would read every
     chunk)."""
     rows = db.query(f"SELECT block FROM {fts_table(pid)}_data WHERE id = 1")
-    values = _varints(rows[0][0]) if rows and rows[0][0] else []
+    values = varints(rows[0][0]) if rows and rows[0][0] else []
     if not values:
         return 0, 0
     return values[0], sum(values[1:])

@@ -39,8 +39,9 @@ class Derived:
 
 
 def fts_digest(conn: apsw.Connection, pid: int) -> str:
-    """Every (term, chunk, column, offset) of the project's index, hashed in order
-    (a compact project stores no index: its digest says so)."""
+    """Every (term, chunk, column, offset) of the project's index, its chunks' sizes
+    and its totals, hashed in order (a compact project stores no index: its digest
+    says so)."""
     if compact_limit(conn, pid):
         return "compact"
     vocab = f"temp.memoryd_instances_{int(pid)}"
@@ -50,6 +51,13 @@ def fts_digest(conn: apsw.Connection, pid: int) -> str:
         h = hashlib.sha256()
         for row in conn.execute(f"SELECT term, doc, col, offset FROM {vocab} ORDER BY 1, 2, 3, 4"):
             h.update(repr(row).encode())
+        # the sizes too: they count the words the index leaves out (storage.unsearched)
+        table = fts_table(pid)
+        for row in conn.execute(f"SELECT id, sz FROM {table}_docsize ORDER BY id"):
+            h.update(repr(row).encode())
+        h.update(
+            repr(conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchall()).encode()
+        )
         return h.hexdigest()
     finally:
         conn.execute(f"DROP TABLE {vocab}")

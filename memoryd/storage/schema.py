@@ -374,6 +374,21 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX files_block ON files(block_id) WHERE block_id IS NOT NULL;
         """,
     ),
+    (
+        13,
+        "project indexes without the words search never looks up alone (issue 13)",
+        """
+        -- packed = 1: an ingest.pack job (after the block's run) compressed the block
+        -- again at body_pack_level and indexed its files' chunks without their
+        -- free-standing stopwords and single characters, sizes kept whole
+        -- (memoryd.storage.unsearched); the other blocks' chunks are indexed whole.
+        -- The index finds unpacked blocks without reading them (a column after a
+        -- large blob is read through its overflow pages). migrate_data enqueues one
+        -- ingest.pack job per project that has blocks.
+        ALTER TABLE body_blocks ADD COLUMN packed INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX body_blocks_unpacked ON body_blocks(project_id) WHERE packed = 0;
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]
@@ -382,9 +397,14 @@ CURRENT_VERSION = MIGRATIONS[-1][0]
 def migrate_data(version: int, tx) -> None:
     """The data step of a migration, after its SQL and in its transaction (a kill
     before the commit leaves the older schema, and the next open runs both again).
-    12: every project's per-file bodies are moved into blocks."""
+    12: every project's per-file bodies are moved into blocks. 13: an ingest.pack job
+    per project with blocks (its workers pack them after the open)."""
     if version == 12:
         from memoryd.storage.corpus import pack_bodies  # the corpus needs the new schema
 
         for (pid,) in tx.execute("SELECT id FROM projects ORDER BY id").fetchall():
             pack_bodies(tx, pid)
+    if version == 13:
+        from memoryd.ingest.jobs import enqueue_pack_jobs
+
+        enqueue_pack_jobs(tx)

@@ -1,0 +1,142 @@
+"""Tokens the project index leaves out, and the true chunk sizes it keeps anyway.
+
+Search never looks up a stopword or a single ASCII letter or digit on its own
+(:mod:`memoryd.search.terms` drops them from every question), yet they are about a
+quarter of a project's tokens. The index text of a chunk is its text without the
+*free-standing* ones: a stopword or single character joined to a word by ``_`` or
+``.`` (``is_file``, ``os.path``, ``x.y``) stays, so an identifier's FTS5 phrase
+still finds it; and a word next to a non-ASCII character stays (unicode61 may
+join them into one token). The rule is decided per word before stemming, so a
+content word sharing a stopword's stem ("uses", "use") is always indexed, and the
+stopwords whose stem an ordinary content word shares are kept too
+(``lexicon/stopwords_indexed.txt``). A packed block's chunks are indexed so
+(:func:`memoryd.storage.corpus.store_packed`, after their run); others whole.
+
+The words left out still count: each chunk's ``docsize`` and FTS5's averages
+record hold the chunk's full token count (:func:`keep_true_sizes`), so BM25 --
+FTS5's ``rank`` and the engine's own, which read those lengths -- scores every
+chunk as if the words were there.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable, Sequence
+
+import apsw
+
+from memoryd.search.lexicon import word_list
+from memoryd.search.terms import STOPWORDS
+
+# Never looked up alone (analyze drops stopwords and single ASCII letters and digits),
+# but those whose stem a content word shares; in the three spellings a word is left
+# out in (any other is kept: "tHe").
+_ALONE = (STOPWORDS - word_list("stopwords_indexed.txt")) | frozenset(
+    string.ascii_lowercase + string.digits
+)
+_LEFT_OUT = frozenset(s.encode("ascii") for w in _ALONE for s in (w, w.upper(), w.capitalize()))
+# ASCII separators of unicode61 but "_" and ".", which join an identifier's words: as
+# spaces, a word alone between any of them is one whitespace-separated piece.
+_SEPARATORS = bytes(c for c in range(128) if not chr(c).isalnum() and chr(c) not in "_.")
+_AS_SPACES = bytes.maketrans(_SEPARATORS, b" " * len(_SEPARATORS))
+
+
+# One token in place of each run of pieces left out (a private-use character: a token
+# of unicode61, never a word of a question), so that the words around the run do not
+# become neighbours: an identifier's phrase ("read_file") must not find "read the file".
+GAP = "\ue000"
+_GAP = GAP.encode("utf-8")
+_MARK = dict.fromkeys(_LEFT_OUT, _GAP)
+_GAPS = re.compile(re.escape(_GAP) + b"(?: " + re.escape(_GAP) + b")+")
+
+
+def index_text(text: str) -> tuple[str, int]:
+    """The text the index holds for ``text``, and how many of its tokens it leaves out.
+
+    The text is split into pieces at whitespace and ASCII punctuation but "_" and "."
+    (which join an identifier's words: ``is_file``, ``os.path`` and ``x.y`` are one
+    piece each); a piece that is one word never looked up alone (``_ALONE``, in
+    lower, upper or capitalized spelling) is left out, each run of them replaced by
+    one :data:`GAP` token (none at either end). Every other token is unchanged and
+    the tokens around a run stay apart, so a phrase of them matches as before; a
+    stopword next to a non-ASCII character stays (it splits on ASCII only)."""
+    pieces = text.encode("utf-8").translate(_AS_SPACES).split()
+    marked = list(map(_MARK.get, pieces, pieces))  # a piece, or a gap for one left out
+    left_out = marked.count(_GAP)
+    if not left_out:
+        return text, 0
+    kept = _GAPS.sub(_GAP, b" ".join(marked))
+    kept = kept.removeprefix(_GAP).removesuffix(_GAP).strip(b" ")
+    return kept.decode("utf-8"), left_out - kept.count(_GAP)
+
+
+# -- sizes -------------------------------------------------------------------------
+
+
+def varints(blob: bytes) -> list[int]:
+    """Every SQLite varint of ``blob`` (FTS5's records use SQLite's format)."""
+    values, value, length = [], 0, 0
+    for byte in blob:
+        length += 1
+        if length == 9:
+            values.append((value << 8) | byte)
+            value, length = 0, 0
+            continue
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            values.append(value)
+            value, length = 0, 0
+    return values
+
+
+def varint_bytes(values: Iterable[int]) -> bytes:
+    """SQLite varints of ``values`` (below 2**56: the sizes FTS5 keeps)."""
+    out = bytearray()
+    for v in values:
+        groups = [v & 0x7F]
+        v >>= 7
+        while v:
+            groups.append(0x80 | (v & 0x7F))
+            v >>= 7
+        out.extend(reversed(groups))
+    return bytes(out)
+
+
+def keep_true_sizes(tx: apsw.Connection, table: str, left_out: Sequence[tuple[int, int]]) -> None:
+    """Add each (rowid, tokens left out) to the row's body size in FTS5's ``docsize``
+    and their sum to its averages record, after the rows' insert in this transaction
+    (every row indexed in it since, in the rowids' range, listed): FTS5 then ranks,
+    and a contentless delete subtracts, the chunk's full length. ``table`` is the
+    FTS5 table, schema-qualified.
+
+    FTS5 keeps the averages in memory during a transaction and writes them when it
+    syncs: the savepoint makes it write them now and read them back on its next use,
+    so the record changed here is the one it continues from. The rows' sizes are
+    written again in rowid order, not updated in place: a size one byte longer in a
+    full page would split it (the table's pages stay as full as FTS5 leaves them)."""
+    grown = dict(left_out)
+    if not any(grown.values()):
+        return
+    tx.execute("SAVEPOINT memoryd_true_sizes")
+    tx.execute("RELEASE memoryd_true_sizes")
+    span = (min(grown), max(grown))
+    rows = tx.execute(
+        f"SELECT id, sz, origin FROM {table}_docsize WHERE id BETWEEN ? AND ? ORDER BY id", span
+    ).fetchall()
+    tx.execute(f"DELETE FROM {table}_docsize WHERE id BETWEEN ? AND ?", span)
+    tx.executemany(
+        f"INSERT INTO {table}_docsize (id, sz, origin) VALUES (?, ?, ?)",
+        [(rowid, _grow(sz, grown.get(rowid, 0)), origin) for rowid, sz, origin in rows],
+    )
+    (record,) = tx.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+    # a row deleted since its insert is gone: FTS5 subtracted the size it counted
+    total = sum(grown.get(rowid, 0) for rowid, _, _ in rows)
+    tx.execute(f"UPDATE {table}_data SET block = ? WHERE id = 1", (_grow(record, total, at=1),))
+
+
+def _grow(blob: bytes, n: int, at: int = 0) -> bytes:
+    """The varint record ``blob`` with ``n`` added to its value ``at``."""
+    values = varints(blob)
+    values[at] += n
+    return varint_bytes(values)

@@ -1,0 +1,90 @@
+"""Issue 13: after a run, ingest.pack jobs compress the project's body blocks again at
+``body_pack_level`` in a worker and finally merge its index into one segment: the same
+texts and answers in fewer bytes; a kill mid-pass leaves every block old or new and a
+later supervisor finishes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.api import Memoryd
+from memoryd.config import ZSTD_DICT_MIN_FILES
+from memoryd.ingest.jobs import PACK_BLOCKS
+from memoryd.storage import corpus
+from tests.conftest import query
+from tests.ingest.test_store import _repo
+
+QUERIES = ("render page_7", "handler_20_4 request", "Module 3", "the page of a request")
+
+
+def _home(root: Path, name: str, level: int | None = None) -> Path:
+    """A home whose batches (and so blocks) hold 4 files (more blocks than one
+    ingest.pack job packs) and whose project stores its index."""
+    home = root / name
+    home.mkdir(exist_ok=True)
+    config = "ingest_batch_files = 4\ncompact_max_bytes = 0\n"
+    if level is not None:
+        config += f"body_pack_level = {level}\n"
+    (home / "memoryd.toml").write_text(config)
+    return home
+
+
+def _texts(md: Memoryd) -> dict[str, str]:
+    ids = dict(md.db.query("SELECT id, path FROM files WHERE live = 1"))
+    return {ids[fid]: text for fid, text in corpus.file_texts(md.db, ids).items()}
+
+
+def _state(home: Path) -> tuple[list, int]:
+    packed = query(home, "SELECT packed, count(*) FROM body_blocks GROUP BY 1")
+    return packed, query(home, "SELECT sum(length(data)) FROM body_blocks")[0][0]
+
+
+def test_blocks_packed_after_the_run_same_texts_and_answers(tmp_path: Path) -> None:
+    """Level 0 packs without compressing again: the same index text, the same
+    answers, bigger blocks."""
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", ZSTD_DICT_MIN_FILES + 24)
+    (repo / "notes.md").write_text("The request of a handler is the page it renders.\n" * 40)
+    homes = {"off": _home(tmp_path, "off", 0), "on": _home(tmp_path, "on", None)}
+    seen = {}
+    for name, home in homes.items():
+        md = Memoryd(home)
+        md.ingest(repo, wait=True, workers=1)  # waits for the follow-up jobs too
+        seen[name] = (_texts(md), [md.search(q, limit=5) for q in QUERIES])
+        assert md.rebuild(verify=True)["equal"]
+        md.close()
+    assert seen["on"] == seen["off"]
+    [(packed, n)], size_off = _state(homes["off"])
+    assert packed == 1 and n > PACK_BLOCKS
+    assert _state(homes["on"])[0] == [(1, n)] and _state(homes["on"])[1] < size_off
+    # the index merged into one segment, without the words never looked up alone
+    for home in homes.values():
+        assert query(home, "SELECT count(DISTINCT segid) FROM fts_1_idx") == [(1,)]
+        assert query(home, "SELECT count(*) FROM fts_1_vocab WHERE term = 'the'") == [(0,)]
+
+
+@pytest.mark.slow
+def test_a_pass_killed_before_its_commit_is_finished_later(cli, home: Path, tmp_path: Path) -> None:
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", ZSTD_DICT_MIN_FILES + 24)
+    _home(home.parent, home.name)
+    assert cli("ingest", str(repo), "--json").code == 0  # enqueued only
+    killed = cli("run", "--drain", "--workers", "1", env={"MEMORYD_KILL_AT": "pack_mid_apply"})
+    assert killed.code == -9
+    (unpacked,) = _state(home)[0]
+    assert unpacked[0] == 0  # the pass's first commit never happened: every block old
+    md = Memoryd(home)  # a valid home: every text reads back, search answers
+    sources = {p.name: p.read_text() for p in repo.iterdir()}
+    assert _texts(md) == sources
+    before = [md.search(q, limit=5) for q in QUERIES]
+    md.close()
+
+    assert cli("run", "--drain", "--workers", "1").code == 0
+    assert [packed for packed, _ in _state(home)[0]] == [1]
+    md = Memoryd(home)
+    assert _texts(md) == sources
+    assert [md.search(q, limit=5) for q in QUERIES] == before
+    assert md.rebuild(verify=True)["equal"]
+    md.close()
