@@ -232,20 +232,44 @@ def _token_line(text: str) -> str:
     return f" {' '.join(stems(text))} "
 
 
-def _exact(db, pid: int, q: Query) -> tuple[set[int], list[int]]:
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _live_paths(db, pid: int, stats: TermStats) -> tuple[dict[str, int], dict[str, list]]:
+    """The project's live files by path and by last path segment in ASCII lowercase
+    (SQLite's LIKE folds ASCII only), read in one statement once per generation."""
+    cached = stats.extra.get("paths")
+    if cached is None:
+        exact: dict[str, int] = {}
+        by_name: dict[str, list[tuple[int, str]]] = {}
+        for fid, path in db.query(
+            "SELECT id, path FROM files WHERE project_id = ? AND live = 1", (pid,)
+        ):
+            exact[path] = fid
+            low = path.translate(_ASCII_LOWER)
+            by_name.setdefault(low[low.rfind("/") + 1 :], []).append((fid, low))
+        cached = stats.extra["paths"] = (exact, by_name)
+    return cached  # type: ignore[return-value]
+
+
+def _named_files(db, pid: int, stats: TermStats, p: str) -> set[int]:
+    """Live files whose path is ``p`` or ends with ``/p`` (ASCII case folded, as
+    ``path LIKE '%/p'`` matched before): a dictionary lookup by the last segment
+    instead of a scan of every path per query."""
+    exact, by_name = _live_paths(db, pid, stats)
+    low = p.translate(_ASCII_LOWER)
+    tail = "/" + low
+    out = {fid for fid, path in by_name.get(low[low.rfind("/") + 1 :], ()) if path.endswith(tail)}
+    if p in exact:
+        out.add(exact[p])
+    return out
+
+
+def _exact(db, pid: int, stats: TermStats, q: Query) -> tuple[set[int], list[int]]:
     """File ids named by path, and chunk rowids holding a named identifier."""
     file_ids: set[int] = set()
     for p in q.paths:
-        p = p.strip("./") if p.startswith("./") else p
-        like = "%/" + p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        file_ids.update(
-            r[0]
-            for r in db.query(
-                "SELECT id FROM files WHERE project_id = ? AND live = 1"
-                " AND (path = ? OR path LIKE ? ESCAPE '\\')",
-                (pid, p, like),
-            )
-        )
+        file_ids |= _named_files(db, pid, stats, p.strip("./") if p.startswith("./") else p)
     rowids: list[int] = []
     for ident in q.identifiers:
         match = phrase(ident)
@@ -444,7 +468,7 @@ def _candidates(src: ProjectSource, stats: TermStats, q: Query, p: gate_mod.Plan
     db, pid = src.db, src.pid
     cands = _lexical(db, pid, stats, p.focus, POOL)
     by_row = {c.rowid: c for c in cands}
-    file_ids, ident_rows = _exact(db, pid, q) if (q.paths or q.identifiers) else (set(), [])
+    file_ids, ident_rows = _exact(db, pid, stats, q) if (q.paths or q.identifiers) else (set(), [])
     for rowid in ident_rows:
         c = by_row.get(rowid)
         if c is None:
