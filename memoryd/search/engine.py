@@ -516,6 +516,9 @@ def _admitted(
         _load(src.db, stats, first)
     admitted: list[Candidate] = []
     focus_stems = set(p.focus_stems)
+    # candidates share one (never mutated) set per combination of terms: one verdict
+    # each, without the gate's key (a frozenset of the set's focus terms) per candidate
+    verdicts: dict[tuple[int, bool, bool], gate_mod.Verdict] = {}
     for c in first:
         if speaker and c.text:
             spoken = _speaker_text(c.text, speaker)
@@ -525,7 +528,10 @@ def _admitted(
                 top = max(c.matched & focus_stems, key=lambda s: p.weights[s], default=None)
                 if top is not None and top not in c.spoken:
                     continue
-        c.verdict = gate_mod.admit(p, c.matched, exact=c.exact, contrast=_contrast(q, c))
+        key = (id(c.matched), c.exact, _contrast(q, c))
+        c.verdict = verdicts.get(key) or verdicts.setdefault(
+            key, gate_mod.admit(p, c.matched, exact=key[1], contrast=key[2])
+        )
         if c.verdict.admitted:
             admitted.append(c)
             if len(admitted) >= keep:
@@ -817,6 +823,17 @@ def _chunk_info(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple]
     return known
 
 
+def _encoded(enc: Encoder, texts: list[str], cands: list[Candidate]) -> list:
+    """Vectors of ``texts`` then of ``cands``' texts. The hashing encoder takes them in
+    one batch (its vectors do not depend on the batching, and each call has a fixed
+    numpy cost of about a tenth of a millisecond) and the candidates' stems as they were
+    tokenized for the query; another encoder, the query alone as before."""
+    if isinstance(enc, HashingEncoder):
+        return enc.encode_stems([stems(t) for t in texts] + [_stems(c) for c in cands])
+    out = enc.encode(texts) if texts else []
+    return [*out, *(enc.encode([c.text or "" for c in cands]) if cands else [])]
+
+
 def _cosines(stats: TermStats, enc: Encoder, q: Query, cands: Sequence[Candidate]) -> None:
     """Set ``cosine`` of each candidate that has none from a stored code (texts loaded);
     vectors cached per generation. All set: nothing is encoded, not even the query."""
@@ -825,15 +842,13 @@ def _cosines(stats: TermStats, enc: Encoder, q: Query, cands: Sequence[Candidate
     vectors: OrderedDict = stats.extra.setdefault("vectors", OrderedDict())  # type: ignore[assignment]
     qkey = (id(enc), "q", q.text)
     qv = vectors.get(qkey)
-    if qv is None:
-        qv = vectors[qkey] = enc.encode([" ".join(t.word for t in q.terms) or q.text])[0]
     todo = [c for c in cands if c.cosine is None and (id(enc), c.rowid) not in vectors]
     todo = list({c.rowid: c for c in todo}.values())
-    if todo:
-        if isinstance(enc, HashingEncoder):  # the text's stems, tokenized once
-            new = enc.encode_stems([_stems(c) for c in todo])
-        else:
-            new = enc.encode([c.text or "" for c in todo])
+    if qv is None or todo:
+        asked = [" ".join(t.word for t in q.terms) or q.text] if qv is None else []
+        new = _encoded(enc, asked, todo)
+        if qv is None:
+            qv = vectors[qkey] = new.pop(0)
         for c, vec in zip(todo, new, strict=True):
             vectors[(id(enc), c.rowid)] = vec
         while len(vectors) > 20000:
