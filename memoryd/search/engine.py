@@ -235,6 +235,11 @@ def _token_line(text: str) -> str:
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
+def _ascii_lower(s: str) -> str:
+    """``s`` with ASCII letters lowercased, others kept (as SQLite's LIKE folds case)."""
+    return s.lower() if s.isascii() else s.translate(_ASCII_LOWER)
+
+
 def _live_paths(db, pid: int, stats: TermStats) -> tuple[dict[str, int], dict[str, list]]:
     """The project's live files by path and by last path segment in ASCII lowercase
     (SQLite's LIKE folds ASCII only), read in one statement once per generation."""
@@ -246,7 +251,7 @@ def _live_paths(db, pid: int, stats: TermStats) -> tuple[dict[str, int], dict[st
             "SELECT id, path FROM files WHERE project_id = ? AND live = 1", (pid,)
         ):
             exact[path] = fid
-            low = path.translate(_ASCII_LOWER)
+            low = _ascii_lower(path)
             by_name.setdefault(low[low.rfind("/") + 1 :], []).append((fid, low))
         cached = stats.extra["paths"] = (exact, by_name)
     return cached  # type: ignore[return-value]
@@ -257,7 +262,7 @@ def _named_files(db, pid: int, stats: TermStats, p: str) -> set[int]:
     ``path LIKE '%/p'`` matched before): a dictionary lookup by the last segment
     instead of a scan of every path per query."""
     exact, by_name = _live_paths(db, pid, stats)
-    low = p.translate(_ASCII_LOWER)
+    low = _ascii_lower(p)
     tail = "/" + low
     out = {fid for fid, path in by_name.get(low[low.rfind("/") + 1 :], ()) if path.endswith(tail)}
     if p in exact:
