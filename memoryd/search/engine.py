@@ -232,20 +232,49 @@ def _token_line(text: str) -> str:
     return f" {' '.join(stems(text))} "
 
 
-def _exact(db, pid: int, q: Query) -> tuple[set[int], list[int]]:
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _ascii_lower(s: str) -> str:
+    """``s`` with ASCII letters lowercased, others kept (as SQLite's LIKE folds case)."""
+    return s.lower() if s.isascii() else s.translate(_ASCII_LOWER)
+
+
+def _live_paths(db, pid: int, stats: TermStats) -> tuple[dict[str, int], dict[str, list]]:
+    """The project's live files by path and by last path segment in ASCII lowercase
+    (SQLite's LIKE folds ASCII only), read in one statement once per generation."""
+    cached = stats.extra.get("paths")
+    if cached is None:
+        exact: dict[str, int] = {}
+        by_name: dict[str, list[tuple[int, str]]] = {}
+        for fid, path in db.query(
+            "SELECT id, path FROM files WHERE project_id = ? AND live = 1", (pid,)
+        ):
+            exact[path] = fid
+            low = _ascii_lower(path)
+            by_name.setdefault(low[low.rfind("/") + 1 :], []).append((fid, low))
+        cached = stats.extra["paths"] = (exact, by_name)
+    return cached  # type: ignore[return-value]
+
+
+def _named_files(db, pid: int, stats: TermStats, p: str) -> set[int]:
+    """Live files whose path is ``p`` or ends with ``/p`` (ASCII case folded, as
+    ``path LIKE '%/p'`` matched before): a dictionary lookup by the last segment
+    instead of a scan of every path per query."""
+    exact, by_name = _live_paths(db, pid, stats)
+    low = _ascii_lower(p)
+    tail = "/" + low
+    out = {fid for fid, path in by_name.get(low[low.rfind("/") + 1 :], ()) if path.endswith(tail)}
+    if p in exact:
+        out.add(exact[p])
+    return out
+
+
+def _exact(db, pid: int, stats: TermStats, q: Query) -> tuple[set[int], list[int]]:
     """File ids named by path, and chunk rowids holding a named identifier."""
     file_ids: set[int] = set()
     for p in q.paths:
-        p = p.strip("./") if p.startswith("./") else p
-        like = "%/" + p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        file_ids.update(
-            r[0]
-            for r in db.query(
-                "SELECT id FROM files WHERE project_id = ? AND live = 1"
-                " AND (path = ? OR path LIKE ? ESCAPE '\\')",
-                (pid, p, like),
-            )
-        )
+        file_ids |= _named_files(db, pid, stats, p.strip("./") if p.startswith("./") else p)
     rowids: list[int] = []
     for ident in q.identifiers:
         match = phrase(ident)
@@ -444,7 +473,7 @@ def _candidates(src: ProjectSource, stats: TermStats, q: Query, p: gate_mod.Plan
     db, pid = src.db, src.pid
     cands = _lexical(db, pid, stats, p.focus, POOL)
     by_row = {c.rowid: c for c in cands}
-    file_ids, ident_rows = _exact(db, pid, q) if (q.paths or q.identifiers) else (set(), [])
+    file_ids, ident_rows = _exact(db, pid, stats, q) if (q.paths or q.identifiers) else (set(), [])
     for rowid in ident_rows:
         c = by_row.get(rowid)
         if c is None:
@@ -492,6 +521,9 @@ def _admitted(
         _load(src.db, stats, first)
     admitted: list[Candidate] = []
     focus_stems = set(p.focus_stems)
+    # candidates share one (never mutated) set per combination of terms: one verdict
+    # each, without the gate's key (a frozenset of the set's focus terms) per candidate
+    verdicts: dict[tuple[int, bool, bool], gate_mod.Verdict] = {}
     for c in first:
         if speaker and c.text:
             spoken = _speaker_text(c.text, speaker)
@@ -501,7 +533,10 @@ def _admitted(
                 top = max(c.matched & focus_stems, key=lambda s: p.weights[s], default=None)
                 if top is not None and top not in c.spoken:
                     continue
-        c.verdict = gate_mod.admit(p, c.matched, exact=c.exact, contrast=_contrast(q, c))
+        key = (id(c.matched), c.exact, _contrast(q, c))
+        c.verdict = verdicts.get(key) or verdicts.setdefault(
+            key, gate_mod.admit(p, c.matched, exact=key[1], contrast=key[2])
+        )
         if c.verdict.admitted:
             admitted.append(c)
             if len(admitted) >= keep:
@@ -793,6 +828,17 @@ def _chunk_info(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple]
     return known
 
 
+def _encoded(enc: Encoder, texts: list[str], cands: list[Candidate]) -> list:
+    """Vectors of ``texts`` then of ``cands``' texts. The hashing encoder takes them in
+    one batch (its vectors do not depend on the batching, and each call has a fixed
+    numpy cost of about a tenth of a millisecond) and the candidates' stems as they were
+    tokenized for the query; another encoder, the query alone as before."""
+    if isinstance(enc, HashingEncoder):
+        return enc.encode_stems([stems(t) for t in texts] + [_stems(c) for c in cands])
+    out = enc.encode(texts) if texts else []
+    return [*out, *(enc.encode([c.text or "" for c in cands]) if cands else [])]
+
+
 def _cosines(stats: TermStats, enc: Encoder, q: Query, cands: Sequence[Candidate]) -> None:
     """Set ``cosine`` of each candidate that has none from a stored code (texts loaded);
     vectors cached per generation. All set: nothing is encoded, not even the query."""
@@ -801,15 +847,13 @@ def _cosines(stats: TermStats, enc: Encoder, q: Query, cands: Sequence[Candidate
     vectors: OrderedDict = stats.extra.setdefault("vectors", OrderedDict())  # type: ignore[assignment]
     qkey = (id(enc), "q", q.text)
     qv = vectors.get(qkey)
-    if qv is None:
-        qv = vectors[qkey] = enc.encode([" ".join(t.word for t in q.terms) or q.text])[0]
     todo = [c for c in cands if c.cosine is None and (id(enc), c.rowid) not in vectors]
     todo = list({c.rowid: c for c in todo}.values())
-    if todo:
-        if isinstance(enc, HashingEncoder):  # the text's stems, tokenized once
-            new = enc.encode_stems([_stems(c) for c in todo])
-        else:
-            new = enc.encode([c.text or "" for c in todo])
+    if qv is None or todo:
+        asked = [" ".join(t.word for t in q.terms) or q.text] if qv is None else []
+        new = _encoded(enc, asked, todo)
+        if qv is None:
+            qv = vectors[qkey] = new.pop(0)
         for c, vec in zip(todo, new, strict=True):
             vectors[(id(enc), c.rowid)] = vec
         while len(vectors) > 20000:

@@ -233,18 +233,25 @@ def admit(
     contrast: bool = False,
     cosine: float | None = None,
 ) -> Verdict:
-    """Whether one candidate is evidence for the query (memoized per plan: many
-    candidates hold the same focus terms)."""
-    key = (frozenset(matched.intersection(p.focus_stems)), exact, contrast, cosine)
+    """Whether one candidate is evidence for the query (memoized per plan on the focus
+    terms held: many candidates hold the same ones). A cosine counts only where every
+    lexical rule refused (the dense floor is the last rule), so the lexical verdict is
+    made once per term set, not once per candidate's cosine."""
+    key = (frozenset(matched.intersection(p.focus_stems)), exact, contrast)
     hit = p._verdicts.get(key)
     if hit is None:
-        hit = p._verdicts[key] = _admit(p, key[0], exact, contrast, cosine)
+        hit = p._verdicts[key] = _admit(p, key[0], exact, contrast)
+    if hit.rule != _INSUFFICIENT or not p.short or cosine is None:
+        return hit
+    if cosine >= p.tuning.dense_floor:
+        return Verdict(True, "dense floor", hit.coverage, hit.weighted)
     return hit
 
 
-def _admit(
-    p: Plan, matched: frozenset[str], exact: bool, contrast: bool, cosine: float | None
-) -> Verdict:
+_INSUFFICIENT = "insufficient coverage"
+
+
+def _admit(p: Plan, matched: frozenset[str], exact: bool, contrast: bool) -> Verdict:
     t = p.tuning
     count, weighted = coverage(p, matched)
     if exact:
@@ -269,9 +276,7 @@ def _admit(
         and p.predicate in matched
     ):
         return Verdict(True, "verification with contrast", count, weighted)
-    if p.short and cosine is not None and cosine >= t.dense_floor:
-        return Verdict(True, "dense floor", count, weighted)
-    return Verdict(False, "insufficient coverage", count, weighted)
+    return Verdict(False, _INSUFFICIENT, count, weighted)
 
 
 def _by_chance(p: Plan, stems: list[str]) -> float:

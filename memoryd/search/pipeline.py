@@ -133,7 +133,7 @@ def run(
     the order of ``sources``); each item keeps its source's fields and score.
     """
     check(query, limit)
-    q = analyze(query)
+    q = analyzed(query)
     plans: dict[int, gate.Plan] = {}  # sources sharing statistics share one plan
     found: list[Found] = []
     for src in sources:
@@ -163,6 +163,24 @@ def run(
         if f.finish is not None and f.items:
             f.finish([item for item in f.items if id(item) in on_page])
     return {"status": "ok", "items": page, "gap": None}
+
+
+_last: tuple[str, Query] | None = None
+
+
+def analyzed(query: str) -> Query:
+    """``analyze(query)``, kept for the next run of the same text: recall asks the
+    project and then the archive the same question in one process, and analysis (the
+    tokenizer passes, the inflections of a Spanish question) is the same for both. A
+    Query is read-only after :func:`analyze` returns; the pair is replaced in one
+    assignment, so a thread never sees one text's analysis under another's."""
+    global _last
+    last = _last
+    if last is not None and last[0] == query:
+        return last[1]
+    q = analyze(query)
+    _last = (query, q)
+    return q
 
 
 def _fetched(limit: int) -> int:

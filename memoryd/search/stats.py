@@ -38,7 +38,6 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from itertools import chain
 
 import numpy as np
 
@@ -155,13 +154,10 @@ class TermStats:
         """(rowids, occurrences, chunk lengths) of the chunks holding ``stem``."""
         known = self._all_lengths()
         if known is not None:
-            rows = fts.occurrences(self._db, self.pid, stem)
-            if rows is None:
+            read = fts.occurrence_arrays(self._db, self.pid, stem)
+            if read is None:
                 return None
-            # the (rowid, occurrences) pairs flattened in one pass (a generator per column
-            # cost about a third more)
-            flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows))
-            docs, tf = flat[0::2].copy(), flat[1::2].astype(np.float64)
+            docs, tf = read[0], read[1].astype(np.float64)
             low, lengths = known
             at = docs - low
             if not len(at) or (at.min() >= 0 and at.max() < len(lengths)):

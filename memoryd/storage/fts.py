@@ -149,3 +149,23 @@ def postings(db, pid: int, stem: str) -> list[tuple[int, int, bytes]] | None:
         )
     except apsw.SQLError:
         return None
+
+
+def occurrence_arrays(db, pid: int, stem: str):
+    """:func:`occurrences` as two int64 arrays (rowids ascending, occurrences), or None.
+
+    The instance view's rows are concatenated in SQL and counted in numpy: ``GROUP BY
+    doc`` over the view sorts every occurrence in a temporary B-tree (SQLite cannot
+    know the view yields them in rowid order), which cost 2-4x the read itself."""
+    import numpy as np  # only the search engine reads postings
+
+    try:
+        view = _instance_view(db, pid)
+        rows = db.query(f"SELECT group_concat(doc) FROM {view} WHERE term = ?", (stem,))
+    except apsw.SQLError:
+        return None
+    text = rows[0][0] if rows else None
+    if not text:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    docs, counts = np.unique(np.fromstring(text, dtype=np.int64, sep=","), return_counts=True)
+    return docs, counts.astype(np.int64)

@@ -11,8 +11,9 @@ from memoryd.search import engine as engine_mod
 from memoryd.search import stats as stats_mod
 from memoryd.search.engine import Candidate, _load, _phrases_held
 from memoryd.search.fts_query import phrase
+from memoryd.search.stats import term_stats
 from memoryd.search.terms import analyze, stem
-from memoryd.storage.corpus import ensure_project, fts_table, project_id, put_files
+from memoryd.storage.corpus import ensure_project, fts_table, project_id, put_files, retire_files
 from memoryd.storage.fts import prepare
 
 SHARED = "The scheduler retries a failed upload\nbefore the lease runs out.\n"
@@ -183,3 +184,38 @@ def test_bm25_sums_of_a_project_with_high_rowids(tmp_path, store):
     assert st.bm25_scored(groups, 5) == _naive_top(st, groups, 5)
     scores, masks = stats_mod._SCRATCH.arrays(0)
     assert not np.any(scores) and not np.any(masks)
+
+
+_PATHS = ["src/Csv.py", "lib/csv.py", "csv.py", "docs/a_b.md", "docs/a%b.md", "docs/axb.md",
+          "pkg/Ñandú/config.toml", "pkg/ñandú/config.toml", "deep/x/y/Read.Me",
+          "read.me.bak"]  # fmt: skip
+_NAMED = ["csv.py", "CSV.PY", "lib/csv.py", "src/csv.py", "a_b.md", "a%b.md", "config.toml",
+          "ñandú/config.toml", "Ñandú/CONFIG.toml", "y/read.me", "x/y", "read.me", "deep/",
+          "docs/axb.md", "nothing.py", ""]  # fmt: skip
+
+
+def _like(db, pid: int, p: str) -> set[int]:
+    """What a named path matched as SQL: the path itself or any path ending in /p,
+    SQLite's LIKE folding ASCII case only."""
+    like = "%/" + p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    sql = ("SELECT id FROM files WHERE project_id = ? AND live = 1"
+           " AND (path = ? OR path LIKE ? ESCAPE '\\')")  # fmt: skip
+    return {r[0] for r in db.query(sql, (pid, p, like))}
+
+
+def test_a_named_path_finds_the_files_sql_like_finds_and_forgets_retired_ones(tmp_path, store):
+    """A path in a question names the files whose path is it or ends with /it (ASCII
+    case folded, other letters exact, _ and % literal); a retired file is not named
+    after its retirement's generation."""
+    db = store(tmp_path, "p", {p: f"text of {p}\n" for p in _PATHS})
+    pid = project_id(db, "p")
+    stats = term_stats(db, pid)
+    for p in _NAMED:
+        assert engine_mod._named_files(db, pid, stats, p) == _like(db, pid, p), p
+    assert len(engine_mod._named_files(db, pid, stats, "csv.py")) == 3
+    db.write(lambda tx: retire_files(tx, pid, ["lib/csv.py"]))
+    fresh = term_stats(db, pid)
+    for p in _NAMED:
+        assert engine_mod._named_files(db, pid, fresh, p) == _like(db, pid, p), p
+    assert len(engine_mod._named_files(db, pid, fresh, "csv.py")) == 2
+    db.close()

@@ -78,3 +78,22 @@ def test_spanish_question_through_fts5_rank_route(store, tmp_path, monkeypatch):
     assert r["status"] == "ok" and r["items"][0]["path"] == "docs/server.md"
     stats_mod.clear()
     db.close()
+
+
+def test_the_compiled_spanish_stemmer_stems_as_the_snowball_reference():
+    """Spanish inflections are found by the compiled Snowball stemmer (PyStemmer);
+    every stem it gives equals the pure-Python reference implementation's, for the
+    lexicon's words and each of their generated inflections."""
+    from snowballstemmer.spanish_stemmer import SpanishStemmer
+
+    from memoryd.search import lexicon
+
+    assert type(lexicon._SPANISH).__module__ == "Stemmer"
+    reference = SpanishStemmer()
+    endings = lexicon._endings()
+    pairs = [ln.split() for ln in (LEXICON / "es_en.txt").read_text(encoding="utf-8").splitlines()]
+    words = [p[0] for p in pairs if len(p) == 2 and not p[0].startswith("#")]
+    assert len(words) > 100
+    for w in words:
+        forms = [w] + [reference.stemWord(w) + e for e in endings]
+        assert [lexicon._SPANISH.stemWord(f) for f in forms] == reference.stemWords(forms), w

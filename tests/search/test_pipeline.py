@@ -13,7 +13,7 @@ from memoryd.archive.search import search_archive
 from memoryd.config import load_config
 from memoryd.control import unwrap
 from memoryd.errors import UsageError
-from memoryd.search import engine
+from memoryd.search import engine, pipeline
 from memoryd.search.engine import search
 from memoryd.search.pipeline import GAP_PREFIX, Fusion
 
@@ -191,3 +191,25 @@ def test_a_project_page_has_excerpts_built_for_its_items_only(tmp_path: Path, st
     assert r["status"] == "ok" and len(r["items"]) == 4
     assert len(built) == 4  # six were ranked (4 + 2), four excerpted
     assert all("kiln" in item["excerpt"] and "stoneware" in item["excerpt"] for item in r["items"])
+
+
+def test_recall_analyzes_its_question_once_for_project_and_archive(both) -> None:
+    """Recall asks the project and then the archive the same question: the second
+    source reuses the first's analysis, and a different question is analyzed anew."""
+    calls: list[str] = []
+    real = pipeline.analyze
+
+    def counted(text: str):
+        calls.append(text)
+        return real(text)
+
+    pipeline.analyze = counted
+    try:
+        project, archive = _both(both, "when does the staging cache rebuild?")
+        other = _both(both, "which cluster rebuilds its cache?")
+    finally:
+        pipeline.analyze = real
+    assert calls == ["when does the staging cache rebuild?", "which cluster rebuilds its cache?"]
+    assert project["status"] == archive["status"] == "ok"
+    assert [r["status"] for r in other] == ["ok", "ok"]
+    assert project["items"][0]["excerpt"] and archive["items"][0]["excerpt"]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from memoryd.ingest.chunking import prepare_file
 from memoryd.search import stats as stats_mod
 from memoryd.search.fts_query import any_of
 from memoryd.search.terms import analyze
+from memoryd.storage import fts
 from memoryd.storage.corpus import fts_table, project_id, put_files, retire_files
 
 FILLER = {f"notes/{i:03d}.md": f"ordinary note {i} about the weekly meeting" for i in range(80)}
@@ -68,4 +71,24 @@ def test_ranking_equals_fts5_after_replacements_and_retirements(store, tmp_path)
 def test_an_empty_project_ranks_nothing(store, tmp_path):
     db = store(tmp_path, "p", {})
     assert _top(db, ["kiln"]) == []
+    db.close()
+
+
+def test_a_terms_postings_count_every_occurrence_in_body_and_path_as_fts5_does(store, tmp_path):
+    """The postings read for BM25 (occurrences per chunk, rowids ascending) equal
+    FTS5's own per-chunk instance counts, in the body and the path column, for a term
+    held nowhere, and after replacements and retirements."""
+    db = store(tmp_path, "p", {**FILLER, **KILN, "kiln/kiln.md": "kiln kiln kiln and a kiln"})
+    pid = project_id(db, "p")
+    longer = prepare_file("p", "studio/log.md", b"the kiln log: " + b"firing kiln " * 40)
+    db.write(lambda tx: put_files(tx, pid, [longer]))
+    db.write(lambda tx: retire_files(tx, pid, ["studio/kiln.md", "notes/004.md"]))
+    for stem in ("kiln", "note", "fire", "stonewar", "absent"):
+        read = fts.occurrence_arrays(db, pid, stem)
+        assert read is not None
+        pairs = list(zip(read[0].tolist(), read[1].tolist(), strict=True))
+        assert pairs == [tuple(r) for r in fts.occurrences(db, pid, stem)], stem
+        assert read[0].dtype == read[1].dtype == np.int64
+    kiln = dict(zip(*(a.tolist() for a in fts.occurrence_arrays(db, pid, "kiln")), strict=True))
+    assert sorted(kiln.values())[-2:] == [6, 41]  # 4 in the body + 2 in the path; 1 + 40
     db.close()

@@ -15,6 +15,10 @@ from pathlib import Path
 import snowballstemmer
 
 _HERE = Path(__file__).resolve().parent
+# With PyStemmer installed (a dependency) snowballstemmer hands out its compiled
+# stemmer: the same Snowball algorithm, the same stems, about 26x faster than the
+# pure-Python one, which a first Spanish question pays for each of its words'
+# ~50 inflections (2.7 ms a word).
 _SPANISH = snowballstemmer.stemmer("spanish")
 
 
