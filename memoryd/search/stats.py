@@ -154,7 +154,7 @@ class TermStats:
         """(rowids, occurrences, chunk lengths) of the chunks holding ``stem``."""
         known = self._all_lengths()
         if known is not None:
-            read = fts.occurrence_arrays(self._db, self.pid, stem)
+            read = fts.occurrences(self._db, self.pid, stem)
             if read is None:
                 return None
             docs, tf = read[0], read[1].astype(np.float64)

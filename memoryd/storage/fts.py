@@ -121,16 +121,6 @@ def sizes(db, pid: int) -> list[tuple[int, bytes]] | None:
         return None
 
 
-def occurrences(db, pid: int, stem: str) -> list[tuple[int, int]] | None:
-    """(rowid, occurrences) of every chunk holding ``stem``, in rowid order: the
-    postings without the chunks' sizes (see :func:`postings`)."""
-    try:
-        view = _instance_view(db, pid)
-        return db.query(f"SELECT doc, count(*) FROM {view} WHERE term = ? GROUP BY doc", (stem,))
-    except apsw.SQLError:
-        return None
-
-
 def postings(db, pid: int, stem: str) -> list[tuple[int, int, bytes]] | None:
     """(rowid, occurrences, docsize blob) of every chunk holding ``stem``, in rowid
     order: what BM25 needs of a term, read in one query whose cost is the term's
@@ -151,8 +141,9 @@ def postings(db, pid: int, stem: str) -> list[tuple[int, int, bytes]] | None:
         return None
 
 
-def occurrence_arrays(db, pid: int, stem: str):
-    """:func:`occurrences` as two int64 arrays (rowids ascending, occurrences), or None.
+def occurrences(db, pid: int, stem: str):
+    """(rowids ascending, occurrences) of every chunk holding ``stem`` as two int64
+    arrays (:func:`postings` without the sizes), or None.
 
     The instance view's rows are concatenated in SQL and counted in numpy: ``GROUP BY
     doc`` over the view sorts every occurrence in a temporary B-tree (SQLite cannot

@@ -276,7 +276,7 @@ def test_fts5_rank_route_answers_as_the_postings_route(store, tmp_path, monkeypa
     q = "where is the kiln schedule for stoneware kept"
     small = search(db, "p", q)
     monkeypatch.setattr(stats_mod.fts, "postings", lambda db, pid, stem: None)
-    monkeypatch.setattr(stats_mod.fts, "occurrence_arrays", lambda db, pid, stem: None)
+    monkeypatch.setattr(stats_mod.fts, "occurrences", lambda db, pid, stem: None)
     stats_mod.clear()
     large = search(db, "p", q)
     st = stats_mod.term_stats(db, project_id(db, "p"))

@@ -23,7 +23,10 @@ def test_reads_of_one_project_index(tmp_path):
     ((rowid, occurrences, size),) = fts.postings(db, pid, "kiln")
     assert (rowid, occurrences) == (top[0], 2)
     assert size[0] == 3  # the docsize blob: tokens of the body column first
-    assert fts.occurrences(db, pid, "glaze") == [r[:2] for r in fts.postings(db, pid, "glaze")]
+    docs, counts = fts.occurrences(db, pid, "glaze")
+    assert list(zip(docs.tolist(), counts.tolist(), strict=True)) == [
+        r[:2] for r in fts.postings(db, pid, "glaze")
+    ]
     assert dict(fts.sizes(db, pid))[rowid] == size
     fts.prepare(db)
     rows = fts.ranked_with_phrases(db, pid, any_of(["kiln", "glaze"]), 5)
