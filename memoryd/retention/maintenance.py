@@ -43,11 +43,10 @@ from memoryd.errors import UsageError
 from memoryd.retention.boundary import Boundary, BoundaryBusy, RetentionBlocked
 from memoryd.retention.diskguard import DiskGuard
 from memoryd.retention.policy import DAY, RetentionPolicy
-from memoryd.retention.waves import reindex, run_wave
+from memoryd.retention.waves import POLICY_META, reindex, run_wave
 from memoryd.storage.archive import ArchiveStore
 
 COMPACTION_META = "retention.compaction"
-POLICY_META = "retention.policy_fingerprint"
 
 #: Crash points of this module.
 KILL_POINTS = ("retention_after_flush",)

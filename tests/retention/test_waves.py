@@ -9,7 +9,7 @@ import pytest
 
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.policy import RetentionPolicy
-from memoryd.retention.waves import WAVE_CURSOR, run_wave
+from memoryd.retention.waves import POLICY_META, WAVE_CURSOR, reindex, run_wave
 from memoryd.storage.archive import ArchiveStore, LeaseRejected, NotLive
 from memoryd.storage.archive.removal import DF_JOURNAL_FOLD_RECORDS
 
@@ -36,7 +36,7 @@ def test_wave_expires_due_skips_protected_and_keeps_metadata(store):
     store.acquire_leases("agent", "p", [leased], ttl=11 * DAY + 3600, now=NOW - 11 * DAY)
     store.take_retrieval_leases([retr], seconds=11 * DAY + 60, now=NOW - 11 * DAY)
     r = run_wave(store, POLICY, Boundary(store.path), now=NOW, max_documents=256)
-    assert r.exhausted and r.outcomes == {"expired": len(due) - 3, "leased": 2}
+    assert r.exhausted and r.outcomes == {"expired": len(due) - 3, "held": 3}
     assert store.pending_purge() == 0 and r.purged_versions == len(due) - 3
     live, expired = check_invariants(store, docs, protected={pinned, leased, retr})
     assert (live, expired) == (23, 17)
@@ -50,21 +50,27 @@ def test_wave_expires_due_skips_protected_and_keeps_metadata(store):
 
 
 def test_waves_are_bounded_and_resume_from_cursor(store):
+    """Due segments go whole; the held versions (kept by a lease past their deadline)
+    are retired one by one, a bounded number a wave, from the wave cursor."""
     populate(store, 100, due_every=1)
-    docs_pinned = [d.locator for d in store.documents(limit=5)]
-    for loc in docs_pinned:
+    held = [d.locator for d in store.documents(limit=5)]
+    for loc in held:
         store.acquire_leases("hold", "p", [loc], ttl=12 * DAY, now=NOW - 11 * DAY)
     b = Boundary(store.path)
-    r1 = run_wave(store, POLICY, b, now=NOW, max_documents=30)
-    assert r1.scanned == 30 and not r1.exhausted and store.get_cursor(WAVE_CURSOR) is not None
+    r0 = run_wave(store, POLICY, b, now=NOW, max_documents=2)
+    assert r0.segments == 1 and len(r0.expired) == 95 and r0.outcomes["held"] == 5
+    assert len(store.expiry_entries(limit=100)) == 5
+    later = NOW + 2 * DAY  # the leases lapsed
+    r1 = run_wave(store, POLICY, b, now=later, max_documents=2)
+    assert r1.scanned == 2 and not r1.exhausted and store.get_cursor(WAVE_CURSOR) is not None
     total = len(r1.expired)
     while True:
-        r = run_wave(store, POLICY, b, now=NOW, max_documents=30)
+        r = run_wave(store, POLICY, b, now=later, max_documents=2)
         total += len(r.expired)
         if r.exhausted:
             break
-    assert total == 95 and store.get_cursor(WAVE_CURSOR) is None
-    assert store.counts()["versions"]["live"] == 5
+    assert total == 5 and store.get_cursor(WAVE_CURSOR) is None
+    assert store.counts()["versions"]["live"] == 0 and store.pending_purge() == 0
 
 
 def test_superseded_versions_are_purged_and_answer_superseded(store):
@@ -82,23 +88,29 @@ def test_superseded_versions_are_purged_and_answer_superseded(store):
 
 def test_policy_change_reindexes_instead_of_expiring(store):
     docs = populate(store, 10)
+    store.set_meta(POLICY_META, POLICY.fingerprint())  # (maintenance records it)
     longer = RetentionPolicy(ages_days={"ephemeral": 14, "conversation": 0, "derived": 30})
     r = run_wave(store, longer, Boundary(store.path), now=NOW)
-    assert r.outcomes == {"reindexed": 5} and r.expired == []
-    assert store.expiry_entries(limit=100) == [e for e in store.expiry_entries(limit=100)]
+    assert r.outcomes == {"deferred_reindex": 1} and r.expired == []  # the old deadlines
     assert all(store.get(loc)["status"] == "live" for loc in docs)
-    assert store.expiry_entries(until=NOW, limit=100) == []  # 0 days: no deadline at all
+    assert reindex(store, longer) == (10, True)  # 0 days: no deadline at all
+    store.set_meta(POLICY_META, longer.fingerprint())
+    r = run_wave(store, longer, Boundary(store.path), now=NOW)
+    assert r.expired == [] and all(store.get(loc)["status"] == "live" for loc in docs)
+    far = run_wave(store, longer, Boundary(store.path), now=NOW + 1000 * DAY)
+    assert far.expired == [] and store.expiry_entries() == []
 
 
 def test_requests_racing_a_wave_in_the_same_worker_are_serialized(store):
     """Pins and leases checked against the store lock: a pin accepted is never expired."""
     docs = populate(store, 50, due_every=1)
     locs = list(docs)
-    entries = {e.locator: e for e in store.expiry_entries(until=NOW, limit=100)}
-    # pin between the scan and the retirement: the stale generation wins
+    assert len(store.due_segments(NOW)) == 1
+    # pin between the scan and the wave's batch: the wave's walk finds the pin
     store.pin(locs[0], now=NOW)
-    assert store.retire_expired(entries[locs[0]], now=NOW) == "stale"
-    assert store.retire_expired(entries[locs[1]], now=NOW) == "expired"
+    done = store.expire_segments(now=NOW)
+    assert done.held == [locs[0]] and locs[1] in done.expired
+    assert store.get(locs[0])["content"] == docs[locs[0]][0]
     with pytest.raises(NotLive):
         store.pin(locs[1], now=NOW)
     with pytest.raises(LeaseRejected) as exc:
@@ -181,10 +193,14 @@ def test_sigkill_around_the_batched_wave_then_rerun_is_idempotent(path, kill_at)
 
 
 def test_a_wave_purges_what_fits_its_budget_in_the_same_batch(store):
+    """Held versions: retired one by one, purged in the wave's batch within its budget."""
     docs = populate(store, 40)
-    entries = store.expiry_entries(until=NOW, limit=100)
+    due = [loc for loc, (_, d) in docs.items() if d]
+    store.acquire_leases("a", "p", due, ttl=11 * DAY + 60, now=NOW - 11 * DAY)
+    assert len(store.expire_segments(now=NOW).held) == 20
+    entries = store.expiry_entries(until=NOW + 120, limit=100)
     done = store.retire_due(
-        entries, now=NOW, deadline_of=POLICY.expires_at, cursor_name="w", cursor_value=None
+        entries, now=NOW + 120, deadline_of=POLICY.expires_at, cursor_name="w", cursor_value=None
     )
     assert done.outcomes == ["expired"] * 20 and done.purged_versions == 20
     assert store.pending_purge() == 0 and store.get_cursor("w") is None
@@ -199,8 +215,7 @@ def test_the_purge_queue_resumes_at_its_head_and_wraps_around(store):
         store.append("p", "conversation", text, created_at=old, expires_at=old, doc_id=f"m{i:02d}")
     store.append("p", "conversation", "first in key order", created_at=NOW, expires_at=None,
                  doc_id="a0")  # fmt: skip
-    entries = store.expiry_entries(until=NOW, limit=100)
-    store.retire_due(entries, now=NOW, cursor_name="w", cursor_value=None, purge_keys=0)
+    store.forget([f"m{i:02d}" for i in range(30)], now=NOW)
     assert store.pending_purge() == 30
     first = store.purge_pending(max_keys=40)  # whole versions packed into one batch
     assert first.remaining and first.versions >= 2

@@ -10,11 +10,13 @@ from memoryd.storage.archive.meta import MetaMixin
 from memoryd.storage.archive.postings import PostingsMixin
 from memoryd.storage.archive.protections import ProtectionsMixin
 from memoryd.storage.archive.removal import DfJournalMixin
+from memoryd.storage.archive.segments import SegmentsMixin
 from memoryd.storage.archive.vectors import VectorsMixin
 
 
 class ArchiveStore(
     LedgersMixin,
+    SegmentsMixin,
     ExpiryMixin,
     ProtectionsMixin,
     AccessMixin,
