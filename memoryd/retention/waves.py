@@ -38,6 +38,7 @@ from memoryd import killpoints
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.policy import RetentionPolicy
 from memoryd.storage.archive import ArchiveStore, ExpiryEntry, LocatorNotFound
+from memoryd.storage.archive.segments import SEGMENTS_PER_BATCH
 
 WAVE_CURSOR = "retention.wave"
 
@@ -79,6 +80,7 @@ def run_wave(
     now: float | None = None,
     max_documents: int = 256,
     purge_batch_keys: int = 4096,
+    max_segments: int = SEGMENTS_PER_BATCH,
 ) -> WaveReport:
     """Run one bounded wave; see the module docstring.
 
@@ -95,14 +97,17 @@ def run_wave(
         entries = store.expiry_entries(until=now, after=cursor, limit=max_documents)
         report.scanned = len(entries)
         killpoints.reach("wave_after_check")
-        segments_done = _segments(store, policy, report, outcomes, now, purge_batch_keys)
-        report.exhausted = len(entries) < max_documents and segments_done
+        segments_done = _segments(
+            store, policy, report, outcomes, now, purge_batch_keys, max_segments
+        )
+        entries_done = len(entries) < max_documents
+        report.exhausted = entries_done and segments_done
         due = store.retire_due(
             entries,
             now=now,
             deadline_of=policy.expires_at,
             cursor_name=WAVE_CURSOR,
-            cursor_value=None if report.exhausted else entries[-1].key,
+            cursor_value=None if entries_done else entries[-1].key,
             purge_keys=purge_batch_keys,
         )
         report.purged_versions += due.purged_versions
@@ -127,6 +132,7 @@ def _segments(
     outcomes: Counter[str],
     now: float,
     purge_keys: int,
+    max_segments: int,
 ) -> bool:
     """Step 2: one batch of due segments into ``report``; True when none is left.
     While the stored deadlines are another policy's (a re-index is under way), due
@@ -137,7 +143,7 @@ def _segments(
         if waiting:
             outcomes["deferred_reindex"] += waiting
         return True
-    done = store.expire_segments(now=now, purge_keys=purge_keys)
+    done = store.expire_segments(now=now, purge_keys=purge_keys, max_segments=max_segments)
     report.segments = done.segments
     report.expired += done.expired + done.followed
     report.keys_deleted += done.keys_deleted

@@ -120,38 +120,47 @@ def test_requests_racing_a_wave_in_the_same_worker_are_serialized(store):
 
 KILL_POINTS = [
     "wave_after_check",
-    "wave_after_tombstone:40",
+    "segment_before_batch",
+    "segment_before_batch:2",
+    "segment_after_batch",
+    "segment_after_batch:2",
     "wave_before_purge",
     "archive_purge_chunk:5",
-    "archive_purge_final:30",
+    "archive_purge_final:3",
 ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_at", KILL_POINTS)
 def test_sigkill_mid_wave_then_rerun_is_idempotent(path, kill_at):
+    """Must-show 3: the retention worker killed before a segment batch, after it, or in
+    the per-version purge (forgotten versions, 4 keys a batch: several chunks each);
+    the rerun loses nothing live and shows nothing expired."""
     with ArchiveStore.open_primary(path) as store:
-        docs = populate(store, 300)
+        docs = populate(store, 300, spread_days=5)  # 150 due over 5 day segments
         due = [loc for loc, (_, d) in docs.items() if d]
         protected = {due[3], due[7]}
         store.pin(due[3], now=NOW)
-        store.acquire_leases("agent", "p", [due[7]], ttl=20 * DAY, now=NOW - 11 * DAY)
-    keys = "4"  # purge in batches of 4 keys: every version is purged in several chunks
-    code, _, err = child("wave", str(path), str(NOW), "64", keys, env={"MEMORYD_KILL_AT": kill_at})
+        store.acquire_leases("agent", "p", [due[7]], ttl=30 * DAY, now=NOW - 20 * DAY)
+        store.forget([loc.split("@")[0] for loc in due[20:30]], now=NOW)  # queued purges
+        assert store.pending_purge() == 10
+    args = ("wave", str(path), str(NOW), "64", "4", "2")  # 2 segments a batch: 3 batches
+    code, _, err = child(*args, env={"MEMORYD_KILL_AT": kill_at})
     assert code == -signal.SIGKILL, err
     with ArchiveStore.open_primary(path) as store:
         check_invariants(store, docs, protected=protected)  # mid-crash state is safe
-    code, report, err = child("wave", str(path), str(NOW), "64")
+        assert store.verify_postings()["ok"]
+    code, report, err = child(*args)
     assert code == 0, err
     with ArchiveStore.open_primary(path) as store:
         live, expired = check_invariants(store, docs, protected=protected)
         assert expired == len(due) - 2 and live == 300 - expired
-        assert store.pending_purge() == 0
+        assert store.pending_purge() == 0 and store.due_segments(NOW) == []
         assert store.verify_postings()["ok"]
-        for loc in due:
-            if loc not in protected:
-                assert store.version_info(loc).purged
-    code, report, _ = child("wave", str(path), str(NOW), "64")  # once more: nothing to do
+        assert all(store.version_info(loc).purged for loc in due if loc not in protected)
+        assert store.term_stats("p", ["shared", "due"]) == {"shared": 152, "due": 2}  # held
+        assert store.counts()["versions"]["expired"] == expired
+    code, report, _ = child(*args)  # once more: nothing to do
     assert code == 0 and report["expired"] == []
 
 
@@ -160,7 +169,6 @@ BATCH_KILL_POINTS = [
     "wave_before_batch:3",
     "wave_after_batch",
     "wave_after_batch:2",
-    "wave_after_tombstone:70",
     "archive_purge_final:2",
 ]
 
@@ -168,7 +176,8 @@ BATCH_KILL_POINTS = [
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_at", BATCH_KILL_POINTS)
 def test_sigkill_around_the_batched_wave_then_rerun_is_idempotent(path, kill_at):
-    """A wave's tombstones, the deletes that fit its purge budget and its cursor are
+    """Held versions (kept past their deadline by a lease that then lapsed) go one by
+    one: a wave's tombstones, the deletes that fit its purge budget and its cursor are
     one batch: killed before it, the wave is redone whole; after it, nothing is redone."""
     with ArchiveStore.open_primary(path) as store:
         docs = populate(store, 300)
@@ -176,13 +185,17 @@ def test_sigkill_around_the_batched_wave_then_rerun_is_idempotent(path, kill_at)
         protected = {due[5], due[60]}
         store.pin(due[5], now=NOW)
         store.acquire_leases("agent", "p", [due[60]], ttl=20 * DAY, now=NOW - 11 * DAY)
-    # 64 documents a wave, 200 deletes of purge budget: some versions purged in the
+        store.acquire_leases("brief", "p", due[70:], ttl=10 * DAY, now=NOW - 11 * DAY)
+        done = store.expire_segments(now=NOW - 2 * DAY)  # the brief lease still holds
+        assert len(done.held) == 2 + len(due[70:])
+    # 16 documents a wave, 100 deletes of purge budget: some versions purged in the
     # wave's batch, the rest queued for the purge that follows
-    code, _, err = child("wave", str(path), str(NOW), "64", "200", env={"MEMORYD_KILL_AT": kill_at})
+    args = ("wave", str(path), str(NOW), "16", "100")
+    code, _, err = child(*args, env={"MEMORYD_KILL_AT": kill_at})
     assert code == -signal.SIGKILL, err
     with ArchiveStore.open_primary(path) as store:
         check_invariants(store, docs, protected=protected)
-    code, report, err = child("wave", str(path), str(NOW), "64", "200")
+    code, report, err = child(*args)
     assert code == 0, err
     with ArchiveStore.open_primary(path) as store:
         live, expired = check_invariants(store, docs, protected=protected)
@@ -251,7 +264,7 @@ def test_pins_and_leases_survive_a_wave_racing_requests_from_another_process(pat
     (here from this test process over a pipe) on a thread *while* its main thread
     runs retention waves; the store lock makes each check-and-write atomic."""
     with ArchiveStore.open_primary(path) as store:
-        docs = populate(store, 1200, due_every=1)
+        docs = populate(store, 1200, due_every=1, spread_days=30)  # 30 segments
     locs = list(docs)
     proc = spawn("serve", str(path), str(NOW))
     try:
@@ -320,11 +333,11 @@ def test_pins_and_leases_survive_a_wave_racing_requests_from_another_process(pat
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kill_at", ["wave_before_batch", "wave_after_batch"])
+@pytest.mark.parametrize("kill_at", ["segment_before_batch", "segment_after_batch"])
 def test_sigkill_around_a_wave_that_folds_the_statistics_journal(path, kill_at):
-    """A wave that finds the document-frequency journal long folds it in its own
-    batch: killed before the batch nothing is folded, after it the journal holds only
-    the wave's record; either way the statistics stay exact and a rerun finishes."""
+    """A wave that finds the document-frequency journal long folds it in its segment
+    batch: killed before the batch nothing is folded, after it the journal is empty;
+    either way the statistics stay exact and a rerun finishes."""
     with ArchiveStore.open_primary(path) as store:
         docs = populate(store, 120)
         fresh = [loc for loc, (_, d) in docs.items() if not d]
@@ -335,8 +348,8 @@ def test_sigkill_around_a_wave_that_folds_the_statistics_journal(path, kill_at):
     code, _, err = child(*args, env={"MEMORYD_KILL_AT": kill_at})
     assert code == -signal.SIGKILL, err
     with ArchiveStore.open_primary(path) as store:
-        folded = kill_at == "wave_after_batch"
-        assert store.df_journal_records() == (1 if folded else DF_JOURNAL_FOLD_RECORDS)
+        folded = kill_at == "segment_after_batch"
+        assert store.df_journal_records() == (0 if folded else DF_JOURNAL_FOLD_RECORDS)
         assert store.verify_postings()["ok"]
     code, _, err = child(*args)
     assert code == 0, err

@@ -96,6 +96,23 @@ class SegmentsMixin(StoreCore):
                 out.append(seg)
         return out
 
+    def expiry_schedule(self, until: float, *, limit: int = 100_000) -> list[tuple[float, int]]:
+        """``(start, versions)`` of what expires by ``until``: each live dated segment
+        whose bucket starts by then (its corpus record counts its versions) and each
+        held version with a deadline (one each), in no particular order."""
+        out: list[tuple[float, int]] = []
+        last = int(until // self.segment_seconds)
+        for seg in self._live_segments():
+            bucket = keys.parse_segment(seg)[1]
+            if bucket <= last:
+                raw = self._db.get(keys.seg_corpus(seg))
+                if raw is not None:
+                    out.append(
+                        (float(bucket * self.segment_seconds), orjson.loads(raw)["versions"])
+                    )
+        held = self.expiry_entries(until=until, limit=limit)  # type: ignore[attr-defined]
+        return out + [(e.bucket_start, 1) for e in held]
+
     def due_locators(self, now: float, *, limit: int = 100_000) -> list[str]:
         """Locators of the versions in due segments (at most ``limit``): what the next
         waves expire whole unless a protection holds them."""
@@ -174,6 +191,7 @@ class SegmentsMixin(StoreCore):
             self._follow_sources(batch, source, now)  # type: ignore[attr-defined]
         report.followed = batch.followed
         _drop_dying(batch)
+        self._fold_if_long(batch)  # type: ignore[attr-defined]  # (a long journal: here too)
 
     def _hold(self, batch: Batch, doc: bytes, ledger: dict[str, Any], ver: int) -> None:
         """Copy a protected version out of its dying segment to the held one; it enters
