@@ -71,6 +71,7 @@ class TickBounds:
     access_bucket_seconds: int = _default("retention_access_bucket_seconds")
     access_keep_days: int = _default("retention_access_keep_days")
     reindex_documents: int = 1000
+    slim_ledgers: int = _default("retention_slim_ledgers")
 
     @classmethod
     def from_config(cls, config: Any) -> TickBounds:
@@ -85,6 +86,7 @@ class TickBounds:
             compaction_reclaimable_bytes=config.retention_compaction_reclaimable_bytes,
             access_bucket_seconds=config.retention_access_bucket_seconds,
             access_keep_days=config.retention_access_keep_days,
+            slim_ledgers=config.retention_slim_ledgers,
         )
 
 
@@ -102,6 +104,7 @@ class TickReport:
     keys_deleted: int = 0
     exhausted: bool = False  # no due entry left behind the wave cursor
     df_journal_folded: int = 0  # document-frequency journal records folded into statistics
+    ledgers_slimmed: int = 0  # ledgers of expired segments' versions packed
     refused: str | None = None  # why retention waves did not run
     disk: dict[str, Any] | None = None
     emergency: dict[str, Any] | None = None
@@ -255,9 +258,10 @@ class Maintenance:
                 report.exhausted = True
                 break
         report.waves = n
-        if report.exhausted:  # nothing more due: the statistics catch up with the waves
+        if report.exhausted:  # nothing more due: the statistics and ledgers catch up
             report.df_journal_folded, deleted = self.store.fold_df_journal()
             report.keys_deleted += deleted  # emptied term statistics
+            report.ledgers_slimmed = self.store.slim_expired_ledgers(limit=b.slim_ledgers)[0]
 
     def _compaction(self, now: float) -> dict[str, Any]:
         """The flush-and-watch trigger; its state survives restarts (archive meta)."""

@@ -228,7 +228,7 @@ class ExpiryMixin(StoreCore):
         v["expires_at"] = expires_at
         v["override"] = override
         bucket = self._open_bucket(ledger["project"].encode(), ledger["class"], expires_at, batch)
-        if expires_at is not None and expires_at <= time.time():
+        if expires_at is not None and expires_at <= self.clock():
             bucket = keys.HELD_BUCKET  # due already: expired one by one, not a day later
         self._move_version(batch, doc, ledger, ver, bucket)
         if bucket == keys.HELD_BUCKET and expires_at is not None and not self._is_pinned(doc):

@@ -38,12 +38,19 @@ from typing import Any
 
 import orjson
 
-from memoryd.storage.archive import keys
+from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.core import CLOCK, Batch, StoreCore, killpoint
 from memoryd.storage.archive.records import make_locator, ms
 
 #: Due segments one wave batch expires (one fsync for all of them).
 SEGMENTS_PER_BATCH = 64
+
+#: Cursor of the ledger slimming pass (:meth:`SegmentsMixin.slim_expired_ledgers`):
+#: orjson ``[expiries seen at its start, next ledger key (hex)]``.
+SLIM_CURSOR = "archive.slim"
+#: How many segment batches expired something (u64): the pass runs while its last
+#: complete walk began before the latest of them.
+SLIM_DUE = "archive.slim_due"
 
 #: Crash points of a segment wave.
 KILL_POINTS = ("segment_before_batch", "segment_after_batch")
@@ -160,6 +167,9 @@ class SegmentsMixin(StoreCore):
                 self._expire_into(batch, due, now, report)
             if now > self.clock():
                 batch.put(keys.cursor(CLOCK), orjson.dumps(now))
+            if due:  # their versions' ledgers can be packed now
+                seq = self._get_u64(keys.cursor(SLIM_DUE)) + 1
+                batch.put(keys.cursor(SLIM_DUE), keys.U64.pack(seq))
             killpoint("segment_before_batch")
             self._write(batch)
             killpoint("segment_after_batch")
@@ -206,9 +216,9 @@ class SegmentsMixin(StoreCore):
     def _fold(self, batch: Batch, seg: bytes) -> int:
         """Subtract a dying segment's statistics deltas (less its copied-out versions)
         from its project's; returns the terms folded. The keys its range delete takes
-        are counted as deleted (what the compaction trigger and the bench count): a
-        posting per unit of its document frequencies, four keys a version (payload,
-        term list, member record, codes), its statistics."""
+        are counted as deleted (what the compaction trigger counts): a posting per
+        unit of its document frequencies, three keys a version (payload, term list,
+        member record; four with codes), its statistics."""
         project = keys.parse_segment(seg)[0]
         head, df, moved = keys.termstat(project, b""), batch.df, batch.moved_df
         prefix = keys.seg_family(seg, keys.SEG_TERMSTAT)
@@ -229,8 +239,63 @@ class SegmentsMixin(StoreCore):
             total = batch.corpus.setdefault(keys.corpus(project), [0, 0])
             total[0] -= c["versions"] - kept[0]
             total[1] -= c["length"] - kept[1]
-        batch.deleted += postings + 4 * versions + n + (raw is not None)
+        per_version = 3 + (self._db.get(keys.VECTORS_META) is not None)
+        batch.deleted += postings + per_version * versions + n + (raw is not None)
         return n
+
+    def slim_expired_ledgers(self, *, limit: int = 10_000) -> tuple[int, bool]:
+        """Rewrite the ledgers (at most ``limit`` looked at, from a cursor) whose live
+        versions sit in expired segments: those versions become ``expired`` and purged
+        in the ledger itself, which packs to a tombstone when nothing else is left (a
+        segment's expiry rewrites no ledger; until this pass its state answers).
+        Unsynced: a pass lost in a crash is redone. Returns (rewritten, done)."""
+        self._need_primary()
+        with self._lock:
+            due = self._get_u64(keys.cursor(SLIM_DUE))
+            began, start = self._get_json(keys.cursor(SLIM_CURSOR)) or [due, keys.DOC.hex()]
+            if not due:
+                return 0, True  # no segment expired since the last complete walk
+            batch = Batch(sync=False)
+            states: dict[bytes, bytes | None] = {}
+            seen, last, clock = 0, b"", self.clock()
+            end = keys.prefix_end(keys.DOC)
+            for key, raw in self._scan(bytes.fromhex(start), end, fill_cache=False):
+                seen, last = seen + 1, key
+                if raw[:1] == b"{":  # (a packed tombstone has nothing live)
+                    self._slim(batch, key, codec.decode_ledger(raw), states, clock)
+                if seen >= limit:
+                    break
+            done = seen < limit
+            if not done:
+                cursor = [began, (last + b"\x00").hex()]
+                batch.put(keys.cursor(SLIM_CURSOR), orjson.dumps(cursor))
+            elif began == due:  # nothing expired since this walk began: all packed
+                batch.wb.delete(keys.cursor(SLIM_CURSOR))
+                batch.wb.delete(keys.cursor(SLIM_DUE))
+            else:  # a segment expired meanwhile: walk again from the first ledger
+                batch.put(keys.cursor(SLIM_CURSOR), orjson.dumps([due, keys.DOC.hex()]))
+                done = False
+            self._write(batch)
+            return len(batch.ledgers), done
+
+    def _slim(
+        self,
+        batch: Batch,
+        key: bytes,
+        ledger: dict[str, Any],
+        states: dict[bytes, bytes | None],
+        clock: float,
+    ) -> None:
+        for v in ledger["versions"]:
+            if v["status"] != "live" or "b" not in v:
+                continue
+            seg = self._seg(ledger, v)
+            if seg not in states:
+                states[seg] = self._db.get(keys.segment_state(seg))
+            if states[seg] == keys.SEG_EXPIRED:
+                v.update(status="expired", purged=True)
+                v["retired_at"] = min(v["expires_at"], max(clock, v["created_at"]))
+                batch.ledgers[key] = ledger
 
     # ---- what the batch's walk finds
 
