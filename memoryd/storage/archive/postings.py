@@ -21,7 +21,7 @@ import orjson
 from rocksdict import WriteBatch
 
 from memoryd.storage.archive import codec, keys, positions
-from memoryd.storage.archive.core import StoreCore
+from memoryd.storage.archive.core import DEFAULT_SEGMENT_SECONDS, LAYOUT, StoreCore
 from memoryd.storage.archive.positions import MAX_TERMS_PER_VERSION, tokenize
 from memoryd.storage.archive.records import (
     CorpusStats,
@@ -300,10 +300,18 @@ class PostingsMixin(StoreCore):
 
     @classmethod
     def open_primary(cls, path: Any, **kw: Any):
-        """:meth:`StoreCore.open_primary`, then postings written before
-        :data:`positions.LAYOUT` (term frequency only) are rebuilt from the
-        payloads, once (:meth:`postings_layout` says which an archive has)."""
+        """:meth:`StoreCore.open_primary`, then a layout-1 archive is moved under
+        expiry segments (:mod:`~.relayout`, resumable, under the boundary's
+        migration lock) and postings written before :data:`positions.LAYOUT` (term
+        frequency only) are rebuilt from the payloads, once
+        (:meth:`postings_layout` says which an archive has)."""
         store = super().open_primary(path, **kw)
+        if store.layout < LAYOUT:  # layout 1: its content moves under expiry segments
+            store.segment_seconds = int(kw.get("segment_seconds", DEFAULT_SEGMENT_SECONDS))
+            from memoryd.retention.boundary import Boundary  # (the boundary sits above)
+
+            with Boundary(store.path).exclusive():  # no retention wave meanwhile
+                store.relayout()  # type: ignore[attr-defined]
         if store.postings_layout() < positions.LAYOUT:
             store.rebuild_postings()
         return store
