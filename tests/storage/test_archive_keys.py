@@ -179,6 +179,8 @@ def test_postings_of_is_posting_for_each_term(seg, term_list, doc, ver):
     want = [keys.seg_posting(seg, t, version) for t in term_list]
     assert keys.seg_postings_of(seg, term_list, version) == want
     assert keys.seg_termstats_of(seg, term_list) == [keys.seg_termstat(seg, t) for t in term_list]
+    for term in term_list:
+        assert keys.term_in_segments([seg, seg], term) == [keys.seg_termstat(seg, term)] * 2
 
 
 sessions = st.text(

@@ -453,6 +453,11 @@ def seg_termstats_of(seg: bytes, terms: list[bytes]) -> list[bytes]:
     return [head + term for term in terms]
 
 
+def term_in_segments(segs: list[bytes], term: bytes) -> list[bytes]:
+    """The statistic key of one term in each of ``segs``."""
+    return [SEGMENT + seg + SEG_TERMSTAT + term for seg in segs]
+
+
 def seg_corpus(seg: bytes) -> bytes:
     return SEGMENT + seg + SEG_CORPUS
 

@@ -79,12 +79,17 @@ class PostingsMixin(StoreCore):
     def postings(
         self, project: str, term: str, segments: list[bytes] | None = None
     ) -> Iterator[tuple[str, int]]:
-        """``(locator, tf)`` of every posting of ``term``, one seek per live segment of
-        the project (``segments``: those, read once by a caller asking for many
-        terms). Retired versions waiting for their purge are included: filter with
+        """``(locator, tf)`` of every posting of ``term``: one multi-get of the term's
+        statistic in each live segment of the project (``segments``: those, read
+        once by a caller asking for many terms), then one seek per segment holding
+        it. Retired versions waiting for their purge may be among them: filter with
         :meth:`version_info`, or use :meth:`search`."""
         p, t = check_project(project), term.encode()
-        for seg in self._live_segments(p) if segments is None else segments:
+        segs = self._live_segments(p) if segments is None else segments
+        held = self._db.get(keys.term_in_segments(segs, t))  # one multi-get: bloom misses
+        for seg, count in zip(segs, held, strict=True):
+            if count is None:  # no live version of this segment holds the term
+                continue
             prefix = keys.seg_posting_prefix(seg, t)
             cut = len(prefix)
             for key, raw in self._prefix(prefix):
