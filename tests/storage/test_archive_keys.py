@@ -52,6 +52,7 @@ def test_segment_keys_round_trip_and_stay_in_their_segment(seg, term, doc, ver):
     every = [posting, keys.seg_termstat(seg, term), keys.seg_corpus(seg)]
     every += [build(seg, version) for build in own]
     assert all(start <= key < end for key in every)  # one range delete takes them all
+    assert all(keys.segment_of(key) == seg for key in every)
     assert keys.is_payload(keys.seg_payload(seg, version))
     assert not any(keys.is_payload(k) for k in every if k != keys.seg_payload(seg, version))
 

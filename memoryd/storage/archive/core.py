@@ -524,6 +524,19 @@ class StoreCore:
             yield it.key(), it.value()
             it.next()
 
+    def _iter(self, prefix: bytes) -> tuple[Any, ReadOptions]:
+        """A raw iterator positioned on the first key under ``prefix``, bounded by its
+        end, uncached (a long one-off read: a segment's statistics), and its options:
+        the caller keeps them alive while it iterates (the bound lives in them)."""
+        ropt = ReadOptions()
+        end = keys.prefix_end(prefix)
+        if end is not None:
+            ropt.set_iterate_upper_bound(end)
+        ropt.fill_cache(False)
+        it = self._db.iter(ropt)
+        it.seek(prefix)
+        return it, ropt
+
     def _prefix(self, prefix: bytes, **kw: Any) -> Iterator[tuple[bytes, bytes]]:
         return self._scan(prefix, keys.prefix_end(prefix), **kw)
 

@@ -374,6 +374,11 @@ def segments_prefix(project: bytes | None = None) -> bytes:
     return SEGMENT if project is None else SEGMENT + project + SEP
 
 
+def segment_of(key: bytes) -> bytes:
+    """The segment id of a key inside a segment (``Z seg ...``)."""
+    return key[1 : key.index(SEP, 1) + 10]
+
+
 def segment_prefix(seg: bytes) -> bytes:
     """Every key of one segment starts with this (its range delete's start)."""
     return SEGMENT + seg

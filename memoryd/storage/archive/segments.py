@@ -222,14 +222,20 @@ class SegmentsMixin(StoreCore):
         project = keys.parse_segment(seg)[0]
         head, df, moved = keys.termstat(project, b""), batch.df, batch.moved_df
         prefix = keys.seg_family(seg, keys.SEG_TERMSTAT)
-        cut = len(prefix)
+        cut, to_int, get = len(prefix), int.from_bytes, df.get
         n = postings = 0
-        for key, raw in self._prefix(prefix, fill_cache=False):
-            stored = int.from_bytes(raw, "big")
+        it, _bound = self._iter(prefix)
+        key, value, step, valid = it.key, it.value, it.next, it.valid
+        while valid():  # the hot loop: one pass per (segment, term), no generator
+            k, stored = key(), to_int(value(), "big")
             postings += stored
-            if left := stored - moved.get(key, 0):
-                df[head + key[cut:]] -= left
+            if moved and k in moved:
+                stored -= moved[k]
+            if stored:
+                stat = head + k[cut:]
+                df[stat] = get(stat, 0) - stored
             n += 1
+            step()
         raw = self._db.get(keys.seg_corpus(seg))
         versions = 0
         if raw is not None:
@@ -392,8 +398,7 @@ def _parse_session_ref(key: bytes) -> tuple[bytes, bytes, bytes]:
 def _drop_dying(batch: Batch) -> None:
     """No statistic change may land inside a range the batch deletes (it would be
     written after the delete and outlive the segment)."""
-    starts = [keys.segment_prefix(seg) for seg in batch.dying]
     for changes in (batch.df, batch.corpus):
         for key in [k for k in changes if k[:1] == keys.SEGMENT]:
-            if any(key.startswith(s) for s in starts):
+            if keys.segment_of(key) in batch.dying:
                 del changes[key]
