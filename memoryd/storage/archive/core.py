@@ -457,12 +457,19 @@ class StoreCore:
         return self._get(keys.segment_state(seg), batch)
 
     def _stored_live(
-        self, ledger: dict[str, Any], v: dict[str, Any], batch: Batch | None = None
+        self,
+        ledger: dict[str, Any],
+        v: dict[str, Any],
+        batch: Batch | None = None,
+        live: set[bytes] | None = None,
     ) -> bool:
         """The version's keys are still in the store and counted by the statistics:
-        its ledger says live and its segment has not expired."""
+        its ledger says live and its segment has not expired (``live``: the live
+        segments, read once by a caller asking about many versions)."""
         if v["status"] != "live":
             return False
+        if live is not None:
+            return self._seg(ledger, v) in live
         return self._seg_state(self._seg(ledger, v), batch) != keys.SEG_EXPIRED
 
     def clock(self) -> float:
@@ -480,13 +487,14 @@ class StoreCore:
         *,
         clock: float | None = None,
         batch: Batch | None = None,
+        live: set[bytes] | None = None,
     ) -> str:
         """What a version is now: its ledger's status, except that a live version reads
         ``expired`` once its segment expired, or once its deadline is not after the
         retention clock and nothing protects it (exact visibility: its keys may stay
         until its segment's bucket ends)."""
         v = ledger["versions"][ver - 1]
-        if not self._stored_live(ledger, v, batch):
+        if not self._stored_live(ledger, v, batch, live):
             return "expired" if v["status"] == "live" else v["status"]
         deadline = v["expires_at"]
         if deadline is None or deadline > (self.clock() if clock is None else clock):

@@ -87,13 +87,17 @@ class PostingsMixin(StoreCore):
         p, t = check_project(project), term.encode()
         segs = self._live_segments(p) if segments is None else segments
         held = self._db.get(keys.term_in_segments(segs, t))  # one multi-get: bloom misses
+        it = None  # one iterator for every segment's seek
         for seg, count in zip(segs, held, strict=True):
             if count is None:  # no live version of this segment holds the term
                 continue
+            it = it or self._db.iter()
             prefix = keys.seg_posting_prefix(seg, t)
             cut = len(prefix)
-            for key, raw in self._prefix(prefix):
-                yield make_locator(*keys.split_dv(key[cut:])), positions.tf(raw)
+            it.seek(prefix)
+            while it.valid() and (key := it.key()).startswith(prefix):
+                yield make_locator(*keys.split_dv(key[cut:])), positions.tf(it.value())
+                it.next()
 
     def read_postings(
         self, project: str, wanted: Sequence[tuple[str, str]]
@@ -155,17 +159,19 @@ class PostingsMixin(StoreCore):
                 if i >= max_postings_per_term:
                     break
                 matched.setdefault(loc, {})[term] = tf
-        ledgers: dict[str, dict[str, Any] | None] = {}
+        parsed = {loc: parse_locator(loc) for loc in matched}
+        docs = list(dict.fromkeys(doc_id for doc_id, _ in parsed.values()))
+        raws = self._db.get([keys.doc(d.encode()) for d in docs])  # one multi-get
+        ledgers = {d: codec.decode_ledger(r) for d, r in zip(docs, raws, strict=True) if r}
+        live = set(segments)
         hits: list[Hit] = []
         for loc, tfs in matched.items():
-            doc_id, ver = parse_locator(loc)
-            if doc_id not in ledgers:
-                ledgers[doc_id] = self._ledger(doc_id.encode())
-            ledger = ledgers[doc_id]
+            doc_id, ver = parsed[loc]
+            ledger = ledgers.get(doc_id)
             if ledger is None:
                 continue
             v = ledger["versions"][ver - 1]
-            if self._status(doc_id.encode(), ledger, ver, clock=clock) != "live":
+            if self._status(doc_id.encode(), ledger, ver, clock=clock, live=live) != "live":
                 continue
             if wanted is not None and ledger["class"] not in wanted:
                 continue
