@@ -349,7 +349,8 @@ class Maintenance:
             "migration": self.boundary.state(),
             "degraded": s.degraded(),
             "counts": s.counts(),
-            "due_entries": len(due) if len(due) <= 10_000 else ">10000",
+            "due_entries": len(due) if len(due) <= 10_000 else ">10000",  # held versions
+            "due_segments": len(s.due_segments(now)),  # each expires whole
             "pending_purge": s.pending_purge(),
             "df_journal_records": s.df_journal_records(),  # removals not yet folded
             "compaction": s.get_meta(COMPACTION_META),
