@@ -86,7 +86,7 @@ class Batch:
     """Versions (dv) that have reverse lease references, when read ahead for the batch."""
     followed: list[str] = field(default_factory=list)  # derived versions expired with a source
     queued: list[tuple[bytes, bytes, int, bytes]] = field(default_factory=list)
-    """Versions this batch retired and queued for purge: ``(dv, doc, version, project)``."""
+    """Versions this batch retired and queued for purge: ``(dv, doc, version, segment)``."""
     dying: set[bytes] = field(default_factory=set)
     """Segments this batch expires (a wave): their keys go by one range delete."""
     moved_df: Counter[bytes] = field(default_factory=Counter)

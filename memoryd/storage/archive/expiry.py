@@ -218,9 +218,11 @@ class ExpiryMixin(StoreCore):
         expires_at: float | None,
         *,
         override: bool,
+        old: bytes | None = None,
     ) -> int:
         """A new deadline under a new generation (the old entry goes; a pinned
-        document gets no entry). Returns the new generation."""
+        document gets no entry); the keys move to the deadline's segment (from
+        ``old``: its segment before a class change). Returns the new generation."""
         v = ledger["versions"][ver - 1]
         if v["expires_at"] is not None and "b" not in v:  # held: it has an entry
             batch.wb.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
@@ -230,7 +232,7 @@ class ExpiryMixin(StoreCore):
         bucket = self._open_bucket(ledger["project"].encode(), ledger["class"], expires_at, batch)
         if expires_at is not None and expires_at <= self.clock():
             bucket = keys.HELD_BUCKET  # due already: expired one by one, not a day later
-        self._move_version(batch, doc, ledger, ver, bucket)
+        self._move_version(batch, doc, ledger, ver, bucket, old)
         if bucket == keys.HELD_BUCKET and expires_at is not None and not self._is_pinned(doc):
             batch.put(
                 self._expiry_key(expires_at, ledger["class"], doc, ver), keys.U32.pack(v["gen"])
@@ -314,13 +316,10 @@ class ExpiryMixin(StoreCore):
                     f"{ledger['class']}, asked for {cls})"
                 )
             batch = Batch()
-            self._move_expiry(batch, doc, ledger, ver, None, override=False)
-            old = self._seg(ledger, ledger["versions"][ver - 1])
+            old = self._seg(ledger, ledger["versions"][ver - 1])  # derived: the held one
             ledger["class"] = cls  # the segment names the class: the keys move with it
-            self._move_version(batch, doc, ledger, ver, keys.HELD_BUCKET, old=old)
             ledger["promoted_from"] = ledger.pop("sources", [])
-            if expires_at is not None:
-                self._move_expiry(batch, doc, ledger, ver, expires_at, override=False)
+            self._move_expiry(batch, doc, ledger, ver, expires_at, override=False, old=old)
             self._write(batch)
 
     def set_expiry(

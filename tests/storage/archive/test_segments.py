@@ -74,3 +74,16 @@ def test_a_disk_low_pass_expires_a_future_segment_early_keeping_protected(store)
     assert [store.get(x)["status"] for x in locs] == ["live"] + ["expired"] * 3
     assert store.version_info(locs[1]).retired_at == NOW  # not its later deadline
     assert store.verify_postings()["ok"]
+
+
+def test_a_promoted_derived_document_moves_to_its_new_class_and_deadline(store):
+    [source] = add(store, ["the source transcript"], deadline=NOW + 5 * DAY)
+    derived = store.append("p", "derived", "facts drawn from it", created_at=NOW,
+                           expires_at=None, sources=(source,)).locator  # fmt: skip
+    store.promote(derived, "conversation", NOW + 40 * DAY)
+    info = store.version_info(derived)
+    assert (info.cls, info.expires_at, info.status) == ("conversation", NOW + 40 * DAY, "live")
+    assert store.get(derived)["content"] == "facts drawn from it"
+    assert [h.locator for h in store.search("p", "facts")] == [derived]
+    assert store.verify_postings()["ok"]
+    assert store.expire_segments(now=NOW + 41 * DAY).expired == [source, derived]
