@@ -93,6 +93,18 @@ class SegmentsMixin(StoreCore):
             it.next()
         return out
 
+    def _deadlines_by(self, now: float) -> bool:
+        """May a live version's deadline lie at or before ``now``: a live dated segment
+        whose bucket has begun, or a held version's entry? Otherwise the clock need
+        not move (a write per idle tick would move the store's sequence number, which
+        readers' caches watch)."""
+        current = int(now // self.segment_seconds)
+        for seg in self._live_segments():
+            bucket = keys.parse_segment(seg)[1]
+            if bucket <= current and bucket != keys.HELD_BUCKET:
+                return True
+        return bool(self.expiry_entries(until=now, limit=1))  # type: ignore[attr-defined]
+
     def future_segments(self, cls: str, now: float) -> list[bytes]:
         """Live dated segments of class ``cls`` whose bucket has not ended at ``now``."""
         code, current = keys.CLASS_CODE[cls], int(now // self.segment_seconds)
@@ -165,7 +177,7 @@ class SegmentsMixin(StoreCore):
             batch.dying = set(due)
             if due:
                 self._expire_into(batch, due, now, report)
-            if now > self.clock():
+            if now > self.clock() and (due or self._deadlines_by(now)):
                 batch.put(keys.cursor(CLOCK), orjson.dumps(now))
             if due:  # their versions' ledgers can be packed now
                 seq = self._get_u64(keys.cursor(SLIM_DUE)) + 1

@@ -87,3 +87,12 @@ def test_a_promoted_derived_document_moves_to_its_new_class_and_deadline(store):
     assert [h.locator for h in store.search("p", "facts")] == [derived]
     assert store.verify_postings()["ok"]
     assert store.expire_segments(now=NOW + 41 * DAY).expired == [source, derived]
+
+
+def test_the_clock_moves_only_when_a_deadline_may_have_passed(store):
+    [loc] = add(store, ["due in a month"], deadline=NOW + 30 * DAY)
+    seq = store.sequence()
+    assert store.expire_segments(now=NOW).segments == 0
+    assert store.sequence() == seq and store.clock() == 0  # an idle wave writes nothing
+    store.expire_segments(now=NOW + 30 * DAY + 60)  # its day began: the clock moves
+    assert store.clock() == NOW + 30 * DAY + 60 and store.get(loc)["status"] == "expired"
