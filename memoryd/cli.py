@@ -980,7 +980,8 @@ def retention_status(md: Memoryd, as_json: bool, now: str | None) -> None:
         highlight=False,
     )
     out.print(
-        f"migration: {r['migration'].get('state')}; due now: {r['due_entries']}; "
+        f"migration: {r['migration'].get('state')}; due now: {r['due_segments']} segments, "
+        f"{r['due_entries']} held versions; "
         f"waiting for purge: {r['pending_purge']:,}",
         highlight=False,
     )

@@ -189,6 +189,15 @@ SETTINGS: dict[str, Setting] = {
     "archive_spool_keep_seconds": Setting(
         86400.0, "an archive add's spool file nobody took is deleted after this"
     ),
+    "archive_segment_seconds": _positive(
+        86400,
+        "width of an archive expiry segment, fixed when the archive is created: versions "
+        "whose deadlines share one are deleted together, at most this long after their "
+        "deadline (they read expired from it on)",
+    ),
+    "retention_slim_ledgers": _positive(
+        10_000, "ledgers looked at per tick to pack those of expired segments' versions"
+    ),
     # memory consolidation
     "memory_adjudicator": Setting(
         "",

@@ -28,9 +28,10 @@ ONCE_ENV = "MEMORYD_KILL_ONCE"
 NAMES = ("before_commit", "after_commit", "after_checkpoint")
 RETENTION_NAMES = (
     "wave_after_check",
+    "segment_before_batch",
+    "segment_after_batch",
     "wave_before_batch",
     "wave_after_batch",
-    "wave_after_tombstone",
     "wave_before_purge",
     "archive_purge_chunk",
     "archive_purge_final",

@@ -60,7 +60,9 @@ class ArchiveOwner:
         # otherwise create an empty archive where the switch had moved the real one.
         Migration(self.path).recover()
         try:
-            self.store = ArchiveStore.open_primary(self.path)
+            self.store = ArchiveStore.open_primary(
+                self.path, segment_seconds=int(config.archive_segment_seconds)
+            )
         except ArchiveBusy as exc:
             # never query the LOCK from a process that holds it: closing any descriptor
             # of the file would drop RocksDB's POSIX lock

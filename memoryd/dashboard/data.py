@@ -66,11 +66,10 @@ def checkpoints(series: list[dict]) -> list[dict]:
 
 
 def due_by_day(store: ArchiveStore, now: float) -> dict[str, int]:
-    """Expiry entries due now ("overdue") and on each of the next days (UTC dates)."""
+    """Versions due now ("overdue") and on each of the next days (UTC dates)."""
     out: Counter[str] = Counter()
-    for e in store.expiry_entries(until=now + DUE_DAYS * DAY, limit=DUE_SCAN_LIMIT):
-        day = "overdue" if e.bucket_start <= now else _date(e.bucket_start)
-        out[day] += 1
+    for start, n in store.expiry_schedule(now + DUE_DAYS * DAY, limit=DUE_SCAN_LIMIT):
+        out["overdue" if start <= now else _date(start)] += n
     return dict(out)
 
 

@@ -5,9 +5,10 @@ the archive is **degraded**, durably (the state lives in the archive and
 survives restarts), and the maintenance tick:
 
 1. runs all already-due expiry work at once (not just the tick's waves);
-2. shortens only unprotected future *ephemeral* payloads (not conversation
-   sources, durable or active evidence, pins or leased versions): their
-   deadline becomes now, under a new generation, and they are retired;
+2. expires the future *ephemeral* segments now, whole (not conversation
+   sources, durable or active evidence): their pinned or leased versions are
+   copied out and stay, every other version goes with its segment's range
+   delete (``shortened``);
 3. flushes, leaving reclamation to background compaction.
 
 Admission: an archival append that would leave less than ``reserve_bytes``
@@ -38,7 +39,6 @@ from memoryd.times import utc_iso
 
 DEFAULT_THRESHOLD = SETTINGS["retention_disk_low_bytes"].default
 DEFAULT_RESERVE = SETTINGS["retention_disk_reserve_bytes"].default
-SHORTEN_CURSOR = "retention.disk_low.shorten"
 
 
 class DiskGuard:
@@ -137,23 +137,14 @@ class DiskGuard:
         now = time.time() if now is None else now
         expired = self._drain(policy, boundary, now, wave_documents, purge_batch_keys)
         shortened = 0
-        after = self.store.get_cursor(SHORTEN_CURSOR)
-        entries = self.store.expiry_entries(
-            since=now, after=after, classes=["ephemeral"], limit=max_shorten
-        )
-        for entry in entries:
-            if self.store.protection(entry.locator, now=now) is not None:
-                continue
-            gen = self.store.set_expiry(
-                entry.locator, now, override=True, expected_generation=entry.generation
-            )
-            shortened += gen is not None
-        done = len(entries) < max_shorten
-        self.store.set_cursor(SHORTEN_CURSOR, None if done else entries[-1].key)
-        if shortened:
-            expired += self._drain(policy, boundary, now, wave_documents, purge_batch_keys)
+        with boundary.retention_wave():
+            early = self.store.future_segments("ephemeral", now)
+            while early and shortened < max_shorten:
+                done = self.store.expire_segments(now=now, early=early, purge_keys=purge_batch_keys)
+                shortened += len(done.expired)
+                early = early[done.segments :]
         self.store.flush()
-        return {"expired": expired, "shortened": shortened, "flushed": True}
+        return {"expired": expired + shortened, "shortened": shortened, "flushed": True}
 
     def _drain(
         self, policy: RetentionPolicy, boundary: Boundary, now: float, docs: int, keys: int

@@ -43,11 +43,10 @@ from memoryd.errors import UsageError
 from memoryd.retention.boundary import Boundary, BoundaryBusy, RetentionBlocked
 from memoryd.retention.diskguard import DiskGuard
 from memoryd.retention.policy import DAY, RetentionPolicy
-from memoryd.retention.waves import reindex, run_wave
+from memoryd.retention.waves import POLICY_META, reindex, run_wave
 from memoryd.storage.archive import ArchiveStore
 
 COMPACTION_META = "retention.compaction"
-POLICY_META = "retention.policy_fingerprint"
 
 #: Crash points of this module.
 KILL_POINTS = ("retention_after_flush",)
@@ -72,6 +71,7 @@ class TickBounds:
     access_bucket_seconds: int = _default("retention_access_bucket_seconds")
     access_keep_days: int = _default("retention_access_keep_days")
     reindex_documents: int = 1000
+    slim_ledgers: int = _default("retention_slim_ledgers")
 
     @classmethod
     def from_config(cls, config: Any) -> TickBounds:
@@ -86,6 +86,7 @@ class TickBounds:
             compaction_reclaimable_bytes=config.retention_compaction_reclaimable_bytes,
             access_bucket_seconds=config.retention_access_bucket_seconds,
             access_keep_days=config.retention_access_keep_days,
+            slim_ledgers=config.retention_slim_ledgers,
         )
 
 
@@ -103,6 +104,7 @@ class TickReport:
     keys_deleted: int = 0
     exhausted: bool = False  # no due entry left behind the wave cursor
     df_journal_folded: int = 0  # document-frequency journal records folded into statistics
+    ledgers_slimmed: int = 0  # ledgers of expired segments' versions packed
     refused: str | None = None  # why retention waves did not run
     disk: dict[str, Any] | None = None
     emergency: dict[str, Any] | None = None
@@ -256,9 +258,10 @@ class Maintenance:
                 report.exhausted = True
                 break
         report.waves = n
-        if report.exhausted:  # nothing more due: the statistics catch up with the waves
+        if report.exhausted:  # nothing more due: the statistics and ledgers catch up
             report.df_journal_folded, deleted = self.store.fold_df_journal()
             report.keys_deleted += deleted  # emptied term statistics
+            report.ledgers_slimmed = self.store.slim_expired_ledgers(limit=b.slim_ledgers)[0]
 
     def _compaction(self, now: float) -> dict[str, Any]:
         """The flush-and-watch trigger; its state survives restarts (archive meta)."""
@@ -346,7 +349,8 @@ class Maintenance:
             "migration": self.boundary.state(),
             "degraded": s.degraded(),
             "counts": s.counts(),
-            "due_entries": len(due) if len(due) <= 10_000 else ">10000",
+            "due_entries": len(due) if len(due) <= 10_000 else ">10000",  # held versions
+            "due_segments": len(s.due_segments(now)),  # each expires whole
             "pending_purge": s.pending_purge(),
             "df_journal_records": s.df_journal_records(),  # removals not yet folded
             "compaction": s.get_meta(COMPACTION_META),

@@ -1,23 +1,31 @@
-"""A retention wave: retire due versions, then delete their canonical records.
+"""A retention wave: expire due segments whole, retire due held versions one by one.
 
 One wave, under the shared migration boundary from its state check through
 its last delete:
 
 1. finish purging versions a previous (possibly crashed) wave tombstoned;
-2. scan at most ``max_documents`` due expiry entries (time order, from the
-   wave cursor; the scan stops at the first future bucket);
-3. in one WriteBatch, synced once (:meth:`ArchiveStore.retire_due`): each
-   entry re-checked against the *current* policy (a class whose age grew, or
-   went to 0 days, is re-indexed instead of expired), its generation, pin and
-   leases; each due version tombstoned (it leaves search at once) and, within
-   the purge budget, its postings and payload deleted; the wave cursor;
-4. purge the versions that did not fit the budget in bounded batches;
-   ledgers keep their metadata, so their locators answer ``expired``.
+2. **segments** (:meth:`ArchiveStore.expire_segments`): up to 64 due expiry
+   segments (their bucket has ended) in one synced WriteBatch: protected
+   versions copied out to the held segment, statistics folded, each segment
+   marked expired and its key range deleted; the retention clock moves to
+   ``now`` (from then on every unprotected version past its deadline reads
+   ``expired``, whether or not its segment has gone yet). Skipped while a
+   policy change is being re-indexed (a segment's deadlines are the old
+   policy's): ``outcomes["deferred_reindex"]``;
+3. **held versions** (the per-version index: versions kept past their deadline
+   by a protection, or given a deadline that has passed): at most
+   ``max_documents`` due entries from the wave cursor, in one WriteBatch
+   synced once (:meth:`ArchiveStore.retire_due`): each re-checked against the
+   *current* policy, its generation, pin and leases; tombstoned and, within
+   the purge budget, purged in the same batch; the wave cursor;
+4. purge what did not fit the budget in bounded batches; ledgers keep their
+   metadata, so their locators answer ``expired``.
 
 Every step is idempotent: SIGKILL at any point and run the wave again. Kill
-points, in order: ``wave_after_check``, ``wave_before_batch``,
-``wave_after_batch`` (the cursor commits with the batch), one
-``wave_after_tombstone`` per expired version, ``wave_before_purge``.
+points, in order: ``wave_after_check``, ``segment_before_batch``,
+``segment_after_batch`` (the segments' states are the cursor),
+``wave_before_batch``, ``wave_after_batch`` (the cursor commits with the
+batch), ``wave_before_purge``.
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ from dataclasses import asdict, dataclass, field
 from memoryd import killpoints
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.policy import RetentionPolicy
-from memoryd.storage.archive import ArchiveStore, ExpiryEntry, LocatorNotFound, VersionInfo
+from memoryd.storage.archive import ArchiveStore, ExpiryEntry, LocatorNotFound
+from memoryd.storage.archive.segments import SEGMENTS_PER_BATCH
 
 WAVE_CURSOR = "retention.wave"
 
@@ -38,9 +47,12 @@ KILL_POINTS = (
     "wave_after_check",
     "wave_before_batch",
     "wave_after_batch",
-    "wave_after_tombstone",
     "wave_before_purge",
 )
+
+#: Archive meta naming the policy every stored deadline was derived by (maintenance
+#: writes it once a re-index after a policy change has visited the whole archive).
+POLICY_META = "retention.policy_fingerprint"
 
 
 @dataclass
@@ -49,6 +61,7 @@ class WaveReport:
     ``pinned``, ``leased`` and ``reindexed`` entries."""
 
     scanned: int = 0
+    segments: int = 0  # due segments expired whole
     outcomes: dict[str, int] = field(default_factory=dict)
     expired: list[str] = field(default_factory=list)  # locators tombstoned by this wave
     purged_versions: int = 0
@@ -67,6 +80,7 @@ def run_wave(
     now: float | None = None,
     max_documents: int = 256,
     purge_batch_keys: int = 4096,
+    max_segments: int = SEGMENTS_PER_BATCH,
 ) -> WaveReport:
     """Run one bounded wave; see the module docstring.
 
@@ -83,13 +97,17 @@ def run_wave(
         entries = store.expiry_entries(until=now, after=cursor, limit=max_documents)
         report.scanned = len(entries)
         killpoints.reach("wave_after_check")
-        report.exhausted = len(entries) < max_documents
+        segments_done = _segments(
+            store, policy, report, outcomes, now, purge_batch_keys, max_segments
+        )
+        entries_done = len(entries) < max_documents
+        report.exhausted = entries_done and segments_done
         due = store.retire_due(
             entries,
             now=now,
             deadline_of=policy.expires_at,
             cursor_name=WAVE_CURSOR,
-            cursor_value=None if report.exhausted else entries[-1].key,
+            cursor_value=None if entries_done else entries[-1].key,
             purge_keys=purge_batch_keys,
         )
         report.purged_versions += due.purged_versions
@@ -101,11 +119,42 @@ def run_wave(
             outcomes[outcome] += 1
             if outcome == "expired":
                 report.expired.append(entry.locator)
-                killpoints.reach("wave_after_tombstone")
         killpoints.reach("wave_before_purge")
         _purge_all(store, report, purge_batch_keys)
     report.outcomes = dict(outcomes)
     return report
+
+
+def _segments(
+    store: ArchiveStore,
+    policy: RetentionPolicy,
+    report: WaveReport,
+    outcomes: Counter[str],
+    now: float,
+    purge_keys: int,
+    max_segments: int,
+) -> bool:
+    """Step 2: one batch of due segments into ``report``; True when none is left.
+    While the stored deadlines are another policy's (a re-index is under way), due
+    segments wait: the clock does not move either, so nothing expires by it."""
+    stored = store.get_meta(POLICY_META)
+    if stored is not None and stored != policy.fingerprint():
+        waiting = len(store.due_segments(now))
+        if waiting:
+            outcomes["deferred_reindex"] += waiting
+        return True
+    done = store.expire_segments(now=now, purge_keys=purge_keys, max_segments=max_segments)
+    report.segments = done.segments
+    report.expired += done.expired + done.followed
+    report.keys_deleted += done.keys_deleted
+    report.purged_versions += len(done.expired)  # by their segments' range deletes
+    if done.expired:
+        outcomes["expired"] += len(done.expired)
+    if done.held:
+        outcomes["held"] += len(done.held)
+    if done.followed:
+        outcomes["followed_source"] += len(done.followed)
+    return not done.remaining
 
 
 def preview(
@@ -113,31 +162,33 @@ def preview(
 ) -> dict:
     """What waves at ``now`` would expire, by class and project; changes nothing.
 
-    The same checks as a wave (generation, deadline under the current policy,
-    pin, leases) without the tombstone; at most ``limit`` due entries are read.
+    The versions of due segments and the due held versions, with a wave's checks
+    (held ones: generation and deadline under the current policy too; all: pin,
+    leases); at most ``limit`` of each are read.
     """
     due: Counter[tuple[str, str]] = Counter()
     protected: Counter[str] = Counter()
     entries = store.expiry_entries(until=now, limit=limit)
-    for entry in entries:
-        try:
-            info = store.version_info(entry.locator)
-        except LocatorNotFound:
-            continue
-        if not _due(info, entry, policy, now):
-            continue
-        guard = store.protection(entry.locator, now=now)
+    whole = store.due_locators(now, limit=limit)
+    for locator in whole + [e.locator for e in entries if _due(store, e, policy, now)]:
+        info = store.version_info(locator)
+        guard = store.protection(locator, now=now)
         if guard:
             protected[guard.split(":", 1)[0]] += 1
         else:
             due[(info.cls, info.project)] += 1
     rows = [{"class": c, "project": p, "versions": n} for (c, p), n in sorted(due.items())]
-    return {"would_expire": rows, "protected": dict(protected), "truncated": len(entries) >= limit}
+    truncated = len(entries) >= limit or len(whole) >= limit
+    return {"would_expire": rows, "protected": dict(protected), "truncated": truncated}
 
 
-def _due(info: VersionInfo, entry: ExpiryEntry, policy: RetentionPolicy, now: float) -> bool:
+def _due(store: ArchiveStore, entry: ExpiryEntry, policy: RetentionPolicy, now: float) -> bool:
     """As a wave decides: its stored deadline passed and the current policy agrees."""
-    if info.status != "live" or info.generation != entry.generation:
+    try:
+        info = store.version_info(entry.locator)
+    except LocatorNotFound:
+        return False
+    if info.status == "superseded" or info.purged or info.generation != entry.generation:
         return False
     if info.expires_at is None or info.expires_at > now:
         return False

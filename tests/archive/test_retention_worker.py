@@ -40,7 +40,8 @@ def archive_sessions(home: Path, count: int, *, days_old: int, tag: str) -> list
 @pytest.mark.parametrize(
     "point, env",
     [
-        ("wave_after_tombstone", {}),
+        ("segment_before_batch", {}),
+        ("segment_after_batch", {}),
         ("wave_before_purge", {}),
         ("retention_after_flush", {"MEMORYD_RETENTION_COMPACTION_DELETED_KEYS": "10"}),
     ],

@@ -1,6 +1,6 @@
 """Run archive work in a separate OS process (for kill, boundary and concurrency tests).
 
-python -m tests.retention.child wave PATH NOW [MAX_DOCS]
+python -m tests.retention.child wave PATH NOW [MAX_DOCS [PURGE_KEYS [MAX_SEGMENTS]]]
 python -m tests.retention.child tick PATH NOW DELETED_KEYS_TRIGGER
 python -m tests.retention.child hold-wave PATH       (shared boundary until killed)
 python -m tests.retention.child hold-exclusive PATH  (exclusive boundary until killed)
@@ -35,6 +35,7 @@ def main(argv: list[str]) -> None:
     if cmd == "wave":
         now, docs = float(argv[2]), int(argv[3]) if len(argv) > 3 else 256
         keys = int(argv[4]) if len(argv) > 4 else 64
+        segments = int(argv[5]) if len(argv) > 5 else 64
         with ArchiveStore.open_primary(path) as store:
             expired = []
             while True:
@@ -45,6 +46,7 @@ def main(argv: list[str]) -> None:
                     now=now,
                     max_documents=docs,
                     purge_batch_keys=keys,
+                    max_segments=segments,
                 )
                 expired += r.expired
                 if r.exhausted:
@@ -109,7 +111,13 @@ def serve(path: str, now: float) -> None:
     waves = 0
     while True:
         r = run_wave(
-            store, RetentionPolicy(), Boundary(path), now=now, max_documents=8, purge_batch_keys=32
+            store,
+            RetentionPolicy(),
+            Boundary(path),
+            now=now,
+            max_documents=8,
+            purge_batch_keys=32,
+            max_segments=1,
         )
         waves += 1
         if r.exhausted:

@@ -31,13 +31,21 @@ def store(path: Path):
     s.close()
 
 
-def populate(store: ArchiveStore, n: int, *, due_every: int = 2, cls: str = "conversation"):
+def populate(
+    store: ArchiveStore,
+    n: int,
+    *,
+    due_every: int = 2,
+    cls: str = "conversation",
+    spread_days: int = 1,
+):
     """``n`` documents ``doc<i> uniq<i> ...``; every ``due_every``-th is past its policy
-    deadline at NOW. Returns ``{locator: (text, due)}``."""
+    deadline at NOW (their deadlines spread over ``spread_days`` day segments). Returns
+    ``{locator: (text, due)}``."""
     items, meta = [], []
     for i in range(n):
         due = i % due_every == 0
-        created = NOW - (100 * DAY if due else 1 * DAY)
+        created = NOW - (100 * DAY + (i // due_every) % spread_days * DAY if due else 1 * DAY)
         text = f"doc{i} uniq{i} shared words for retention {'due' if due else 'fresh'}"
         items.append(NewVersion("p", cls, text, created, POLICY.expires_at(cls, created)))
         meta.append((text, due))

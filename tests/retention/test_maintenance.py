@@ -15,9 +15,16 @@ from .conftest import DAY, NOW, POLICY, populate
 
 
 def test_tick_bounds_and_cursors(store):
-    populate(store, 1100, due_every=1)
+    """A due segment goes whole in one wave, however many versions it holds; the held
+    versions (a lease kept them past their deadline) go at most 256 a wave, four waves
+    a tick, from the wave cursor."""
+    docs = populate(store, 2200, due_every=1)
+    for part in (list(docs)[:550], list(docs)[550:1100]):
+        store.acquire_leases("a", "p", part, ttl=11 * DAY, now=NOW - 11 * DAY)
     m = Maintenance(store, POLICY, Boundary(store.path))
-    r1 = m.tick(now=NOW)
+    r0 = m.tick(now=NOW - DAY)
+    assert r0.waves == 1 and r0.expired == 1100 and r0.exhausted
+    r1 = m.tick(now=NOW)  # the lease lapsed
     assert r1.waves == 4 and r1.expired == 1024 and not r1.exhausted
     r2 = m.tick(now=NOW)
     assert r2.expired == 76 and r2.exhausted

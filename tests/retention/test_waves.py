@@ -9,7 +9,7 @@ import pytest
 
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.policy import RetentionPolicy
-from memoryd.retention.waves import WAVE_CURSOR, run_wave
+from memoryd.retention.waves import POLICY_META, WAVE_CURSOR, reindex, run_wave
 from memoryd.storage.archive import ArchiveStore, LeaseRejected, NotLive
 from memoryd.storage.archive.removal import DF_JOURNAL_FOLD_RECORDS
 
@@ -36,7 +36,7 @@ def test_wave_expires_due_skips_protected_and_keeps_metadata(store):
     store.acquire_leases("agent", "p", [leased], ttl=11 * DAY + 3600, now=NOW - 11 * DAY)
     store.take_retrieval_leases([retr], seconds=11 * DAY + 60, now=NOW - 11 * DAY)
     r = run_wave(store, POLICY, Boundary(store.path), now=NOW, max_documents=256)
-    assert r.exhausted and r.outcomes == {"expired": len(due) - 3, "leased": 2}
+    assert r.exhausted and r.outcomes == {"expired": len(due) - 3, "held": 3}
     assert store.pending_purge() == 0 and r.purged_versions == len(due) - 3
     live, expired = check_invariants(store, docs, protected={pinned, leased, retr})
     assert (live, expired) == (23, 17)
@@ -50,21 +50,27 @@ def test_wave_expires_due_skips_protected_and_keeps_metadata(store):
 
 
 def test_waves_are_bounded_and_resume_from_cursor(store):
+    """Due segments go whole; the held versions (kept by a lease past their deadline)
+    are retired one by one, a bounded number a wave, from the wave cursor."""
     populate(store, 100, due_every=1)
-    docs_pinned = [d.locator for d in store.documents(limit=5)]
-    for loc in docs_pinned:
+    held = [d.locator for d in store.documents(limit=5)]
+    for loc in held:
         store.acquire_leases("hold", "p", [loc], ttl=12 * DAY, now=NOW - 11 * DAY)
     b = Boundary(store.path)
-    r1 = run_wave(store, POLICY, b, now=NOW, max_documents=30)
-    assert r1.scanned == 30 and not r1.exhausted and store.get_cursor(WAVE_CURSOR) is not None
+    r0 = run_wave(store, POLICY, b, now=NOW, max_documents=2)
+    assert r0.segments == 1 and len(r0.expired) == 95 and r0.outcomes["held"] == 5
+    assert len(store.expiry_entries(limit=100)) == 5
+    later = NOW + 2 * DAY  # the leases lapsed
+    r1 = run_wave(store, POLICY, b, now=later, max_documents=2)
+    assert r1.scanned == 2 and not r1.exhausted and store.get_cursor(WAVE_CURSOR) is not None
     total = len(r1.expired)
     while True:
-        r = run_wave(store, POLICY, b, now=NOW, max_documents=30)
+        r = run_wave(store, POLICY, b, now=later, max_documents=2)
         total += len(r.expired)
         if r.exhausted:
             break
-    assert total == 95 and store.get_cursor(WAVE_CURSOR) is None
-    assert store.counts()["versions"]["live"] == 5
+    assert total == 5 and store.get_cursor(WAVE_CURSOR) is None
+    assert store.counts()["versions"]["live"] == 0 and store.pending_purge() == 0
 
 
 def test_superseded_versions_are_purged_and_answer_superseded(store):
@@ -82,23 +88,29 @@ def test_superseded_versions_are_purged_and_answer_superseded(store):
 
 def test_policy_change_reindexes_instead_of_expiring(store):
     docs = populate(store, 10)
+    store.set_meta(POLICY_META, POLICY.fingerprint())  # (maintenance records it)
     longer = RetentionPolicy(ages_days={"ephemeral": 14, "conversation": 0, "derived": 30})
     r = run_wave(store, longer, Boundary(store.path), now=NOW)
-    assert r.outcomes == {"reindexed": 5} and r.expired == []
-    assert store.expiry_entries(limit=100) == [e for e in store.expiry_entries(limit=100)]
+    assert r.outcomes == {"deferred_reindex": 1} and r.expired == []  # the old deadlines
     assert all(store.get(loc)["status"] == "live" for loc in docs)
-    assert store.expiry_entries(until=NOW, limit=100) == []  # 0 days: no deadline at all
+    assert reindex(store, longer) == (10, True)  # 0 days: no deadline at all
+    store.set_meta(POLICY_META, longer.fingerprint())
+    r = run_wave(store, longer, Boundary(store.path), now=NOW)
+    assert r.expired == [] and all(store.get(loc)["status"] == "live" for loc in docs)
+    far = run_wave(store, longer, Boundary(store.path), now=NOW + 1000 * DAY)
+    assert far.expired == [] and store.expiry_entries() == []
 
 
 def test_requests_racing_a_wave_in_the_same_worker_are_serialized(store):
     """Pins and leases checked against the store lock: a pin accepted is never expired."""
     docs = populate(store, 50, due_every=1)
     locs = list(docs)
-    entries = {e.locator: e for e in store.expiry_entries(until=NOW, limit=100)}
-    # pin between the scan and the retirement: the stale generation wins
+    assert len(store.due_segments(NOW)) == 1
+    # pin between the scan and the wave's batch: the wave's walk finds the pin
     store.pin(locs[0], now=NOW)
-    assert store.retire_expired(entries[locs[0]], now=NOW) == "stale"
-    assert store.retire_expired(entries[locs[1]], now=NOW) == "expired"
+    done = store.expire_segments(now=NOW)
+    assert done.held == [locs[0]] and locs[1] in done.expired
+    assert store.get(locs[0])["content"] == docs[locs[0]][0]
     with pytest.raises(NotLive):
         store.pin(locs[1], now=NOW)
     with pytest.raises(LeaseRejected) as exc:
@@ -108,38 +120,47 @@ def test_requests_racing_a_wave_in_the_same_worker_are_serialized(store):
 
 KILL_POINTS = [
     "wave_after_check",
-    "wave_after_tombstone:40",
+    "segment_before_batch",
+    "segment_before_batch:2",
+    "segment_after_batch",
+    "segment_after_batch:2",
     "wave_before_purge",
     "archive_purge_chunk:5",
-    "archive_purge_final:30",
+    "archive_purge_final:3",
 ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_at", KILL_POINTS)
 def test_sigkill_mid_wave_then_rerun_is_idempotent(path, kill_at):
+    """Must-show 3: the retention worker killed before a segment batch, after it, or in
+    the per-version purge (forgotten versions, 4 keys a batch: several chunks each);
+    the rerun loses nothing live and shows nothing expired."""
     with ArchiveStore.open_primary(path) as store:
-        docs = populate(store, 300)
+        docs = populate(store, 300, spread_days=5)  # 150 due over 5 day segments
         due = [loc for loc, (_, d) in docs.items() if d]
         protected = {due[3], due[7]}
         store.pin(due[3], now=NOW)
-        store.acquire_leases("agent", "p", [due[7]], ttl=20 * DAY, now=NOW - 11 * DAY)
-    keys = "4"  # purge in batches of 4 keys: every version is purged in several chunks
-    code, _, err = child("wave", str(path), str(NOW), "64", keys, env={"MEMORYD_KILL_AT": kill_at})
+        store.acquire_leases("agent", "p", [due[7]], ttl=30 * DAY, now=NOW - 20 * DAY)
+        store.forget([loc.split("@")[0] for loc in due[20:30]], now=NOW)  # queued purges
+        assert store.pending_purge() == 10
+    args = ("wave", str(path), str(NOW), "64", "4", "2")  # 2 segments a batch: 3 batches
+    code, _, err = child(*args, env={"MEMORYD_KILL_AT": kill_at})
     assert code == -signal.SIGKILL, err
     with ArchiveStore.open_primary(path) as store:
         check_invariants(store, docs, protected=protected)  # mid-crash state is safe
-    code, report, err = child("wave", str(path), str(NOW), "64")
+        assert store.verify_postings()["ok"]
+    code, report, err = child(*args)
     assert code == 0, err
     with ArchiveStore.open_primary(path) as store:
         live, expired = check_invariants(store, docs, protected=protected)
         assert expired == len(due) - 2 and live == 300 - expired
-        assert store.pending_purge() == 0
+        assert store.pending_purge() == 0 and store.due_segments(NOW) == []
         assert store.verify_postings()["ok"]
-        for loc in due:
-            if loc not in protected:
-                assert store.version_info(loc).purged
-    code, report, _ = child("wave", str(path), str(NOW), "64")  # once more: nothing to do
+        assert all(store.version_info(loc).purged for loc in due if loc not in protected)
+        assert store.term_stats("p", ["shared", "due"]) == {"shared": 152, "due": 2}  # held
+        assert store.counts()["versions"]["expired"] == expired
+    code, report, _ = child(*args)  # once more: nothing to do
     assert code == 0 and report["expired"] == []
 
 
@@ -148,7 +169,6 @@ BATCH_KILL_POINTS = [
     "wave_before_batch:3",
     "wave_after_batch",
     "wave_after_batch:2",
-    "wave_after_tombstone:70",
     "archive_purge_final:2",
 ]
 
@@ -156,7 +176,8 @@ BATCH_KILL_POINTS = [
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_at", BATCH_KILL_POINTS)
 def test_sigkill_around_the_batched_wave_then_rerun_is_idempotent(path, kill_at):
-    """A wave's tombstones, the deletes that fit its purge budget and its cursor are
+    """Held versions (kept past their deadline by a lease that then lapsed) go one by
+    one: a wave's tombstones, the deletes that fit its purge budget and its cursor are
     one batch: killed before it, the wave is redone whole; after it, nothing is redone."""
     with ArchiveStore.open_primary(path) as store:
         docs = populate(store, 300)
@@ -164,13 +185,17 @@ def test_sigkill_around_the_batched_wave_then_rerun_is_idempotent(path, kill_at)
         protected = {due[5], due[60]}
         store.pin(due[5], now=NOW)
         store.acquire_leases("agent", "p", [due[60]], ttl=20 * DAY, now=NOW - 11 * DAY)
-    # 64 documents a wave, 200 deletes of purge budget: some versions purged in the
+        store.acquire_leases("brief", "p", due[70:], ttl=10 * DAY, now=NOW - 11 * DAY)
+        done = store.expire_segments(now=NOW - 2 * DAY)  # the brief lease still holds
+        assert len(done.held) == 2 + len(due[70:])
+    # 16 documents a wave, 100 deletes of purge budget: some versions purged in the
     # wave's batch, the rest queued for the purge that follows
-    code, _, err = child("wave", str(path), str(NOW), "64", "200", env={"MEMORYD_KILL_AT": kill_at})
+    args = ("wave", str(path), str(NOW), "16", "100")
+    code, _, err = child(*args, env={"MEMORYD_KILL_AT": kill_at})
     assert code == -signal.SIGKILL, err
     with ArchiveStore.open_primary(path) as store:
         check_invariants(store, docs, protected=protected)
-    code, report, err = child("wave", str(path), str(NOW), "64", "200")
+    code, report, err = child(*args)
     assert code == 0, err
     with ArchiveStore.open_primary(path) as store:
         live, expired = check_invariants(store, docs, protected=protected)
@@ -181,10 +206,14 @@ def test_sigkill_around_the_batched_wave_then_rerun_is_idempotent(path, kill_at)
 
 
 def test_a_wave_purges_what_fits_its_budget_in_the_same_batch(store):
+    """Held versions: retired one by one, purged in the wave's batch within its budget."""
     docs = populate(store, 40)
-    entries = store.expiry_entries(until=NOW, limit=100)
+    due = [loc for loc, (_, d) in docs.items() if d]
+    store.acquire_leases("a", "p", due, ttl=11 * DAY + 60, now=NOW - 11 * DAY)
+    assert len(store.expire_segments(now=NOW).held) == 20
+    entries = store.expiry_entries(until=NOW + 120, limit=100)
     done = store.retire_due(
-        entries, now=NOW, deadline_of=POLICY.expires_at, cursor_name="w", cursor_value=None
+        entries, now=NOW + 120, deadline_of=POLICY.expires_at, cursor_name="w", cursor_value=None
     )
     assert done.outcomes == ["expired"] * 20 and done.purged_versions == 20
     assert store.pending_purge() == 0 and store.get_cursor("w") is None
@@ -199,8 +228,7 @@ def test_the_purge_queue_resumes_at_its_head_and_wraps_around(store):
         store.append("p", "conversation", text, created_at=old, expires_at=old, doc_id=f"m{i:02d}")
     store.append("p", "conversation", "first in key order", created_at=NOW, expires_at=None,
                  doc_id="a0")  # fmt: skip
-    entries = store.expiry_entries(until=NOW, limit=100)
-    store.retire_due(entries, now=NOW, cursor_name="w", cursor_value=None, purge_keys=0)
+    store.forget([f"m{i:02d}" for i in range(30)], now=NOW)
     assert store.pending_purge() == 30
     first = store.purge_pending(max_keys=40)  # whole versions packed into one batch
     assert first.remaining and first.versions >= 2
@@ -236,7 +264,7 @@ def test_pins_and_leases_survive_a_wave_racing_requests_from_another_process(pat
     (here from this test process over a pipe) on a thread *while* its main thread
     runs retention waves; the store lock makes each check-and-write atomic."""
     with ArchiveStore.open_primary(path) as store:
-        docs = populate(store, 1200, due_every=1)
+        docs = populate(store, 1200, due_every=1, spread_days=30)  # 30 segments
     locs = list(docs)
     proc = spawn("serve", str(path), str(NOW))
     try:
@@ -305,11 +333,11 @@ def test_pins_and_leases_survive_a_wave_racing_requests_from_another_process(pat
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kill_at", ["wave_before_batch", "wave_after_batch"])
+@pytest.mark.parametrize("kill_at", ["segment_before_batch", "segment_after_batch"])
 def test_sigkill_around_a_wave_that_folds_the_statistics_journal(path, kill_at):
-    """A wave that finds the document-frequency journal long folds it in its own
-    batch: killed before the batch nothing is folded, after it the journal holds only
-    the wave's record; either way the statistics stay exact and a rerun finishes."""
+    """A wave that finds the document-frequency journal long folds it in its segment
+    batch: killed before the batch nothing is folded, after it the journal is empty;
+    either way the statistics stay exact and a rerun finishes."""
     with ArchiveStore.open_primary(path) as store:
         docs = populate(store, 120)
         fresh = [loc for loc, (_, d) in docs.items() if not d]
@@ -320,8 +348,8 @@ def test_sigkill_around_a_wave_that_folds_the_statistics_journal(path, kill_at):
     code, _, err = child(*args, env={"MEMORYD_KILL_AT": kill_at})
     assert code == -signal.SIGKILL, err
     with ArchiveStore.open_primary(path) as store:
-        folded = kill_at == "wave_after_batch"
-        assert store.df_journal_records() == (1 if folded else DF_JOURNAL_FOLD_RECORDS)
+        folded = kill_at == "segment_after_batch"
+        assert store.df_journal_records() == (0 if folded else DF_JOURNAL_FOLD_RECORDS)
         assert store.verify_postings()["ok"]
     code, _, err = child(*args)
     assert code == 0, err

@@ -23,6 +23,7 @@ from memoryd.storage.archive import (
     LocatorNotFound,
     NewVersion,
     NotLive,
+    keys,
     parse_locator,
 )
 
@@ -54,8 +55,20 @@ def due_entries(store, now):
 
 
 def expire_all_due(store, now):
-    out = [store.retire_expired(e, now=now) for e in due_entries(store, now)]
-    return out
+    """What waves do at ``now``: due segments whole, then held versions one by one."""
+    report = store.expire_segments(now=now)
+    out = ["expired"] * len(report.expired)
+    return out + [store.retire_expired(e, now=now) for e in due_entries(store, now)]
+
+
+def hold(store, locator, now):
+    """Put a version in the per-version path: leased (until a day after ``now``) while
+    its segment expires at ``now``, it is copied out to the held segment and enters
+    the per-version expiry index."""
+    created = store.version_info(locator).created_at
+    store.acquire_leases("holder", "p", [locator], ttl=now + DAY - created, now=created)
+    assert store.expire_segments(now=now).held == [locator]
+    return store.version_info(locator)
 
 
 def test_locator_statuses_and_expired_never_answers_newer(store):
@@ -83,40 +96,43 @@ def test_locator_statuses_and_expired_never_answers_newer(store):
             store.get(bad)
 
 
-def test_expired_leaves_search_before_purge_and_compaction(store):
+def test_expired_leaves_search_at_its_deadline_before_its_segment_goes(store):
     a = add(store, "retention wave deletes zebra evidence", ttl=1 * DAY)
     b = add(store, "zebra crossing notes stay", ttl=30 * DAY)
     assert {h.locator for h in store.search("p", "zebra")} == {a.locator, b.locator}
     assert store.term_stats("p", ["zebra"]) == {"zebra": 2}
-    assert expire_all_due(store, NOW + 2 * DAY) == ["expired"]
-    # tombstoned: out of search and statistics at once, postings and payload still on disk
-    assert [h.locator for h in store.search("p", "zebra")] == [b.locator]
+    # a wave just after a's deadline: its day segment has not ended
+    just_after = NOW + DAY + 60
+    assert store.expire_segments(now=just_after).segments == 0
+    assert store.clock() == just_after
+    assert [h.locator for h in store.search("p", "zebra")] == [b.locator]  # out at once
+    assert store.get(a.locator)["status"] == "expired" and "content" not in store.get(a.locator)
+    assert a.locator in {loc for loc, _ in store.postings("p", "zebra")}  # keys still there
+    assert not store.version_info(a.locator).purged
+    # the segment's bucket ends: one range delete, the statistics folded
+    done = store.expire_segments(now=NOW + 2 * DAY)
+    assert done.segments == 1 and done.expired == [a.locator]
     assert store.term_stats("p", ["zebra"]) == {"zebra": 1}
-    assert a.locator in {loc for loc, _ in store.postings("p", "zebra")}
-    assert store.pending_purge() == 1
-    assert store.get(a.locator)["status"] == "expired"
-    report = store.purge_pending(max_keys=2)  # bounded batches: several calls
-    while report.remaining:
-        report = store.purge_pending(max_keys=2)
-    assert store.pending_purge() == 0
     assert a.locator not in {loc for loc, _ in store.postings("p", "zebra")}
     assert store.get(a.locator)["status"] == "expired"  # metadata kept
     assert store.version_info(a.locator).purged
     assert store.verify_postings()["ok"]
-    assert store.deleted_keys_total() > 0
 
 
 def test_purge_is_resumable_per_chunk(store):
     text = " ".join(f"term{i}" for i in range(50))
     a = add(store, text, ttl=1 * DAY)
-    expire_all_due(store, NOW + 2 * DAY)
+    add(store, "a short new version", doc_id=a.doc_id)  # a is superseded: purged by version
+    assert store.pending_purge() == 1
     first = store.purge_pending(max_keys=20)
     assert first.remaining and first.versions == 0 and first.keys_deleted == 20
-    left = sum(1 for t in range(50) if any(True for _ in store.postings("p", f"term{t}")))
-    assert left == 30
+    ledger = store._ledger(a.doc_id.encode())
+    seg = store._seg(ledger, ledger["versions"][0])
+    left = sum(1 for _ in store._prefix(keys.seg_family(seg, keys.SEG_POSTING)))
+    assert left == 30  # (the new version: another deadline, another segment)
     rest = store.purge_pending(max_keys=1000)
-    assert rest.versions == 1 and rest.keys_deleted == 32  # 30 postings, payload, term list
-    assert store.get(a.locator)["status"] == "expired"
+    assert rest.versions == 1 and rest.keys_deleted == 33  # 30 postings, term list, member,
+    assert store.get(a.locator)["status"] == "superseded"  # payload
     assert store.verify_postings()["ok"]
 
 
@@ -163,43 +179,47 @@ def test_bad_input_writes_nothing(store):
     assert after["documents"] == before["documents"] + 1
 
 
-def test_expiry_index_is_time_ordered_and_due_scan_stops(store):
-    # created out of order; the index returns them in deadline order
+def test_segments_are_due_in_deadline_order_and_the_due_scan_stops(store):
+    # created out of order; the due segments come in deadline order, project by project
     ttls = [5, 1, 3, 2, 4]
     locs = {ttl: add(store, f"doc {ttl}", ttl=ttl * DAY).locator for ttl in ttls}
-    entries = store.expiry_entries(limit=100)
-    assert [e.locator for e in entries] == [locs[t] for t in sorted(ttls)]
-    assert [e.bucket_start for e in entries] == sorted(e.bucket_start for e in entries)
-    due = store.expiry_entries(until=NOW + 2.5 * DAY, limit=100)
-    assert [e.locator for e in due] == [locs[1], locs[2]]
-    # cursor: resume after an entry
-    rest = store.expiry_entries(after=entries[1].key, limit=100)
-    assert [e.locator for e in rest] == [locs[3], locs[4], locs[5]]
-    assert store.expiry_entries(classes=["ephemeral"], limit=100) == []
+    other = add(store, "other project", project="o", ttl=DAY).locator
+    due = store.due_segments(NOW + 2.5 * DAY)
+    members = [[f"{d}@{v}" for d, v in map(keys.split_dv, store.segment_versions(seg))]
+               for seg in due]  # fmt: skip
+    assert members == [[other], [locs[1]], [locs[2]]]
+    assert [keys.parse_segment(seg)[0] for seg in due] == [b"o", b"p", b"p"]
+    assert len(store.due_segments(NOW + 10 * DAY)) == 6
+    assert store.expiry_entries(limit=100) == []  # dated versions: no per-version entry
 
 
 def test_stale_generation_is_harmless(store):
     a = add(store, "renewed evidence", ttl=1 * DAY)
+    hold(store, a.locator, NOW + 2 * DAY)
     old = store.expiry_entries(limit=10)[0]
     gen = store.set_expiry(a.locator, NOW + 100 * DAY)
     assert gen == old.generation + 1
     assert store.retire_expired(old, now=NOW + 2 * DAY) == "stale"
     assert store.get(a.locator)["status"] == "live"
-    [new] = store.expiry_entries(limit=10)
-    assert new.generation == gen
-    assert store.retire_expired(new, now=NOW + 2 * DAY) == "not_due"
+    assert store.expiry_entries(limit=10) == []  # back in a dated segment: its deadline's
+    assert store.version_info(a.locator).generation == gen
 
 
 def test_pins_protect_until_removed(store):
     a = add(store, "pinned evidence", ttl=1 * DAY)
     store.pin(a.locator, now=NOW)
-    assert store.expiry_entries(limit=10) == []  # withdrawn from the expiry index
     assert store.protection(a.locator) == "pinned"
     assert store.get(a.locator)["pinned"] is True
     assert store.pin(a.locator)["locator"] == a.locator  # idempotent
+    # its segment expires: the pinned version is copied out and stays whole
+    assert expire_all_due(store, NOW + 2 * DAY) == []
+    assert store.get(a.locator)["content"] == "pinned evidence"
+    assert store.expiry_entries(limit=10) == []  # pinned: not in the per-version index
     assert store.unpin(a.doc_id) and not store.unpin(a.locator)
+    assert store.get(a.locator)["status"] == "expired"  # past its deadline, unprotected
     [entry] = store.expiry_entries(limit=10)
     assert store.retire_expired(entry, now=NOW + 2 * DAY) == "expired"
+    assert store.version_info(a.locator).purged or store.pending_purge() == 1
     with pytest.raises(NotLive):
         store.pin(a.locator)
 
@@ -219,9 +239,7 @@ def test_lease_of_1000_with_one_bad_target_is_rejected_whole(store, bad):
         target = _versions(store, 1, project="q")[0]
     elif bad == "expired":
         target = _versions(store, 1, ttl=1 * DAY)[0]
-        doc, ver = parse_locator(target)
-        [entry] = [e for e in store.expiry_entries(limit=5000) if e.doc_id == doc]
-        assert store.retire_expired(entry, now=NOW + 2 * DAY) == "expired"
+        assert store.expire_segments(now=NOW + 2 * DAY).expired == [target]
     elif bad == "superseded":
         target = _versions(store, 1)[0]
         add(store, "newer", doc_id=parse_locator(target)[0])
@@ -449,13 +467,12 @@ def test_secondary_in_another_process_catches_up(tmp_path):
         seen = orjson.loads(proc.stdout.readline())
         assert seen["get"]["content"] == "written after the reader opened"
         assert seen["hits"] == [b.locator]
-        [entry] = primary.expiry_entries(until=NOW + 2, limit=10)
-        assert primary.retire_expired(entry, now=NOW + 2) == "expired"
+        primary.expire_segments(now=NOW + 2)  # the clock passes b's deadline
         proc.stdin.write(b.locator + "\n")
         proc.stdin.flush()
         seen = orjson.loads(proc.stdout.readline())
         assert seen["get"]["status"] == "expired" and "content" not in seen["get"]
-        assert seen["hits"] == []  # tombstoned: gone from the secondary's search too
+        assert seen["hits"] == []  # past its deadline: gone from the secondary's search too
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
@@ -507,6 +524,7 @@ def test_a_session_lease_protects_the_sessions_current_versions(store):
 
 def test_renew_writes_a_new_generation_and_the_old_entry_is_harmless(store):
     v = add(store, "renew me", created=NOW - 20 * DAY, ttl=DAY)  # due at NOW
+    hold(store, v.locator, NOW - 10 * DAY)
     old = due_entries(store, NOW)
     assert [e.locator for e in old] == [v.locator]
     gen = store.renew(v.locator, NOW + 30 * DAY)
@@ -535,10 +553,8 @@ def test_a_derived_document_outlives_none_of_its_sources_unless_promoted(store):
     assert store.get(a.locator)["status"] == "expired"
     assert store.get(d.locator)["status"] == "live"
     store.promote(kept.locator, "durable", None)
-    done = store.retire_due(  # b expires: d with it, the promoted one stays
-        due_entries(store, NOW + 10 * DAY), now=NOW + 10 * DAY, cursor_name="w", cursor_value=None
-    )
-    assert done.outcomes == ["expired"] and done.followed == [d.locator]
+    done = store.expire_segments(now=NOW + 10 * DAY)  # b expires: d with it, not kept
+    assert done.expired == [b.locator] and done.followed == [d.locator]
     assert store.get(b.locator)["status"] == "expired"
     assert store.get(d.locator)["status"] == "expired"
     assert store.get(kept.locator)["status"] == "live"

@@ -20,25 +20,24 @@ def test_compact_content_removes_expired_terms_that_a_flush_leaves(tmp_path):
         items.append(NewVersion("p", "conversation", f"old {MARKER.decode()}", NOW, NOW - 1))
         store.append_many(items, now=NOW)
         store.compact_all()  # everything settled in the last level
-        gone = store.expiry_entries(until=NOW)
+        gone = store.expire_segments(now=NOW + 86400).expired
         assert len(gone) == 1
-        store.retire_due(gone, now=NOW, cursor_name="w", cursor_value=None)
         store.flush()  # a few deletes: not enough for background compaction
         assert files_holding(path, MARKER), "precondition: a flush leaves the term on disk"
         store.compact_content("p")
         assert files_holding(path, MARKER) == []
-        assert store.get(gone[0].locator)["status"] == "expired"
+        assert store.get(gone[0])["status"] == "expired"
         assert len(store.search("p", "harbors", limit=1000)) == 300
         assert store.verify_postings()["ok"]
 
 
-def test_content_ranges_cover_payloads_postings_statistics_and_codes():
+def test_content_ranges_cover_segments_and_statistics():
     whole = keys.content_ranges()
-    families = [keys.PAYLOAD, keys.TERM_LIST, keys.POSTING, keys.TERMSTAT, keys.VECTORS]
-    assert [begin for begin, _ in whole] == families
+    assert [begin for begin, _ in whole] == [keys.SEGMENT, keys.TERMSTAT]
     one = keys.content_ranges(b"p")
-    posting = keys.posting(b"p", b"word", keys.dv(b"d", 1))
-    assert any(begin <= posting < end for begin, end in one)
-    assert any(begin <= keys.term_list(keys.dv(b"d", 1)) < end for begin, end in one)
-    other = keys.posting(b"q", b"word", keys.dv(b"d", 1))
-    assert not any(begin <= other < end for begin, end in one[2:])
+    seg = keys.segment(b"p", 19_676, keys.CLASS_CODE["conversation"])
+    own = [keys.seg_posting(seg, b"word", keys.dv(b"d", 1)), keys.seg_payload(seg, b"d")]
+    own += [keys.termstat(b"p", b"word"), keys.df_journal(b"p", 3)]
+    assert all(any(begin <= key < end for begin, end in one) for key in own)
+    other = keys.segment(b"q", 19_676, keys.CLASS_CODE["conversation"])
+    assert not any(begin <= keys.seg_payload(other, b"d") < end for begin, end in one)

@@ -25,11 +25,53 @@ def test_dv_round_trips(doc, ver):
     assert keys.split_dv(keys.dv(doc, ver)) == (doc.decode(), ver)
 
 
-@given(projects, terms, ids, versions)
-def test_posting_round_trips(project, term, doc, ver):
-    key = keys.posting(project, term, keys.dv(doc, ver))
-    assert keys.parse_posting(key) == (project, term, keys.dv(doc, ver))
-    assert key.startswith(keys.posting_prefix(project, term))
+buckets = st.one_of(u64s, st.just(keys.HELD_BUCKET))
+segments = st.builds(keys.segment, projects, buckets, codes)
+
+
+@given(projects, buckets, codes)
+def test_segment_round_trips(project, bucket, code):
+    seg = keys.segment(project, bucket, code)
+    assert keys.parse_segment(seg) == (project, bucket, code)
+    assert keys.state_segment(keys.segment_state(seg)) == seg
+    assert keys.segment_state(seg).startswith(keys.segment_states_prefix(project))
+    assert keys.segment_prefix(seg).startswith(keys.segments_prefix(project))
+
+
+@given(segments, terms, ids, versions)
+def test_segment_keys_round_trip_and_stay_in_their_segment(seg, term, doc, ver):
+    version = keys.dv(doc, ver)
+    posting = keys.seg_posting(seg, term, version)
+    assert keys.parse_seg_posting(posting, seg) == (term, version)
+    assert posting.startswith(keys.seg_posting_prefix(seg, term))
+    assert keys.seg_termstat_term(keys.seg_termstat(seg, term), seg) == term
+    own = (keys.seg_payload, keys.seg_terms, keys.seg_codes, keys.seg_member)
+    for build in own:
+        assert keys.seg_version(build(seg, version), seg) == version
+    start, end = keys.segment_prefix(seg), keys.prefix_end(keys.segment_prefix(seg))
+    every = [posting, keys.seg_termstat(seg, term), keys.seg_corpus(seg)]
+    every += [build(seg, version) for build in own]
+    assert all(start <= key < end for key in every)  # one range delete takes them all
+    assert all(keys.segment_of(key) == seg for key in every)
+    assert keys.is_payload(keys.seg_payload(seg, version))
+    assert not any(keys.is_payload(k) for k in every if k != keys.seg_payload(seg, version))
+
+
+@given(st.tuples(projects, buckets, codes), st.tuples(projects, buckets, codes), ids, versions)
+def test_segments_order_project_then_bucket_then_class(a, b, doc, ver):
+    """A project's segments are contiguous and in bucket order (the due scan stops at
+    the first bucket that has not ended); no key of one segment falls inside another's
+    range."""
+    sa, sb = keys.segment(*a), keys.segment(*b)
+    ka, kb = keys.segment_state(sa), keys.segment_state(sb)
+    if a[0] == b[0] and a[1] != b[1]:
+        assert (ka < kb) == (a[1] < b[1])
+    elif a[0] == b[0] and a[2] != b[2]:
+        assert (ka < kb) == (a[2] < b[2])
+    if a != b:
+        inner = keys.seg_payload(sb, keys.dv(doc, ver))
+        start = keys.segment_prefix(sa)
+        assert not start <= inner < keys.prefix_end(start)
 
 
 @given(u64s, codes, ids, versions)
@@ -65,7 +107,6 @@ def test_one_family_per_key(doc, ver):
     assert keys.purge_version(keys.purge(version)) == version
     assert keys.doc_of(keys.doc(doc)) == doc
     assert keys.doc_of(keys.pin(doc)) == doc
-    assert keys.is_payload(keys.payload(version))
     assert not keys.is_payload(keys.purge(version))
 
 
@@ -109,8 +150,8 @@ def test_families_are_distinct():
     families = [
         keys.META,
         keys.DOC,
-        keys.PAYLOAD,
-        keys.POSTING,
+        keys.SEGMENT,
+        keys.SEGMENT_STATE,
         keys.TERMSTAT,
         keys.CORPUS,
         keys.EXPIRY,
@@ -133,11 +174,14 @@ def test_families_are_distinct():
     assert all(len(f) == 1 for f in families)
 
 
-@given(projects, st.lists(terms, max_size=5), ids, versions)
-def test_postings_of_is_posting_for_each_term(project, term_list, doc, ver):
+@given(segments, st.lists(terms, max_size=5), ids, versions)
+def test_postings_of_is_posting_for_each_term(seg, term_list, doc, ver):
     version = keys.dv(doc, ver)
-    want = [keys.posting(project, t, version) for t in term_list]
-    assert keys.postings_of(project, term_list, version) == want
+    want = [keys.seg_posting(seg, t, version) for t in term_list]
+    assert keys.seg_postings_of(seg, term_list, version) == want
+    assert keys.seg_termstats_of(seg, term_list) == [keys.seg_termstat(seg, t) for t in term_list]
+    for term in term_list:
+        assert keys.term_in_segments([seg, seg], term) == [keys.seg_termstat(seg, term)] * 2
 
 
 sessions = st.text(
@@ -181,10 +225,6 @@ def test_the_statistics_journal_never_meets_a_statistic(project, other, term, se
 
 @given(ids, versions, st.lists(terms, max_size=40))
 def test_term_list_round_trips(doc, ver, listed):
-    version = keys.dv(doc, ver)
-    assert keys.term_list_version(keys.term_list(version)) == version
     value = keys.join_terms([t.decode() for t in listed])
     assert keys.split_terms(value) == listed
-    assert keys.postings_of(b"p", keys.split_terms(value), version) == [
-        keys.posting(b"p", t, version) for t in listed
-    ]
+    assert keys.encode_terms([t.decode() for t in listed]) == listed

@@ -25,22 +25,25 @@ Model
   per-project term/corpus statistics make exact-term search cheap; they
   count live versions only and can be rebuilt from the canonical payloads
   (:meth:`ArchiveStore.rebuild_postings`). Each version's **term list**
-  (``L dv``) names its posting terms, so removing it builds its posting keys
-  without decoding the payload. Retiring a version journals its terms (one
-  record per batch) instead of updating each term's statistic; the journal is
-  folded in later (:mod:`~.removal`).
-* Every expirable live version has one **expiry entry**
-  ``E <bucket:u64> <class:u8> <doc> 0x00 <version:u32>`` -> generation: time
-  bucket first, fixed-width big endian, so byte order is time order and a due
-  scan stops at the first future bucket. A stale generation is harmless.
-* Retirement is two-phase: a **tombstone** (the ledger says expired or
-  superseded, statistics drop the version, the version is queued for purge;
-  search stops returning it at once), then :meth:`ArchiveStore.purge_pending`
-  deletes postings, term list and payload in bounded batches (not fsynced:
-  a purge lost in a crash is redone from its queue). Both phases are
-  idempotent, so a crash at any point is repaired by running them again.
-* **Pins** protect a document until removed (a pinned document's expiry
-  entry is withdrawn; unpinning re-indexes it at its original deadline).
+  names its posting terms, so removing it builds its posting keys without
+  decoding the payload.
+* Everything derived from a version's content lives under its **expiry
+  segment** (project, the day bucket of its deadline, class; the **held**
+  segment for no deadline): :mod:`.segments`. A segment whose bucket has
+  ended expires whole, by one range delete, its statistics deltas folded into
+  the project's, protected versions copied out to the held segment first. A
+  version reads ``expired`` from the first wave at or after its deadline (the
+  **retention clock**) unless protected, before its segment's bytes go.
+* Retiring one version (superseded, forgotten, a derived document following
+  its sources, a held version whose protection lapsed) is two-phase: a
+  **tombstone** (the ledger says expired or superseded, statistics drop the
+  version through the journal, the version is queued for purge; search stops
+  returning it at once), then :meth:`ArchiveStore.purge_pending` deletes its
+  postings, term list and payload under its segment in bounded batches.
+  Held versions with a deadline have a per-version **expiry entry**
+  ``E <bucket:u64> <class:u8> <doc> 0x00 <version:u32>`` -> generation.
+* **Pins** protect a document until removed (a pinned held version has no
+  expiry entry; unpinning re-indexes it at its original deadline).
   **Active-context leases** belong to a client id (owner record with an epoch
   plus forward and reverse references); **retrieval leases** are short
   per-version protections taken by searches.
@@ -53,8 +56,10 @@ docstring is the table). The store's parts: :mod:`~.keys`, :mod:`~.codec`
 handle, the lock, batched writes), :mod:`~.ledgers`, :mod:`~.expiry`,
 :mod:`~.protections` (pins, leases, reverse refs), :mod:`~.access`,
 :mod:`~.postings` (postings, statistics, BM25 and excerpts), :mod:`~.removal`
-(what retiring a version removes: its terms, the statistics' journal), :mod:`~.meta`,
-and :mod:`~.migrate` (the raw copy/compare of a format migration).
+(what retiring a version removes: its terms, the statistics' journal),
+:mod:`~.segments` (due segments and their expiry), :mod:`~.meta`,
+:mod:`~.relayout` (the format bump to segments) and :mod:`~.migrate` (the raw
+copy/compare of a payload format migration).
 """
 
 from __future__ import annotations

@@ -90,7 +90,9 @@ class AccessMixin(StoreCore):
             doc = keys.parse_access(key)[1]
             if doc not in live:
                 ledger = self._ledger(doc, batch)
-                live[doc] = bool(ledger) and any(v["status"] == "live" for v in ledger["versions"])
+                live[doc] = bool(ledger) and any(
+                    self._stored_live(ledger, v, batch) for v in ledger["versions"]
+                )
             if not live[doc]:
                 batch.delete(key)
         if budget > 0 or last is None:  # reached the end: the next sweep starts over

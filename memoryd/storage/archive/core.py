@@ -42,6 +42,15 @@ from memoryd.storage.archive.records import VersionInfo, parse_locator
 #: Width of an expiry time bucket, fixed when the archive is created (stored in meta).
 DEFAULT_BUCKET_SECONDS = 3600
 
+#: Width of an expiry segment (a day): fixed when the archive is created (stored in meta).
+DEFAULT_SEGMENT_SECONDS = 86_400
+
+#: The archive layout this code writes: 2 = content keys by expiry segment.
+LAYOUT = 2
+
+#: Cursor holding the retention clock: the time of the last wave (a float, orjson).
+CLOCK = "archive.clock"
+
 #: Block cache of one open archive (RocksDB's default is 8 MiB).
 BLOCK_CACHE_BYTES = 32 * 1024 * 1024
 
@@ -55,13 +64,18 @@ class Batch:
 
     wb: WriteBatch = field(default_factory=lambda: WriteBatch(raw_mode=True))
     ledgers: dict[bytes, dict[str, Any]] = field(default_factory=dict)
-    df: Counter[tuple[bytes, str]] = field(default_factory=Counter)
+    df: Counter[bytes] = field(default_factory=Counter)
+    """Document-frequency changes by statistic key (global ``T`` and segment ``Z seg T``)."""
     removed: dict[bytes, list[bytes]] = field(default_factory=dict)
     """Terms of versions leaving the statistics (once per version), per project: one
     journal record each (:meth:`StoreCore._write`), folded into the statistics later."""
     folded: dict[bytes, Counter[bytes]] = field(default_factory=dict)
     """Journal removals this batch folds into the term statistics, per project."""
     corpus: dict[bytes, list[int]] = field(default_factory=dict)
+    """Corpus changes ``[versions, length]`` by corpus key (global ``S`` and ``Z seg S``)."""
+    states: dict[bytes, bytes] = field(default_factory=dict)
+    """Segment states this batch writes (a segment that gets keys is live; a wave's
+    segments are expired)."""
     deleted: int = 0
     reads: dict[bytes, bytes | None] = field(default_factory=dict)
     """Values read ahead in one multi-get (keys the batch does not change)."""
@@ -72,7 +86,14 @@ class Batch:
     """Versions (dv) that have reverse lease references, when read ahead for the batch."""
     followed: list[str] = field(default_factory=list)  # derived versions expired with a source
     queued: list[tuple[bytes, bytes, int, bytes]] = field(default_factory=list)
-    """Versions this batch retired and queued for purge: ``(dv, doc, version, project)``."""
+    """Versions this batch retired and queued for purge: ``(dv, doc, version, segment)``."""
+    dying: set[bytes] = field(default_factory=set)
+    """Segments this batch expires (a wave): their keys go by one range delete."""
+    moved_df: Counter[bytes] = field(default_factory=Counter)
+    """Versions copied out of a dying segment, by that segment's statistic key: its
+    fold subtracts only the versions that stay."""
+    moved_corpus: dict[bytes, list[int]] = field(default_factory=dict)
+    """The same for the dying segments' corpus records."""
     sync: bool = True
     """False for work a crash only has to redo (purges): written to the WAL, not fsynced
     (the next synced write, or the OS, makes it durable; losing it loses nothing)."""
@@ -123,6 +144,8 @@ class StoreCore:
         meta = self._get_json(keys.FORMAT) or {}
         self.bucket_seconds: int = int(meta.get("bucket_seconds", DEFAULT_BUCKET_SECONDS))
         self.payload_format: int = int(meta.get("payload_format", CURRENT_PAYLOAD_FORMAT))
+        self.segment_seconds: int = int(meta.get("segment_seconds", DEFAULT_SEGMENT_SECONDS))
+        self.layout: int = int(meta.get("layout", 1))
 
     # ---- opening
 
@@ -150,13 +173,14 @@ class StoreCore:
         sync: bool = True,
         bucket_seconds: int = DEFAULT_BUCKET_SECONDS,
         payload_format: int = CURRENT_PAYLOAD_FORMAT,
+        segment_seconds: int = DEFAULT_SEGMENT_SECONDS,
     ):
         """Open (creating if needed) the archive read-write.
 
         Only one process may: a second raises :class:`ArchiveBusy`. ``sync``
-        fsyncs the WAL on every write batch. ``bucket_seconds`` and
-        ``payload_format`` apply only when the archive is created (afterwards
-        they are read from the archive itself).
+        fsyncs the WAL on every write batch. ``bucket_seconds``,
+        ``payload_format`` and ``segment_seconds`` apply only when the archive is
+        created (afterwards they are read from the archive itself).
         """
         path = Path(path)
         try:
@@ -184,8 +208,9 @@ class StoreCore:
                 keys.FORMAT,
                 orjson.dumps(
                     {
-                        "layout": 1,
+                        "layout": LAYOUT,
                         "bucket_seconds": int(bucket_seconds),
+                        "segment_seconds": int(segment_seconds),
                         "payload_format": payload_format,
                     }
                 ),
@@ -259,12 +284,9 @@ class StoreCore:
             batch.put(keys.DELETED_KEYS, keys.U64.pack(total))
         for key, ledger in batch.ledgers.items():
             batch.put(key, codec.encode_ledger(ledger))
-        for project, (dv, dl) in batch.corpus.items():
-            stats = self.corpus_stats_raw(project)
-            batch.put(
-                keys.corpus(project),
-                orjson.dumps({"versions": stats[0] + dv, "length": stats[1] + dl}),
-            )
+        self._apply_corpus(batch)
+        for seg, state in batch.states.items():
+            batch.put(keys.segment_state(seg), state)
         if len(batch.wb):
             self._db.write(batch.wb, self._wopt if batch.sync else self._wopt_redoable)
 
@@ -281,7 +303,7 @@ class StoreCore:
         """Document-frequency changes (appends', folded removals) into the term
         statistics, one multi-get in key order; a statistic that reaches zero is
         deleted. (A fold touches most of a project's vocabulary: the loop is flat.)"""
-        deltas = {keys.termstat(p, t.encode()): d for (p, t), d in batch.df.items()}
+        deltas = {k: d for k, d in batch.df.items() if d}
         for project, counts in batch.folded.items():
             head = keys.termstat(project, b"")
             if not deltas:  # a fold alone (retention): no append's change to merge
@@ -300,6 +322,188 @@ class StoreCore:
                 delete(key)
                 deleted += 1
         batch.deleted += deleted
+
+    def _apply_corpus(self, batch: Batch) -> None:
+        """Corpus changes into the global and segment corpus records (one multi-get); a
+        segment's record that reaches zero is deleted."""
+        wanted = list(batch.corpus)
+        for key, raw in zip(wanted, self._db.get(wanted), strict=True):
+            old = orjson.loads(raw) if raw else {"versions": 0, "length": 0}
+            dv, dl = batch.corpus[key]
+            new = {"versions": old["versions"] + dv, "length": old["length"] + dl}
+            if key[:1] == keys.SEGMENT and new["versions"] <= 0:
+                if raw is not None:
+                    batch.wb.delete(key)
+            else:
+                batch.put(key, orjson.dumps(new))
+
+    @staticmethod
+    def _count(batch: Batch, project: bytes | None, seg: bytes, length: int, sign: int) -> None:
+        """A version entering (``sign`` 1) or leaving (-1) its segment's corpus
+        statistics, and the project's (``project`` None: it stays live, it moves)."""
+        wanted = [keys.seg_corpus(seg)] + ([] if project is None else [keys.corpus(project)])
+        for key in wanted:
+            c = batch.corpus.setdefault(key, [0, 0])
+            c[0] += sign
+            c[1] += sign * length
+
+    # ---- segments and what a version's status is now
+
+    def _bucket_of(self, expires_at: float | None) -> int:
+        """The segment bucket of a deadline (None: the held segment)."""
+        if expires_at is None:
+            return keys.HELD_BUCKET
+        return int(expires_at // self.segment_seconds)
+
+    @staticmethod
+    def _seg(ledger: dict[str, Any], v: dict[str, Any]) -> bytes:
+        """The segment a version's keys live in (its ledger names its bucket)."""
+        return keys.segment(
+            ledger["project"].encode(),
+            v.get("b", keys.HELD_BUCKET),
+            keys.CLASS_CODE[ledger["class"]],
+        )
+
+    def _open_bucket(self, project: bytes, cls: str, expires_at: float | None, batch: Batch) -> int:
+        """The bucket a version with this deadline goes to: its deadline's segment, or
+        the held one when that segment has expired already (a version written into an
+        expired range would never be deleted: the per-version path expires it)."""
+        bucket = self._bucket_of(expires_at)
+        seg = keys.segment(project, bucket, keys.CLASS_CODE[cls])
+        if bucket != keys.HELD_BUCKET and self._seg_state(seg, batch) == keys.SEG_EXPIRED:
+            return keys.HELD_BUCKET
+        return bucket
+
+    def _put_version(
+        self,
+        batch: Batch,
+        seg: bytes,
+        dv: bytes,
+        payload: bytes,
+        values: dict[str, bytes],
+        codes: bytes | None,
+        length: int,
+    ) -> None:
+        """Every key of a new version in segment ``seg`` (:meth:`_place`), counted in
+        the project's statistics too."""
+        terms = keys.encode_terms(list(values))
+        listed = keys.join_terms(list(values))
+        stored = dict(zip(terms, values.values(), strict=True))
+        self._place(batch, seg, dv, payload, listed, stored, codes, length)
+        project = keys.parse_segment(seg)[0]
+        head, df = keys.termstat(project, b""), batch.df
+        for term in terms:
+            df[head + term] += 1
+        c = batch.corpus.setdefault(keys.corpus(project), [0, 0])
+        c[0] += 1
+        c[1] += length
+
+    def _place(
+        self,
+        batch: Batch,
+        seg: bytes,
+        dv: bytes,
+        payload: bytes,
+        listed: bytes,
+        values: dict[bytes, bytes | None],
+        codes: bytes | None,
+        length: int,
+    ) -> None:
+        """A version's stored values under segment ``seg`` (payload, term list, member
+        record, codes, postings), counted in the segment's statistics (a version that
+        moves stays counted in the project's); the segment is marked live."""
+        batch.put(keys.seg_payload(seg, dv), payload)
+        batch.put(keys.seg_terms(seg, dv), listed)
+        batch.put(keys.seg_member(seg, dv), b"")
+        if codes is not None:
+            batch.put(keys.seg_codes(seg, dv), codes)
+        terms = list(values)
+        put, df = batch.wb.put, batch.df
+        for key, value in zip(keys.seg_postings_of(seg, terms, dv), values.values(), strict=True):
+            if value is not None:
+                put(key, value)
+        for key in keys.seg_termstats_of(seg, terms):
+            df[key] += 1
+        self._count(batch, None, seg, length, 1)
+        state_key = keys.segment_state(seg)
+        if seg not in batch.states and state_key not in batch.reads:
+            state = self._db.get(state_key)
+            if state == keys.SEG_EXPIRED:  # its range was deleted: a key here would stay
+                raise ArchiveError(f"segment {seg!r} has expired; nothing may enter it")
+            batch.reads[state_key] = state
+            if state is None:
+                batch.states[seg] = keys.SEG_LIVE
+
+    def _live_segments(self, project: bytes | None = None) -> list[bytes]:
+        """The live segments (of ``project``, or all), in key order."""
+        prefix = keys.segment_states_prefix(project)
+        return [
+            keys.state_segment(key)
+            for key, state in self._prefix(prefix, fill_cache=False)
+            if state == keys.SEG_LIVE
+        ]
+
+    def _segment_items(
+        self, family: bytes, project: bytes | None = None
+    ) -> Iterator[tuple[bytes, bytes, bytes]]:
+        """``(segment, key, value)`` of one family (``SEG_*``) in every live segment."""
+        for seg in self._live_segments(project):
+            for key, value in self._prefix(keys.seg_family(seg, family), fill_cache=False):
+                yield seg, key, value
+
+    def _seg_state(self, seg: bytes, batch: Batch | None = None) -> bytes | None:
+        if batch is not None and seg in batch.states:
+            return batch.states[seg]
+        return self._get(keys.segment_state(seg), batch)
+
+    def _stored_live(
+        self,
+        ledger: dict[str, Any],
+        v: dict[str, Any],
+        batch: Batch | None = None,
+        live: set[bytes] | None = None,
+    ) -> bool:
+        """The version's keys are still in the store and counted by the statistics:
+        its ledger says live and its segment has not expired (``live``: the live
+        segments, read once by a caller asking about many versions)."""
+        if v["status"] != "live":
+            return False
+        if live is not None:
+            return self._seg(ledger, v) in live
+        return self._seg_state(self._seg(ledger, v), batch) != keys.SEG_EXPIRED
+
+    def clock(self) -> float:
+        """The retention clock: the time the last wave ran at (0: none yet). A version
+        whose deadline is not after it reads expired unless a protection holds it,
+        whether or not its segment has gone yet."""
+        raw = self._db.get(keys.cursor(CLOCK))
+        return float(orjson.loads(raw)) if raw else 0.0
+
+    def _status(
+        self,
+        doc: bytes,
+        ledger: dict[str, Any],
+        ver: int,
+        *,
+        clock: float | None = None,
+        batch: Batch | None = None,
+        live: set[bytes] | None = None,
+    ) -> str:
+        """What a version is now: its ledger's status, except that a live version reads
+        ``expired`` once its segment expired, or once its deadline is not after the
+        retention clock and nothing protects it (exact visibility: its keys may stay
+        until its segment's bucket ends)."""
+        v = ledger["versions"][ver - 1]
+        if not self._stored_live(ledger, v, batch, live):
+            return "expired" if v["status"] == "live" else v["status"]
+        deadline = v["expires_at"]
+        if deadline is None or deadline > (self.clock() if clock is None else clock):
+            return "live"
+        now = self.clock() if clock is None else clock
+        if self._is_pinned(doc, batch):
+            return "live"
+        guard = self._protected_by_lease(doc, ver, now, batch, ledger)  # type: ignore[attr-defined]
+        return "live" if guard else "expired"
 
     def _get_json(self, key: bytes) -> Any:
         raw = self._db.get(key)
@@ -327,6 +531,19 @@ class StoreCore:
         while it.valid():
             yield it.key(), it.value()
             it.next()
+
+    def _iter(self, prefix: bytes) -> tuple[Any, ReadOptions]:
+        """A raw iterator positioned on the first key under ``prefix``, bounded by its
+        end, uncached (a long one-off read: a segment's statistics), and its options:
+        the caller keeps them alive while it iterates (the bound lives in them)."""
+        ropt = ReadOptions()
+        end = keys.prefix_end(prefix)
+        if end is not None:
+            ropt.set_iterate_upper_bound(end)
+        ropt.fill_cache(False)
+        it = self._db.iter(ropt)
+        it.seek(prefix)
+        return it, ropt
 
     def _prefix(self, prefix: bytes, **kw: Any) -> Iterator[tuple[bytes, bytes]]:
         return self._scan(prefix, keys.prefix_end(prefix), **kw)
@@ -427,13 +644,19 @@ class StoreCore:
 
     def _info(self, doc_id: str, ledger: dict[str, Any], ver: int, pinned: bool) -> VersionInfo:
         v = ledger["versions"][ver - 1]
+        status, retired_at, purged = v["status"], v.get("retired_at"), v.get("purged", False)
+        if status == "live":
+            status = self._status(doc_id.encode(), ledger, ver)
+            if status == "expired":  # by its deadline (read-time) or its segment's expiry
+                purged = not self._stored_live(ledger, v)  # (a disk-low pass: early)
+                retired_at = min(v["expires_at"], max(self.clock(), v["created_at"]))
         return VersionInfo(
             doc_id=doc_id,
             version=ver,
             project=ledger["project"],
             cls=ledger["class"],
             session=ledger.get("session"),
-            status=v["status"],
+            status=status,
             created_at=v["created_at"],
             expires_at=v["expires_at"],
             generation=v["gen"],
@@ -441,8 +664,8 @@ class StoreCore:
             length=v["len"],
             size=v["size"],
             sha256=v["sha256"],
-            purged=v.get("purged", False),
-            retired_at=v.get("retired_at"),
+            purged=purged,
+            retired_at=retired_at,
             current_version=ledger["current"],
             pinned=pinned,
             forgotten=v.get("forgotten", False),

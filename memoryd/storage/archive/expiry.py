@@ -1,7 +1,11 @@
-"""The expiry index: due entries in time order, retiring what is due, new deadlines.
+"""New deadlines (a version moves to its deadline's segment) and the per-version
+expiry index: due entries in time order, retiring what is due.
 
-Every expirable live version has one entry (bucket, class, version) ->
-generation. A stale generation is harmless: the wave drops it.
+A version in a dated segment expires with its segment (:mod:`~.segments`). The
+per-version index holds only the versions of a **held** segment that have a
+deadline (kept past it by a protection that may lapse, or given a deadline that
+has passed): one entry (bucket, class, version) -> generation each. A stale
+generation is harmless: the wave drops it.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from memoryd.errors import BadArchiveInput, NotLive
+from memoryd.errors import ArchiveError, BadArchiveInput, NotLive
 from memoryd.storage.archive import keys
 from memoryd.storage.archive.core import Batch, StoreCore, killpoint
 from memoryd.storage.archive.records import (
@@ -119,7 +123,7 @@ class ExpiryMixin(StoreCore):
             batch = Batch()
             versions = [keys.parse_expiry(e.key)[2] for e in entries]
             docs = [e.doc_id.encode() for e in entries]
-            self._read_ahead(batch, self._wave_keys(docs, versions))
+            self._read_ahead_wave(batch, entries)
             self._read_ahead_sparse(batch, [keys.pin(d) for d in docs])
             self._read_ahead_sparse(batch, [keys.rlease(v) for v in versions])
             self._read_ahead_leased(batch, versions)
@@ -150,12 +154,19 @@ class ExpiryMixin(StoreCore):
             report.keys_deleted += rest.keys_deleted
         return report
 
-    @staticmethod
-    def _wave_keys(docs: list[bytes], versions: list[bytes]) -> list[bytes]:
-        """What the checks of a wave read by key: ledgers and term lists (pins and
-        retrieval leases, which seldom exist, are walked: :meth:`_read_ahead_sparse`)."""
-        wanted = [keys.doc(d) for d in docs] + [keys.term_list(v) for v in versions]
-        return list(dict.fromkeys(wanted))
+    def _read_ahead_wave(self, batch: Batch, entries: Sequence[ExpiryEntry]) -> None:
+        """What the checks of a wave read by key, in two multi-gets: the ledgers, then
+        the term lists of the versions they place (pins and retrieval leases, which
+        seldom exist, are walked: :meth:`_read_ahead_sparse`)."""
+        docs = list(dict.fromkeys(e.doc_id.encode() for e in entries))
+        self._read_ahead(batch, [keys.doc(d) for d in docs])
+        wanted = []
+        for e in entries:
+            ledger = self._ledger(e.doc_id.encode(), batch)
+            if ledger is not None and e.version <= len(ledger["versions"]):
+                seg = self._seg(ledger, ledger["versions"][e.version - 1])
+                wanted.append(keys.seg_terms(seg, keys.dv(e.doc_id.encode(), e.version)))
+        self._read_ahead(batch, wanted)
 
     def _decide(
         self,
@@ -172,7 +183,7 @@ class ExpiryMixin(StoreCore):
         v = None
         if ledger is not None and entry.version <= len(ledger["versions"]):
             v = ledger["versions"][entry.version - 1]
-        if v is None or v["gen"] != entry.generation or v["status"] != "live":
+        if v is None or v["gen"] != entry.generation or not self._stored_live(ledger, v, batch):
             batch.delete(entry.key)
             return "stale"
         if deadline_of is not None and not v.get("override", False):
@@ -207,21 +218,75 @@ class ExpiryMixin(StoreCore):
         expires_at: float | None,
         *,
         override: bool,
+        old: bytes | None = None,
     ) -> int:
         """A new deadline under a new generation (the old entry goes; a pinned
-        document gets no entry). Returns the new generation."""
+        document gets no entry); the keys move to the deadline's segment (from
+        ``old``: its segment before a class change). Returns the new generation."""
         v = ledger["versions"][ver - 1]
-        if v["expires_at"] is not None:
+        if v["expires_at"] is not None and "b" not in v:  # held: it has an entry
             batch.wb.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
         v["gen"] += 1
         v["expires_at"] = expires_at
         v["override"] = override
-        if expires_at is not None and not self._is_pinned(doc):
+        bucket = self._open_bucket(ledger["project"].encode(), ledger["class"], expires_at, batch)
+        if expires_at is not None and expires_at <= self.clock():
+            bucket = keys.HELD_BUCKET  # due already: expired one by one, not a day later
+        self._move_version(batch, doc, ledger, ver, bucket, old)
+        if bucket == keys.HELD_BUCKET and expires_at is not None and not self._is_pinned(doc):
             batch.put(
                 self._expiry_key(expires_at, ledger["class"], doc, ver), keys.U32.pack(v["gen"])
             )
         batch.ledgers[keys.doc(doc)] = ledger
         return v["gen"]
+
+    def _move_version(
+        self,
+        batch: Batch,
+        doc: bytes,
+        ledger: dict[str, Any],
+        ver: int,
+        bucket: int,
+        old: bytes | None = None,
+    ) -> None:
+        """Move a live version's keys to segment ``bucket`` of its project and class
+        (values copied as stored; the segment statistics move with them). Out of a
+        segment this batch expires (``batch.dying``) nothing is deleted: the range
+        delete takes the old keys and its fold skips the version (``batch.moved_*``)."""
+        v = ledger["versions"][ver - 1]
+        old = self._seg(ledger, v) if old is None else old  # (given: the class changed)
+        new = keys.segment(ledger["project"].encode(), bucket, keys.CLASS_CODE[ledger["class"]])
+        if new == old:
+            return
+        dv = keys.dv(doc, ver)
+        listed = self._get(keys.seg_terms(old, dv), batch)
+        terms = keys.split_terms(listed) if listed else []
+        old_postings = keys.seg_postings_of(old, terms, dv)
+        values = dict(zip(terms, self._db.get(old_postings), strict=True))
+        payload = self._get(keys.seg_payload(old, dv), batch)
+        codes = self._get(keys.seg_codes(old, dv), batch)
+        if payload is None:  # cannot happen for a live version; never invent content
+            raise ArchiveError(f"live version {doc.decode()}@{ver} has no payload")
+        self._place(batch, new, dv, payload, listed or b"", values, codes, v["len"])
+        if old in batch.dying:
+            for key in keys.seg_termstats_of(old, terms):
+                batch.moved_df[key] += 1
+            moved = batch.moved_corpus.setdefault(old, [0, 0])
+            moved[0] += 1
+            moved[1] += v["len"]
+        else:
+            for key in keys.seg_termstats_of(old, terms):
+                batch.df[key] -= 1
+            self._count(batch, None, old, v["len"], -1)
+            for key in old_postings:
+                batch.wb.delete(key)
+            for own in (keys.seg_terms, keys.seg_member, keys.seg_payload, keys.seg_codes):
+                batch.wb.delete(own(old, dv))
+        if bucket == keys.HELD_BUCKET:
+            v.pop("b", None)
+        else:
+            v["b"] = bucket
+        batch.ledgers[keys.doc(doc)] = ledger
 
     def renew(self, locator: str, expires_at: float | None) -> int:
         """Explicitly renew a live version's expiry: a new generation with an explicit
@@ -243,7 +308,7 @@ class ExpiryMixin(StoreCore):
         check_class(cls)
         with self._lock:
             doc, ver, ledger = self._version_ledger(locator)
-            if ver != ledger["current"] or ledger["versions"][ver - 1]["status"] != "live":
+            if ver != ledger["current"] or self._status(doc, ledger, ver) != "live":
                 raise NotLive(f"{locator} is not the live current version of its document")
             if ledger["class"] != "derived" or cls == "derived":
                 raise BadArchiveInput(
@@ -251,11 +316,10 @@ class ExpiryMixin(StoreCore):
                     f"{ledger['class']}, asked for {cls})"
                 )
             batch = Batch()
-            self._move_expiry(batch, doc, ledger, ver, None, override=False)
-            ledger["class"] = cls
+            old = self._seg(ledger, ledger["versions"][ver - 1])  # derived: the held one
+            ledger["class"] = cls  # the segment names the class: the keys move with it
             ledger["promoted_from"] = ledger.pop("sources", [])
-            if expires_at is not None:
-                self._move_expiry(batch, doc, ledger, ver, expires_at, override=False)
+            self._move_expiry(batch, doc, ledger, ver, expires_at, override=False, old=old)
             self._write(batch)
 
     def set_expiry(
@@ -278,7 +342,7 @@ class ExpiryMixin(StoreCore):
         with self._lock:
             doc, ver, ledger = self._version_ledger(locator)
             v = ledger["versions"][ver - 1]
-            if v["status"] != "live":
+            if self._status(doc, ledger, ver) != "live":
                 return None
             if expected_generation is not None and v["gen"] != expected_generation:
                 return None

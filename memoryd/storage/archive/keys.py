@@ -7,12 +7,11 @@ version is named by its **dv**: ``doc 0x00 version:u32`` (:func:`dv`), so
 every version of one document is contiguous and in version order::
 
     M name                       meta (orjson): format, degraded, counters, ...
-    D doc                        document ledger (orjson)
-    V dv                         canonical payload (encoded, zstd)
-    P project 0 term 0 dv        posting -> frequency, positions, turns (positions.py)
-    L dv                         term list: the terms of the version's postings,
-                                 NUL-separated, in index order (retiring a version
-                                 builds its posting keys from it, no payload decode)
+    D doc                        document ledger (orjson); each version names its
+                                 segment's bucket (``b``)
+    Z seg ...                    everything derived from a version's content, under
+                                 its **expiry segment** (below)
+    z seg                        segment state: ``L`` live, ``X`` expired (kept)
     T project 0 term             document frequency over live versions (u64)
     T 0 project 0 seq:u64        document-frequency journal: removals of one batch
                                  (its terms, newline-separated, once per version),
@@ -20,7 +19,8 @@ every version of one document is contiguous and in version order::
                                  later (a project never starts with NUL)
     T 0xFF df_journal_seq        the journal's last record number (u64)
     S project                    corpus stats (orjson: versions, length)
-    E bucket:u64 class:u8 dv     expiry index -> generation (u32)
+    E bucket:u64 class:u8 dv     per-version expiry index -> generation (u32): only the
+                                 versions of a held segment that have a deadline
     U dv                         purge queue -> last term purged (resume point)
     N doc                        pin (orjson)
     O client                     lease owner (orjson: epoch, expires_at, ttl)
@@ -38,9 +38,27 @@ every version of one document is contiguous and in version order::
                                  ledger, after the version is purged: a redone request
                                  answers with its first outcome, never a new version)
     K name                       cursor
-    C project 0 dv               sign codes of a live version's exchanges (vectors.py),
-                                 deleted in the batch that retires the version
     M vectors                    the encoder that made every C code (orjson)
+
+**Segments.** A segment is ``seg = project 0 bucket:u64 class:u8``: a project's
+versions of one class whose deadlines fall in one bucket (``segment_seconds``
+wide, a day by default; bucket 2^64-1 is the **held** segment of versions with
+no deadline, or kept past theirs by a protection). Inside it::
+
+    Z seg C dv                   sign codes of the version's exchanges (vectors.py)
+    Z seg E dv                   member: the version is in this segment -> generation
+    Z seg L dv                   term list: the terms of the version's postings,
+                                 NUL-separated, in index order
+    Z seg P term 0 dv            posting -> frequency, positions, turns (positions.py)
+    Z seg S                      the segment's corpus delta (orjson: versions, length)
+    Z seg T term                 the segment's document-frequency delta (u64)
+    Z seg V dv                   canonical payload (encoded, zstd)
+
+Everything that dies together sits together: a due segment goes by one
+``delete_range(Z seg, Z seg+1)`` after its ``T``/``S`` deltas were subtracted
+from the global statistics. The project comes first, so a term read seeks only
+its own project's segments, and within a project byte order is bucket order
+(the due scan of ``z`` stops at the first bucket that has not ended).
 
 The expiry index puts the time bucket first and the class second: a due
 scan stops at the first future bucket, and within a bucket the classes come
@@ -59,7 +77,8 @@ U32 = struct.Struct(">I")
 U64 = struct.Struct(">Q")
 SEP = b"\x00"
 
-META, DOC, PAYLOAD, POSTING, TERMSTAT, CORPUS = b"M", b"D", b"V", b"P", b"T", b"S"
+META, DOC, TERMSTAT, CORPUS = b"M", b"D", b"T", b"S"
+SEGMENT, SEGMENT_STATE = b"Z", b"z"
 EXPIRY, PURGE, PIN, OWNER, OWNER_EXP = b"E", b"U", b"N", b"O", b"o"
 FWD, REV, RLEASE, RLEASE_EXP, ACCESS, REQUEST, CURSOR = (
     b"F",
@@ -70,8 +89,7 @@ FWD, REV, RLEASE, RLEASE_EXP, ACCESS, REQUEST, CURSOR = (
     b"I",
     b"K",
 )
-SESSION_REF, SESSION_FWD, DERIVED, TERM_LIST = b"W", b"Y", b"X", b"L"
-VECTORS = b"C"
+SESSION_REF, SESSION_FWD, DERIVED = b"W", b"Y", b"X"
 
 FORMAT = META + b"format"
 DEGRADED = META + b"degraded"
@@ -127,14 +145,6 @@ def doc_of(key: bytes) -> bytes:
     return key[1:]
 
 
-def payload(version: bytes) -> bytes:
-    return PAYLOAD + version
-
-
-def is_payload(key: bytes) -> bool:
-    return key[:1] == PAYLOAD
-
-
 def request(request_id: bytes) -> bytes:
     return REQUEST + request_id
 
@@ -146,38 +156,9 @@ def cursor(name: str) -> bytes:
 # ---- postings and statistics
 
 
-def posting_prefix(project: bytes, term: bytes) -> bytes:
-    return POSTING + project + SEP + term + SEP
-
-
-def posting(project: bytes, term: bytes, version: bytes) -> bytes:
-    return posting_prefix(project, term) + version
-
-
-def postings_of(project: bytes, terms: list[bytes], version: bytes) -> list[bytes]:
-    """The posting keys of one version's terms (:func:`posting` for many at once)."""
-    head, tail = POSTING + project + SEP, SEP + version
-    return [head + term + tail for term in terms]
-
-
 def encode_terms(terms: list[str]) -> list[bytes]:
     """``terms`` as bytes, encoded in one call (terms are ``\\w+`` runs: never NUL)."""
     return "\x00".join(terms).encode().split(SEP) if terms else []
-
-
-def version_postings(project: bytes, terms: list[str], version: bytes) -> list[bytes]:
-    """The posting keys of one version's terms (what :func:`postings_of` builds, from
-    ``str`` terms in one encode)."""
-    head, tail = POSTING + project + SEP, SEP + version
-    return [head + term + tail for term in encode_terms(terms)]
-
-
-def term_list(version: bytes) -> bytes:
-    return TERM_LIST + version
-
-
-def term_list_version(key: bytes) -> bytes:
-    return key[1:]
 
 
 def join_terms(terms: list[str]) -> bytes:
@@ -188,13 +169,6 @@ def join_terms(terms: list[str]) -> bytes:
 def split_terms(raw: bytes) -> list[bytes]:
     """The terms of a term list's value (:func:`join_terms`), as bytes."""
     return raw.split(SEP) if raw else []
-
-
-def parse_posting(key: bytes) -> tuple[bytes, bytes, bytes]:
-    """``(project, term, dv)`` of a posting key."""
-    i = key.index(SEP, 1)
-    j = key.index(SEP, i + 1)
-    return key[1:i], key[i + 1 : j], key[j + 1 :]
 
 
 def termstat(project: bytes, term: bytes) -> bytes:
@@ -223,19 +197,12 @@ def corpus_project(key: bytes) -> bytes:
 
 
 def content_ranges(project: bytes | None = None) -> list[tuple[bytes, bytes | None]]:
-    """The key ranges that hold content or what is derived from it: payloads, postings,
-    term statistics and codes (only ``project``'s derived keys when given)."""
+    """The key ranges that hold content or what is derived from it: the segments and
+    the term statistics (only ``project``'s when given)."""
     if project is None:
-        families = (PAYLOAD, TERM_LIST, POSTING, TERMSTAT, VECTORS)
-        return [(f, prefix_end(f)) for f in families]
-    own = (
-        POSTING + project + SEP,
-        TERMSTAT + project + SEP,
-        df_journal_prefix(project),
-        vectors_prefix(project),
-    )
-    shared = (PAYLOAD, TERM_LIST)  # keyed by version, not project
-    return [(f, prefix_end(f)) for f in shared] + [(p, prefix_end(p)) for p in own]
+        return [(f, prefix_end(f)) for f in (SEGMENT, TERMSTAT)]
+    own = (segments_prefix(project), TERMSTAT + project + SEP, df_journal_prefix(project))
+    return [(p, prefix_end(p)) for p in own]
 
 
 # ---- expiry index and purge queue
@@ -383,18 +350,126 @@ def parse_access(key: bytes) -> tuple[int, bytes]:
     return U64.unpack(key[1:9])[0], key[9:]
 
 
-# ---- vectors (codes derived from a version's content)
+# ---- segments (everything derived from a version's content, by expiry segment)
+
+#: The held segment's bucket: versions with no deadline, or kept past theirs.
+HELD_BUCKET = 2**64 - 1
+SEG_CODES, SEG_MEMBER, SEG_TERMS, SEG_POSTING = b"C", b"E", b"L", b"P"
+SEG_CORPUS, SEG_TERMSTAT, SEG_PAYLOAD = b"S", b"T", b"V"
+SEG_LIVE, SEG_EXPIRED = b"L", b"X"
 
 
-def vectors_prefix(project: bytes | None = None) -> bytes:
-    return VECTORS if project is None else VECTORS + project + SEP
+def segment(project: bytes, bucket: int, class_code: int) -> bytes:
+    """A segment's id: ``project 0 bucket:u64 class:u8``."""
+    return project + SEP + U64.pack(bucket) + bytes([class_code])
 
 
-def vector(project: bytes, version: bytes) -> bytes:
-    """``C project 0 dv``: the codes of one version's exchanges."""
-    return VECTORS + project + SEP + version
+def parse_segment(seg: bytes) -> tuple[bytes, int, int]:
+    """``(project, bucket, class code)`` of a segment id."""
+    return seg[:-10], U64.unpack(seg[-9:-1])[0], seg[-1]
 
 
-def vector_version(key: bytes, project: bytes) -> bytes:
-    """The dv of a code key of ``project``."""
-    return key[len(project) + 2 :]
+def segments_prefix(project: bytes | None = None) -> bytes:
+    """Where ``project``'s segments (or every segment) live."""
+    return SEGMENT if project is None else SEGMENT + project + SEP
+
+
+def segment_of(key: bytes) -> bytes:
+    """The segment id of a key inside a segment (``Z seg ...``)."""
+    return key[1 : key.index(SEP, 1) + 10]
+
+
+def segment_prefix(seg: bytes) -> bytes:
+    """Every key of one segment starts with this (its range delete's start)."""
+    return SEGMENT + seg
+
+
+def segment_state(seg: bytes) -> bytes:
+    return SEGMENT_STATE + seg
+
+
+def segment_states_prefix(project: bytes | None = None) -> bytes:
+    return SEGMENT_STATE if project is None else SEGMENT_STATE + project + SEP
+
+
+def state_segment(key: bytes) -> bytes:
+    """The segment id of a segment-state key."""
+    return key[1:]
+
+
+def seg_payload(seg: bytes, version: bytes) -> bytes:
+    return SEGMENT + seg + SEG_PAYLOAD + version
+
+
+def seg_terms(seg: bytes, version: bytes) -> bytes:
+    return SEGMENT + seg + SEG_TERMS + version
+
+
+def seg_codes(seg: bytes, version: bytes) -> bytes:
+    return SEGMENT + seg + SEG_CODES + version
+
+
+def seg_member(seg: bytes, version: bytes) -> bytes:
+    return SEGMENT + seg + SEG_MEMBER + version
+
+
+def seg_family(seg: bytes, family: bytes) -> bytes:
+    """The prefix of one family (``SEG_*``) inside a segment."""
+    return SEGMENT + seg + family
+
+
+def seg_version(key: bytes, seg: bytes) -> bytes:
+    """The dv of a per-version key (payload, terms, codes, member) of ``seg``."""
+    return key[len(seg) + 2 :]
+
+
+def seg_posting_prefix(seg: bytes, term: bytes) -> bytes:
+    return SEGMENT + seg + SEG_POSTING + term + SEP
+
+
+def seg_posting(seg: bytes, term: bytes, version: bytes) -> bytes:
+    return seg_posting_prefix(seg, term) + version
+
+
+def seg_postings_of(seg: bytes, terms: list[bytes], version: bytes) -> list[bytes]:
+    """The posting keys of one version's terms (:func:`seg_posting` for many at once)."""
+    head, tail = SEGMENT + seg + SEG_POSTING, SEP + version
+    return [head + term + tail for term in terms]
+
+
+def parse_seg_posting(key: bytes, seg: bytes) -> tuple[bytes, bytes]:
+    """``(term, dv)`` of a posting key of ``seg``."""
+    rest = key[len(seg) + 2 :]
+    i = rest.index(SEP)
+    return rest[:i], rest[i + 1 :]
+
+
+def seg_termstat(seg: bytes, term: bytes) -> bytes:
+    return SEGMENT + seg + SEG_TERMSTAT + term
+
+
+def seg_termstat_term(key: bytes, seg: bytes) -> bytes:
+    return key[len(seg) + 2 :]
+
+
+def seg_termstats_of(seg: bytes, terms: list[bytes]) -> list[bytes]:
+    """The segment statistic keys of ``terms`` (:func:`seg_termstat` for many)."""
+    head = SEGMENT + seg + SEG_TERMSTAT
+    return [head + term for term in terms]
+
+
+def term_in_segments(segs: list[bytes], term: bytes) -> list[bytes]:
+    """The statistic key of one term in each of ``segs``."""
+    return [SEGMENT + seg + SEG_TERMSTAT + term for seg in segs]
+
+
+def seg_corpus(seg: bytes) -> bytes:
+    return SEGMENT + seg + SEG_CORPUS
+
+
+def is_payload(key: bytes) -> bool:
+    """A canonical payload key (``Z seg V dv``): the migration copy re-encodes these."""
+    if key[:1] != SEGMENT:
+        return False
+    i = key.find(SEP, 1)
+    return i > 0 and key[i + 10 : i + 11] == SEG_PAYLOAD

@@ -88,7 +88,9 @@ class LedgersMixin(StoreCore):
             "created_at": utc_iso(info.created_at),
         }
         if info.status == "live":
-            raw = self._db.get(keys.payload(keys.dv(info.doc_id.encode(), info.version)))
+            ledger = self._ledger(info.doc_id.encode()) or {}
+            seg = self._seg(ledger, ledger["versions"][info.version - 1])
+            raw = self._db.get(keys.seg_payload(seg, keys.dv(info.doc_id.encode(), info.version)))
             if raw is None:  # cannot happen for a live version; never invent content
                 raise ArchiveError(f"live version {locator} has no payload (corrupt archive)")
             record = codec.decode_payload(raw)
@@ -126,12 +128,16 @@ class LedgersMixin(StoreCore):
         by_status = Counter[str]()
         by_class = Counter[str]()
         docs = live_bytes = pending = 0
-        for _, raw in self._prefix(keys.DOC, fill_cache=False):
+        clock = self.clock()
+        for key, raw in self._prefix(keys.DOC, fill_cache=False):
             ledger = codec.decode_ledger(raw)
             docs += 1
-            for v in ledger["versions"]:
-                by_status[v["status"]] += 1
-                if v["status"] == "live":
+            for ver, v in enumerate(ledger["versions"], 1):
+                status = v["status"]
+                if status == "live":
+                    status = self._status(keys.doc_of(key), ledger, ver, clock=clock)
+                by_status[status] += 1
+                if status == "live":
                     by_class[ledger["class"]] += 1
                     live_bytes += v["size"]
         pending = sum(1 for _ in self._prefix(keys.PURGE, fill_cache=False))
@@ -276,41 +282,40 @@ class LedgersMixin(StoreCore):
                     f"cannot change it to {it.cls!r}"
                 )
             cur = ledger["current"]
-            if cur and ledger["versions"][cur - 1]["status"] == "live":
-                self._retire(batch, doc, ledger, cur, "superseded", now)
-                superseded = make_locator(doc_id, cur)
+            if cur and self._stored_live(ledger, ledger["versions"][cur - 1], batch):
+                # past its deadline unprotected, it expired (a wave would have said so)
+                live = self._status(doc, ledger, cur, batch=batch) == "live"
+                self._retire(batch, doc, ledger, cur, "superseded" if live else "expired", now)
+                superseded = make_locator(doc_id, cur) if live else None
         ver = len(ledger["versions"]) + 1
         values, length = posting_values(it.content, it.meta)
         pinned = self._is_pinned(doc)
-        ledger["versions"].append(
-            {
-                "status": "live",
-                "created_at": it.created_at,
-                "expires_at": None if it.sources else it.expires_at,
-                "gen": 1,
-                "override": bool(it.sources),  # follows its sources, not the class age
-                "len": length,
-                "size": len(payload),
-                "sha256": hashlib.sha256(it.content.encode()).hexdigest(),
-                "request_id": it.request_id,
-            }
-        )
+        expires_at = None if it.sources else it.expires_at
+        bucket = self._open_bucket(project, it.cls, expires_at, batch)
+        v = {
+            "status": "live",
+            "created_at": it.created_at,
+            "expires_at": expires_at,
+            "gen": 1,
+            "override": bool(it.sources),  # follows its sources, not the class age
+            "len": length,
+            "size": len(payload),
+            "sha256": hashlib.sha256(it.content.encode()).hexdigest(),
+            "request_id": it.request_id,
+        }
+        if bucket != keys.HELD_BUCKET:
+            v["b"] = bucket
+        ledger["versions"].append(v)
         ledger["current"] = ver
         batch.ledgers[keys.doc(doc)] = ledger
         if it.sources:
             self._link_sources(batch, doc, ledger, it.sources)
         dv = keys.dv(doc, ver)
-        batch.put(keys.payload(dv), payload)
-        self._put_codes(batch, project, dv, it.content)
-        batch.put(keys.term_list(dv), keys.join_terms(list(values)))
-        for term, value in values.items():
-            batch.put(keys.posting(project, term.encode(), dv), value)
-            batch.df[(project, term)] += 1
-        c = batch.corpus.setdefault(project, [0, 0])
-        c[0] += 1
-        c[1] += length
-        if it.expires_at is not None and not it.sources and not pinned:
-            batch.put(self._expiry_key(it.expires_at, it.cls, doc, ver), keys.U32.pack(1))
+        seg = self._seg(ledger, v)
+        codes = self._codes(it.content, batch)
+        self._put_version(batch, seg, dv, payload, values, codes, length)
+        if bucket == keys.HELD_BUCKET and expires_at is not None and not pinned:
+            batch.put(self._expiry_key(expires_at, it.cls, doc, ver), keys.U32.pack(1))
         locator = make_locator(doc_id, ver)
         if it.request_id is not None:
             batch.put(keys.request(it.request_id.encode()), locator.encode())
@@ -338,21 +343,23 @@ class LedgersMixin(StoreCore):
         :meth:`purge_pending`. Returns the keys deleted inline (0 when queued).
         """
         v = ledger["versions"][ver - 1]
-        if v["status"] != "live":
+        if not self._stored_live(ledger, v, batch):
             return 0
         dv = keys.dv(doc, ver)
-        terms, own = version_removal(self, dv, batch)
+        seg = self._seg(ledger, v)
+        terms, own = version_removal(self, seg, dv, batch)
         project = ledger["project"].encode()
         if own:
             batch.removed.setdefault(project, []).extend(terms)
-        c = batch.corpus.setdefault(project, [0, 0])
-        c[0] -= 1
-        c[1] -= v["len"]
+            for key in keys.seg_termstats_of(seg, terms):
+                batch.df[key] -= 1
+        self._count(batch, project, seg, v["len"], -1)
         if expiry_key is not None:
             batch.delete(expiry_key)
-        elif v["expires_at"] is not None:
+        elif v["expires_at"] is not None and "b" not in v:  # held: in the expiry index
             batch.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
-        self._drop_codes(batch, project, dv)
+        self._drop_codes(batch, seg, dv)
+        batch.wb.delete(keys.seg_member(seg, dv))  # no longer among its segment's versions
         v["status"] = status
         v["retired_at"] = now
         batch.ledgers[keys.doc(doc)] = ledger
@@ -364,9 +371,9 @@ class LedgersMixin(StoreCore):
             if len(self._queued_terms) >= QUEUED_TERMS_MAX:
                 self._queued_terms.clear()
             self._queued_terms[dv] = (terms, own)
-            batch.queued.append((dv, doc, ver, project))
+            batch.queued.append((dv, doc, ver, seg))
             return 0
-        _delete_version(batch, project, terms, own, dv)
+        _delete_version(batch, seg, terms, own, dv)
         v["purged"] = True  # its request record stays: a redo answers "expired"
         return len(terms) + len(own)
 
@@ -381,31 +388,36 @@ class LedgersMixin(StoreCore):
                 raise LocatorNotFound(f"no archived version {loc} to derive from")
             if source["project"] != ledger["project"]:
                 raise ForeignProject(f"source {loc} belongs to project {source['project']!r}")
-            if source["versions"][ver - 1]["status"] != "live":
-                raise NotLive(f"source {loc} is {source['versions'][ver - 1]['status']}")
+            status = self._status(source_id.encode(), source, ver, batch=batch)
+            if status != "live":
+                raise NotLive(f"source {loc} is {status}")
             batch.put(keys.derived(source_id.encode(), doc), b"")
             source["derived"] = True  # its retirement looks for derived documents
             batch.ledgers[keys.doc(source_id.encode())] = source
         ledger["sources"] = sorted(set(ledger.get("sources", [])) | set(sources))
 
-    def _doc_live(self, doc: bytes, batch: Batch) -> bool:
+    def _doc_live(self, doc: bytes, batch: Batch, now: float | None = None) -> bool:
         ledger = self._ledger(doc, batch)
-        return bool(ledger) and ledger["versions"][ledger["current"] - 1]["status"] == "live"
+        if not ledger:
+            return False
+        return self._status(doc, ledger, ledger["current"], clock=now, batch=batch) == "live"
 
     def _follow_sources(self, batch: Batch, source: bytes, now: float) -> None:
         """A source document lost its last live version: each derived document whose
         sources are now all gone expires with it (in ``batch``), unless promoted;
         a pinned or leased one gets the deadline now, for the wave after it lapses."""
         ledger = self._ledger(source, batch)
-        if not ledger or not ledger.get("derived") or self._doc_live(source, batch):
+        if not ledger or not ledger.get("derived") or self._doc_live(source, batch, now):
             return
         for key, _ in self._prefix(keys.derived_prefix(source), fill_cache=False):
             doc = keys.derived_doc_of(key, source)
             ledger = self._ledger(doc, batch)
-            if ledger is None or ledger["class"] != "derived" or not self._doc_live(doc, batch):
+            if ledger is None or ledger["class"] != "derived":
+                continue
+            if not self._doc_live(doc, batch, now):
                 continue
             srcs = [parse_locator(loc)[0].encode() for loc in ledger.get("sources", [])]
-            if any(self._doc_live(s, batch) for s in srcs):
+            if any(self._doc_live(s, batch, now) for s in srcs):
                 continue
             cur = ledger["current"]
             if self._is_pinned(doc) or self._protected_by_lease(doc, cur, now, batch, ledger):
@@ -432,7 +444,7 @@ class LedgersMixin(StoreCore):
                 if ledger is None:
                     raise LocatorNotFound(f"no archived document {doc_id}")
                 for ver, v in enumerate(ledger["versions"], 1):
-                    if v["status"] == "live":
+                    if self._stored_live(ledger, v, batch):
                         self._retire(batch, doc, ledger, ver, "expired", now)
                         v["forgotten"] = True
                         retired.append(make_locator(doc_id, ver))
@@ -471,8 +483,8 @@ class LedgersMixin(StoreCore):
                 dv = keys.purge_version(key)
                 doc_id, ver = keys.split_dv(dv)
                 ledger = self._ledger(doc_id.encode(), packed)
-                project = ledger["project"].encode() if ledger else b""
-                terms, own = self._purge_removal(dv, packed, resume)
+                seg = self._seg(ledger, ledger["versions"][ver - 1]) if ledger else b"\xff"
+                terms, own = self._purge_removal(seg, dv, packed, resume)
                 if left <= 0 or (packed.deleted and len(terms) + len(own) > left):
                     remaining = True  # the next call starts here (the head cursor)
                     break
@@ -480,7 +492,7 @@ class LedgersMixin(StoreCore):
                     chunk, terms = terms[:left], terms[left:]
                     batch = Batch(sync=False)
                     for term in chunk:
-                        batch.delete(keys.posting(project, term, dv))
+                        batch.delete(keys.seg_posting(seg, term, dv))
                     batch.put(key, chunk[-1])
                     killpoint("archive_purge_chunk")
                     self._write(batch)
@@ -488,7 +500,7 @@ class LedgersMixin(StoreCore):
                     budget = left = budget - len(chunk)
                     if budget <= 0:
                         return PurgeReport(versions, deleted, True)
-                _delete_version(packed, project, terms, own, dv)
+                _delete_version(packed, seg, terms, own, dv)
                 packed.wb.delete(key)
                 packed.put(keys.cursor(PURGE_HEAD), key)
                 self._queued_terms.pop(dv, None)
@@ -513,7 +525,7 @@ class LedgersMixin(StoreCore):
         remaining = False
         budget = max(2, max_keys)
         batch = Batch(sync=False)
-        for dv, doc, ver, project in retired.queued:
+        for dv, doc, ver, seg in retired.queued:
             terms, own = self._queued_terms.get(dv) or ([], [])
             size = len(terms) + len(own)
             if not own or size > budget:
@@ -522,7 +534,7 @@ class LedgersMixin(StoreCore):
             if batch.deleted + size > budget:
                 deleted += self._write_purge(batch)
                 batch = Batch(sync=False)
-            _delete_version(batch, project, terms, own, dv)
+            _delete_version(batch, seg, terms, own, dv)
             batch.wb.delete(keys.purge(dv))
             del self._queued_terms[dv]
             ledger = retired.ledgers[keys.doc(doc)]
@@ -540,11 +552,11 @@ class LedgersMixin(StoreCore):
         return batch.deleted
 
     def _purge_removal(
-        self, dv: bytes, batch: Batch, resume: bytes
+        self, seg: bytes, dv: bytes, batch: Batch, resume: bytes
     ) -> tuple[list[bytes], list[bytes]]:
         """:func:`version_removal` of a queued version (what its retirement found, when
         this process retired it), its posting terms in order and after ``resume``."""
-        terms, own = self._queued_terms.get(dv) or version_removal(self, dv, batch)
+        terms, own = self._queued_terms.get(dv) or version_removal(self, seg, dv, batch)
         terms = sorted(terms)
         return ([t for t in terms if t > resume] if resume else terms), own
 
@@ -555,11 +567,15 @@ class LedgersMixin(StoreCore):
         ``batch`` with one multi-get first (not one read per queued version)."""
         queue = self._purge_queue()
         while entries := list(itertools.islice(queue, page)):
-            wanted: list[bytes] = []
-            for key, _ in entries:
-                dv = keys.purge_version(key)
-                wanted += (keys.doc(keys.split_dv(dv)[0].encode()), keys.term_list(dv))
-            self._read_ahead(batch, list(dict.fromkeys(wanted)))
+            docs = [keys.split_dv(keys.purge_version(key)) for key, _ in entries]
+            self._read_ahead(batch, list(dict.fromkeys(keys.doc(d.encode()) for d, _ in docs)))
+            wanted = []
+            for (doc_id, ver), (key, _) in zip(docs, entries, strict=True):
+                ledger = self._ledger(doc_id.encode(), batch)
+                if ledger is not None:
+                    seg = self._seg(ledger, ledger["versions"][ver - 1])
+                    wanted.append(keys.seg_terms(seg, keys.purge_version(key)))
+            self._read_ahead(batch, wanted)
             yield from entries
 
     def _purge_queue(self) -> Iterator[tuple[bytes, bytes]]:
@@ -583,11 +599,11 @@ class LedgersMixin(StoreCore):
 
 
 def _delete_version(
-    batch: Batch, project: bytes, terms: list[bytes], own: list[bytes], dv: bytes
+    batch: Batch, seg: bytes, terms: list[bytes], own: list[bytes], dv: bytes
 ) -> None:
     """A version's postings (of ``terms``) and its own keys, deleted in ``batch``."""
     delete = batch.wb.delete
-    for key in keys.postings_of(project, terms, dv):
+    for key in keys.seg_postings_of(seg, terms, dv):
         delete(key)
     for key in own:
         delete(key)

@@ -98,10 +98,15 @@ class MetaMixin(StoreCore):
             self._db.compact_range(begin, end, opts)
 
     def compact_content(self, project: str | None = None) -> None:
-        """:meth:`compact_ranges` over the ranges that held content (``project``'s only),
-        after folding the document-frequency journal (which names removed terms)."""
-        self.fold_df_journal()
-        self.compact_ranges(keys.content_ranges(None if project is None else project.encode()))
+        """:meth:`compact_ranges` over the ranges that held content (``project``'s only)
+        and the ledgers, after folding the document-frequency journal (which names
+        removed terms) and packing the ledgers of expired segments' versions (which
+        still held their hashes and sizes)."""
+        self.fold_df_journal()  # type: ignore[attr-defined]
+        while not self.slim_expired_ledgers(limit=100_000)[1]:  # type: ignore[attr-defined]
+            pass
+        ranges = keys.content_ranges(None if project is None else project.encode())
+        self.compact_ranges([*ranges, (keys.DOC, keys.prefix_end(keys.DOC))])
 
     def compact_all(self) -> None:
         """Full manual compaction (operator request only: unbounded I/O), after folding

@@ -21,7 +21,7 @@ import orjson
 from rocksdict import WriteBatch
 
 from memoryd.storage.archive import codec, keys, positions
-from memoryd.storage.archive.core import StoreCore
+from memoryd.storage.archive.core import DEFAULT_SEGMENT_SECONDS, LAYOUT, StoreCore
 from memoryd.storage.archive.positions import MAX_TERMS_PER_VERSION, tokenize
 from memoryd.storage.archive.records import (
     CorpusStats,
@@ -76,23 +76,61 @@ class PostingsMixin(StoreCore):
             for t, r in zip(terms, raws, strict=True)
         }
 
-    def postings(self, project: str, term: str) -> Iterator[tuple[str, int]]:
-        """``(locator, tf)`` of every posting of ``term`` (tombstoned versions included:
-        filter with :meth:`version_info`, or use :meth:`search`)."""
-        prefix = keys.posting_prefix(check_project(project), term.encode())
-        for key, raw in self._prefix(prefix):
-            yield make_locator(*keys.split_dv(keys.parse_posting(key)[2])), positions.tf(raw)
+    def postings(
+        self, project: str, term: str, segments: list[bytes] | None = None
+    ) -> Iterator[tuple[str, int]]:
+        """``(locator, tf)`` of every posting of ``term``: one multi-get of the term's
+        statistic in each live segment of the project (``segments``: those, read
+        once by a caller asking for many terms), then one seek per segment holding
+        it. Retired versions waiting for their purge may be among them: filter with
+        :meth:`version_info`, or use :meth:`search`."""
+        p, t = check_project(project), term.encode()
+        segs = self._live_segments(p) if segments is None else segments
+        held = self._db.get(keys.term_in_segments(segs, t))  # one multi-get: bloom misses
+        it = None  # one iterator for every segment's seek
+        for seg, count in zip(segs, held, strict=True):
+            if count is None:  # no live version of this segment holds the term
+                continue
+            it = it or self._db.iter()
+            prefix = keys.seg_posting_prefix(seg, t)
+            cut = len(prefix)
+            it.seek(prefix)
+            while it.valid() and (key := it.key()).startswith(prefix):
+                yield make_locator(*keys.split_dv(key[cut:])), positions.tf(it.value())
+                it.next()
 
     def read_postings(
         self, project: str, wanted: Sequence[tuple[str, str]]
     ) -> list[positions.Posting | None]:
         """The stored :class:`~.positions.Posting` (frequency, positions, turn
         structure) of each ``(locator, term)``, None where the version does not
-        hold the term; one multi-get."""
-        p = check_project(project)
-        dvs = {loc: keys.dv(*_doc_ver(loc)) for loc in dict.fromkeys(loc for loc, _ in wanted)}
-        got = self._db.get([keys.posting(p, t.encode(), dvs[loc]) for loc, t in wanted])
-        return [None if raw is None else positions.decode(raw) for raw in got]
+        hold the term; one multi-get of the ledgers (a version's segment), one of the
+        postings."""
+        check_project(project)
+        places = self._places(dict.fromkeys(loc for loc, _ in wanted))
+        want = [
+            keys.seg_posting(places[loc][0], t.encode(), places[loc][1])
+            for loc, t in wanted
+            if loc in places
+        ]
+        got = iter(self._db.get(want))
+        return [positions.decode(r) if loc in places and (r := next(got)) else None
+                for loc, _ in wanted]  # fmt: skip
+
+    def _places(self, locators: Iterable[str]) -> dict[str, tuple[bytes, bytes]]:
+        """``(segment, dv)`` of each locator whose ledger knows it (one multi-get)."""
+        parsed = {loc: _doc_ver(loc) for loc in locators}
+        docs = list(dict.fromkeys(doc for doc, _ in parsed.values()))
+        ledgers = dict(zip(docs, self._db.get([keys.doc(d) for d in docs]), strict=True))
+        out = {}
+        for loc, (doc, ver) in parsed.items():
+            raw = ledgers[doc]
+            if raw is None:
+                continue
+            ledger = codec.decode_ledger(raw)
+            if ver <= len(ledger["versions"]):
+                out[loc] = (self._seg(ledger, ledger["versions"][ver - 1]), keys.dv(doc, ver))
+        return out
 
     def live_matches(
         self,
@@ -112,25 +150,28 @@ class PostingsMixin(StoreCore):
         (automatic-recall horizons; a class missing from the map or mapped to
         None is not limited; a class mapped to ``float('inf')`` is excluded).
         """
-        check_project(project)
+        segments = self._live_segments(check_project(project))
         wanted = None if classes is None else set(classes)
         matched: dict[str, dict[str, int]] = {}
+        clock = self.clock()
         for term in dict.fromkeys(terms):
-            for i, (loc, tf) in enumerate(self.postings(project, term)):
+            for i, (loc, tf) in enumerate(self.postings(project, term, segments)):
                 if i >= max_postings_per_term:
                     break
                 matched.setdefault(loc, {})[term] = tf
-        ledgers: dict[str, dict[str, Any] | None] = {}
+        parsed = {loc: parse_locator(loc) for loc in matched}
+        docs = list(dict.fromkeys(doc_id for doc_id, _ in parsed.values()))
+        raws = self._db.get([keys.doc(d.encode()) for d in docs])  # one multi-get
+        ledgers = {d: codec.decode_ledger(r) for d, r in zip(docs, raws, strict=True) if r}
+        live = set(segments)
         hits: list[Hit] = []
         for loc, tfs in matched.items():
-            doc_id, ver = parse_locator(loc)
-            if doc_id not in ledgers:
-                ledgers[doc_id] = self._ledger(doc_id.encode())
-            ledger = ledgers[doc_id]
+            doc_id, ver = parsed[loc]
+            ledger = ledgers.get(doc_id)
             if ledger is None:
                 continue
             v = ledger["versions"][ver - 1]
-            if v["status"] != "live":
+            if self._status(doc_id.encode(), ledger, ver, clock=clock, live=live) != "live":
                 continue
             if wanted is not None and ledger["class"] not in wanted:
                 continue
@@ -171,22 +212,24 @@ class PostingsMixin(StoreCore):
             ledger = codec.decode_ledger(raw)
             project = ledger["project"].encode()
             for i, v in enumerate(ledger["versions"]):
-                if v["status"] != "live":
+                if not self._stored_live(ledger, v):
                     continue
-                dv = keys.dv(doc, i + 1)
-                record = codec.decode_payload(self._db[keys.payload(dv)])
+                seg, dv = self._seg(ledger, v), keys.dv(doc, i + 1)
+                record = codec.decode_payload(self._db[keys.seg_payload(seg, dv)])
                 values, length = positions.posting_values(record["content"], record.get("meta"))
-                postings[keys.term_list(dv)] = keys.join_terms(list(values))
+                postings[keys.seg_terms(seg, dv)] = keys.join_terms(list(values))
                 for term, value in values.items():
-                    postings[keys.posting(project, term.encode(), dv)] = value
+                    postings[keys.seg_posting(seg, term.encode(), dv)] = value
                     df[keys.termstat(project, term.encode())] += 1
-                c = corpus.setdefault(project, [0, 0])
-                c[0] += 1
-                c[1] += length
+                    df[keys.seg_termstat(seg, term.encode())] += 1
+                for key in (keys.corpus(project), keys.seg_corpus(seg)):
+                    c = corpus.setdefault(key, [0, 0])
+                    c[0] += 1
+                    c[1] += length
         for k, n in df.items():
             derived[k] = keys.U64.pack(n)
-        for p, (nv, nl) in corpus.items():
-            derived[keys.corpus(p)] = orjson.dumps({"versions": nv, "length": nl})
+        for k, (nv, nl) in corpus.items():
+            derived[k] = orjson.dumps({"versions": nv, "length": nl})
         return postings, derived
 
     def verify_postings(self) -> dict[str, Any]:
@@ -197,18 +240,17 @@ class PostingsMixin(StoreCore):
         """
         want_p, want_d = self._derived_from_payloads()
         have_p = {}
-        for key, raw in self._prefix(keys.POSTING, fill_cache=False):
-            if self._live(keys.parse_posting(key)[2]):
+        for seg, key, raw in self._segment_items(keys.SEG_POSTING):
+            if self._live(keys.parse_seg_posting(key, seg)[1]):
                 have_p[key] = raw
-        for key, raw in self._prefix(keys.TERM_LIST, fill_cache=False):
-            if self._live(keys.term_list_version(key)):
+        for seg, key, raw in self._segment_items(keys.SEG_TERMS):
+            if self._live(keys.seg_version(key, seg)):
                 have_p[key] = raw
         have_d = self._effective_termstats()
-        have_d.update(
-            (k, orjson.dumps(orjson.loads(v)))
-            for k, v in self._prefix(keys.CORPUS, fill_cache=False)
-        )
-        have_d = {k: v for k, v in have_d.items() if not (k[:1] == keys.CORPUS and _is_zero(v))}
+        corpus = list(self._prefix(keys.CORPUS, fill_cache=False))
+        corpus += [(k, v) for _, k, v in self._segment_items(keys.SEG_CORPUS)]
+        have_d.update((k, orjson.dumps(orjson.loads(v))) for k, v in corpus if not _is_zero(v))
+        have_d.update((k, v) for _, k, v in self._segment_items(keys.SEG_TERMSTAT))
         missing = sum(1 for k, v in want_p.items() if have_p.get(k) != v)
         extra = sum(1 for k in have_p if k not in want_p)
         mism = sum(1 for k in set(want_d) | set(have_d) if want_d.get(k) != have_d.get(k))
@@ -220,9 +262,10 @@ class PostingsMixin(StoreCore):
         }
 
     def _live(self, dv: bytes) -> bool:
+        """The version's keys count (its ledger says live; its segment is live)."""
         doc_id, ver = keys.split_dv(dv)
         ledger = self._ledger(doc_id.encode())
-        return bool(ledger) and ledger["versions"][ver - 1]["status"] == "live"
+        return bool(ledger) and self._stored_live(ledger, ledger["versions"][ver - 1])
 
     def _effective_termstats(self) -> dict[bytes, bytes]:
         """Every stored term statistic with the journal's removals applied (none at zero)."""
@@ -249,11 +292,14 @@ class PostingsMixin(StoreCore):
         self._need_primary()
         with self._lock:
             postings, derived = self._derived_from_payloads()
-            for fam in (keys.TERM_LIST, keys.POSTING, keys.TERMSTAT, keys.CORPUS):
-                end = keys.prefix_end(fam)
-                wb = WriteBatch(raw_mode=True)
-                wb.delete_range(fam, end)
-                self._db.write(wb, self._wopt)
+            wb = WriteBatch(raw_mode=True)
+            for fam in (keys.TERMSTAT, keys.CORPUS):
+                wb.delete_range(fam, keys.prefix_end(fam))
+            for seg in self._live_segments():
+                for fam in (keys.SEG_CORPUS, keys.SEG_TERMS, keys.SEG_POSTING, keys.SEG_TERMSTAT):
+                    start = keys.seg_family(seg, fam)
+                    wb.delete_range(start, keys.prefix_end(start))
+            self._db.write(wb, self._wopt)
             fmt = {**(self._get_json(keys.FORMAT) or {}), "postings_layout": positions.LAYOUT}
             items = [*postings.items(), *derived.items(), (keys.FORMAT, orjson.dumps(fmt))]
             for i in range(0, len(items), 50_000):
@@ -265,10 +311,18 @@ class PostingsMixin(StoreCore):
 
     @classmethod
     def open_primary(cls, path: Any, **kw: Any):
-        """:meth:`StoreCore.open_primary`, then postings written before
-        :data:`positions.LAYOUT` (term frequency only) are rebuilt from the
-        payloads, once (:meth:`postings_layout` says which an archive has)."""
+        """:meth:`StoreCore.open_primary`, then a layout-1 archive is moved under
+        expiry segments (:mod:`~.relayout`, resumable, under the boundary's
+        migration lock) and postings written before :data:`positions.LAYOUT` (term
+        frequency only) are rebuilt from the payloads, once
+        (:meth:`postings_layout` says which an archive has)."""
         store = super().open_primary(path, **kw)
+        if store.layout < LAYOUT:  # layout 1: its content moves under expiry segments
+            store.segment_seconds = int(kw.get("segment_seconds", DEFAULT_SEGMENT_SECONDS))
+            from memoryd.retention.boundary import Boundary  # (the boundary sits above)
+
+            with Boundary(store.path).exclusive():  # no retention wave meanwhile
+                store.relayout()  # type: ignore[attr-defined]
         if store.postings_layout() < positions.LAYOUT:
             store.rebuild_postings()
         return store

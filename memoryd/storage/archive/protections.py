@@ -47,9 +47,9 @@ class ProtectionsMixin(StoreCore):
         now = time.time() if now is None else now
         with self._lock:
             doc, ver, ledger = self._version_ledger(locator)
-            v = ledger["versions"][ver - 1]
-            if v["status"] != "live":
-                raise NotLive(f"{locator} is {v['status']}; pin a live version")
+            status = self._status(doc, ledger, ver)
+            if status != "live":
+                raise NotLive(f"{locator} is {status}; pin a live version")
             existing = self._get_json(keys.pin(doc))
             if existing is not None:
                 return existing
@@ -58,7 +58,8 @@ class ProtectionsMixin(StoreCore):
             batch.put(keys.pin(doc), orjson.dumps(record))
             cur = ledger["current"]
             cv = ledger["versions"][cur - 1]
-            if cv["status"] == "live" and cv["expires_at"] is not None:
+            if cv["status"] == "live" and cv["expires_at"] is not None and "b" not in cv:
+                # held past its deadline: out of the per-version index while pinned
                 batch.wb.delete(self._expiry_key(cv["expires_at"], ledger["class"], doc, cur))
                 cv["gen"] += 1
                 batch.ledgers[keys.doc(doc)] = ledger
@@ -83,8 +84,8 @@ class ProtectionsMixin(StoreCore):
             if ledger is not None:
                 cur = ledger["current"]
                 cv = ledger["versions"][cur - 1]
-                if cv["status"] == "live" and cv["expires_at"] is not None:
-                    cv["gen"] += 1
+                if cv["status"] == "live" and cv["expires_at"] is not None and "b" not in cv:
+                    cv["gen"] += 1  # held: back in the per-version index (may be due)
                     batch.put(
                         self._expiry_key(cv["expires_at"], ledger["class"], doc, cur),
                         keys.U32.pack(cv["gen"]),
@@ -225,8 +226,9 @@ class ProtectionsMixin(StoreCore):
                     rejected[loc] = "foreign_project"
                     continue
                 v = ledger["versions"][ver - 1]
-                if v["status"] != "live":
-                    rejected[loc] = v["status"]
+                status = self._status(doc, ledger, ver)
+                if status != "live":
+                    rejected[loc] = status
                     continue
                 if (
                     v["expires_at"] is not None
@@ -275,7 +277,7 @@ class ProtectionsMixin(StoreCore):
             return False
         for doc_id in self.session_documents(project, session):
             ledger = self._ledger(doc_id.encode())
-            if ledger and ledger["versions"][ledger["current"] - 1]["status"] == "live":
+            if ledger and self._status(doc_id.encode(), ledger, ledger["current"]) == "live":
                 return True
         return False
 
@@ -455,7 +457,7 @@ class ProtectionsMixin(StoreCore):
                 ledger = self._ledger(doc_id.encode())
                 if ledger is None or ver > len(ledger["versions"]):
                     continue
-                if ledger["versions"][ver - 1]["status"] != "live":
+                if self._status(doc_id.encode(), ledger, ver) != "live":
                     continue
                 dv = keys.dv(doc_id.encode(), ver)
                 raw = self._db.get(keys.rlease(dv))

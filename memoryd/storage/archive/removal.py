@@ -1,10 +1,13 @@
 """What removing a version from the derived layer needs, kept off the per-term paths.
 
 * :func:`version_removal`: **the one place** that says which records of a
-  version go when it is purged: its posting terms and its own keys (term
-  list, payload). The term list (``L dv``, written with the postings) answers
-  in one read of a few bytes; only a version appended before term lists
-  existed is decoded and tokenized (:func:`version_terms`).
+  version go when it is purged one by one (superseded, forgotten, a derived
+  document following its sources, a held version past its deadline): its
+  posting terms and its own keys (term list, member record, payload), all
+  under its segment. The term list (``Z seg L dv``, written with the
+  postings) answers in one read of a few bytes. (A version whose whole
+  segment expires is not purged one by one: the segment goes by one range
+  delete.)
 * The **document-frequency journal**: retiring a version does not
   read-modify-write the statistic of every term it held. Each write batch
   that retires versions adds one record per project, ``T 0 project 0 seq``
@@ -26,7 +29,6 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from memoryd.storage.archive import keys
-from memoryd.storage.archive.codec import decode_payload
 from memoryd.storage.archive.core import Batch, StoreCore
 from memoryd.storage.archive.postings import MAX_TERMS_PER_VERSION, tokenize
 
@@ -45,17 +47,16 @@ def version_terms(content: str) -> list[str]:
 
 
 def version_removal(
-    store: StoreCore, dv: bytes, batch: Batch | None = None
+    store: StoreCore, seg: bytes, dv: bytes, batch: Batch | None = None
 ) -> tuple[list[bytes], list[bytes]]:
-    """``(terms, own keys)`` of version ``dv``: the terms its postings are keyed by
-    and the canonical keys of it that exist (none: already purged)."""
-    listed = store._get(keys.term_list(dv), batch)
-    if listed is not None:
-        return keys.split_terms(listed), [keys.term_list(dv), keys.payload(dv)]
-    raw = store._get(keys.payload(dv), batch)  # appended before term lists
-    if raw is None:
+    """``(terms, own keys)`` of version ``dv`` in segment ``seg``: the terms its
+    postings are keyed by and its own keys (none: already purged). The payload
+    comes last: a purge in chunks deletes it with the version's queue entry."""
+    listed = store._get(keys.seg_terms(seg, dv), batch)
+    if listed is None:
         return [], []
-    return keys.encode_terms(version_terms(decode_payload(raw)["content"])), [keys.payload(dv)]
+    own = [keys.seg_terms(seg, dv), keys.seg_member(seg, dv), keys.seg_payload(seg, dv)]
+    return keys.split_terms(listed), own
 
 
 class DfJournalMixin(StoreCore):

@@ -9,12 +9,15 @@ from memoryd.storage.archive.ledgers import LedgersMixin
 from memoryd.storage.archive.meta import MetaMixin
 from memoryd.storage.archive.postings import PostingsMixin
 from memoryd.storage.archive.protections import ProtectionsMixin
+from memoryd.storage.archive.relayout import RelayoutMixin
 from memoryd.storage.archive.removal import DfJournalMixin
+from memoryd.storage.archive.segments import SegmentsMixin
 from memoryd.storage.archive.vectors import VectorsMixin
 
 
 class ArchiveStore(
     LedgersMixin,
+    SegmentsMixin,
     ExpiryMixin,
     ProtectionsMixin,
     AccessMixin,
@@ -22,6 +25,7 @@ class ArchiveStore(
     DfJournalMixin,
     MetaMixin,
     VectorsMixin,
+    RelayoutMixin,
 ):
     """An open archive. Use :meth:`open_primary` or :meth:`open_secondary`.
 

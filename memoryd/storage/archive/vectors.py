@@ -82,22 +82,22 @@ class VectorsMixin(StoreCore):
         if meta is not None and meta["encoder"] != name:
             raise _refuse(meta["encoder"], name or "hashing")
 
-    def _put_codes(self, batch: Batch, project: bytes, dv: bytes, content: str) -> None:
-        """The new version's codes, in its append's batch (its first write records the
-        encoder)."""
+    def _codes(self, content: str, batch: Batch | None = None) -> bytes | None:
+        """A new version's codes (None: the encoder stores none); the first write of
+        codes records the encoder (in ``batch``)."""
         coder = self.coder
         self.check_vectors(coder.meta["encoder"] if coder else None)
         if coder is None:
-            return
-        if self.vectors_meta() is None:  # (again for each version of a first batch)
-            batch.put(keys.VECTORS_META, orjson.dumps(coder.meta))
-        batch.put(keys.vector(project, dv), coder.codes(content))
+            return None
+        if batch is not None and self.vectors_meta() is None:
+            batch.put(keys.VECTORS_META, orjson.dumps(coder.meta))  # (again per version)
+        return coder.codes(content)
 
     @staticmethod
-    def _drop_codes(batch: Batch, project: bytes, dv: bytes) -> None:
+    def _drop_codes(batch: Batch, seg: bytes, dv: bytes) -> None:
         """A retired version's codes go in the batch that retires it (not counted as a
         purged key: it may have none)."""
-        batch.wb.delete(keys.vector(project, dv))
+        batch.wb.delete(keys.seg_codes(seg, dv))
 
     def sequence(self) -> int:
         """The store's last write's sequence number (a secondary's as of its catch-up):
@@ -105,10 +105,11 @@ class VectorsMixin(StoreCore):
         return self._db.latest_sequence_number()
 
     def version_codes(self, project: str) -> Iterator[tuple[str, bytes]]:
-        """(locator, codes) of the project's coded live versions, in key order."""
-        p = project.encode()
-        for key, value in self._prefix(keys.vectors_prefix(p), fill_cache=False):
-            yield make_locator(*keys.split_dv(keys.vector_version(key, p))), value
+        """(locator, codes) of the project's coded versions whose keys are in the store,
+        segment by segment (a version past its deadline is among them until its segment
+        goes: readers check :meth:`version_info`)."""
+        for seg, key, value in self._segment_items(keys.SEG_CODES, project.encode()):
+            yield make_locator(*keys.split_dv(keys.seg_version(key, seg))), value
 
     def _expected_codes(self) -> Iterator[tuple[bytes, bytes]]:
         """(key, codes) of every live version, made by the coder from its payload."""
@@ -116,12 +117,11 @@ class VectorsMixin(StoreCore):
         for key, raw in self._prefix(keys.DOC, fill_cache=False):
             doc = keys.doc_of(key)
             ledger = codec.decode_ledger(raw)
-            project = ledger["project"].encode()
             for i, v in enumerate(ledger["versions"]):
-                if v["status"] == "live":
-                    dv = keys.dv(doc, i + 1)
-                    content = codec.decode_payload(self._db[keys.payload(dv)])["content"]
-                    yield keys.vector(project, dv), self.coder.codes(content)
+                if self._stored_live(ledger, v):
+                    seg, dv = self._seg(ledger, v), keys.dv(doc, i + 1)
+                    content = codec.decode_payload(self._db[keys.seg_payload(seg, dv)])["content"]
+                    yield keys.seg_codes(seg, dv), self.coder.codes(content)
 
     def rebuild_vectors(self) -> int:
         """Drop every code and recompute the live versions' with the coder (which
@@ -131,7 +131,9 @@ class VectorsMixin(StoreCore):
         with self._lock:
             wb = WriteBatch(raw_mode=True)
             wb.delete(keys.VECTORS_META)
-            wb.delete_range(keys.VECTORS, keys.prefix_end(keys.VECTORS))
+            for seg in self._live_segments():
+                start = keys.seg_family(seg, keys.SEG_CODES)
+                wb.delete_range(start, keys.prefix_end(start))
             self._db.write(wb, self._wopt)
             if self.coder is None:
                 return 0
@@ -150,7 +152,7 @@ class VectorsMixin(StoreCore):
     def vectors_digest(self) -> str:
         """The recorded encoder and every stored code, hashed in key order."""
         h = hashlib.sha256(repr(self.vectors_meta()).encode())
-        for key, value in self._prefix(keys.VECTORS, fill_cache=False):
+        for _, key, value in self._segment_items(keys.SEG_CODES):
             h.update(key + b"\0" + hashlib.sha256(value).digest())
         return h.hexdigest()
 

@@ -54,8 +54,7 @@ def add_sessions(store: ArchiveStore) -> list[str]:
     store.append("farm", "conversation", "user: Lena: I planted four apple trees.\n"
                  "assistant: Omar: Four is plenty.", created_at=NOW + 9, expires_at=None,
                  doc_id="s-0", now=NOW)  # fmt: skip
-    for entry in store.expiry_entries(until=NOW + 1.5 * DAY, limit=100):
-        store.retire_expired(entry, now=NOW + 1.5 * DAY)
+    store.expire_segments(now=NOW + 1.5 * DAY)
     return out
 
 
@@ -67,13 +66,33 @@ def derived_records(store: ArchiveStore) -> dict[bytes, bytes]:
     for key, raw in store.raw_items():
         if key.startswith(keys.df_journal_prefix()) or key == keys.DF_JOURNAL_SEQ:
             continue
-        if key[:1] == keys.POSTING:
-            doc, ver = keys.split_dv(keys.parse_posting(key)[2])
+        if is_posting(key):
+            doc, ver = keys.split_dv(posting_version(key))
             if store.version_info(f"{doc}@{ver}").status != "live":
                 continue
-        if key[:1] in (keys.POSTING, keys.TERMSTAT, keys.CORPUS):
+        if is_posting(key) or key[:1] in (keys.TERMSTAT, keys.CORPUS) or is_stat(key):
             out[key] = raw
     return out
+
+
+def _family(key: bytes) -> bytes:
+    """The family byte inside a segment key (``Z project 0 bucket class FAMILY ...``)."""
+    return (
+        key[key.index(keys.SEP, 1) + 10 : key.index(keys.SEP, 1) + 11] if key[:1] == b"Z" else b""
+    )
+
+
+def is_posting(key: bytes) -> bool:
+    return _family(key) == keys.SEG_POSTING
+
+
+def is_stat(key: bytes) -> bool:
+    return _family(key) in (keys.SEG_TERMSTAT, keys.SEG_CORPUS)
+
+
+def posting_version(key: bytes) -> bytes:
+    seg = key[1 : key.index(keys.SEP, 1) + 10]
+    return keys.parse_seg_posting(key, seg)[1]
 
 
 @pytest.fixture
@@ -90,7 +109,7 @@ def test_rebuild_equals_incremental_with_positions_and_structure(store):
     store.rebuild_postings()
     assert derived_records(store) == incremental
     assert store.verify_postings()["ok"]
-    postings = [positions.decode(v) for k, v in incremental.items() if k[:1] == keys.POSTING]
+    postings = [positions.decode(v) for k, v in incremental.items() if is_posting(k)]
     turns = [h.turn for p in postings for h in p.turns]
     assert {t.speaker for t in turns} == {"lena", "omar", None}
     assert {t.role for t in turns} == {"user", "assistant", None}
@@ -120,9 +139,7 @@ def make_layout_1(path: Path) -> dict[bytes, bytes]:
         add_sessions(s)
         fresh = derived_records(s)
         old = [
-            (k, keys.U32.pack(positions.decode(v).tf) if k[:1] == keys.POSTING else v)
-            for k, v in s.raw_items()
-            if k[:1] == keys.POSTING
+            (k, keys.U32.pack(positions.decode(v).tf)) for k, v in s.raw_items() if is_posting(k)
         ]
         fmt = orjson.loads(dict(s.raw_items())[keys.FORMAT])
         del fmt["postings_layout"]

@@ -1,5 +1,6 @@
-"""Removing versions from the derived layer (real RocksDB): the document-frequency
-journal, tombstone ledgers and the wave's lease read-ahead."""
+"""Removing versions from the derived layer one by one (real RocksDB): the
+document-frequency journal, tombstone ledgers, the purge queue and the walk of
+protections of a segment wave."""
 
 from __future__ import annotations
 
@@ -20,9 +21,13 @@ def add(store, texts, *, due=True, session=None):
 
 
 def retire_all(store, batch_size=4):
-    due = store.expiry_entries(until=NOW, limit=10_000)
+    """Retire the due documents one by one (``forget``: the per-version path a
+    superseding append takes too), ``batch_size`` to a batch, and purge them."""
+    due = [d.doc_id for d in store.documents(limit=10_000) if d.expires_at == NOW - 1]
     for i in range(0, len(due), batch_size):
-        store.retire_due(due[i : i + batch_size], now=NOW, cursor_name="w", cursor_value=None)
+        store.forget(due[i : i + batch_size], now=NOW)
+    while store.purge_pending().remaining:
+        pass
 
 
 def journal_keys(store):
@@ -170,47 +175,38 @@ def test_journal_reads_of_two_projects_do_not_disturb_each_other(store):
     assert store.term_stats("q", ["common", "word2"]) == {"common": 1, "word2": 0}
 
 
-def postings_of_version(store, locator):
+def place(store, locator):
+    """``(segment, dv)`` of a version (its ledger names its segment)."""
     doc_id, ver = locator.split("@")
-    dv = keys.dv(doc_id.encode(), int(ver))
-    return [k for k, _ in store._prefix(keys.POSTING) if keys.parse_posting(k)[2] == dv]
+    ledger = store._ledger(doc_id.encode())
+    return store._seg(ledger, ledger["versions"][int(ver) - 1]), keys.dv(doc_id.encode(), int(ver))
+
+
+def postings_of_version(store, locator):
+    seg, dv = place(store, locator)
+    found = store._prefix(keys.seg_family(seg, keys.SEG_POSTING))
+    return [k for k, _ in found if keys.parse_seg_posting(k, seg)[1] == dv]
 
 
 def test_a_term_list_names_exactly_the_posted_terms_and_goes_with_the_version(store):
     (loc,) = add(store, ["Zebra crossing, zebra CROSSING at dawn_2 " + "x" * 65])
-    dv = keys.dv(loc.split("@")[0].encode(), 1)
-    listed = keys.split_terms(store._db[keys.term_list(dv)])
-    posted = sorted(keys.parse_posting(k)[1] for k in postings_of_version(store, loc))
+    seg, dv = place(store, loc)
+    listed = keys.split_terms(store._db[keys.seg_terms(seg, dv)])
+    posted = sorted(keys.parse_seg_posting(k, seg)[0] for k in postings_of_version(store, loc))
     assert sorted(listed) == posted == sorted([b"zebra", b"crossing", b"at", b"dawn_2"])
     retire_all(store)
     assert store.pending_purge() == 0 and postings_of_version(store, loc) == []
-    assert store._db.get(keys.term_list(dv)) is None and store._db.get(keys.payload(dv)) is None
+    own = (keys.seg_terms, keys.seg_payload, keys.seg_member, keys.seg_codes)
+    assert all(store._db.get(key(seg, dv)) is None for key in own)
     assert store.get(loc)["status"] == "expired" and store.verify_postings()["ok"]
 
 
-def test_versions_appended_before_term_lists_are_decoded_and_fully_purged(store):
-    """An archive written before term lists existed: retirement falls back to the payload."""
-    old = add(store, [f"legacy walrus note {i}" for i in range(6)])
-    kept = add(store, ["legacy walrus survivor"], due=False)
-    store.raw_delete([keys.term_list(keys.dv(loc.split("@")[0].encode(), 1)) for loc in old])
-    due = store.expiry_entries(until=NOW, limit=100)
-    report = store.retire_due(due, now=NOW, cursor_name="w", cursor_value=None, purge_keys=8)
-    assert report.outcomes.count("expired") == 6
-    while store.purge_pending(max_keys=8).remaining:  # the rest through the purge queue
-        pass
-    assert all(postings_of_version(store, loc) == [] for loc in old)
-    assert store.term_stats("p", ["walrus", "note"]) == {"walrus": 1, "note": 0}
-    assert [loc for loc, _ in store.postings("p", "walrus")] == kept
-    assert store.verify_postings()["ok"]
-
-
 def test_a_wave_purges_what_it_queued_and_the_empty_queue_is_not_walked_again(store):
-    """Over its budget a wave queues versions and purges them right after its batch;
-    a retirement that queues (forget) after the queue went empty is purged again."""
+    """A segment wave deletes its versions whole (nothing queued); a retirement that
+    queues (forget) after the queue went empty is purged again."""
     locs = add(store, [f"alpha beta gamma delta item{i}" for i in range(8)])
-    due = store.expiry_entries(until=NOW, limit=100)
-    done = store.retire_due(due, now=NOW, cursor_name="w", cursor_value=None, purge_keys=12)
-    assert done.outcomes == ["expired"] * 8 and done.purged_versions == 8
+    done = store.expire_segments(now=NOW + DAY)
+    assert sorted(done.expired) == sorted(locs) and done.segments == 1
     assert store.pending_purge() == 0 and store.purge_pending().versions == 0
     assert all(store.version_info(loc).purged for loc in locs)
     kept = add(store, ["alpha kept words"], due=False)[0]
@@ -229,10 +225,11 @@ def test_the_wave_walks_pins_and_retrieval_leases_exactly(store):
     ]
     locs = [r.locator for r in store.append_many(items, now=NOW)]
     store.pin(locs[1], now=NOW)  # d10: the walk for d1 lands on its pin
-    store.take_retrieval_leases([locs[2]], seconds=60, now=NOW)  # d2
-    due = store.expiry_entries(until=NOW, limit=100)
-    done = store.retire_due(due, now=NOW, cursor_name="w", cursor_value=None)
-    outcome = {e.doc_id: o for e, o in zip(due, done.outcomes, strict=True)}
-    assert outcome == {"d1": "expired", "d2": "leased", "d20": "expired", "d3": "expired"}
+    store.take_retrieval_leases([locs[2]], seconds=2 * DAY, now=NOW)  # d2
+    done = store.expire_segments(now=NOW + DAY)
+    assert sorted(done.expired) == ["d1@1", "d20@1", "d3@1"]
+    assert sorted(done.held) == ["d10@1", "d2@1"]  # copied out whole
     status = [store.version_info(loc).status for loc in locs]
     assert status == ["expired", "live", "live", "expired", "expired"]
+    assert store.get(locs[2])["content"] == "words d2" and store.verify_postings()["ok"]
+    assert [e.doc_id for e in store.expiry_entries()] == ["d2"]  # the pinned one: not indexed

@@ -54,9 +54,7 @@ def test_codes_come_with_the_version_and_go_with_its_retirement(coded, tmp_path)
     gone_codes = codes(store)[old.locator][:16]  # (a block's compression may split more)
     store.flush()
     assert files_holding(tmp_path / "archive", gone_codes), "precondition: the codes are on disk"
-    due = store.expiry_entries(until=NOW)
-    assert [e.locator for e in due] == [old.locator]
-    store.retire_due(due, now=NOW, cursor_name="w", cursor_value=None)
+    assert store.expire_segments(now=NOW + 86400).expired == [old.locator]  # its day ended
     assert set(codes(store)) == {kept.locator, newer.locator}
     store.purge_pending()
     store.flush()
@@ -71,7 +69,8 @@ def test_verify_sees_damaged_codes_and_rebuild_recomputes_them(coded):
         store.append("p", "durable", transcript(i), created_at=NOW, expires_at=None, now=NOW)
     assert store.verify_vectors()["equal"]
     victim = next(iter(store.version_codes("p")))[0]
-    store._db.put(keys.vector(b"p", keys.dv(*_split(victim))), bytes(96))
+    [seg] = store._live_segments(b"p")  # durable: the held segment
+    store._db.put(keys.seg_codes(seg, keys.dv(*_split(victim))), bytes(96))
     assert not store.verify_vectors()["equal"]
     assert store.rebuild_vectors() == 4
     assert store.verify_vectors()["equal"]
