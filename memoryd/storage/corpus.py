@@ -53,8 +53,7 @@ class ChunkRow(NamedTuple):  # a tuple: cheap to send from a worker to the super
     ordinal: int
     start_line: int  # 1-based, inclusive
     end_line: int
-    chunk_id: bytes  # 12 bytes
-    content_hash: bytes  # 16 bytes
+    content_hash: bytes  # 8 bytes (:func:`memoryd.ingest.chunking.chunk_hash`)
     text: str  # indexed whole, never stored (the file body holds it)
 
 
@@ -250,8 +249,8 @@ def put_files(
     def flush() -> None:
         first = _next_chunk_id(tx)
         tx.executemany(
-            "INSERT INTO chunks (id, chunk_id, project_id, file_id, ordinal, start_line,"
-            " end_line, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO chunks (id, project_id, file_id, ordinal, start_line, end_line,"
+            " content_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(first + i, *row) for i, row in enumerate(chunk_rows)],
         )
         if indexed:
@@ -292,9 +291,7 @@ def put_files(
         if where[0] is not None:
             tx.execute("UPDATE body_blocks SET files = files + 1 WHERE id = ?", (where[0],))
         for c in f.chunks:
-            chunk_rows.append(
-                (c.chunk_id, pid, file_id, c.ordinal, c.start_line, c.end_line, c.content_hash)
-            )
+            chunk_rows.append((pid, file_id, c.ordinal, c.start_line, c.end_line, c.content_hash))
             index_rows.append((c.text, f.path))
         pending.add(f.path)
         history.append((now, "file.put", str(pid), f.path, f.content_hash, job_id))

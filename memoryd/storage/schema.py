@@ -389,6 +389,37 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX body_blocks_unpacked ON body_blocks(project_id) WHERE packed = 0;
         """,
     ),
+    (
+        14,
+        "chunks without the hash id nothing read, content hashes of 8 bytes",
+        """
+        -- A table rebuild (one transaction with the rest of the migration). Its ids
+        -- (the FTS rowids) and the AUTOINCREMENT high-water mark are kept: ids are
+        -- never reused. content_hash keeps the first 8 bytes of the 16-byte blake2b,
+        -- which is what ingest now computes: search keys identical chunk texts by it
+        -- (a 64-bit key: a collision among a project's chunks is ~n^2/2^65).
+        -- Idempotent: it reads only the columns both layouts have.
+        CREATE TABLE temp_chunks (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,  -- rowid in the FTS table, never reused
+            project_id   INTEGER NOT NULL,
+            file_id      INTEGER NOT NULL REFERENCES files (id),
+            ordinal      INTEGER NOT NULL,
+            start_line   INTEGER NOT NULL,
+            end_line     INTEGER NOT NULL,
+            content_hash BLOB NOT NULL            -- 8 bytes, blake2b of the chunk text
+        );
+        INSERT INTO temp_chunks
+            SELECT id, project_id, file_id, ordinal, start_line, end_line,
+                   substr(content_hash, 1, 8)
+            FROM chunks ORDER BY id;
+        DELETE FROM sqlite_sequence WHERE name = 'temp_chunks';
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'temp_chunks', seq FROM sqlite_sequence WHERE name = 'chunks';
+        DROP TABLE chunks;
+        ALTER TABLE temp_chunks RENAME TO chunks;
+        CREATE INDEX chunks_file ON chunks (file_id);
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]
