@@ -5,6 +5,8 @@ Append new migrations; never edit one that has shipped.
 
 from __future__ import annotations
 
+from memoryd.errors import SchemaUnmigratable
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
         1,
@@ -391,14 +393,21 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
     (
         14,
-        "chunks without the hash id nothing read, content hashes of 8 bytes",
+        "chunks by their file's id range; no hash id, content hashes of 8 bytes",
         """
-        -- A table rebuild (one transaction with the rest of the migration). Its ids
-        -- (the FTS rowids) and the AUTOINCREMENT high-water mark are kept: ids are
-        -- never reused. content_hash keeps the first 8 bytes of the 16-byte blake2b,
-        -- which is what ingest now computes: search keys identical chunk texts by it
-        -- (a 64-bit key: a collision among a project's chunks is ~n^2/2^65).
-        -- Idempotent: it reads only the columns both layouts have.
+        -- A file's chunks are one id range (put_files gives them consecutive ids, in
+        -- ordinal order, in one transaction): the file row keeps it, in place of an
+        -- index on chunks.file_id. A file without chunks (retired, empty) has 0, 0.
+        ALTER TABLE files ADD COLUMN chunk_first INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE files ADD COLUMN chunk_count INTEGER NOT NULL DEFAULT 0;
+        UPDATE files SET chunk_first = g.first, chunk_count = g.n
+            FROM (SELECT file_id, min(id) AS first, count(*) AS n FROM chunks GROUP BY file_id) g
+            WHERE g.file_id = files.id;
+        -- A table rebuild. Its ids (the FTS rowids) and the AUTOINCREMENT high-water
+        -- mark are kept: ids are never reused. content_hash keeps the first 8 bytes
+        -- of the 16-byte blake2b, which is what ingest now computes: search keys
+        -- identical chunk texts by it (a 64-bit key: a collision among n chunks has
+        -- odds of about n^2/2^65). It reads only the columns both layouts have.
         CREATE TABLE temp_chunks (
             id           INTEGER PRIMARY KEY AUTOINCREMENT,  -- rowid in the FTS table, never reused
             project_id   INTEGER NOT NULL,
@@ -417,7 +426,6 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             SELECT 'temp_chunks', seq FROM sqlite_sequence WHERE name = 'chunks';
         DROP TABLE chunks;
         ALTER TABLE temp_chunks RENAME TO chunks;
-        CREATE INDEX chunks_file ON chunks (file_id);
         """,
     ),
 ]
@@ -429,7 +437,8 @@ def migrate_data(version: int, tx) -> None:
     """The data step of a migration, after its SQL and in its transaction (a kill
     before the commit leaves the older schema, and the next open runs both again).
     12: every project's per-file bodies are moved into blocks. 13: an ingest.pack job
-    per project with blocks (its workers pack them after the open)."""
+    per project with blocks (its workers pack them after the open). 14: a check that
+    each file's chunks are the id range its row now names."""
     if version == 12:
         from memoryd.storage.corpus import pack_bodies  # the corpus needs the new schema
 
@@ -439,3 +448,21 @@ def migrate_data(version: int, tx) -> None:
         from memoryd.ingest.jobs import enqueue_pack_jobs
 
         enqueue_pack_jobs(tx)
+    if version == 14:
+        _check_chunk_ranges(tx)
+
+
+def _check_chunk_ranges(tx) -> None:
+    """Every file's chunks are the id range its row now names (true by construction:
+    a file's chunks were always written together, with consecutive ids); a home where
+    they are not would lose chunks, so its migration stops before the commit."""
+    bad = tx.execute(
+        "SELECT count(*) FROM files f WHERE f.chunk_count != (SELECT count(*) FROM chunks c"
+        " WHERE c.id BETWEEN f.chunk_first AND f.chunk_first + f.chunk_count - 1"
+        " AND c.file_id = f.id)"
+    ).fetchone()[0]
+    if bad:
+        raise SchemaUnmigratable(
+            f"{bad} files' chunks are not one id range, which schema 14 needs; keep the"
+            " older memoryd for this home and report the problem with its authority.db"
+        )

@@ -1,8 +1,9 @@
 """Issue 13: migration 14 rebuilds an older home's chunks table without the 12-byte hash
-id nothing read and with 8-byte content hashes. Ids (the FTS rowids) and the
-AUTOINCREMENT high-water mark stay, answers and `rebuild --verify` stay equal, and the
-layout is the one a new home gets; a kill before its commit leaves the older home,
-which the next open migrates."""
+id nothing read, with 8-byte content hashes and without the index on file_id (a
+file's row keeps its chunks' id range). Ids (the FTS rowids) and the AUTOINCREMENT
+high-water mark stay, answers and `rebuild --verify` stay equal, and the layout is the
+one a new home gets; a kill before its commit leaves the older home, which the next
+open migrates; a home whose chunks are not ranges is refused, unchanged."""
 
 from __future__ import annotations
 
@@ -11,10 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import apsw
 import pytest
 
 from memoryd.api import Memoryd
+from memoryd.config import load_config
+from memoryd.errors import SchemaUnmigratable
 from memoryd.ingest.chunking import prepare_file
+from memoryd.storage.authority import open_authority
 from memoryd.storage.corpus import ensure_project, put_files, retire_files
 from memoryd.storage.schema import CURRENT_VERSION
 from tests.conftest import query
@@ -49,6 +54,8 @@ SCHEMA_13_CHUNKS = """
     DROP TABLE chunks;
     ALTER TABLE old_chunks RENAME TO chunks;
     CREATE INDEX chunks_file ON chunks (file_id);
+    ALTER TABLE files DROP COLUMN chunk_first;
+    ALTER TABLE files DROP COLUMN chunk_count;
     DELETE FROM schema_history WHERE version = 14;
     PRAGMA user_version = 13;
 """
@@ -80,6 +87,14 @@ def _chunks(home: Path) -> tuple:
         query(home, "SELECT * FROM chunks ORDER BY id"),
         query(home, "SELECT seq FROM sqlite_sequence WHERE name = 'chunks'"),
         query(home, "SELECT sql FROM sqlite_schema WHERE tbl_name = 'chunks' ORDER BY name"),
+        query(home, "SELECT id, chunk_first, chunk_count FROM files ORDER BY id"),
+    )
+
+
+def _older(home: Path) -> list:
+    """An older home's chunks and schema (to tell that nothing of a migration stayed)."""
+    return query(home, "SELECT * FROM chunks ORDER BY id") + query(
+        home, "SELECT sql FROM sqlite_schema WHERE tbl_name IN ('chunks', 'files') ORDER BY name"
     )
 
 
@@ -90,6 +105,7 @@ def _as_schema_13(home: Path) -> None:
     assert query(home, "PRAGMA user_version") == [(13,)]
     columns = [r[1] for r in query(home, "PRAGMA table_info(chunks)")]
     assert "chunk_id" in columns
+    assert "chunk_first" not in [r[1] for r in query(home, "PRAGMA table_info(files)")]
     assert {len(h) for (h,) in query(home, "SELECT content_hash FROM chunks")} == {16}
 
 
@@ -99,6 +115,8 @@ def _built(home: Path) -> tuple[list, tuple]:
     md.close()
     state = _chunks(home)
     assert state[0] and state[1][0][0] > state[0][-1][0]  # the retired file's ids stay used
+    counts = [n for _, _, n in state[3]]
+    assert counts[-1] == 0 and all(counts[:-1])  # the retired file has none
     assert all(len(row[-1]) == 8 for row in state[0])
     _as_schema_13(home)
     return answers, state
@@ -145,8 +163,22 @@ def _migrate_killed(home: Path) -> int:
 def test_a_migration_killed_before_its_commit_is_done_by_the_next_open(tmp_path: Path) -> None:
     home = tmp_path / "home"
     answers, state = _built(home)
-    older = _chunks(home)
+    older = _older(home)
     assert _migrate_killed(home) == -9
     assert query(home, "PRAGMA user_version") == [(13,)]
-    assert _chunks(home) == older  # nothing of the migration committed
+    assert _older(home) == older  # nothing of the migration committed
     _migrated_equal(home, answers, state)
+
+
+def test_a_home_whose_chunks_are_not_ranges_is_refused(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _built(home)
+    top = query(home, "SELECT max(id) FROM chunks")[0][0]
+    conn = apsw.Connection(str(home / "authority.db"))
+    conn.execute("UPDATE chunks SET id = ? WHERE ordinal = 1 AND file_id = 1", (top + 5,))
+    conn.close()
+    older = _older(home)
+    with pytest.raises(SchemaUnmigratable, match="not one id range"):
+        open_authority(home, load_config(home))
+    assert query(home, "PRAGMA user_version") == [(13,)]
+    assert _older(home) == older
