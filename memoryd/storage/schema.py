@@ -438,7 +438,8 @@ def migrate_data(version: int, tx) -> None:
     before the commit leaves the older schema, and the next open runs both again).
     12: every project's per-file bodies are moved into blocks. 13: an ingest.pack job
     per project with blocks (its workers pack them after the open). 14: a check that
-    each file's chunks are the id range its row now names."""
+    each file's chunks are the id range its row now names, and the pages the former
+    chunks table held go back to the file system."""
     if version == 12:
         from memoryd.storage.corpus import pack_bodies  # the corpus needs the new schema
 
@@ -449,7 +450,10 @@ def migrate_data(version: int, tx) -> None:
 
         enqueue_pack_jobs(tx)
     if version == 14:
+        from memoryd.storage.corpus import reclaim_free_pages
+
         _check_chunk_ranges(tx)
+        reclaim_free_pages(tx)  # the former chunks table and index
 
 
 def _check_chunk_ranges(tx) -> None:

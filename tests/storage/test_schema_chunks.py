@@ -126,6 +126,7 @@ def _migrated_equal(home: Path, answers: list, state: tuple) -> None:
     md = Memoryd(home)
     assert md.db.user_version() == CURRENT_VERSION
     assert _chunks(home) == state  # same rows, hashes, high-water mark and layout
+    assert query(home, "PRAGMA freelist_count") == [(0,)]  # the former table's pages gone
     assert _answers(md) == answers
     assert md.rebuild(verify=True)["equal"]
     md.close()
