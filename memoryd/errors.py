@@ -103,6 +103,12 @@ class SchemaTooNew(MemorydError):
     code = "SCHEMA_TOO_NEW"
 
 
+class SchemaUnmigratable(MemorydError):
+    """The authority's rows break a rule a migration relies on; nothing was changed."""
+
+    code = "SCHEMA_UNMIGRATABLE"
+
+
 class ForeignProject(MemorydError):
     """A request names a project that the target (a repository, an archived
     version) does not belong to."""

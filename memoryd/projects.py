@@ -23,7 +23,13 @@ from memoryd.errors import ProjectBusy, ProjectExists, UsageError
 from memoryd.queue import ClaimedJob, JobQueue, JobSpec
 from memoryd.queue.jobs import PENDING
 from memoryd.storage import Authority
-from memoryd.storage.corpus import drop_index_rows, fts_table, project_id, reclaim_free_pages
+from memoryd.storage.corpus import (
+    CHUNKS_OF_FILE,
+    drop_index_rows,
+    fts_table,
+    project_id,
+    reclaim_free_pages,
+)
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 REMOVE = "projects.remove"
@@ -140,10 +146,10 @@ MEMORY_ROWS = (
 
 def remove_step(tx: apsw.Connection, pid: int, limit: int) -> bool:
     """Delete at most ``limit`` rows of project ``pid``; True once nothing is left."""
-    chunk_ids = [  # through files: (project_id, path) and chunks (file_id) are indexed
+    chunk_ids = [  # through files: (project_id, path) is indexed, a file's chunks a range
         r[0]
         for r in tx.execute(
-            "SELECT c.id FROM files f JOIN chunks c ON c.file_id = f.id"
+            f"SELECT c.id FROM files f JOIN chunks c ON {CHUNKS_OF_FILE}"
             " WHERE f.project_id = ? LIMIT ?",
             (pid, limit),
         )

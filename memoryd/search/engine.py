@@ -57,7 +57,7 @@ from memoryd.search.terms import (
     words,
 )
 from memoryd.storage import fts
-from memoryd.storage.corpus import file_texts, project_id
+from memoryd.storage.corpus import CHUNKS_OF_FILE, file_texts, project_id
 
 POOL = 200  # lexical candidates the gate looks at
 # Posting entries a query reads whole; past it its commoner terms are only looked up on
@@ -483,8 +483,8 @@ def _candidates(src: ProjectSource, stats: TermStats, q: Query, p: gate_mod.Plan
     if file_ids:
         marks = ",".join("?" * len(file_ids))
         in_files = db.query(
-            f"SELECT id, file_id, ordinal FROM chunks WHERE file_id IN ({marks})"
-            " ORDER BY file_id, ordinal",
+            f"SELECT c.id, c.file_id, c.ordinal FROM files f JOIN chunks c ON {CHUNKS_OF_FILE}"
+            f" WHERE f.id IN ({marks}) ORDER BY c.file_id, c.ordinal",
             tuple(file_ids),
         )
         hit_files = {r[1] for r in in_files if r[0] in by_row}

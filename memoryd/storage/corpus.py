@@ -53,8 +53,7 @@ class ChunkRow(NamedTuple):  # a tuple: cheap to send from a worker to the super
     ordinal: int
     start_line: int  # 1-based, inclusive
     end_line: int
-    chunk_id: bytes  # 12 bytes
-    content_hash: bytes  # 16 bytes
+    content_hash: bytes  # 8 bytes (:func:`memoryd.ingest.chunking.chunk_hash`)
     text: str  # indexed whole, never stored (the file body holds it)
 
 
@@ -70,6 +69,11 @@ class FileRows(NamedTuple):
     block: int = -1  # index of its body block in the batch (-1: ``body`` is its own frame)
     block_start: int = 0  # its text's UTF-8 bytes in the decompressed block
     block_end: int = 0
+
+
+#: A join condition: chunk ``c`` is one of file ``f``'s (the id range its row keeps;
+#: there is no index on ``chunks.file_id``).
+CHUNKS_OF_FILE = "c.id BETWEEN f.chunk_first AND f.chunk_first + f.chunk_count - 1"
 
 
 def fts_table(project_id: int) -> str:
@@ -190,9 +194,12 @@ def live_hashes(db, pid: int) -> dict[str, str]:
 
 
 def _drop_chunks(tx: apsw.Connection, pid: int, file_id: int) -> None:
-    rowids = [r[0] for r in tx.execute("SELECT id FROM chunks WHERE file_id = ?", (file_id,))]
-    drop_index_rows(tx, pid, rowids)
-    tx.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+    """Delete the file's chunks (its row's id range) and their index rows."""
+    first, count = tx.execute(
+        "SELECT chunk_first, chunk_count FROM files WHERE id = ?", (file_id,)
+    ).fetchone()
+    drop_index_rows(tx, pid, list(range(first, first + count)))
+    tx.execute("DELETE FROM chunks WHERE id BETWEEN ? AND ?", (first, first + count - 1))
 
 
 def _history(tx: apsw.Connection, kind: str, pid: int, ref: str, digest: str | None, job_id):
@@ -234,7 +241,8 @@ def put_files(
     blocks (zstd frames) its files' ``block`` index.
 
     Chunk and index rows are written together at the end, with ids given here: many
-    rows per statement, and FTS5 need not pick rowids one at a time.
+    rows per statement, and FTS5 need not pick rowids one at a time. A file's chunks
+    get consecutive ids, the range its row keeps (``chunk_first``, ``chunk_count``).
     """
     files = list(files)
     block_ids = _put_blocks(tx, pid, blocks)
@@ -246,19 +254,16 @@ def put_files(
     index_rows: list[tuple] = []
     history: list[tuple] = []
     pending: set[str] = set()
+    next_id = _next_chunk_id(tx)
 
     def flush() -> None:
-        first = _next_chunk_id(tx)
         tx.executemany(
-            "INSERT INTO chunks (id, chunk_id, project_id, file_id, ordinal, start_line,"
-            " end_line, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(first + i, *row) for i, row in enumerate(chunk_rows)],
+            "INSERT INTO chunks (id, project_id, file_id, ordinal, start_line, end_line,"
+            " content_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            chunk_rows,
         )
         if indexed:
-            tx.executemany(
-                f"INSERT INTO {table} (rowid, body, path) VALUES (?, ?, ?)",
-                [(first + i, *row) for i, row in enumerate(index_rows)],
-            )
+            tx.executemany(f"INSERT INTO {table} (rowid, body, path) VALUES (?, ?, ?)", index_rows)
         chunk_rows.clear()
         index_rows.clear()
         pending.clear()
@@ -273,29 +278,32 @@ def put_files(
         if old and old[1] == f.content_hash and old[2]:
             continue  # already current: a redone job changes nothing
         where = (block_ids[f.block], f.block_start, f.block_end) if f.block >= 0 else (None,) * 3
+        where += (next_id if f.chunks else 0, len(f.chunks))  # none: 0, 0 (as migration 14)
         if old:
             _drop_chunks(tx, pid, old[0])
             _release_block(tx, old[0])
             tx.execute(
                 "UPDATE files SET content_hash = ?, size = ?, lines = ?, body = ?, live = 1,"
-                " updated_at = ?, block_id = ?, block_start = ?, block_end = ? WHERE id = ?",
+                " updated_at = ?, block_id = ?, block_start = ?, block_end = ?,"
+                " chunk_first = ?, chunk_count = ? WHERE id = ?",
                 (f.content_hash, f.size, f.lines, f.body, now, *where, old[0]),
             )
             file_id = old[0]
         else:
             file_id = tx.execute(
                 "INSERT INTO files (project_id, path, content_hash, size, lines, body, updated_at,"
-                " block_id, block_start, block_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " RETURNING id",
+                " block_id, block_start, block_end, chunk_first, chunk_count)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (pid, f.path, f.content_hash, f.size, f.lines, f.body, now, *where),
             ).fetchone()[0]
         if where[0] is not None:
             tx.execute("UPDATE body_blocks SET files = files + 1 WHERE id = ?", (where[0],))
         for c in f.chunks:
             chunk_rows.append(
-                (c.chunk_id, pid, file_id, c.ordinal, c.start_line, c.end_line, c.content_hash)
+                (next_id, pid, file_id, c.ordinal, c.start_line, c.end_line, c.content_hash)
             )
-            index_rows.append((c.text, f.path))
+            index_rows.append((next_id, c.text, f.path))
+            next_id += 1
         pending.add(f.path)
         history.append((now, "file.put", str(pid), f.path, f.content_hash, job_id))
         written += 1
@@ -373,7 +381,8 @@ def retire_files(
         _drop_chunks(tx, pid, row[0])
         _release_block(tx, row[0])
         tx.execute("UPDATE files SET live = 0, body = x'', updated_at = ?, block_id = NULL,"
-                   " block_start = NULL, block_end = NULL WHERE id = ?",
+                   " block_start = NULL, block_end = NULL, chunk_first = 0, chunk_count = 0"
+                   " WHERE id = ?",
                    (time.time(), row[0]))  # fmt: skip
         _history(tx, "file.retire", pid, path, row[1], job_id)
         retired += 1
@@ -750,7 +759,8 @@ def _chunk_rows(db, file_id: int, path: str, text: str, packed: bool) -> list[tu
         (rowid, *(index_text(chunk) if packed else (chunk, 0)), path)
         for rowid, start, end in _query(
             db,
-            "SELECT id, start_line, end_line FROM main.chunks WHERE file_id = ? ORDER BY ordinal",
+            "SELECT c.id, c.start_line, c.end_line FROM main.files f JOIN main.chunks c"
+            f" ON {CHUNKS_OF_FILE} WHERE f.id = ? ORDER BY c.ordinal",
             (file_id,),
         )
         for chunk in ("\n".join(lines[start - 1 : end]),)

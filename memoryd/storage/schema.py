@@ -5,6 +5,8 @@ Append new migrations; never edit one that has shipped.
 
 from __future__ import annotations
 
+from memoryd.errors import SchemaUnmigratable
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
         1,
@@ -389,6 +391,43 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX body_blocks_unpacked ON body_blocks(project_id) WHERE packed = 0;
         """,
     ),
+    (
+        14,
+        "chunks by their file's id range; no hash id, content hashes of 8 bytes",
+        """
+        -- A file's chunks are one id range (put_files gives them consecutive ids, in
+        -- ordinal order, in one transaction): the file row keeps it, in place of an
+        -- index on chunks.file_id. A file without chunks (retired, empty) has 0, 0.
+        ALTER TABLE files ADD COLUMN chunk_first INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE files ADD COLUMN chunk_count INTEGER NOT NULL DEFAULT 0;
+        UPDATE files SET chunk_first = g.first, chunk_count = g.n
+            FROM (SELECT file_id, min(id) AS first, count(*) AS n FROM chunks GROUP BY file_id) g
+            WHERE g.file_id = files.id;
+        -- A table rebuild. Its ids (the FTS rowids) and the AUTOINCREMENT high-water
+        -- mark are kept: ids are never reused. content_hash keeps the first 8 bytes
+        -- of the 16-byte blake2b, which is what ingest now computes: search keys
+        -- identical chunk texts by it (a 64-bit key: a collision among n chunks has
+        -- odds of about n^2/2^65). It reads only the columns both layouts have.
+        CREATE TABLE temp_chunks (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,  -- rowid in the FTS table, never reused
+            project_id   INTEGER NOT NULL,
+            file_id      INTEGER NOT NULL REFERENCES files (id),
+            ordinal      INTEGER NOT NULL,
+            start_line   INTEGER NOT NULL,
+            end_line     INTEGER NOT NULL,
+            content_hash BLOB NOT NULL            -- 8 bytes, blake2b of the chunk text
+        );
+        INSERT INTO temp_chunks
+            SELECT id, project_id, file_id, ordinal, start_line, end_line,
+                   substr(content_hash, 1, 8)
+            FROM chunks ORDER BY id;
+        DELETE FROM sqlite_sequence WHERE name = 'temp_chunks';
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'temp_chunks', seq FROM sqlite_sequence WHERE name = 'chunks';
+        DROP TABLE chunks;
+        ALTER TABLE temp_chunks RENAME TO chunks;
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]
@@ -398,7 +437,9 @@ def migrate_data(version: int, tx) -> None:
     """The data step of a migration, after its SQL and in its transaction (a kill
     before the commit leaves the older schema, and the next open runs both again).
     12: every project's per-file bodies are moved into blocks. 13: an ingest.pack job
-    per project with blocks (its workers pack them after the open)."""
+    per project with blocks (its workers pack them after the open). 14: a check that
+    each file's chunks are the id range its row now names, and the pages the former
+    chunks table held go back to the file system."""
     if version == 12:
         from memoryd.storage.corpus import pack_bodies  # the corpus needs the new schema
 
@@ -408,3 +449,24 @@ def migrate_data(version: int, tx) -> None:
         from memoryd.ingest.jobs import enqueue_pack_jobs
 
         enqueue_pack_jobs(tx)
+    if version == 14:
+        from memoryd.storage.corpus import reclaim_free_pages
+
+        _check_chunk_ranges(tx)
+        reclaim_free_pages(tx)  # the former chunks table and index
+
+
+def _check_chunk_ranges(tx) -> None:
+    """Every file's chunks are the id range its row now names (true by construction:
+    a file's chunks were always written together, with consecutive ids); a home where
+    they are not would lose chunks, so its migration stops before the commit."""
+    bad = tx.execute(
+        "SELECT count(*) FROM files f WHERE f.chunk_count != (SELECT count(*) FROM chunks c"
+        " WHERE c.id BETWEEN f.chunk_first AND f.chunk_first + f.chunk_count - 1"
+        " AND c.file_id = f.id)"
+    ).fetchone()[0]
+    if bad:
+        raise SchemaUnmigratable(
+            f"{bad} files' chunks are not one id range, which schema 14 needs; keep the"
+            " older memoryd for this home and report the problem with its authority.db"
+        )

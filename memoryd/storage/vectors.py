@@ -26,7 +26,7 @@ import numpy as np
 
 from memoryd.errors import EncoderChanged
 from memoryd.search.dense import Encoder, encoder_name, load_encoder, pack, unpack
-from memoryd.storage.corpus import _query, file_texts, live_texts
+from memoryd.storage.corpus import CHUNKS_OF_FILE, _query, file_texts, live_texts
 
 HASHING = "hashing"  # the in-memory re-ranker keeps no stored vectors
 ENCODE_TEXTS = 512  # chunk texts encoded in one call (bounded memory)
@@ -70,7 +70,7 @@ def uncoded(db, pid: int) -> list[tuple[str, str, int]]:
         db,
         "SELECT f.path, f.content_hash, f.size FROM files f WHERE f.project_id = ?"
         " AND f.live = 1 AND NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.file_id = f.id)"
-        " AND EXISTS (SELECT 1 FROM chunks c WHERE c.file_id = f.id) ORDER BY f.path",
+        " AND f.chunk_count > 0 ORDER BY f.path",
         (pid,),
     )
 
@@ -116,7 +116,10 @@ def encode_job(db, config, payload: dict) -> dict | None:
 def _chunk_texts(db, file_id: int, text: str) -> list[str]:
     """The texts of a stored file's chunks (``text``: the file's), in ordinal order."""
     ranges = _query(
-        db, "SELECT start_line, end_line FROM chunks WHERE file_id = ? ORDER BY ordinal", (file_id,)
+        db,
+        f"SELECT c.start_line, c.end_line FROM files f JOIN chunks c ON {CHUNKS_OF_FILE}"
+        " WHERE f.id = ? ORDER BY c.ordinal",
+        (file_id,),
     )
     if not ranges:
         return []
@@ -210,8 +213,8 @@ def matrix(db, pid: int) -> tuple[np.ndarray, np.ndarray, int]:
     chunks: dict[int, list[int]] = {}
     for cid, fid in _query(
         db,
-        "SELECT c.id, c.file_id FROM chunk_vectors v JOIN chunks c ON c.file_id = v.file_id"
-        " WHERE v.project_id = ? ORDER BY c.file_id, c.ordinal",
+        "SELECT c.id, c.file_id FROM chunk_vectors v JOIN files f ON f.id = v.file_id"
+        f" JOIN chunks c ON {CHUNKS_OF_FILE} WHERE v.project_id = ? ORDER BY c.file_id, c.ordinal",
         (pid,),
     ):
         chunks.setdefault(fid, []).append(cid)

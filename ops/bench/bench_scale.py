@@ -98,11 +98,14 @@ def _timed(md: Memoryd, q: str) -> tuple[float, dict]:
 
 
 def _chunk_hash(md: Memoryd, item: dict) -> bytes:
-    """The stored content hash of the chunk an item cites."""
+    """The stored content hash of the chunk an item cites (among its file's chunks, the
+    id range the file's row keeps)."""
+    first, count = md.reader.query(
+        "SELECT chunk_first, chunk_count FROM files WHERE path = ? AND live = 1", (item["path"],)
+    )[0]
     return md.reader.query(
-        "SELECT c.content_hash FROM chunks c JOIN files f ON f.id = c.file_id"
-        " WHERE f.path = ? AND c.start_line = ? AND f.live = 1",
-        (item["path"], item["start_line"]),
+        "SELECT content_hash FROM chunks WHERE id BETWEEN ? AND ? AND start_line = ?",
+        (first, first + count - 1, item["start_line"]),
     )[0][0]
 
 

@@ -40,7 +40,7 @@ def index_state(home: Path, project: str) -> dict:
     )
     chunks = query(
         home,
-        "SELECT f.path, c.chunk_id, c.content_hash, c.start_line, c.end_line FROM chunks c"
+        "SELECT f.path, c.ordinal, c.content_hash, c.start_line, c.end_line FROM chunks c"
         " JOIN files f ON f.id = c.file_id WHERE c.project_id = ?",
         (pid,),
     )

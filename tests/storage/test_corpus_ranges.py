@@ -1,0 +1,51 @@
+"""A file's chunks are the id range its row keeps (``chunk_first``, ``chunk_count``:
+there is no index on ``chunks.file_id``), through new, changed, repeated, emptied and
+retired files, and the index holds exactly the live chunks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memoryd.config import load_config
+from memoryd.ingest.chunking import prepare_file
+from memoryd.storage.authority import Authority, open_authority
+from memoryd.storage.corpus import ensure_project, fts_table, put_files, retire_files
+
+
+def _text(lines: int, word: str) -> bytes:
+    return "".join(f"def {word}_{i}(x):\n    return x + {i}\n\n" for i in range(lines)).encode()
+
+
+def _assert_ranges(db: Authority, pid: int) -> None:
+    files = db.query(
+        "SELECT id, chunk_first, chunk_count, live FROM files WHERE project_id = ?", (pid,)
+    )
+    for fid, first, count, live in files:
+        ids = [
+            r[0]
+            for r in db.query("SELECT id FROM chunks WHERE file_id = ? ORDER BY ordinal", (fid,))
+        ]
+        assert ids == list(range(first, first + count)), fid
+        assert live or (first, count) == (0, 0)
+    indexed = db.query(f"SELECT id FROM {fts_table(pid)}_docsize ORDER BY id")
+    assert indexed == db.query("SELECT id FROM chunks WHERE project_id = ? ORDER BY id", (pid,))
+
+
+def test_a_files_chunks_stay_its_id_range(tmp_path: Path) -> None:
+    db = open_authority(tmp_path, load_config(tmp_path))
+    pid = db.write(lambda tx: ensure_project(tx, "p", None, 0))
+
+    def put(*files: tuple[str, bytes]) -> None:
+        db.write(lambda tx: put_files(tx, pid, [prepare_file("p", p, b) for p, b in files]))
+
+    put(*((f"m{i}.py", _text(30 + i, f"kiln{i}")) for i in range(5)), ("empty.py", b""))
+    _assert_ranges(db, pid)
+    put(("m1.py", _text(90, "glaze")), ("m6.py", _text(12, "clay")))  # grows, and a new one
+    put(("m2.py", _text(3, "slip")), ("m2.py", _text(40, "slip")))  # one path twice in a batch
+    put(("empty.py", _text(20, "wheel")), ("m3.py", b""))  # filled, and emptied
+    db.write(lambda tx: retire_files(tx, pid, ["m4.py"]))
+    _assert_ranges(db, pid)
+    counts = dict(db.query("SELECT path, chunk_count FROM files WHERE project_id = ?", (pid,)))
+    assert counts["m3.py"] == counts["m4.py"] == 0 and counts["m1.py"] > counts["m0.py"] > 0
+    assert db.query("SELECT count(*) FROM chunks") == [(sum(counts.values()),)]
+    db.close()
