@@ -87,5 +87,7 @@ def test_a_diagnosis_reports_bytes_by_phase_scores_and_a_baseline(tmp_path: Path
     assert "tide" not in res.stdout.replace("tide_height_3", "")  # no checkout text
     assert r["baseline"]["files"] == 7
 
-    human = run_cli(*args[:3], str(tmp_path / "ws2"), "--baseline", baseline, home=None).stdout
+    run = run_cli(*args[:3], str(tmp_path / "ws2"), "--baseline", baseline, home=None)
+    assert run.code == 0, run.stderr
+    human = run.stdout
     assert "against the baseline" in human and "ingest MB/s" in human and "x" in human
