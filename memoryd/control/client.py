@@ -8,8 +8,11 @@ than a millisecond under load).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +25,30 @@ from memoryd.errors import ArchiveOpError, StoreBusy
 REQUEST_TIMEOUT_SECONDS = 60.0
 
 
+#: Longest socket address ``bind``/``connect`` take (``sun_path`` holds 108 bytes
+#: with its terminating NUL; 104 on some systems).
+_SUN_PATH_MAX = 103
+
+
 def socket_path(home: Path) -> Path:
     return Path(home) / CONTROL_SOCKET_FILE
+
+
+@contextlib.contextmanager
+def address(path: Path) -> Iterator[str]:
+    """``path`` as an AF_UNIX address. A home deep in the file system (a diagnose
+    workspace, a test's temporary directory) can make the socket's path longer than
+    ``sun_path`` holds; it is then reached through its directory opened as a file
+    descriptor (``/proc/self/fd/N/name``: short whatever the depth), closed after."""
+    text = str(path)
+    if len(os.fsencode(text)) <= _SUN_PATH_MAX:
+        yield text
+        return
+    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
 
 
 def request(home: Path, op: str, /, **args: Any) -> dict | None:
@@ -41,7 +66,8 @@ def connect(home: Path) -> socket.socket | None:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.settimeout(REQUEST_TIMEOUT_SECONDS)
     try:
-        conn.connect(str(socket_path(home)))
+        with address(socket_path(home)) as where:
+            conn.connect(where)
     except (FileNotFoundError, ConnectionRefusedError):
         conn.close()
         return None

@@ -30,7 +30,7 @@ import orjson
 from memoryd.archive import ops as archive_ops
 from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.config import CONTROL_SECONDARY_DIR, Config
-from memoryd.control.client import socket_path, unwrap
+from memoryd.control.client import address, socket_path, unwrap
 from memoryd.control.deferred import DeferredWrites
 from memoryd.control.secondary import Secondary
 from memoryd.errors import MemorydError, PeerRefused, StoreBusy, UsageError
@@ -159,7 +159,8 @@ class ControlServer:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)
         try:
-            sock.bind(str(fresh))
+            with address(fresh) as where:
+                sock.bind(where)
         finally:
             os.umask(old)
         os.chmod(fresh, 0o600)
