@@ -4,14 +4,14 @@ An :class:`Encoder` turns texts into fixed-length vectors; the engine only
 takes cosines between a query vector and candidate vectors. Any object with
 ``dim``, ``name`` and ``encode(texts) -> list[Sequence[float]]`` plugs in;
 nothing is ever downloaded. The config setting ``encoder`` picks one
-(:func:`load_encoder`): ``wordllama`` (:class:`WordLlamaEncoder`, the model
-inside the wordllama wheel; the default), ``hashing`` (below: in memory,
-nothing stored) or ``command:...`` (:class:`CommandEncoder`, a user's own
-model behind JSON lines). All but ``hashing`` store each chunk's vector after
-ingest as a sign code (:func:`pack`, 1 bit a dimension;
-:mod:`memoryd.storage.vectors`) that :mod:`memoryd.search.semantic` searches
-by brute force; a candidate without a stored code (not coded yet) is
-re-ranked by :class:`HashingEncoder` at query time.
+(:func:`load_encoder`): ``hashing`` (below, the default: in memory, nothing
+stored; docs/decisions/encoder-default.md), ``wordllama``
+(:class:`WordLlamaEncoder`, the model inside the wordllama wheel) or
+``command:...`` (:class:`CommandEncoder`, a user's own model behind JSON lines).
+All but ``hashing`` store each chunk's vector after ingest as a sign code
+(:func:`pack`, 1 bit a dimension; :mod:`memoryd.storage.vectors`) that
+:mod:`memoryd.search.semantic` searches by brute force; a candidate without a
+stored code (not coded yet) is re-ranked by :class:`HashingEncoder` at query time.
 
 :class:`HashingEncoder` is a feature-hashing bag of words: each
 indexed stem (same tokenizer as FTS5, stopwords removed) and each character
