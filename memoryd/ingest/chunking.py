@@ -11,14 +11,11 @@ import hashlib
 from collections.abc import Iterable
 from itertools import accumulate
 
-import zstandard
-
 from memoryd.config import (
     BODY_BLOCK_BYTES,
     CHUNK_MAX_CHARS,
     CHUNK_MAX_LINES,
     CHUNK_TARGET_LINES,
-    ZSTD_DICT_BYTES,
 )
 from memoryd.storage.corpus import ChunkRow, FileRows, compressor
 
@@ -74,29 +71,17 @@ def line_ranges(lines: list[str]) -> list[tuple[int, int]]:
     return ranges
 
 
-def train_dictionary(samples: list[bytes]) -> bytes | None:
-    """A zstd dictionary for a project's bodies, or None when the samples do not allow one."""
-    try:
-        zdict = zstandard.train_dictionary(ZSTD_DICT_BYTES, samples, k=1024, d=8)
-    except zstandard.ZstdError:
-        return None
-    return zdict.as_bytes()
-
-
-def prepare_file(
-    project: str, path: str, raw: bytes, *, dictionary: bytes | None = None
-) -> FileRows:
+def prepare_file(project: str, path: str, raw: bytes) -> FileRows:
     """Everything the supervisor needs to store and index one file (its body its own
     frame)."""
     rows, text = _prepare(path, raw)
-    return rows._replace(body=compressor(dictionary).compress(text))
+    return rows._replace(body=compressor().compress(text))
 
 
 def prepare_batch(
     project: str,
     items: Iterable[tuple[str, bytes]],
     *,
-    dictionary: bytes | None = None,
     block_bytes: int = BODY_BLOCK_BYTES,
 ) -> tuple[list[FileRows], list[bytes]]:
     """The rows of a batch's (path, raw bytes) files and their body blocks: the files'
@@ -109,7 +94,7 @@ def prepare_batch(
 
     def close() -> None:
         nonlocal size
-        blocks.append(compressor(dictionary).compress(b"".join(pending)))
+        blocks.append(compressor().compress(b"".join(pending)))
         pending.clear()
         size = 0
 

@@ -10,10 +10,6 @@ finishes a run enqueues, when an encoder stores codes, the low-priority
 ``ingest.pack`` job: its worker compresses the project's new body blocks again at
 ``body_pack_level`` and makes their chunks' index text (:mod:`memoryd.storage.
 unsearched`), its apply stores both, and the last one merges the project's index.
-
-The first scan of a project that finds at least ``ZSTD_DICT_MIN_FILES`` new
-files also trains the project's zstd dictionary from a spread of them; its
-apply stores it (once, forever) and every batch compresses with it.
 """
 
 from __future__ import annotations
@@ -28,9 +24,9 @@ import apsw
 import orjson
 
 from memoryd import killpoints
-from memoryd.config import SETTINGS, ZSTD_DICT_MIN_FILES, ZSTD_DICT_SAMPLE_BYTES, ZSTD_DICT_SAMPLES
+from memoryd.config import SETTINGS
 from memoryd.ingest import progress
-from memoryd.ingest.chunking import prepare_batch, train_dictionary
+from memoryd.ingest.chunking import prepare_batch
 from memoryd.ingest.progress import ScanProgress
 from memoryd.ingest.scan import Eligible, read_file, scan
 from memoryd.queue import ClaimedJob, JobSpec
@@ -39,15 +35,12 @@ from memoryd.storage import runs, vectors
 from memoryd.storage.corpus import (
     Packed,
     UnknownProject,
-    dict_data,
     live_hashes,
     optimize_index,
     pack_block,
-    project_dict,
     put_files,
     reclaim_free_pages,
     retire_files,
-    store_dict,
     store_packed,
     unpacked_blocks,
 )
@@ -90,19 +83,6 @@ def project_root(ctx: WorkContext, p: dict) -> Path:
 # -- scan -----------------------------------------------------------------------
 
 
-def _train(ctx: WorkContext, p: dict, root: Path, todo: list[Eligible]) -> bytes | None:
-    """A dictionary for a project that has none, from files spread over ``todo``."""
-    if len(todo) < ZSTD_DICT_MIN_FILES or project_dict(ctx.authority(), p["project_id"]):
-        return None
-    step = max(1, len(todo) // ZSTD_DICT_SAMPLES)
-    samples = []
-    for e in todo[::step][:ZSTD_DICT_SAMPLES]:
-        raw = read_file(root, e.path, int(ctx.config.max_file_bytes), Counter())
-        if raw:
-            samples.append(raw[:ZSTD_DICT_SAMPLE_BYTES])
-    return train_dictionary(samples)
-
-
 def _run_scan(ctx: WorkContext, p: dict) -> dict:
     stored = live_hashes(ctx.authority(), p["project_id"])
     root = project_root(ctx, p)
@@ -127,7 +107,6 @@ def _run_scan(ctx: WorkContext, p: dict) -> dict:
         "files": len(todo),
         "bytes": sum(e.size for e in todo),
         "skipped": dict(result.skipped),
-        "dictionary": _train(ctx, p, root, todo),
     }
 
 
@@ -135,13 +114,10 @@ def _apply_scan(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     for job, out in done:
         p = job.data
         common = {"run": p["run"], "project_id": p["project_id"], "project": p["project"]}
-        dict_id = project_dict(actx.tx, p["project_id"])
-        if out.get("dictionary") and dict_id is None:
-            dict_id = store_dict(actx.tx, p["project_id"], out["dictionary"])
         specs = [
             JobSpec(
                 BATCH,
-                {**common, "files": files, "dict": dict_id},
+                {**common, "files": files},
                 project=p["project"],
             )
             for files in out["batches"]
@@ -170,16 +146,6 @@ def _apply_scan(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
 
 # -- batch ----------------------------------------------------------------------
 
-_DICTS: dict[int, bytes] = {}  # dictionary id -> data, per worker process
-
-
-def _dictionary(ctx: WorkContext, dict_id: int | None) -> bytes | None:
-    if dict_id is None:
-        return None
-    if dict_id not in _DICTS:
-        _DICTS[dict_id] = dict_data(ctx.authority(), dict_id)
-    return _DICTS[dict_id]
-
 
 def _run_batch(ctx: WorkContext, p: dict) -> dict:
     skipped: Counter = Counter()
@@ -191,7 +157,7 @@ def _run_batch(ctx: WorkContext, p: dict) -> dict:
         nbytes += size
         if raw is not None:
             read.append((rel, raw))
-    files, blocks = prepare_batch(p["project"], read, dictionary=_dictionary(ctx, p.get("dict")))
+    files, blocks = prepare_batch(p["project"], read)
     return {"files": files, "blocks": blocks, "count": len(p["files"]), "bytes": nbytes,
             "skipped": skipped}  # fmt: skip
 

@@ -33,16 +33,14 @@ import apsw
 import zstandard
 
 from memoryd import killpoints
-from memoryd.config import BODY_BLOCK_BYTES, COMPRESSION_LEVEL
+from memoryd.config import BLOCK_CACHE_BYTES, BODY_BLOCK_BYTES, COMPRESSION_LEVEL
 from memoryd.errors import MemorydError
 from memoryd.storage.unsearched import index_text, keep_true_sizes
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _DCTX = zstandard.ZstdDecompressor()
 _DICT_DCTX: dict[int, zstandard.ZstdDecompressor] = {}  # zstd dictionary id -> decompressor
-# (dictionary, level) -> compressor
-_COMPRESSORS: dict[tuple[bytes | None, int], zstandard.ZstdCompressor] = {}
-BLOCKS_KEPT = 32  # decompressed body blocks an Authority keeps for search (<= 8 MiB)
+_COMPRESSORS: dict[int, zstandard.ZstdCompressor] = {}  # level -> compressor
 
 
 class UnknownProject(MemorydError):
@@ -340,7 +338,11 @@ def _release_block(tx: apsw.Connection, file_id: int) -> None:
     """The file's body leaves its block: the block goes with its last file, and a block
     left holding less live text than dead is written again with its live files only
     (so a changed or retired file's bytes never outweigh the live ones: the dead share
-    of the bodies stays under half)."""
+    of the bodies stays under half). The new block keeps the old one's ``packed`` flag,
+    which says how its files' chunks are indexed (:func:`_packed_files`): their index
+    rows are not touched, so the flag must not change. It is compressed at the ingest
+    level (this runs in the writer's transaction); only its live text, under half of
+    the old block's, pays for that."""
     row = tx.execute("SELECT block_id, project_id FROM files WHERE id = ?", (file_id,)).fetchone()
     if not row or row[0] is None:
         return
@@ -353,11 +355,14 @@ def _release_block(tx: apsw.Connection, file_id: int) -> None:
     ).fetchall()
     if not rest:
         return
-    data = tx.execute("SELECT data FROM body_blocks WHERE id = ?", (block_id,)).fetchone()[0]
+    data, packed = tx.execute(
+        "SELECT data, packed FROM body_blocks WHERE id = ?", (block_id,)
+    ).fetchone()
     if 2 * sum(end - start for _, start, end in rest) >= _frame_size(data):
         return
     text = _decompress(data, tx)
-    _store_block(tx, pid, _project_compressor(tx, pid), [(f, text[a:b]) for f, a, b in rest])
+    new_id = _store_block(tx, pid, [(f, text[a:b]) for f, a, b in rest])
+    tx.execute("UPDATE body_blocks SET packed = ? WHERE id = ?", (packed, new_id))
     tx.execute("DELETE FROM body_blocks WHERE id = ?", (block_id,))
 
 
@@ -401,61 +406,6 @@ def _query(db, sql: str, args: tuple) -> list[tuple]:
     return db.query(sql, args)
 
 
-def project_dict(db, pid: int) -> int | None:
-    """The id of the project's zstd dictionary, if it has one."""
-    return _query(db, "SELECT max(id) FROM zdicts WHERE project_id = ?", (pid,))[0][0]
-
-
-def dict_data(db, dict_id: int) -> bytes:
-    rows = _query(db, "SELECT data FROM zdicts WHERE id = ?", (dict_id,))
-    if not rows:
-        raise MemorydError(f"zstd dictionary {dict_id} is missing from the authority")
-    return rows[0][0]
-
-
-def store_dict(tx: apsw.Connection, pid: int, data: bytes) -> int:
-    """Keep the project's first dictionary forever; a later one (a redone or racing
-    scan) is dropped and the existing one is used. Returns the dictionary id in use.
-
-    A body's frame names its dictionary by id, so ids are unique in the authority:
-    the same files under a second project name train the very same dictionary (and
-    id), which is then stored under a free id of its own."""
-    existing = project_dict(tx, pid)
-    if existing is not None:
-        return existing
-    dict_id, data = _with_free_id(tx, data)
-    tx.execute(
-        "INSERT INTO zdicts (id, project_id, data, created_at) VALUES (?, ?, ?, ?)",
-        (dict_id, pid, data, time.time()),
-    )
-    return dict_id
-
-
-ZSTD_DICT_MAGIC = (0xEC30A437).to_bytes(4, "little")  # a zstd dictionary's first 4 bytes
-# Ids zstd leaves to users: [2**15, 2**31) (lower and higher ones are reserved).
-ZSTD_DICT_ID_LOW, ZSTD_DICT_ID_SPAN = 2**15, 2**31 - 2**15
-ZSTD_DICT_ID_STEP = 7919  # a prime: successive candidates spread over the span
-
-
-def _taken(tx: apsw.Connection, dict_id: int) -> bool:
-    return tx.execute("SELECT 1 FROM zdicts WHERE id = ?", (dict_id,)).fetchone() is not None
-
-
-def _with_free_id(tx: apsw.Connection, data: bytes) -> tuple[int, bytes]:
-    """The dictionary's id and data, its id (bytes 4-8 of the format) moved to a free
-    one when another project's dictionary already has it."""
-    dict_id = zstandard.ZstdCompressionDict(data).dict_id()
-    if not _taken(tx, dict_id):
-        return dict_id, data
-    if data[:4] != ZSTD_DICT_MAGIC:
-        raise MemorydError(f"zstd dictionary id {dict_id} is taken and this one has no header")
-    candidate = dict_id
-    while _taken(tx, candidate):
-        offset = (candidate - ZSTD_DICT_ID_LOW + ZSTD_DICT_ID_STEP) % ZSTD_DICT_ID_SPAN
-        candidate = ZSTD_DICT_ID_LOW + offset
-    return candidate, data[:4] + candidate.to_bytes(4, "little") + data[8:]
-
-
 def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
     dctx = _DICT_DCTX.get(dict_id)
     if dctx is not None:
@@ -477,15 +427,13 @@ def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
     return dctx
 
 
-def compressor(
-    dictionary: bytes | None = None, level: int = COMPRESSION_LEVEL
-) -> zstandard.ZstdCompressor:
-    """The body compressor (with the project's dictionary, if any), reused per process."""
-    cctx = _COMPRESSORS.get((dictionary, level))
+def compressor(level: int = COMPRESSION_LEVEL) -> zstandard.ZstdCompressor:
+    """The body compressor at ``level``, reused per process (a frame without a
+    dictionary: ``config.BODY_BLOCK_BYTES`` says why)."""
+    cctx = _COMPRESSORS.get(level)
     if cctx is None:
-        zdict = zstandard.ZstdCompressionDict(dictionary) if dictionary else None
-        cctx = zstandard.ZstdCompressor(level=level, dict_data=zdict, write_checksum=True)
-        _COMPRESSORS[(dictionary, level)] = cctx
+        cctx = zstandard.ZstdCompressor(level=level, write_checksum=True)
+        _COMPRESSORS[level] = cctx
     return cctx
 
 
@@ -514,9 +462,9 @@ class Packed(NamedTuple):
 
 
 def pack_block(db, block_id: int, level: int) -> Packed | None:
-    """The block compressed again at ``level`` (0: not) with the same dictionary, and
-    its files' chunks as index text; None when the block is gone. Runs in a worker:
-    CPU only, no write."""
+    """The block compressed again at ``level`` (0: not), without a dictionary even if
+    its frame had one, and its files' chunks as index text; None when the block is
+    gone. Runs in a worker: CPU only, no write."""
     rows = _query(db, "SELECT data FROM body_blocks WHERE id = ?", (block_id,))
     if not rows:
         return None
@@ -524,9 +472,7 @@ def pack_block(db, block_id: int, level: int) -> Packed | None:
     text = _decompress(frame, db)
     data = None
     if level:
-        dict_id = zstandard.get_frame_parameters(frame).dict_id
-        dictionary = dict_data(db, dict_id) if dict_id else None
-        data = compressor(dictionary, level).compress(text)
+        data = compressor(level).compress(text)
     files = _query(
         db,
         "SELECT id, path, block_start, block_end FROM files WHERE block_id = ? AND live = 1",
@@ -569,10 +515,10 @@ def store_packed(tx: apsw.Connection, pid: int, packed: Iterable[Packed]) -> int
 def pack_bodies(tx: apsw.Connection, pid: int, block_bytes: int = BODY_BLOCK_BYTES) -> int:
     """Move the project's live files whose body is its own frame (stored before body
     blocks, or by a caller that wrote files one by one) into blocks of about
-    ``block_bytes`` of text, in file order, compressed with the project's dictionary.
+    ``block_bytes`` of text, in file order (their chunks' index rows are whole: the
+    blocks are not packed).
     Returns the files moved. Texts are read back exactly, so search answers and the
     derived tables do not change."""
-    cctx = _project_compressor(tx, pid)
     rows = tx.execute(
         "SELECT id, body FROM files WHERE project_id = ? AND live = 1 AND block_id IS NULL"
         " ORDER BY id",
@@ -585,22 +531,17 @@ def pack_bodies(tx: apsw.Connection, pid: int, block_bytes: int = BODY_BLOCK_BYT
         group.append((fid, text))
         size += len(text)
         if size >= block_bytes or n == len(rows):
-            _store_block(tx, pid, cctx, group)
+            _store_block(tx, pid, group)
             group, size = [], 0
     return len(rows)
 
 
-def _project_compressor(tx: apsw.Connection, pid: int) -> zstandard.ZstdCompressor:
-    dict_id = project_dict(tx, pid)
-    return compressor(dict_data(tx, dict_id) if dict_id is not None else None)
-
-
-def _store_block(
-    tx: apsw.Connection, pid: int, cctx: zstandard.ZstdCompressor, group: list[tuple[int, bytes]]
-) -> None:
+def _store_block(tx: apsw.Connection, pid: int, group: list[tuple[int, bytes]]) -> int:
+    """A new block of ``group``'s (file id, text), each file's row pointed at it; its id.
+    (Migration 12 calls it before migration 13 adds ``packed``: not named here.)"""
     block_id = tx.execute(
         "INSERT INTO body_blocks (project_id, files, data) VALUES (?, ?, ?) RETURNING id",
-        (pid, len(group), cctx.compress(b"".join(text for _, text in group))),
+        (pid, len(group), compressor().compress(b"".join(text for _, text in group))),
     ).fetchone()[0]
     at = 0
     for fid, text in group:
@@ -611,14 +552,17 @@ def _store_block(
         )
         at += len(text)
     killpoints.reach("bodies_mid_pack")  # drills: a migration killed between blocks
+    return block_id
+
+
+def _decompressor(frame: bytes, db=None) -> zstandard.ZstdDecompressor:
+    """The frame's decompressor: with the dictionary it names (an older home's frames)."""
+    dict_id = zstandard.get_frame_parameters(frame).dict_id
+    return _dict_decompressor(dict_id, db) if dict_id else _DCTX
 
 
 def _decompress(frame: bytes, db=None) -> bytes:
-    if not frame:
-        return b""
-    dict_id = zstandard.get_frame_parameters(frame).dict_id
-    dctx = _dict_decompressor(dict_id, db) if dict_id else _DCTX
-    return dctx.decompress(frame)
+    return _decompressor(frame, db).decompress(frame) if frame else b""
 
 
 def file_text(body: bytes, db=None) -> str:
@@ -629,33 +573,43 @@ def file_text(body: bytes, db=None) -> str:
 
 
 class _Blocks:
-    """Decompressed body blocks of one Authority, the most recent few (a block is
-    immutable and its id never reused, so a kept one is never stale)."""
+    """Decompressed body blocks of one Authority, the most recently read ones up to
+    ``BLOCK_CACHE_BYTES`` (a block is immutable and its id never reused, so a kept one
+    is never stale). A block is decompressed only up to the end its reader needs and
+    kept as that prefix; a reader needing more decompresses it again, further."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.kept: OrderedDict[int, bytes] = OrderedDict()
+        self.size = 0
 
-    def get(self, db, block_id: int) -> bytes:
+    def get(self, db, block_id: int, end: int) -> bytes:
+        """At least the block's first ``end`` bytes of text."""
         with self.lock:
             data = self.kept.get(block_id)
-            if data is not None:
+            if data is not None and len(data) >= end:
                 self.kept.move_to_end(block_id)
                 return data
-        data = _read_block(db, block_id)
+        data = _read_block(db, block_id, end)
         with self.lock:
+            self.size += len(data) - len(self.kept.pop(block_id, b""))
             self.kept[block_id] = data
-            while len(self.kept) > BLOCKS_KEPT:
-                self.kept.popitem(last=False)
+            while self.size > BLOCK_CACHE_BYTES and len(self.kept) > 1:
+                self.size -= len(self.kept.popitem(last=False)[1])
         return data
 
 
-def _read_block(db, block_id: int) -> bytes:
+def _read_block(db, block_id: int, end: int | None = None) -> bytes:
+    """The block's text, or its first ``end`` bytes (decompressed that far only)."""
     rows = _query(db, "SELECT data FROM body_blocks WHERE id = ?", (block_id,))
     if not rows:
         raise MemorydError(f"body block {block_id} is missing from the authority; run"
                            " `memoryd rebuild --verify` and re-ingest the project")  # fmt: skip
-    return _decompress(rows[0][0], db)
+    frame = rows[0][0]
+    if end is None or end >= _frame_size(frame):
+        return _decompress(frame, db)
+    with _decompressor(frame, db).stream_reader(frame, read_across_frames=False) as reader:
+        return reader.read(end)
 
 
 def _blocks(db) -> _Blocks | None:
@@ -678,16 +632,19 @@ def file_texts(db, file_ids: Iterable[int]) -> dict[int, str]:
         ids,
     )
     cache = _blocks(db)
-    read: dict[int, bytes] = {}
-    texts = {}
-    for fid, body, block_id, start, end in rows:
-        if block_id is None:
-            texts[fid] = file_text(body, db)
-            continue
-        if block_id not in read:
-            read[block_id] = cache.get(db, block_id) if cache else _read_block(db, block_id)
-        texts[fid] = read[block_id][start:end].decode("utf-8")
-    return texts
+    ends: dict[int, int] = {}  # block id -> the end of its last file read here
+    for _, _, block_id, _, end in rows:
+        if block_id is not None:
+            ends[block_id] = max(end, ends.get(block_id, 0))
+    read = {
+        b: cache.get(db, b, end) if cache else _read_block(db, b, end) for b, end in ends.items()
+    }
+    return {
+        fid: read[block_id][start:end].decode("utf-8")
+        if block_id is not None
+        else file_text(body, db)
+        for fid, body, block_id, start, end in rows
+    }
 
 
 def live_texts(conn: apsw.Connection, pid: int) -> Iterator[tuple[int, str, str]]:

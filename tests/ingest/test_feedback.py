@@ -31,7 +31,7 @@ from tests.conftest import (
     worker_pids,
 )
 
-MISSING_DICT = 987654321
+MISSING_PROJECT = 987654321
 
 
 @pytest.mark.slow
@@ -153,14 +153,13 @@ def test_ctrl_c_while_following_a_running_supervisor_leaves_it_running(
 
 def _queue_with_a_doomed_batch(cli, home: Path, repo: Path) -> None:
     """Queue a plain ingest, and beside it a batch of its run that dies at its first
-    attempt (its dictionary does not exist)."""
+    attempt (its project id names no project)."""
     res = cli("ingest", str(repo), "--json")
     run = res.json()["run"]
     md = Memoryd(home)
     try:
-        pid = md.db.query("SELECT id FROM projects WHERE name = 'repo'")[0][0]
-        payload = {"run": run, "project_id": pid, "project": "repo", "root": str(repo),
-                   "files": [["mod_0.py", 10]], "dict": MISSING_DICT}  # fmt: skip
+        payload = {"run": run, "project_id": MISSING_PROJECT, "project": "repo",
+                   "root": str(repo), "files": [["mod_0.py", 10]]}  # fmt: skip
         md.queue.enqueue(JobSpec(BATCH, payload, project="repo", max_attempts=1))
     finally:
         md.close()
@@ -175,13 +174,13 @@ def test_an_incomplete_ingest_names_its_dead_jobs_reasons(cli, home, tmp_path):
     assert summary["dead_jobs"] == 1
     [reason] = summary["dead_reasons"]
     assert reason["kind"] == BATCH and reason["jobs"] == 1
-    assert f"zstd dictionary {MISSING_DICT} is missing" in reason["error"]
+    assert f"no project with id {MISSING_PROJECT} and a repository root" in reason["error"]
 
     _queue_with_a_doomed_batch(cli, home, repo)
     res = cli("ingest", str(repo), "--wait", "--workers", "1")
     text = " ".join(res.stdout.split())
     assert "1 dead ingest.batch: " in text
-    assert f"zstd dictionary {MISSING_DICT} is missing" in text
+    assert f"no project with id {MISSING_PROJECT} and a repository root" in text
     assert "see `memoryd jobs dead`" in text
 
     res = cli("ingest", str(repo), "--wait")  # a new run: no dead job of its own

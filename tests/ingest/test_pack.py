@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from memoryd.api import Memoryd
-from memoryd.config import ZSTD_DICT_MIN_FILES
 from memoryd.ingest.jobs import PACK_BLOCKS
 from memoryd.storage import corpus
 from tests.conftest import query
@@ -45,7 +44,7 @@ def test_blocks_packed_after_the_run_same_texts_and_answers(tmp_path: Path) -> N
     """Level 0 packs without compressing again: the same index text, the same
     answers, bigger blocks."""
     (tmp_path / "repo").mkdir()
-    repo = _repo(tmp_path / "repo", ZSTD_DICT_MIN_FILES + 24)
+    repo = _repo(tmp_path / "repo", 56)
     (repo / "notes.md").write_text("The request of a handler is the page it renders.\n" * 40)
     homes = {"off": _home(tmp_path, "off", 0), "on": _home(tmp_path, "on", None)}
     seen = {}
@@ -68,7 +67,7 @@ def test_blocks_packed_after_the_run_same_texts_and_answers(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_a_pass_killed_before_its_commit_is_finished_later(cli, home: Path, tmp_path: Path) -> None:
     (tmp_path / "repo").mkdir()
-    repo = _repo(tmp_path / "repo", ZSTD_DICT_MIN_FILES + 24)
+    repo = _repo(tmp_path / "repo", 56)
     _home(home.parent, home.name)
     assert cli("ingest", str(repo), "--json").code == 0  # enqueued only
     killed = cli("run", "--drain", "--workers", "1", env={"MEMORYD_KILL_AT": "pack_mid_apply"})
@@ -87,4 +86,29 @@ def test_a_pass_killed_before_its_commit_is_finished_later(cli, home: Path, tmp_
     assert _texts(md) == sources
     assert [md.search(q, limit=5) for q in QUERIES] == before
     assert md.rebuild(verify=True)["equal"]
+    md.close()
+
+
+def test_a_packed_block_written_again_rebuilds_equal(tmp_path: Path) -> None:
+    """A packed block left holding less live text than dead is written again with its
+    live files; their chunks keep the index text they were packed with, and the new
+    block keeps the packed flag that says so: the index rebuilds equal at once, before
+    any pack job runs."""
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", 8)
+    md = Memoryd(_home(tmp_path, "home"))
+    md.ingest(repo, wait=True, workers=1)
+    block = md.db.query("SELECT min(block_id) FROM files")[0][0]
+    paths = [r[0] for r in md.db.query("SELECT path FROM files WHERE block_id = ?", (block,))]
+    assert len(paths) == 4 and md.db.query("SELECT packed FROM body_blocks") == [(1,), (1,)]
+    pid = md.db.query("SELECT id FROM projects")[0][0]
+    md.db.write(lambda tx: corpus.retire_files(tx, pid, paths[:3]))
+    [(new, files, packed)] = md.db.query(
+        "SELECT id, files, packed FROM body_blocks WHERE id NOT IN"
+        " (SELECT block_id FROM files WHERE path NOT IN (?, ?, ?, ?))",
+        tuple(paths),
+    )
+    assert new != block and files == 1 and packed == 1
+    assert md.rebuild(verify=True)["equal"]
+    assert _texts(md) == {p.name: p.read_text() for p in repo.iterdir() if p.name not in paths[:3]}
     md.close()

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from memoryd.api import Memoryd
-from memoryd.config import ZSTD_DICT_MIN_FILES
 from memoryd.storage import corpus
 from memoryd.storage.schema import CURRENT_VERSION
 from tests.conftest import downgrade_sql, query
@@ -111,16 +111,20 @@ def test_a_block_mostly_dead_is_written_again_with_its_live_files(
 
 def _as_schema_11(home: Path) -> None:
     """Turn the home back into what memoryd wrote before body blocks: each live file's
-    text its own frame (with the project's dictionary), schema 11."""
+    text its own frame with the project's zstd dictionary (which memoryd trained then;
+    the frame names it), schema 11."""
 
     def unpack(tx) -> None:
         for (pid,) in tx.execute("SELECT id FROM projects").fetchall():
-            dict_id = corpus.project_dict(tx, pid)
-            cctx = corpus.compressor(corpus.dict_data(tx, dict_id) if dict_id else None)
-            for fid, _path, text in list(corpus.live_texts(tx, pid)):
-                tx.execute(
-                    "UPDATE files SET body = ? WHERE id = ?", (cctx.compress(text.encode()), fid)
-                )
+            texts = [(fid, text.encode()) for fid, _, text in corpus.live_texts(tx, pid)]
+            zdict = zstandard.train_dictionary(8192, [t for _, t in texts])
+            tx.execute(
+                "INSERT INTO zdicts (id, project_id, data, created_at) VALUES (?, ?, ?, 0)",
+                (zdict.dict_id(), pid, zdict.as_bytes()),
+            )
+            cctx = zstandard.ZstdCompressor(dict_data=zdict, write_checksum=True)
+            for fid, text in texts:
+                tx.execute("UPDATE files SET body = ? WHERE id = ?", (cctx.compress(text), fid))
         tx.execute(downgrade_sql(11))
 
     md = Memoryd(home)
@@ -138,7 +142,7 @@ def _migrate_killed(home: Path) -> int:
 @pytest.mark.slow
 def test_an_older_home_moves_its_bodies_into_blocks(home: Path, tmp_path: Path) -> None:
     (tmp_path / "repo").mkdir()
-    repo = _repo(tmp_path / "repo", ZSTD_DICT_MIN_FILES + 8)
+    repo = _repo(tmp_path / "repo", 40)
     md = Memoryd(home)
     md.ingest(repo, wait=True, workers=2)
     before = _answers(md)
@@ -146,7 +150,7 @@ def test_an_older_home_moves_its_bodies_into_blocks(home: Path, tmp_path: Path) 
     _as_schema_11(home)
     assert query(home, "PRAGMA user_version") == [(11,)]
     own_frames = query(home, "SELECT count(*) FROM files WHERE length(body) > 0")
-    assert own_frames == [(ZSTD_DICT_MIN_FILES + 8,)] and all(before)
+    assert own_frames == [(40,)] and all(before)
 
     # Killed mid-migration: nothing of it committed, the home still at schema 11.
     assert _migrate_killed(home) == -9
@@ -156,7 +160,7 @@ def test_an_older_home_moves_its_bodies_into_blocks(home: Path, tmp_path: Path) 
     md = Memoryd(home)  # the next open migrates
     assert md.db.user_version() == CURRENT_VERSION
     assert query(home, "SELECT count(*) FROM files WHERE body != x'' OR block_id IS NULL") == [(0,)]
-    assert sum(_blocks(home).values()) == ZSTD_DICT_MIN_FILES + 8
+    assert sum(_blocks(home).values()) == 40
     assert _answers(md) == before
     assert md.rebuild(verify=True)["equal"]
     md.close()
