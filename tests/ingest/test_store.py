@@ -69,3 +69,44 @@ def test_block_bodies_and_rebuild(home: Path, tmp_path: Path) -> None:
     res = md.search("changed", limit=3)
     assert any(item["path"] == "mod_000.py" for item in res["items"])
     md.close()
+
+
+def test_an_older_homes_dictionary_frames_still_read(home: Path, tmp_path: Path) -> None:
+    """Homes before this version compressed blocks with a trained project dictionary
+    (``zdicts``; the frame names it): their texts read back exactly, whole (a bare
+    connection) and up to one file's end (an Authority's cache)."""
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", FILES)
+    md = Memoryd(home)
+    md.ingest(repo, wait=True, workers=1)
+
+    def with_dictionary(tx) -> None:
+        blocks = tx.execute("SELECT id, data FROM body_blocks").fetchall()
+        texts = {bid: zstandard.ZstdDecompressor().decompress(data) for bid, data in blocks}
+        zdict = zstandard.train_dictionary(8192, list(texts.values()) * 8)
+        tx.execute(
+            "INSERT INTO zdicts (id, project_id, data, created_at) VALUES (?, 1, ?, 0)",
+            (zdict.dict_id(), zdict.as_bytes()),
+        )
+        cctx = zstandard.ZstdCompressor(dict_data=zdict, write_checksum=True)
+        for bid, text in texts.items():
+            tx.execute("UPDATE body_blocks SET data = ? WHERE id = ?", (cctx.compress(text), bid))
+
+    md.db.write(with_dictionary)
+    md.close()
+    frames = query(home, "SELECT data FROM body_blocks")
+    assert all(zstandard.get_frame_parameters(f).dict_id for (f,) in frames)
+    corpus._DICT_DCTX.clear()
+    md = Memoryd(home)
+    files = dict(md.db.query("SELECT id, path FROM files"))
+    for fid in sorted(files):
+        [text] = corpus.file_texts(md.db, [fid]).values()
+        assert text == (repo / files[fid]).read_text(encoding="utf-8")
+    conn = apsw.Connection(str(home / "authority.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        for fid, text in corpus.file_texts(conn, files).items():
+            assert text == (repo / files[fid]).read_text(encoding="utf-8")
+    finally:
+        conn.close()
+    assert md.rebuild(verify=True)["equal"]
+    md.close()
