@@ -4,9 +4,9 @@ Each project has its own contentless FTS5 table ``fts_<id>`` (columns ``body``
 and ``path``, rowid = ``chunks.id``; body first, because FTS5 spends a column
 marker on every posting outside column 0) and an ``fts5vocab`` view ``fts_<id>_vocab``
 over it, so term statistics are per project and projects never see each
-other. File text is stored once per file, zstd-compressed (with the project's
-dictionary from ``zdicts`` once it has one: the frame header names it); a
-chunk is a line range of its file. The FTS tables are derived:
+other. File text is stored once per file, zstd-compressed in blocks of several
+files (an older home's frames may name a ``zdicts`` dictionary; new ones have
+none); a chunk is a line range of its file. The FTS tables are derived:
 :func:`rebuild_index` recreates them from ``files`` and ``chunks``.
 
 Two layouts. A project created with a ``compact_limit`` (the ``compact_max_bytes``
@@ -62,7 +62,7 @@ class FileRows(NamedTuple):
     content_hash: str
     size: int
     lines: int
-    body: bytes  # zstd-compressed text (with the project's dictionary, if any); b"" in a block
+    body: bytes  # zstd-compressed text; b"" in a block
     chunks: Sequence[ChunkRow]
     block: int = -1  # index of its body block in the batch (-1: ``body`` is its own frame)
     block_start: int = 0  # its text's UTF-8 bytes in the decompressed block
@@ -396,7 +396,7 @@ def retire_files(
     return retired
 
 
-# -- compression dictionaries ----------------------------------------------------
+# -- compression (an older home's dictionaries only decode) ---------------------------
 
 
 def _query(db, sql: str, args: tuple) -> list[tuple]:
