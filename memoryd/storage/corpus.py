@@ -35,7 +35,7 @@ import zstandard
 from memoryd import killpoints
 from memoryd.config import BLOCK_CACHE_BYTES, BODY_BLOCK_BYTES, COMPRESSION_LEVEL
 from memoryd.errors import MemorydError
-from memoryd.storage.unsearched import index_text, keep_true_sizes
+from memoryd.storage.unsearched import index_text, keep_true_sizes, rewrite_sizes
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _DCTX = zstandard.ZstdDecompressor()
@@ -752,10 +752,12 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
 
 def optimize_index(tx: apsw.Connection, pid: int) -> None:
     """Merge the project's stored index into one segment (FTS5 ``optimize``: the same
-    rows, fewer pages); nothing for a compact project."""
+    rows, fewer pages) and write its sizes again in full pages; nothing for a compact
+    project."""
     if not compact_limit(tx, pid):
         table = fts_table(pid)
         tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+        rewrite_sizes(tx, f"main.{table}")
 
 
 def rebuild_index(tx: apsw.Connection, pid: int) -> int:
