@@ -54,18 +54,17 @@ class Encoder(Protocol):
         ...
 
 
-_WIDTH = 24  # feature slots per stem in the table; longer stems are encoded apart
+_WIDTH = 24  # features of a stem encoded with the others; a longer stem is encoded apart
 _MAX_VOCAB = 200_000  # stems kept in the feature table (then it starts afresh)
-_PAD_B = [0] * _WIDTH
-_PAD_V = [0.0] * _WIDTH
 
 
 class HashingEncoder:
     """Hashed stem + character-trigram features; deterministic, offline (numpy).
 
-    Each stem's features are computed once and kept in a padded table (bucket
-    and signed value per slot), so encoding a text is one tokenizer pass, a
-    dictionary lookup per token and a weighted ``bincount``.
+    Each stem's features are computed once and kept in flat tables (bucket and
+    signed value per feature, a stem's features one after the other), so encoding a
+    text is one tokenizer pass, a dictionary lookup per token and a weighted
+    ``bincount`` over its stems' features only.
     """
 
     def __init__(self, dim: int = 256, trigram_weight: float = 0.5) -> None:
@@ -76,8 +75,11 @@ class HashingEncoder:
 
     def _reset(self) -> None:
         self._ids: dict[str, int] = {}
-        self._buckets = np.zeros((1024, _WIDTH), dtype=np.intp)
-        self._values = np.zeros((1024, _WIDTH), dtype=np.float64)
+        self._start = np.zeros(1024, dtype=np.intp)  # row -> its first feature
+        self._count = np.zeros(1024, dtype=np.intp)  # row -> how many features
+        self._feature_b = np.zeros(8192, dtype=np.intp)
+        self._feature_v = np.zeros(8192, dtype=np.float64)
+        self._features = 0
         self._long: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._rows = 0
         # character trigram -> (bucket, sign): far fewer trigrams than stems, so a new
@@ -109,43 +111,50 @@ class HashingEncoder:
 
     def _add(self, new: set[str]) -> None:
         """Give each new stem its row (-1: a stopword, no features; below -1: more
-        features than the table's width, kept apart), all rows written at once."""
+        features than :data:`_WIDTH`, kept apart), all rows written at once: the
+        features of :meth:`_stem_features`, hashed for the batch in one pass."""
         if len(self._ids) + len(new) > _MAX_VOCAB:
             self._reset()
         short: list[str] = []
-        flat_b: list[int] = []  # the new rows, padded, one after the other (one conversion)
-        flat_v: list[float] = []
         for stem in new:
             if stem in STOPWORDS:
                 self._ids[stem] = -1
-                continue
-            buckets, values = self._stem_features(stem)
-            fill = _WIDTH - len(buckets)
-            if fill < 0:
+            elif len(stem) + 1 > _WIDTH:  # its word and len(stem) trigrams
+                buckets, values = self._stem_features(stem)
                 i = -2 - len(self._long)
                 self._long[i] = (np.array(buckets), np.array(values))
                 self._ids[stem] = i
-                continue
-            short.append(stem)
-            flat_b += buckets
-            flat_b += _PAD_B[:fill]
-            flat_v += values
-            flat_v += _PAD_V[:fill]
+            else:
+                short.append(stem)
         if not short:
             return
-        first = self._rows
-        need = first + len(short)
-        if need > len(self._buckets):
-            size = max(need, 2 * len(self._buckets))
-            grown_b = np.zeros((size, _WIDTH), np.intp)
-            grown_v = np.zeros((size, _WIDTH))
-            grown_b[:first] = self._buckets[:first]
-            grown_v[:first] = self._values[:first]
-            self._buckets, self._values = grown_b, grown_v
-        self._buckets[first:need] = np.array(flat_b, dtype=np.intp).reshape(-1, _WIDTH)
-        self._values[first:need] = np.array(flat_v, dtype=np.float64).reshape(-1, _WIDTH)
+        words = [self._bucket("w:" + s) for s in short]
+        padded = [f"<{s}>" for s in short]
+        trigrams = [p[i : i + 3] for p in padded if len(p) > 4 for i in range(len(p) - 2)]
+        known = self._trigrams
+        hits = [known.get(tri) or self._new_trigram(tri) for tri in trigrams]
+        tri = np.array([len(p) - 2 if len(p) > 4 else 0 for p in padded], dtype=np.intp)
+        count = tri + 1
+        first, at = self._rows, self._features
+        need, end = first + len(short), at + int(count.sum())
+        self._start, self._count = _grown(need, self._start, self._count)
+        self._feature_b, self._feature_v = _grown(end, self._feature_b, self._feature_v)
+        starts = np.cumsum(count) - count + at
+        self._count[first:need] = count
+        self._start[first:need] = starts
+        fb, fv = self._feature_b[at:end], self._feature_v[at:end]
+        word_at = starts - at
+        fb[word_at] = [b for b, _ in words]
+        fv[word_at] = [v for _, v in words]
+        if hits:
+            rest = np.ones(end - at, dtype=bool)
+            rest[word_at] = False
+            has = tri > 0
+            w = self.trigram_weight / tri[has].astype(np.float64)
+            fb[rest] = [b for b, _ in hits]
+            fv[rest] = np.array([v for _, v in hits]) * np.repeat(w, tri[has])
         self._ids.update(zip(short, range(first, need), strict=True))
-        self._rows = need
+        self._rows, self._features = need, end
 
     def encode(self, texts: Sequence[str]) -> list[np.ndarray]:
         return self.encode_stems([stems(text) for text in texts])
@@ -156,8 +165,9 @@ class HashingEncoder:
 
         Each text's distinct stems are weighted by sublinear term frequency and summed
         in the order of their first occurrence (a ``Counter`` keeps that order and
-        counts in C, so only distinct stems reach numpy): the order of the additions,
-        and so every bit of the vector, does not depend on how the texts are batched."""
+        counts in C, so only distinct stems reach numpy), each stem's features in
+        their order: the order of the additions, and so every bit of the vector, does
+        not depend on how the texts are batched."""
         n = len(token_lists)
         counts = [Counter(toks) for toks in token_lists]
         new = set().union(*counts).difference(self._ids)
@@ -176,13 +186,7 @@ class HashingEncoder:
             weight = 1.0 + np.log(tf)
             short = ids >= 0
             if short.any():
-                rows = ids[short]
-                buckets = self._buckets[rows] + (seg[short] * self.dim)[:, None]
-                out = np.bincount(
-                    buckets.ravel(),
-                    weights=(self._values[rows] * weight[short][:, None]).ravel(),
-                    minlength=n * self.dim,
-                ).reshape(n, self.dim)
+                out = self._summed(ids[short], seg[short], weight[short], n)
             for j, i, w in zip(seg[ids < -1], ids[ids < -1], weight[ids < -1], strict=True):
                 b, val = self._long[int(i)]
                 out[j] += np.bincount(b, weights=val * w, minlength=self.dim)
@@ -190,6 +194,32 @@ class HashingEncoder:
         norms[norms == 0] = 1.0
         out /= norms[:, None]
         return list(out)
+
+    def _summed(self, rows: np.ndarray, seg: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
+        """(n, dim): each text's weighted features of its stems ``rows`` (text ``seg``),
+        added in order."""
+        count = self._count[rows]
+        ends = np.cumsum(count)
+        at = np.arange(int(ends[-1]), dtype=np.intp) + np.repeat(
+            self._start[rows] - ends + count, count
+        )
+        buckets = self._feature_b[at] + np.repeat(seg * self.dim, count)
+        values = self._feature_v[at] * np.repeat(weight, count)
+        return np.bincount(buckets, weights=values, minlength=n * self.dim).reshape(n, self.dim)
+
+
+def _grown(need: int, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``arrays`` (of one length) with room for ``need`` items: the same arrays, or
+    copies at least twice as long."""
+    if need <= len(arrays[0]):
+        return arrays
+    size = max(need, 2 * len(arrays[0]))
+    grown = []
+    for a in arrays:
+        g = np.zeros(size, dtype=a.dtype)
+        g[: len(a)] = a
+        grown.append(g)
+    return tuple(grown)
 
 
 def _fold_table() -> bytes:
