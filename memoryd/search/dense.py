@@ -90,69 +90,62 @@ class HashingEncoder:
         h = zlib.crc32(feature.encode("utf-8"))
         return h % self.dim, (1.0 if (h >> 31) & 1 else -1.0)
 
-    def _stem_features(self, stem: str) -> tuple[list[int], list[float]]:
-        """Buckets and signed values of one stem's features (word, then trigrams)."""
-        b, sign = self._bucket("w:" + stem)
-        padded = f"<{stem}>"
-        if len(padded) <= 4:
-            return [b], [sign]
-        w = self.trigram_weight / (len(padded) - 2)
-        known = self._trigrams
-        hits = [
-            known.get(tri) or self._new_trigram(tri)
-            for tri in [padded[i : i + 3] for i in range(len(padded) - 2)]
-        ]
-        return [b, *(h[0] for h in hits)], [sign, *(h[1] * w for h in hits)]
-
     def _new_trigram(self, tri: str) -> tuple[int, float]:
         """A trigram's (bucket, sign), hashed once per encoder."""
         self._trigrams[tri] = hit = self._bucket("c:" + tri)
         return hit
 
     def _add(self, new: set[str]) -> None:
-        """Give each new stem its row (-1: a stopword, no features; below -1: more
-        features than :data:`_WIDTH`, kept apart), all rows written at once: the
-        features of :meth:`_stem_features`, hashed for the batch in one pass."""
+        """Give each new stem its row and features (-1: a stopword, no features; below
+        -1: more features than :data:`_WIDTH`, kept apart), all rows written at once.
+        A stem's features: its word, then each character trigram of ``<stem>`` (stems
+        of one or two letters: the word alone), hashed (:meth:`_bucket`) into a bucket
+        and a sign; a trigram's value is ``trigram_weight`` shared among them."""
         if len(self._ids) + len(new) > _MAX_VOCAB:
             self._reset()
         short: list[str] = []
+        counts: list[int] = []
+        flat_b: list[int] = []  # the new rows' features, one after the other
+        flat_v: list[float] = []
+        known, tw = self._trigrams, self.trigram_weight
         for stem in new:
             if stem in STOPWORDS:
                 self._ids[stem] = -1
-            elif len(stem) + 1 > _WIDTH:  # its word and len(stem) trigrams
-                buckets, values = self._stem_features(stem)
+                continue
+            at = len(flat_b)
+            b, sign = self._bucket("w:" + stem)
+            flat_b.append(b)
+            flat_v.append(sign)
+            n = len(stem)  # trigrams of "<stem>"
+            if n >= 3:
+                padded, w = f"<{stem}>", tw / n
+                for i in range(n):
+                    tri = padded[i : i + 3]
+                    hit = known.get(tri) or self._new_trigram(tri)
+                    flat_b.append(hit[0])
+                    flat_v.append(hit[1] * w)
+            if len(flat_b) - at > _WIDTH:
                 i = -2 - len(self._long)
-                self._long[i] = (np.array(buckets), np.array(values))
+                self._long[i] = (np.array(flat_b[at:]), np.array(flat_v[at:]))
                 self._ids[stem] = i
-            else:
-                short.append(stem)
+                del flat_b[at:], flat_v[at:]
+                continue
+            short.append(stem)
+            counts.append(len(flat_b) - at)
         if not short:
             return
-        words = [self._bucket("w:" + s) for s in short]
-        padded = [f"<{s}>" for s in short]
-        trigrams = [p[i : i + 3] for p in padded if len(p) > 4 for i in range(len(p) - 2)]
-        known = self._trigrams
-        hits = [known.get(tri) or self._new_trigram(tri) for tri in trigrams]
-        tri = np.array([len(p) - 2 if len(p) > 4 else 0 for p in padded], dtype=np.intp)
-        count = tri + 1
         first, at = self._rows, self._features
-        need, end = first + len(short), at + int(count.sum())
+        need, end = first + len(short), at + len(flat_b)
         self._start, self._count = _grown(need, self._start, self._count)
         self._feature_b, self._feature_v = _grown(end, self._feature_b, self._feature_v)
-        starts = np.cumsum(count) - count + at
-        self._count[first:need] = count
+        starts, k = [], at
+        for c in counts:
+            starts.append(k)
+            k += c
+        self._count[first:need] = counts
         self._start[first:need] = starts
-        fb, fv = self._feature_b[at:end], self._feature_v[at:end]
-        word_at = starts - at
-        fb[word_at] = [b for b, _ in words]
-        fv[word_at] = [v for _, v in words]
-        if hits:
-            rest = np.ones(end - at, dtype=bool)
-            rest[word_at] = False
-            has = tri > 0
-            w = self.trigram_weight / tri[has].astype(np.float64)
-            fb[rest] = [b for b, _ in hits]
-            fv[rest] = np.array([v for _, v in hits]) * np.repeat(w, tri[has])
+        self._feature_b[at:end] = flat_b
+        self._feature_v[at:end] = flat_v
         self._ids.update(zip(short, range(first, need), strict=True))
         self._rows, self._features = need, end
 
