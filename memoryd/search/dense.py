@@ -34,7 +34,7 @@ import zlib
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, filterfalse
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -163,7 +163,7 @@ class HashingEncoder:
         not depend on how the texts are batched."""
         n = len(token_lists)
         counts = [Counter(toks) for toks in token_lists]
-        new = set().union(*counts).difference(self._ids)
+        new = set(filterfalse(self._ids.__contains__, chain.from_iterable(counts)))
         if new:
             if len(self._ids) + len(new) > _MAX_VOCAB:  # start afresh with this batch's stems
                 new = set().union(*counts)
