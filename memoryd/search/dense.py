@@ -54,7 +54,7 @@ class Encoder(Protocol):
         ...
 
 
-_WIDTH = 24  # features of a stem encoded with the others; a longer stem is encoded apart
+_WIDTH = 24  # a stem with more features is summed apart, after the others (as it always was)
 _MAX_VOCAB = 200_000  # stems kept in the feature table (then it starts afresh)
 
 
