@@ -303,6 +303,19 @@ def session_ref_client(key: bytes, project: bytes, session: bytes) -> bytes:
     return key[len(project) + len(session) + 3 :]
 
 
+def session_ref_value(epoch: bytes, since_ms: int) -> bytes:
+    """A session reference's value: the owner's epoch (u32) and the retention clock
+    when this epoch first named the session (u64 ms): it protects only versions whose
+    deadline is later (a lease never brings back what had expired)."""
+    return epoch + U64.pack(since_ms)
+
+
+def parse_session_ref_value(raw: bytes) -> tuple[bytes, int]:
+    """``(epoch, since_ms)``; a reference written before ``since`` was kept (the epoch
+    alone) protects as it did then (since 0)."""
+    return raw[:4], U64.unpack(raw[4:12])[0] if len(raw) >= 12 else 0
+
+
 def session_fwd_prefix(client: bytes) -> bytes:
     return SESSION_FWD + client + SEP
 
