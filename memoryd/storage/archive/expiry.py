@@ -120,8 +120,6 @@ class ExpiryMixin(StoreCore):
         self._need_primary()
         report = DueReport()
         with self._lock:
-            if not entries and self._db.get(keys.cursor(cursor_name)) == cursor_value:
-                return report  # an idle wave writes nothing (no fsync per idle tick)
             batch = Batch()
             versions = [keys.parse_expiry(e.key)[2] for e in entries]
             docs = [e.doc_id.encode() for e in entries]
