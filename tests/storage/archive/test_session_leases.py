@@ -10,14 +10,14 @@ from tests.storage.test_archive import DAY, NOW, add
 DAY_START = NOW // DAY * DAY
 
 
+def due_early_today(store, text: str):
+    """A version of session s1 whose deadline is a minute into NOW's day segment."""
+    created = NOW - 9 * DAY
+    return add(store, text, session="s1", created=created, ttl=DAY_START + 60 - created)
+
+
 def test_a_session_lease_taken_after_the_deadline_does_not_bring_a_version_back(store):
-    past = add(
-        store,
-        "turn the wave already passed",
-        session="s1",
-        created=NOW - 9 * DAY,
-        ttl=(DAY_START + 60) - (NOW - 9 * DAY),
-    )
+    past = due_early_today(store, "turn the wave already passed")
     fresh = add(store, "turn still well within its age", session="s1")
     store.expire_segments(now=NOW)  # the clock passes the first deadline, not its bucket
     assert store.get(past.locator)["status"] == "expired"
@@ -35,18 +35,14 @@ def test_a_session_lease_taken_after_the_deadline_does_not_bring_a_version_back(
 
 
 def test_a_session_lease_taken_before_the_deadline_keeps_protecting_after_it(store):
-    held = add(
-        store,
-        "turn the agent still has open",
-        session="s1",
-        created=NOW - 9 * DAY,
-        ttl=(DAY_START + 60) - (NOW - 9 * DAY),
-    )
+    held = due_early_today(store, "turn the agent still has open")
     grant = store.acquire_leases("agent", "p", [], sessions=["s1"], ttl=30 * DAY, now=DAY_START)
     assert grant.unprotected == ()
-    # the same client naming the session again later keeps what it protected
-    store.acquire_leases("agent", "p", [], sessions=["s1"], ttl=30 * DAY, now=DAY_START + 120)
-    store.expire_segments(now=NOW)
+    store.expire_segments(now=NOW)  # the clock passes the deadline: the lease holds it
+    assert store.get(held.locator)["status"] == "live"
+    # the same client naming the session again keeps what it protected
+    again = store.acquire_leases("agent", "p", [], sessions=["s1"], ttl=30 * DAY, now=NOW + 60)
+    assert again.epoch == grant.epoch and again.unprotected == ()
     assert store.get(held.locator)["status"] == "live"
     report = store.expire_segments(now=DAY_START + DAY + 1)
     assert report.held == [held.locator]
