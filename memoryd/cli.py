@@ -788,10 +788,17 @@ def archive_lease(md: Memoryd, as_json: bool, action: str, locators: tuple[str, 
 def _lease_text(action: str, r: dict) -> str:
     if action == "acquire":
         sessions = f" and the current versions of {len(r['sessions'])} session(s)"
+        past = r.get("unprotected") or []
+        unprotected = (
+            f"; not protected (past their deadline): {len(past)} version(s): "
+            + ", ".join(past[:10])
+            + (" ..." if len(past) > 10 else "")
+        )
         return (
             f"client {r['client']} leases {len(r['locators'])} version(s)"
             f"{sessions if r.get('sessions') else ''} until "
             f"{r['expires_at']} (epoch {r['epoch']}); renew before then"
+            f"{unprotected if past else ''}"
         )
     if action == "renew":
         return f"lease of client {r['client']} renewed until {r['expires_at']}"

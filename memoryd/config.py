@@ -201,6 +201,17 @@ SETTINGS: dict[str, Setting] = {
     "retention_slim_ledgers": _positive(
         10_000, "ledgers looked at per tick to pack those of expired segments' versions"
     ),
+    "retention_max_segment_states": _positive(
+        1000, "states of expired segments (no ledger names them any more) purged per tick"
+    ),
+    "archive_request_keep_seconds": _positive(
+        30 * 86400.0,
+        "an applied archive append's request id answers its first outcome this long "
+        "(the retry horizon: longer than a job's retries and the spool's keep)",
+    ),
+    "retention_max_request_records": _positive(
+        1000, "request records past archive_request_keep_seconds purged per tick"
+    ),
     # memory consolidation
     "memory_adjudicator": Setting(
         "",

@@ -179,7 +179,12 @@ def lease(owner: ArchiveOwner, a: dict) -> dict:
         except LeaseRejected as exc:
             exc.details = {"rejected": exc.rejected}
             raise
-        return {**_grant(grant), "locators": list(grant.locators), "sessions": list(grant.sessions)}
+        return {
+            **_grant(grant),
+            "locators": list(grant.locators),
+            "sessions": list(grant.sessions),
+            "unprotected": list(grant.unprotected),
+        }
     if action == "renew":
         return _grant(store.renew_leases(client, ttl=ttl, now=_now(a)))
     if action == "release":

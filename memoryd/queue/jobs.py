@@ -21,6 +21,8 @@ from memoryd import faults
 from memoryd.storage.authority import Authority
 
 STATES = ("queued", "claimed", "done", "failed", "dead")
+#: The error of an attempt whose lease ran out.
+LEASE_EXPIRED = "lease expired"
 PENDING = ("queued", "failed", "claimed")
 ENQUEUE_SQL = (
     "INSERT OR IGNORE INTO jobs (project, kind, payload, priority, max_attempts,"
@@ -295,16 +297,20 @@ class JobQueue:
 
     # -- reclaim ---------------------------------------------------------------
 
-    def reclaim_expired_in(self, tx: apsw.Connection) -> int:
-        """Claims whose lease ran out count as failed attempts (their runner is gone)."""
+    def reclaim_expired_in(self, tx: apsw.Connection) -> list[tuple[ClaimedJob, str | None]]:
+        """Claims whose lease ran out count as failed attempts (their runner is gone or
+        hung). Returns each job with its new state (:meth:`fail_in`): a ``dead`` one is
+        its kind's to recover from, as a job whose worker crashed is."""
         rows = tx.execute(
             "SELECT id, kind, payload, lease_token, attempts, project FROM jobs"
             " WHERE state = 'claimed' AND lease_expires < ?",
             (self.clock(),),
         ).fetchall()
+        out = []
         for r in rows:
-            self.fail_in(tx, ClaimedJob(r[0], r[1], r[2], r[3], r[4], r[5]), "lease expired")
-        return len(rows)
+            job = ClaimedJob(r[0], r[1], r[2], r[3], r[4], r[5])
+            out.append((job, self.fail_in(tx, job, LEASE_EXPIRED)))
+        return out
 
     def reclaim_owners_in(
         self, tx: apsw.Connection, dead_owners: Iterable[str], applying: Iterable[int] = ()

@@ -5,11 +5,15 @@ Each tick, in order, with DESIGN.md's bounds (all configuration):
 1. remove at most 1,000 lapsed active-context protections;
 2. remove at most 1,000 lapsed retrieval leases;
 3. remove at most 1,000 access (hint/exposure) records in all: those older than
-   the keep days, then those of documents with no live version (a swept cursor);
+   the keep days, then those of documents with no live version (a swept cursor),
+   and at most 1,000 request records older than the retry horizon
+   (``archive_request_keep_seconds``, 30 days);
 4. re-derive deadlines after a policy change (bounded, resumable);
 5. disk guard: when free space is below the threshold, the emergency pass;
 6. at most four retention waves of 256 documents (``force``: until the due
-   range is exhausted), each holding the shared migration boundary;
+   range is exhausted), each holding the shared migration boundary; once the
+   due range is exhausted, the statistics fold, the ledger slimming pass and
+   the purge of at most 1,000 states of expired segments no ledger names;
 7. the compaction trigger: once 10,000 keys were deleted since the last
    flush, or RocksDB reports 256 MiB of reclaimable SST data, schedule a
    flush (not waited for: RocksDB's background threads write it while the
@@ -72,6 +76,9 @@ class TickBounds:
     access_keep_days: int = _default("retention_access_keep_days")
     reindex_documents: int = 1000
     slim_ledgers: int = _default("retention_slim_ledgers")
+    max_segment_states: int = _default("retention_max_segment_states")
+    max_request_records: int = _default("retention_max_request_records")
+    request_keep_seconds: float = _default("archive_request_keep_seconds")
 
     @classmethod
     def from_config(cls, config: Any) -> TickBounds:
@@ -87,6 +94,9 @@ class TickBounds:
             access_bucket_seconds=config.retention_access_bucket_seconds,
             access_keep_days=config.retention_access_keep_days,
             slim_ledgers=config.retention_slim_ledgers,
+            max_segment_states=config.retention_max_segment_states,
+            max_request_records=config.retention_max_request_records,
+            request_keep_seconds=config.archive_request_keep_seconds,
         )
 
 
@@ -105,6 +115,8 @@ class TickReport:
     exhausted: bool = False  # no due entry left behind the wave cursor
     df_journal_folded: int = 0  # document-frequency journal records folded into statistics
     ledgers_slimmed: int = 0  # ledgers of expired segments' versions packed
+    segment_states_purged: int = 0  # states of expired segments no ledger names any more
+    requests_purged: int = 0  # request records past the retry horizon
     refused: str | None = None  # why retention waves did not run
     disk: dict[str, Any] | None = None
     emergency: dict[str, Any] | None = None
@@ -178,6 +190,9 @@ class Maintenance:
                 before=now - b.access_keep_days * DAY,
                 limit=b.max_hints,
                 bucket_seconds=b.access_bucket_seconds,
+            )
+            report.requests_purged = s.purge_request_records(
+                before=now - b.request_keep_seconds, now=now, limit=b.max_request_records
             )
             self._reindex(report)
             try:
@@ -262,6 +277,9 @@ class Maintenance:
             report.df_journal_folded, deleted = self.store.fold_df_journal()
             report.keys_deleted += deleted  # emptied term statistics
             report.ledgers_slimmed = self.store.slim_expired_ledgers(limit=b.slim_ledgers)[0]
+            report.segment_states_purged = self.store.purge_segment_states(
+                limit=b.max_segment_states
+            )
 
     def _compaction(self, now: float) -> dict[str, Any]:
         """The flush-and-watch trigger; its state survives restarts (archive meta)."""

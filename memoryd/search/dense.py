@@ -34,7 +34,7 @@ import zlib
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, filterfalse
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -54,18 +54,17 @@ class Encoder(Protocol):
         ...
 
 
-_WIDTH = 24  # feature slots per stem in the table; longer stems are encoded apart
+_WIDTH = 24  # a stem with more features is summed apart, after the others (as it always was)
 _MAX_VOCAB = 200_000  # stems kept in the feature table (then it starts afresh)
-_PAD_B = [0] * _WIDTH
-_PAD_V = [0.0] * _WIDTH
 
 
 class HashingEncoder:
     """Hashed stem + character-trigram features; deterministic, offline (numpy).
 
-    Each stem's features are computed once and kept in a padded table (bucket
-    and signed value per slot), so encoding a text is one tokenizer pass, a
-    dictionary lookup per token and a weighted ``bincount``.
+    Each stem's features are computed once and kept in flat tables (bucket and
+    signed value per feature, a stem's features one after the other), so encoding a
+    text is one tokenizer pass, a dictionary lookup per token and a weighted
+    ``bincount`` over its stems' features only.
     """
 
     def __init__(self, dim: int = 256, trigram_weight: float = 0.5) -> None:
@@ -76,8 +75,11 @@ class HashingEncoder:
 
     def _reset(self) -> None:
         self._ids: dict[str, int] = {}
-        self._buckets = np.zeros((1024, _WIDTH), dtype=np.intp)
-        self._values = np.zeros((1024, _WIDTH), dtype=np.float64)
+        self._start = np.zeros(1024, dtype=np.intp)  # row -> its first feature
+        self._count = np.zeros(1024, dtype=np.intp)  # row -> how many features
+        self._feature_b = np.zeros(8192, dtype=np.intp)
+        self._feature_v = np.zeros(8192, dtype=np.float64)
+        self._features = 0
         self._long: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._rows = 0
         # character trigram -> (bucket, sign): far fewer trigrams than stems, so a new
@@ -88,64 +90,64 @@ class HashingEncoder:
         h = zlib.crc32(feature.encode("utf-8"))
         return h % self.dim, (1.0 if (h >> 31) & 1 else -1.0)
 
-    def _stem_features(self, stem: str) -> tuple[list[int], list[float]]:
-        """Buckets and signed values of one stem's features (word, then trigrams)."""
-        b, sign = self._bucket("w:" + stem)
-        padded = f"<{stem}>"
-        if len(padded) <= 4:
-            return [b], [sign]
-        w = self.trigram_weight / (len(padded) - 2)
-        known = self._trigrams
-        hits = [
-            known.get(tri) or self._new_trigram(tri)
-            for tri in [padded[i : i + 3] for i in range(len(padded) - 2)]
-        ]
-        return [b, *(h[0] for h in hits)], [sign, *(h[1] * w for h in hits)]
-
     def _new_trigram(self, tri: str) -> tuple[int, float]:
         """A trigram's (bucket, sign), hashed once per encoder."""
         self._trigrams[tri] = hit = self._bucket("c:" + tri)
         return hit
 
     def _add(self, new: set[str]) -> None:
-        """Give each new stem its row (-1: a stopword, no features; below -1: more
-        features than the table's width, kept apart), all rows written at once."""
+        """Give each new stem its row and features (-1: a stopword, no features; below
+        -1: more features than :data:`_WIDTH`, kept apart), all rows written at once.
+        A stem's features: its word, then each character trigram of ``<stem>`` (stems
+        of one or two letters: the word alone), hashed (:meth:`_bucket`) into a bucket
+        and a sign; a trigram's value is ``trigram_weight`` shared among them."""
         if len(self._ids) + len(new) > _MAX_VOCAB:
             self._reset()
         short: list[str] = []
-        flat_b: list[int] = []  # the new rows, padded, one after the other (one conversion)
+        counts: list[int] = []
+        flat_b: list[int] = []  # the new rows' features, one after the other
         flat_v: list[float] = []
+        known, tw = self._trigrams, self.trigram_weight
         for stem in new:
             if stem in STOPWORDS:
                 self._ids[stem] = -1
                 continue
-            buckets, values = self._stem_features(stem)
-            fill = _WIDTH - len(buckets)
-            if fill < 0:
+            at = len(flat_b)
+            b, sign = self._bucket("w:" + stem)
+            flat_b.append(b)
+            flat_v.append(sign)
+            n = len(stem)  # trigrams of "<stem>"
+            if n >= 3:
+                padded, w = f"<{stem}>", tw / n
+                for i in range(n):
+                    tri = padded[i : i + 3]
+                    hit = known.get(tri) or self._new_trigram(tri)
+                    flat_b.append(hit[0])
+                    flat_v.append(hit[1] * w)
+            if len(flat_b) - at > _WIDTH:
                 i = -2 - len(self._long)
-                self._long[i] = (np.array(buckets), np.array(values))
+                self._long[i] = (np.array(flat_b[at:]), np.array(flat_v[at:]))
                 self._ids[stem] = i
+                del flat_b[at:], flat_v[at:]
                 continue
             short.append(stem)
-            flat_b += buckets
-            flat_b += _PAD_B[:fill]
-            flat_v += values
-            flat_v += _PAD_V[:fill]
+            counts.append(len(flat_b) - at)
         if not short:
             return
-        first = self._rows
-        need = first + len(short)
-        if need > len(self._buckets):
-            size = max(need, 2 * len(self._buckets))
-            grown_b = np.zeros((size, _WIDTH), np.intp)
-            grown_v = np.zeros((size, _WIDTH))
-            grown_b[:first] = self._buckets[:first]
-            grown_v[:first] = self._values[:first]
-            self._buckets, self._values = grown_b, grown_v
-        self._buckets[first:need] = np.array(flat_b, dtype=np.intp).reshape(-1, _WIDTH)
-        self._values[first:need] = np.array(flat_v, dtype=np.float64).reshape(-1, _WIDTH)
+        first, at = self._rows, self._features
+        need, end = first + len(short), at + len(flat_b)
+        self._start, self._count = _grown(need, self._start, self._count)
+        self._feature_b, self._feature_v = _grown(end, self._feature_b, self._feature_v)
+        starts, k = [], at
+        for c in counts:
+            starts.append(k)
+            k += c
+        self._count[first:need] = counts
+        self._start[first:need] = starts
+        self._feature_b[at:end] = flat_b
+        self._feature_v[at:end] = flat_v
         self._ids.update(zip(short, range(first, need), strict=True))
-        self._rows = need
+        self._rows, self._features = need, end
 
     def encode(self, texts: Sequence[str]) -> list[np.ndarray]:
         return self.encode_stems([stems(text) for text in texts])
@@ -156,11 +158,12 @@ class HashingEncoder:
 
         Each text's distinct stems are weighted by sublinear term frequency and summed
         in the order of their first occurrence (a ``Counter`` keeps that order and
-        counts in C, so only distinct stems reach numpy): the order of the additions,
-        and so every bit of the vector, does not depend on how the texts are batched."""
+        counts in C, so only distinct stems reach numpy), each stem's features in
+        their order: the order of the additions, and so every bit of the vector, does
+        not depend on how the texts are batched."""
         n = len(token_lists)
         counts = [Counter(toks) for toks in token_lists]
-        new = set().union(*counts).difference(self._ids)
+        new = set(filterfalse(self._ids.__contains__, chain.from_iterable(counts)))
         if new:
             if len(self._ids) + len(new) > _MAX_VOCAB:  # start afresh with this batch's stems
                 new = set().union(*counts)
@@ -176,13 +179,7 @@ class HashingEncoder:
             weight = 1.0 + np.log(tf)
             short = ids >= 0
             if short.any():
-                rows = ids[short]
-                buckets = self._buckets[rows] + (seg[short] * self.dim)[:, None]
-                out = np.bincount(
-                    buckets.ravel(),
-                    weights=(self._values[rows] * weight[short][:, None]).ravel(),
-                    minlength=n * self.dim,
-                ).reshape(n, self.dim)
+                out = self._summed(ids[short], seg[short], weight[short], n)
             for j, i, w in zip(seg[ids < -1], ids[ids < -1], weight[ids < -1], strict=True):
                 b, val = self._long[int(i)]
                 out[j] += np.bincount(b, weights=val * w, minlength=self.dim)
@@ -190,6 +187,32 @@ class HashingEncoder:
         norms[norms == 0] = 1.0
         out /= norms[:, None]
         return list(out)
+
+    def _summed(self, rows: np.ndarray, seg: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
+        """(n, dim): each text's weighted features of its stems ``rows`` (text ``seg``),
+        added in order."""
+        count = self._count[rows]
+        ends = np.cumsum(count)
+        at = np.arange(int(ends[-1]), dtype=np.intp) + np.repeat(
+            self._start[rows] - ends + count, count
+        )
+        buckets = self._feature_b[at] + np.repeat(seg * self.dim, count)
+        values = self._feature_v[at] * np.repeat(weight, count)
+        return np.bincount(buckets, weights=values, minlength=n * self.dim).reshape(n, self.dim)
+
+
+def _grown(need: int, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``arrays`` (of one length) with room for ``need`` items: the same arrays, or
+    copies at least twice as long."""
+    if need <= len(arrays[0]):
+        return arrays
+    size = max(need, 2 * len(arrays[0]))
+    grown = []
+    for a in arrays:
+        g = np.zeros(size, dtype=a.dtype)
+        g[: len(a)] = a
+        grown.append(g)
+    return tuple(grown)
 
 
 def _fold_table() -> bytes:

@@ -38,7 +38,7 @@ from memoryd.control.server import ControlServer, Direct
 from memoryd.dashboard.sampler import Sampler
 from memoryd.errors import StoreBusy, SupervisorRunning
 from memoryd.locks import FileLock, running_supervisor
-from memoryd.queue import ClaimedJob, JobQueue
+from memoryd.queue import LEASE_EXPIRED, ClaimedJob, JobQueue
 from memoryd.registry import Registry, default_registry
 from memoryd.storage import Authority, corpus, open_authority
 from memoryd.storage.maintenance import checkpoint_truncate
@@ -539,7 +539,7 @@ class Supervisor:
             if renew:
                 self.queue.renew_in(tx, self._held(), self.lease)
             if reclaim:
-                tally.reclaimed = self.queue.reclaim_expired_in(tx)
+                self._reclaim_expired_in(tx, tally)
             after = self.purge_after
             if purge:
                 keep, step = self.config.jobs_keep_seconds, self.config.jobs_purge_batch
@@ -670,6 +670,15 @@ class Supervisor:
         self._count_failure(tally, state, job, error)
         if state == "dead":
             self._recover_in(tx, [job])
+
+    def _reclaim_expired_in(self, tx: apsw.Connection, tally: RunStats) -> None:
+        """Charge the claims whose lease ran out (their worker died or hung); one out of
+        attempts is dead-lettered, reported and recovered like a crashed worker's."""
+        for job, state in self.queue.reclaim_expired_in(tx):
+            tally.reclaimed += 1
+            if state == "dead":
+                self._count_failure(tally, state, job, LEASE_EXPIRED)
+                self._recover_in(tx, [job])
 
     @staticmethod
     def _count_failure(tally: RunStats, state: str | None, job: ClaimedJob, error: str) -> None:

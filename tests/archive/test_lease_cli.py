@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import query
 
+DAY = 86400.0
+
 
 def add(cli, tmp_path: Path, name: str, project: str) -> str:
     path = tmp_path / f"{name}.jsonl"
@@ -87,3 +89,24 @@ def test_a_lease_on_a_session_keeps_its_current_versions_through_retention(cli, 
     assert [status_of(cli, loc) for loc in gone] == ["expired", "expired"]
     missing = lease(cli, "acquire", "--project", "demo", "--session", "nope", "--json")
     assert missing.code == 1 and missing.json()["error"] == "LEASE_REJECTED"
+
+
+def test_a_session_lease_says_what_had_expired_and_does_not_bring_it_back(cli, tmp_path):
+    from tests.retention.test_run_cli import status_of
+
+    path = tmp_path / "late.jsonl"
+    now = time.time()
+    lines = [  # a turn 5 s past its 90-day age (its segment, today's, stays), a fresh tool
+        {"role": "user", "content": "a turn just past its age", "timestamp": now - 90 * DAY - 5},
+        {"role": "tool", "content": "a tool result of today", "timestamp": now - 60},
+    ]
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    turn, tool = cli("archive", "add", str(path), "--project", "demo", "--json").json()["locators"]
+    assert cli("retention", "run", "--force").code == 0  # the retention clock passes it
+    assert status_of(cli, turn) == "expired" and status_of(cli, tool) == "live"
+    got = lease(cli, "acquire", "--project", "demo", "--session", "late", "--json")
+    assert got.code == 0, got.stderr
+    assert got.json()["unprotected"] == [turn]
+    assert status_of(cli, turn) == "expired" and status_of(cli, tool) == "live"
+    text = lease(cli, "acquire", "--project", "demo", "--session", "late")
+    assert "not protected (past their deadline): 1 version(s)" in text.stdout

@@ -163,7 +163,7 @@ def test_late_result_after_reclaim_is_rejected_in_process(db, q: JobQueue, clock
     q.enqueue(JobSpec("noop"))
     [first] = q.claim("a", 1, 60)
     clock.advance(61)  # the lease runs out
-    assert db.write(q.reclaim_expired_in) == 1
+    assert len(db.write(q.reclaim_expired_in)) == 1
     assert row(db, first.id)["state"] == "failed"
     assert row(db, first.id)["last_error"] == "lease expired"
     clock.advance(1)  # past the backoff
@@ -184,7 +184,7 @@ def test_complete_many_accepts_only_jobs_whose_lease_is_still_ours(
     batch = q.claim("a", 1, 1) + q.claim("a", 5, 3600)
     stale = batch[0]
     clock.advance(2)  # only the short lease runs out
-    assert db.write(q.reclaim_expired_in) == 1
+    assert len(db.write(q.reclaim_expired_in)) == 1
     clock.advance(1)  # past the backoff
     [again] = q.claim("b", 1, 60)
     assert again.id == stale.id
@@ -205,7 +205,7 @@ def test_a_stale_result_and_the_new_attempt_in_one_turn_accept_only_the_new(
     q.enqueue(JobSpec("noop"))
     [stale] = q.claim("a", 1, 1)
     clock.advance(2)
-    assert db.write(q.reclaim_expired_in) == 1
+    assert len(db.write(q.reclaim_expired_in)) == 1
     clock.advance(1)
     [again] = q.claim("b", 1, 60)
     for order in ([stale, again], [again, stale]):
@@ -273,7 +273,7 @@ def test_expired_lease_counts_an_attempt_and_can_dead_letter(db, q: JobQueue, cl
         clock.advance(1)  # past any backoff
         [_job] = q.claim("gone", 1, 60)
         clock.advance(61)  # the lease runs out
-        assert db.write(q.reclaim_expired_in) == 1
+        assert len(db.write(q.reclaim_expired_in)) == 1
         assert row(db, job_id)["state"] == expected
     assert row(db, job_id)["last_error"] == "lease expired"
 
@@ -281,7 +281,7 @@ def test_expired_lease_counts_an_attempt_and_can_dead_letter(db, q: JobQueue, cl
 def test_a_live_lease_is_not_reclaimed(db, q: JobQueue) -> None:
     q.enqueue(JobSpec("noop"))
     q.claim("alive", 1, 3600)
-    assert db.write(q.reclaim_expired_in) == 0
+    assert len(db.write(q.reclaim_expired_in)) == 0
     assert q.counts()["claimed"] == 1
 
 
@@ -404,7 +404,7 @@ reclaimed = 0
 deadline = time.monotonic() + 300
 while True:
     assert time.monotonic() < deadline, "never reclaimed and claimed the job"
-    reclaimed += db.write(q.reclaim_expired_in)
+    reclaimed += len(db.write(q.reclaim_expired_in))
     claimed = q.claim("process-B", 1, 600)
     if claimed:
         break

@@ -74,6 +74,22 @@ def test_hashing_vectors_follow_the_definition_whatever_the_batch():
     assert not batched[2].any() and not batched[3].any()
 
 
+def test_hashing_vectors_keep_their_bits_as_the_feature_tables_grow():
+    """Thousands of stems met first (the tables outgrow their first size several times,
+    and short, long and stopword stems mix) change no bit of a later text's vector."""
+    rng = np.random.default_rng(10)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = ["".join(rng.choice(letters, rng.integers(1, 30))) for _ in range(6000)]
+    warm = HashingEncoder()
+    warm.encode([" ".join(words[i : i + 500]) + " the and" for i in range(0, 6000, 500)])
+    for text, fresh, grown in zip(
+        TEXTS, HashingEncoder().encode(TEXTS), warm.encode(TEXTS), strict=True
+    ):
+        assert fresh.tobytes() == grown.tobytes(), text
+    for text in words[:50]:
+        assert np.allclose(warm.encode([text])[0], _reference(text), atol=1e-12), text
+
+
 @pytest.fixture()
 def project(tmp_path, store):
     files = {

@@ -92,3 +92,14 @@ def test_a_terms_postings_count_every_occurrence_in_body_and_path_as_fts5_does(s
     kiln = dict(zip(*(a.tolist() for a in fts.occurrences(db, pid, "kiln")), strict=True))
     assert sorted(kiln.values())[-2:] == [6, 41]  # 4 in the body + 2 in the path; 1 + 40
     db.close()
+
+
+def test_occurrences_are_counted_as_numpy_unique_counts_them_in_any_order():
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 2, 50, 3000):
+        each = np.sort(rng.integers(1, 400, n)).astype(np.int64)
+        for arr in (each, rng.permutation(each)):  # the view's order, and any other
+            docs, counts = fts.counted(arr)
+            want = np.unique(arr, return_counts=True)
+            assert docs.tolist() == want[0].tolist() and counts.tolist() == want[1].tolist()
+            assert docs.dtype == counts.dtype == np.int64

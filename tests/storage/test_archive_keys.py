@@ -169,6 +169,7 @@ def test_families_are_distinct():
         keys.SESSION_REF,
         keys.SESSION_FWD,
         keys.DERIVED,
+        keys.REQUEST_TIME,
     ]
     assert len(set(families)) == len(families)
     assert all(len(f) == 1 for f in families)
@@ -228,3 +229,19 @@ def test_term_list_round_trips(doc, ver, listed):
     value = keys.join_terms([t.decode() for t in listed])
     assert keys.split_terms(value) == listed
     assert keys.encode_terms([t.decode() for t in listed]) == listed
+
+
+@given(ids, versions, u64s, ids, u64s)
+def test_request_records_and_their_time_index_round_trip_in_time_order(doc, ver, t1, rid, t2):
+    locator = f"{doc.decode()}@{ver}"
+    assert keys.parse_request_value(keys.request_value(locator, t1)) == (locator, t1)
+    assert keys.parse_request_value(locator.encode()) == (locator, None)  # an older record
+    assert keys.parse_request_time(keys.request_time(t1, rid)) == (t1, rid)
+    assert (keys.request_time(t1, rid) < keys.request_times_until(t2)) == (t1 < t2)
+
+
+@given(st.integers(0, 2**32 - 1), u64s)
+def test_session_reference_values_round_trip_and_older_ones_read_as_since_zero(epoch, since):
+    ep = keys.U32.pack(epoch)
+    assert keys.parse_session_ref_value(keys.session_ref_value(ep, since)) == (ep, since)
+    assert keys.parse_session_ref_value(ep) == (ep, 0)

@@ -5,8 +5,11 @@ processes import it by name, the supervisor runs in this process."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from memoryd.api import Memoryd
@@ -66,3 +69,22 @@ def test_each_start_enqueues_what_its_hooks_find(md, caplog) -> None:
     assert query(md.home, "SELECT kind, state FROM jobs") == [("noop", "done")] * 2
     broken = [r for r in caplog.records if getattr(r, "event", "") == "start_recovery_failed"]
     assert len(broken) == 2 and "this hook is broken" in broken[0].getMessage()
+
+
+def test_a_job_dead_lettered_by_its_lease_expiring_goes_to_its_kinds_recovery(md, caplog):
+    """A claimer that stays alive but stops renewing (a hung worker's job): its lease
+    runs out and the reclaim charges the attempt; the last one dead-letters the job
+    through the same recovery and report as a job whose worker crashed."""
+    md.ensure_home()
+    job = md.queue.enqueue(JobSpec("hooks.fail", max_attempts=1))
+    parent = psutil.Process(os.getppid())  # alive, and not this supervisor
+    owner = f"{parent.pid}:{parent.create_time()}"
+    assert [j.id for j in md.queue.db.write(lambda tx: md.queue.claim_in(tx, owner, 1, 0.01))] == [
+        job
+    ]
+    time.sleep(0.05)
+    md.run(drain=True)
+    assert query(md.home, "SELECT state, attempts FROM jobs WHERE id = ?", (job,)) == [("dead", 1)]
+    assert recovered == [(job, 1, 0)]
+    dead = [r for r in caplog.records if getattr(r, "event", "") == "job_dead"]
+    assert len(dead) == 1 and "lease expired" in dead[0].getMessage()

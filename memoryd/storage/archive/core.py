@@ -81,8 +81,9 @@ class Batch:
     """Values read ahead in one multi-get (keys the batch does not change)."""
     rev_iter: Any = None  # one iterator over reverse lease references, reused by seeks
     leased: set[bytes] | None = None
-    sessions: dict[tuple[bytes, bytes], str | None] = field(default_factory=dict)
-    """What protects each session looked up in this batch (the first live lease)."""
+    sessions: dict[tuple[bytes, bytes], tuple[str, int] | None] = field(default_factory=dict)
+    """What protects each session looked up in this batch: the live lease that named it
+    first, and since when (ms)."""
     """Versions (dv) that have reverse lease references, when read ahead for the batch."""
     followed: list[str] = field(default_factory=list)  # derived versions expired with a source
     queued: list[tuple[bytes, bytes, int, bytes]] = field(default_factory=list)

@@ -11,7 +11,8 @@ every version of one document is contiguous and in version order::
                                  segment's bucket (``b``)
     Z seg ...                    everything derived from a version's content, under
                                  its **expiry segment** (below)
-    z seg                        segment state: ``L`` live, ``X`` expired (kept)
+    z seg                        segment state: ``L`` live, ``X`` expired (kept until
+                                 no ledger names the segment as a live version's)
     T project 0 term             document frequency over live versions (u64)
     T 0 project 0 seq:u64        document-frequency journal: removals of one batch
                                  (its terms, newline-separated, once per version),
@@ -34,9 +35,12 @@ every version of one document is contiguous and in version order::
     Q dv                         retrieval lease -> expires_ms (u64)
     q expires_ms:u64 dv          retrieval lease expiry index
     G bucket:u64 doc             coarse access record
-    I request_id                 idempotent append record -> locator (kept, like the
-                                 ledger, after the version is purged: a redone request
-                                 answers with its first outcome, never a new version)
+    I request_id                 idempotent append record -> locator 0 applied_ms:u64
+                                 (kept after the version is purged, for the retry
+                                 horizon: a redone request answers with its first
+                                 outcome, never a new version; a record of an older
+                                 archive holds the locator alone until timed)
+    i applied_ms:u64 request_id  request records by time (their purge)
     K name                       cursor
     M vectors                    the encoder that made every C code (orjson)
 
@@ -89,7 +93,7 @@ FWD, REV, RLEASE, RLEASE_EXP, ACCESS, REQUEST, CURSOR = (
     b"I",
     b"K",
 )
-SESSION_REF, SESSION_FWD, DERIVED = b"W", b"Y", b"X"
+SESSION_REF, SESSION_FWD, DERIVED, REQUEST_TIME = b"W", b"Y", b"X", b"i"
 
 FORMAT = META + b"format"
 DEGRADED = META + b"degraded"
@@ -147,6 +151,30 @@ def doc_of(key: bytes) -> bytes:
 
 def request(request_id: bytes) -> bytes:
     return REQUEST + request_id
+
+
+def request_value(locator: str, applied_ms: int) -> bytes:
+    return locator.encode() + SEP + U64.pack(applied_ms)
+
+
+def parse_request_value(raw: bytes) -> tuple[str, int | None]:
+    """``(locator, applied_ms)``; None: a record of an older archive, not timed yet."""
+    locator, sep, applied = raw.partition(SEP)
+    return locator.decode(), U64.unpack(applied)[0] if sep else None
+
+
+def request_time(applied_ms: int, request_id: bytes) -> bytes:
+    return REQUEST_TIME + U64.pack(applied_ms) + request_id
+
+
+def request_times_until(applied_ms: int) -> bytes:
+    """The first time-index key at or after ``applied_ms`` (a scan's end)."""
+    return REQUEST_TIME + U64.pack(applied_ms)
+
+
+def parse_request_time(key: bytes) -> tuple[int, bytes]:
+    """``(applied_ms, request_id)`` of a time-index key."""
+    return U64.unpack(key[1:9])[0], key[9:]
 
 
 def cursor(name: str) -> bytes:
@@ -301,6 +329,19 @@ def session_ref(project: bytes, session: bytes, client: bytes) -> bytes:
 
 def session_ref_client(key: bytes, project: bytes, session: bytes) -> bytes:
     return key[len(project) + len(session) + 3 :]
+
+
+def session_ref_value(epoch: bytes, since_ms: int) -> bytes:
+    """A session reference's value: the owner's epoch (u32) and the retention clock
+    when this epoch first named the session (u64 ms): it protects only versions whose
+    deadline is later (a lease never brings back what had expired)."""
+    return epoch + U64.pack(since_ms)
+
+
+def parse_session_ref_value(raw: bytes) -> tuple[bytes, int]:
+    """``(epoch, since_ms)``; a reference written before ``since`` was kept (the epoch
+    alone) protects as it did then (since 0)."""
+    return raw[:4], U64.unpack(raw[4:12])[0] if len(raw) >= 12 else 0
 
 
 def session_fwd_prefix(client: bytes) -> bytes:

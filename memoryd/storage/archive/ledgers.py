@@ -237,8 +237,9 @@ class LedgersMixin(StoreCore):
                         continue
                     prior = self._db.get(keys.request(it.request_id.encode()))
                     if prior is not None:
-                        doc_id, ver = parse_locator(prior.decode())
-                        results.append(AppendResult(prior.decode(), doc_id, ver, False, None))
+                        locator = keys.parse_request_value(prior)[0]
+                        doc_id, ver = parse_locator(locator)
+                        results.append(AppendResult(locator, doc_id, ver, False, None))
                         continue
                 res = self._append_one(batch, it, project, payload, now)
                 if it.request_id is not None:
@@ -318,7 +319,9 @@ class LedgersMixin(StoreCore):
             batch.put(self._expiry_key(expires_at, it.cls, doc, ver), keys.U32.pack(1))
         locator = make_locator(doc_id, ver)
         if it.request_id is not None:
-            batch.put(keys.request(it.request_id.encode()), locator.encode())
+            rid = it.request_id.encode()
+            batch.put(keys.request(rid), keys.request_value(locator, ms(now)))
+            batch.put(keys.request_time(ms(now), rid), b"")
         return AppendResult(locator, doc_id, ver, True, superseded)
 
     def _retire(
@@ -591,7 +594,7 @@ class LedgersMixin(StoreCore):
     def request_locator(self, request_id: str) -> str | None:
         """The locator an applied append request created, or None if never applied."""
         raw = self._db.get(keys.request(check_id("request id", request_id)))
-        return None if raw is None else raw.decode()
+        return None if raw is None else keys.parse_request_value(raw)[0]
 
     def pending_purge(self) -> int:
         """How many tombstoned versions still have canonical records."""

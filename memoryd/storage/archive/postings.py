@@ -66,7 +66,12 @@ class PostingsMixin(StoreCore):
         return CorpusStats(*self.corpus_stats_raw(check_project(project)))
 
     def term_stats(self, project: str, terms: Iterable[str]) -> dict[str, int]:
-        """Document frequency (live versions holding the term) of each exact term."""
+        """Document frequency (live versions holding the term) of each exact term.
+
+        A version past its deadline is counted until its segment expires (up to a
+        segment's width after the retention clock passed it; search re-checks each
+        hit's status): following the clock exactly would cost the wave per-version
+        work (docs/decisions/retention-segments.md)."""
         p = check_project(project)
         terms = list(dict.fromkeys(terms))
         raws = self._db.get([keys.termstat(p, t.encode()) for t in terms]) if terms else []

@@ -24,6 +24,7 @@ from memoryd.storage.archive.records import (
     LeaseGrant,
     check_id,
     check_project,
+    deadline_after,
     make_locator,
     ms,
     parse_locator,
@@ -32,6 +33,9 @@ from memoryd.times import utc_iso
 
 #: Most exact versions one active-context lease request may name.
 MAX_LEASE_TARGETS = 1000
+
+#: A session's current version: ``(doc, version, deadline, live now)``.
+SessionVersion = tuple[bytes, int, float | None, bool]
 
 
 class ProtectionsMixin(StoreCore):
@@ -143,19 +147,28 @@ class ProtectionsMixin(StoreCore):
             return None
         project, session = ledger["project"].encode(), ledger["session"].encode()
         if batch is None:
-            return self._session_guard(project, session, now)
-        if (project, session) not in batch.sessions:  # a wave holds many of a session's
-            batch.sessions[project, session] = self._session_guard(project, session, now)
-        return batch.sessions[project, session]
+            found = self._session_guard(project, session, now)
+        else:  # a wave looks at many of a session's versions
+            if (project, session) not in batch.sessions:
+                batch.sessions[project, session] = self._session_guard(project, session, now)
+            found = batch.sessions[project, session]
+        deadline = ledger["versions"][ver - 1]["expires_at"]
+        if found is None or not deadline_after(deadline, found[1]):
+            return None  # a lease never brings back a version past its deadline
+        return found[0]
 
-    def _session_guard(self, project: bytes, session: bytes, now: float) -> str | None:
-        """``"session:<client>"`` of the first live lease on a session, or None."""
+    def _session_guard(self, project: bytes, session: bytes, now: float) -> tuple[str, int] | None:
+        """``("session:<client>", since_ms)`` of the live lease on a session that named
+        it at the earliest retention clock (it protects the current versions whose
+        deadline is after ``since``), or None."""
+        best: tuple[str, int] | None = None
         prefix = keys.session_ref_prefix(project, session)
-        for key, epoch_raw in self._prefix(prefix, fill_cache=False):
+        for key, raw in self._prefix(prefix, fill_cache=False):
+            epoch, since = keys.parse_session_ref_value(raw)
             client = keys.session_ref_client(key, project, session)
-            if self._owner_live(client, epoch_raw, now):
-                return "session:" + client.decode()
-        return None
+            if (best is None or since < best[1]) and self._owner_live(client, epoch, now):
+                best = ("session:" + client.decode(), since)
+        return best
 
     def protection(self, locator: str, *, now: float | None = None) -> str | None:
         """What protects a version now: ``"pinned"``, ``"retrieval"``,
@@ -193,7 +206,11 @@ class ProtectionsMixin(StoreCore):
         lease protects, whichever they are when a wave looks (a version
         appended later is protected, a superseded one no longer); a session
         with no live document rejects the request (``session:NAME``:
-        ``missing``).
+        ``missing``). A session lease protects what is still live: never a
+        version already past its deadline at the retention clock when this
+        epoch of the lease first named the session (it reads ``expired``; a
+        lease does not bring it back). Those current versions whose bytes are
+        still stored (unless pinned) are returned as ``unprotected``.
         """
         self._need_primary()
         now = time.time() if now is None else now
@@ -238,8 +255,10 @@ class ProtectionsMixin(StoreCore):
                     rejected[loc] = "expired"
                     continue
                 targets.append((doc, ver, loc))
+            current: dict[str, list[SessionVersion]] = {}
             for session in dict.fromkeys(sessions):
-                if not self._session_live(project, session):
+                current[session] = self._session_current(project, session)
+                if not current[session]:
                     rejected[f"session:{session}"] = "missing"
             if rejected:
                 named = ", ".join(f"{loc} ({why})" for loc, why in list(rejected.items())[:10])
@@ -265,21 +284,55 @@ class ProtectionsMixin(StoreCore):
                 batch.put(keys.fwd(cl, dv), ep)
                 batch.put(keys.rev(dv, cl), ep)
             p = project.encode()
-            for session in dict.fromkeys(sessions):
+            unprotected: list[str] = []
+            for session, found in current.items():
+                ref = keys.session_ref(p, session.encode(), cl)
+                since = self._session_since(ref, ep)
                 batch.put(keys.session_fwd(cl, p, session.encode()), ep)
-                batch.put(keys.session_ref(p, session.encode(), cl), ep)
+                batch.put(ref, keys.session_ref_value(ep, since))
+                unprotected += [
+                    make_locator(doc.decode(), ver)
+                    for doc, ver, deadline, _ in found
+                    if not deadline_after(deadline, since) and not self._is_pinned(doc)
+                ]
             self._write(batch)
-            return LeaseGrant(client, epoch, expires, tuple(t[2] for t in targets), tuple(sessions))
+            return LeaseGrant(
+                client,
+                epoch,
+                expires,
+                tuple(t[2] for t in targets),
+                tuple(sessions),
+                tuple(unprotected),
+            )
 
-    def _session_live(self, project: str, session: str) -> bool:
-        """Does ``session`` of ``project`` have a live document? (a ledger scan)"""
+    def _session_current(self, project: str, session: str) -> list[SessionVersion]:
+        """``(doc, version, deadline, live)`` of each current version of ``session`` of
+        ``project`` still in the store (a ledger scan), ``live`` its status now (False:
+        past its deadline at the retention clock). No live one: the session is missing."""
         if not isinstance(session, str) or not session or "\x00" in session:
-            return False
+            return []
+        out = []
         for doc_id in self.session_documents(project, session):
-            ledger = self._ledger(doc_id.encode())
-            if ledger and self._status(doc_id.encode(), ledger, ledger["current"]) == "live":
-                return True
-        return False
+            doc = doc_id.encode()
+            ledger = self._ledger(doc)
+            if ledger is None:
+                continue
+            cur = ledger["current"]
+            v = ledger["versions"][cur - 1]
+            if self._stored_live(ledger, v):
+                out.append((doc, cur, v["expires_at"], self._status(doc, ledger, cur) == "live"))
+        return out if any(found[3] for found in out) else []
+
+    def _session_since(self, ref: bytes, epoch: bytes) -> int:
+        """The retention clock (ms) when this epoch of the client first named the session:
+        kept when it names it again, so what it protected stays protected; the clock
+        now for a new epoch."""
+        raw = self._db.get(ref)
+        if raw is not None:
+            old_epoch, since = keys.parse_session_ref_value(raw)
+            if old_epoch == epoch:
+                return since
+        return ms(self.clock())
 
     def _drop_session_refs(self, batch: Batch, cl: bytes, limit: int | None = None) -> int:
         """Delete ``cl``'s session references (at most ``limit``); returns how many."""

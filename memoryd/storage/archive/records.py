@@ -70,6 +70,11 @@ def ms(ts: float) -> int:
     return max(0, int(math.floor(ts * 1000)))
 
 
+def deadline_after(deadline: float | None, since_ms: int) -> bool:
+    """Is a version's deadline (None: it has none) after ``since_ms``?"""
+    return deadline is None or ms(deadline) > since_ms
+
+
 # --------------------------------------------------------------------------- records
 
 
@@ -166,6 +171,7 @@ class LeaseGrant:
     expires_at: float
     locators: tuple[str, ...]  # the versions this request added (all of them)
     sessions: tuple[str, ...] = ()  # the sessions whose current versions it protects
+    unprotected: tuple[str, ...] = ()  # their current versions already past a deadline
 
 
 @dataclass(frozen=True)

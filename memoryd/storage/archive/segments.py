@@ -40,7 +40,7 @@ import orjson
 
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.core import CLOCK, Batch, StoreCore, killpoint
-from memoryd.storage.archive.records import make_locator, ms
+from memoryd.storage.archive.records import deadline_after, make_locator, ms
 
 #: Due segments one wave batch expires (one fsync for all of them).
 SEGMENTS_PER_BATCH = 64
@@ -354,20 +354,31 @@ class SegmentsMixin(StoreCore):
                     self._consider_sessions(batch, dvs, sessions, consider)
         return found
 
-    def _leased_sessions(self, now: float) -> set[tuple[bytes, bytes]]:
-        """``(project, session)`` of every session a live lease protects."""
-        out = set()
-        for key, epoch in self._prefix(keys.SESSION_REF, fill_cache=False):
+    def _leased_sessions(self, now: float) -> dict[tuple[bytes, bytes], int]:
+        """``{(project, session): since_ms}`` of every session a live lease protects:
+        the earliest retention clock at which a live lease named it (it protects the
+        current versions whose deadline is after that)."""
+        out: dict[tuple[bytes, bytes], int] = {}
+        for key, raw in self._prefix(keys.SESSION_REF, fill_cache=False):
             project, session, client = _parse_session_ref(key)
+            epoch, since = keys.parse_session_ref_value(raw)
+            earliest = out.get((project, session))
+            if earliest is not None and earliest <= since:
+                continue
             if self._owner_live(client, epoch, now):  # type: ignore[attr-defined]
-                out.add((project, session))
+                out[project, session] = since
         return out
 
     def _consider_sessions(
-        self, batch: Batch, dvs: list[bytes], sessions: set[tuple[bytes, bytes]], consider: Any
+        self,
+        batch: Batch,
+        dvs: list[bytes],
+        sessions: dict[tuple[bytes, bytes], int],
+        consider: Any,
     ) -> None:
-        """Offer each current version of a leased session among ``dvs`` (ledgers read
-        in one multi-get: paid only where a project has a live session lease)."""
+        """Offer each current version of a leased session among ``dvs`` whose deadline
+        is after the clock at which the lease named the session (ledgers read in one
+        multi-get: paid only where a project has a live session lease)."""
         docs = list(dict.fromkeys(keys.split_dv(dv)[0].encode() for dv in dvs))
         self._read_ahead(batch, [keys.doc(d) for d in docs])
         for dv in dvs:
@@ -375,7 +386,9 @@ class SegmentsMixin(StoreCore):
             ledger = self._ledger(doc_id.encode(), batch)
             if ledger is None or not ledger.get("session") or ledger["current"] != ver:
                 continue
-            if (ledger["project"].encode(), ledger["session"].encode()) in sessions:
+            since = sessions.get((ledger["project"].encode(), ledger["session"].encode()))
+            deadline = ledger["versions"][ver - 1]["expires_at"]
+            if since is not None and deadline_after(deadline, since):
                 consider(doc_id.encode(), ver)
 
     def _sources_in(self, batch: Batch, due: list[bytes]) -> list[bytes]:

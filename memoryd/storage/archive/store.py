@@ -6,6 +6,7 @@ from __future__ import annotations
 from memoryd.storage.archive.access import AccessMixin
 from memoryd.storage.archive.expiry import ExpiryMixin
 from memoryd.storage.archive.ledgers import LedgersMixin
+from memoryd.storage.archive.lifetimes import LifetimesMixin
 from memoryd.storage.archive.meta import MetaMixin
 from memoryd.storage.archive.postings import PostingsMixin
 from memoryd.storage.archive.protections import ProtectionsMixin
@@ -18,6 +19,7 @@ from memoryd.storage.archive.vectors import VectorsMixin
 class ArchiveStore(
     LedgersMixin,
     SegmentsMixin,
+    LifetimesMixin,
     ExpiryMixin,
     ProtectionsMixin,
     AccessMixin,

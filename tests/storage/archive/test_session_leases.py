@@ -1,0 +1,49 @@
+"""Session leases against the retention clock, on a real RocksDB: a lease protects what
+is still live; it never brings back a version already past its deadline."""
+
+from __future__ import annotations
+
+from tests.storage.test_archive import DAY, NOW, add
+
+#: The start of NOW's day segment: a deadline after it is in a bucket that has not
+#: ended at NOW, so its segment stays while the retention clock passes the deadline.
+DAY_START = NOW // DAY * DAY
+
+
+def due_early_today(store, text: str):
+    """A version of session s1 whose deadline is a minute into NOW's day segment."""
+    created = NOW - 9 * DAY
+    return add(store, text, session="s1", created=created, ttl=DAY_START + 60 - created)
+
+
+def test_a_session_lease_taken_after_the_deadline_does_not_bring_a_version_back(store):
+    past = due_early_today(store, "turn the wave already passed")
+    fresh = add(store, "turn still well within its age", session="s1")
+    store.expire_segments(now=NOW)  # the clock passes the first deadline, not its bucket
+    assert store.get(past.locator)["status"] == "expired"
+    assert [h.locator for h in store.search("p", "wave")] == []
+    grant = store.acquire_leases("agent", "p", [], sessions=["s1"], ttl=30 * DAY, now=NOW + 60)
+    assert grant.unprotected == (past.locator,)  # said, not silently dropped
+    assert store.get(past.locator)["status"] == "expired"
+    assert store.protection(past.locator, now=NOW + 60) is None
+    assert [h.locator for h in store.search("p", "wave")] == []
+    assert store.protection(fresh.locator, now=NOW + 60) == "session:agent"
+    # the day's segment goes: the version is not copied out to a held segment either
+    report = store.expire_segments(now=DAY_START + DAY + 1)
+    assert past.locator in report.expired and past.locator not in report.held
+    assert store.get(fresh.locator)["status"] == "live"
+
+
+def test_a_session_lease_taken_before_the_deadline_keeps_protecting_after_it(store):
+    held = due_early_today(store, "turn the agent still has open")
+    grant = store.acquire_leases("agent", "p", [], sessions=["s1"], ttl=30 * DAY, now=DAY_START)
+    assert grant.unprotected == ()
+    store.expire_segments(now=NOW)  # the clock passes the deadline: the lease holds it
+    assert store.get(held.locator)["status"] == "live"
+    # the same client naming the session again keeps what it protected
+    again = store.acquire_leases("agent", "p", [], sessions=["s1"], ttl=30 * DAY, now=NOW + 60)
+    assert again.epoch == grant.epoch and again.unprotected == ()
+    assert store.get(held.locator)["status"] == "live"
+    report = store.expire_segments(now=DAY_START + DAY + 1)
+    assert report.held == [held.locator]
+    assert store.get(held.locator)["status"] == "live"
