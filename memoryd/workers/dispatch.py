@@ -68,12 +68,15 @@ class Dispatch:
             per_batch = max(1, min(MAX_DISPATCH_BATCH, int(self.target / per_job)))
         return max(0, min(self.claim_batch_max, free * per_batch - buffered))
 
-    def next_batch(self, buffer: deque) -> list:
+    def next_batch(self, buffer: deque, wal_pinned: bool = False) -> list:
         """Take from ``buffer`` about ``target`` seconds of work (an unknown kind counts
-        as a whole target, so it goes alone until it has been measured)."""
+        as a whole target, so it goes alone until it has been measured). While a reader
+        pins the WAL, one job: a worker's one batch (:meth:`depth`) is then one bounded
+        job, however quick its kind has been."""
         batch, estimate = [], 0.0
         cost, target, take = self.cost, self.target, buffer.popleft  # a hot loop
-        while buffer and len(batch) < MAX_DISPATCH_BATCH and estimate < target:
+        most = 1 if wal_pinned else MAX_DISPATCH_BATCH
+        while buffer and len(batch) < most and estimate < target:
             job = take()
             batch.append(job)
             estimate += cost.get(job.kind, target)

@@ -708,7 +708,7 @@ class Supervisor:
                 buffer = self.buffers[slot.pool]
                 if not buffer or len(slot.outstanding) > depth or slot.broken:
                     continue
-                self.pool.send(slot, self.dispatch.next_batch(buffer))
+                self.pool.send(slot, self.dispatch.next_batch(buffer, self.wal.pinned))
 
     def _schedule(self) -> None:
         """Enqueue due periodic jobs (e.g. the retention tick); never while draining."""

@@ -26,6 +26,9 @@ def test_measured_cheap_jobs_fill_batches_up_to_the_target() -> None:
     assert d.claim_size(free=2, buffered=5) == 2 * 4 - 5
     d.observe("tiny", 1e-7)
     assert len(d.next_batch(jobs("tiny", 1000))) == MAX_DISPATCH_BATCH
+    # while a reader pins the WAL, one job a batch: what commits past the bound is one
+    # bounded job per worker, however quick the kind
+    assert len(d.next_batch(jobs("tiny", 1000), wal_pinned=True)) == 1
 
 
 def test_claims_are_capped_and_count_what_is_already_buffered() -> None:
