@@ -167,9 +167,17 @@ def request_time(applied_ms: int, request_id: bytes) -> bytes:
     return REQUEST_TIME + U64.pack(applied_ms) + request_id
 
 
+def request_entries(request_id: bytes, locator: str, applied_ms: int) -> list[tuple[bytes, bytes]]:
+    """The (key, value) pairs of one applied request: its record and its time index."""
+    return [
+        (request(request_id), request_value(locator, applied_ms)),
+        (request_time(applied_ms, request_id), b""),
+    ]
+
+
 def request_times_until(applied_ms: int) -> bytes:
     """The first time-index key at or after ``applied_ms`` (a scan's end)."""
-    return REQUEST_TIME + U64.pack(applied_ms)
+    return request_time(applied_ms, b"")
 
 
 def parse_request_time(key: bytes) -> tuple[int, bytes]:

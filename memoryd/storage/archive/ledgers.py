@@ -319,9 +319,8 @@ class LedgersMixin(StoreCore):
             batch.put(self._expiry_key(expires_at, it.cls, doc, ver), keys.U32.pack(1))
         locator = make_locator(doc_id, ver)
         if it.request_id is not None:
-            rid = it.request_id.encode()
-            batch.put(keys.request(rid), keys.request_value(locator, ms(now)))
-            batch.put(keys.request_time(ms(now), rid), b"")
+            for key, value in keys.request_entries(it.request_id.encode(), locator, ms(now)):
+                batch.put(key, value)
         return AppendResult(locator, doc_id, ver, True, superseded)
 
     def _retire(

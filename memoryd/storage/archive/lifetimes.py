@@ -79,7 +79,6 @@ class LifetimesMixin(StoreCore):
             seen, last = seen + 1, key + b"\x00"
             locator, applied = keys.parse_request_value(raw)
             if applied is None:
-                rid = key[len(keys.REQUEST) :]
-                batch.put(key, keys.request_value(locator, stamp))
-                batch.put(keys.request_time(stamp, rid), b"")
+                for k, value in keys.request_entries(key[len(keys.REQUEST) :], locator, stamp):
+                    batch.put(k, value)
         batch.put(keys.cursor(REQUESTS_TIMED), orjson.dumps(True))
