@@ -120,15 +120,7 @@ def keep_true_sizes(tx: apsw.Connection, table: str, left_out: Sequence[tuple[in
         return
     tx.execute("SAVEPOINT memoryd_true_sizes")
     tx.execute("RELEASE memoryd_true_sizes")
-    span = (min(grown), max(grown))
-    rows = tx.execute(
-        f"SELECT id, sz, origin FROM {table}_docsize WHERE id BETWEEN ? AND ? ORDER BY id", span
-    ).fetchall()
-    tx.execute(f"DELETE FROM {table}_docsize WHERE id BETWEEN ? AND ?", span)
-    tx.executemany(
-        f"INSERT INTO {table}_docsize (id, sz, origin) VALUES (?, ?, ?)",
-        [(rowid, _grow(sz, grown.get(rowid, 0)), origin) for rowid, sz, origin in rows],
-    )
+    rows = _rewrite_sizes(tx, table, (min(grown), max(grown)), grown)
     (record,) = tx.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
     # a row deleted since its insert is gone: FTS5 subtracted the size it counted
     total = sum(grown.get(rowid, 0) for rowid, _, _ in rows)
@@ -140,9 +132,25 @@ def rewrite_sizes(tx: apsw.Connection, table: str) -> None:
     full pages (each pack apply's rewrite of its range leaves the pages at the range's
     ends part-full; on the stdlib 8-14 KB of 100 KB was unused). ``table`` is the FTS5
     table, schema-qualified."""
-    rows = tx.execute(f"SELECT id, sz, origin FROM {table}_docsize ORDER BY id").fetchall()
-    tx.execute(f"DELETE FROM {table}_docsize")
-    tx.executemany(f"INSERT INTO {table}_docsize (id, sz, origin) VALUES (?, ?, ?)", rows)
+    _rewrite_sizes(tx, table, (-(2**63), 2**63 - 1), {})
+
+
+def _rewrite_sizes(
+    tx: apsw.Connection, table: str, span: tuple[int, int], grown: dict[int, int]
+) -> list[tuple]:
+    """Write the ``docsize`` rows whose rowid is in ``span`` again in rowid order, each
+    body size grown by its ``grown`` count; returns the rows as they were."""
+    where = f"{table}_docsize WHERE id BETWEEN ? AND ?"
+    rows = tx.execute(f"SELECT id, sz, origin FROM {where} ORDER BY id", span).fetchall()
+    tx.execute(f"DELETE FROM {where}", span)
+    tx.executemany(
+        f"INSERT INTO {table}_docsize (id, sz, origin) VALUES (?, ?, ?)",
+        [
+            (rowid, _grow(sz, grown[rowid]) if grown.get(rowid) else sz, origin)
+            for rowid, sz, origin in rows
+        ],
+    )
+    return rows
 
 
 def _grow(blob: bytes, n: int, at: int = 0) -> bytes:
