@@ -71,7 +71,7 @@ def line_ranges(lines: list[str]) -> list[tuple[int, int]]:
     return ranges
 
 
-def prepare_file(project: str, path: str, raw: bytes) -> FileRows:
+def prepare_file(path: str, raw: bytes) -> FileRows:
     """Everything the supervisor needs to store and index one file (its body its own
     frame)."""
     rows, text = _prepare(path, raw)
@@ -79,7 +79,6 @@ def prepare_file(project: str, path: str, raw: bytes) -> FileRows:
 
 
 def prepare_batch(
-    project: str,
     items: Iterable[tuple[str, bytes]],
     *,
     block_bytes: int = BODY_BLOCK_BYTES,

@@ -157,7 +157,7 @@ def _run_batch(ctx: WorkContext, p: dict) -> dict:
         nbytes += size
         if raw is not None:
             read.append((rel, raw))
-    files, blocks = prepare_batch(p["project"], read)
+    files, blocks = prepare_batch(read)
     return {"files": files, "blocks": blocks, "count": len(p["files"]), "bytes": nbytes,
             "skipped": skipped}  # fmt: skip
 

@@ -69,7 +69,7 @@ def build(home: Path, sessions: dict[str, str]) -> tuple[object, dict[str, str]]
     )[0][0]
     if have != len(order):
         pid = db.write(lambda tx: ensure_project(tx, PROJECT, None))
-        rows = [prepare_file(PROJECT, paths[sid], sessions[sid].encode("utf-8")) for sid in order]
+        rows = [prepare_file(paths[sid], sessions[sid].encode("utf-8")) for sid in order]
         db.write(lambda tx: put_files(tx, pid, rows))
     digest = {paths[sid]: text_digest(sessions[sid]) for sid in order}
     return db, digest, {sid: digest[paths[sid]] for sid in order}
@@ -162,7 +162,7 @@ def stdlib_latency(home: Path, queries: int = 300) -> dict:
     cfg = load_config(home)
     db = open_authority(home, cfg)
     pid = db.write(lambda tx: ensure_project(tx, "stdlib", None))
-    rows = [prepare_file("stdlib", f.relative_to(root).as_posix(), f.read_bytes()) for f in files]
+    rows = [prepare_file(f.relative_to(root).as_posix(), f.read_bytes()) for f in files]
     db.write(lambda tx: put_files(tx, pid, rows))
     texts = docstring_queries(files, queries * 2)
     return {

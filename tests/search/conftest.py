@@ -19,7 +19,7 @@ _SKIP_DIRS = {"test", "tests", "site-packages", "idlelib", "__pycache__", "dist-
 def make_store(home: Path, project: str, files: dict[str, str]):
     db = open_authority(home, load_config(home))
     pid = db.write(lambda tx: ensure_project(tx, project, None))
-    rows = [prepare_file(project, path, text.encode("utf-8")) for path, text in files.items()]
+    rows = [prepare_file(path, text.encode("utf-8")) for path, text in files.items()]
     db.write(lambda tx: put_files(tx, pid, rows))
     return db
 
@@ -42,7 +42,7 @@ def stdlib_db(tmp_path_factory):
     home = tmp_path_factory.mktemp("stdlib-home")
     db = open_authority(home, load_config(home))
     pid = db.write(lambda tx: ensure_project(tx, "stdlib", None))
-    rows = [prepare_file("stdlib", rel, full.read_bytes()) for rel, full in stdlib_files()]
+    rows = [prepare_file(rel, full.read_bytes()) for rel, full in stdlib_files()]
     for i in range(0, len(rows), 200):
         batch = rows[i : i + 200]
         db.write(lambda tx, batch=batch: put_files(tx, pid, batch))

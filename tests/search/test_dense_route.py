@@ -31,7 +31,7 @@ def _store(home, encoder: str, floor: float = LOW_FLOOR):
     config = load_config(home, {"encoder": encoder, "dense_rescue_similarity": floor})
     db = open_authority(home, config)
     pid = db.write(lambda tx: ensure_project(tx, "notes", None))
-    rows = [prepare_file("notes", p, t.encode()) for p, t in FILES.items()]
+    rows = [prepare_file(p, t.encode()) for p, t in FILES.items()]
     db.write(lambda tx: put_files(tx, pid, rows))  # the batch: chunks without codes
     codes = vectors.encode_job(
         db, config, vectors.job_payload(pid, [(r.path, r.content_hash) for r in rows])
@@ -97,7 +97,7 @@ def test_codes_written_after_a_search_are_used_by_the_next_one(tmp_path):
     config = load_config(tmp_path, {"encoder": "wordllama", "dense_rescue_similarity": LOW_FLOOR})
     db = open_authority(tmp_path, config)
     pid = db.write(lambda tx: ensure_project(tx, "notes", None))
-    rows = [prepare_file("notes", p, t.encode()) for p, t in FILES.items()]
+    rows = [prepare_file(p, t.encode()) for p, t in FILES.items()]
     db.write(lambda tx: put_files(tx, pid, rows))
     assert search(db, "notes", "cooking temperature")["status"] == "abstained"  # no codes yet
     codes = vectors.encode_job(

@@ -162,7 +162,7 @@ def test_small_projects_read_lengths_once_with_the_same_postings(tmp_path, store
     assert st._sizes is not None
     assert once.rowids.tolist() == joined.rowids.tolist()
     assert once.scores.tolist() == joined.scores.tolist()
-    late = prepare_file("p", "late.txt", b"kiln kiln kiln stoneware\n")
+    late = prepare_file("late.txt", b"kiln kiln kiln stoneware\n")
     db.write(lambda tx: put_files(tx, pid, [late]))
     fresh = st._read_postings(stem("stoneware"))  # the lengths read miss the new chunk
     assert len(fresh.rowids) == 1 and fresh.scores[0] > 0
@@ -173,9 +173,7 @@ def test_bm25_sums_of_a_project_with_high_rowids(tmp_path, store):
     first) is summed relative to its lowest rowid, with the same answer."""
     db = store(tmp_path, "first", {f"a{i}.txt": f"filler text {i}\n" for i in range(60)})
     pid = db.write(lambda tx: ensure_project(tx, "p", None))
-    rows = [
-        prepare_file("p", f"f{i}.txt", f"kiln {'glaze ' * (i % 3)}\n".encode()) for i in range(8)
-    ]
+    rows = [prepare_file(f"f{i}.txt", f"kiln {'glaze ' * (i % 3)}\n".encode()) for i in range(8)]
     db.write(lambda tx: put_files(tx, pid, rows))
     stats_mod.clear()
     st = stats_mod.term_stats(db, pid)

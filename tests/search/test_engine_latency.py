@@ -142,7 +142,7 @@ def test_a_coded_project_encodes_each_query_once_and_hashes_nothing(tmp_path, mo
     files = {f"notes/{i}.md": f"The upload lease {i} renews before the scheduler retries.\n"
              for i in range(4)}  # fmt: skip
     files |= {f"misc/{i}.md": f"Garden note {i}: tomatoes want sun.\n" for i in range(30)}
-    rows = [prepare_file("notes", p, t.encode()) for p, t in files.items()]
+    rows = [prepare_file(p, t.encode()) for p, t in files.items()]
     db.write(lambda tx: put_files(tx, pid, rows))
     codes = vectors.encode_job(
         db, config, vectors.job_payload(pid, [(r.path, r.content_hash) for r in rows])

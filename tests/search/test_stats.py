@@ -61,7 +61,7 @@ def test_ranking_equals_fts5_after_replacements_and_retirements(store, tmp_path)
     db = store(tmp_path, "p", {**FILLER, **KILN})
     pid = project_id(db, "p")
     db.write(lambda tx: retire_files(tx, pid, [f"notes/{i:03d}.md" for i in range(0, 80, 3)]))
-    longer = prepare_file("p", "studio/log.md", b"the kiln log: " + b"firing " * 40)
+    longer = prepare_file("studio/log.md", b"the kiln log: " + b"firing " * 40)
     db.write(lambda tx: put_files(tx, pid, [longer]))
     for words in (["kiln"], ["kiln", "stoneware"], ["weekly", "kiln", "firing"]):
         assert [r for r, _ in _top(db, words)] == _fts_rank(db, words)[:10]
@@ -80,7 +80,7 @@ def test_a_terms_postings_count_every_occurrence_in_body_and_path_as_fts5_does(s
     held nowhere, and after replacements and retirements."""
     db = store(tmp_path, "p", {**FILLER, **KILN, "kiln/kiln.md": "kiln kiln kiln and a kiln"})
     pid = project_id(db, "p")
-    longer = prepare_file("p", "studio/log.md", b"the kiln log: " + b"firing kiln " * 40)
+    longer = prepare_file("studio/log.md", b"the kiln log: " + b"firing kiln " * 40)
     db.write(lambda tx: put_files(tx, pid, [longer]))
     db.write(lambda tx: retire_files(tx, pid, ["studio/kiln.md", "notes/004.md"]))
     for stem in ("kiln", "note", "fire", "stonewar", "absent"):

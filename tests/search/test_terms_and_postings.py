@@ -204,7 +204,7 @@ def test_postings_follow_the_generation(tmp_path, store):
     db = store(tmp_path, "p", {"a.txt": "queue lease\n", "b.txt": "worker token\n"})
     assert search(db, "p", "queue lease")["items"][0]["path"] == "a.txt"
     pid = project_id(db, "p")
-    db.write(lambda tx: put_files(tx, pid, [prepare_file("p", "b.txt", b"queue lease lease\n")]))
+    db.write(lambda tx: put_files(tx, pid, [prepare_file("b.txt", b"queue lease lease\n")]))
     paths = [it["path"] for it in search(db, "p", "queue lease")["items"]]
     assert set(paths) == {"a.txt", "b.txt"}
 

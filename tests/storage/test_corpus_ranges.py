@@ -36,7 +36,7 @@ def test_a_files_chunks_stay_its_id_range(tmp_path: Path) -> None:
     pid = db.write(lambda tx: ensure_project(tx, "p", None, 0))
 
     def put(*files: tuple[str, bytes]) -> None:
-        db.write(lambda tx: put_files(tx, pid, [prepare_file("p", p, b) for p, b in files]))
+        db.write(lambda tx: put_files(tx, pid, [prepare_file(p, b) for p, b in files]))
 
     put(*((f"m{i}.py", _text(30 + i, f"kiln{i}")) for i in range(5)), ("empty.py", b""))
     _assert_ranges(db, pid)

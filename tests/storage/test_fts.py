@@ -48,7 +48,7 @@ def test_totals_follow_inserts_replacements_and_deletes(tmp_path):
     db = make_store(tmp_path, "p", files)
     pid = project_id(db, "p")
     db.write(lambda tx: corpus.retire_files(tx, pid, ["3.md", "7.md"]))
-    changed = prepare_file("p", "5.md", b"one two three four five six seven")
+    changed = prepare_file("5.md", b"one two three four five six seven")
     db.write(lambda tx: corpus.put_files(tx, pid, [changed]))
     chunks, tokens = fts.totals(db, pid)
     blobs = [r[0] for r in db.query(f"SELECT sz FROM {corpus.fts_table(pid)}_docsize")]

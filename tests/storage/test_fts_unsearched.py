@@ -112,7 +112,7 @@ def _packed_store(tmp_path, files: dict[str, str]):
     its chunks are indexed as index text."""
     db = open_authority(tmp_path, load_config(tmp_path))
     pid = db.write(lambda tx: corpus.ensure_project(tx, "p", None))
-    rows, blocks = prepare_batch("p", [(k, v.encode()) for k, v in files.items()], block_bytes=4096)
+    rows, blocks = prepare_batch([(k, v.encode()) for k, v in files.items()], block_bytes=4096)
     db.write(lambda tx: corpus.put_files(tx, pid, rows, None, blocks))
     packed = [corpus.pack_block(db, b, 0) for b in corpus.unpacked_blocks(db, pid, 1000)]
     assert db.write(lambda tx: corpus.store_packed(tx, pid, packed)) == len(packed) > 1
@@ -155,7 +155,7 @@ def test_ranks_sizes_and_phrases_are_those_of_the_whole_text(tmp_path) -> None:
     pid = project_id(db, "p")
     # replaced and retired files go through FTS5's contentless delete (sizes subtracted)
     db.write(lambda tx: corpus.retire_files(tx, pid, ["d0/f_3.md"]))
-    changed = prepare_file("p", "d1/f_4.md", (PROSE * 3 + "glaze the kiln").encode())
+    changed = prepare_file("d1/f_4.md", (PROSE * 3 + "glaze the kiln").encode())
     db.write(lambda tx: corpus.put_files(tx, pid, [changed]))
     whole = _full_index(db, pid)
     t = fts_table(pid)

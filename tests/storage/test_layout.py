@@ -52,7 +52,7 @@ def _small_project() -> list[tuple[str, bytes]]:
 
 def _ingest(db: Authority, name: str, files, limit: int) -> int:
     pid = db.write(lambda tx: ensure_project(tx, name, None, limit))
-    rows = [prepare_file(name, rel, data) for rel, data in files]
+    rows = [prepare_file(rel, data) for rel, data in files]
     db.write(lambda tx: put_files(tx, pid, rows))
     return pid
 
@@ -113,7 +113,7 @@ def test_growing_past_the_limit_stores_the_index(tmp_path):
     pid = _ingest(db, "p", files[:2], sum(len(d) for _, d in files[:3]))
     before = _answers(reader, "p")  # the reader builds the compact index in its temp schema
     assert compact_limit(db, pid)
-    db.write(lambda tx: put_files(tx, pid, [prepare_file("p", r, d) for r, d in files[2:]]))
+    db.write(lambda tx: put_files(tx, pid, [prepare_file(r, d) for r, d in files[2:]]))
     assert not compact_limit(db, pid)
     assert db.query("SELECT 1 FROM sqlite_schema WHERE name = ?", (fts_table(pid),))
     _ingest(db, "ref", files, 0)
@@ -128,7 +128,7 @@ def test_compact_search_follows_changes_and_rebuild(tmp_path):
     db = _open(tmp_path)
     pid = _ingest(db, "p", [("a.md", b"the kiln schedule is in the studio binder\n")], SMALL)
     assert search(db, "p", "kiln schedule")["items"][0]["path"] == "a.md"
-    db.write(lambda tx: put_files(tx, pid, [prepare_file("p", "b.md", b"glaze kiln schedule\n")]))
+    db.write(lambda tx: put_files(tx, pid, [prepare_file("b.md", b"glaze kiln schedule\n")]))
     db.write(lambda tx: retire_files(tx, pid, ["a.md"]))
     assert [i["path"] for i in search(db, "p", "kiln schedule")["items"]] == ["b.md"]
     assert rebuild.rebuild(db)["p"]["fts"] == 0  # no stored index to rebuild

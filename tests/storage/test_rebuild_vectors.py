@@ -29,7 +29,7 @@ def db(home: Path):
 def _fill(db) -> int:
     """Two files and two active records of project ``notes``, none coded yet."""
     pid = db.write(lambda tx: ensure_project(tx, "notes", None))
-    rows = [prepare_file("notes", f"log{i}.md", (TEXT * (i + 1)).encode()) for i in range(2)]
+    rows = [prepare_file(f"log{i}.md", (TEXT * (i + 1)).encode()) for i in range(2)]
     db.write(lambda tx: put_files(tx, pid, rows))
     for i, text in enumerate(FACTS):
         cand = {"kind": "fact", "text": text, "triggers": [], "scope": "notes", "refs": []}

@@ -72,7 +72,7 @@ def _ingest(home: Path) -> Memoryd:
     files = _files()
     md = Memoryd(home)
     pid = md.db.write(lambda tx: ensure_project(tx, "lib", None, 0))
-    rows = [prepare_file("lib", rel, data) for rel, data in files]
+    rows = [prepare_file(rel, data) for rel, data in files]
     md.db.write(lambda tx: put_files(tx, pid, rows))
     md.db.write(lambda tx: retire_files(tx, pid, [files[-1][0]]))
     return md
@@ -142,7 +142,7 @@ def test_an_older_home_drops_the_chunk_hash_id(tmp_path: Path) -> None:
     path, data = _files()[0]
     md = Memoryd(home)
     pid = query(home, "SELECT id FROM projects WHERE name = 'lib'")[0][0]
-    md.db.write(lambda tx: put_files(tx, pid, [prepare_file("lib", "copy/" + path, data)]))
+    md.db.write(lambda tx: put_files(tx, pid, [prepare_file("copy/" + path, data)]))
     md.close()
     sql = (
         "SELECT c.id, c.content_hash FROM chunks c JOIN files f ON f.id = c.file_id"

@@ -27,7 +27,7 @@ def db(home: Path):
 
 def _files(db, text: str = TEXT):
     pid = db.write(lambda tx: ensure_project(tx, "notes", None))
-    rows = [prepare_file("notes", "log.md", text.encode())]
+    rows = [prepare_file("log.md", text.encode())]
     db.write(lambda tx: put_files(tx, pid, rows))
     return pid, rows
 
@@ -55,8 +55,8 @@ def test_a_finished_run_enqueues_jobs_of_bounded_size_for_every_uncoded_file(hom
     config = load_config(home, {"encoder": "wordllama", "vectors_job_bytes": 1000})
     with open_authority(home, config) as db:
         pid = db.write(lambda tx: ensure_project(tx, "notes", None))
-        rows = [prepare_file("notes", f"n{i}.md", (TEXT * 8).encode()) for i in range(5)]
-        rows.append(prepare_file("notes", "empty.md", b""))  # no chunks: nothing to code
+        rows = [prepare_file(f"n{i}.md", (TEXT * 8).encode()) for i in range(5)]
+        rows.append(prepare_file("empty.md", b""))  # no chunks: nothing to code
         db.write(lambda tx: put_files(tx, pid, rows))
         jobs = follow_up(db.conn, config, pid, "notes")
         assert [len(j.payload["files"]) for j in jobs] == [2, 2, 1]
@@ -81,7 +81,7 @@ def test_codes_of_a_text_changed_since_encoding_are_not_stored(db):
     assert vectors.pending_files(db, db.config, pid) == 1
 
     fresh = _payload(
-        pid, [prepare_file("notes", "log.md", f"{TEXT}A new line changes the file.\n".encode())]
+        pid, [prepare_file("log.md", f"{TEXT}A new line changes the file.\n".encode())]
     )
     again = vectors.encode_job(db, db.config, fresh)
     assert db.write(lambda tx: vectors.put(tx, pid, db.config, again)) == 1
