@@ -192,14 +192,18 @@ def _on_finish(actx: ApplyContext, p: dict) -> Callable[[apsw.Connection], None]
 # -- pack -----------------------------------------------------------------------
 
 
-def _pack_job(actx: ApplyContext, pid: int, project: str) -> list[JobSpec]:
+def _pack_job(
+    actx: ApplyContext, pid: int, project: str, since: int | None = None
+) -> list[JobSpec]:
     """The next ingest.pack job of the project. One live job per project: a run
     finishing while one waits adds none."""
-    return [pack_job(pid, project)]
+    return [pack_job(pid, project, since)]
 
 
-def pack_job(pid: int, project: str) -> JobSpec:
-    payload = {"project_id": pid, "project": project}
+def pack_job(pid: int, project: str, since: int | None = None) -> JobSpec:
+    """``since``: the lowest chunk rowid the pass's earlier jobs indexed, whose sizes
+    the last job writes again (:func:`~memoryd.storage.corpus.optimize_index`)."""
+    payload = {"project_id": pid, "project": project, "since": since}
     key = f"{PACK}:{pid}"
     return JobSpec(PACK, payload, project=project, priority=PACK_PRIORITY, dedupe_key=key)
 
@@ -235,12 +239,17 @@ def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     leaves each block, with its chunks' index rows, old or new."""
     for job, out in done:
         p = job.data
-        store_packed(actx.tx, p["project_id"], [Packed(*b) for b in out["packed"]])
+        packed = [Packed(*b) for b in out["packed"]]
+        store_packed(actx.tx, p["project_id"], packed)
         killpoints.reach("pack_mid_apply")  # drills: the pass killed before its commit
+        since = min((r[0] for b in packed for r in b.rows), default=None)
+        if p.get("since") is not None:
+            since = p["since"] if since is None else min(since, p["since"])
         if out["more"]:
-            actx.queue.enqueue_in(actx.tx, _pack_job(actx, p["project_id"], p["project"]))
+            next_job = _pack_job(actx, p["project_id"], p["project"], since)
+            actx.queue.enqueue_in(actx.tx, next_job)
             continue
-        optimize_index(actx.tx, p["project_id"])
+        optimize_index(actx.tx, p["project_id"], since)
         reclaim_free_pages(actx.tx)
 
 

@@ -750,14 +750,16 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
     return count
 
 
-def optimize_index(tx: apsw.Connection, pid: int) -> None:
+def optimize_index(tx: apsw.Connection, pid: int, sizes_since: int | None = None) -> None:
     """Merge the project's stored index into one segment (FTS5 ``optimize``: the same
-    rows, fewer pages) and write its sizes again in full pages; nothing for a compact
-    project."""
+    rows, fewer pages) and write its sizes from rowid ``sizes_since`` on again in full
+    pages (the rows a pack pass indexed: its cost follows the pass, not the project);
+    nothing for a compact project."""
     if not compact_limit(tx, pid):
         table = fts_table(pid)
         tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-        rewrite_sizes(tx, f"main.{table}")
+        if sizes_since is not None:
+            rewrite_sizes(tx, f"main.{table}", sizes_since)
 
 
 def rebuild_index(tx: apsw.Connection, pid: int) -> int:

@@ -127,12 +127,12 @@ def keep_true_sizes(tx: apsw.Connection, table: str, left_out: Sequence[tuple[in
     tx.execute(f"UPDATE {table}_data SET block = ? WHERE id = 1", (_grow(record, total, at=1),))
 
 
-def rewrite_sizes(tx: apsw.Connection, table: str) -> None:
-    """Write every row of FTS5's ``docsize`` again in rowid order: the same rows in
-    full pages (each pack apply's rewrite of its range leaves the pages at the range's
-    ends part-full; on the stdlib 8-14 KB of 100 KB was unused). ``table`` is the FTS5
-    table, schema-qualified."""
-    _rewrite_sizes(tx, table, (-(2**63), 2**63 - 1), {})
+def rewrite_sizes(tx: apsw.Connection, table: str, since: int) -> None:
+    """Write the rows of FTS5's ``docsize`` from rowid ``since`` on again in rowid
+    order: the same rows in full pages (each pack apply's rewrite of its range leaves
+    the pages at the range's ends part-full; on the stdlib 8-14 KB of 100 KB was
+    unused). ``table`` is the FTS5 table, schema-qualified."""
+    _rewrite_sizes(tx, table, (since, 2**63 - 1), {})
 
 
 def _rewrite_sizes(
