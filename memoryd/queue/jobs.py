@@ -209,6 +209,11 @@ class JobQueue:
     def complete(self, job: ClaimedJob) -> bool:
         return self.db.write(lambda tx: self.complete_in(tx, job))
 
+    def settle_payload_in(self, tx: apsw.Connection, job: ClaimedJob, payload: object) -> None:
+        """Replace a done job's payload by what is worth keeping of it once its effects
+        are recorded elsewhere (a done job never runs again)."""
+        tx.execute("UPDATE jobs SET payload = ? WHERE id = ?", (orjson.dumps(payload), job.id))
+
     def set_result_in(self, tx: apsw.Connection, job: ClaimedJob, value: object) -> None:
         """Keep a job's answer for a caller that waits on it (see :meth:`outcome`)."""
         tx.execute("UPDATE jobs SET result = ? WHERE id = ?", (orjson.dumps(value), job.id))

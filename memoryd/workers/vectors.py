@@ -69,9 +69,9 @@ def _job(pid: int, project: str, payload: dict) -> JobSpec:
     return JobSpec(ENCODE, payload, project=project, priority=PRIORITY, dedupe_key=key)
 
 
-def _groups(files: list[tuple[str, str, int]], budget: int) -> list[list[tuple[str, str]]]:
+def _groups(files: list[tuple[str, bytes, int]], budget: int) -> list[list[tuple[str, bytes]]]:
     """(path, content hash) groups of about ``budget`` bytes, in order."""
-    groups: list[list[tuple[str, str]]] = []
+    groups: list[list[tuple[str, bytes]]] = []
     size = budget
     for path, content_hash, nbytes in files:
         if size >= budget:

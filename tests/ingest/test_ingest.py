@@ -40,8 +40,8 @@ def index_state(home: Path, project: str) -> dict:
     )
     chunks = query(
         home,
-        "SELECT f.path, c.ordinal, c.content_hash, c.start_line, c.end_line FROM chunks c"
-        " JOIN files f ON f.id = c.file_id WHERE c.project_id = ?",
+        "SELECT f.path, c.id - f.chunk_first, c.content_hash, c.start_line, c.end_line"
+        " FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.project_id = ?",
         (pid,),
     )
     fts = index_query(home, pid, f"SELECT count(*) FROM fts_{pid}")[0][0]
