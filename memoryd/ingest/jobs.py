@@ -169,7 +169,7 @@ def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None
         put_files(actx.tx, p["project_id"], out["files"], job.id, out.get("blocks", ()))
         # the files it wrote are in history (a file.put row each, with its id), the
         # rest counted in its run: the list need not stay in the queue
-        actx.queue.settle_payload_in(actx.tx, job, {**p, "files": len(p["files"])})
+        actx.queue.settle_payload_in(actx.tx, job, ["files"])
         runs.record_batch(
             actx.tx,
             p["run"],
