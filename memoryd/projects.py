@@ -42,7 +42,7 @@ def list_projects(db: Authority) -> list[dict]:
         "SELECT p.name, p.root, p.created_at,"
         " (SELECT count(*) FROM files f WHERE f.project_id = p.id AND f.live = 1),"
         " (SELECT coalesce(sum(size), 0) FROM files f WHERE f.project_id = p.id AND f.live = 1),"
-        " (SELECT count(*) FROM chunks c WHERE c.project_id = p.id),"
+        " (SELECT coalesce(sum(chunk_count), 0) FROM files f WHERE f.project_id = p.id),"
         " (SELECT max(finished_at) FROM ingest_runs r WHERE r.project_id = p.id)"
         " FROM projects p ORDER BY p.name"
     )

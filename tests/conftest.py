@@ -321,6 +321,33 @@ _CREATED = re.compile(
 )
 _ADDED = re.compile(r"ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(\w+)", re.I)
 
+#: The undoing of migrations that rebuild a table (nothing generic can): 15 gives chunks
+#: back their project and ordinal, and files and history their hashes in hex.
+UNDO: dict[int, str] = {
+    15: """
+        CREATE TABLE old_chunks (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            project_id   INTEGER NOT NULL,
+            file_id      INTEGER NOT NULL REFERENCES files (id),
+            ordinal      INTEGER NOT NULL,
+            start_line   INTEGER NOT NULL,
+            end_line     INTEGER NOT NULL,
+            content_hash BLOB NOT NULL
+        );
+        INSERT INTO old_chunks
+            SELECT c.id, f.project_id, c.file_id, c.id - f.chunk_first, c.start_line,
+                   c.end_line, c.content_hash
+            FROM chunks c JOIN files f ON f.id = c.file_id ORDER BY c.id;
+        DELETE FROM sqlite_sequence WHERE name = 'old_chunks';
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'old_chunks', seq FROM sqlite_sequence WHERE name = 'chunks';
+        DROP TABLE chunks;
+        ALTER TABLE old_chunks RENAME TO chunks;
+        UPDATE files SET content_hash = lower(hex(content_hash));
+        UPDATE history SET content_hash = lower(hex(content_hash)) WHERE content_hash IS NOT NULL;
+    """,
+}
+
 
 def downgrade_sql(version: int) -> str:
     """SQL that turns a current authority back into one at schema ``version``.
@@ -336,6 +363,9 @@ def downgrade_sql(version: int) -> str:
         if v <= version:
             break
         body = re.sub(r"--[^\n]*", "", sql)
+        if v in UNDO:
+            out += [UNDO[v], f"DELETE FROM schema_history WHERE version = {v};"]
+            continue
         for kind, name in reversed(_CREATED.findall(body)):
             if not name.lower().startswith("temp"):
                 out.append(f"DROP {kind.upper()} IF EXISTS {name};")

@@ -47,8 +47,8 @@ class Oracle:
 
     effect_jobs: set[int] = field(default_factory=set)  # noop/sleep ids it enqueued
     sessions: list[tuple[str, str, str]] = field(default_factory=list)  # session, kind, token
-    files_before: dict[str, str] = field(default_factory=dict)  # path -> hash, cycle start
-    files_after: dict[str, str] = field(default_factory=dict)  # path -> hash, after the edit
+    files_before: dict[str, bytes] = field(default_factory=dict)  # path -> hash, cycle start
+    files_after: dict[str, bytes] = field(default_factory=dict)  # path -> hash, after the edit
     run: int = 0  # this cycle's ingest run
     memory: set[str] = field(default_factory=set)  # memory candidate ids it staged
 
@@ -178,7 +178,7 @@ class Drill:
                 self._write(self.repo / f"mod{self.rng.randrange(10**6):06d}.py")
         self.oracle.files_after = self.on_disk()
 
-    def on_disk(self) -> dict[str, str]:
+    def on_disk(self) -> dict[str, bytes]:
         return {p.name: digest(p.read_bytes()) for p in self.repo.glob("*.py")}
 
     def _write(self, path: Path) -> None:

@@ -20,8 +20,9 @@ from memoryd.config import (
 from memoryd.storage.corpus import ChunkRow, FileRows, compressor
 
 
-def digest(data: bytes, size: int = 16) -> str:
-    return hashlib.blake2b(data, digest_size=size).hexdigest()
+def digest(data: bytes) -> bytes:
+    """A file's content hash: its 16-byte blake2b."""
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def chunk_hash(text: str) -> bytes:
@@ -116,7 +117,7 @@ def _prepare(path: str, raw: bytes) -> tuple[FileRows, bytes]:
     if lines and lines[-1] == "":
         lines.pop()  # a final newline ends the last line, it is not a line
     chunks = []
-    for ordinal, (start, end) in enumerate(line_ranges(lines)):
+    for start, end in line_ranges(lines):
         chunk_text = "\n".join(lines[start - 1 : end])
-        chunks.append(ChunkRow(ordinal, start, end, chunk_hash(chunk_text), chunk_text))
+        chunks.append(ChunkRow(start, end, chunk_hash(chunk_text), chunk_text))
     return FileRows(path, digest(raw), len(raw), len(lines), b"", chunks), text.encode("utf-8")

@@ -167,6 +167,9 @@ def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None
         p = job.data
         vectors.check(actx.tx, actx.config)  # files of another encoder's store would mix
         put_files(actx.tx, p["project_id"], out["files"], job.id, out.get("blocks", ()))
+        # the files it wrote are in history (a file.put row each, with its id), the
+        # rest counted in its run: the list need not stay in the queue
+        actx.queue.settle_payload_in(actx.tx, job, ["files"])
         runs.record_batch(
             actx.tx,
             p["run"],

@@ -51,7 +51,7 @@ SECRET_FILES = (
 class Eligible:
     path: str  # relative, '/'-separated
     size: int
-    content_hash: str
+    content_hash: bytes  # b"": not hashed by this scan
 
 
 @dataclass
@@ -275,7 +275,7 @@ def scan(
         read = _read_eligible(root, rel, max_bytes, result.skipped, sniff_only=not hashes)
         if read is not None:
             raw, size = read
-            result.eligible.append(Eligible(rel, size, digest(raw) if hashes else ""))
+            result.eligible.append(Eligible(rel, size, digest(raw) if hashes else b""))
             if on_eligible:
                 on_eligible(len(result.eligible))
     return result

@@ -209,6 +209,14 @@ class JobQueue:
     def complete(self, job: ClaimedJob) -> bool:
         return self.db.write(lambda tx: self.complete_in(tx, job))
 
+    def settle_payload_in(self, tx: apsw.Connection, job: ClaimedJob, lists: Iterable[str]) -> None:
+        """Replace the named lists of a done job's payload by their lengths, once what the
+        job did is recorded elsewhere (a done job never runs again): a queue that keeps
+        done jobs for days does not keep every file list of every run twice."""
+        data = job.data
+        settled = {**data, **{k: len(data[k]) for k in lists if isinstance(data.get(k), list)}}
+        tx.execute("UPDATE jobs SET payload = ? WHERE id = ?", (orjson.dumps(settled), job.id))
+
     def set_result_in(self, tx: apsw.Connection, job: ClaimedJob, value: object) -> None:
         """Keep a job's answer for a caller that waits on it (see :meth:`outcome`)."""
         tx.execute("UPDATE jobs SET result = ? WHERE id = ?", (orjson.dumps(value), job.id))

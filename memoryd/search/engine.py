@@ -483,8 +483,8 @@ def _candidates(src: ProjectSource, stats: TermStats, q: Query, p: gate_mod.Plan
     if file_ids:
         marks = ",".join("?" * len(file_ids))
         in_files = db.query(
-            f"SELECT c.id, c.file_id, c.ordinal FROM files f JOIN chunks c ON {CHUNKS_OF_FILE}"
-            f" WHERE f.id IN ({marks}) ORDER BY c.file_id, c.ordinal",
+            f"SELECT c.id, c.file_id, c.id - f.chunk_first FROM files f JOIN chunks c"
+            f" ON {CHUNKS_OF_FILE} WHERE f.id IN ({marks}) ORDER BY c.file_id, c.id",
             tuple(file_ids),
         )
         hit_files = {r[1] for r in in_files if r[0] in by_row}

@@ -48,7 +48,6 @@ class UnknownProject(MemorydError):
 
 
 class ChunkRow(NamedTuple):  # a tuple: cheap to send from a worker to the supervisor
-    ordinal: int
     start_line: int  # 1-based, inclusive
     end_line: int
     content_hash: bytes  # 8 bytes (:func:`memoryd.ingest.chunking.chunk_hash`)
@@ -59,7 +58,7 @@ class FileRows(NamedTuple):
     """Everything a worker prepares for one file; the supervisor writes it."""
 
     path: str
-    content_hash: str
+    content_hash: bytes  # 16 bytes (:func:`memoryd.ingest.chunking.digest`)
     size: int
     lines: int
     body: bytes  # zstd-compressed text; b"" in a block
@@ -171,7 +170,7 @@ def project_generation(db, pid: int) -> int:
 def project_stats(db) -> list[dict]:
     rows = db.query(
         "SELECT p.name, p.root, count(f.id), coalesce(sum(f.size), 0),"
-        " (SELECT count(*) FROM chunks c WHERE c.project_id = p.id)"
+        " (SELECT coalesce(sum(f.chunk_count), 0) FROM files f WHERE f.project_id = p.id)"
         " FROM projects p LEFT JOIN files f ON f.project_id = p.id AND f.live = 1"
         " GROUP BY p.id ORDER BY p.name"
     )
@@ -256,8 +255,8 @@ def put_files(
 
     def flush() -> None:
         tx.executemany(
-            "INSERT INTO chunks (id, project_id, file_id, ordinal, start_line, end_line,"
-            " content_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO chunks (id, file_id, start_line, end_line, content_hash)"
+            " VALUES (?, ?, ?, ?, ?)",
             chunk_rows,
         )
         if indexed:
@@ -297,9 +296,7 @@ def put_files(
         if where[0] is not None:
             tx.execute("UPDATE body_blocks SET files = files + 1 WHERE id = ?", (where[0],))
         for c in f.chunks:
-            chunk_rows.append(
-                (next_id, pid, file_id, c.ordinal, c.start_line, c.end_line, c.content_hash)
-            )
+            chunk_rows.append((next_id, file_id, c.start_line, c.end_line, c.content_hash))
             index_rows.append((next_id, c.text, f.path))
             next_id += 1
         pending.add(f.path)
@@ -717,7 +714,7 @@ def _chunk_rows(db, file_id: int, path: str, text: str, packed: bool) -> list[tu
         for rowid, start, end in _query(
             db,
             "SELECT c.id, c.start_line, c.end_line FROM main.files f JOIN main.chunks c"
-            f" ON {CHUNKS_OF_FILE} WHERE f.id = ? ORDER BY c.ordinal",
+            f" ON {CHUNKS_OF_FILE} WHERE f.id = ? ORDER BY c.id",
             (file_id,),
         )
         for chunk in ("\n".join(lines[start - 1 : end]),)

@@ -428,6 +428,36 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE temp_chunks RENAME TO chunks;
         """,
     ),
+    (
+        15,
+        "chunks without what their file's row gives; content hashes as 16 bytes",
+        """
+        -- A chunk's project is its file's, and its ordinal its id less the file's
+        -- chunk_first (a file's chunks are one id range, in ordinal order): a table
+        -- rebuild without the two columns, ids and AUTOINCREMENT high-water mark kept.
+        CREATE TABLE temp_chunks (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,  -- rowid in the FTS table, never reused
+            file_id      INTEGER NOT NULL REFERENCES files (id),
+            start_line   INTEGER NOT NULL,
+            end_line     INTEGER NOT NULL,
+            content_hash BLOB NOT NULL            -- 8 bytes, blake2b of the chunk text
+        );
+        INSERT INTO temp_chunks
+            SELECT id, file_id, start_line, end_line, content_hash FROM chunks ORDER BY id;
+        DELETE FROM sqlite_sequence WHERE name = 'temp_chunks';
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'temp_chunks', seq FROM sqlite_sequence WHERE name = 'chunks';
+        DROP TABLE chunks;
+        ALTER TABLE temp_chunks RENAME TO chunks;
+        -- A file's blake2b (files, history) is kept as its 16 bytes, not 32 hex
+        -- characters; the columns' declared TEXT affinity leaves a BLOB as it is. A
+        -- value that is not hex (none is written) stays as it was.
+        UPDATE files SET content_hash = coalesce(unhex(content_hash), content_hash)
+            WHERE typeof(content_hash) = 'text';
+        UPDATE history SET content_hash = coalesce(unhex(content_hash), content_hash)
+            WHERE typeof(content_hash) = 'text';
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]
@@ -439,7 +469,7 @@ def migrate_data(version: int, tx) -> None:
     12: every project's per-file bodies are moved into blocks. 13: an ingest.pack job
     per project with blocks (its workers pack them after the open). 14: a check that
     each file's chunks are the id range its row now names, and the pages the former
-    chunks table held go back to the file system."""
+    chunks table held go back to the file system. 15: those pages again."""
     if version == 12:
         from memoryd.storage.corpus import pack_bodies  # the corpus needs the new schema
 
@@ -450,10 +480,11 @@ def migrate_data(version: int, tx) -> None:
 
         enqueue_pack_jobs(tx)
     if version == 14:
+        _check_chunk_ranges(tx)
+    if version in (14, 15):
         from memoryd.storage.corpus import reclaim_free_pages
 
-        _check_chunk_ranges(tx)
-        reclaim_free_pages(tx)  # the former chunks table and index
+        reclaim_free_pages(tx)  # the former chunks table (14: and its index)
 
 
 def _check_chunk_ranges(tx) -> None:

@@ -63,7 +63,7 @@ def check(db, config) -> None:
         )
 
 
-def uncoded(db, pid: int) -> list[tuple[str, str, int]]:
+def uncoded(db, pid: int) -> list[tuple[str, bytes, int]]:
     """(path, content hash, size) of the project's live files with chunks but no
     codes, in path order."""
     return _query(
@@ -75,10 +75,10 @@ def uncoded(db, pid: int) -> list[tuple[str, str, int]]:
     )
 
 
-def job_payload(pid: int, files: Sequence[tuple[str, str]]) -> dict:
-    """What a vectors job encodes: files by path and the content hash they had when
-    it was enqueued, so a job never codes a newer text than the one it names."""
-    return {"project_id": pid, "files": [[path, content_hash] for path, content_hash in files]}
+def job_payload(pid: int, files: Sequence[tuple[str, bytes]]) -> dict:
+    """What a vectors job encodes: files by path and the content hash (in hex) they
+    had when it was enqueued, so a job never codes a newer text than the one it names."""
+    return {"project_id": pid, "files": [[path, digest.hex()] for path, digest in files]}
 
 
 def encode_job(db, config, payload: dict) -> dict | None:
@@ -90,7 +90,8 @@ def encode_job(db, config, payload: dict) -> dict | None:
         return None
     pid = payload["project_id"]
     found, texts = [], []
-    for path, content_hash in payload["files"]:
+    for path, hex_hash in payload["files"]:
+        content_hash = bytes.fromhex(hex_hash)
         rows = _query(
             db,
             "SELECT id FROM files WHERE project_id = ? AND path = ? AND live = 1"
@@ -118,7 +119,7 @@ def _chunk_texts(db, file_id: int, text: str) -> list[str]:
     ranges = _query(
         db,
         f"SELECT c.start_line, c.end_line FROM files f JOIN chunks c ON {CHUNKS_OF_FILE}"
-        " WHERE f.id = ? ORDER BY c.ordinal",
+        " WHERE f.id = ? ORDER BY c.id",
         (file_id,),
     )
     if not ranges:
@@ -214,7 +215,7 @@ def matrix(db, pid: int) -> tuple[np.ndarray, np.ndarray, int]:
     for cid, fid in _query(
         db,
         "SELECT c.id, c.file_id FROM chunk_vectors v JOIN files f ON f.id = v.file_id"
-        f" JOIN chunks c ON {CHUNKS_OF_FILE} WHERE v.project_id = ? ORDER BY c.file_id, c.ordinal",
+        f" JOIN chunks c ON {CHUNKS_OF_FILE} WHERE v.project_id = ? ORDER BY c.file_id, c.id",
         (pid,),
     ):
         chunks.setdefault(fid, []).append(cid)

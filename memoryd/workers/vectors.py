@@ -69,9 +69,9 @@ def _job(pid: int, project: str, payload: dict) -> JobSpec:
     return JobSpec(ENCODE, payload, project=project, priority=PRIORITY, dedupe_key=key)
 
 
-def _groups(files: list[tuple[str, str, int]], budget: int) -> list[list[tuple[str, str]]]:
+def _groups(files: list[tuple[str, bytes, int]], budget: int) -> list[list[tuple[str, bytes]]]:
     """(path, content hash) groups of about ``budget`` bytes, in order."""
-    groups: list[list[tuple[str, str]]] = []
+    groups: list[list[tuple[str, bytes]]] = []
     size = budget
     for path, content_hash, nbytes in files:
         if size >= budget:
@@ -94,6 +94,7 @@ def _run(ctx: WorkContext, payload: Any) -> dict | None:
 def _apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     for job, encoded in done:
         _store(job.data).put(actx.tx, job.data["project_id"], actx.config, encoded)
+        actx.queue.settle_payload_in(actx.tx, job, ["files", "records"])  # the codes say it
 
 
 KINDS = [

@@ -40,8 +40,8 @@ def index_state(home: Path, project: str) -> dict:
     )
     chunks = query(
         home,
-        "SELECT f.path, c.ordinal, c.content_hash, c.start_line, c.end_line FROM chunks c"
-        " JOIN files f ON f.id = c.file_id WHERE c.project_id = ?",
+        "SELECT f.path, c.id - f.chunk_first, c.content_hash, c.start_line, c.end_line"
+        " FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.project_id = ?",
         (pid,),
     )
     fts = index_query(home, pid, f"SELECT count(*) FROM fts_{pid}")[0][0]
@@ -98,6 +98,13 @@ def test_stdlib_every_eligible_file_searchable_and_incremental(cli, home, stdlib
         if word and e.path not in fts_paths(home, pid, word):
             missing.append(e.path)
     assert not missing, f"files not found by their own rarest word: {missing[:10]}"
+
+    # A done batch keeps its file count, not its list: history names what it wrote.
+    batches = query(home, "SELECT id, payload FROM jobs WHERE kind = 'ingest.batch'")
+    assert all(isinstance(orjson.loads(p)["files"], int) for _, p in batches)
+    puts = query(home, "SELECT job_id, ref FROM history WHERE kind = 'file.put'")
+    assert {j for j, _ in puts} == {j for j, _ in batches} and len(puts) == len(stored)
+    assert sum(orjson.loads(p)["files"] for _, p in batches) == len(stored)
 
     # Re-ingest of an unchanged tree: no batch work at all.
     batches_before = query(home, "SELECT count(*) FROM jobs WHERE kind = 'ingest.batch'")[0][0]

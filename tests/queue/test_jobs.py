@@ -92,6 +92,18 @@ def test_enqueue_many_is_one_transaction(db, q: JobQueue) -> None:
     assert q.counts()["queued"] == 100, "nothing of the failed batch was kept"
 
 
+def test_a_settled_payload_keeps_counts_of_its_lists(db, q: JobQueue) -> None:
+    q.enqueue(JobSpec("noop", {"run": 7, "files": [["a.py", 10], ["b.py", 20]], "retire": []}))
+    [job] = q.claim("test", 1, 60)
+
+    def done(tx: apsw.Connection) -> None:
+        assert q.complete_in(tx, job)
+        q.settle_payload_in(tx, job, ["files", "records"])  # a key it lacks is left alone
+
+    db.write(done)
+    assert q.list()[0]["payload"] == {"run": 7, "files": 2, "retire": []}
+
+
 def test_dedupe_key_names_one_live_job(db, q: JobQueue) -> None:
     first = q.enqueue(JobSpec("noop", dedupe_key="k"))
     assert first is not None

@@ -23,12 +23,16 @@ def _assert_ranges(db: Authority, pid: int) -> None:
     for fid, first, count, live in files:
         ids = [
             r[0]
-            for r in db.query("SELECT id FROM chunks WHERE file_id = ? ORDER BY ordinal", (fid,))
+            for r in db.query("SELECT id FROM chunks WHERE file_id = ? ORDER BY start_line", (fid,))
         ]
         assert ids == list(range(first, first + count)), fid
         assert live or (first, count) == (0, 0)
     indexed = db.query(f"SELECT id FROM {fts_table(pid)}_docsize ORDER BY id")
-    assert indexed == db.query("SELECT id FROM chunks WHERE project_id = ? ORDER BY id", (pid,))
+    assert indexed == db.query(
+        "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.project_id = ?"
+        " ORDER BY c.id",
+        (pid,),
+    )
 
 
 def test_a_files_chunks_stay_its_id_range(tmp_path: Path) -> None:

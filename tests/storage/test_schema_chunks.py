@@ -1,9 +1,10 @@
-"""Issue 13: migration 14 rebuilds an older home's chunks table without the 12-byte hash
-id nothing read, with 8-byte content hashes and without the index on file_id (a
-file's row keeps its chunks' id range). Ids (the FTS rowids) and the AUTOINCREMENT
+"""Issue 13: migration 14 rebuilds an older home's chunks table without the 12-byte hash id
+nothing read, with 8-byte content hashes and without the index on file_id (a file's row
+keeps its chunks' id range); migration 15 without the project and ordinal a chunk's file
+row gives, and with files' hashes as bytes. Ids (the FTS rowids) and the AUTOINCREMENT
 high-water mark stay, answers and `rebuild --verify` stay equal, and the layout is the
-one a new home gets; a kill before its commit leaves the older home, which the next
-open migrates; a home whose chunks are not ranges is refused, unchanged."""
+one a new home gets; a kill before its commit leaves the older home, which the next open
+migrates; a home whose chunks are not ranges is refused, unchanged."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from memoryd.ingest.chunking import prepare_file
 from memoryd.storage.authority import open_authority
 from memoryd.storage.corpus import ensure_project, put_files, retire_files
 from memoryd.storage.schema import CURRENT_VERSION
-from tests.conftest import query
+from tests.conftest import downgrade_sql, query
 from tests.search.conftest import stdlib_files
 
 QUERIES = (
@@ -33,8 +34,10 @@ QUERIES = (
 )
 
 #: The chunks table as migrations 2 to 13 left it.
-SCHEMA_13_CHUNKS = """
-    CREATE TABLE old_chunks (
+SCHEMA_13_CHUNKS = (
+    downgrade_sql(14).removesuffix(" PRAGMA user_version = 14;")
+    + """
+    CREATE TABLE older_chunks (
         id           INTEGER PRIMARY KEY AUTOINCREMENT,
         chunk_id     BLOB NOT NULL,
         project_id   INTEGER NOT NULL,
@@ -44,21 +47,22 @@ SCHEMA_13_CHUNKS = """
         end_line     INTEGER NOT NULL,
         content_hash BLOB NOT NULL
     );
-    INSERT INTO old_chunks
+    INSERT INTO older_chunks
         SELECT id, randomblob(12), project_id, file_id, ordinal, start_line, end_line,
                unhex(hex(content_hash) || hex(randomblob(8)))
         FROM chunks;
-    DELETE FROM sqlite_sequence WHERE name = 'old_chunks';
+    DELETE FROM sqlite_sequence WHERE name = 'older_chunks';
     INSERT INTO sqlite_sequence (name, seq)
-        SELECT 'old_chunks', seq FROM sqlite_sequence WHERE name = 'chunks';
+        SELECT 'older_chunks', seq FROM sqlite_sequence WHERE name = 'chunks';
     DROP TABLE chunks;
-    ALTER TABLE old_chunks RENAME TO chunks;
+    ALTER TABLE older_chunks RENAME TO chunks;
     CREATE INDEX chunks_file ON chunks (file_id);
     ALTER TABLE files DROP COLUMN chunk_first;
     ALTER TABLE files DROP COLUMN chunk_count;
     DELETE FROM schema_history WHERE version = 14;
     PRAGMA user_version = 13;
 """
+)
 
 
 def _files() -> list[tuple[str, bytes]]:
@@ -127,6 +131,9 @@ def _migrated_equal(home: Path, answers: list, state: tuple) -> None:
     assert md.db.user_version() == CURRENT_VERSION
     assert _chunks(home) == state  # same rows, hashes, high-water mark and layout
     assert query(home, "PRAGMA freelist_count") == [(0,)]  # the former table's pages gone
+    for table in ("files", "history"):  # 15: a file's hash is its 16 bytes
+        sql = f"SELECT DISTINCT typeof(content_hash), length(content_hash) FROM {table}"
+        assert query(home, sql) == [("blob", 16)]
     assert _answers(md) == answers
     assert md.rebuild(verify=True)["equal"]
     md.close()
@@ -146,7 +153,7 @@ def test_an_older_home_drops_the_chunk_hash_id(tmp_path: Path) -> None:
     md.close()
     sql = (
         "SELECT c.id, c.content_hash FROM chunks c JOIN files f ON f.id = c.file_id"
-        " WHERE f.path = ? ORDER BY c.ordinal"
+        " WHERE f.path = ? ORDER BY c.id"
     )
     old, new = query(home, sql, (path,)), query(home, sql, ("copy/" + path,))
     assert old and [h for _, h in new] == [h for _, h in old]
