@@ -193,8 +193,8 @@ class ProtectionsMixin(StoreCore):
         """Protect exact versions for ``client`` (an active-context lease), all or nothing.
 
         At most :data:`MAX_LEASE_TARGETS` locators. Every target must exist,
-        belong to ``project``, and be live and not past its deadline (unless
-        its document is pinned); otherwise :class:`LeaseRejected` names each
+        belong to ``project``, and be live and not past its deadline at the
+        retention clock (unless its document is pinned); otherwise :class:`LeaseRejected` names each
         bad target and its reason (``malformed``, ``missing``,
         ``foreign_project``, ``superseded``, ``expired``) and nothing is
         written. On success the client's owner record (created, or extended
@@ -227,6 +227,7 @@ class ProtectionsMixin(StoreCore):
             raise BadArchiveInput("lease ttl must be positive seconds")
         with self._lock:
             rejected: dict[str, str] = {}
+            clock = ms(self.clock())
             targets: list[tuple[bytes, int, str]] = []
             for loc in dict.fromkeys(locators):
                 try:
@@ -247,11 +248,7 @@ class ProtectionsMixin(StoreCore):
                 if status != "live":
                     rejected[loc] = status
                     continue
-                if (
-                    v["expires_at"] is not None
-                    and v["expires_at"] <= now
-                    and not self._is_pinned(doc)
-                ):
+                if not self._lease_reaches(doc, v["expires_at"], clock):
                     rejected[loc] = "expired"
                     continue
                 targets.append((doc, ver, loc))
@@ -293,7 +290,7 @@ class ProtectionsMixin(StoreCore):
                 unprotected += [
                     make_locator(doc.decode(), ver)
                     for doc, ver, deadline, _ in found
-                    if not deadline_after(deadline, since) and not self._is_pinned(doc)
+                    if not self._lease_reaches(doc, deadline, since)
                 ]
             self._write(batch)
             return LeaseGrant(
@@ -304,6 +301,12 @@ class ProtectionsMixin(StoreCore):
                 tuple(sessions),
                 tuple(unprotected),
             )
+
+    def _lease_reaches(self, doc: bytes, deadline: float | None, since_ms: int) -> bool:
+        """A lease naming a version at the retention clock ``since_ms`` protects it: its
+        deadline is after that clock, or its document is pinned. Locator and session
+        leases both ask this (a lease never brings back a version past its deadline)."""
+        return deadline_after(deadline, since_ms) or self._is_pinned(doc)
 
     def _session_current(self, project: str, session: str) -> list[SessionVersion]:
         """``(doc, version, deadline, live)`` of each current version of ``session`` of
