@@ -194,11 +194,12 @@ class ProtectionsMixin(StoreCore):
 
         At most :data:`MAX_LEASE_TARGETS` locators. Every target must exist,
         belong to ``project``, and be live and not past its deadline at the
-        retention clock (unless its document is pinned); otherwise :class:`LeaseRejected` names each
-        bad target and its reason (``malformed``, ``missing``,
-        ``foreign_project``, ``superseded``, ``expired``) and nothing is
-        written. On success the client's owner record (created, or extended
-        to ``now + ttl``) and every reference are published in one batch.
+        retention clock, like a session's versions (unless its document is
+        pinned); otherwise :class:`LeaseRejected` names each bad target and its
+        reason (``malformed``, ``missing``, ``foreign_project``, ``superseded``,
+        ``expired``) and nothing is written. On success the client's owner
+        record (created, or extended to ``now + ttl``) and every reference are
+        published in one batch.
         A client whose lease had expired starts a new epoch: its old
         references never protect anything again.
 
