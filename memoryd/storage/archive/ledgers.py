@@ -237,8 +237,9 @@ class LedgersMixin(StoreCore):
                 if it.request_id in seen_requests:
                     results.append(seen_requests[it.request_id])
                     continue
-                res = self._answered(batch, it, now) or self._append_one(
-                    batch, it, project, payload, now
+                ledger = None if it.doc_id is None else self._ledger(it.doc_id.encode(), batch)
+                res = self._answered(batch, it, ledger, now) or self._append_one(
+                    batch, it, ledger, project, payload, now
                 )
                 if it.request_id is not None:
                     seen_requests[it.request_id] = res
@@ -246,30 +247,33 @@ class LedgersMixin(StoreCore):
             self._write(batch)
             return results
 
-    def _answered(self, batch: Batch, it: NewVersion, now: float) -> AppendResult | None:
+    def _answered(
+        self, batch: Batch, it: NewVersion, ledger: dict[str, Any] | None, now: float
+    ) -> AppendResult | None:
         """The answer of an append that makes no version, or None: a request applied
         before answers its first outcome; content equal to its document's current live
-        version answers that version, whatever the request records' horizon (the
-        request is recorded, so a redo answers from its record)."""
+        version (``ledger``: the document's) answers that version, whatever the request
+        records' horizon (the request is recorded, so a redo answers from its record)."""
         if it.request_id is not None:
             prior = self._db.get(keys.request(it.request_id.encode()))
             if prior is not None:
                 locator = keys.parse_request_value(prior)[0]
                 doc_id, ver = parse_locator(locator)
                 return AppendResult(locator, doc_id, ver, False, None)
-        ver = self._unchanged_version(batch, it)
+        ver = self._unchanged_version(batch, it, ledger)
         if it.doc_id is None or ver is None:
             return None
         locator = make_locator(it.doc_id, ver)
         self._record_request(batch, it, locator, now)
         return AppendResult(locator, it.doc_id, ver, False, None)
 
-    def _unchanged_version(self, batch: Batch, it: NewVersion) -> int | None:
-        """The current version of ``it``'s document if it is live and ``it`` would
-        repeat it: the same project, class and content, its sources already linked."""
-        doc = None if it.doc_id is None else it.doc_id.encode()
-        ledger = None if doc is None else self._ledger(doc, batch)
-        if doc is None or ledger is None or not ledger["current"]:
+    def _unchanged_version(
+        self, batch: Batch, it: NewVersion, ledger: dict[str, Any] | None
+    ) -> int | None:
+        """The current version of ``it``'s document (its ``ledger``) if it is live and
+        ``it`` would repeat it: the same project, class and content, its sources
+        already linked."""
+        if it.doc_id is None or ledger is None or not ledger["current"]:
             return None
         cur = ledger["current"]
         same = (
@@ -278,7 +282,7 @@ class LedgersMixin(StoreCore):
             and ledger["versions"][cur - 1]["sha256"] == _sha256(it.content)
             and set(it.sources) <= set(ledger.get("sources", ()))
         )
-        live = same and self._status(doc, ledger, cur, batch=batch) == "live"
+        live = same and self._status(it.doc_id.encode(), ledger, cur, batch=batch) == "live"
         return cur if live else None
 
     def _record_request(self, batch: Batch, it: NewVersion, locator: str, now: float) -> None:
@@ -288,13 +292,17 @@ class LedgersMixin(StoreCore):
                 batch.put(key, value)
 
     def _append_one(
-        self, batch: Batch, it: NewVersion, project: bytes, payload: bytes, now: float
+        self,
+        batch: Batch,
+        it: NewVersion,
+        ledger: dict[str, Any] | None,
+        project: bytes,
+        payload: bytes,
+        now: float,
     ) -> AppendResult:
+        """A new version of ``it``'s document (``ledger``: its ledger, None for a new one)."""
         doc_id = it.doc_id
-        ledger = None
-        if doc_id is not None:
-            ledger = self._ledger(doc_id.encode(), batch)
-        else:
+        if doc_id is None:
             while True:
                 doc_id = f"{ms(now):012x}{secrets.token_hex(6)}"
                 if self._ledger(doc_id.encode(), batch) is None:
