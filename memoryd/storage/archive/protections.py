@@ -285,7 +285,7 @@ class ProtectionsMixin(StoreCore):
             unprotected: list[str] = []
             for session, found in current.items():
                 ref = keys.session_ref(p, session.encode(), cl)
-                since = self._session_since(ref, ep)
+                since = self._session_since(ref, ep, clock)
                 batch.put(keys.session_fwd(cl, p, session.encode()), ep)
                 batch.put(ref, keys.session_ref_value(ep, since))
                 unprotected += [
@@ -327,16 +327,16 @@ class ProtectionsMixin(StoreCore):
                 out.append((doc, cur, v["expires_at"], self._status(doc, ledger, cur) == "live"))
         return out if any(found[3] for found in out) else []
 
-    def _session_since(self, ref: bytes, epoch: bytes) -> int:
+    def _session_since(self, ref: bytes, epoch: bytes, clock: int) -> int:
         """The retention clock (ms) when this epoch of the client first named the session:
-        kept when it names it again, so what it protected stays protected; the clock
-        now for a new epoch."""
+        kept when it names it again, so what it protected stays protected; ``clock``
+        (the retention clock now) for a new epoch."""
         raw = self._db.get(ref)
         if raw is not None:
             old_epoch, since = keys.parse_session_ref_value(raw)
             if old_epoch == epoch:
                 return since
-        return ms(self.clock())
+        return clock
 
     def _drop_session_refs(self, batch: Batch, cl: bytes, limit: int | None = None) -> int:
         """Delete ``cl``'s session references (at most ``limit``); returns how many."""
