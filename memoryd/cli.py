@@ -944,7 +944,9 @@ def _pass_text(r: dict) -> str:
         f"in {r['waves']} wave(s), {r['seconds']:.2f}s",
         f"cleaned: {r['protections_cleaned']:,} lapsed leases, "
         f"{r['retrieval_leases_cleaned']:,} retrieval leases, {r['hints_cleaned']:,} access "
-        f"records, {r.get('spool_orphans_removed', 0):,} orphaned spool files",
+        f"records, {r.get('spool_orphans_removed', 0):,} orphaned spool files, "
+        f"{r['requests_purged']:,} request records, {r['segment_states_purged']:,} expired "
+        "segment states",
     ]
     if r["refused"]:
         lines.append(f"waves refused: {r['refused']}")

@@ -371,6 +371,23 @@ def _strongest(
     return None
 
 
+#: Settings that must not decrease in this order: an add whose spool file is still kept
+#: may be redone, and a redo whose file is gone answers from the add's request record.
+KEEP_ORDER = ("archive_spool_keep_seconds", "archive_request_keep_seconds")
+
+
+def _keeps_conflict(config: Config) -> str | None:
+    """Why the request records would go before the spool files they answer for, or None."""
+    spool, request = KEEP_ORDER
+    if config.values[request] >= config.values[spool]:
+        return None
+    return (
+        f"{request} ({config.values[request]:g} from {config.sources[request]}) must be at least "
+        f"{spool} ({config.values[spool]:g} from {config.sources[spool]}): a redone archive add "
+        "answers from its request record while its spool file may still be kept"
+    )
+
+
 def load_config(
     home: Path, overrides: dict[str, Any] | None = None, *, strict: bool = True
 ) -> Config:
@@ -407,4 +424,8 @@ def load_config(
             config.values[name], config.sources[name] = _coerce(name, raw, origin), origin
         except ConfigError as exc:
             problem(str(exc))
+    if why := _keeps_conflict(config):
+        problem(why)
+        for name in KEEP_ORDER:
+            config.values[name], config.sources[name] = SETTINGS[name].default, "default"
     return config

@@ -4,6 +4,10 @@ retry horizon, while every redo inside the horizon still answers its first outco
 
 from __future__ import annotations
 
+import pytest
+
+from memoryd.config import SETTINGS, load_config
+from memoryd.errors import ConfigError
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.maintenance import Maintenance, TickBounds
 from memoryd.storage.archive import NewVersion, keys
@@ -84,3 +88,48 @@ def test_the_tick_purges_both_within_its_bounds(store):
     store.purge_request_records(before=NOW - 30 * DAY, now=NOW)
     store.purge_segment_states()
     assert store._db.latest_sequence_number() == idle  # idle purges write nothing
+
+
+def test_an_unchanged_add_past_the_retry_horizon_makes_no_version(store):
+    """Content identity with the current live version is permanent; the request record
+    only makes a redone request answer its first outcome."""
+
+    def add(content: str, now: float):
+        rid = f"r-{len(content)}"
+        item = NewVersion("p", "conversation", content, NOW - 41 * DAY, NOW + 49 * DAY,
+                          doc_id="s-chat", session="chat", request_id=rid)  # fmt: skip
+        return store.append_many([item], now=now)[0]
+
+    same, more = "user: the same words", "user: the same words, and more"
+    first = add(same, NOW - 40 * DAY)
+    assert store.purge_request_records(before=NOW - 30 * DAY, now=NOW, limit=100) == 1
+    again = add(same, NOW)
+    assert not again.created and again.locator == first.locator
+    assert [v.status for v in store.versions("s-chat")] == ["live"]
+    # the add is answered by a request record again (a spooled redo reads it)
+    assert store.request_locator(f"r-{len(same)}") == first.locator
+    changed = add(more, NOW)
+    assert changed.created and changed.superseded == first.locator
+    # only the current live version counts: past the horizon, the older content is new
+    assert store.purge_request_records(before=NOW + 1, now=NOW, limit=100) == 2
+    back = add(same, NOW + 1)
+    assert back.created and back.version == 3 and back.superseded == changed.locator
+
+
+def test_request_records_kept_shorter_than_spool_files_are_refused(cli, tmp_path):
+    """A retried add whose spool file is still kept must find its request record."""
+    spool = SETTINGS["archive_spool_keep_seconds"].default
+    short = {"archive_request_keep_seconds": spool - 1}
+    with pytest.raises(ConfigError) as exc:
+        load_config(tmp_path, short)
+    assert "archive_request_keep_seconds" in str(exc.value)
+    assert "archive_spool_keep_seconds" in str(exc.value)
+    assert load_config(tmp_path, {"archive_request_keep_seconds": spool}).values  # equal: fine
+    lenient = load_config(tmp_path, short, strict=False)
+    assert len(lenient.problems) == 1
+    assert lenient.archive_request_keep_seconds >= lenient.archive_spool_keep_seconds
+    env = {"MEMORYD_ARCHIVE_SPOOL_KEEP_SECONDS": "7200",
+           "MEMORYD_ARCHIVE_REQUEST_KEEP_SECONDS": "3600"}  # fmt: skip
+    res = cli("retention", "run", "--json", env=env)
+    assert res.code == 2 and res.json()["error"] == "BAD_CONFIG"
+    assert "archive_spool_keep_seconds" in res.message

@@ -107,3 +107,26 @@ def test_threshold_flags_set_this_pass_only(cli, tmp_path):
     low = cli("retention", "run", "--disk-low-bytes", str(1 << 62), "--json")
     assert low.code == 0 and low.json()["disk"]["threshold_bytes"] == 1 << 62
     assert cli("retention", "run", "--wave-documents", "0").code == 2
+
+
+def test_a_pass_says_what_it_purged_and_an_unchanged_add_past_the_horizon_stays_one_version(
+    cli, tmp_path
+):
+    """The human report names the purges the JSON has (request records, expired
+    segments' states); past the request records' horizon, re-adding an unchanged
+    transcript answers its live version instead of making a second one."""
+    path = tmp_path / "kept.jsonl"
+    stamp = time.time() - DAY
+    path.write_bytes(orjson.dumps({"role": "user", "content": "keep it", "timestamp": stamp}))
+    first = cli("archive", "add", str(path), "--project", "demo", "--json").json()
+    archive(cli, tmp_path, "old", "an old chat", 200)
+    later = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 31 * DAY))
+    run = cli("retention", "run", "--now", later, "--allow-future-now", "--force")
+    assert run.code == 0, run.stderr
+    # both transcripts' requests (the old one's tool output too); its two classes' segments
+    assert "3 request records" in run.stdout and "2 expired segment states" in run.stdout
+    again = cli("archive", "add", str(path), "--project", "demo", "--json").json()
+    assert again["locators"] == first["locators"] and again["created"] == [False]
+    assert again["status"] == ["live"]
+    doc = first["locators"][0].rsplit("@", 1)[0]
+    assert cli("archive", "get", f"{doc}@2", "--json").code == 1, "no version 2"

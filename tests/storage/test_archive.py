@@ -261,8 +261,9 @@ def test_lease_limit_and_due_target(store):
     locs = _versions(store, MAX_LEASE_TARGETS + 1)
     with pytest.raises(BadArchiveInput):
         store.acquire_leases("c", "p", locs, ttl=60, now=NOW)
-    # past its deadline but not yet retired by a wave: not leasable
+    # past its deadline at the retention clock, its segment not yet gone: not leasable
     due = _versions(store, 1, ttl=1 * DAY)[0]
+    assert store.expire_segments(now=NOW + DAY + 60).expired == []
     with pytest.raises(LeaseRejected) as exc:
         store.acquire_leases("c", "p", [due], ttl=60, now=NOW + 2 * DAY)
     assert exc.value.rejected == {due: "expired"}

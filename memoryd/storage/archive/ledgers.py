@@ -194,7 +194,10 @@ class LedgersMixin(StoreCore):
         source's creation time (retention counts from it); ``expires_at`` is
         the deadline the policy computed from it (``None``: never). A
         ``request_id`` already applied returns its first answer with
-        ``created=False`` and writes nothing (idempotent jobs).
+        ``created=False`` and writes nothing (idempotent jobs). Content equal to
+        the document's current live version (same project and class, no new
+        source) makes no version either, whenever it comes: it answers that
+        version with ``created=False`` (and records the request).
 
         A derived document may name ``sources`` (live locators of its project):
         it then has no deadline of its own and expires when its last source
@@ -231,31 +234,75 @@ class LedgersMixin(StoreCore):
             results: list[AppendResult] = []
             seen_requests: dict[str, AppendResult] = {}
             for it, project, payload in prepared:
-                if it.request_id is not None:
-                    if it.request_id in seen_requests:
-                        results.append(seen_requests[it.request_id])
-                        continue
-                    prior = self._db.get(keys.request(it.request_id.encode()))
-                    if prior is not None:
-                        locator = keys.parse_request_value(prior)[0]
-                        doc_id, ver = parse_locator(locator)
-                        results.append(AppendResult(locator, doc_id, ver, False, None))
-                        continue
-                res = self._append_one(batch, it, project, payload, now)
+                if it.request_id in seen_requests:
+                    results.append(seen_requests[it.request_id])
+                    continue
+                ledger = None if it.doc_id is None else self._ledger(it.doc_id.encode(), batch)
+                res = self._answered(batch, it, ledger, now) or self._append_one(
+                    batch, it, ledger, project, payload, now
+                )
                 if it.request_id is not None:
                     seen_requests[it.request_id] = res
                 results.append(res)
             self._write(batch)
             return results
 
+    def _answered(
+        self, batch: Batch, it: NewVersion, ledger: dict[str, Any] | None, now: float
+    ) -> AppendResult | None:
+        """The answer of an append that makes no version, or None: a request applied
+        before answers its first outcome; content equal to its document's current live
+        version (``ledger``: the document's) answers that version, whatever the request
+        records' horizon (the request is recorded, so a redo answers from its record)."""
+        if it.request_id is not None:
+            prior = self._db.get(keys.request(it.request_id.encode()))
+            if prior is not None:
+                locator = keys.parse_request_value(prior)[0]
+                doc_id, ver = parse_locator(locator)
+                return AppendResult(locator, doc_id, ver, False, None)
+        ver = self._unchanged_version(batch, it, ledger)
+        if it.doc_id is None or ver is None:
+            return None
+        locator = make_locator(it.doc_id, ver)
+        self._record_request(batch, it, locator, now)
+        return AppendResult(locator, it.doc_id, ver, False, None)
+
+    def _unchanged_version(
+        self, batch: Batch, it: NewVersion, ledger: dict[str, Any] | None
+    ) -> int | None:
+        """The current version of ``it``'s document (its ``ledger``) if it is live and
+        ``it`` would repeat it: the same project, class and content, its sources
+        already linked."""
+        if it.doc_id is None or ledger is None or not ledger["current"]:
+            return None
+        cur = ledger["current"]
+        same = (
+            ledger["project"] == it.project
+            and ledger["class"] == it.cls
+            and ledger["versions"][cur - 1]["sha256"] == _sha256(it.content)
+            and set(it.sources) <= set(ledger.get("sources", ()))
+        )
+        live = same and self._status(it.doc_id.encode(), ledger, cur, batch=batch) == "live"
+        return cur if live else None
+
+    def _record_request(self, batch: Batch, it: NewVersion, locator: str, now: float) -> None:
+        """``it``'s request record and its time index (none without a request id)."""
+        if it.request_id is not None:
+            for key, value in keys.request_entries(it.request_id.encode(), locator, ms(now)):
+                batch.put(key, value)
+
     def _append_one(
-        self, batch: Batch, it: NewVersion, project: bytes, payload: bytes, now: float
+        self,
+        batch: Batch,
+        it: NewVersion,
+        ledger: dict[str, Any] | None,
+        project: bytes,
+        payload: bytes,
+        now: float,
     ) -> AppendResult:
+        """A new version of ``it``'s document (``ledger``: its ledger, None for a new one)."""
         doc_id = it.doc_id
-        ledger = None
-        if doc_id is not None:
-            ledger = self._ledger(doc_id.encode(), batch)
-        else:
+        if doc_id is None:
             while True:
                 doc_id = f"{ms(now):012x}{secrets.token_hex(6)}"
                 if self._ledger(doc_id.encode(), batch) is None:
@@ -301,7 +348,7 @@ class LedgersMixin(StoreCore):
             "override": bool(it.sources),  # follows its sources, not the class age
             "len": length,
             "size": len(payload),
-            "sha256": hashlib.sha256(it.content.encode()).hexdigest(),
+            "sha256": _sha256(it.content),
             "request_id": it.request_id,
         }
         if bucket != keys.HELD_BUCKET:
@@ -318,9 +365,7 @@ class LedgersMixin(StoreCore):
         if bucket == keys.HELD_BUCKET and expires_at is not None and not pinned:
             batch.put(self._expiry_key(expires_at, it.cls, doc, ver), keys.U32.pack(1))
         locator = make_locator(doc_id, ver)
-        if it.request_id is not None:
-            for key, value in keys.request_entries(it.request_id.encode(), locator, ms(now)):
-                batch.put(key, value)
+        self._record_request(batch, it, locator, now)
         return AppendResult(locator, doc_id, ver, True, superseded)
 
     def _retire(
@@ -610,3 +655,8 @@ def _delete_version(
     for key in own:
         delete(key)
     batch.deleted += len(terms) + len(own)
+
+
+def _sha256(content: str) -> str:
+    """The content digest a version's ledger entry keeps."""
+    return hashlib.sha256(content.encode()).hexdigest()

@@ -8,8 +8,10 @@ segments and the request records of applied appends.
   the segment again; its wave expires it like any other.
 - A request record (``I``) makes a redone append answer its first outcome. It lives
   for the retry horizon (``archive_request_keep_seconds``): after it a request id is
-  new again. A record of an older archive carries no time: a sweep (once, from a
-  cursor) times it at the sweep, so it too goes a horizon later.
+  new again (an append repeating its document's current live version still makes
+  no version: content identity does not expire). A record of an older archive
+  carries no time: a sweep (once, from a cursor) times it at the sweep, so it too
+  goes a horizon later.
 
 Both purges are bounded per call and write nothing when there is nothing to do.
 """

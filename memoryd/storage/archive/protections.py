@@ -193,12 +193,13 @@ class ProtectionsMixin(StoreCore):
         """Protect exact versions for ``client`` (an active-context lease), all or nothing.
 
         At most :data:`MAX_LEASE_TARGETS` locators. Every target must exist,
-        belong to ``project``, and be live and not past its deadline (unless
-        its document is pinned); otherwise :class:`LeaseRejected` names each
-        bad target and its reason (``malformed``, ``missing``,
-        ``foreign_project``, ``superseded``, ``expired``) and nothing is
-        written. On success the client's owner record (created, or extended
-        to ``now + ttl``) and every reference are published in one batch.
+        belong to ``project``, and be live and not past its deadline at the
+        retention clock, like a session's versions (unless its document is
+        pinned); otherwise :class:`LeaseRejected` names each bad target and its
+        reason (``malformed``, ``missing``, ``foreign_project``, ``superseded``,
+        ``expired``) and nothing is written. On success the client's owner
+        record (created, or extended to ``now + ttl``) and every reference are
+        published in one batch.
         A client whose lease had expired starts a new epoch: its old
         references never protect anything again.
 
@@ -227,6 +228,7 @@ class ProtectionsMixin(StoreCore):
             raise BadArchiveInput("lease ttl must be positive seconds")
         with self._lock:
             rejected: dict[str, str] = {}
+            clock = ms(self.clock())
             targets: list[tuple[bytes, int, str]] = []
             for loc in dict.fromkeys(locators):
                 try:
@@ -247,11 +249,7 @@ class ProtectionsMixin(StoreCore):
                 if status != "live":
                     rejected[loc] = status
                     continue
-                if (
-                    v["expires_at"] is not None
-                    and v["expires_at"] <= now
-                    and not self._is_pinned(doc)
-                ):
+                if not self._lease_reaches(doc, v["expires_at"], clock):
                     rejected[loc] = "expired"
                     continue
                 targets.append((doc, ver, loc))
@@ -287,13 +285,13 @@ class ProtectionsMixin(StoreCore):
             unprotected: list[str] = []
             for session, found in current.items():
                 ref = keys.session_ref(p, session.encode(), cl)
-                since = self._session_since(ref, ep)
+                since = self._session_since(ref, ep, clock)
                 batch.put(keys.session_fwd(cl, p, session.encode()), ep)
                 batch.put(ref, keys.session_ref_value(ep, since))
                 unprotected += [
                     make_locator(doc.decode(), ver)
                     for doc, ver, deadline, _ in found
-                    if not deadline_after(deadline, since) and not self._is_pinned(doc)
+                    if not self._lease_reaches(doc, deadline, since)
                 ]
             self._write(batch)
             return LeaseGrant(
@@ -304,6 +302,12 @@ class ProtectionsMixin(StoreCore):
                 tuple(sessions),
                 tuple(unprotected),
             )
+
+    def _lease_reaches(self, doc: bytes, deadline: float | None, since_ms: int) -> bool:
+        """A lease naming a version at the retention clock ``since_ms`` protects it: its
+        deadline is after that clock, or its document is pinned. Locator and session
+        leases both ask this (a lease never brings back a version past its deadline)."""
+        return deadline_after(deadline, since_ms) or self._is_pinned(doc)
 
     def _session_current(self, project: str, session: str) -> list[SessionVersion]:
         """``(doc, version, deadline, live)`` of each current version of ``session`` of
@@ -323,16 +327,16 @@ class ProtectionsMixin(StoreCore):
                 out.append((doc, cur, v["expires_at"], self._status(doc, ledger, cur) == "live"))
         return out if any(found[3] for found in out) else []
 
-    def _session_since(self, ref: bytes, epoch: bytes) -> int:
+    def _session_since(self, ref: bytes, epoch: bytes, clock: int) -> int:
         """The retention clock (ms) when this epoch of the client first named the session:
-        kept when it names it again, so what it protected stays protected; the clock
-        now for a new epoch."""
+        kept when it names it again, so what it protected stays protected; ``clock``
+        (the retention clock now) for a new epoch."""
         raw = self._db.get(ref)
         if raw is not None:
             old_epoch, since = keys.parse_session_ref_value(raw)
             if old_epoch == epoch:
                 return since
-        return ms(self.clock())
+        return clock
 
     def _drop_session_refs(self, batch: Batch, cl: bytes, limit: int | None = None) -> int:
         """Delete ``cl``'s session references (at most ``limit``); returns how many."""

@@ -3,6 +3,9 @@ is still live; it never brings back a version already past its deadline."""
 
 from __future__ import annotations
 
+import pytest
+
+from memoryd.storage.archive import LeaseRejected
 from tests.storage.test_archive import DAY, NOW, add
 
 #: The start of NOW's day segment: a deadline after it is in a bucket that has not
@@ -47,3 +50,26 @@ def test_a_session_lease_taken_before_the_deadline_keeps_protecting_after_it(sto
     report = store.expire_segments(now=DAY_START + DAY + 1)
     assert report.held == [held.locator]
     assert store.get(held.locator)["status"] == "live"
+
+
+def test_a_locator_lease_and_a_session_lease_judge_a_deadline_by_the_same_clock(store):
+    store.expire_segments(now=DAY_START)  # the retention clock: the start of the day
+    due = due_early_today(store, "turn whose deadline the wall clock passed")
+    # the wall clock (NOW) is past the deadline, the retention clock is not: still live,
+    # and both kinds of lease take it
+    assert store.get(due.locator)["status"] == "live"
+    by_session = store.acquire_leases("s", "p", [], sessions=["s1"], ttl=DAY, now=NOW)
+    assert by_session.unprotected == ()
+    by_locator = store.acquire_leases("l", "p", [due.locator], ttl=DAY, now=NOW)
+    assert by_locator.locators == (due.locator,)
+    store.expire_segments(now=NOW)  # the clock passes the deadline: each lease holds it
+    assert store.get(due.locator)["status"] == "live"
+    assert store.protection(due.locator, now=NOW) == "lease:l"
+    assert store.release_leases("l") == 1
+    assert store.protection(due.locator, now=NOW) == "session:s"
+    # past the deadline at the retention clock: neither kind brings it back to a newcomer
+    late = store.acquire_leases("late-s", "p", [], sessions=["s1"], ttl=DAY, now=NOW)
+    assert late.unprotected == (due.locator,)
+    with pytest.raises(LeaseRejected) as exc:
+        store.acquire_leases("late-l", "p", [due.locator], ttl=DAY, now=NOW)
+    assert exc.value.rejected == {due.locator: "expired"}
