@@ -36,7 +36,7 @@ from memoryd.storage.corpus import (
     Packed,
     UnknownProject,
     live_hashes,
-    optimize_index,
+    merge_index,
     pack_block,
     put_files,
     reclaim_free_pages,
@@ -202,7 +202,7 @@ def _pack_job(
 
 def pack_job(pid: int, project: str, since: int | None = None) -> JobSpec:
     """``since``: the lowest chunk rowid the pass's earlier jobs indexed, whose sizes
-    the last job writes again (:func:`~memoryd.storage.corpus.optimize_index`)."""
+    the last job writes again (:func:`~memoryd.storage.corpus.merge_index`)."""
     payload = {"project_id": pid, "project": project, "since": since}
     key = f"{PACK}:{pid}"
     return JobSpec(PACK, payload, project=project, priority=PACK_PRIORITY, dedupe_key=key)
@@ -249,7 +249,7 @@ def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
             next_job = _pack_job(actx, p["project_id"], p["project"], since)
             actx.queue.enqueue_in(actx.tx, next_job)
             continue
-        optimize_index(actx.tx, p["project_id"], since)
+        merge_index(actx.tx, p["project_id"], since)
         reclaim_free_pages(actx.tx)
 
 

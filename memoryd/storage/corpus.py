@@ -23,6 +23,7 @@ rows with the same rowids, so search answers the same either way.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -33,14 +34,20 @@ import apsw
 import zstandard
 
 from memoryd import killpoints
-from memoryd.config import BLOCK_CACHE_BYTES, BODY_BLOCK_BYTES, COMPRESSION_LEVEL
+from memoryd.config import (
+    BLOCK_CACHE_BYTES,
+    BODY_BLOCK_BYTES,
+    COMPRESSION_LEVEL,
+    INDEX_MERGE_WORK,
+)
 from memoryd.errors import MemorydError
-from memoryd.storage.unsearched import index_text, keep_true_sizes, rewrite_sizes
+from memoryd.storage.unsearched import index_text, keep_true_sizes, rewrite_sizes, varints
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _DCTX = zstandard.ZstdDecompressor()
 _DICT_DCTX: dict[int, zstandard.ZstdDecompressor] = {}  # zstd dictionary id -> decompressor
 _COMPRESSORS: dict[int, zstandard.ZstdCompressor] = {}  # level -> compressor
+_STRUCTURE_V2 = b"\xff\x00\x00\x01"  # FTS5 structure records of contentless_delete tables
 
 
 class UnknownProject(MemorydError):
@@ -750,16 +757,66 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
     return count
 
 
-def optimize_index(tx: apsw.Connection, pid: int, sizes_since: int | None = None) -> None:
-    """Merge the project's stored index into one segment (FTS5 ``optimize``: the same
-    rows, fewer pages) and write its sizes from rowid ``sizes_since`` on again in full
-    pages (the rows a pack pass indexed: its cost follows the pass, not the project);
-    nothing for a compact project."""
-    if not compact_limit(tx, pid):
-        table = fts_table(pid)
-        tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-        if sizes_since is not None:
-            rewrite_sizes(tx, f"main.{table}", sizes_since)
+def merge_index(tx: apsw.Connection, pid: int, sizes_since: int | None = None) -> str | None:
+    """The end of a pack pass: merge the project's stored index as far as the pass
+    wrote of it, and write its sizes from rowid ``sizes_since`` (the lowest the pass
+    indexed) on again in full pages. Returns the merge done; nothing for a compact
+    project.
+
+    When the rows from ``sizes_since`` on are most of the index (a first ingest),
+    FTS5's ``optimize`` merges it into one segment (the same rows, fewer pages);
+    otherwise its bounded ``('merge', N)``, N proportional to the pages those rows
+    take: a small run's segments are merged, and the segments its rows were deleted
+    from (the pass indexes again what the run's batches indexed) dropped, without
+    writing the whole index again (FTS5's own automerge keeps the rest in check)."""
+    if compact_limit(tx, pid):
+        return None
+    table = fts_table(pid)
+    segments = index_segments(tx, pid)
+    live = sum(s.rows - s.dead for s in segments)
+    new = 0 if sizes_since is None else _rows_since(tx, table, sizes_since)
+    if 2 * new >= live:
+        merge, pages = "optimize", None
+    else:
+        per_row = sum(s.pages for s in segments) / max(live, 1)
+        merge, pages = "merge", max(1, math.ceil(INDEX_MERGE_WORK * new * per_row))
+    tx.execute(f"INSERT INTO {table} ({table}, rank) VALUES (?, ?)", (merge, pages))
+    if sizes_since is not None:
+        rewrite_sizes(tx, f"main.{table}", sizes_since)
+    return merge
+
+
+def _rows_since(tx: apsw.Connection, table: str, rowid: int) -> int:
+    """Rows of the index from ``rowid`` on (those the pass indexed, and any since)."""
+    sql = f"SELECT count(*) FROM main.{table}_docsize WHERE id >= ?"
+    return tx.execute(sql, (rowid,)).fetchone()[0]
+
+
+class Segment(NamedTuple):
+    """One b-tree of a project's stored FTS5 index (an entry of its structure record)."""
+
+    pages: int  # leaf pages
+    rows: int  # rows indexed in it
+    dead: int  # of them deleted since (tombstones)
+
+
+def index_segments(conn: apsw.Connection, pid: int) -> list[Segment]:
+    """The segments of the project's stored index, from FTS5's structure record: one
+    row whatever the project's size (its format: SQLite's fts5_index.c; a
+    contentless_delete table's, version 2, counts each segment's rows and tombstones)."""
+    rows = conn.execute(f"SELECT block FROM main.{fts_table(pid)}_data WHERE id = 10").fetchall()
+    blob = rows[0][0] if rows else b""
+    v2 = blob[4:8] == _STRUCTURE_V2
+    values = varints(blob[8:] if v2 else blob[4:])  # after the cookie (and the mark)
+    fields, at, segments = (8 if v2 else 3), 3, []  # levels, segments, write counter
+    for _ in range(values[0] if values else 0):
+        count = values[at + 1]  # after the level's merge count
+        at += 2
+        for seg in (values[at + i * fields : at + (i + 1) * fields] for i in range(count)):
+            # id, first page, last page[, origin, origin, tombstone pages, tombstones, rows]
+            segments.append(Segment(seg[2] - seg[1] + 1, *((seg[7], seg[6]) if v2 else (0, 0))))
+        at += count * fields
+    return segments
 
 
 def rebuild_index(tx: apsw.Connection, pid: int) -> int:

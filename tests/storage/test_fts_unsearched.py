@@ -191,7 +191,7 @@ def test_ranks_sizes_and_phrases_are_those_of_the_whole_text(tmp_path) -> None:
 def test_the_index_is_smaller(tmp_path) -> None:
     db = _packed_store(tmp_path, _files())
     pid = project_id(db, "p")
-    db.write(lambda tx: corpus.optimize_index(tx, pid))  # as the last pack job does
+    db.write(lambda tx: corpus.merge_index(tx, pid, 1))  # as the last pack job does
     _full_index(db, pid)
     db.conn.execute("INSERT INTO temp.whole (whole) VALUES ('optimize')")
     size = {

@@ -1,0 +1,174 @@
+"""What the pack pass after an ingest run costs when the run is small (issue 13).
+
+Corpus: a copy of the running interpreter's standard library, exactly the files
+``memoryd ingest`` finds there (its scan decides, without test directories: about
+770 files, 12.6 MB). For each checkout named by ``--tree`` (its memoryd package runs
+the commands), on a fresh home:
+
+* the first ingest, ``memoryd ingest SRC --wait --workers 2`` in its own process,
+  then the home's bytes after a TRUNCATE checkpoint;
+* ``--changes`` one-file runs: one file of the copy gets a new function appended and
+  the same command runs again while this process holds a read transaction open on
+  the authority, so no checkpoint can reset the WAL: its size after the run is every
+  byte the run's commits wrote (scan, batch, finalize and the pack jobs). Beside it:
+  the run's wall time, the last ingest.pack job's time from its enqueue to its
+  commit, and the index's FTS5 segments after it.
+
+The checkouts run one after the other for each step (first ingests, then each
+change), so they share the machine's load; the load average is printed.
+
+    .venv/bin/python ops/bench/bench_pack.py --tree /path/to/base --tree . [--changes N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import apsw
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from memoryd.config import MiB  # noqa: E402
+from memoryd.ingest.scan import scan  # noqa: E402
+from memoryd.storage.corpus import index_segments  # noqa: E402
+
+EXCLUDES = ["test/", "tests/", "idle_test/"]
+CHANGED = "json/decoder.py"  # the file each one-file run changes
+PROJECT = "stdlib"
+
+
+def copy_source(root: Path, dest: Path) -> int:
+    """Copy the files memoryd's scan finds under ``root`` to ``dest``; their count."""
+    found = scan(root, max_bytes=2 * MiB, excludes=EXCLUDES)
+    for e in found.eligible:
+        (dest / e.path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(root / e.path, dest / e.path)
+    return len(found.eligible)
+
+
+def ingest(tree: Path, src: Path, home: Path) -> float:
+    """``memoryd ingest`` with ``tree``'s package (``-m`` puts the working directory
+    first on the path); its wall seconds."""
+    cmd = [sys.executable, "-m", "memoryd.cli", "ingest", str(src), "--home", str(home),
+           "--project", PROJECT, "--wait", "--json", "--workers", "2"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env, cwd=tree).stdout
+    summary = json.loads(out.splitlines()[-1])
+    if not summary["complete"] or summary["dead_jobs"]:
+        raise SystemExit(f"ingest incomplete: {summary}")
+    return time.perf_counter() - t0
+
+
+def checkpointed_bytes(home: Path) -> int:
+    """The home's file bytes after a TRUNCATE checkpoint."""
+    conn = apsw.Connection(str(home / "authority.db"))
+    conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+    conn.close()
+    return sum(p.stat().st_size for p in home.iterdir() if p.is_file())
+
+
+def index_state(home: Path) -> dict:
+    """The project's index segments and the last pack job's seconds (enqueue to commit)."""
+    conn = apsw.Connection(str(home / "authority.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        pid = conn.execute("SELECT id FROM projects WHERE name = ?", (PROJECT,)).fetchone()[0]
+        segments = index_segments(conn, pid)
+        job = conn.execute(
+            "SELECT finished_at - created_at FROM jobs WHERE kind = 'ingest.pack'"
+            " ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+    finally:
+        conn.close()
+    return {
+        "segments": len(segments),
+        "index_pages": sum(s.pages for s in segments),
+        "dead_rows": sum(s.dead for s in segments),
+        "last_pack_job_s": job[0] if job else None,
+    }
+
+
+def change_run(tree: Path, src: Path, home: Path, n: int) -> dict:
+    """One file changed and ingested again while a reader pins the WAL."""
+    path = src / CHANGED
+    path.write_text(path.read_text() + f"\n\ndef _bench_added_{n}():\n    return {n}\n")
+    pin = apsw.Connection(str(home / "authority.db"))
+    pin.execute("BEGIN")
+    pin.execute("SELECT count(*) FROM projects").fetchall()
+    try:
+        wall = ingest(tree, src, home)
+        wal = (home / "authority.db-wal").stat().st_size
+    finally:
+        pin.execute("COMMIT")
+        pin.close()
+    return {"wall_s": wall, "wal_bytes": wal, **index_state(home)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tree", type=Path, action="append", required=True,
+                    help="a checkout whose memoryd runs (repeat: measured in turn)")  # fmt: skip
+    ap.add_argument("--root", type=Path, default=Path(sysconfig.get_paths()["stdlib"]))
+    ap.add_argument("--changes", type=int, default=5, help="one-file runs after the first")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="memoryd-bench-pack-"))
+    try:
+        results = measure(args.tree, args.root, args.changes, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    results["load"] = os.getloadavg()
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        report(results)
+    return 0
+
+
+def measure(trees: list[Path], root: Path, changes: int, work: Path) -> dict:
+    sides = {}
+    for i, tree in enumerate(trees):
+        src, home = work / f"src{i}" / "python-stdlib", work / f"home{i}"
+        copy_source(root, src)
+        home.mkdir()
+        # a pinned WAL must not pause the run's claims
+        (home / "memoryd.toml").write_text(f"wal_pause_bytes = {1024 * MiB}\n")
+        sides[str(tree)] = {"src": src, "home": home, "changes": []}
+    for side in sides.values():
+        side["first_wall_s"] = ingest(Path(next(k for k, v in sides.items() if v is side)),
+                                      side["src"], side["home"])  # fmt: skip
+        side["first_store_bytes"] = checkpointed_bytes(side["home"])
+        side["first"] = index_state(side["home"])
+    for n in range(changes):
+        for tree, side in sides.items():
+            side["changes"].append(change_run(Path(tree), side["src"], side["home"], n))
+    for side in sides.values():
+        side["store_bytes_after"] = checkpointed_bytes(side["home"])
+        del side["src"], side["home"]
+    return {"trees": sides, "changes": changes}
+
+
+def report(results: dict) -> None:
+    for tree, side in results["trees"].items():
+        print(f"{tree}: first ingest {side['first_wall_s']:.2f} s, store"
+              f" {side['first_store_bytes']:,} B, {side['first']}")  # fmt: skip
+        for c in side["changes"]:
+            print(f"  one-file run: WAL {c['wal_bytes']:,} B, wall {c['wall_s']:.2f} s, last pack"
+                  f" job {c['last_pack_job_s']:.3f} s, segments {c['segments']},"
+                  f" pages {c['index_pages']}, dead rows {c['dead_rows']}")  # fmt: skip
+        print(f"  store after the runs: {side['store_bytes_after']:,} B")
+    print(f"load average {results['load']}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
