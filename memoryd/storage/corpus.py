@@ -795,6 +795,7 @@ def _rows_since(tx: apsw.Connection, table: str, rowid: int) -> int:
 class Segment(NamedTuple):
     """One b-tree of a project's stored FTS5 index (an entry of its structure record)."""
 
+    id: int
     pages: int  # leaf pages
     rows: int  # rows indexed in it
     dead: int  # of them deleted since (tombstones)
@@ -814,7 +815,8 @@ def index_segments(conn: apsw.Connection, pid: int) -> list[Segment]:
         at += 2
         for seg in (values[at + i * fields : at + (i + 1) * fields] for i in range(count)):
             # id, first page, last page[, origin, origin, tombstone pages, tombstones, rows]
-            segments.append(Segment(seg[2] - seg[1] + 1, *((seg[7], seg[6]) if v2 else (0, 0))))
+            rows_dead = (seg[7], seg[6]) if v2 else (0, 0)
+            segments.append(Segment(seg[0], seg[2] - seg[1] + 1, *rows_dead))
         at += count * fields
     return segments
 

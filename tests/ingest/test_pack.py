@@ -112,3 +112,38 @@ def test_a_packed_block_written_again_rebuilds_equal(tmp_path: Path) -> None:
     assert md.rebuild(verify=True)["equal"]
     assert _texts(md) == {p.name: p.read_text() for p in repo.iterdir() if p.name not in paths[:3]}
     md.close()
+
+
+def _answers(md: Memoryd) -> list:
+    return [md.search(q, limit=5) for q in QUERIES]
+
+
+def test_a_small_run_merges_the_index_only_as_far_as_it_wrote(tmp_path: Path) -> None:
+    """The first run's pass merges the whole index into one segment; a one-file run's
+    leaves that segment as it is (its own rows in a small one) and answers as the same
+    index rebuilt whole; a run rewriting most files merges it all again."""
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", 56)
+    md = Memoryd(_home(tmp_path, "home"))
+    md.ingest(repo, wait=True, workers=1)
+    pid = md.db.query("SELECT id FROM projects")[0][0]
+    [main] = corpus.index_segments(md.db.conn, pid)
+    assert main.rows == md.db.query("SELECT count(*) FROM chunks")[0][0] and not main.dead
+    [(old,)] = md.db.query("SELECT chunk_count FROM files WHERE path = 'mod_003.py'")
+
+    (repo / "mod_003.py").write_text("def kiln_schedule(glaze):\n    return glaze\n")
+    md.ingest(repo, wait=True, workers=1)
+    segments = corpus.index_segments(md.db.conn, pid)
+    assert main._replace(dead=old) in segments and len(segments) == 2
+    answers = _answers(md) + [md.search("kiln schedule", limit=3)]
+    assert answers[-1]["items"][0]["path"] == "mod_003.py"
+    assert md.rebuild(verify=True)["equal"]
+    md.db.write(lambda tx: corpus.rebuild_index(tx, pid))
+    assert _answers(md) + [md.search("kiln schedule", limit=3)] == answers
+
+    _repo(tmp_path / "repo", 40)  # the same texts: unchanged
+    for path in sorted(repo.glob("mod_0[0-3]*.py")):
+        path.write_text(path.read_text().replace("render", "paint"))
+    md.ingest(repo, wait=True, workers=1)
+    assert len(corpus.index_segments(md.db.conn, pid)) == 1
+    md.close()
