@@ -24,7 +24,7 @@ import apsw
 import orjson
 
 from memoryd import killpoints
-from memoryd.config import SETTINGS
+from memoryd.config import PACK_TEXT_BYTES, SETTINGS
 from memoryd.ingest import progress
 from memoryd.ingest.chunking import prepare_batch
 from memoryd.ingest.progress import ScanProgress
@@ -37,12 +37,11 @@ from memoryd.storage.corpus import (
     UnknownProject,
     live_hashes,
     merge_index,
-    pack_block,
+    pack_blocks,
     put_files,
     reclaim_free_pages,
     retire_files,
     store_packed,
-    unpacked_blocks,
 )
 from memoryd.workers import vectors as vectors_job
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
@@ -51,7 +50,6 @@ SCAN, BATCH, FINALIZE = "ingest.scan", "ingest.batch", "ingest.finalize"
 PACK = "ingest.pack"
 FINALIZE_PRIORITY = -1  # after the batches, though it does not depend on them
 PACK_PRIORITY = -3  # after the vectors jobs (-2): searchable first, then smaller
-PACK_BLOCKS = 2  # blocks one ingest.pack job compresses again (up to ~4 MiB of text, ~1.3 s)
 
 
 def bounded_batches(files: list[Eligible], max_files: int, max_bytes: int) -> list[list[Eligible]]:
@@ -223,13 +221,12 @@ def enqueue_pack_jobs(tx: apsw.Connection) -> None:
 
 
 def _run_pack(ctx: WorkContext, p: dict) -> dict:
-    """Compress up to PACK_BLOCKS of the project's blocks again at body_pack_level and
-    make their chunks' index text (the CPU-heavy part, here in a worker); ``more``
+    """Compress up to PACK_TEXT_BYTES of the project's blocks again at body_pack_level
+    and make their chunks' index text (the CPU-heavy part, here in a worker); ``more``
     when others wait."""
     db, level = ctx.authority(), int(ctx.config.body_pack_level)
-    ids = unpacked_blocks(db, p["project_id"], PACK_BLOCKS + 1)
-    packed = [pack_block(db, i, level) for i in ids[:PACK_BLOCKS]]
-    return {"packed": [b for b in packed if b], "more": len(ids) > PACK_BLOCKS}
+    packed, more = pack_blocks(db, p["project_id"], level, PACK_TEXT_BYTES)
+    return {"packed": packed, "more": more}
 
 
 def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:

@@ -447,20 +447,8 @@ def compressor(level: int = COMPRESSION_LEVEL) -> zstandard.ZstdCompressor:
 # -- packing: body blocks compressed again, after their run -----------------------
 
 
-def unpacked_blocks(db, pid: int, limit: int) -> list[int]:
-    """Ids of up to ``limit`` of the project's blocks not compressed again yet."""
-    return [
-        r[0]
-        for r in _query(
-            db,
-            "SELECT id FROM body_blocks WHERE project_id = ? AND packed = 0 ORDER BY id LIMIT ?",
-            (pid, limit),
-        )
-    ]
-
-
 class Packed(NamedTuple):
-    """A block packed by a worker (:func:`pack_block`), for :func:`store_packed`."""
+    """A block packed by a worker (:func:`pack_blocks`), for :func:`store_packed`."""
 
     block_id: int
     length: int  # of the frame read: the block stored is still that one
@@ -468,18 +456,40 @@ class Packed(NamedTuple):
     rows: list[tuple]  # its live files' chunks as index text (:func:`_chunk_rows`)
 
 
-def pack_block(db, block_id: int, level: int) -> Packed | None:
-    """The block compressed again at ``level`` (0: not), without a dictionary even if
-    its frame had one, and its files' chunks as index text; None when the block is
-    gone. Runs in a worker: CPU only, no write."""
-    rows = _query(db, "SELECT data FROM body_blocks WHERE id = ?", (block_id,))
-    if not rows:
-        return None
-    frame = rows[0][0]
+def pack_blocks(db, pid: int, level: int, text_bytes: int) -> tuple[list[Packed], bool]:
+    """The project's blocks not compressed again yet, in id order, each compressed again
+    at ``level`` (0: not), without a dictionary even if its frame had one, with its
+    files' chunks as index text: as many as hold at most ``text_bytes`` of text
+    together (the first whatever its size; the size its frame's header says). And
+    whether others are left. Runs in a worker: CPU only, no write."""
+    packed: list[Packed] = []
+    size = 0
+    for block_id, frame in _unpacked_frames(db, pid):
+        length = max(zstandard.frame_content_size(frame), len(frame))  # -1: not written
+        if packed and size + length > text_bytes:
+            return packed, True
+        packed.append(_pack_frame(db, block_id, frame, level))
+        size += length
+    return packed, False
+
+
+def _unpacked_frames(db, pid: int) -> Iterator[tuple[int, bytes]]:
+    """(id, frame) of the project's blocks not compressed again yet, in id order, each
+    read when asked for."""
+    after = 0
+    while rows := _query(
+        db,
+        "SELECT id, data FROM body_blocks WHERE project_id = ? AND packed = 0 AND id > ?"
+        " ORDER BY id LIMIT 1",
+        (pid, after),
+    ):
+        after, frame = rows[0]
+        yield after, frame
+
+
+def _pack_frame(db, block_id: int, frame: bytes, level: int) -> Packed:
     text = _decompress(frame, db)
-    data = None
-    if level:
-        data = compressor(level).compress(text)
+    data = compressor(level).compress(text) if level else None
     files = _query(
         db,
         "SELECT id, path, block_start, block_end FROM files WHERE block_id = ? AND live = 1",

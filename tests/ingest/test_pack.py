@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.api import Memoryd
-from memoryd.ingest.jobs import PACK_BLOCKS
+from memoryd.config import PACK_TEXT_BYTES
 from memoryd.storage import corpus
 from tests.conftest import query
 from tests.ingest.test_store import _repo
@@ -19,8 +19,8 @@ QUERIES = ("render page_7", "handler_20_4 request", "Module 3", "the page of a r
 
 
 def _home(root: Path, name: str, level: int | None = None) -> Path:
-    """A home whose batches (and so blocks) hold 4 files (more blocks than one
-    ingest.pack job packs) and whose project stores its index."""
+    """A home whose batches (and so blocks) hold 4 files and whose project stores its
+    index."""
     home = root / name
     home.mkdir(exist_ok=True)
     config = "ingest_batch_files = 4\ncompact_max_bytes = 0\n"
@@ -56,7 +56,7 @@ def test_blocks_packed_after_the_run_same_texts_and_answers(tmp_path: Path) -> N
         md.close()
     assert seen["on"] == seen["off"]
     [(packed, n)], size_off = _state(homes["off"])
-    assert packed == 1 and n > PACK_BLOCKS
+    assert packed == 1 and n > 2
     assert _state(homes["on"])[0] == [(1, n)] and _state(homes["on"])[1] < size_off
     # the index merged into one segment, without the words never looked up alone
     for home in homes.values():
@@ -120,7 +120,7 @@ def _answers(md: Memoryd) -> list:
 
 def test_a_small_run_merges_the_index_only_as_far_as_it_wrote(tmp_path: Path) -> None:
     """The first run's pass merges the whole index into one segment; a one-file run's
-    leaves that segment as it is (its own rows in a small one) and answers as the same
+    leaves that segment as it is (its own rows in small ones) and answers as the same
     index rebuilt whole; a run rewriting most files merges it all again."""
     (tmp_path / "repo").mkdir()
     repo = _repo(tmp_path / "repo", 56)
@@ -133,8 +133,8 @@ def test_a_small_run_merges_the_index_only_as_far_as_it_wrote(tmp_path: Path) ->
 
     (repo / "mod_003.py").write_text("def kiln_schedule(glaze):\n    return glaze\n")
     md.ingest(repo, wait=True, workers=1)
-    segments = corpus.index_segments(md.db.conn, pid)
-    assert main._replace(dead=old) in segments and len(segments) == 2
+    # not written again: the same segment, its rows of the old file deleted
+    assert main._replace(dead=old) in corpus.index_segments(md.db.conn, pid)
     answers = _answers(md) + [md.search("kiln schedule", limit=3)]
     assert answers[-1]["items"][0]["path"] == "mod_003.py"
     assert md.rebuild(verify=True)["equal"]
@@ -146,4 +146,29 @@ def test_a_small_run_merges_the_index_only_as_far_as_it_wrote(tmp_path: Path) ->
         path.write_text(path.read_text().replace("render", "paint"))
     md.ingest(repo, wait=True, workers=1)
     assert len(corpus.index_segments(md.db.conn, pid)) == 1
+    md.close()
+
+
+def test_a_job_packs_a_bounded_text_the_pass_takes_as_many_as_it_needs(tmp_path: Path) -> None:
+    """A job packs blocks until the next would take its text past PACK_TEXT_BYTES; the
+    pass's next job takes the rest, and its last writes the sizes of every row the
+    pass indexed: the index is the one a rebuild makes."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    line = "def handler_{}(request, response):\n    return render(request, 'page_{}')\n"
+    per_file = 1 + PACK_TEXT_BYTES // 4 // len(line.format(10**5, 10**5))
+    for f in range(5):  # a block each, a quarter of the bound and a line: 3 a job
+        body = "".join(line.format(f * 10**6 + i, i % 97) for i in range(per_file))
+        (repo / f"big_{f}.py").write_text(body)
+    home = tmp_path / "home"
+    home.mkdir()
+    config = "compact_max_bytes = 0\nbody_pack_level = 0\ningest_batch_files = 1\n"
+    (home / "memoryd.toml").write_text(config)
+    md = Memoryd(home)
+    md.ingest(repo, wait=True, workers=1)
+    assert md.db.query("SELECT packed, count(*) FROM body_blocks GROUP BY 1") == [(1, 5)]
+    jobs = md.db.query("SELECT count(*) FROM jobs WHERE kind = 'ingest.pack' AND state = 'done'")
+    assert jobs == [(2,)]
+    assert md.rebuild(verify=True)["equal"]
+    assert md.search("handler_4000005 request", limit=1)["items"][0]["path"] == "big_4.py"
     md.close()
