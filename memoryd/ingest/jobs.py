@@ -231,8 +231,9 @@ def _run_pack(ctx: WorkContext, p: dict) -> dict:
 
 def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     """Store the packed blocks and index their chunks as index text; then the next
-    job, or, once every block is packed, FTS5's ``optimize`` of the project's index
-    (its segments merged into one) and the freed pages given back. A kill anywhere
+    job, or, once every block is packed, the project's index merged as far as the
+    pass wrote of it (:func:`~memoryd.storage.corpus.merge_index`) and the freed pages
+    given back. A kill anywhere
     leaves each block, with its chunks' index rows, old or new."""
     for job, out in done:
         p = job.data

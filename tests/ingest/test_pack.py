@@ -1,7 +1,7 @@
 """Issue 13: after a run, ingest.pack jobs compress the project's body blocks again at
-``body_pack_level`` in a worker and finally merge its index into one segment: the same
-texts and answers in fewer bytes; a kill mid-pass leaves every block old or new and a
-later supervisor finishes it."""
+``body_pack_level`` in a worker and finally merge its index as far as the pass wrote of
+it (after a first ingest: one segment): the same texts and answers in fewer bytes; a
+kill mid-pass leaves every block old or new and a later supervisor finishes it."""
 
 from __future__ import annotations
 
