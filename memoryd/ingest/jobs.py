@@ -35,6 +35,7 @@ from memoryd.storage import runs, vectors
 from memoryd.storage.corpus import (
     Packed,
     UnknownProject,
+    drop_unnamed_dictionaries,
     live_hashes,
     merge_index,
     pack_blocks,
@@ -232,8 +233,8 @@ def _run_pack(ctx: WorkContext, p: dict) -> dict:
 def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     """Store the packed blocks and index their chunks as index text; then the next
     job, or, once every block is packed, the project's index merged as far as the
-    pass wrote of it (:func:`~memoryd.storage.corpus.merge_index`) and the freed pages
-    given back. A kill anywhere
+    pass wrote of it (:func:`~memoryd.storage.corpus.merge_index`), an older home's
+    dictionaries no frame names any more deleted and the freed pages given back. A kill anywhere
     leaves each block, with its chunks' index rows, old or new."""
     for job, out in done:
         p = job.data
@@ -248,6 +249,7 @@ def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
             actx.queue.enqueue_in(actx.tx, next_job)
             continue
         merge_index(actx.tx, p["project_id"], since)
+        drop_unnamed_dictionaries(actx.tx, p["project_id"])
         reclaim_free_pages(actx.tx)
 
 

@@ -47,7 +47,6 @@ FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _DCTX = zstandard.ZstdDecompressor()
 _DICT_DCTX: dict[int, zstandard.ZstdDecompressor] = {}  # zstd dictionary id -> decompressor
 _COMPRESSORS: dict[int, zstandard.ZstdCompressor] = {}  # level -> compressor
-_STRUCTURE_V2 = b"\xff\x00\x00\x01"  # FTS5 structure records of contentless_delete tables
 
 
 class UnknownProject(MemorydError):
@@ -413,6 +412,10 @@ def _query(db, sql: str, args: tuple) -> list[tuple]:
     return db.query(sql, args)
 
 
+class MissingDictionary(MemorydError):
+    code = "MISSING_DICTIONARY"
+
+
 def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
     dctx = _DICT_DCTX.get(dict_id)
     if dctx is not None:
@@ -428,7 +431,7 @@ def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
                 data = row[0]
                 break
     if data is None:
-        raise MemorydError(f"zstd dictionary {dict_id} not found in any open authority")
+        raise MissingDictionary(f"zstd dictionary {dict_id} not found in any open authority")
     dctx = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(data))
     _DICT_DCTX[dict_id] = dctx
     return dctx
@@ -500,8 +503,14 @@ def _pack_frame(db, block_id: int, frame: bytes, level: int) -> Packed:
         for fid, path, start, end in files
         for row in _chunk_rows(db, fid, path, text[start:end].decode("utf-8"), True)
     ]
-    small = data if data is not None and len(data) < len(frame) else None
-    return Packed(block_id, len(frame), small, chunks)
+    # A frame naming a dictionary is written again even if not smaller: once none
+    # names it, the dictionary itself goes (drop_unnamed_dictionaries).
+    better = data is not None and (len(data) < len(frame) or _names_dictionary(frame))
+    return Packed(block_id, len(frame), data if better else None, chunks)
+
+
+def _names_dictionary(frame: bytes) -> bool:
+    return zstandard.get_frame_parameters(frame).dict_id != 0
 
 
 def store_packed(tx: apsw.Connection, pid: int, packed: Iterable[Packed]) -> int:
@@ -617,7 +626,18 @@ class _Blocks:
 
 
 def _read_block(db, block_id: int, end: int | None = None) -> bytes:
-    """The block's text, or its first ``end`` bytes (decompressed that far only)."""
+    """The block's text, or its first ``end`` bytes (decompressed that far only).
+
+    A frame read before a pack pass's commit may name a dictionary the commit deleted
+    (:func:`drop_unnamed_dictionaries`) once the lookup after it misses: that commit
+    wrote the block's frame again, so the block is read again."""
+    try:
+        return _block_text(db, block_id, end)
+    except MissingDictionary:
+        return _block_text(db, block_id, end)
+
+
+def _block_text(db, block_id: int, end: int | None) -> bytes:
     rows = _query(db, "SELECT data FROM body_blocks WHERE id = ?", (block_id,))
     if not rows:
         raise MemorydError(f"body block {block_id} is missing from the authority; run"
@@ -800,6 +820,36 @@ def _rows_since(tx: apsw.Connection, table: str, rowid: int) -> int:
     """Rows of the index from ``rowid`` on (those the pass indexed, and any since)."""
     sql = f"SELECT count(*) FROM main.{table}_docsize WHERE id >= ?"
     return tx.execute(sql, (rowid,)).fetchone()[0]
+
+
+_FRAME_HEADER_MAX = 18  # bytes: magic, descriptor, window, dictionary id, size
+
+
+def drop_unnamed_dictionaries(tx: apsw.Connection, pid: int) -> int:
+    """Delete the project's zstd dictionaries (an older home's) that no frame of its
+    blocks or files names any more, once a pack pass compressed them again without
+    one. Reads each frame's header only, and only while the project has one. Returns
+    the dictionaries deleted."""
+    kept = {r[0] for r in tx.execute("SELECT id FROM zdicts WHERE project_id = ?", (pid,))}
+    if not kept:
+        return 0
+    for table, column in (("body_blocks", "data"), ("files", "body")):
+        rowids = tx.execute(
+            f"SELECT id FROM {table} WHERE project_id = ? AND length({column}) > 0", (pid,)
+        ).fetchall()
+        kept -= {_frame_dictionary(tx, table, column, rowid) for (rowid,) in rowids}
+    tx.executemany("DELETE FROM zdicts WHERE id = ?", [(d,) for d in kept])
+    return len(kept)
+
+
+def _frame_dictionary(tx: apsw.Connection, table: str, column: str, rowid: int) -> int:
+    """The dictionary id a stored frame's header names (0: none), read alone."""
+    with tx.blob_open("main", table, column, rowid, False) as blob:
+        header = blob.read(_FRAME_HEADER_MAX)
+    return zstandard.get_frame_parameters(header).dict_id
+
+
+_STRUCTURE_V2 = b"\xff\x00\x00\x01"  # FTS5 structure records of contentless_delete tables
 
 
 class Segment(NamedTuple):

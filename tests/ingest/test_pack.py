@@ -13,7 +13,7 @@ from memoryd.api import Memoryd
 from memoryd.config import PACK_TEXT_BYTES
 from memoryd.storage import corpus
 from tests.conftest import query
-from tests.ingest.test_store import _repo
+from tests.ingest.test_store import _repo, with_dictionary
 
 QUERIES = ("render page_7", "handler_20_4 request", "Module 3", "the page of a request")
 
@@ -171,4 +171,37 @@ def test_a_job_packs_a_bounded_text_the_pass_takes_as_many_as_it_needs(tmp_path:
     assert jobs == [(2,)]
     assert md.rebuild(verify=True)["equal"]
     assert md.search("handler_4000005 request", limit=1)["items"][0]["path"] == "big_4.py"
+    md.close()
+
+
+@pytest.mark.parametrize("case", ["packed", "level 0", "a file's own frame"])
+def test_an_older_homes_dictionary_goes_once_no_frame_names_it(tmp_path: Path, case: str) -> None:
+    """An upgraded home whose blocks' frames name its dictionary, not packed yet: the
+    pass compresses them again without it and deletes the dictionary; it stays while a
+    frame still names it (level 0 keeps the frames; a file's own frame). Every text
+    reads back, in a process that never read the dictionary before."""
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", 8)
+    home = _home(tmp_path, "home", 0 if case == "level 0" else None)
+    md = Memoryd(home)
+    md.ingest(repo, wait=True, workers=1)
+
+    def older(tx) -> None:
+        cctx = with_dictionary(tx)
+        tx.execute("UPDATE body_blocks SET packed = 0")
+        if case == "a file's own frame":
+            fid, block = tx.execute("SELECT id, block_id FROM files LIMIT 1").fetchone()
+            text = corpus.file_texts(tx, [fid])[fid].encode()
+            tx.execute("UPDATE files SET body = ?, block_id = NULL, block_start = NULL,"
+                       " block_end = NULL WHERE id = ?", (cctx.compress(text), fid))  # fmt: skip
+            tx.execute("UPDATE body_blocks SET files = files - 1 WHERE id = ?", (block,))
+
+    md.db.write(older)
+    md.ingest(repo, wait=True, workers=1)  # nothing changed; the run's pass packs
+    assert md.db.query("SELECT packed FROM body_blocks") == [(1,), (1,)]
+    assert md.db.query("SELECT count(*) FROM zdicts") == [(0,) if case == "packed" else (1,)]
+    md.close()
+    corpus._DICT_DCTX.clear()
+    md = Memoryd(home)
+    assert _texts(md) == {p.name: p.read_text() for p in repo.iterdir()}
     md.close()
