@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -79,14 +80,15 @@ def checkpointed_bytes(home: Path) -> int:
 
 
 def index_state(home: Path) -> dict:
-    """The project's index segments and the last pack job's seconds (enqueue to commit)."""
+    """The project's index segments, the pack jobs so far and the last one's seconds
+    (enqueue to commit)."""
     conn = apsw.Connection(str(home / "authority.db"), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         pid = conn.execute("SELECT id FROM projects WHERE name = ?", (PROJECT,)).fetchone()[0]
         segments = index_segments(conn, pid)
-        job = conn.execute(
-            "SELECT finished_at - created_at FROM jobs WHERE kind = 'ingest.pack'"
-            " ORDER BY id DESC LIMIT 1"
+        job = conn.execute(  # the pack jobs so far, and the last one's seconds
+            "SELECT count(*) OVER (), finished_at - created_at FROM jobs"
+            " WHERE kind = 'ingest.pack' ORDER BY id DESC LIMIT 1"
         ).fetchone()
     finally:
         conn.close()
@@ -94,7 +96,8 @@ def index_state(home: Path) -> dict:
         "segments": len(segments),
         "index_pages": sum(s.pages for s in segments),
         "dead_rows": sum(s.dead for s in segments),
-        "last_pack_job_s": job[0] if job else None,
+        "last_pack_job_s": job[1] if job else None,
+        "pack_jobs": job[0] if job else 0,
     }
 
 
@@ -127,7 +130,7 @@ def main(argv=None) -> int:
         results = measure(args.tree, args.root, args.changes, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    results["load"] = os.getloadavg()
+    results.update(changes=args.changes, load=os.getloadavg())
     if args.json:
         print(json.dumps(results, indent=2))
     else:
@@ -136,36 +139,42 @@ def main(argv=None) -> int:
 
 
 def measure(trees: list[Path], root: Path, changes: int, work: Path) -> dict:
-    sides = {}
+    """The first ingest on each tree's home, then each change on each, in turn."""
+    sides = []
     for i, tree in enumerate(trees):
-        src, home = work / f"src{i}" / "python-stdlib", work / f"home{i}"
-        copy_source(root, src)
-        home.mkdir()
+        side = {"tree": tree, "src": work / f"src{i}" / "python-stdlib", "home": work / f"home{i}"}
+        copy_source(root, side["src"])
+        side["home"].mkdir()
         # a pinned WAL must not pause the run's claims
-        (home / "memoryd.toml").write_text(f"wal_pause_bytes = {1024 * MiB}\n")
-        sides[str(tree)] = {"src": src, "home": home, "changes": []}
-    for side in sides.values():
-        side["first_wall_s"] = ingest(Path(next(k for k, v in sides.items() if v is side)),
-                                      side["src"], side["home"])  # fmt: skip
+        (side["home"] / "memoryd.toml").write_text(f"wal_pause_bytes = {1024 * MiB}\n")
+        sides.append(side)
+    for side in sides:
+        side["first_wall_s"] = ingest(side["tree"], side["src"], side["home"])
         side["first_store_bytes"] = checkpointed_bytes(side["home"])
         side["first"] = index_state(side["home"])
+        side["changes"] = []
     for n in range(changes):
-        for tree, side in sides.items():
-            side["changes"].append(change_run(Path(tree), side["src"], side["home"], n))
-    for side in sides.values():
+        for side in sides:
+            side["changes"].append(change_run(side["tree"], side["src"], side["home"], n))
+    for side in sides:
         side["store_bytes_after"] = checkpointed_bytes(side["home"])
-        del side["src"], side["home"]
-    return {"trees": sides, "changes": changes}
+    keep = ("first_wall_s", "first_store_bytes", "first", "changes", "store_bytes_after")
+    return {"trees": {str(s["tree"]): {k: s[k] for k in keep} for s in sides}}
 
 
 def report(results: dict) -> None:
     for tree, side in results["trees"].items():
-        print(f"{tree}: first ingest {side['first_wall_s']:.2f} s, store"
-              f" {side['first_store_bytes']:,} B, {side['first']}")  # fmt: skip
-        for c in side["changes"]:
+        first, runs = side["first"], side["changes"]
+        store = side["first_store_bytes"]
+        print(f"{tree}: first ingest {side['first_wall_s']:.2f} s, {first['pack_jobs']} pack"
+              f" jobs, store {store:,} B, segments {first['segments']}")  # fmt: skip
+        for c in runs:
             print(f"  one-file run: WAL {c['wal_bytes']:,} B, wall {c['wall_s']:.2f} s, last pack"
                   f" job {c['last_pack_job_s']:.3f} s, segments {c['segments']},"
                   f" pages {c['index_pages']}, dead rows {c['dead_rows']}")  # fmt: skip
+        if runs:
+            wal = statistics.median(c["wal_bytes"] for c in runs)
+            print(f"  median WAL of a one-file run {wal:,.0f} B")
         print(f"  store after the runs: {side['store_bytes_after']:,} B")
     print(f"load average {results['load']}")
 
