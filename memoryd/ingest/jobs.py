@@ -234,8 +234,8 @@ def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     """Store the packed blocks and index their chunks as index text; then the next
     job, or, once every block is packed, the project's index merged as far as the
     pass wrote of it (:func:`~memoryd.storage.corpus.merge_index`), an older home's
-    dictionaries no frame names any more deleted and the freed pages given back. A kill anywhere
-    leaves each block, with its chunks' index rows, old or new."""
+    dictionaries no frame names any more deleted and the freed pages given back. A
+    kill anywhere leaves each block, with its chunks' index rows, old or new."""
     for job, out in done:
         p = job.data
         packed = [Packed(*b) for b in out["packed"]]

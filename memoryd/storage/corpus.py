@@ -628,9 +628,9 @@ class _Blocks:
 def _read_block(db, block_id: int, end: int | None = None) -> bytes:
     """The block's text, or its first ``end`` bytes (decompressed that far only).
 
-    A frame read before a pack pass's commit may name a dictionary the commit deleted
-    (:func:`drop_unnamed_dictionaries`) once the lookup after it misses: that commit
-    wrote the block's frame again, so the block is read again."""
+    When the dictionary the frame names is missing, a pack pass's commit deleted it
+    between the two reads (:func:`drop_unnamed_dictionaries`), after writing every frame
+    naming it again without it: the block is read again."""
     try:
         return _block_text(db, block_id, end)
     except MissingDictionary:
@@ -787,20 +787,19 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
     return count
 
 
-def merge_index(tx: apsw.Connection, pid: int, sizes_since: int | None = None) -> str | None:
+def merge_index(tx: apsw.Connection, pid: int, sizes_since: int | None = None) -> None:
     """The end of a pack pass: merge the project's stored index as far as the pass
     wrote of it, and write its sizes from rowid ``sizes_since`` (the lowest the pass
-    indexed) on again in full pages. Returns the merge done; nothing for a compact
-    project.
+    indexed) on again in full pages; nothing for a compact project.
 
     When the rows from ``sizes_since`` on are most of the index (a first ingest),
-    FTS5's ``optimize`` merges it into one segment (the same rows, fewer pages);
-    otherwise its bounded ``('merge', N)``, N proportional to the pages those rows
-    take: a small run's segments are merged, and the segments its rows were deleted
-    from (the pass indexes again what the run's batches indexed) dropped, without
-    writing the whole index again (FTS5's own automerge keeps the rest in check)."""
+    FTS5's ``optimize`` merges it all into one segment (the same rows, fewer pages).
+    Otherwise FTS5's bounded ``('merge', N)`` writes about N pages, N proportional to
+    the pages those rows take: a level holding enough segments, or mostly deleted rows
+    (the run's batches indexed what the pass indexed again), is merged as far as that
+    goes, and a one-file run on a large project never writes its whole index again."""
     if compact_limit(tx, pid):
-        return None
+        return
     table = fts_table(pid)
     segments = index_segments(tx, pid)
     live = sum(s.rows - s.dead for s in segments)
@@ -813,7 +812,6 @@ def merge_index(tx: apsw.Connection, pid: int, sizes_since: int | None = None) -
     tx.execute(f"INSERT INTO {table} ({table}, rank) VALUES (?, ?)", (merge, pages))
     if sizes_since is not None:
         rewrite_sizes(tx, f"main.{table}", sizes_since)
-    return merge
 
 
 def _rows_since(tx: apsw.Connection, table: str, rowid: int) -> int:
