@@ -17,7 +17,11 @@ the commands), on a fresh home:
 The checkouts run one after the other for each step (first ingests, then each
 change), so they share the machine's load; the load average is printed.
 
-    .venv/bin/python ops/bench/bench_pack.py --tree /path/to/base --tree . [--changes N] [--json]
+    .venv/bin/python ops/bench/bench_pack.py --tree /path/to/base --tree . [--changes N]
+        [--copies N] [--json]
+
+``--copies N`` ingests N copies of the library as one project (``copy_<i>/``), a larger
+index for the same one-file change (in the first copy).
 """
 
 from __future__ import annotations
@@ -48,13 +52,15 @@ CHANGED = "json/decoder.py"  # the file each one-file run changes
 PROJECT = "stdlib"
 
 
-def copy_source(root: Path, dest: Path) -> int:
-    """Copy the files memoryd's scan finds under ``root`` to ``dest``; their count."""
+def copy_source(root: Path, dest: Path, copies: int) -> None:
+    """Copy the files memoryd's scan finds under ``root`` to ``dest`` (``copies`` > 1:
+    to ``dest/copy_<i>/``, a project that many times larger)."""
     found = scan(root, max_bytes=2 * MiB, excludes=EXCLUDES)
-    for e in found.eligible:
-        (dest / e.path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(root / e.path, dest / e.path)
-    return len(found.eligible)
+    for i in range(copies):
+        base = dest / f"copy_{i}" if copies > 1 else dest
+        for e in found.eligible:
+            (base / e.path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / e.path, base / e.path)
 
 
 def ingest(tree: Path, src: Path, home: Path) -> float:
@@ -103,7 +109,7 @@ def index_state(home: Path) -> dict:
 
 def change_run(tree: Path, src: Path, home: Path, n: int) -> dict:
     """One file changed and ingested again while a reader pins the WAL."""
-    path = src / CHANGED
+    path = min(src.glob(f"**/{CHANGED}"))  # the first copy's
     path.write_text(path.read_text() + f"\n\ndef _bench_added_{n}():\n    return {n}\n")
     pin = apsw.Connection(str(home / "authority.db"))
     pin.execute("BEGIN")
@@ -123,14 +129,15 @@ def main(argv=None) -> int:
                     help="a checkout whose memoryd runs (repeat: measured in turn)")  # fmt: skip
     ap.add_argument("--root", type=Path, default=Path(sysconfig.get_paths()["stdlib"]))
     ap.add_argument("--changes", type=int, default=5, help="one-file runs after the first")
+    ap.add_argument("--copies", type=int, default=1, help="the project: this many copies")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="memoryd-bench-pack-"))
     try:
-        results = measure(args.tree, args.root, args.changes, work)
+        results = measure(args.tree, args.root, args.changes, args.copies, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    results.update(changes=args.changes, load=os.getloadavg())
+    results.update(changes=args.changes, copies=args.copies, load=os.getloadavg())
     if args.json:
         print(json.dumps(results, indent=2))
     else:
@@ -138,12 +145,12 @@ def main(argv=None) -> int:
     return 0
 
 
-def measure(trees: list[Path], root: Path, changes: int, work: Path) -> dict:
+def measure(trees: list[Path], root: Path, changes: int, copies: int, work: Path) -> dict:
     """The first ingest on each tree's home, then each change on each, in turn."""
     sides = []
     for i, tree in enumerate(trees):
         side = {"tree": tree, "src": work / f"src{i}" / "python-stdlib", "home": work / f"home{i}"}
-        copy_source(root, side["src"])
+        copy_source(root, side["src"], copies)
         side["home"].mkdir()
         # a pinned WAL must not pause the run's claims
         (side["home"] / "memoryd.toml").write_text(f"wal_pause_bytes = {1024 * MiB}\n")
