@@ -15,6 +15,9 @@ the commands), on a fresh home:
   the job's ``finished_at``, to the WAL file's last write), and the index's FTS5
   segments after it.
 
+After the runs: each home's bytes after a checkpoint, and the answers (this tree's
+search, whole) to ``QUERIES`` docstring queries against the first tree's home.
+
 The checkouts run one after the other for each step (first ingests, then each
 change), so they share the machine's load; the load average is printed.
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import operator
 import os
 import shutil
 import statistics
@@ -43,13 +47,17 @@ import apsw
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_ingest import EXCLUDES, queries_of  # noqa: E402
+
+from memoryd.api import Memoryd  # noqa: E402
 from memoryd.config import MiB  # noqa: E402
 from memoryd.ingest.scan import scan  # noqa: E402
 from memoryd.storage.corpus import index_segments  # noqa: E402
 
-EXCLUDES = ["test/", "tests/", "idle_test/"]
 CHANGED = "json/decoder.py"  # the file each one-file run changes
+QUERIES = 100  # docstring queries asked of each home after the runs
 PROJECT = "stdlib"
 
 
@@ -128,6 +136,16 @@ def change_run(tree: Path, src: Path, home: Path, n: int) -> dict:
     return {"wall_s": wall, "wal_bytes": wal.st_size, "last_pack_apply_s": apply_s, **state}
 
 
+def answers(home: Path, texts: list[str]) -> list[dict]:
+    """Search's whole answer to each of ``texts`` on the home (this tree's search: the
+    trees' indexes are compared)."""
+    md = Memoryd(home)
+    try:
+        return [md.search(q, PROJECT, limit=5) for q in texts]
+    finally:
+        md.close()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tree", type=Path, action="append", required=True,
@@ -169,9 +187,14 @@ def measure(trees: list[Path], root: Path, changes: int, copies: int, work: Path
     for n in range(changes):
         for side in sides:
             side["changes"].append(change_run(side["tree"], side["src"], side["home"], n))
+    texts = queries_of(root, QUERIES // 2)
     for side in sides:
         side["store_bytes_after"] = checkpointed_bytes(side["home"])
-    keep = ("first_wall_s", "first_store_bytes", "first", "changes", "store_bytes_after")
+        side["answers"] = answers(side["home"], texts)
+    for side in sides:
+        side["answers_as_first"] = sum(map(operator.eq, side["answers"], sides[0]["answers"]))
+    keep = ("first_wall_s", "first_store_bytes", "first", "changes", "store_bytes_after",
+            "answers_as_first")  # fmt: skip
     return {"trees": {str(s["tree"]): {k: s[k] for k in keep} for s in sides}}
 
 
@@ -188,7 +211,8 @@ def report(results: dict) -> None:
         if runs:
             wal = statistics.median(c["wal_bytes"] for c in runs)
             print(f"  median WAL of a one-file run {wal:,.0f} B")
-        print(f"  store after the runs: {side['store_bytes_after']:,} B")
+        print(f"  store after the runs: {side['store_bytes_after']:,} B; answers equal to the"
+              f" first tree's: {side['answers_as_first']}/{QUERIES}")  # fmt: skip
     print(f"load average {results['load']}")
 
 
