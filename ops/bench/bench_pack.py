@@ -5,8 +5,9 @@ Corpus: a copy of the running interpreter's standard library, exactly the files
 770 files, 12.6 MB). For each checkout named by ``--tree`` (its memoryd package runs
 the commands), on a fresh home:
 
-* the first ingest, ``memoryd ingest SRC --wait --workers 2`` in its own process,
-  then the home's bytes after a TRUNCATE checkpoint;
+* the first ingest, ``memoryd ingest SRC --wait --workers 2`` (``--workers``) in its
+  own process
+  (measured as the runs below), then the home's bytes after a TRUNCATE checkpoint;
 * ``--changes`` one-file runs: one file of the copy gets a new function appended and
   the same command runs again while this process holds a read transaction open on
   the authority, so no checkpoint can reset the WAL: its size after the run is every
@@ -22,10 +23,11 @@ The checkouts run one after the other for each step (first ingests, then each
 change), so they share the machine's load; the load average is printed.
 
     .venv/bin/python ops/bench/bench_pack.py --tree /path/to/base --tree . [--changes N]
-        [--copies N] [--json]
+        [--copies N] [--batch-files N] [--json]
 
 ``--copies N`` ingests N copies of the library as one project (``copy_<i>/``), a larger
-index for the same one-file change (in the first copy).
+index for the same one-file change (in the first copy); ``--batch-files N`` sets the
+homes' ``ingest_batch_files``: batches, and so blocks, of at most N files.
 """
 
 from __future__ import annotations
@@ -72,14 +74,19 @@ def copy_source(root: Path, dest: Path, copies: int) -> None:
             shutil.copyfile(root / e.path, base / e.path)
 
 
-def ingest(tree: Path, src: Path, home: Path) -> float:
-    """``memoryd ingest`` with ``tree``'s package (``-m`` puts the working directory
-    first on the path); its wall seconds."""
-    cmd = [sys.executable, "-m", "memoryd.cli", "ingest", str(src), "--home", str(home),
-           "--project", PROJECT, "--wait", "--json", "--workers", "2"]  # fmt: skip
+def cli(tree: Path, *args: str) -> str:
+    """``memoryd ARGS`` with ``tree``'s package (``-m`` puts the working directory first
+    on the path); its output."""
+    cmd = [sys.executable, "-m", "memoryd.cli", *args]
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run(cmd, capture_output=True, text=True, check=True, env=env, cwd=tree).stdout
+
+
+def ingest(tree: Path, src: Path, home: Path, workers: int) -> float:
+    """``memoryd ingest`` with ``tree``'s package; its wall seconds."""
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env, cwd=tree).stdout
+    out = cli(tree, "ingest", str(src), "--home", str(home), "--project", PROJECT, "--wait",
+              "--json", "--workers", str(workers))  # fmt: skip
     summary = json.loads(out.splitlines()[-1])
     if not summary["complete"] or summary["dead_jobs"]:
         raise SystemExit(f"ingest incomplete: {summary}")
@@ -116,15 +123,21 @@ def index_state(home: Path) -> dict:
     }
 
 
-def change_run(tree: Path, src: Path, home: Path, n: int) -> dict:
-    """One file changed and ingested again while a reader pins the WAL."""
+def change_run(tree: Path, src: Path, home: Path, n: int, workers: int) -> dict:
+    """One file changed and ingested again (:func:`pinned_run`)."""
     path = min(src.glob(f"**/{CHANGED}"))  # the first copy's
     path.write_text(path.read_text() + f"\n\ndef _bench_added_{n}():\n    return {n}\n")
+    return pinned_run(tree, src, home, workers)
+
+
+def pinned_run(tree: Path, src: Path, home: Path, workers: int) -> dict:
+    """An ingest while a reader pins the WAL: its wall time, the WAL's bytes after it,
+    the last pack job's apply and the index after it."""
     pin = apsw.Connection(str(home / "authority.db"))
     pin.execute("BEGIN")
     pin.execute("SELECT count(*) FROM projects").fetchall()
     try:
-        wall = ingest(tree, src, home)
+        wall = ingest(tree, src, home, workers)
         wal = (home / "authority.db-wal").stat()
     finally:
         pin.execute("COMMIT")
@@ -153,14 +166,18 @@ def main(argv=None) -> int:
     ap.add_argument("--root", type=Path, default=Path(sysconfig.get_paths()["stdlib"]))
     ap.add_argument("--changes", type=int, default=5, help="one-file runs after the first")
     ap.add_argument("--copies", type=int, default=1, help="the project: this many copies")
+    ap.add_argument("--batch-files", type=int, help="ingest_batch_files: smaller blocks")
+    ap.add_argument("--workers", type=int, default=2,
+                    help="of each ingest (1: batches commit in order, ids match)")  # fmt: skip
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="memoryd-bench-pack-"))
     try:
-        results = measure(args.tree, args.root, args.changes, args.copies, work)
+        results = measure(args.tree, args.root, args, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    results.update(changes=args.changes, copies=args.copies, load=os.getloadavg())
+    results.update(vars(args) | {"tree": [str(t) for t in args.tree], "root": str(args.root)})
+    results["load"] = os.getloadavg()
     if args.json:
         print(json.dumps(results, indent=2))
     else:
@@ -168,32 +185,35 @@ def main(argv=None) -> int:
     return 0
 
 
-def measure(trees: list[Path], root: Path, changes: int, copies: int, work: Path) -> dict:
+def measure(trees: list[Path], root: Path, args: argparse.Namespace, work: Path) -> dict:
     """The first ingest on each tree's home, then each change on each, in turn."""
     sides = []
     for i, tree in enumerate(trees):
         side = {"tree": tree, "src": work / f"src{i}" / "python-stdlib", "home": work / f"home{i}"}
-        copy_source(root, side["src"], copies)
+        copy_source(root, side["src"], args.copies)
         side["home"].mkdir()
         # a pinned WAL must not pause the run's claims
-        (side["home"] / "memoryd.toml").write_text(f"wal_pause_bytes = {1024 * MiB}\n")
+        config = f"wal_pause_bytes = {1024 * MiB}\n"
+        if args.batch_files:
+            config += f"ingest_batch_files = {args.batch_files}\n"
+        (side["home"] / "memoryd.toml").write_text(config)
+        cli(tree, "checkpoint-wal", "--home", str(side["home"]))  # the authority, created
         sides.append(side)
     for side in sides:
-        side["first_wall_s"] = ingest(side["tree"], side["src"], side["home"])
+        side["first"] = pinned_run(side["tree"], side["src"], side["home"], args.workers)
         side["first_store_bytes"] = checkpointed_bytes(side["home"])
-        side["first"] = index_state(side["home"])
-        del side["first"]["last_pack_finished_at"]
         side["changes"] = []
-    for n in range(changes):
+    for n in range(args.changes):
         for side in sides:
-            side["changes"].append(change_run(side["tree"], side["src"], side["home"], n))
+            run = change_run(side["tree"], side["src"], side["home"], n, args.workers)
+            side["changes"].append(run)
     texts = queries_of(root, QUERIES // 2)
     for side in sides:
         side["store_bytes_after"] = checkpointed_bytes(side["home"])
         side["answers"] = answers(side["home"], texts)
     for side in sides:
         side["answers_as_first"] = sum(map(operator.eq, side["answers"], sides[0]["answers"]))
-    keep = ("first_wall_s", "first_store_bytes", "first", "changes", "store_bytes_after",
+    keep = ("first", "first_store_bytes", "changes", "store_bytes_after",
             "answers_as_first")  # fmt: skip
     return {"trees": {str(s["tree"]): {k: s[k] for k in keep} for s in sides}}
 
@@ -201,9 +221,9 @@ def measure(trees: list[Path], root: Path, changes: int, copies: int, work: Path
 def report(results: dict) -> None:
     for tree, side in results["trees"].items():
         first, runs = side["first"], side["changes"]
-        store = side["first_store_bytes"]
-        print(f"{tree}: first ingest {side['first_wall_s']:.2f} s, {first['pack_jobs']} pack"
-              f" jobs, store {store:,} B, segments {first['segments']}")  # fmt: skip
+        print(f"{tree}: first ingest {first['wall_s']:.2f} s, WAL {first['wal_bytes']:,} B,"
+              f" {first['pack_jobs']} pack jobs, store {side['first_store_bytes']:,} B,"
+              f" segments {first['segments']}")  # fmt: skip
         for c in runs:
             print(f"  one-file run: WAL {c['wal_bytes']:,} B, wall {c['wall_s']:.2f} s, last pack"
                   f" apply {c['last_pack_apply_s']:.3f} s, segments {c['segments']},"
