@@ -205,3 +205,46 @@ def test_an_older_homes_dictionary_goes_once_no_frame_names_it(tmp_path: Path, c
     md = Memoryd(home)
     assert _texts(md) == {p.name: p.read_text() for p in repo.iterdir()}
     md.close()
+
+
+def test_a_block_read_across_the_commit_that_deletes_its_dictionary_is_read_again(
+    tmp_path: Path,
+) -> None:
+    """A reader reads a block's frame naming the dictionary; before it looks the
+    dictionary up, a pass (another connection) writes the frame again without it and
+    deletes it: the reader reads the block again and gets its text."""
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", 8)
+    home = _home(tmp_path, "home")
+    md = Memoryd(home)
+    md.ingest(repo, wait=True, workers=1)
+
+    def older(tx) -> None:
+        with_dictionary(tx)
+        tx.execute("UPDATE body_blocks SET packed = 0")
+
+    md.db.write(older)
+    pid, fid = md.db.query("SELECT project_id, id FROM files WHERE path = 'mod_005.py'")[0]
+    writer = Memoryd(home)
+
+    def the_pass(tx) -> None:
+        corpus.store_packed(tx, pid, corpus.pack_blocks(writer.db, pid, 3, 2**40)[0])
+        assert corpus.drop_unnamed_dictionaries(tx, pid) == 1
+
+    passes = []
+
+    def between(cursor, sql: str, bindings) -> bool:
+        if "FROM zdicts" in sql and not passes:
+            passes.append(writer.db.write(the_pass))
+        return True
+
+    corpus._DICT_DCTX.clear()
+    md.db.conn.exec_trace = between
+    try:
+        text = corpus.file_texts(md.db, [fid])[fid]
+    finally:
+        md.db.conn.exec_trace = None
+    assert passes and text == (repo / "mod_005.py").read_text()
+    assert md.db.query("SELECT count(*) FROM zdicts") == [(0,)]
+    writer.close()
+    md.close()
