@@ -6,15 +6,17 @@ Corpus: a copy of the running interpreter's standard library, exactly the files
 the commands), on a fresh home:
 
 * the first ingest, ``memoryd ingest SRC --wait --workers 2`` (``--workers``) in its
-  own process
-  (measured as the runs below), then the home's bytes after a TRUNCATE checkpoint;
+  own process, measured as each run below, then the home's bytes after a TRUNCATE
+  checkpoint;
 * ``--changes`` one-file runs: one file of the copy gets a new function appended and
-  the same command runs again while this process holds a read transaction open on
-  the authority, so no checkpoint can reset the WAL: its size after the run is every
-  byte the run's commits wrote (scan, batch, finalize and the pack jobs). Beside it:
-  the run's wall time, the last ingest.pack job's apply (from its transaction's start,
-  the job's ``finished_at``, to the WAL file's last write), and the index's FTS5
-  segments after it.
+  the same command runs again.
+
+Each run goes while this process holds a read transaction open on the authority, so
+no checkpoint can reset the WAL: its size after the run is every byte the run's
+commits wrote (scan, batches, finalize and the pack jobs). Beside it: the run's wall
+time, the pack jobs so far, the last one's apply (from its transaction's start, the
+job's ``finished_at``, to the WAL file's last write: about 4 ms of resolution) and
+the index's FTS5 segments after it.
 
 After the runs: each home's bytes after a checkpoint, and the answers (this tree's
 search, whole) to ``QUERIES`` docstring queries against the first tree's home.
@@ -173,7 +175,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="memoryd-bench-pack-"))
     try:
-        results = measure(args.tree, args.root, args, work)
+        results = measure(args, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results.update(vars(args) | {"tree": [str(t) for t in args.tree], "root": str(args.root)})
@@ -185,12 +187,12 @@ def main(argv=None) -> int:
     return 0
 
 
-def measure(trees: list[Path], root: Path, args: argparse.Namespace, work: Path) -> dict:
+def measure(args: argparse.Namespace, work: Path) -> dict:
     """The first ingest on each tree's home, then each change on each, in turn."""
     sides = []
-    for i, tree in enumerate(trees):
+    for i, tree in enumerate(args.tree):
         side = {"tree": tree, "src": work / f"src{i}" / "python-stdlib", "home": work / f"home{i}"}
-        copy_source(root, side["src"], args.copies)
+        copy_source(args.root, side["src"], args.copies)
         side["home"].mkdir()
         # a pinned WAL must not pause the run's claims
         config = f"wal_pause_bytes = {1024 * MiB}\n"
@@ -207,7 +209,7 @@ def measure(trees: list[Path], root: Path, args: argparse.Namespace, work: Path)
         for side in sides:
             run = change_run(side["tree"], side["src"], side["home"], n, args.workers)
             side["changes"].append(run)
-    texts = queries_of(root, QUERIES // 2)
+    texts = queries_of(args.root, QUERIES // 2)  # it returns twice the count: QUERIES
     for side in sides:
         side["store_bytes_after"] = checkpointed_bytes(side["home"])
         side["answers"] = answers(side["home"], texts)
