@@ -70,6 +70,14 @@ BODY_BLOCK_BYTES = 2 * 1024 * 1024
 # LRU over fewer thrashed on the stdlib's queries (8 MiB: 79 reads, 95 MB decompressed
 # over 600 queries; 16 MiB: 20 and 30 MB; 256 KiB blocks with 8 MiB: 63 and 17.5 MB).
 BLOCK_CACHE_BYTES = 8 * BODY_BLOCK_BYTES
+# Text one ingest.pack job compresses again and indexes (its blocks' together; one
+# larger block alone): its commit's WAL follows the bytes, not how many blocks hold
+# them (two full blocks, about 1.3 s at zstd 19).
+PACK_TEXT_BYTES = 2 * BODY_BLOCK_BYTES
+# The pack pass's end merges a project's index as far as the pass wrote of it: FTS5's
+# ('merge', N) writes about N pages, N this many times the pages the pass's rows take
+# (a full 'optimize' only when they are most of the index: see corpus.merge_index).
+INDEX_MERGE_WORK = 2
 PAGE_SIZE = 2048  # of a new authority (SQLite's default 4096 packs compressed bodies worse)
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this prefix marks a binary, as git decides
 

@@ -24,7 +24,7 @@ import apsw
 import orjson
 
 from memoryd import killpoints
-from memoryd.config import SETTINGS
+from memoryd.config import PACK_TEXT_BYTES, SETTINGS
 from memoryd.ingest import progress
 from memoryd.ingest.chunking import prepare_batch
 from memoryd.ingest.progress import ScanProgress
@@ -35,14 +35,14 @@ from memoryd.storage import runs, vectors
 from memoryd.storage.corpus import (
     Packed,
     UnknownProject,
+    drop_unnamed_dictionaries,
     live_hashes,
-    optimize_index,
-    pack_block,
+    merge_index,
+    pack_blocks,
     put_files,
     reclaim_free_pages,
     retire_files,
     store_packed,
-    unpacked_blocks,
 )
 from memoryd.workers import vectors as vectors_job
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
@@ -51,7 +51,6 @@ SCAN, BATCH, FINALIZE = "ingest.scan", "ingest.batch", "ingest.finalize"
 PACK = "ingest.pack"
 FINALIZE_PRIORITY = -1  # after the batches, though it does not depend on them
 PACK_PRIORITY = -3  # after the vectors jobs (-2): searchable first, then smaller
-PACK_BLOCKS = 2  # blocks one ingest.pack job compresses again (up to ~4 MiB of text, ~1.3 s)
 
 
 def bounded_batches(files: list[Eligible], max_files: int, max_bytes: int) -> list[list[Eligible]]:
@@ -205,7 +204,7 @@ def _pack_job(
 
 def pack_job(pid: int, project: str, since: int | None = None) -> JobSpec:
     """``since``: the lowest chunk rowid the pass's earlier jobs indexed, whose sizes
-    the last job writes again (:func:`~memoryd.storage.corpus.optimize_index`)."""
+    the last job writes again (:func:`~memoryd.storage.corpus.merge_index`)."""
     payload = {"project_id": pid, "project": project, "since": since}
     key = f"{PACK}:{pid}"
     return JobSpec(PACK, payload, project=project, priority=PACK_PRIORITY, dedupe_key=key)
@@ -226,20 +225,20 @@ def enqueue_pack_jobs(tx: apsw.Connection) -> None:
 
 
 def _run_pack(ctx: WorkContext, p: dict) -> dict:
-    """Compress up to PACK_BLOCKS of the project's blocks again at body_pack_level and
-    make their chunks' index text (the CPU-heavy part, here in a worker); ``more``
+    """Compress up to PACK_TEXT_BYTES of the project's blocks again at body_pack_level
+    and make their chunks' index text (the CPU-heavy part, here in a worker); ``more``
     when others wait."""
     db, level = ctx.authority(), int(ctx.config.body_pack_level)
-    ids = unpacked_blocks(db, p["project_id"], PACK_BLOCKS + 1)
-    packed = [pack_block(db, i, level) for i in ids[:PACK_BLOCKS]]
-    return {"packed": [b for b in packed if b], "more": len(ids) > PACK_BLOCKS}
+    packed, more = pack_blocks(db, p["project_id"], level, PACK_TEXT_BYTES)
+    return {"packed": packed, "more": more}
 
 
 def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     """Store the packed blocks and index their chunks as index text; then the next
-    job, or, once every block is packed, FTS5's ``optimize`` of the project's index
-    (its segments merged into one) and the freed pages given back. A kill anywhere
-    leaves each block, with its chunks' index rows, old or new."""
+    job, or, once every block is packed, the project's index merged as far as the
+    pass wrote of it (:func:`~memoryd.storage.corpus.merge_index`), an older home's
+    dictionaries no frame names any more deleted and the freed pages given back. A
+    kill anywhere leaves each block, with its chunks' index rows, old or new."""
     for job, out in done:
         p = job.data
         packed = [Packed(*b) for b in out["packed"]]
@@ -252,7 +251,8 @@ def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
             next_job = _pack_job(actx, p["project_id"], p["project"], since)
             actx.queue.enqueue_in(actx.tx, next_job)
             continue
-        optimize_index(actx.tx, p["project_id"], since)
+        merge_index(actx.tx, p["project_id"], since)
+        drop_unnamed_dictionaries(actx.tx, p["project_id"])
         reclaim_free_pages(actx.tx)
 
 

@@ -23,6 +23,7 @@ rows with the same rowids, so search answers the same either way.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -33,9 +34,14 @@ import apsw
 import zstandard
 
 from memoryd import killpoints
-from memoryd.config import BLOCK_CACHE_BYTES, BODY_BLOCK_BYTES, COMPRESSION_LEVEL
+from memoryd.config import (
+    BLOCK_CACHE_BYTES,
+    BODY_BLOCK_BYTES,
+    COMPRESSION_LEVEL,
+    INDEX_MERGE_WORK,
+)
 from memoryd.errors import MemorydError
-from memoryd.storage.unsearched import index_text, keep_true_sizes, rewrite_sizes
+from memoryd.storage.unsearched import index_text, keep_true_sizes, rewrite_sizes, varints
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _DCTX = zstandard.ZstdDecompressor()
@@ -403,6 +409,10 @@ def _query(db, sql: str, args: tuple) -> list[tuple]:
     return db.query(sql, args)
 
 
+class MissingDictionary(MemorydError):
+    code = "MISSING_DICTIONARY"
+
+
 def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
     dctx = _DICT_DCTX.get(dict_id)
     if dctx is not None:
@@ -418,7 +428,7 @@ def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
                 data = row[0]
                 break
     if data is None:
-        raise MemorydError(f"zstd dictionary {dict_id} not found in any open authority")
+        raise MissingDictionary(f"zstd dictionary {dict_id} not found in any open authority")
     dctx = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(data))
     _DICT_DCTX[dict_id] = dctx
     return dctx
@@ -437,20 +447,8 @@ def compressor(level: int = COMPRESSION_LEVEL) -> zstandard.ZstdCompressor:
 # -- packing: body blocks compressed again, after their run -----------------------
 
 
-def unpacked_blocks(db, pid: int, limit: int) -> list[int]:
-    """Ids of up to ``limit`` of the project's blocks not compressed again yet."""
-    return [
-        r[0]
-        for r in _query(
-            db,
-            "SELECT id FROM body_blocks WHERE project_id = ? AND packed = 0 ORDER BY id LIMIT ?",
-            (pid, limit),
-        )
-    ]
-
-
 class Packed(NamedTuple):
-    """A block packed by a worker (:func:`pack_block`), for :func:`store_packed`."""
+    """A block packed by a worker (:func:`pack_blocks`), for :func:`store_packed`."""
 
     block_id: int
     length: int  # of the frame read: the block stored is still that one
@@ -458,18 +456,40 @@ class Packed(NamedTuple):
     rows: list[tuple]  # its live files' chunks as index text (:func:`_chunk_rows`)
 
 
-def pack_block(db, block_id: int, level: int) -> Packed | None:
-    """The block compressed again at ``level`` (0: not), without a dictionary even if
-    its frame had one, and its files' chunks as index text; None when the block is
-    gone. Runs in a worker: CPU only, no write."""
-    rows = _query(db, "SELECT data FROM body_blocks WHERE id = ?", (block_id,))
-    if not rows:
-        return None
-    frame = rows[0][0]
+def pack_blocks(db, pid: int, level: int, text_bytes: int) -> tuple[list[Packed], bool]:
+    """The project's blocks not compressed again yet, in id order, each compressed again
+    at ``level`` (0: not), without a dictionary even if its frame had one, with its
+    files' chunks as index text: as many as hold at most ``text_bytes`` of text
+    together (the first whatever its size; the size its frame's header says). And
+    whether others are left. Runs in a worker: CPU only, no write."""
+    packed: list[Packed] = []
+    size = 0
+    for block_id, frame in _unpacked_frames(db, pid):
+        length = max(zstandard.frame_content_size(frame), len(frame))  # -1: not written
+        if packed and size + length > text_bytes:
+            return packed, True
+        packed.append(_pack_frame(db, block_id, frame, level))
+        size += length
+    return packed, False
+
+
+def _unpacked_frames(db, pid: int) -> Iterator[tuple[int, bytes]]:
+    """(id, frame) of the project's blocks not compressed again yet, in id order, each
+    read when asked for."""
+    after = 0
+    while rows := _query(
+        db,
+        "SELECT id, data FROM body_blocks WHERE project_id = ? AND packed = 0 AND id > ?"
+        " ORDER BY id LIMIT 1",
+        (pid, after),
+    ):
+        after, frame = rows[0]
+        yield after, frame
+
+
+def _pack_frame(db, block_id: int, frame: bytes, level: int) -> Packed:
     text = _decompress(frame, db)
-    data = None
-    if level:
-        data = compressor(level).compress(text)
+    data = compressor(level).compress(text) if level else None
     files = _query(
         db,
         "SELECT id, path, block_start, block_end FROM files WHERE block_id = ? AND live = 1",
@@ -480,8 +500,14 @@ def pack_block(db, block_id: int, level: int) -> Packed | None:
         for fid, path, start, end in files
         for row in _chunk_rows(db, fid, path, text[start:end].decode("utf-8"), True)
     ]
-    small = data if data is not None and len(data) < len(frame) else None
-    return Packed(block_id, len(frame), small, chunks)
+    # A frame naming a dictionary is written again even if not smaller: once none
+    # names it, the dictionary itself goes (drop_unnamed_dictionaries).
+    better = data is not None and (len(data) < len(frame) or _names_dictionary(frame))
+    return Packed(block_id, len(frame), data if better else None, chunks)
+
+
+def _names_dictionary(frame: bytes) -> bool:
+    return zstandard.get_frame_parameters(frame).dict_id != 0
 
 
 def store_packed(tx: apsw.Connection, pid: int, packed: Iterable[Packed]) -> int:
@@ -597,7 +623,18 @@ class _Blocks:
 
 
 def _read_block(db, block_id: int, end: int | None = None) -> bytes:
-    """The block's text, or its first ``end`` bytes (decompressed that far only)."""
+    """The block's text, or its first ``end`` bytes (decompressed that far only).
+
+    When the dictionary the frame names is missing, a pack pass's commit deleted it
+    between the two reads (:func:`drop_unnamed_dictionaries`), after writing every frame
+    naming it again without it: the block is read again."""
+    try:
+        return _block_text(db, block_id, end)
+    except MissingDictionary:
+        return _block_text(db, block_id, end)
+
+
+def _block_text(db, block_id: int, end: int | None) -> bytes:
     rows = _query(db, "SELECT data FROM body_blocks WHERE id = ?", (block_id,))
     if not rows:
         raise MemorydError(f"body block {block_id} is missing from the authority; run"
@@ -747,16 +784,96 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
     return count
 
 
-def optimize_index(tx: apsw.Connection, pid: int, sizes_since: int | None = None) -> None:
-    """Merge the project's stored index into one segment (FTS5 ``optimize``: the same
-    rows, fewer pages) and write its sizes from rowid ``sizes_since`` on again in full
-    pages (the rows a pack pass indexed: its cost follows the pass, not the project);
-    nothing for a compact project."""
-    if not compact_limit(tx, pid):
-        table = fts_table(pid)
-        tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-        if sizes_since is not None:
-            rewrite_sizes(tx, f"main.{table}", sizes_since)
+def merge_index(tx: apsw.Connection, pid: int, sizes_since: int | None = None) -> None:
+    """The end of a pack pass: merge the project's stored index as far as the pass
+    wrote of it, and write its sizes from rowid ``sizes_since`` (the lowest the pass
+    indexed) on again in full pages; nothing for a compact project.
+
+    When the rows from ``sizes_since`` on are most of the index (a first ingest),
+    FTS5's ``optimize`` merges it all into one segment (the same rows, fewer pages).
+    Otherwise FTS5's bounded ``('merge', N)`` writes about N pages, N proportional to
+    the pages those rows take: a level holding enough segments, or mostly deleted rows
+    (the run's batches indexed what the pass indexed again), is merged as far as that
+    goes, and a one-file run on a large project never writes its whole index again."""
+    if compact_limit(tx, pid):
+        return
+    table = fts_table(pid)
+    segments = index_segments(tx, pid)
+    live = sum(s.rows - s.dead for s in segments)
+    new = 0 if sizes_since is None else _rows_since(tx, table, sizes_since)
+    if 2 * new >= live:
+        merge, pages = "optimize", None
+    else:
+        per_row = sum(s.pages for s in segments) / max(live, 1)
+        merge, pages = "merge", max(1, math.ceil(INDEX_MERGE_WORK * new * per_row))
+    tx.execute(f"INSERT INTO {table} ({table}, rank) VALUES (?, ?)", (merge, pages))
+    if sizes_since is not None:
+        rewrite_sizes(tx, f"main.{table}", sizes_since)
+
+
+def _rows_since(tx: apsw.Connection, table: str, rowid: int) -> int:
+    """Rows of the index from ``rowid`` on (those the pass indexed, and any since)."""
+    sql = f"SELECT count(*) FROM main.{table}_docsize WHERE id >= ?"
+    return tx.execute(sql, (rowid,)).fetchone()[0]
+
+
+_FRAME_HEADER_MAX = 18  # bytes: magic, descriptor, window, dictionary id, size
+
+
+def drop_unnamed_dictionaries(tx: apsw.Connection, pid: int) -> int:
+    """Delete the project's zstd dictionaries (an older home's) that no frame of its
+    blocks or files names any more, once a pack pass compressed them again without
+    one. Reads each frame's header only, and only while the project has one. Returns
+    the dictionaries deleted."""
+    kept = {r[0] for r in tx.execute("SELECT id FROM zdicts WHERE project_id = ?", (pid,))}
+    if not kept:
+        return 0
+    for table, column in (("body_blocks", "data"), ("files", "body")):
+        rowids = tx.execute(
+            f"SELECT id FROM {table} WHERE project_id = ? AND length({column}) > 0", (pid,)
+        ).fetchall()
+        kept -= {_frame_dictionary(tx, table, column, rowid) for (rowid,) in rowids}
+    tx.executemany("DELETE FROM zdicts WHERE id = ?", [(d,) for d in kept])
+    return len(kept)
+
+
+def _frame_dictionary(tx: apsw.Connection, table: str, column: str, rowid: int) -> int:
+    """The dictionary id a stored frame's header names (0: none), read alone."""
+    with tx.blob_open("main", table, column, rowid, False) as blob:
+        header = blob.read(_FRAME_HEADER_MAX)
+    return zstandard.get_frame_parameters(header).dict_id
+
+
+_STRUCTURE_V2 = b"\xff\x00\x00\x01"  # FTS5 structure records of contentless_delete tables
+
+
+class Segment(NamedTuple):
+    """One b-tree of a project's stored FTS5 index (an entry of its structure record)."""
+
+    id: int
+    pages: int  # leaf pages
+    rows: int  # rows indexed in it
+    dead: int  # of them deleted since (tombstones)
+
+
+def index_segments(conn: apsw.Connection, pid: int) -> list[Segment]:
+    """The segments of the project's stored index, from FTS5's structure record: one
+    row whatever the project's size (its format: SQLite's fts5_index.c; a
+    contentless_delete table's, version 2, counts each segment's rows and tombstones)."""
+    rows = conn.execute(f"SELECT block FROM main.{fts_table(pid)}_data WHERE id = 10").fetchall()
+    blob = rows[0][0] if rows else b""
+    v2 = blob[4:8] == _STRUCTURE_V2
+    values = varints(blob[8:] if v2 else blob[4:])  # after the cookie (and the mark)
+    fields, at, segments = (8 if v2 else 3), 3, []  # levels, segments, write counter
+    for _ in range(values[0] if values else 0):
+        count = values[at + 1]  # after the level's merge count
+        at += 2
+        for seg in (values[at + i * fields : at + (i + 1) * fields] for i in range(count)):
+            # id, first page, last page[, origin, origin, tombstone pages, tombstones, rows]
+            rows_dead = (seg[7], seg[6]) if v2 else (0, 0)
+            segments.append(Segment(seg[0], seg[2] - seg[1] + 1, *rows_dead))
+        at += count * fields
+    return segments
 
 
 def rebuild_index(tx: apsw.Connection, pid: int) -> int:

@@ -108,6 +108,12 @@ def corpus(root: Path) -> list[tuple[str, int]]:
     return [(e.path, e.size) for e in found.eligible]
 
 
+def queries_of(root: Path, count: int) -> list[str]:
+    """Docstring queries (``bench_longmemeval.docstring_queries``) of the files memoryd
+    ingests under ``root``: ``count`` measured and as many for the warm-up."""
+    return docstring_queries([root / rel for rel, _ in corpus(root)], count * 2)
+
+
 def home_bytes(home: Path) -> int:
     return sum(p.stat().st_size for p in home.iterdir() if p.is_file())
 
@@ -243,7 +249,7 @@ def search_pass(
     ``warm_up_only``: the warm-up alone (under an instruction counter, the difference
     of the two runs is the measured pass's work)."""
     md = Memoryd(home)
-    texts = docstring_queries([root / rel for rel, _ in corpus(root)], queries * 2)
+    texts = queries_of(root, queries)
     ask = asker(md.db, dense)
     try:
         if warm_up_only:
@@ -261,7 +267,7 @@ def tail_report(home: Path, root: Path, queries: int, dense: str, top: int = 12)
     and rows fetched (apsw's traces), and the functions with the most own time, as ms
     per query of each group."""
     md = Memoryd(home)
-    texts = docstring_queries([root / rel for rel, _ in corpus(root)], queries * 2)
+    texts = queries_of(root, queries)
     ask = asker(md.db, dense)
     for text in texts[queries:]:
         ask(md.db, root.name, text)
@@ -314,7 +320,7 @@ def serve(home: Path, root: Path, queries: int, dense: str) -> None:
     """One side of :func:`paired`: after the warm-up, "ready"; then for each query
     number read from stdin, that query's wall and thread-CPU ms."""
     md = Memoryd(home)
-    texts = docstring_queries([root / rel for rel, _ in corpus(root)], queries * 2)
+    texts = queries_of(root, queries)
     ask = asker(md.db, dense)
     for text in texts[queries:]:
         ask(md.db, root.name, text)

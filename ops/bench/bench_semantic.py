@@ -51,8 +51,8 @@ sys.path.insert(0, str(ROOT / "ops" / "bench"))
 
 import bench_archive  # noqa: E402
 import bench_devsets  # noqa: E402
-from bench_ingest import EXCLUDES, ingest_once  # noqa: E402
-from bench_longmemeval import DEPTH, PROJECT, build, docstring_queries, search_latency  # noqa: E402
+from bench_ingest import EXCLUDES, ingest_once, queries_of  # noqa: E402
+from bench_longmemeval import DEPTH, PROJECT, build, search_latency  # noqa: E402
 from lme_data import DATA, evaluate, load, print_table, splits  # noqa: E402
 
 from memoryd.api import Memoryd  # noqa: E402
@@ -231,16 +231,31 @@ def _codes_after(md: Memoryd) -> float:
 
 def costs(repeat: int, queries: int) -> dict:
     root = Path(sysconfig.get_paths()["stdlib"]).resolve()
-    rounds = []
-    for _ in range(repeat):
-        rnd = {}
-        for name, enc in (("without", "hashing"), ("with", ON)):
-            os.environ["MEMORYD_ENCODER"] = enc
-            try:
-                rnd[name] = ingest_once(root, 2)
-            finally:
-                del os.environ["MEMORYD_ENCODER"]
-        rounds.append(rnd)
+    with tempfile.TemporaryDirectory(prefix="memoryd-sem-costs-") as tmp:
+        rounds = []
+        try:
+            for i in range(repeat):
+                rounds.append(_cost_round(root, Path(tmp) / str(i)))
+            return _cost_report(root, rounds, queries)
+        finally:
+            for rnd in rounds:
+                for side in rnd.values():
+                    side["md"].close()
+
+
+def _cost_round(root: Path, tmp: Path) -> dict:
+    """One ingest of ``root`` without the route and one with it, homes under ``tmp``."""
+    rnd = {}
+    for name, enc in (("without", "hashing"), ("with", ON)):
+        os.environ["MEMORYD_ENCODER"] = enc
+        try:
+            rnd[name] = ingest_once(root, 2, tmp / name)
+        finally:
+            del os.environ["MEMORYD_ENCODER"]
+    return rnd
+
+
+def _cost_report(root: Path, rounds: list[dict], queries: int) -> dict:
     source = rounds[0]["with"]["bytes"]
     rate = {n: statistics.median(r[n]["bytes"] / r[n]["seconds"] / 1e6 for r in rounds)
             for n in ("without", "with")}  # fmt: skip
@@ -250,11 +265,7 @@ def costs(repeat: int, queries: int) -> dict:
     )
     coded = statistics.median(_codes_after(r["with"]["md"]) for r in rounds)
     last = rounds[-1]
-    files = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in {"test", "tests", "idle_test"})
-        files += [Path(dirpath) / n for n in sorted(filenames) if n.endswith(".py")]
-    texts = docstring_queries(files, queries * 2)
+    texts = queries_of(root, queries)  # the files ingest sees (memoryd's scan)
     latency = {}
     for name in ("without", "with"):
         md = last[name]["md"]

@@ -1,7 +1,7 @@
 """Issue 13: after a run, ingest.pack jobs compress the project's body blocks again at
-``body_pack_level`` in a worker and finally merge its index into one segment: the same
-texts and answers in fewer bytes; a kill mid-pass leaves every block old or new and a
-later supervisor finishes it."""
+``body_pack_level`` in a worker and finally merge its index as far as the pass wrote of
+it (after a first ingest: one segment): the same texts and answers in fewer bytes; a
+kill mid-pass leaves every block old or new and a later supervisor finishes it."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 
 from memoryd.api import Memoryd
-from memoryd.ingest.jobs import PACK_BLOCKS
+from memoryd.config import PACK_TEXT_BYTES
 from memoryd.storage import corpus
 from tests.conftest import query
-from tests.ingest.test_store import _repo
+from tests.ingest.test_store import _repo, with_dictionary
 
 QUERIES = ("render page_7", "handler_20_4 request", "Module 3", "the page of a request")
 
 
 def _home(root: Path, name: str, level: int | None = None) -> Path:
-    """A home whose batches (and so blocks) hold 4 files (more blocks than one
-    ingest.pack job packs) and whose project stores its index."""
+    """A home whose batches (and so blocks) hold 4 files and whose project stores its
+    index."""
     home = root / name
     home.mkdir(exist_ok=True)
     config = "ingest_batch_files = 4\ncompact_max_bytes = 0\n"
@@ -56,7 +56,7 @@ def test_blocks_packed_after_the_run_same_texts_and_answers(tmp_path: Path) -> N
         md.close()
     assert seen["on"] == seen["off"]
     [(packed, n)], size_off = _state(homes["off"])
-    assert packed == 1 and n > PACK_BLOCKS
+    assert packed == 1 and n > 2
     assert _state(homes["on"])[0] == [(1, n)] and _state(homes["on"])[1] < size_off
     # the index merged into one segment, without the words never looked up alone
     for home in homes.values():
@@ -111,4 +111,140 @@ def test_a_packed_block_written_again_rebuilds_equal(tmp_path: Path) -> None:
     assert new != block and files == 1 and packed == 1
     assert md.rebuild(verify=True)["equal"]
     assert _texts(md) == {p.name: p.read_text() for p in repo.iterdir() if p.name not in paths[:3]}
+    md.close()
+
+
+def _answers(md: Memoryd) -> list:
+    return [md.search(q, limit=5) for q in QUERIES]
+
+
+def test_a_small_run_merges_the_index_only_as_far_as_it_wrote(tmp_path: Path) -> None:
+    """The first run's pass merges the whole index into one segment; a one-file run's
+    leaves that segment as it is (its own rows in small ones) and answers as the same
+    index rebuilt whole; a run rewriting most files merges it all again."""
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", 56)
+    md = Memoryd(_home(tmp_path, "home"))
+    md.ingest(repo, wait=True, workers=1)
+    pid = md.db.query("SELECT id FROM projects")[0][0]
+    [main] = corpus.index_segments(md.db.conn, pid)
+    assert main.rows == md.db.query("SELECT count(*) FROM chunks")[0][0] and not main.dead
+    [(old,)] = md.db.query("SELECT chunk_count FROM files WHERE path = 'mod_003.py'")
+
+    (repo / "mod_003.py").write_text("def kiln_schedule(glaze):\n    return glaze\n")
+    md.ingest(repo, wait=True, workers=1)
+    # not written again: the same segment, its rows of the old file deleted
+    assert main._replace(dead=old) in corpus.index_segments(md.db.conn, pid)
+    answers = _answers(md) + [md.search("kiln schedule", limit=3)]
+    assert answers[-1]["items"][0]["path"] == "mod_003.py"
+    assert md.rebuild(verify=True)["equal"]
+    md.db.write(lambda tx: corpus.rebuild_index(tx, pid))
+    assert _answers(md) + [md.search("kiln schedule", limit=3)] == answers
+
+    _repo(tmp_path / "repo", 40)  # the same texts: unchanged
+    for path in sorted(repo.glob("mod_0[0-3]*.py")):
+        path.write_text(path.read_text().replace("render", "paint"))
+    md.ingest(repo, wait=True, workers=1)
+    assert len(corpus.index_segments(md.db.conn, pid)) == 1
+    md.close()
+
+
+def test_a_job_packs_a_bounded_text_the_pass_takes_as_many_as_it_needs(tmp_path: Path) -> None:
+    """A job packs blocks until the next would take its text past PACK_TEXT_BYTES; the
+    pass's next job takes the rest, and its last writes the sizes of every row the
+    pass indexed: the index is the one a rebuild makes."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    line = "def handler_{}(request, response):\n    return render(request, 'page_{}')\n"
+    per_file = 1 + PACK_TEXT_BYTES // 4 // len(line.format(10**5, 10**5))
+    for f in range(5):  # a block each, a quarter of the bound and a line: 3 a job
+        body = "".join(line.format(f * 10**6 + i, i % 97) for i in range(per_file))
+        (repo / f"big_{f}.py").write_text(body)
+    home = tmp_path / "home"
+    home.mkdir()
+    config = "compact_max_bytes = 0\nbody_pack_level = 0\ningest_batch_files = 1\n"
+    (home / "memoryd.toml").write_text(config)
+    md = Memoryd(home)
+    md.ingest(repo, wait=True, workers=1)
+    assert md.db.query("SELECT packed, count(*) FROM body_blocks GROUP BY 1") == [(1, 5)]
+    jobs = md.db.query("SELECT count(*) FROM jobs WHERE kind = 'ingest.pack' AND state = 'done'")
+    assert jobs == [(2,)]
+    assert md.rebuild(verify=True)["equal"]
+    assert md.search("handler_4000005 request", limit=1)["items"][0]["path"] == "big_4.py"
+    md.close()
+
+
+@pytest.mark.parametrize("case", ["packed", "level 0", "a file's own frame"])
+def test_an_older_homes_dictionary_goes_once_no_frame_names_it(tmp_path: Path, case: str) -> None:
+    """An upgraded home whose blocks' frames name its dictionary, not packed yet: the
+    pass compresses them again without it and deletes the dictionary; it stays while a
+    frame still names it (level 0 keeps the frames; a file's own frame). Every text
+    reads back, in a process that never read the dictionary before."""
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", 8)
+    home = _home(tmp_path, "home", 0 if case == "level 0" else None)
+    md = Memoryd(home)
+    md.ingest(repo, wait=True, workers=1)
+
+    def older(tx) -> None:
+        cctx = with_dictionary(tx)
+        tx.execute("UPDATE body_blocks SET packed = 0")
+        if case == "a file's own frame":
+            fid, block = tx.execute("SELECT id, block_id FROM files LIMIT 1").fetchone()
+            text = corpus.file_texts(tx, [fid])[fid].encode()
+            tx.execute("UPDATE files SET body = ?, block_id = NULL, block_start = NULL,"
+                       " block_end = NULL WHERE id = ?", (cctx.compress(text), fid))  # fmt: skip
+            tx.execute("UPDATE body_blocks SET files = files - 1 WHERE id = ?", (block,))
+
+    md.db.write(older)
+    md.ingest(repo, wait=True, workers=1)  # nothing changed; the run's pass packs
+    assert md.db.query("SELECT packed FROM body_blocks") == [(1,), (1,)]
+    assert md.db.query("SELECT count(*) FROM zdicts") == [(0,) if case == "packed" else (1,)]
+    md.close()
+    corpus._DICT_DCTX.clear()
+    md = Memoryd(home)
+    assert _texts(md) == {p.name: p.read_text() for p in repo.iterdir()}
+    md.close()
+
+
+def test_a_block_read_across_the_commit_that_deletes_its_dictionary_is_read_again(
+    tmp_path: Path,
+) -> None:
+    """A reader reads a block's frame naming the dictionary; before it looks the
+    dictionary up, a pass (another connection) writes the frame again without it and
+    deletes it: the reader reads the block again and gets its text."""
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", 8)
+    home = _home(tmp_path, "home")
+    md = Memoryd(home)
+    md.ingest(repo, wait=True, workers=1)
+
+    def older(tx) -> None:
+        with_dictionary(tx)
+        tx.execute("UPDATE body_blocks SET packed = 0")
+
+    md.db.write(older)
+    pid, fid = md.db.query("SELECT project_id, id FROM files WHERE path = 'mod_005.py'")[0]
+    writer = Memoryd(home)
+
+    def the_pass(tx) -> None:
+        corpus.store_packed(tx, pid, corpus.pack_blocks(writer.db, pid, 3, 2**40)[0])
+        assert corpus.drop_unnamed_dictionaries(tx, pid) == 1
+
+    passes = []
+
+    def between(cursor, sql: str, bindings) -> bool:
+        if "FROM zdicts" in sql and not passes:
+            passes.append(writer.db.write(the_pass))
+        return True
+
+    corpus._DICT_DCTX.clear()
+    md.db.conn.exec_trace = between
+    try:
+        text = corpus.file_texts(md.db, [fid])[fid]
+    finally:
+        md.db.conn.exec_trace = None
+    assert passes and text == (repo / "mod_005.py").read_text()
+    assert md.db.query("SELECT count(*) FROM zdicts") == [(0,)]
+    writer.close()
     md.close()

@@ -71,6 +71,23 @@ def test_block_bodies_and_rebuild(home: Path, tmp_path: Path) -> None:
     md.close()
 
 
+def with_dictionary(tx: apsw.Connection) -> zstandard.ZstdCompressor:
+    """Every block's frame written again with a dictionary trained on the blocks (a
+    ``zdicts`` row of project 1), as homes before this version wrote them; its
+    compressor."""
+    blocks = tx.execute("SELECT id, data FROM body_blocks").fetchall()
+    texts = {bid: zstandard.ZstdDecompressor().decompress(data) for bid, data in blocks}
+    zdict = zstandard.train_dictionary(8192, list(texts.values()) * 8)
+    tx.execute(
+        "INSERT INTO zdicts (id, project_id, data, created_at) VALUES (?, 1, ?, 0)",
+        (zdict.dict_id(), zdict.as_bytes()),
+    )
+    cctx = zstandard.ZstdCompressor(dict_data=zdict, write_checksum=True)
+    for bid, text in texts.items():
+        tx.execute("UPDATE body_blocks SET data = ? WHERE id = ?", (cctx.compress(text), bid))
+    return cctx
+
+
 def test_an_older_homes_dictionary_frames_still_read(home: Path, tmp_path: Path) -> None:
     """Homes before this version compressed blocks with a trained project dictionary
     (``zdicts``; the frame names it): their texts read back exactly, whole (a bare
@@ -79,19 +96,6 @@ def test_an_older_homes_dictionary_frames_still_read(home: Path, tmp_path: Path)
     repo = _repo(tmp_path / "repo", FILES)
     md = Memoryd(home)
     md.ingest(repo, wait=True, workers=1)
-
-    def with_dictionary(tx) -> None:
-        blocks = tx.execute("SELECT id, data FROM body_blocks").fetchall()
-        texts = {bid: zstandard.ZstdDecompressor().decompress(data) for bid, data in blocks}
-        zdict = zstandard.train_dictionary(8192, list(texts.values()) * 8)
-        tx.execute(
-            "INSERT INTO zdicts (id, project_id, data, created_at) VALUES (?, 1, ?, 0)",
-            (zdict.dict_id(), zdict.as_bytes()),
-        )
-        cctx = zstandard.ZstdCompressor(dict_data=zdict, write_checksum=True)
-        for bid, text in texts.items():
-            tx.execute("UPDATE body_blocks SET data = ? WHERE id = ?", (cctx.compress(text), bid))
-
     md.db.write(with_dictionary)
     md.close()
     frames = query(home, "SELECT data FROM body_blocks")

@@ -114,7 +114,8 @@ def _packed_store(tmp_path, files: dict[str, str]):
     pid = db.write(lambda tx: corpus.ensure_project(tx, "p", None))
     rows, blocks = prepare_batch([(k, v.encode()) for k, v in files.items()], block_bytes=4096)
     db.write(lambda tx: corpus.put_files(tx, pid, rows, None, blocks))
-    packed = [corpus.pack_block(db, b, 0) for b in corpus.unpacked_blocks(db, pid, 1000)]
+    packed, more = corpus.pack_blocks(db, pid, 0, 2**40)
+    assert not more
     assert db.write(lambda tx: corpus.store_packed(tx, pid, packed)) == len(packed) > 1
     return db
 
@@ -191,7 +192,7 @@ def test_ranks_sizes_and_phrases_are_those_of_the_whole_text(tmp_path) -> None:
 def test_the_index_is_smaller(tmp_path) -> None:
     db = _packed_store(tmp_path, _files())
     pid = project_id(db, "p")
-    db.write(lambda tx: corpus.optimize_index(tx, pid))  # as the last pack job does
+    db.write(lambda tx: corpus.merge_index(tx, pid, 1))  # as the last pack job does
     _full_index(db, pid)
     db.conn.execute("INSERT INTO temp.whole (whole) VALUES ('optimize')")
     size = {
