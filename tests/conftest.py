@@ -321,28 +321,33 @@ _CREATED = re.compile(
 )
 _ADDED = re.compile(r"ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(\w+)", re.I)
 
+
+def rebuilt_sql(table: str, columns: str, select: str) -> str:
+    """SQL that makes ``table`` again with ``columns``, its rows those of ``select``
+    (over the table as it was), keeping its AUTOINCREMENT high-water mark."""
+    return f"""
+        CREATE TABLE rebuilt_{table} ({columns});
+        INSERT INTO rebuilt_{table} {select};
+        DELETE FROM sqlite_sequence WHERE name = 'rebuilt_{table}';
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'rebuilt_{table}', seq FROM sqlite_sequence WHERE name = '{table}';
+        DROP TABLE {table};
+        ALTER TABLE rebuilt_{table} RENAME TO {table};
+    """
+
+
 #: The undoing of migrations that rebuild a table (nothing generic can): 15 gives chunks
 #: back their project and ordinal, and files and history their hashes in hex.
 UNDO: dict[int, str] = {
-    15: """
-        CREATE TABLE old_chunks (
-            id           INTEGER PRIMARY KEY AUTOINCREMENT,
-            project_id   INTEGER NOT NULL,
-            file_id      INTEGER NOT NULL REFERENCES files (id),
-            ordinal      INTEGER NOT NULL,
-            start_line   INTEGER NOT NULL,
-            end_line     INTEGER NOT NULL,
-            content_hash BLOB NOT NULL
-        );
-        INSERT INTO old_chunks
-            SELECT c.id, f.project_id, c.file_id, c.id - f.chunk_first, c.start_line,
-                   c.end_line, c.content_hash
-            FROM chunks c JOIN files f ON f.id = c.file_id ORDER BY c.id;
-        DELETE FROM sqlite_sequence WHERE name = 'old_chunks';
-        INSERT INTO sqlite_sequence (name, seq)
-            SELECT 'old_chunks', seq FROM sqlite_sequence WHERE name = 'chunks';
-        DROP TABLE chunks;
-        ALTER TABLE old_chunks RENAME TO chunks;
+    15: rebuilt_sql(
+        "chunks",
+        "id INTEGER PRIMARY KEY AUTOINCREMENT, project_id INTEGER NOT NULL,"
+        " file_id INTEGER NOT NULL REFERENCES files (id), ordinal INTEGER NOT NULL,"
+        " start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, content_hash BLOB NOT NULL",
+        "SELECT c.id, f.project_id, c.file_id, c.id - f.chunk_first, c.start_line, c.end_line,"
+        " c.content_hash FROM chunks c JOIN files f ON f.id = c.file_id ORDER BY c.id",
+    )
+    + """
         UPDATE files SET content_hash = lower(hex(content_hash));
         UPDATE history SET content_hash = lower(hex(content_hash)) WHERE content_hash IS NOT NULL;
     """,

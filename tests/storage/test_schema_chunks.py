@@ -23,7 +23,7 @@ from memoryd.ingest.chunking import prepare_file
 from memoryd.storage.authority import open_authority
 from memoryd.storage.corpus import ensure_project, put_files, retire_files
 from memoryd.storage.schema import CURRENT_VERSION
-from tests.conftest import downgrade_sql, query
+from tests.conftest import downgrade_sql, query, rebuilt_sql
 from tests.search.conftest import stdlib_files
 
 QUERIES = (
@@ -36,26 +36,16 @@ QUERIES = (
 #: The chunks table as migrations 2 to 13 left it.
 SCHEMA_13_CHUNKS = (
     downgrade_sql(14).removesuffix(" PRAGMA user_version = 14;")
+    + rebuilt_sql(
+        "chunks",
+        "id INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id BLOB NOT NULL,"
+        " project_id INTEGER NOT NULL, file_id INTEGER NOT NULL REFERENCES files (id),"
+        " ordinal INTEGER NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,"
+        " content_hash BLOB NOT NULL",
+        "SELECT id, randomblob(12), project_id, file_id, ordinal, start_line, end_line,"
+        " unhex(hex(content_hash) || hex(randomblob(8))) FROM chunks",
+    )
     + """
-    CREATE TABLE older_chunks (
-        id           INTEGER PRIMARY KEY AUTOINCREMENT,
-        chunk_id     BLOB NOT NULL,
-        project_id   INTEGER NOT NULL,
-        file_id      INTEGER NOT NULL REFERENCES files (id),
-        ordinal      INTEGER NOT NULL,
-        start_line   INTEGER NOT NULL,
-        end_line     INTEGER NOT NULL,
-        content_hash BLOB NOT NULL
-    );
-    INSERT INTO older_chunks
-        SELECT id, randomblob(12), project_id, file_id, ordinal, start_line, end_line,
-               unhex(hex(content_hash) || hex(randomblob(8)))
-        FROM chunks;
-    DELETE FROM sqlite_sequence WHERE name = 'older_chunks';
-    INSERT INTO sqlite_sequence (name, seq)
-        SELECT 'older_chunks', seq FROM sqlite_sequence WHERE name = 'chunks';
-    DROP TABLE chunks;
-    ALTER TABLE older_chunks RENAME TO chunks;
     CREATE INDEX chunks_file ON chunks (file_id);
     ALTER TABLE files DROP COLUMN chunk_first;
     ALTER TABLE files DROP COLUMN chunk_count;
