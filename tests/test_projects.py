@@ -33,8 +33,13 @@ def ingest(cli, root: Path, project: str) -> dict:
 def project_rows(home: Path, pid: int) -> dict[str, int]:
     counts = {
         table: query(home, f"SELECT count(*) FROM {table} WHERE project_id = ?", (pid,))[0][0]
-        for table in ("files", "chunks", "ingest_runs", "zdicts")
+        for table in ("files", "ingest_runs", "zdicts")
     }
+    counts["chunks"] = query(  # a chunk's project is its file's
+        home,
+        "SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.project_id = ?",
+        (pid,),
+    )[0][0]
     counts["history"] = query(home, "SELECT count(*) FROM history WHERE project = ?", (str(pid),))[
         0
     ][0]

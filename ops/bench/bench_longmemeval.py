@@ -199,7 +199,9 @@ def main(argv=None) -> int:
     db, digest, sid_digest = build(args.home, sessions)
     pid = project_id(db, PROJECT)
     prepare(db)
-    chunks = db.query("SELECT count(*) FROM chunks WHERE project_id = ?", (pid,))[0][0]
+    chunks = db.query(
+        "SELECT coalesce(sum(chunk_count), 0) FROM files WHERE project_id = ?", (pid,)
+    )[0][0]
     built = time.perf_counter() - t0
 
     runners = {
