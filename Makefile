@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory bench-devsets bench-scale bench-mcp bench-semantic
+.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory bench-devsets bench-scale bench-mcp bench-semantic bench-pack
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -79,3 +79,7 @@ bench-mcp: $(STAMP)
 
 bench-semantic: $(STAMP)  # the semantic route against none: quality, costs, brute-force limit
 	$(BIN)/python ops/bench/bench_semantic.py
+
+BASE ?=
+bench-pack: $(STAMP)  # one-file runs after an ingest: WAL and pack cost; BASE=CHECKOUT beside it
+	$(BIN)/python ops/bench/bench_pack.py $(if $(BASE),--tree $(BASE)) --tree .

@@ -231,11 +231,20 @@ def report(results: dict) -> None:
                   f" apply {c['last_pack_apply_s']:.3f} s, segments {c['segments']},"
                   f" pages {c['index_pages']}, dead rows {c['dead_rows']}")  # fmt: skip
         if runs:
-            wal = statistics.median(c["wal_bytes"] for c in runs)
-            print(f"  median WAL of a one-file run {wal:,.0f} B")
+            print(f"  median WAL of a one-file run {_median_wal(side):,.0f} B")
         print(f"  store after the runs: {side['store_bytes_after']:,} B; answers equal to the"
               f" first tree's: {side['answers_as_first']}/{QUERIES}")  # fmt: skip
+    sides = list(results["trees"].values())
+    if len(sides) > 1 and sides[0]["changes"]:
+        base, last = sides[0], sides[-1]
+        print(f"last tree / first: one-file run's WAL {_median_wal(last) / _median_wal(base):.3f}x,"
+              f" store after the first ingest"
+              f" {last['first_store_bytes'] / base['first_store_bytes']:.3f}x")  # fmt: skip
     print(f"load average {results['load']}")
+
+
+def _median_wal(side: dict) -> float:
+    return statistics.median(c["wal_bytes"] for c in side["changes"])
 
 
 if __name__ == "__main__":
