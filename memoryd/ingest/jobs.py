@@ -263,6 +263,7 @@ def _apply_finalize(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> N
     for job, _ in done:
         p = job.data
         retired = retire_files(actx.tx, p["project_id"], p["retire"], job.id)
+        actx.queue.settle_payload_in(actx.tx, job, ["retire"])  # file.retire history rows
         runs.record_finalize(actx.tx, p["run"], retired, on_finish=_on_finish(actx, p))
 
 

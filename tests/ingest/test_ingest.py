@@ -126,6 +126,13 @@ def test_stdlib_every_eligible_file_searchable_and_incremental(cli, home, stdlib
     assert not query(
         home, "SELECT 1 FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = 'this.py'"
     )
+    [(job, payload)] = query(  # the run's finalize keeps a count; history names the file
+        home, "SELECT id, payload FROM jobs WHERE kind = 'ingest.finalize' ORDER BY id DESC LIMIT 1"
+    )
+    assert orjson.loads(payload)["retire"] == 1
+    assert query(
+        home, "SELECT ref FROM history WHERE kind = 'file.retire' AND job_id = ?", (job,)
+    ) == [("this.py",)]
 
 
 def _small_repo(root: Path) -> Path:
