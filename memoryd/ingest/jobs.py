@@ -168,7 +168,7 @@ def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None
         put_files(actx.tx, p["project_id"], out["files"], job.id, out.get("blocks", ()))
         # the files it wrote are in history (a file.put row each, with its id), the
         # rest counted in its run: the list need not stay in the queue
-        actx.queue.settle_payload_in(actx.tx, job, ["files"])
+        actx.queue.settle_payload_in(actx.tx, job, p, ["files"])
         runs.record_batch(
             actx.tx,
             p["run"],
@@ -186,7 +186,7 @@ def _on_finish(actx: ApplyContext, p: dict) -> Callable[[apsw.Connection], None]
     def finish(tx: apsw.Connection) -> None:
         reclaim_free_pages(tx)
         follow = vectors_job.follow_up(tx, actx.config, p["project_id"], p["project"])
-        actx.queue.enqueue_in(tx, follow + _pack_job(actx, p["project_id"], p["project"]))
+        actx.queue.enqueue_in(tx, [*follow, pack_job(p["project_id"], p["project"])])
 
     return finish
 
@@ -194,17 +194,11 @@ def _on_finish(actx: ApplyContext, p: dict) -> Callable[[apsw.Connection], None]
 # -- pack -----------------------------------------------------------------------
 
 
-def _pack_job(
-    actx: ApplyContext, pid: int, project: str, since: int | None = None
-) -> list[JobSpec]:
-    """The next ingest.pack job of the project. One live job per project: a run
-    finishing while one waits adds none."""
-    return [pack_job(pid, project, since)]
-
-
 def pack_job(pid: int, project: str, since: int | None = None) -> JobSpec:
-    """``since``: the lowest chunk rowid the pass's earlier jobs indexed, whose sizes
-    the last job writes again (:func:`~memoryd.storage.corpus.merge_index`)."""
+    """The next ingest.pack job of the project. One live job per project: a run
+    finishing while one waits adds none. ``since``: the lowest chunk rowid the pass's
+    earlier jobs indexed, whose sizes the last job writes again
+    (:func:`~memoryd.storage.corpus.merge_index`)."""
     payload = {"project_id": pid, "project": project, "since": since}
     key = f"{PACK}:{pid}"
     return JobSpec(PACK, payload, project=project, priority=PACK_PRIORITY, dedupe_key=key)
@@ -244,12 +238,10 @@ def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         packed = [Packed(*b) for b in out["packed"]]
         store_packed(actx.tx, p["project_id"], packed)
         killpoints.reach("pack_mid_apply")  # drills: the pass killed before its commit
-        since = min((r[0] for b in packed for r in b.rows), default=None)
-        if p.get("since") is not None:
-            since = p["since"] if since is None else min(since, p["since"])
+        earlier = [] if p.get("since") is None else [p["since"]]
+        since = min([r[0] for b in packed for r in b.rows] + earlier, default=None)
         if out["more"]:
-            next_job = _pack_job(actx, p["project_id"], p["project"], since)
-            actx.queue.enqueue_in(actx.tx, next_job)
+            actx.queue.enqueue_in(actx.tx, [pack_job(p["project_id"], p["project"], since)])
             continue
         merge_index(actx.tx, p["project_id"], since)
         drop_unnamed_dictionaries(actx.tx, p["project_id"])
@@ -263,7 +255,7 @@ def _apply_finalize(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> N
     for job, _ in done:
         p = job.data
         retired = retire_files(actx.tx, p["project_id"], p["retire"], job.id)
-        actx.queue.settle_payload_in(actx.tx, job, ["retire"])  # file.retire history rows
+        actx.queue.settle_payload_in(actx.tx, job, p, ["retire"])  # file.retire history rows
         runs.record_finalize(actx.tx, p["run"], retired, on_finish=_on_finish(actx, p))
 
 

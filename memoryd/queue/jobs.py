@@ -209,11 +209,13 @@ class JobQueue:
     def complete(self, job: ClaimedJob) -> bool:
         return self.db.write(lambda tx: self.complete_in(tx, job))
 
-    def settle_payload_in(self, tx: apsw.Connection, job: ClaimedJob, lists: Iterable[str]) -> None:
-        """Replace the named lists of a done job's payload by their lengths, once what the
-        job did is recorded elsewhere (a done job never runs again): a queue that keeps
-        done jobs for days does not keep every file list of every run twice."""
-        data = job.data
+    def settle_payload_in(
+        self, tx: apsw.Connection, job: ClaimedJob, data: dict, lists: Iterable[str]
+    ) -> None:
+        """Replace the named lists of a done job's payload (``data``: the job's, decoded)
+        by their lengths, once what the job did is recorded elsewhere (a done job never
+        runs again): a queue that keeps done jobs for days does not keep every file list
+        of every run twice."""
         settled = {**data, **{k: len(data[k]) for k in lists if isinstance(data.get(k), list)}}
         tx.execute("UPDATE jobs SET payload = ? WHERE id = ?", (orjson.dumps(settled), job.id))
 

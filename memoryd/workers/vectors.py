@@ -93,8 +93,9 @@ def _run(ctx: WorkContext, payload: Any) -> dict | None:
 
 def _apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     for job, encoded in done:
-        _store(job.data).put(actx.tx, job.data["project_id"], actx.config, encoded)
-        actx.queue.settle_payload_in(actx.tx, job, ["files", "records"])  # the codes say it
+        p = job.data
+        _store(p).put(actx.tx, p["project_id"], actx.config, encoded)
+        actx.queue.settle_payload_in(actx.tx, job, p, ["files", "records"])  # the codes say it
 
 
 KINDS = [

@@ -98,7 +98,7 @@ def test_a_settled_payload_keeps_counts_of_its_lists(db, q: JobQueue) -> None:
 
     def done(tx: apsw.Connection) -> None:
         assert q.complete_in(tx, job)
-        q.settle_payload_in(tx, job, ["files", "records"])  # a key it lacks is left alone
+        q.settle_payload_in(tx, job, job.data, ["files", "records"])  # a key it lacks: as is
 
     db.write(done)
     assert q.list()[0]["payload"] == {"run": 7, "files": 2, "retire": []}

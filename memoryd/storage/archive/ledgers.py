@@ -226,20 +226,20 @@ class LedgersMixin(StoreCore):
             payload = codec.encode_payload(it.content, it.meta, self.payload_format)
             if it.sources and it.cls != "derived":
                 raise BadArchiveInput("only a derived document names sources")
-            prepared.append((it, project, payload))
+            prepared.append((it, project, payload, _sha256(it.content)))
         if self.admission is not None:
-            self.admission(sum(len(p) for _, _, p in prepared))
+            self.admission(sum(len(p) for _, _, p, _ in prepared))
         with self._lock:
             batch = Batch()
             results: list[AppendResult] = []
             seen_requests: dict[str, AppendResult] = {}
-            for it, project, payload in prepared:
+            for it, project, payload, digest in prepared:
                 if it.request_id in seen_requests:
                     results.append(seen_requests[it.request_id])
                     continue
                 ledger = None if it.doc_id is None else self._ledger(it.doc_id.encode(), batch)
-                res = self._answered(batch, it, ledger, now) or self._append_one(
-                    batch, it, ledger, project, payload, now
+                res = self._answered(batch, it, ledger, digest, now) or self._append_one(
+                    batch, it, ledger, project, payload, digest, now
                 )
                 if it.request_id is not None:
                     seen_requests[it.request_id] = res
@@ -248,19 +248,25 @@ class LedgersMixin(StoreCore):
             return results
 
     def _answered(
-        self, batch: Batch, it: NewVersion, ledger: dict[str, Any] | None, now: float
+        self,
+        batch: Batch,
+        it: NewVersion,
+        ledger: dict[str, Any] | None,
+        digest: str,
+        now: float,
     ) -> AppendResult | None:
         """The answer of an append that makes no version, or None: a request applied
-        before answers its first outcome; content equal to its document's current live
-        version (``ledger``: the document's) answers that version, whatever the request
-        records' horizon (the request is recorded, so a redo answers from its record)."""
+        before answers its first outcome; content (``digest``: its sha256) equal to its
+        document's current live version (``ledger``: the document's) answers that
+        version, whatever the request records' horizon (the request is recorded, so a
+        redo answers from its record)."""
         if it.request_id is not None:
             prior = self._db.get(keys.request(it.request_id.encode()))
             if prior is not None:
                 locator = keys.parse_request_value(prior)[0]
                 doc_id, ver = parse_locator(locator)
                 return AppendResult(locator, doc_id, ver, False, None)
-        ver = self._unchanged_version(batch, it, ledger)
+        ver = self._unchanged_version(batch, it, ledger, digest)
         if it.doc_id is None or ver is None:
             return None
         locator = make_locator(it.doc_id, ver)
@@ -268,7 +274,7 @@ class LedgersMixin(StoreCore):
         return AppendResult(locator, it.doc_id, ver, False, None)
 
     def _unchanged_version(
-        self, batch: Batch, it: NewVersion, ledger: dict[str, Any] | None
+        self, batch: Batch, it: NewVersion, ledger: dict[str, Any] | None, digest: str
     ) -> int | None:
         """The current version of ``it``'s document (its ``ledger``) if it is live and
         ``it`` would repeat it: the same project, class and content, its sources
@@ -279,7 +285,7 @@ class LedgersMixin(StoreCore):
         same = (
             ledger["project"] == it.project
             and ledger["class"] == it.cls
-            and ledger["versions"][cur - 1]["sha256"] == _sha256(it.content)
+            and ledger["versions"][cur - 1]["sha256"] == digest
             and set(it.sources) <= set(ledger.get("sources", ()))
         )
         live = same and self._status(it.doc_id.encode(), ledger, cur, batch=batch) == "live"
@@ -298,9 +304,11 @@ class LedgersMixin(StoreCore):
         ledger: dict[str, Any] | None,
         project: bytes,
         payload: bytes,
+        digest: str,
         now: float,
     ) -> AppendResult:
-        """A new version of ``it``'s document (``ledger``: its ledger, None for a new one)."""
+        """A new version of ``it``'s document (``ledger``: its ledger, None for a new one;
+        ``digest``: the sha256 of its content)."""
         doc_id = it.doc_id
         if doc_id is None:
             while True:
@@ -348,7 +356,7 @@ class LedgersMixin(StoreCore):
             "override": bool(it.sources),  # follows its sources, not the class age
             "len": length,
             "size": len(payload),
-            "sha256": _sha256(it.content),
+            "sha256": digest,
             "request_id": it.request_id,
         }
         if bucket != keys.HELD_BUCKET:
