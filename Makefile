@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory bench-devsets bench-scale bench-mcp bench-semantic bench-pack
+.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory bench-devsets bench-scale bench-mcp bench-semantic bench-pack bench-citations bench-hooks
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,6 +37,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 $(VENV)/.ray: $(STAMP)  # the optional Ray executor; `make test` runs its tests
+	@echo "installing the optional Ray executor (about 240 MB) for its tests; 'make test-fast' skips it"
 	$(BIN)/pip install --quiet -e '.[ray]'
 	touch $(VENV)/.ray
 
@@ -83,3 +84,10 @@ bench-semantic: $(STAMP)  # the semantic route against none: quality, costs, bru
 BASE ?=
 bench-pack: $(STAMP)  # one-file runs after an ingest: WAL and pack cost; BASE=CHECKOUT beside it
 	$(BIN)/python ops/bench/bench_pack.py $(if $(BASE),--tree $(BASE)) --tree .
+
+bench-citations: $(STAMP)  # refs planted in real history, marked against git's own line mapping
+	$(BIN)/python ops/bench/bench_citations.py
+
+SESSIONS ?= 1000
+bench-hooks: $(STAMP)  # hook replay under kills: exactly once, no secret kept, hook latency, spool peak
+	$(BIN)/python ops/bench/bench_hooks.py --sessions $(SESSIONS)

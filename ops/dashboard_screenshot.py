@@ -25,7 +25,7 @@ from pathlib import Path
 import orjson
 from log_example import READER  # the same pinning reader as the README's log example
 
-MEMORYD = [sys.executable, "-m", "memoryd.cli"]
+MEMORYD = [sys.executable, "-m", "memoryd.faces.cli.main"]
 
 
 def cli(env: dict, *args: str) -> subprocess.CompletedProcess:

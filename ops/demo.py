@@ -7,6 +7,7 @@ which then shows the incremental path: nothing changed, no batch work).
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -23,8 +24,9 @@ SEARCHES = [
 
 
 def memoryd(*args: str) -> None:
-    cmd = [sys.executable, "-m", "memoryd.cli", *args, "--home", str(HOME)]
-    print(f"\n$ memoryd {' '.join(args)}", flush=True)
+    cmd = [sys.executable, "-m", "memoryd.faces.cli.main", *args, "--home", str(HOME)]
+    # quoted as a shell needs it, with the home it uses: each line can be pasted
+    print(f"\n$ memoryd {shlex.join([*args, '--home', str(HOME)])}", flush=True)
     subprocess.run(cmd, check=True, env={**os.environ, "COLUMNS": "100"})
 
 

@@ -35,7 +35,7 @@ ENV = {
 
 
 def memoryd(home: Path, *args: str, **kw) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "memoryd.cli", "--home", str(home), *args]
+    cmd = [sys.executable, "-m", "memoryd.faces.cli.main", "--home", str(home), *args]
     return subprocess.run(cmd, capture_output=True, text=True, check=True, env=_env(), **kw)
 
 
@@ -92,7 +92,7 @@ def main() -> None:
         assert reader.stdout.readline().strip() == "held"
         memoryd(home, "ingest", str(repo), "--project", "generated")
         with log.open("w") as err:
-            cmd = [sys.executable, "-m", "memoryd.cli", "--home", str(home), "run"]
+            cmd = [sys.executable, "-m", "memoryd.faces.cli.main", "--home", str(home), "run"]
             sup = subprocess.Popen(cmd, stderr=err, stdout=subprocess.DEVNULL, env=_env())
             workers = wait(lambda: (status(home)["supervisor"] or {}).get("workers"), "workers")
             pids = [w["pid"] for w in workers]

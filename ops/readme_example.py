@@ -59,7 +59,7 @@ def run(commands: list[str]) -> list[list[str]]:
     with tempfile.TemporaryDirectory(prefix="memoryd-readme-") as tmp:
         bin_dir = Path(tmp) / "bin"
         bin_dir.mkdir()
-        for name, argv in (("memoryd", "-m memoryd.cli"), ("python3", "")):
+        for name, argv in (("memoryd", "-m memoryd.faces.cli.main"), ("python3", "")):
             script = bin_dir / name
             script.write_text(f'#!/bin/sh\nexec "{sys.executable}" {argv} "$@"\n')
             script.chmod(0o755)

@@ -1,7 +1,7 @@
 """Shared fixtures: a fresh data home, the real CLI as a subprocess, a background supervisor.
 
 Nothing here mocks a store: every helper runs the installed ``memoryd`` command
-(or ``python -m memoryd.cli``) against a real home, and reads the authority
+(or ``python -m memoryd.faces.cli.main``) against a real home, and reads the authority
 with an independent SQLite connection.
 """
 
@@ -11,9 +11,12 @@ import contextlib
 import os
 import platform
 import re
+import secrets
 import signal
+import string
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,7 +36,7 @@ WAIT_TIMEOUT = 120.0
 FAST_RETRY = {"MEMORYD_RETRY_BACKOFF_BASE": "0.01", "MEMORYD_RETRY_BACKOFF_MAX": "0.05"}
 
 _SCRIPT = Path(sys.executable).with_name("memoryd")
-MEMORYD = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "memoryd.cli"]
+MEMORYD = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "memoryd.faces.cli.main"]
 
 
 def clean_env(home: Path | None, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -87,7 +90,12 @@ class Result(NamedTuple):
 
     @property
     def message(self) -> str:
-        """stderr with whitespace collapsed (rich wraps long lines)."""
+        """What the command said went wrong: stderr with whitespace collapsed (rich wraps
+        long lines), or under ``--json`` (which says it on stdout alone) the error's
+        message."""
+        if not self.stderr.strip() and self.stdout.lstrip().startswith("{"):
+            with contextlib.suppress(orjson.JSONDecodeError):
+                return str(self.json().get("message", ""))
         return " ".join(self.stderr.split())
 
 
@@ -109,6 +117,17 @@ def run_cli(
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
+def drains(home: Path) -> list[psutil.Process]:
+    """Processes running ``memoryd run --drain`` on ``home`` that a face started for it
+    (memoryd.operations.drain; a zombie has no command line, so only live ones are found)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        line = proc.info["cmdline"] or []
+        if "--drain" in line and str(home) in line:
+            found.append(proc)
+    return found
+
+
 def wait_for(
     condition: Callable[[], T],
     *,
@@ -128,6 +147,32 @@ def wait_for(
                 f"timed out after {timeout:g}s waiting for {what} (last: {last!r})"
             )
         time.sleep(interval)
+
+
+def wal_size(home: Path) -> int:
+    try:
+        return (home / "authority.db-wal").stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+class WalSampler:
+    """Samples the WAL file size from a thread: the largest size seen."""
+
+    def __init__(self, home: Path) -> None:
+        self.home, self.max, self._stop = home, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.max = max(self.max, wal_size(self.home))
+            time.sleep(0.002)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.max
 
 
 # -- reading the authority independently ------------------------------------------
@@ -172,6 +217,48 @@ def assert_each_done_once(home: Path, expected: int) -> None:
     twice = {job: n for job, n in effects.items() if n != 1}
     assert not twice, f"jobs applied more than once: {twice}"
     assert query(home, "SELECT count(*) FROM job_effects")[0][0] == expected
+
+
+# -- byte scans -----------------------------------------------------------------------
+
+
+MARKER_TAIL = 12  # characters of a marker a scan looks for: its random end
+
+
+def marker(tag: str) -> str:
+    """A word no other text holds (random, so no earlier run's file holds it either):
+    letters then digits, like ``quokka4471``, which every tokenizer and stemmer of the
+    home keeps whole. Find it with :func:`holding`."""
+    letters = "".join(secrets.choice(string.ascii_lowercase) for _ in range(12))
+    return f"{tag}{letters}{secrets.randbelow(9000) + 1000}"
+
+
+def holding(root: Path, word: str) -> list[str]:
+    """The files under ``root`` holding a :func:`marker`'s random end: sorted key stores
+    (RocksDB blocks, FTS5 leaves) write the bytes a key shares with the key before it
+    once, so only the end of a word is sure to be verbatim wherever it is stored."""
+    return files_holding(root, word[-MARKER_TAIL:].encode())
+
+
+def files_holding(root: Path, needle: bytes, *, skip: str | None = None) -> list[str]:
+    """The files under ``root`` (not under a directory named ``skip``) whose raw bytes
+    hold ``needle``: the authority, its WAL and -shm, the archive's RocksDB
+    files, the markdown mirror, staging, dead letters, spool, logs. RocksDB deletes
+    obsolete files while a store is open: one gone before it is read holds nothing any
+    more. A scan proves deletion only after it found the needle before: compressed
+    stores may hold a text without its bytes."""
+    found = []
+    for d, dirs, files in os.walk(root):
+        if skip in dirs:
+            dirs.remove(skip)
+        for f in files:
+            path = Path(d, f)
+            try:
+                if path.is_file() and needle in path.read_bytes():  # not the control socket
+                    found.append(os.path.join(d, f))
+            except FileNotFoundError:
+                continue
+    return found
 
 
 # -- processes ----------------------------------------------------------------------
@@ -416,7 +503,7 @@ def archive_conversations(owner, project: str, sessions: dict, now: float) -> No
     speakers: the first speaker's turns as ``user``, the other's as ``assistant``, each
     keeping its ``Name: `` prefix, created an hour before ``now``."""
     from memoryd.archive.ops import run_op
-    from memoryd.control import unwrap
+    from memoryd.operations.control_client import unwrap
 
     for name, turns in sessions.items():
         first = turns[0][0]
@@ -426,3 +513,21 @@ def archive_conversations(owner, project: str, sessions: dict, now: float) -> No
         args = {"project": project, "session": name, "created_at": now - 3600, "now": now,
                 "content": content, "turns": len(turns)}  # fmt: skip
         unwrap(run_op(owner, "add", args))
+
+
+SMALL_FS = "size=2m"
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", SMALL_FS, "tmpfs", str(mnt)], capture_output=True
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -19,7 +20,8 @@ import click
 import orjson
 import pytest
 
-from memoryd.config import SETTINGS, load_config
+from memoryd.base.config import SETTINGS, load_config
+from memoryd.operations.home import Home
 from memoryd.queue import JobQueue
 from memoryd.storage import open_authority
 from memoryd.storage.effects import record_effects
@@ -78,11 +80,13 @@ def test_unknown_job_kind_is_bad_usage_and_changes_nothing(cli, home: Path, seed
     assert res.code == 2
     assert "unknown job kind 'bogus'" in res.message
     assert "noop" in res.message, "the message lists the known kinds"
+    assert "ingest.scan" not in res.message, "only the kinds a user may add"
     assert "Traceback" not in res.stderr
 
     res = cli("jobs", "add", "bogus", "--json")
     assert res.code == 2
     assert res.json()["error"] == "UNKNOWN_JOB_KIND"
+    assert res.stderr == "", "under --json the error is said once, on stdout"
     assert snapshot(home) == seeded
     assert healthy(home)
 
@@ -343,12 +347,12 @@ def test_config_human_output_is_whole_at_80_columns_and_piped(cli, home: Path) -
 
 def test_flags_are_the_strongest_source(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``memoryd config`` has no setting flags, so the flag layer is shown through the library."""
-    from memoryd.api import Memoryd
+    from memoryd.operations.api import Memoryd
 
     home.mkdir()
     (home / "memoryd.toml").write_text("workers = 3\n")
     monkeypatch.setenv("MEMORYD_WORKERS", "5")
-    report = Memoryd(home, overrides={"workers": 7}).config_report()["settings"]
+    report = Home(Memoryd(home, overrides={"workers": 7})).config_report()["settings"]
     assert (report["workers"]["value"], report["workers"]["source"]) == (7, "flag")
 
 
@@ -441,12 +445,17 @@ def test_unknown_key_suggests_the_nearest_and_config_still_reports(cli, home: Pa
 
 
 OWN_HOME = {("diagnose",)}  # makes a home in its --workspace; never reads or writes yours
+#: Parses its own arguments (before click loads); its output is the agent's hook protocol.
+AGENT_PROTOCOL = {("hook",)}
 
 
 def test_every_leaf_command_takes_home_and_json(cli) -> None:
     for path in command_paths():
         cmd = command_at(path)
         if isinstance(cmd, click.Group):
+            continue
+        if path in AGENT_PROTOCOL:
+            assert "--home" in cli(*path, "--help").stdout, path
             continue
         opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
         wanted = {"--json"} if path in OWN_HOME else {"--home", "--json"}
@@ -655,3 +664,50 @@ def test_no_human_output_holds_a_python_repr(cli, home: Path, tmp_path: Path) ->
         assert "Traceback" not in res.stderr, args
         found = PY_REPR.search(res.stdout + res.stderr)
         assert found is None, (args, found, res.stdout)
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_an_empty_query_is_bad_usage_on_every_face(cli, home: Path, query: str) -> None:
+    """One behaviour (the MCP tools call the same library): a blank query is refused."""
+    assert cli("init").code == 0
+    for args in (["search", query, "--all"], ["recall", query, "--project", "p"],
+                 ["archive", "search", query, "--project", "p"]):  # fmt: skip
+        res = cli(*args, "--json")
+        assert res.code == 2 and res.json()["error"] == "BAD_USAGE", (args, res)
+        assert "empty query" in res.json()["message"]
+
+
+def test_an_empty_listing_says_none_under_a_title_naming_its_filter(cli, home: Path) -> None:
+    assert cli("init").code == 0
+    assert cli("jobs", "dead").stdout.strip() == "dead jobs: none"
+    listed = cli("jobs", "list", "--kind", "nosuch", "--state", "dead").stdout.strip()
+    assert listed == "jobs (state dead, kind nosuch): none"
+
+
+def test_status_says_how_long_done_jobs_are_kept_in_words(cli, home: Path) -> None:
+    assert cli("init").code == 0
+    assert "done jobs kept: 0 (purged after 7 days)" in cli("status").stdout
+
+
+def test_a_command_starts_without_the_supervisors_side() -> None:
+    """Every CLI command pays its imports: the CLI loads neither the control socket's
+    request side, the supervisor, the archive store nor numpy until a command needs them."""
+    heavy = ["memoryd.operations.runtime", "memoryd.workers.supervisor", "rocksdict", "numpy"]
+    code = (
+        "import sys, memoryd.faces.cli.main; "
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_rebuild_says_which_part_it_is_at(cli, home: Path) -> None:
+    """A long rebuild is not silent: each part is named on stderr as it starts (never
+    under --json, whose stdout is the answer)."""
+    assert cli("init").code == 0
+    for args, doing in ((["rebuild", "--verify"], "verifying"), (["rebuild"], "rebuilding")):
+        res = cli(*args)
+        assert res.code == 0, res.stderr
+        assert f"{doing} the authority" in res.stderr and f"{doing} the memory" in res.stderr
+        quiet = cli(*args, "--json")
+        assert quiet.code == 0 and quiet.stderr == "", quiet.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.diagnose import score_unanswerable
+from memoryd.faces.diagnose import score_unanswerable
 from tests.conftest import run_cli
 
 GAP = "insufficient evidence in project 'x': no chunk holds enough of the asked terms"
@@ -72,7 +72,7 @@ def test_an_existing_workspace_is_refused(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_diagnosis_reports_bytes_by_phase_scores_and_a_baseline(tmp_path: Path) -> None:
     src, ws = _tree(tmp_path / "src"), tmp_path / "ws"
-    baseline = f"{sys.executable} -m memoryd.cli"
+    baseline = f"{sys.executable} -m memoryd.faces.cli.main"
     args = ("diagnose", str(src), "--workspace", str(ws), "--oracles", str(_oracles(tmp_path)))
     res = run_cli(*args, "--baseline", baseline, "--json", home=tmp_path / "untouched")
     assert res.code == 0, res.stderr
@@ -91,3 +91,40 @@ def test_a_diagnosis_reports_bytes_by_phase_scores_and_a_baseline(tmp_path: Path
     assert run.code == 0, run.stderr
     human = run.stdout
     assert "against the baseline" in human and "ingest MB/s" in human and "x" in human
+
+
+@pytest.mark.slow
+def test_the_callers_settings_never_reach_the_diagnosis(tmp_path: Path) -> None:
+    """Offline and isolated as it claims: an encoder command (or any setting) in the
+    caller's environment is set aside, never run, and named in the report."""
+    src, ws = _tree(tmp_path / "src"), tmp_path / "ws"
+    ran = tmp_path / "encoder-ran"
+    encoder = tmp_path / "encoder.sh"
+    encoder.write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
+    encoder.chmod(0o755)
+    env = {"MEMORYD_ENCODER": f"command:{encoder}", "MEMORYD_BODY_PACK_LEVEL": "1"}
+    res = run_cli("diagnose", str(src), "--workspace", str(ws), "--json", home=None, env=env)
+    assert res.code == 0, res.stderr
+    assert not ran.exists(), "the caller's encoder command ran"
+    assert res.json()["ignored_settings"] == ["MEMORYD_BODY_PACK_LEVEL", "MEMORYD_ENCODER"]
+
+
+def test_a_missed_case_says_why_not_the_searchs_status(capsys) -> None:
+    """The oracle table's detail for a miss says it abstained or answered without an
+    expected path in the top k; never the search's bare status ('ok')."""
+    from memoryd.faces.cli import main as cli_mod
+
+    oracles = {
+        "k": 3,
+        "answerable": {"hits": 1, "cases": 3, "mrr": 0.5, "precision": 0.5},
+        "unanswerable": {"abstained": 0, "cases": 0},
+        "cases": [
+            {"id": 1, "hit": True, "reciprocal_rank": 0.5, "status": "ok"},
+            {"id": 2, "hit": False, "reciprocal_rank": 0.0, "status": "ok"},
+            {"id": 3, "hit": False, "reciprocal_rank": 0.0, "status": "abstained"},
+        ],
+    }
+    cli_mod._print_oracles(oracles)
+    table = capsys.readouterr().out
+    assert "rank 2" in table and "no expected path in the top 3" in table
+    assert "abstained" in table and " ok" not in table

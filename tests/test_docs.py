@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 import pytest
 
-from memoryd.cli import main
+from memoryd.faces.cli.main import main
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -65,6 +65,9 @@ def test_every_help_has_an_example(cli, path: tuple[str, ...]) -> None:
     assert "Example:" in res.stdout
     example = res.stdout.split("Example:", 1)[1].split()
     assert example[0] == "memoryd" or "memoryd" in example[:3], "the example runs memoryd"
+    prose = res.stdout.split("Example:", 1)[0].split("Commands:", 1)[0]
+    doubled = [line.strip() for line in prose.splitlines() if re.search(r"\S {2,}\S", line.strip())]
+    assert not doubled, f"runs of spaces mid-sentence (a docstring's indent): {doubled}"
 
 
 @pytest.mark.parametrize(
@@ -143,8 +146,8 @@ def mcp_tools() -> dict[str, str]:
     """Every tool the MCP server registers, with its description."""
     import asyncio
 
-    from memoryd.api import Memoryd
-    from memoryd.mcp_server import Session, build
+    from memoryd.faces.mcp.server import Session, build
+    from memoryd.operations.api import Memoryd
 
     server = build(Session(Memoryd(README.parent / "no-home"), None))
     return {t.name: t.description or "" for t in asyncio.run(server.list_tools())}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -101,9 +102,9 @@ def test_low_disk_and_config_problems(cli, home: Path) -> None:
 @pytest.mark.slow
 def test_unfinished_archive_migration(cli, home: Path, tmp_path: Path) -> None:
     chat = tmp_path / "chat.jsonl"
-    line = {"role": "user", "content": "we picked port 8765", "timestamp": "2026-11-01T10:00:00Z"}
+    line = {"role": "user", "content": "we picked port 8765", "timestamp": time.time() - 3600}
     chat.write_text(json.dumps(line) + "\n")
-    assert cli("archive", "add", str(chat), "--project", "p").code == 0
+    assert cli("archive", "add", str(chat), "--project", "p", "--new-project").code == 0
     res = cli("archive", "migrate", "--copy")
     assert res.code == 0, res.stderr
     res = cli("doctor", "--json")

@@ -9,7 +9,8 @@ from pathlib import Path
 import apsw
 import pytest
 
-from memoryd.drill import SCENARIOS
+from memoryd.faces.drill import SCENARIOS
+from memoryd.storage.corpus import rebuild_index
 from tests.conftest import run_cli
 
 CI_SCENARIOS = list(SCENARIOS)  # every scenario must pass (a fault found is fixed, not skipped)
@@ -32,6 +33,8 @@ def test_drill_fifty_cycles_passes(tmp_path, capsys):
         if kind not in ("not_reached", "finished_before_kill")
     )
     assert killed >= 25, report["kills"]  # most cycles really broke something mid-work
+    # the project ran compact, then one cycle's ingest stored its index
+    assert report["layouts"]["compact"] >= 1 and report["layouts"]["indexed"] >= 1
     # one effect per noop and sleep job the drill enqueued, none twice
     assert report["effects"] >= report["expected_effects"] > 50 * 500
     with capsys.disabled():
@@ -46,6 +49,9 @@ def test_drill_reports_a_violation_and_exits_1(tmp_path):
     assert first.code == 0 and first.json()["ok"], first.stdout
     conn = apsw.Connection(str(home / "authority.db"))
     pid = conn.execute("SELECT id FROM projects").fetchone()[0]
+    with conn:  # the drill's project is still compact: store its index, as growing would
+        conn.execute("UPDATE projects SET compact_limit = 0 WHERE id = ?", (pid,))
+        rebuild_index(conn, pid)
     conn.execute(f"INSERT INTO fts_{pid} (rowid, path, body) VALUES (999999, 'x', 'tampered')")
     conn.close()
     second = run_cli("drill", "--seed", "2", *args, home=None)
@@ -69,7 +75,7 @@ def _snapshot(home: Path) -> dict[str, tuple[bytes, int, int]]:
 
 @pytest.mark.slow
 def test_drill_never_drills_the_users_home(tmp_path):
-    """Issue 18 item 4: with MEMORYD_HOME exported, the drill runs in a scratch home,
+    """With MEMORYD_HOME exported, the drill runs in a scratch home,
     says where, leaves the user's home byte for byte, and ignores the user's dead job."""
     home = tmp_path / "users-home"
     repo = tmp_path / "src"
@@ -118,3 +124,29 @@ def _assert_scenario_holds(name: str, *, cycles: int, seed: int, kill: str) -> N
     report = res.json()
     assert report["kills"].get(kill), report["kills"]
     assert report["ok"], report["violations"]
+
+
+@pytest.mark.slow
+def test_drill_clients_scenario_reports_its_figures(tmp_path):
+    """Many clients at once: MCP servers, a CLI writer and snapshot readers on
+    one home while each kind of process (the supervisor too) is SIGKILLed; every
+    acknowledged remember, memory add and archive add is applied exactly once, and the
+    report carries the figures (their bounds are findings, not asserted: speed varies)."""
+    res = run_cli(
+        "drill", "--scenario", "clients", "--duration", "40", "--mcp-clients", "4",
+        "--cli-writers", "1", "--readers", "2", "--seed", "3", "--json",
+        "--home", str(tmp_path / "drill-home"), home=None, timeout=600,
+    )  # fmt: skip
+    report = res.json()
+    assert res.code == 0 and report["ok"], report["violations"]
+    figures = report["clients"]
+    assert set(figures["kills"]) == {"mcp", "writer", "worker", "supervisor"}, figures["kills"]
+    assert figures["lost"] == 0 and figures["doubled"] == 0
+    acked = figures["acknowledged"]
+    assert acked["candidates"] > 0 and acked["locators"] > 0, acked
+    assert figures["requests"]["recall"]["ok"] > 0, figures["requests"]
+    assert figures["mcp_starts"] > 4  # a killed MCP server was replaced
+    assert figures["wal_peak_bytes"] > 0
+    assert figures["recall_p95_ms"] > 0 and figures["recall_ms"]["all"]["n"] > 0
+    assert figures["supervisor_gap_max_s"] > 0  # answers resumed after the supervisor kill
+    assert set(figures["bounds"]) == {"wal_peak_bytes", "recall_p95_ms", "supervisor_gap_max_s"}

@@ -1,4 +1,4 @@
-"""Issue 8 fault 9: the data home is private whatever the caller's umask."""
+"""The data home is private whatever the caller's umask."""
 
 from __future__ import annotations
 
@@ -43,7 +43,9 @@ def test_home_and_everything_in_it_private_under_umask_022(home, tmp_path):
     chat = tmp_path / "chat.jsonl"
     chat.write_bytes(TRANSCRIPT)
     _under_umask_022(home, "ingest", str(repo), "--wait", "--workers", "1")
-    _under_umask_022(home, "archive", "add", str(chat), "--project", "repo")  # embedded
+    _under_umask_022(
+        home, "archive", "add", str(chat), "--project", "repo", "--new-project", "--imported"
+    )
     _under_umask_022(home, "jobs", "add", "noop", "--count", "3")
     _under_umask_022(home, "run", "--drain", "--workers", "2")  # supervisor, retention worker
     assert (home / "archive").is_dir() and any((home / "archive").iterdir())
@@ -114,7 +116,12 @@ def test_a_read_only_home_can_be_inspected(read_only_mount, tmp_path):
 def test_a_home_that_holds_only_an_archive_is_a_home(home, tmp_path):
     chat = tmp_path / "chat.jsonl"
     chat.write_bytes(TRANSCRIPT)
-    assert run_cli("archive", "add", str(chat), "--project", "p", home=home).code == 0
+    assert (
+        run_cli(
+            "archive", "add", str(chat), "--project", "p", "--new-project", "--imported", home=home
+        ).code
+        == 0
+    )
     assert not (home / "authority.db").exists()  # an embedded archive command
     res = run_cli("archive", "search", "hello private world", "--project", "p", home=home)
     assert res.code == 0, res.stderr

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.locks import FileLock, lock_holder
+from memoryd.base.locks import FileLock, lock_holder
 from tests.conftest import clean_env, wait_for
 
 HOLDER = """
 import sys, time
 from pathlib import Path
-from memoryd.locks import FileLock, lock_holder
+from memoryd.base.locks import FileLock, lock_holder
 path, shared, ready = Path(sys.argv[1]), sys.argv[2] == "shared", Path(sys.argv[3])
 lock = FileLock(path)
 assert lock.try_acquire(shared=shared)

@@ -49,7 +49,7 @@ def test_a_killed_worker_is_logged_with_its_reason(cli, background) -> None:
     wait_for(lambda: any(e["event"] == "worker_respawned" for e in _events(sup.stderr)))
     [respawn] = [e for e in _events(sup.stderr) if e["event"] == "worker_respawned"]
     assert respawn["pid"] == pid and respawn["jobs_lost"] == 1 and respawn["exit_code"] == -9
-    assert f"(pid {pid}) died with exit code -9" in respawn["message"]
+    assert f"(pid {pid}) was killed by SIGKILL" in respawn["message"]
     assert sup.terminate() == 0
     stop = [e for e in _events(sup.stderr) if e["event"] == "supervisor_stopped"]
     assert stop and stop[0]["why"] == "stopped by signal"

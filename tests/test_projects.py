@@ -8,9 +8,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.config import load_config
-from memoryd.projects import remove_step
+from memoryd.base.config import load_config
 from memoryd.storage import open_authority
+from memoryd.storage.projects import remove_step
 from tests.conftest import query, status
 
 SMALL_STEPS = {"MEMORYD_PROJECT_REMOVE_BATCH_ROWS": "7"}

@@ -7,9 +7,24 @@ import sys
 
 import pytest
 
-from memoryd.errors import UnknownJobKind
-from memoryd.registry import CAPABILITIES, DuplicateName, Registry, default_registry
+from memoryd.app import CAPABILITIES, default_registry
+from memoryd.base.errors import UnknownJobKind
 from memoryd.workers.contract import JobKind, Periodic
+from memoryd.workers.registry import DuplicateName, Registry
+
+#: What the runtime must not load: the capabilities, the composition root, the
+#: operations and the faces (the supervisor gets its kinds and extensions passed in).
+ABOVE_THE_RUNTIME = (
+    "memoryd.ingest",
+    "memoryd.search",
+    "memoryd.archive",
+    "memoryd.retention",
+    "memoryd.projects",
+    "memoryd.consolidation",
+    "memoryd.app",
+    "memoryd.operations",
+    "memoryd.faces",
+)
 
 
 def test_every_shipped_kind_is_registered_once() -> None:
@@ -17,8 +32,8 @@ def test_every_shipped_kind_is_registered_once() -> None:
     assert {"noop", "ingest.scan", "archive.op", "projects.remove", "memory.consolidate"} <= set(
         reg.kind_names()
     )
-    assert reg.pool_kinds("retention") == ["archive.op"]
-    assert [p.name for p in reg.periodic_jobs()] == ["retention.tick"]
+    assert reg.pool_kinds("retention") == ["archive.op", "capture.drain"]
+    assert [p.name for p in reg.periodic_jobs()] == ["retention.tick", "capture.drain"]
     assert reg.modules == CAPABILITIES
 
 
@@ -43,6 +58,18 @@ def test_the_worker_contract_imports_no_capability() -> None:
     code = (
         "import sys, memoryd.workers.contract; "
         f"print(sorted(m for m in {list(CAPABILITIES)!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_supervisor_imports_no_capability_and_no_face() -> None:
+    """The supervisor knows no job kind, face or extension by name: importing it (and
+    the pools, the worker, the Ray executor) loads nothing above the runtime."""
+    code = (
+        "import sys, memoryd.workers.supervisor, memoryd.workers.raypool; "
+        f"above = {ABOVE_THE_RUNTIME!r}; names = {list(CAPABILITIES)!r}; "
+        "print(sorted(m for m in sys.modules if m in names or m.startswith(above)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import UNIT_NAMES
+from memoryd.base.config import UNIT_NAMES
 
 ANALYZE = shutil.which("systemd-analyze")
 needs_systemd = pytest.mark.skipif(
@@ -23,6 +23,9 @@ def verify(*paths: Path) -> subprocess.CompletedProcess:
 
 
 def test_print_shows_the_three_units_for_this_home(cli, home: Path) -> None:
+    refused = cli("service", "install", "--user", "--print", "--json")
+    assert refused.code == 1 and refused.json()["error"] == "HOME_MISSING", refused
+    assert cli("init").code == 0
     res = cli("service", "install", "--user", "--print")
     assert res.code == 0, res.stderr
     for name in UNIT_NAMES:
@@ -37,6 +40,7 @@ def test_print_shows_the_three_units_for_this_home(cli, home: Path) -> None:
 
 @needs_systemd
 def test_installed_units_pass_systemd_analyze_verify(cli, tmp_path: Path) -> None:
+    assert cli("init").code == 0
     units = tmp_path / "units"
     res = cli("service", "install", "--dir", str(units), "--json")
     assert res.code == 0, res.stderr
@@ -48,6 +52,7 @@ def test_installed_units_pass_systemd_analyze_verify(cli, tmp_path: Path) -> Non
 @needs_systemd
 def test_the_verifier_catches_a_broken_unit(cli, tmp_path: Path) -> None:
     """The check above is only worth something if verify fails on a bad unit."""
+    assert cli("init").code == 0
     units = tmp_path / "units"
     assert cli("service", "install", "--dir", str(units)).code == 0
     unit = units / "memoryd.service"
@@ -56,8 +61,10 @@ def test_the_verifier_catches_a_broken_unit(cli, tmp_path: Path) -> None:
 
 
 def test_uninstall_removes_only_memoryds_units(cli, tmp_path: Path) -> None:
+    assert cli("init").code == 0
     units = tmp_path / "units"
-    assert cli("service", "install", "--dir", str(units)).code == 0
+    installed = cli("service", "install", "--dir", str(units))
+    assert installed.code == 0 and "daemon-reload && systemctl enable --now" in installed.stdout
     (units / "other.service").write_text("[Service]\nExecStart=/bin/true\n")
     res = cli("service", "uninstall", "--dir", str(units))
     assert res.code == 0 and res.stdout.count("removed ") == len(UNIT_NAMES)

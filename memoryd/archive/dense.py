@@ -1,4 +1,4 @@
-"""Dense candidates of archive search: the exchanges nearest to a short query (issue 15).
+"""Dense candidates of archive search: the exchanges nearest to a short query.
 
 With an encoder that stores codes, every live archive version has a sign code
 per exchange (:mod:`memoryd.storage.archive.vectors`). :class:`ArchiveDenseSource`
@@ -24,13 +24,14 @@ from dataclasses import replace
 import numpy as np
 
 from memoryd.archive.search import EXCERPT_CHARS, ArchiveSource, ArchiveStats, load_doc
-from memoryd.search import gate, terms
-from memoryd.search.dense import code_similarity, encoder_name, unpack
-from memoryd.search.evidence import held
-from memoryd.search.pipeline import Found
+from memoryd.base.times import utc_iso
+from memoryd.search import gate
+from memoryd.search.pipeline import Found, Fusion, scored
 from memoryd.search.semantic import query_code
 from memoryd.storage import vectors
-from memoryd.times import utc_iso
+from memoryd.text import terms
+from memoryd.text.dense import code_similarity, encoder_name, unpack
+from memoryd.text.evidence import held
 
 NEIGHBOURS = 20  # nearest exchanges a short query may be answered by
 CODES_CACHED = 4  # projects whose codes a process keeps between queries
@@ -47,7 +48,7 @@ def project_codes(owner, project: str, dim: int) -> tuple[Spots, np.ndarray]:
     the read, moves with every write (a secondary's with its catch-up); the directory's
     inode tells a migrated archive from the one read."""
     key = (str(owner.path), project)
-    mark = (os.stat(owner.path).st_ino, owner.store.sequence(), dim)
+    mark = (os.stat(owner.path).st_ino, owner.store.vectors.sequence(), dim)
     with _codes_lock:
         got = _codes.get(key)
         if got is not None and got[0] == mark:
@@ -55,7 +56,7 @@ def project_codes(owner, project: str, dim: int) -> tuple[Spots, np.ndarray]:
             return got[1], got[2]
     spots: Spots = []
     blobs = []
-    for locator, codes in owner.store.version_codes(project):
+    for locator, codes in owner.store.vectors.version_codes(project):
         spots += [(locator, g) for g in range(len(codes) // (dim // 8))]
         blobs.append(codes)
     matrix = unpack(b"".join(blobs), dim)
@@ -83,8 +84,8 @@ class ArchiveDenseSource:
         config = owner.config
         if not p.short or not vectors.stores(config):
             return Found()
-        owner.store.check_vectors(encoder_name(str(config.encoder)))
-        meta = owner.store.vectors_meta()
+        owner.store.vectors.check_vectors(encoder_name(config.encoder))
+        meta = owner.store.vectors.vectors_meta()
         if meta is None:
             return Found()
         dim, group = int(meta["dim"]), int(meta["group_lines"])
@@ -92,16 +93,16 @@ class ArchiveDenseSource:
         if not spots:
             return Found()
         sims = code_similarity(query_code(config, q, dim), codes, dim)
-        p.tuning = replace(p.tuning, dense_floor=float(config.dense_rescue_similarity))
+        p.tuning = replace(p.tuning, dense_floor=config.dense_rescue_similarity)
         items: list[dict] = []
         for i in np.argsort(-sims, kind="stable")[:NEIGHBOURS]:
             item = self._admitted(p, spots[i], group, float(sims[i]))
             if item is not None and all(item["locator"] != x["locator"] for x in items):
                 items.append(item)
-        items = items[:limit]
-        owner.store.take_retrieval_leases(
+        items = _scored(items[:limit])
+        owner.store.protections.take_retrieval_leases(
             [i["locator"] for i in items],
-            seconds=float(config.retention_retrieval_lease_seconds),
+            seconds=config.retention_retrieval_lease_seconds,
             now=self.lexical.now,
         )
         return Found(items)
@@ -115,16 +116,30 @@ class ArchiveDenseSource:
             return None
         start, end = g * group, min(len(doc.lines), (g + 1) * group)
         matched = set().union(*(held(p, doc.stems(j)) for j in range(start, end)))
-        if not gate.admit(p, matched, cosine=sim).admitted or gate.missing_entities(p, [matched]):
+        verdict = gate.admit(p, matched, cosine=sim)
+        if not verdict.admitted or gate.missing_entities(p, [matched]):
             return None
-        info = self.lexical.owner.store.version_info(locator)
+        info = self.lexical.owner.store.ledgers.version_info(locator)
+        if not self.lexical.within(info.cls, info.created_at):
+            return None
         return {
             "path": info.session or info.doc_id,
             "start_line": start + 1,
             "end_line": end,
-            "score": round(sim, 4),
+            "score": gate.evidence(verdict, sim),  # see _scored
             "excerpt": "\n".join(doc.lines[start:end])[:EXCERPT_CHARS],
             "locator": locator,
             "class": info.cls,
             "created_at": utc_iso(info.created_at),
         }
+
+
+def _scored(items: list[dict]) -> list[dict]:
+    """``items`` (nearest first, each scored by its evidence) scored as the lexical
+    source's are (:func:`memoryd.search.pipeline.scored`): evidence times the rank
+    score of their one ranking, by similarity."""
+    fusion = Fusion()
+    fusion.add(items)
+    for item in items:
+        item["score"] = scored(item["score"], fusion.score(id(item)))
+    return items

@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memoryd.config import ARCHIVE_DIR, Config
-from memoryd.errors import BadPayload
+from memoryd.base.config import ARCHIVE_DIR, Config
+from memoryd.base.errors import BadPayload
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.workers.contract import (
     ApplyContext,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import psutil
 
-from memoryd.config import ARCHIVE_DIR, Config
-from memoryd.locks import lock_holder, running_supervisor
+from memoryd.base.config import ARCHIVE_DIR, Config
+from memoryd.base.locks import lock_holder, running_supervisor
 from memoryd.retention.boundary import Boundary, Migration
 from memoryd.retention.maintenance import Maintenance
 from memoryd.storage.archive import ArchiveBusy, ArchiveStore
@@ -61,19 +61,21 @@ class ArchiveOwner:
         Migration(self.path).recover()
         try:
             self.store = ArchiveStore.open_primary(
-                self.path, segment_seconds=int(config.archive_segment_seconds)
+                self.path, segment_seconds=config.archive_segment_seconds
             )
         except ArchiveBusy as exc:
             # never query the LOCK from a process that holds it: closing any descriptor
             # of the file would drop RocksDB's POSIX lock
             holder = f"this process ({os.getpid()})" if exc.in_this_process else None
-            raise ArchiveBusy(
+            busy = ArchiveBusy(
                 f"the archive {self.path} is open read-write in "
                 f"{holder or archive_holder(self.home)}; "
                 "an archive job waits for it and is retried (no attempt charged); a command "
                 "run without a supervisor: retry once that one has finished"
-            ) from None
-        self.store.coder = coder_for(config)  # version codes are written with the version
+            )
+            busy.in_this_process = exc.in_this_process
+            raise busy from None
+        self.store.vectors.coder = coder_for(config)  # version codes are written with the version
         self.boundary = Boundary(self.path)
         self.maintenance = Maintenance.from_config(self.store, config, boundary=self.boundary)
         self.policy = self.maintenance.policy

@@ -17,7 +17,7 @@ somewhere does not pass on that alone. Then, as project search does:
 * **named speakers**: when the question names a person who speaks in the
   transcripts (turns ``Name: text``, also after a role), windows are judged on
   that person's statements and on other turns naming them, without the name
-  as a term (:mod:`memoryd.search.evidence`); what only the other speaker
+  as a term (:mod:`memoryd.text.evidence`); what only the other speaker
   said or did does not answer it;
 * **named entities** of the question must be held by some admitted window
   (on the asked speaker's lines), else the search abstains naming them;
@@ -36,9 +36,15 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.search import archive_bm25, gate, terms
-from memoryd.search.evidence import (
+from memoryd.base.times import utc_iso
+from memoryd.search import archive_bm25, gate
+from memoryd.search.pipeline import NOT_ABSENCE, Found, Fusion, scored, terms_list
+from memoryd.storage.archive import Hit
+from memoryd.storage.corpus import UnknownProject, unknown_project_message
+from memoryd.text import terms
+from memoryd.text.evidence import (
     asked_persons,
+    asks,
     focus_hint,
     held,
     is_dialogue,
@@ -51,14 +57,12 @@ from memoryd.search.evidence import (
     unsaid_names,
     without_persons,
 )
-from memoryd.search.pipeline import NOT_ABSENCE, Found, Fusion, check, run, terms_list
-from memoryd.storage.archive import Hit
-from memoryd.storage.corpus import UnknownProject
-from memoryd.times import utc_iso
 
 WINDOW_LINES = 3  # a question's evidence is usually one exchange: a turn and its answer
 CANDIDATE_POOL = 50
 EXCERPT_CHARS = 600
+REPLY_LINES = 3  # lines of a reply an excerpt adds after a matched question (its bound)
+REPLY_CHARS = 400  # and characters
 _DOC_CACHE = 128  # decoded versions (text and line stems) kept between queries
 
 
@@ -72,9 +76,9 @@ class ArchiveStats:
     def __init__(self, owner: ArchiveOwner, project: str, query: terms.Query):
         store = owner.store
         self.query = query
-        self.chunks = store.corpus_stats(project).versions
+        self.chunks = store.postings.corpus_stats(project).versions
         tried = {t.stem: {t.word, *t.forms} for t in query.terms}
-        raw = store.term_stats(project, {w for ws in tried.values() for w in ws})
+        raw = store.postings.term_stats(project, {w for ws in tried.values() for w in ws})
         # a word held in none of its asked forms: its other regular forms ("teach" for
         # "teaching"), which a stemmed index would have matched
         unheld = {
@@ -83,7 +87,7 @@ class ArchiveStats:
             if not any(raw.get(w) for w in tried[t.stem])
         }
         if any(unheld.values()):
-            raw.update(store.term_stats(project, set().union(*unheld.values())))
+            raw.update(store.postings.term_stats(project, set().union(*unheld.values())))
             for s, ws in unheld.items():
                 tried[s] |= ws
         # the exact words of each term that the archive holds (at least the asked ones)
@@ -141,7 +145,7 @@ def load_doc(owner: ArchiveOwner, locator: str) -> Doc | None:
     if doc is not None:
         _docs.move_to_end(key)
         return doc
-    got = owner.store.get(locator)
+    got = owner.store.ledgers.get(locator)
     if got.get("status") != "live":
         return None
     doc = _docs[key] = Doc(got["content"])
@@ -215,6 +219,39 @@ def _best_window(p: gate.Plan, c: _Cand, q: terms.Query) -> None:
         c.verdict, c.start, c.end, c.matched, c.spoken = best
 
 
+def reply_end(doc: Doc, start: int, end: int, line_held: list[set[str]]) -> int:
+    """The end of the window ``start:end`` extended over the reply to the turn of its
+    last matching line when that turn asks a question and the reply, the next turn by
+    another speaker, begins after the window: a question's words match, its answer
+    (which need not repeat them) follows. At most :data:`REPLY_LINES` lines of the
+    reply; ``end`` when there is none (not a dialogue, not a question, answered
+    inside the window)."""
+    matching = [i for i in range(start, end) if line_held[i]]
+    if not matching:
+        return end
+    who = _turn_of(doc, matching[-1])
+    if who == (None, None):
+        return end
+    reply = next(
+        (i for i in range(matching[-1] + 1, len(doc.lines)) if _turn_of(doc, i) != who), None
+    )
+    if reply is None or reply < end or reply - matching[-1] > REPLY_LINES:
+        return end
+    if not asks("\n".join(doc.lines[matching[-1] : reply])):
+        return end
+    answer = _turn_of(doc, reply)
+    stop = reply + 1
+    while stop < min(len(doc.lines), reply + REPLY_LINES) and _turn_of(doc, stop) == answer:
+        stop += 1
+    return stop
+
+
+def _turn_of(doc: Doc, i: int) -> tuple[str | None, str | None]:
+    """Who speaks on line ``i``: its role and named speaker (continuation lines keep
+    the turn's)."""
+    return doc.speakers[i], doc.names[i]
+
+
 def _candidates(
     owner: ArchiveOwner,
     project: str,
@@ -223,16 +260,20 @@ def _candidates(
     stats: ArchiveStats,
     limit: int,
     persons: set[str],
+    created_after: dict[str, float] | None = None,
 ) -> tuple[list[_Cand], list[Doc]]:
     """BM25 candidates of the focus terms, each judged by its best window (on what the
     asked persons said or what was said about them, when the question names one);
-    returns the admitted ones and every candidate's text."""
+    returns the admitted ones and every candidate's text. ``created_after``: only
+    those classes, created no earlier than their time (recall's horizons)."""
     concepts = {w: term.stem for term in p.focus for w in stats.forms[term.stem]}
     hits = archive_bm25.search(
-        owner.store,
+        owner.store.postings,
         project,
         sorted(concepts),
         limit=max(CANDIDATE_POOL, limit),
+        classes=None if created_after is None else list(created_after),
+        created_after=created_after,
         concepts=concepts,
         persons=persons,
     )
@@ -260,15 +301,26 @@ class ArchiveSource:
 
     exact = False
 
-    def __init__(self, owner: ArchiveOwner, project: str, now: float) -> None:
-        known = owner.store.projects()
+    def __init__(
+        self,
+        owner: ArchiveOwner,
+        project: str,
+        now: float,
+        created_after: dict[str, float] | None = None,
+    ) -> None:
+        known = owner.store.postings.projects()
         if project not in known:
-            raise UnknownProject(
-                f"no project named {project!r}; known projects: {', '.join(known) or 'none'}"
-            )
+            raise UnknownProject(unknown_project_message(project, known))
         self.owner, self.project, self.now = owner, project, now
+        self.created_after = created_after
         self.where = f"archive project {project!r}"
         self._stats: ArchiveStats | None = None
+
+    def within(self, cls: str, created_at: float) -> bool:
+        """Whether a version of ``cls`` created at ``created_at`` is in the search's window."""
+        if self.created_after is None:
+            return True
+        return cls in self.created_after and created_at >= self.created_after[cls]
 
     def stats(self, q: terms.Query) -> ArchiveStats:
         if self._stats is None or self._stats.query is not q:
@@ -277,7 +329,8 @@ class ArchiveSource:
 
     def find(self, q: terms.Query, p: gate.Plan, limit: int) -> Found:
         stats = self.stats(q)
-        cands, docs = _candidates(self.owner, self.project, p, q, stats, limit, set())
+        window = self.created_after
+        cands, docs = _candidates(self.owner, self.project, p, q, stats, limit, set(), window)
         persons = asked_persons(q, {n for d in docs for n in d.names if n})
         if persons:
             q = without_persons(q, persons, stats.df)
@@ -287,7 +340,7 @@ class ArchiveSource:
                     gap=f"the question names {terms_list(sorted(persons))} but asks nothing"
                     " more specific about them; say what the evidence should contain"
                 )
-            cands, _ = _candidates(self.owner, self.project, p, q, stats, limit, persons)
+            cands, _ = _candidates(self.owner, self.project, p, q, stats, limit, persons, window)
         if not cands:
             return Found(
                 gap=f"insufficient evidence in {self.where}: no turn holds enough of the"
@@ -309,41 +362,34 @@ class ArchiveSource:
 
     def _items(self, cands: list[_Cand], limit: int) -> list[dict]:
         """Reciprocal-rank fusion of the BM25 order and the specificity-weighted coverage
-        of the best window and of the whole session."""
+        of the best window and of the whole session; each scored by its best window's
+        evidence times its fused rank score (:func:`memoryd.search.pipeline.scored`)."""
         fusion = Fusion()
         fusion.add(sorted(cands, key=lambda c: c.rank))
         fusion.add(sorted(cands, key=lambda c: (-c.verdict.weighted, c.rank)))
         fusion.add(sorted(cands, key=lambda c: (-c.session, c.rank)))
         ranked = sorted(cands, key=lambda c: (-fusion[id(c)], c.rank))[:limit]
-        self.owner.store.take_retrieval_leases(
+        self.owner.store.protections.take_retrieval_leases(
             [c.hit.locator for c in ranked],
-            seconds=float(self.owner.config.retention_retrieval_lease_seconds),
+            seconds=self.owner.config.retention_retrieval_lease_seconds,
             now=self.now,
         )
-        return [
-            {
-                "path": c.hit.session or c.hit.doc_id,
-                "start_line": c.start + 1,
-                "end_line": c.end,
-                "score": fusion.score(id(c)),
-                "excerpt": "\n".join(c.doc.lines[c.start : c.end])[:EXCERPT_CHARS],
-                "locator": c.hit.locator,
-                "class": c.hit.cls,
-                "created_at": utc_iso(c.hit.created_at),
-            }
-            for c in ranked
-        ]
+        return [self._item(c, fusion) for c in ranked]
 
-
-def search_archive(owner: ArchiveOwner, project: str, query: str, limit: int, now: float) -> dict:
-    """Gated search of ``project``'s live archive versions: BM25, and stored codes for
-    short queries (:mod:`memoryd.archive.dense`); a version both find is listed once."""
-    from memoryd.archive.dense import ArchiveDenseSource  # it builds on this module
-
-    check(query, limit)
-    src = ArchiveSource(owner, project, now)
-    found = run(query, limit, [src, ArchiveDenseSource(src)])
-    firsts = {}
-    for item in found["items"]:
-        firsts.setdefault(item["locator"], item)
-    return {**found, "items": list(firsts.values())}
+    def _item(self, c: _Cand, fusion: Fusion) -> dict:
+        """The search item of an admitted candidate: its best window, and the reply
+        to a question the window ends on (:func:`reply_end`)."""
+        end = reply_end(c.doc, c.start, c.end, c.line_held)
+        excerpt = "\n".join(c.doc.lines[c.start : c.end])[:EXCERPT_CHARS]
+        if end > c.end:
+            excerpt += "\n" + "\n".join(c.doc.lines[c.end : end])[:REPLY_CHARS]
+        return {
+            "path": c.hit.session or c.hit.doc_id,
+            "start_line": c.start + 1,
+            "end_line": end,
+            "score": scored(gate.evidence(c.verdict), fusion.score(id(c))),
+            "excerpt": excerpt,
+            "locator": c.hit.locator,
+            "class": c.hit.cls,
+            "created_at": utc_iso(c.hit.created_at),
+        }

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import orjson
 
-from memoryd.config import SPOOL_DIR
-from memoryd.errors import SpoolCorrupt
+from memoryd.base.config import SPOOL_DIR
+from memoryd.base.durable import write_atomic
+from memoryd.base.errors import SpoolCorrupt
 
 #: Most orphaned spool files one tick deletes.
 MAX_ORPHANS_PER_TICK = 1000
@@ -36,22 +37,8 @@ def put(home: Path, args: dict) -> dict:
     """Write ``args`` durably to the spool; returns the reference a job carries."""
     data = orjson.dumps(args)
     digest = hashlib.sha256(data).hexdigest()
-    folder = spool_dir(home)
-    folder.mkdir(mode=0o700, exist_ok=True)
     name = f"{digest}.json"
-    tmp = folder / f".{name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, folder / name)
-    dfd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    write_atomic(spool_dir(home) / name, data)
     return {"spool": name, "sha256": digest}
 
 

@@ -145,7 +145,10 @@ def parse_jsonl(
         elif role in TOOL_ROLES:
             tools.append(msg)
         else:
-            raise BadArchiveInput(f"{where}: unknown role {obj['role']!r}")
+            known = ", ".join(sorted({*TURN_ROLES, *TOOL_ROLES}))
+            raise BadArchiveInput(
+                f"{where}: unknown role {obj['role']!r}; one of {known}; nothing was stored"
+            )
     if not turns and not tools:
         raise BadArchiveInput(f"{source}: no messages")
     stamps = [m.timestamp for m in turns + tools if m.timestamp is not None]

@@ -2,22 +2,29 @@
 
 A chunk is a line range of its file. Its text for the index is always
 ``"\\n".join(lines[start - 1:end])`` of the decoded text split on ``"\\n"``,
-so the index can be rebuilt from the stored file body alone.
+with, for a configuration or markdown file, the words of its key paths or headings
+its lines lack (:mod:`memoryd.text.structure`), so the index can be rebuilt from the
+stored file body and path alone. Such a file is cut at its structure (sections,
+top-level keys, steps, rules, instructions, headings: :func:`structured_ranges`),
+any other by lines (:func:`line_ranges`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import accumulate
 
-from memoryd.config import (
+from memoryd.base.config import (
     BODY_BLOCK_BYTES,
     CHUNK_MAX_CHARS,
     CHUNK_MAX_LINES,
     CHUNK_TARGET_LINES,
+    STRUCTURE_MERGE_LINES,
 )
 from memoryd.storage.corpus import ChunkRow, FileRows, compressor
+from memoryd.storage.unsearched import index_text, with_context
+from memoryd.text.structure import context_words, parse
 
 
 def digest(data: bytes) -> bytes:
@@ -72,6 +79,36 @@ def line_ranges(lines: list[str]) -> list[tuple[int, int]]:
     return ranges
 
 
+def structured_ranges(lines: list[str], starts: Sequence[bool]) -> list[tuple[int, int]]:
+    """1-based inclusive line ranges that begin where a unit of the file begins
+    (``starts``): consecutive units are joined while the chunk stays within
+    ``STRUCTURE_MERGE_LINES`` lines and ``CHUNK_MAX_CHARS``; a unit larger than a chunk
+    is cut by :func:`line_ranges`."""
+    bounds = [i for i, s in enumerate(starts) if s and i] + [len(lines)]
+    sizes = [len(x) + 1 for x in lines]
+    ranges: list[tuple[int, int]] = []
+    begin, end = 0, 0  # the chunk being built, 0-based half-open
+    for stop in bounds:  # the next unit: lines[end:stop]
+        if end > begin and (
+            stop - begin > STRUCTURE_MERGE_LINES or sum(sizes[begin:stop]) > CHUNK_MAX_CHARS
+        ):
+            ranges.extend(_cut(lines, begin, end))
+            begin = end
+        end = stop
+    if end > begin:
+        ranges.extend(_cut(lines, begin, end))
+    return ranges
+
+
+def _cut(lines: list[str], begin: int, end: int) -> list[tuple[int, int]]:
+    """The 1-based ranges of lines[begin:end]: itself, or cut by lines when too large."""
+    if end - begin <= CHUNK_MAX_LINES and sum(map(len, lines[begin:end])) + end - begin - 1 <= (
+        CHUNK_MAX_CHARS
+    ):
+        return [(begin + 1, end)]
+    return [(begin + s, begin + e) for s, e in line_ranges(lines[begin:end])]
+
+
 def prepare_file(path: str, raw: bytes) -> FileRows:
     """Everything the supervisor needs to store and index one file (its body its own
     frame)."""
@@ -83,10 +120,13 @@ def prepare_batch(
     items: Iterable[tuple[str, bytes]],
     *,
     block_bytes: int = BODY_BLOCK_BYTES,
+    level: int | None = None,
 ) -> tuple[list[FileRows], list[bytes]]:
     """The rows of a batch's (path, raw bytes) files and their body blocks: the files'
     texts in order, a block closed once it holds ``block_bytes`` (a file is never
-    split)."""
+    split). ``level``: the blocks are final (``put_files(..., packed=True)``),
+    compressed at that zstd level, their chunks' texts index text
+    (:func:`~memoryd.storage.unsearched.index_text`); None: at the ingest level, whole."""
     rows: list[FileRows] = []
     blocks: list[bytes] = []
     pending: list[bytes] = []
@@ -94,12 +134,13 @@ def prepare_batch(
 
     def close() -> None:
         nonlocal size
-        blocks.append(compressor().compress(b"".join(pending)))
+        cctx = compressor() if level is None else compressor(level)
+        blocks.append(cctx.compress(b"".join(pending)))
         pending.clear()
         size = 0
 
     for path, raw in items:
-        row, text = _prepare(path, raw)
+        row, text = _prepare(path, raw, packed=level is not None)
         rows.append(row._replace(block=len(blocks), block_start=size, block_end=size + len(text)))
         pending.append(text)
         size += len(text)
@@ -110,14 +151,27 @@ def prepare_batch(
     return rows, blocks
 
 
-def _prepare(path: str, raw: bytes) -> tuple[FileRows, bytes]:
-    """The file's rows without a body, and its decoded text's UTF-8 bytes."""
+def _indexed(chunk: ChunkRow, context: str, packed: bool) -> ChunkRow:
+    """The chunk with its index text: its lines (a packed block's without the words
+    never looked up alone) and its context words."""
+    text, left_out = index_text(chunk.text) if packed else (chunk.text, 0)
+    text, left_out = with_context(text, left_out, context)
+    return chunk._replace(text=text, left_out=left_out)
+
+
+def _prepare(path: str, raw: bytes, packed: bool = False) -> tuple[FileRows, bytes]:
+    """The file's rows without a body (each chunk's ``text`` its index text:
+    :func:`_indexed`), and its decoded text's UTF-8 bytes."""
     text = decode(raw)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # a final newline ends the last line, it is not a line
+    parsed = parse(path, lines)
+    ranges = structured_ranges(lines, [x.start for x in parsed]) if parsed else line_ranges(lines)
     chunks = []
-    for start, end in line_ranges(lines):
+    for start, end in ranges:
         chunk_text = "\n".join(lines[start - 1 : end])
-        chunks.append(ChunkRow(start, end, chunk_hash(chunk_text), chunk_text))
+        context = context_words(chunk_text, parsed[start - 1 : end]) if parsed else ""
+        row = ChunkRow(start, end, chunk_hash(chunk_text), chunk_text)
+        chunks.append(_indexed(row, context, packed) if packed or context else row)
     return FileRows(path, digest(raw), len(raw), len(lines), b"", chunks), text.encode("utf-8")

@@ -6,45 +6,49 @@ and changed files and one ``ingest.finalize`` that retires vanished files, in
 the same commit. ``ingest.batch`` reads, decodes, chunks, hashes and
 compresses in a worker; its apply stores the prepared rows. The commit that
 finishes a run enqueues, when an encoder stores codes, the low-priority
-``vectors.encode`` jobs of its chunks (:mod:`memoryd.workers.vectors`), and an
+``vectors.encode`` jobs of its chunks (:mod:`memoryd.ingest.vectors`), and an
 ``ingest.pack`` job: its worker compresses the project's new body blocks again at
 ``body_pack_level`` and makes their chunks' index text (:mod:`memoryd.storage.
 unsearched`), its apply stores both, and the last one merges the project's index.
+A supervisor starting enqueues the pack job of a project whose blocks wait unpacked
+with no job to pack them (an older home after migration 13).
 """
 
 from __future__ import annotations
 
-import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import apsw
-import orjson
 
-from memoryd import killpoints
-from memoryd.config import PACK_TEXT_BYTES, SETTINGS
+from memoryd.base import killpoints
+from memoryd.base.config import PACK_TEXT_BYTES, Config
+from memoryd.consolidation import anchors
 from memoryd.ingest import progress
+from memoryd.ingest import vectors as vectors_job
 from memoryd.ingest.chunking import prepare_batch
 from memoryd.ingest.progress import ScanProgress
-from memoryd.ingest.scan import Eligible, read_file, scan
+from memoryd.ingest.scan import Eligible, Skipped, read_file, scan
+from memoryd.ingest.sensitive import SECRET_CONTENT, content_reason
 from memoryd.queue import ClaimedJob, JobSpec
-from memoryd.queue.jobs import ENQUEUE_SQL
 from memoryd.storage import runs, vectors
 from memoryd.storage.corpus import (
+    MergeState,
     Packed,
     UnknownProject,
     drop_unnamed_dictionaries,
     live_hashes,
     merge_index,
+    next_chunk_id,
     pack_blocks,
     put_files,
     reclaim_free_pages,
     retire_files,
+    root_of,
     store_packed,
+    stranded_unpacked,
 )
-from memoryd.workers import vectors as vectors_job
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 SCAN, BATCH, FINALIZE = "ingest.scan", "ingest.batch", "ingest.finalize"
@@ -73,10 +77,10 @@ def bounded_batches(files: list[Eligible], max_files: int, max_bytes: int) -> li
 def project_root(ctx: WorkContext, p: dict) -> Path:
     """The repository a job may read: its project's root as the authority records it,
     never a root a (crafted) payload names."""
-    root = ctx.authority().query("SELECT root FROM projects WHERE id = ?", (p["project_id"],))
-    if not root or not root[0][0]:
+    root = root_of(ctx.authority(), p["project_id"])
+    if not root:
         raise UnknownProject(f"no project with id {p['project_id']} and a repository root")
-    return Path(root[0][0])
+    return Path(root)
 
 
 # -- scan -----------------------------------------------------------------------
@@ -87,18 +91,18 @@ def _run_scan(ctx: WorkContext, p: dict) -> dict:
     root = project_root(ctx, p)
     result = scan(
         root,
-        max_bytes=int(ctx.config.max_file_bytes),
+        max_bytes=ctx.config.max_file_bytes,
         excludes=p["excludes"],
         hashes=bool(stored),  # nothing to compare with: batches hash what they read
         include_hidden=bool(p.get("include_hidden")),
         include_secrets=bool(p.get("include_secrets")),
-        on_eligible=ScanProgress(ctx.home, p["run"], float(ctx.config.scan_progress_seconds)),
+        on_eligible=ScanProgress(ctx.home, p["run"], ctx.config.scan_progress_seconds),
     )
     todo = [e for e in result.eligible if stored.get(e.path) != e.content_hash]
     present = {e.path for e in result.eligible}
     cfg = ctx.config
-    target = min(int(cfg.ingest_batch_target_bytes), int(cfg.ingest_batch_bytes))
-    batches = bounded_batches(todo, int(cfg.ingest_batch_files), target)
+    target = min(cfg.ingest_batch_target_bytes, cfg.ingest_batch_bytes)
+    batches = bounded_batches(todo, cfg.ingest_batch_files, target)
     return {
         "batches": [[[e.path, e.size] for e in b] for b in batches],
         "retire": sorted(set(stored) - present),
@@ -106,17 +110,20 @@ def _run_scan(ctx: WorkContext, p: dict) -> dict:
         "files": len(todo),
         "bytes": sum(e.size for e in todo),
         "skipped": dict(result.skipped),
+        "listed": result.skipped.listed,
     }
 
 
 def _apply_scan(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     for job, out in done:
         p = job.data
-        common = {"run": p["run"], "project_id": p["project_id"], "project": p["project"]}
+        common = {"run": p["run"], "project_id": p["project_id"], "project": p["project"],
+                  "first_chunk": next_chunk_id(actx.tx)}  # fmt: skip
+        content = {"include_secrets": True} if p.get("include_secrets") else {}
         specs = [
             JobSpec(
                 BATCH,
-                {**common, "files": files},
+                {**common, **content, "files": files},
                 project=p["project"],
             )
             for files in out["batches"]
@@ -138,6 +145,7 @@ def _apply_scan(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
             batches=len(out["batches"]),
             unchanged=out["unchanged"],
             skipped=out["skipped"],
+            listed=out.get("listed", ()),
         )
         # the home is the authority's directory (an apply gets no home of its own)
         progress.clear(Path(actx.tx.db_filename("main")).parent, p["run"])
@@ -147,25 +155,37 @@ def _apply_scan(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
 
 
 def _run_batch(ctx: WorkContext, p: dict) -> dict:
-    skipped: Counter = Counter()
+    """Read, judge and prepare the batch's files. A file whose content holds a
+    credential (:func:`~memoryd.ingest.sensitive.content_reason`) is skipped unless the
+    run includes secrets; its stored version, if any, is retired with the batch."""
+    skipped = Skipped()
     read = []
     nbytes = 0
     root = project_root(ctx, p)
+    judge = not p.get("include_secrets")
     for rel, size, *_ in p["files"]:
-        raw = read_file(root, rel, int(ctx.config.max_file_bytes), skipped)
+        raw = read_file(root, rel, ctx.config.max_file_bytes, skipped)
         nbytes += size
+        if raw is not None and judge and (why := content_reason(raw)):
+            skipped.note(SECRET_CONTENT, rel, why)
+            continue
         if raw is not None:
             read.append((rel, raw))
-    files, blocks = prepare_batch(read)
-    return {"files": files, "blocks": blocks, "count": len(p["files"]), "bytes": nbytes,
-            "skipped": skipped}  # fmt: skip
+    files, blocks = prepare_batch(read, level=ctx.config.body_pack_level)
+    return {"files": files, "blocks": blocks, "packed": True, "count": len(p["files"]),
+            "bytes": nbytes, "skipped": dict(skipped), "listed": skipped.listed}  # fmt: skip
 
 
 def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     for job, out in done:
         p = job.data
         vectors.check(actx.tx, actx.config)  # files of another encoder's store would mix
-        put_files(actx.tx, p["project_id"], out["files"], job.id, out.get("blocks", ()))
+        blocks, packed = out.get("blocks", ()), out.get("packed", False)
+        put_files(actx.tx, p["project_id"], out["files"], job.id, blocks, packed)
+        secret = [path for reason, path, *_ in out.get("listed", ()) if reason == SECRET_CONTENT]
+        retired = retire_files(actx.tx, p["project_id"], secret, job.id)
+        paths = [f.path for f in out["files"]] + secret
+        anchors.reanchor_in(actx.tx, p["project_id"], paths, job.id)  # cited spans it moved
         # the files it wrote are in history (a file.put row each, with its id), the
         # rest counted in its run: the list need not stay in the queue
         actx.queue.settle_payload_in(actx.tx, job, p, ["files"])
@@ -175,6 +195,8 @@ def _apply_batch(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None
             files=out["count"],
             nbytes=out["bytes"],
             skipped=out["skipped"],
+            listed=out.get("listed", ()),
+            retired=retired,
             on_finish=_on_finish(actx, p),
         )
 
@@ -184,9 +206,11 @@ def _on_finish(actx: ApplyContext, p: dict) -> Callable[[apsw.Connection], None]
     enqueue the vectors jobs of the files left without codes (searchable first)."""
 
     def finish(tx: apsw.Connection) -> None:
-        reclaim_free_pages(tx)
+        anchors.reanchor_in(tx, p["project_id"], None, None)  # every cited span, as it ends
+        reclaim_free_pages(tx, actx.config.index_merge_step_pages)  # the pack pass goes on
         follow = vectors_job.follow_up(tx, actx.config, p["project_id"], p["project"])
-        actx.queue.enqueue_in(tx, [*follow, pack_job(p["project_id"], p["project"])])
+        pack = pack_job(p["project_id"], p["project"], p.get("first_chunk"))
+        actx.queue.enqueue_in(tx, [*follow, pack])
 
     return finish
 
@@ -194,35 +218,36 @@ def _on_finish(actx: ApplyContext, p: dict) -> Callable[[apsw.Connection], None]
 # -- pack -----------------------------------------------------------------------
 
 
-def pack_job(pid: int, project: str, since: int | None = None) -> JobSpec:
+def pack_job(
+    pid: int,
+    project: str,
+    since: int | None = None,
+    merge: MergeState | None = None,
+    reclaim: bool = False,
+) -> JobSpec:
     """The next ingest.pack job of the project. One live job per project: a run
-    finishing while one waits adds none. ``since``: the lowest chunk rowid the pass's
-    earlier jobs indexed, whose sizes the last job writes again
-    (:func:`~memoryd.storage.corpus.merge_index`)."""
-    payload = {"project_id": pid, "project": project, "since": since}
+    finishing while one waits adds none. ``since``: the lowest chunk rowid the run and
+    the pass's earlier jobs indexed, whose sizes the last job writes again; ``merge``:
+    how far the pass's merge of the index has gone
+    (:func:`~memoryd.storage.corpus.merge_index`); ``reclaim``: merged, free pages are
+    still given back (a bounded number a step)."""
+    payload = {"project_id": pid, "project": project, "since": since,
+               "merge": list(merge) if merge else None, "reclaim": reclaim}  # fmt: skip
     key = f"{PACK}:{pid}"
     return JobSpec(PACK, payload, project=project, priority=PACK_PRIORITY, dedupe_key=key)
 
 
-def enqueue_pack_jobs(tx: apsw.Connection) -> None:
-    """An ingest.pack job for each project with unpacked blocks (migration 13: an
-    older home's blocks, packed by the next supervisor)."""
-    rows = tx.execute(
-        "SELECT DISTINCT p.id, p.name FROM projects p JOIN body_blocks b ON b.project_id = p.id"
-        " WHERE b.packed = 0 ORDER BY p.id"
-    ).fetchall()
-    now, attempts = time.time(), int(SETTINGS["max_attempts"].default)
-    for pid, name in rows:
-        s = pack_job(pid, name)
-        tx.execute(ENQUEUE_SQL, (s.project, s.kind, orjson.dumps(s.payload), s.priority,
-                                 attempts, 0.0, now, now, s.dedupe_key))  # fmt: skip
+def stranded_packs(home: Path, config: Config, conn: apsw.Connection) -> list[JobSpec]:
+    """The pack jobs a supervisor enqueues as it starts: one per project whose blocks
+    wait unpacked with no job to pack them (an older home after migration 13)."""
+    return [pack_job(pid, name) for pid, name in stranded_unpacked(conn, PACK)]
 
 
 def _run_pack(ctx: WorkContext, p: dict) -> dict:
     """Compress up to PACK_TEXT_BYTES of the project's blocks again at body_pack_level
     and make their chunks' index text (the CPU-heavy part, here in a worker); ``more``
     when others wait."""
-    db, level = ctx.authority(), int(ctx.config.body_pack_level)
+    db, level = ctx.authority(), ctx.config.body_pack_level
     packed, more = pack_blocks(db, p["project_id"], level, PACK_TEXT_BYTES)
     return {"packed": packed, "more": more}
 
@@ -243,9 +268,17 @@ def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
         if out["more"]:
             actx.queue.enqueue_in(actx.tx, [pack_job(p["project_id"], p["project"], since)])
             continue
-        merge_index(actx.tx, p["project_id"], since)
+        step = actx.config.index_merge_step_pages
+        merge = None
+        if not p.get("reclaim"):
+            merge = MergeState(*p["merge"]) if p.get("merge") else None
+            merge = merge_index(actx.tx, p["project_id"], since, merge, step)
+        left = reclaim_free_pages(actx.tx, step)  # a step's: all at once is one big commit
+        if merge or left:
+            follow = pack_job(p["project_id"], p["project"], since, merge, reclaim=not merge)
+            actx.queue.enqueue_in(actx.tx, [follow])
+            continue
         drop_unnamed_dictionaries(actx.tx, p["project_id"])
-        reclaim_free_pages(actx.tx)
 
 
 # -- finalize -------------------------------------------------------------------
@@ -263,5 +296,11 @@ KINDS = [
     JobKind(SCAN, _run_scan, _apply_scan, doc="walk a repository, enqueue batches"),
     JobKind(BATCH, _run_batch, _apply_batch, doc="read, chunk, compress files"),
     JobKind(FINALIZE, lambda ctx, p: None, _apply_finalize, doc="retire vanished files"),
-    JobKind(PACK, _run_pack, _apply_pack, doc="compress a project's body blocks again"),
+    JobKind(
+        PACK,
+        _run_pack,
+        _apply_pack,
+        doc="compress a project's body blocks again",
+        at_start=stranded_packs,
+    ),
 ]

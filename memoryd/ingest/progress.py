@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from memoryd.config import PROGRESS_DIR
+from memoryd.base.config import PROGRESS_DIR
 
 
 def progress_path(home: Path, run: int) -> Path:

@@ -2,14 +2,17 @@
 
 Rules: ``.git/`` and the default ignore set are skipped; ``.gitignore`` files
 apply to their own directory and below (deeper files win, as in git); extra
-``excludes`` use the same syntax; hidden names and common secret files
-(``SECRET_FILES``) are skipped unless included explicitly, and names that are
-not UTF-8 are skipped and counted as ``bad_name``; symlinks are followed only to regular files
-inside the repository, never into directories; binaries (a NUL byte in the
-first 8 KiB, as git decides), files over the size limit, special files and
-unreadable files are skipped. Every read opens its path component by
-component from the root with ``O_NOFOLLOW`` (:func:`open_contained`): nothing
-outside the repository is ever read, whatever changes between scan and batch.
+``excludes`` use the same syntax; hidden names and credential files by name
+(``SECRET_FILES``: dotenv files, keys; :mod:`memoryd.ingest.sensitive`) are skipped
+unless included explicitly (other files are judged by their content as a batch reads
+them), and names that are not UTF-8 are skipped and counted as ``bad_name``;
+symlinks are followed only to regular files inside the repository, never into
+directories; binaries (a NUL byte in the first 8 KiB, as git decides), files over
+the size limit, special files and unreadable files are skipped. Every skip is
+counted by reason and listed with its path (:class:`Skipped`, bounded by
+``SKIPPED_PATHS_LISTED``). Every read opens its path component by component from
+the root with ``O_NOFOLLOW`` (:func:`open_contained`): nothing outside the
+repository is ever read, whatever changes between scan and batch.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
-from memoryd.config import BINARY_SNIFF_BYTES
+from memoryd.base.config import BINARY_SNIFF_BYTES, SKIPPED_PATHS_LISTED
 from memoryd.ingest.chunking import digest
+from memoryd.ingest.sensitive import secret_file_patterns
 
 DEFAULT_IGNORES = (
     ".git/", ".hg/", ".svn/", "node_modules/", ".venv/", "venv/", "virtualenv/",
@@ -35,16 +39,37 @@ DEFAULT_IGNORES = (
     "*.a", "*.dylib", "*.class", "*.jar", "*.whl", "*.zip", "*.tar", "*.gz",
 )  # fmt: skip
 
-# Skipped unless --include-secrets: names that commonly hold credentials (matched
-# against a file's name, gitignore syntax). Hidden names (a leading dot) are
-# skipped too unless --include-hidden, as ripgrep-like tools do.
-SECRET_FILES = (
-    ".env", ".env.*", "*.env", ".envrc", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
-    "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx", "*.gpg",
-    "credentials", "credentials.*", "*credentials*.json", "service-account*.json",
-    ".netrc", ".pgpass", ".npmrc", ".pypirc", ".git-credentials", ".htpasswd",
-    "secrets.*", "*.secret", "*.secrets",
-)  # fmt: skip
+# Skipped unless --include-secrets: names that say a file holds credentials (dotenv
+# files, private keys, keystores; gitignore syntax, matched against a file's name).
+# Hidden names (a leading dot) are skipped too unless --include-hidden, as
+# ripgrep-like tools do.
+SECRET_FILES = tuple(secret_file_patterns())
+
+
+class Skipped(Counter):
+    """Skips counted by reason, and listed: (reason, path, detail) of the first
+    ``SKIPPED_PATHS_LISTED`` (a run's summary names every skipped file; a pruned
+    directory is one entry, its path ending in "/")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listed: list[tuple[str, str, str]] = []
+
+    def note(self, reason: str, path: str, detail: str = "") -> None:
+        self[reason] += 1
+        if len(self.listed) < SKIPPED_PATHS_LISTED:
+            self.listed.append((reason, shown_path(path), detail))
+
+
+def shown_path(path: str) -> str:
+    """``path`` as a listing can carry it: a name that is not UTF-8 (its bytes kept as
+    surrogates by the file system's decoding) shows them as ``\\xNN`` escapes, since no
+    JSON payload or text column can hold it."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return path
 
 
 @dataclass(frozen=True)
@@ -57,7 +82,7 @@ class Eligible:
 @dataclass
 class ScanResult:
     eligible: list[Eligible] = field(default_factory=list)
-    skipped: Counter = field(default_factory=Counter)
+    skipped: Skipped = field(default_factory=Skipped)
 
 
 class _Ignores:
@@ -66,7 +91,8 @@ class _Ignores:
     def __init__(
         self, excludes: list[str], include_hidden: bool = False, include_secrets: bool = False
     ) -> None:
-        self.base = GitIgnoreSpec.from_lines([*DEFAULT_IGNORES, *excludes])
+        self.base = GitIgnoreSpec.from_lines(DEFAULT_IGNORES)
+        self.excludes = GitIgnoreSpec.from_lines(excludes) if excludes else None
         self.secrets = GitIgnoreSpec.from_lines(SECRET_FILES)
         self.include_hidden, self.include_secrets = include_hidden, include_secrets
         self.nested: dict[str, GitIgnoreSpec] = {}  # dir rel path -> its .gitignore
@@ -85,6 +111,8 @@ class _Ignores:
         base = self.base.check_file(probe).include
         if base:
             verdict, reason = True, "default_ignore"
+        elif self.excludes and self.excludes.check_file(probe).include:
+            verdict, reason = True, "exclude"
         for rel_dir, spec in self.nested.items():
             if rel_dir and not rel.startswith(rel_dir + "/"):
                 continue
@@ -153,39 +181,44 @@ def _open_symlink_target(root: Path, rel: str) -> int:
 
 
 def _read_eligible(
-    root: Path, rel: str, max_bytes: int, skipped: Counter, *, sniff_only: bool = False
+    root: Path,
+    rel: str,
+    max_bytes: int,
+    skipped: Skipped,
+    *,
+    sniff_only: bool = False,
 ) -> tuple[bytes, int] | None:
-    """The file's bytes and size, or None (counted in ``skipped``) when it is not
+    """The file's bytes and size, or None (noted in ``skipped``) when it is not
     eligible. ``sniff_only`` reads just the prefix that decides binary files."""
     try:
         fd = open_contained(root, rel)
     except Escape:
-        skipped["outside_root"] += 1
+        skipped.note("outside_root", rel)
         return None
     except FileNotFoundError:
-        skipped["vanished"] += 1
+        skipped.note("vanished", rel)
         return None
     except OSError:
-        skipped["unreadable"] += 1
+        skipped.note("unreadable", rel)
         return None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            skipped["special"] += 1
+            skipped.note("special", rel)
             return None
         if st.st_size > max_bytes:
-            skipped["too_large"] += 1
+            skipped.note("too_large", rel)
             return None
         try:
             raw = fh.read(BINARY_SNIFF_BYTES if sniff_only else max_bytes + 1)
         except OSError:
-            skipped["unreadable"] += 1
+            skipped.note("unreadable", rel)
             return None
     if len(raw) > max_bytes:
-        skipped["too_large"] += 1
+        skipped.note("too_large", rel)
         return None
     if b"\0" in raw[:BINARY_SNIFF_BYTES]:
-        skipped["binary"] += 1
+        skipped.note("binary", rel)
         return None
     return raw, st.st_size
 
@@ -205,9 +238,21 @@ def _name_reason(name: str, ignores: _Ignores) -> str:
     return ""
 
 
+def entry_error(exc: OSError) -> str:
+    """The skip reason of an entry the scan could not look at (every such error skips
+    and counts that entry alone, never the run)."""
+    return "name_too_long" if exc.errno == errno.ENAMETOOLONG else "unreadable"
+
+
 def _walk(root: Path, ignores: _Ignores, result: ScanResult) -> Iterator[tuple[str, Path]]:
-    """Yield (relative path, absolute path) of candidate files, pruning as it goes."""
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    """Yield (relative path, absolute path) of candidate files, pruning as it goes. A
+    directory that cannot be listed (its path past PATH_MAX, say) is counted."""
+
+    def unlisted(exc: OSError) -> None:
+        where = os.path.relpath(exc.filename, root) if exc.filename else ""
+        result.skipped.note(entry_error(exc), where.replace(os.sep, "/") + "/")
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted, followlinks=False):
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         rel_dir = "" if rel_dir == "." else rel_dir
         if ".gitignore" in filenames:
@@ -215,12 +260,17 @@ def _walk(root: Path, ignores: _Ignores, result: ScanResult) -> Iterator[tuple[s
         keep = []
         for name in sorted(dirnames):
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            if Path(dirpath, name).is_symlink():
-                result.skipped["symlink_dir"] += 1
+            try:
+                linked = Path(dirpath, name).is_symlink()
+            except OSError as exc:
+                result.skipped.note(entry_error(exc), rel + "/")
+                continue
+            if linked:
+                result.skipped.note("symlink_dir", rel + "/")
                 continue
             reason = _skip_reason(ignores, rel, name, True)
             if reason:
-                result.skipped[reason] += 1
+                result.skipped.note(reason, rel + "/")
             else:
                 keep.append(name)
         dirnames[:] = keep
@@ -228,7 +278,7 @@ def _walk(root: Path, ignores: _Ignores, result: ScanResult) -> Iterator[tuple[s
             rel = f"{rel_dir}/{name}" if rel_dir else name
             reason = _skip_reason(ignores, rel, name, False)
             if reason:
-                result.skipped[reason] += 1
+                result.skipped.note(reason, rel)
                 continue
             yield rel, Path(dirpath, name)
 
@@ -270,7 +320,7 @@ def scan(
     result = ScanResult()
     ignores = _Ignores(list(excludes or []), include_hidden, include_secrets)
     for rel, path in _walk(root, ignores, result):
-        if _symlink_skip(root, path, result.skipped):
+        if _symlink_skip(root, rel, path, result.skipped):
             continue
         read = _read_eligible(root, rel, max_bytes, result.skipped, sniff_only=not hashes)
         if read is not None:
@@ -281,30 +331,35 @@ def scan(
     return result
 
 
-def read_file(root: Path, rel: str, max_bytes: int, skipped: Counter) -> bytes | None:
+def read_file(root: Path, rel: str, max_bytes: int, skipped: Skipped) -> bytes | None:
     """Read one eligible file again at batch time (it may have changed or vanished, a
     directory on its path may now be a symlink, a crafted payload may name ``..``):
-    only a regular file inside ``root`` is ever read."""
+    only a regular file inside ``root`` is ever read (any other noted in ``skipped``)."""
     root = Path(root).resolve()
     try:
         path = root / "/".join(_components(rel))
     except Escape:
-        skipped["outside_root"] += 1
+        skipped.note("outside_root", rel)
         return None
-    if _symlink_skip(root, path, skipped):
+    if _symlink_skip(root, rel, path, skipped):
         return None
     read = _read_eligible(root, rel, max_bytes, skipped)
     return read[0] if read is not None else None
 
 
-def _symlink_skip(root: Path, path: Path, skipped: Counter) -> bool:
-    """Count and skip a symlink that dangles or leads out of the repository."""
-    if not path.is_symlink():
-        return False
-    if not path.exists():
-        skipped["broken_symlink"] += 1
+def _symlink_skip(root: Path, rel: str, path: Path, skipped: Skipped) -> bool:
+    """Count and skip a symlink that dangles or leads out of the repository (and an
+    entry that cannot even be looked at)."""
+    try:
+        if not path.is_symlink():
+            return False
+        if not path.exists():
+            skipped.note("broken_symlink", rel)
+            return True
+    except OSError as exc:
+        skipped.note(entry_error(exc), rel)
         return True
     if not inside(root, path):
-        skipped["symlink_outside"] += 1
+        skipped.note("symlink_outside", rel)
         return True
     return False

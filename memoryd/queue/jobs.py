@@ -7,6 +7,7 @@ open their own short transaction through :meth:`Authority.write`.
 
 from __future__ import annotations
 
+import math
 import random
 import secrets
 import time
@@ -17,8 +18,9 @@ from typing import Any, NamedTuple
 import apsw
 import orjson
 
-from memoryd import faults
+from memoryd.base import faults
 from memoryd.storage.authority import Authority
+from memoryd.storage.maintenance import hold_wal_bound
 
 STATES = ("queued", "claimed", "done", "failed", "dead")
 #: The error of an attempt whose lease ran out.
@@ -62,6 +64,13 @@ class ClaimedJob(NamedTuple):
         return orjson.loads(self.payload)
 
 
+def _token_fence() -> str:
+    """A completion's lease-token condition (made always true by a test-only fault)."""
+    return (
+        "(lease_token = ? OR 1)" if faults.active("complete_ignores_token") else "lease_token = ?"
+    )
+
+
 class JobQueue:
     """The queue contract. One instance per :class:`Authority` connection."""
 
@@ -69,10 +78,10 @@ class JobQueue:
         self.db = authority
         self.clock = clock  # every timestamp of the queue: tests move it instead of the rows
         cfg = authority.config
-        self.max_attempts = int(cfg.max_attempts)
-        self.backoff_base = float(cfg.retry_backoff_base)
-        self.backoff_max = float(cfg.retry_backoff_max)
-        self.death_cap = int(cfg.supervisor_death_cap)
+        self.max_attempts = cfg.max_attempts
+        self.backoff_base = cfg.retry_backoff_base
+        self.backoff_max = cfg.retry_backoff_max
+        self.death_cap = cfg.supervisor_death_cap
 
     # -- enqueue ---------------------------------------------------------------
 
@@ -84,6 +93,19 @@ class JobQueue:
         """Enqueue several jobs in one transaction."""
         specs = list(specs)
         return self.db.write(lambda tx: self.enqueue_in(tx, specs))
+
+    def enqueue_bulk(self, spec: JobSpec, count: int) -> list[int | None]:
+        """Enqueue ``count`` copies of ``spec`` in transactions of ``enqueue_chunk_rows``
+        (a crash keeps the chunks committed). Between two chunks a writer that waits gets
+        its turn (the supervisor is never starved) and the WAL stays under its bound."""
+        chunk = max(1, self.db.config.enqueue_chunk_rows)
+        ids: list[int | None] = []
+        for start in range(0, count, chunk):
+            if start:
+                self.db.give_turn()
+                hold_wal_bound(self.db)
+            ids += self.enqueue_many([spec] * min(chunk, count - start))
+        return ids
 
     def enqueue_in(self, tx: apsw.Connection, specs: Sequence[JobSpec]) -> list[int | None]:
         """Insert ``specs`` in order; an id per spec, ``None`` where a dedupe key names a
@@ -191,7 +213,7 @@ class JobQueue:
         fence = (
             ""
             if faults.active("unfenced_completion")
-            else "lease_token = ? AND state = 'claimed' AND"
+            else f"{_token_fence()} AND state = 'claimed' AND"
         )
         for token, ids in by_token.items():
             if faults.active("lost_completion"):
@@ -222,14 +244,6 @@ class JobQueue:
     def set_result_in(self, tx: apsw.Connection, job: ClaimedJob, value: object) -> None:
         """Keep a job's answer for a caller that waits on it (see :meth:`outcome`)."""
         tx.execute("UPDATE jobs SET result = ? WHERE id = ?", (orjson.dumps(value), job.id))
-
-    def outcome(self, job_id: int) -> tuple[str, object, str | None]:
-        """(state, decoded result or None, last error) of one job."""
-        rows = self.db.query("SELECT state, result, last_error FROM jobs WHERE id = ?", (job_id,))
-        if not rows:
-            raise KeyError(job_id)
-        state, result, error = rows[0]
-        return state, (orjson.loads(result) if result else None), error
 
     def take_result(self, job_id: int) -> object:
         """A job's decoded result, cleared in the same short write: the caller takes it once,
@@ -314,7 +328,7 @@ class JobQueue:
         rows = tx.execute(
             "SELECT id, kind, payload, lease_token, attempts, project FROM jobs"
             " WHERE state = 'claimed' AND lease_expires < ?",
-            (self.clock(),),
+            (math.inf if faults.active("reclaim_live_leases") else self.clock(),),
         ).fetchall()
         out = []
         for r in rows:
@@ -407,13 +421,7 @@ class JobQueue:
             )
         return len(old), (rows[-1][0] if len(rows) == limit else 0)
 
-    # -- inspection and operator actions --------------------------------------
-
-    def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(STATES, 0)
-        for state, n in self.db.query("SELECT state, count(*) FROM jobs GROUP BY state"):
-            counts[state] = n
-        return counts
+    # -- readiness and operator actions ---------------------------------------
 
     def has_pending(self) -> bool:
         """True while any job may still run: queued, backing off, or claimed."""
@@ -436,42 +444,6 @@ class JobQueue:
                 (self.clock(), *args),
             )[0][0]
         )
-
-    _COLUMNS = (
-        "id", "project", "kind", "payload", "state", "priority", "attempts",
-        "max_attempts", "not_before", "created_at", "updated_at", "finished_at",
-        "last_error", "dedupe_key", "lease_owner", "lease_expires",
-    )  # fmt: skip
-
-    def _rows(self, where: dict[str, Any], limit: int) -> list[dict]:
-        """Jobs matching every ``column = value`` in ``where`` (None: unfiltered), newest first."""
-        conds = {k: v for k, v in where.items() if v is not None}
-        sql = f"SELECT {', '.join(self._COLUMNS)} FROM jobs"
-        if conds:
-            sql += " WHERE " + " AND ".join(f"{k} = ?" for k in conds)
-        rows = self.db.query(sql + " ORDER BY id DESC LIMIT ?", (*conds.values(), limit))
-        out = []
-        for r in rows:
-            job = dict(zip(self._COLUMNS, r, strict=True))
-            job["payload"] = orjson.loads(job["payload"])
-            out.append(job)
-        return out
-
-    def list(
-        self,
-        state: str | None = None,
-        limit: int = 100,
-        *,
-        kind: str | None = None,
-        project: str | None = None,
-    ) -> list[dict]:
-        """Jobs newest first, filtered by state, kind and project when given."""
-        return self._rows({"state": state, "kind": kind, "project": project}, limit)
-
-    def get(self, job_id: int) -> dict | None:
-        """One job's row (decoded payload), or None when there is no such job."""
-        rows = self._rows({"id": job_id}, 1)
-        return rows[0] if rows else None
 
     def retry(self, ids: Sequence[int] = (), *, all_dead: bool = False) -> list[int]:
         """Requeue dead jobs with a fresh set of attempts. Returns the ids requeued.
@@ -502,73 +474,3 @@ class JobQueue:
             return requeued
 
         return self.db.write(op)
-
-    # -- reads for the drill and operators ------------------------------------
-
-    def last_ids(self) -> tuple[int, int]:
-        """The largest job id and job-effect id so far (0 when there is none)."""
-        row = self.db.query(
-            "SELECT (SELECT coalesce(max(id), 0) FROM jobs),"
-            " (SELECT coalesce(max(id), 0) FROM job_effects)"
-        )[0]
-        return int(row[0]), int(row[1])
-
-    def totals(self) -> tuple[int, int]:
-        """How many jobs and job-effect rows the authority holds."""
-        row = self.db.query(
-            "SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM job_effects)"
-        )[0]
-        return int(row[0]), int(row[1])
-
-    def done_since(self, after_id: int) -> dict[int, float]:
-        """``{id: finished_at}`` of the done jobs whose id is above ``after_id``."""
-        return dict(
-            self.db.query(
-                "SELECT id, finished_at FROM jobs WHERE id > ? AND state = 'done'", (after_id,)
-            )
-        )
-
-    def not_done(self) -> list[tuple[int, str, str | None]]:
-        """``(id, state, last error)`` of every job not done, through the state index."""
-        return self.db.query(
-            "SELECT id, state, last_error FROM jobs WHERE state IN ('queued', 'failed')"
-            " UNION ALL SELECT id, state, last_error FROM jobs WHERE state = 'claimed'"
-            " UNION ALL SELECT id, state, last_error FROM jobs WHERE state = 'dead'"
-        )
-
-    def claimed(self, kinds: Sequence[str] = ()) -> list[tuple[ClaimedJob, float]]:
-        """The claimed jobs (of ``kinds``, when given) under their current lease tokens,
-        each with its lease expiry."""
-        rows = self.db.query(
-            "SELECT id, kind, payload, lease_token, attempts, project, lease_expires FROM jobs"
-            " WHERE state = 'claimed' ORDER BY id"
-        )
-        return [
-            (ClaimedJob(r[0], r[1], r[2], r[3], r[4], r[5]), r[6])
-            for r in rows
-            if not kinds or r[1] in kinds
-        ]
-
-    def effects_since(self, after_effect_id: int) -> dict[int, int]:
-        """``{job id: effect rows}`` over the effect rows whose id is above ``after_effect_id``."""
-        return dict(
-            self.db.query(
-                "SELECT job_id, count(*) FROM job_effects WHERE id > ? GROUP BY job_id",
-                (after_effect_id,),
-            )
-        )
-
-    def applied_not_done(self, after_effect_id: int) -> list[int]:
-        """Jobs with an effect row above ``after_effect_id`` that are not done.
-
-        A job's effects and its completion commit in one transaction, so any
-        such job, at any moment, is a completion lost after its effects.
-        """
-        return [
-            r[0]
-            for r in self.db.query(
-                "SELECT DISTINCT e.job_id FROM job_effects AS e JOIN jobs AS j ON j.id = e.job_id"
-                " WHERE e.id > ? AND j.state != 'done'",
-                (after_effect_id,),
-            )
-        ]

@@ -25,10 +25,8 @@ record.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
-import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,10 +34,10 @@ from typing import Any
 
 import orjson
 
-from memoryd import killpoints
-from memoryd.errors import BoundaryBusy, MigrationError, RetentionBlocked
-from memoryd.locks import _FLOCK, FileLock, _held
+from memoryd.base import killpoints
+from memoryd.base.errors import MigrationError, RetentionBlocked
 from memoryd.storage.archive import ArchiveStore, BadArchiveInput, migrate
+from memoryd.storage.archive.boundary import BoundaryLock
 from memoryd.storage.archive.codec import PAYLOAD_FORMATS
 from memoryd.storage.archive.migrate import compare as _compare
 from memoryd.storage.archive.migrate import sync as _sync
@@ -48,27 +46,6 @@ STATES = ("copying", "awaiting_verification", "blocked", "verified", "committed"
 
 #: Crash points of this module (``MEMORYD_KILL_AT``).
 KILL_POINTS = (*migrate.KILL_POINTS, "migration_mid_switch")
-
-
-def _any_holder(path: Path) -> int | None:
-    """A pid holding any lock (shared or exclusive) on ``path``.
-
-    :func:`memoryd.locks.lock_holder` asks about conflicts with a read lock,
-    which misses shared holders. A second descriptor is opened only when this
-    process holds no lock on the file (closing it would drop that lock).
-    """
-    if _held(path) is not None:
-        return os.getpid()
-    try:
-        fd = os.open(path, os.O_RDWR)
-    except OSError:
-        return None
-    try:
-        query = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
-        l_type, _, _, _, pid = struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, query))
-        return None if l_type == fcntl.F_UNLCK else pid
-    finally:
-        os.close(fd)
 
 
 def _write_json_atomic(path: Path, value: Any) -> None:
@@ -85,13 +62,12 @@ def _write_json_atomic(path: Path, value: Any) -> None:
         os.close(dfd)
 
 
-class Boundary:
-    """The boundary and migration state of the archive at ``archive_path``."""
+class Boundary(BoundaryLock):
+    """The boundary lock and migration state of the archive at ``archive_path``."""
 
     def __init__(self, archive_path: Path | str) -> None:
-        self.archive_path = Path(archive_path)
+        super().__init__(archive_path)
         base = self.archive_path.parent / self.archive_path.name
-        self.lock_path = Path(f"{base}.boundary.lock")
         self.state_path = Path(f"{base}.migration.json")
 
     # ---- state
@@ -111,22 +87,6 @@ class Boundary:
         value = {**value, "updated_at": time.time()}
         _write_json_atomic(self.state_path, value)
 
-    # ---- lock sides
-
-    def _acquire(self, shared: bool) -> FileLock:
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(self.lock_path)
-        if not lock.try_acquire(shared=shared):
-            pid = _any_holder(self.lock_path)
-            side = "a migration step (exclusive)" if shared else "a retention wave (shared)"
-            raise BoundaryBusy(
-                f"the archive migration boundary is held by {side}"
-                + (f" in pid {pid}" if pid else " in this process")
-                + "; retry when it is done",
-                pid,
-            )
-        return lock
-
     @contextlib.contextmanager
     def retention_wave(self) -> Iterator[dict[str, Any]]:
         """Hold the shared side for a whole wave; refuse unless the state is committed.
@@ -134,7 +94,7 @@ class Boundary:
         Raises :class:`BoundaryBusy` (a migration step holds the exclusive
         side) or :class:`RetentionBlocked` (a migration is in progress).
         """
-        lock = self._acquire(shared=True)
+        lock = self.acquire(shared=True)
         try:
             state = self.state()
             if state["state"] != "committed":
@@ -144,15 +104,6 @@ class Boundary:
                     state["state"],
                 )
             yield state
-        finally:
-            lock.release()
-
-    @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
-        """Hold the exclusive side (raises :class:`BoundaryBusy` while a wave runs)."""
-        lock = self._acquire(shared=False)
-        try:
-            yield
         finally:
             lock.release()
 
@@ -233,7 +184,7 @@ class Migration:
             ):
                 carried = _sync(src, dst, fmt, full=False)
                 problems = _compare(src, dst, fmt)
-                postings = dst.verify_postings()
+                postings = dst.postings.verify_postings()
             if problems or not postings["ok"]:
                 reason = problems[:5] or [f"postings differ: {postings}"]
                 blocked = {**state, "state": "blocked", "reason": reason}

@@ -30,12 +30,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from memoryd.config import SETTINGS, MiB
+from memoryd.base.config import SETTINGS, MiB
+from memoryd.base.times import utc_iso
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.policy import RetentionPolicy
 from memoryd.retention.waves import WAVE_CURSOR, run_wave
 from memoryd.storage.archive import ArchiveStore, DiskLow
-from memoryd.times import utc_iso
 
 DEFAULT_THRESHOLD = SETTINGS["retention_disk_low_bytes"].default
 DEFAULT_RESERVE = SETTINGS["retention_disk_reserve_bytes"].default
@@ -76,15 +76,15 @@ class DiskGuard:
     def on_open(self, *, now: float | None = None) -> dict[str, Any] | None:
         """At worker start: threshold 0 clears a persisted degraded flag; else re-check."""
         if self.threshold <= 0:
-            if self.store.degraded() is not None:
-                self.store.set_degraded(None)
+            if self.store.meta.degraded() is not None:
+                self.store.meta.set_degraded(None)
             return None
         return self.check(now=now)
 
     def check(self, *, now: float | None = None) -> dict[str, Any] | None:
         """Measure free space; persist entering or leaving degraded mode. Returns the state."""
         now = time.time() if now is None else now
-        current = self.store.degraded()
+        current = self.store.meta.degraded()
         if self.threshold <= 0:
             return current
         free = self.free_bytes()
@@ -99,10 +99,10 @@ class DiskGuard:
                 "reserve_bytes": self.reserve,
             }
             if current is None or current.get("free_bytes") != free:
-                self.store.set_degraded(state)
+                self.store.meta.set_degraded(state)
             return state
         if current is not None:
-            self.store.set_degraded(None)
+            self.store.meta.set_degraded(None)
         return None
 
     def admit(self, nbytes: int) -> None:
@@ -110,7 +110,7 @@ class DiskGuard:
         if self.threshold <= 0:
             return
         free = self.free_bytes()
-        if free < self.threshold and self.store.degraded() is None and not self.store.readonly:
+        if free < self.threshold and self.store.meta.degraded() is None and not self.store.readonly:
             self.check()
         if free - nbytes < self.reserve:
             raise DiskLow(
@@ -138,19 +138,21 @@ class DiskGuard:
         expired = self._drain(policy, boundary, now, wave_documents, purge_batch_keys)
         shortened = 0
         with boundary.retention_wave():
-            early = self.store.future_segments("ephemeral", now)
+            early = self.store.segments.future_segments("ephemeral", now)
             while early and shortened < max_shorten:
-                done = self.store.expire_segments(now=now, early=early, purge_keys=purge_batch_keys)
+                done = self.store.segments.expire_segments(
+                    now=now, early=early, purge_keys=purge_batch_keys
+                )
                 shortened += len(done.expired)
                 early = early[done.segments :]
-        self.store.flush()
+        self.store.maintenance.flush()
         return {"expired": expired + shortened, "shortened": shortened, "flushed": True}
 
     def _drain(
         self, policy: RetentionPolicy, boundary: Boundary, now: float, docs: int, keys: int
     ) -> int:
         expired = 0
-        self.store.set_cursor(WAVE_CURSOR, None)  # all due work, from the first bucket
+        self.store.meta.set_cursor(WAVE_CURSOR, None)  # all due work, from the first bucket
         while True:
             report = run_wave(
                 self.store, policy, boundary, now=now, max_documents=docs, purge_batch_keys=keys

@@ -41,10 +41,10 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from memoryd import killpoints, logs
-from memoryd.config import RETENTION_THRESHOLD_FLAGS, SETTINGS
-from memoryd.errors import UsageError
-from memoryd.retention.boundary import Boundary, BoundaryBusy, RetentionBlocked
+from memoryd.base import killpoints, logs
+from memoryd.base.config import RETENTION_THRESHOLD_FLAGS, SETTINGS
+from memoryd.base.errors import BoundaryBusy, UsageError
+from memoryd.retention.boundary import Boundary, RetentionBlocked
 from memoryd.retention.diskguard import DiskGuard
 from memoryd.retention.policy import DAY, RetentionPolicy
 from memoryd.retention.waves import POLICY_META, reindex, run_wave
@@ -69,6 +69,7 @@ class TickBounds:
     max_hints: int = _default("retention_max_hints")
     waves_per_tick: int = _default("retention_waves_per_tick")
     wave_documents: int = _default("retention_wave_documents")
+    wave_versions: int = _default("retention_wave_versions")
     purge_batch_keys: int = _default("retention_purge_batch_keys")
     compaction_deleted_keys: int = _default("retention_compaction_deleted_keys")
     compaction_reclaimable_bytes: int = _default("retention_compaction_reclaimable_bytes")
@@ -88,6 +89,7 @@ class TickBounds:
             max_hints=config.retention_max_hints,
             waves_per_tick=config.retention_waves_per_tick,
             wave_documents=config.retention_wave_documents,
+            wave_versions=config.retention_wave_versions,
             purge_batch_keys=config.retention_purge_batch_keys,
             compaction_deleted_keys=config.retention_compaction_deleted_keys,
             compaction_reclaimable_bytes=config.retention_compaction_reclaimable_bytes,
@@ -155,7 +157,7 @@ class Maintenance:
         boundary: Boundary | None = None,
         free_bytes: Any = None,
     ) -> Maintenance:
-        """Policy, bounds and an installed disk guard from a :class:`memoryd.config.Config`."""
+        """Policy, bounds and an installed disk guard from a :class:`memoryd.base.config.Config`."""
         guard = DiskGuard.from_config(store, config, free_bytes=free_bytes).install()
         return cls(
             store,
@@ -180,18 +182,18 @@ class Maintenance:
         started = time.monotonic()
         try:
             b, s = self.bounds, self.store
-            report.protections_cleaned = s.cleanup_expired_leases(
+            report.protections_cleaned = s.protections.cleanup_expired_leases(
                 now=now, limit=b.max_expired_protections
             )
-            report.retrieval_leases_cleaned = s.cleanup_retrieval_leases(
+            report.retrieval_leases_cleaned = s.protections.cleanup_retrieval_leases(
                 now=now, limit=b.max_retrieval_leases
             )
-            report.hints_cleaned = s.cleanup_access_records(
+            report.hints_cleaned = s.access.cleanup_access_records(
                 before=now - b.access_keep_days * DAY,
                 limit=b.max_hints,
                 bucket_seconds=b.access_bucket_seconds,
             )
-            report.requests_purged = s.purge_request_records(
+            report.requests_purged = s.lifetimes.purge_request_records(
                 before=now - b.request_keep_seconds, now=now, limit=b.max_request_records
             )
             self._reindex(report)
@@ -220,7 +222,7 @@ class Maintenance:
     @contextlib.contextmanager
     def overridden(self, thresholds: dict[str, int]) -> Iterator[None]:
         """For one pass: tick bounds and disk-guard thresholds from ``thresholds``
-        (names of :data:`~memoryd.config.RETENTION_THRESHOLD_FLAGS`; the configuration
+        (names of :data:`~memoryd.base.config.RETENTION_THRESHOLD_FLAGS`; the configuration
         stays as it was)."""
         unknown = set(thresholds) - set(RETENTION_THRESHOLD_FLAGS)
         if unknown:
@@ -242,16 +244,16 @@ class Maintenance:
 
     def _reindex(self, report: TickReport) -> None:
         fingerprint = self.policy.fingerprint()
-        stored = self.store.get_meta(POLICY_META)
+        stored = self.store.meta.get_meta(POLICY_META)
         if stored is None:
-            self.store.set_meta(POLICY_META, fingerprint)  # deadlines were derived by it
+            self.store.meta.set_meta(POLICY_META, fingerprint)  # deadlines were derived by it
             return
         if stored == fingerprint:
             return
         changed, done = reindex(self.store, self.policy, limit=self.bounds.reindex_documents)
         report.reindexed = changed
         if done:
-            self.store.set_meta(POLICY_META, fingerprint)
+            self.store.meta.set_meta(POLICY_META, fingerprint)
 
     def _waves(self, report: TickReport, force: bool) -> None:
         b = self.bounds
@@ -264,6 +266,7 @@ class Maintenance:
                 now=report.now,
                 max_documents=b.wave_documents,
                 purge_batch_keys=b.purge_batch_keys,
+                max_versions=b.wave_versions,
             )
             n += 1
             report.expired += len(wave.expired)
@@ -274,17 +277,19 @@ class Maintenance:
                 break
         report.waves = n
         if report.exhausted:  # nothing more due: the statistics and ledgers catch up
-            report.df_journal_folded, deleted = self.store.fold_df_journal()
+            report.df_journal_folded, deleted = self.store.postings.fold_df_journal()
             report.keys_deleted += deleted  # emptied term statistics
-            report.ledgers_slimmed = self.store.slim_expired_ledgers(limit=b.slim_ledgers)[0]
-            report.segment_states_purged = self.store.purge_segment_states(
+            report.ledgers_slimmed = self.store.segments.slim_expired_ledgers(limit=b.slim_ledgers)[
+                0
+            ]
+            report.segment_states_purged = self.store.lifetimes.purge_segment_states(
                 limit=b.max_segment_states
             )
 
     def _compaction(self, now: float) -> dict[str, Any]:
         """The flush-and-watch trigger; its state survives restarts (archive meta)."""
         b, s = self.bounds, self.store
-        state = s.get_meta(COMPACTION_META) or {
+        state = s.meta.get_meta(COMPACTION_META) or {
             "counted_from": 0,  # no flush yet: every delete since creation counts
             "armed": False,
             "baseline_sst_bytes": 0,
@@ -292,8 +297,8 @@ class Maintenance:
             "reclaimed_bytes": 0,
         }
         stored = dict(state)
-        props = s.properties()
-        deleted = s.deleted_keys_total() - state["counted_from"]
+        props = s.meta.properties()
+        deleted = s.meta.deleted_keys_total() - state["counted_from"]
         reclaimable = max(0, props["sst_bytes"] - props["live_data_bytes"])
         out: dict[str, Any] = {"deleted_since_flush": deleted, "reclaimable_bytes": reclaimable}
         if state["armed"] and props["sst_bytes"] < state["baseline_sst_bytes"]:
@@ -305,11 +310,11 @@ class Maintenance:
         if decision == "deferred":
             out["deferred"] = "background compaction running"
         elif decision == "flush":
-            s.flush(wait=False)  # scheduled: the next waves run while it is written
+            s.maintenance.flush(wait=False)  # scheduled: the next waves run while it is written
             killpoints.reach("retention_after_flush")
-            after = s.properties()
+            after = s.meta.properties()
             state.update(
-                counted_from=s.deleted_keys_total(),
+                counted_from=s.meta.deleted_keys_total(),
                 armed=True,
                 baseline_sst_bytes=after["sst_bytes"],
                 flushes=state["flushes"] + 1,
@@ -318,7 +323,7 @@ class Maintenance:
             out["flushed"] = True
             out["compaction"] = "scheduled (background)"
         if state != stored:  # an unchanged state costs no synced write per tick
-            s.set_meta(COMPACTION_META, state)
+            s.meta.set_meta(COMPACTION_META, state)
         out.update(
             armed=state["armed"],
             sst_bytes=props["sst_bytes"],
@@ -336,18 +341,18 @@ class Maintenance:
         (payloads, postings, term statistics; ``project``'s postings only), which
         is where expired text lives: afterwards no archive file holds it.
         """
-        before = self.store.properties()
+        before = self.store.meta.properties()
         if full:
-            self.store.flush()
-            self.store.compact_all()
+            self.store.maintenance.flush()
+            self.store.maintenance.compact_all()
         else:
-            self.store.compact_content(project)
-        after = self.store.properties()
-        state = self.store.get_meta(COMPACTION_META)
+            self.store.maintenance.compact_content(project)
+        after = self.store.meta.properties()
+        state = self.store.meta.get_meta(COMPACTION_META)
         if state is not None and state.get("armed"):
             state["armed"] = False
             state["reclaimed_bytes"] += max(0, state["baseline_sst_bytes"] - after["sst_bytes"])
-            self.store.set_meta(COMPACTION_META, state)
+            self.store.meta.set_meta(COMPACTION_META, state)
         return {
             "sst_bytes_before": before["sst_bytes"],
             "sst_bytes_after": after["sst_bytes"],
@@ -361,19 +366,19 @@ class Maintenance:
         due backlog, compaction trigger and RocksDB properties."""
         now = time.time() if now is None else now
         s = self.store
-        due = s.expiry_entries(until=now, limit=10_001)
+        due = s.expiry.expiry_entries(until=now, limit=10_001)
         return {
             "policy": self.policy.as_dict(),
             "migration": self.boundary.state(),
-            "degraded": s.degraded(),
-            "counts": s.counts(),
+            "degraded": s.meta.degraded(),
+            "counts": s.ledgers.counts(),
             "due_entries": len(due) if len(due) <= 10_000 else ">10000",  # held versions
-            "due_segments": len(s.due_segments(now)),  # each expires whole
-            "pending_purge": s.pending_purge(),
-            "df_journal_records": s.df_journal_records(),  # removals not yet folded
-            "compaction": s.get_meta(COMPACTION_META),
-            "deleted_keys_total": s.deleted_keys_total(),
-            "properties": s.properties(),
+            "due_segments": len(s.segments.due_segments(now)),  # each expires whole
+            "pending_purge": s.ledgers.pending_purge(),
+            "df_journal_records": s.postings.df_journal_records(),  # removals not yet folded
+            "compaction": s.meta.get_meta(COMPACTION_META),
+            "deleted_keys_total": s.meta.deleted_keys_total(),
+            "properties": s.meta.properties(),
         }
 
 

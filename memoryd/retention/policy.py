@@ -6,7 +6,11 @@
 | conversation | 90 days     | 30 days                  |
 | derived      | 30 days     | 30 days                  |
 | durable      | never       | never automatic          |
-| active       | never (protected while held) | never automatic |
+
+``active`` evidence is no class: a lease (active-context or retrieval) protects a
+version of any class while it is held, and the version then keeps its class's age.
+Versions an older memoryd stored in class ``active`` never expire and are never
+automatic candidates, as before (docs/decisions/active-class.md).
 
 Eligibility always counts from the source's creation time, never from last
 access: nothing a search or recall does moves a deadline. A class whose age
@@ -50,7 +54,7 @@ class RetentionPolicy:
 
     @classmethod
     def from_config(cls, config: Any) -> RetentionPolicy:
-        """From a :class:`memoryd.config.Config` (``retention_<class>_days`` and
+        """From a :class:`memoryd.base.config.Config` (``retention_<class>_days`` and
         ``retention_<class>_recall_days``)."""
         return cls(
             ages_days={c: getattr(config, f"retention_{c}_days") for c in EXPIRING_CLASSES},
@@ -88,8 +92,8 @@ class RetentionPolicy:
         return created_at > now - days * DAY
 
     def recall_cutoffs(self, now: float) -> dict[str, float]:
-        """``created_after`` for :meth:`ArchiveStore.search` in automatic-recall mode:
-        the oldest creation time per class (``inf`` excludes the class)."""
+        """``created_after`` for :func:`memoryd.search.archive_bm25.search` in
+        automatic-recall mode: the oldest creation time per class (``inf`` excludes the class)."""
         out = {}
         for cls_ in CLASSES:
             days = self.recall_days.get(cls_, 0) if cls_ in EXPIRING_CLASSES else 0

@@ -4,8 +4,10 @@ One wave, under the shared migration boundary from its state check through
 its last delete:
 
 1. finish purging versions a previous (possibly crashed) wave tombstoned;
-2. **segments** (:meth:`ArchiveStore.expire_segments`): up to 64 due expiry
-   segments (their bucket has ended) in one synced WriteBatch: protected
+2. **segments** (:meth:`~memoryd.storage.archive.segments.Segments.expire_segments`):
+   up to 64 due expiry segments (their bucket has ended), at most ``max_versions`` versions (a
+   segment larger than that goes ``max_versions`` versions a wave, one by one,
+   and whole once the rest fits), in one synced WriteBatch: protected
    versions copied out to the held segment, statistics folded, each segment
    marked expired and its key range deleted; the retention clock moves to
    ``now`` (from then on every unprotected version past its deadline reads
@@ -15,7 +17,8 @@ its last delete:
 3. **held versions** (the per-version index: versions kept past their deadline
    by a protection, or given a deadline that has passed): at most
    ``max_documents`` due entries from the wave cursor, in one WriteBatch
-   synced once (:meth:`ArchiveStore.retire_due`): each re-checked against the
+   synced once (:meth:`~memoryd.storage.archive.expiry.Expiry.retire_due`): each
+   re-checked against the
    *current* policy, its generation, pin and leases; tombstoned and, within
    the purge budget, purged in the same batch; the wave cursor;
 4. purge what did not fit the budget in bounded batches; ledgers keep their
@@ -34,13 +37,16 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from memoryd import killpoints
+from memoryd.base import killpoints
+from memoryd.base.config import SETTINGS
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.policy import RetentionPolicy
 from memoryd.storage.archive import ArchiveStore, ExpiryEntry, LocatorNotFound
 from memoryd.storage.archive.segments import SEGMENTS_PER_BATCH
 
 WAVE_CURSOR = "retention.wave"
+#: Most versions one wave's segment step expires (the setting's default).
+WAVE_VERSIONS: int = SETTINGS["retention_wave_versions"].default
 
 #: Crash points of this module (``MEMORYD_KILL_AT=NAME[:N]``), in wave order.
 KILL_POINTS = (
@@ -81,6 +87,7 @@ def run_wave(
     max_documents: int = 256,
     purge_batch_keys: int = 4096,
     max_segments: int = SEGMENTS_PER_BATCH,
+    max_versions: int = WAVE_VERSIONS,
 ) -> WaveReport:
     """Run one bounded wave; see the module docstring.
 
@@ -93,16 +100,16 @@ def run_wave(
     outcomes: Counter[str] = Counter()
     with boundary.retention_wave():
         _purge_all(store, report, purge_batch_keys)  # leftovers of an interrupted wave
-        cursor = store.get_cursor(WAVE_CURSOR)
-        entries = store.expiry_entries(until=now, after=cursor, limit=max_documents)
+        cursor = store.meta.get_cursor(WAVE_CURSOR)
+        entries = store.expiry.expiry_entries(until=now, after=cursor, limit=max_documents)
         report.scanned = len(entries)
         killpoints.reach("wave_after_check")
         segments_done = _segments(
-            store, policy, report, outcomes, now, purge_batch_keys, max_segments
+            store, policy, report, outcomes, now, purge_batch_keys, (max_segments, max_versions)
         )
         entries_done = len(entries) < max_documents
         report.exhausted = entries_done and segments_done
-        due = store.retire_due(
+        due = store.expiry.retire_due(
             entries,
             now=now,
             deadline_of=policy.expires_at,
@@ -132,18 +139,21 @@ def _segments(
     outcomes: Counter[str],
     now: float,
     purge_keys: int,
-    max_segments: int,
+    bounds: tuple[int, int],
 ) -> bool:
     """Step 2: one batch of due segments into ``report``; True when none is left.
     While the stored deadlines are another policy's (a re-index is under way), due
     segments wait: the clock does not move either, so nothing expires by it."""
-    stored = store.get_meta(POLICY_META)
+    stored = store.meta.get_meta(POLICY_META)
     if stored is not None and stored != policy.fingerprint():
-        waiting = len(store.due_segments(now))
+        waiting = len(store.segments.due_segments(now))
         if waiting:
             outcomes["deferred_reindex"] += waiting
         return True
-    done = store.expire_segments(now=now, purge_keys=purge_keys, max_segments=max_segments)
+    max_segments, max_versions = bounds
+    done = store.segments.expire_segments(
+        now=now, purge_keys=purge_keys, max_segments=max_segments, max_versions=max_versions
+    )
     report.segments = done.segments
     report.expired += done.expired + done.followed
     report.keys_deleted += done.keys_deleted
@@ -168,11 +178,11 @@ def preview(
     """
     due: Counter[tuple[str, str]] = Counter()
     protected: Counter[str] = Counter()
-    entries = store.expiry_entries(until=now, limit=limit)
-    whole = store.due_locators(now, limit=limit)
+    entries = store.expiry.expiry_entries(until=now, limit=limit)
+    whole = store.segments.due_locators(now, limit=limit)
     for locator in whole + [e.locator for e in entries if _due(store, e, policy, now)]:
-        info = store.version_info(locator)
-        guard = store.protection(locator, now=now)
+        info = store.ledgers.version_info(locator)
+        guard = store.protections.protection(locator, now=now)
         if guard:
             protected[guard.split(":", 1)[0]] += 1
         else:
@@ -185,14 +195,14 @@ def preview(
 def _due(store: ArchiveStore, entry: ExpiryEntry, policy: RetentionPolicy, now: float) -> bool:
     """As a wave decides: its stored deadline passed and the current policy agrees."""
     try:
-        info = store.version_info(entry.locator)
+        info = store.ledgers.version_info(entry.locator)
     except LocatorNotFound:
         return False
     if info.status == "superseded" or info.purged or info.generation != entry.generation:
         return False
     if info.expires_at is None or info.expires_at > now:
         return False
-    deadline = info.expires_at if info.override else policy.expires_at(info.cls, info.created_at)
+    deadline = info.expires_at if info.override else policy.expires_at(info.cls, info.age_start)
     return deadline is not None and deadline <= now
 
 
@@ -206,7 +216,7 @@ def purge_all(store: ArchiveStore, batch_keys: int) -> tuple[int, int]:
     """Purge every tombstoned version in bounded batches: (versions, keys deleted)."""
     versions = keys = 0
     while True:
-        purge = store.purge_pending(max_keys=batch_keys)
+        purge = store.ledgers.purge_pending(max_keys=batch_keys)
         versions += purge.versions
         keys += purge.keys_deleted
         if not purge.remaining:
@@ -225,18 +235,18 @@ def reindex(
     Bounded: looks at ``limit`` documents from a cursor. Returns
     ``(changed, done)``; ``done`` when the whole archive was visited.
     """
-    after = store.get_cursor(cursor_name)
-    docs = store.documents(after=after.decode() if after else None, limit=limit)
+    after = store.meta.get_cursor(cursor_name)
+    docs = store.ledgers.documents(after=after.decode() if after else None, limit=limit)
     changed = 0
     for info in docs:
         if info.status != "live" or info.override:
             continue
-        deadline = policy.expires_at(info.cls, info.created_at)
+        deadline = policy.expires_at(info.cls, info.age_start)
         if deadline != info.expires_at:
-            gen = store.set_expiry(
+            gen = store.expiry.set_expiry(
                 info.locator, deadline, override=False, expected_generation=info.generation
             )
             changed += gen is not None
     done = len(docs) < limit
-    store.set_cursor(cursor_name, None if done else docs[-1].doc_id.encode())
+    store.meta.set_cursor(cursor_name, None if done else docs[-1].doc_id.encode())
     return changed, done

@@ -11,9 +11,9 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "DEFAULT_ENCODER": "memoryd.search.dense",
-    "Encoder": "memoryd.search.dense",
-    "HashingEncoder": "memoryd.search.dense",
+    "DEFAULT_ENCODER": "memoryd.text.dense",
+    "Encoder": "memoryd.text.dense",
+    "HashingEncoder": "memoryd.text.dense",
     "search": "memoryd.search.engine",
 }
 

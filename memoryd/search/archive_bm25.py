@@ -3,7 +3,7 @@
 The archive store (:mod:`memoryd.storage.archive`) keeps the postings (term
 frequency, positions and turn structure: :mod:`memoryd.storage.archive.positions`),
 the per-project statistics and the live versions holding a term
-(:meth:`~memoryd.storage.archive.ArchiveStore.live_matches`); scoring them,
+(:meth:`~memoryd.storage.archive.postings.Postings.live_matches`); scoring them,
 ranking and excerpting are search's work and live here. Archive search
 (:mod:`memoryd.archive.search`) draws its candidates from :func:`search`.
 
@@ -25,9 +25,10 @@ import math
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
+from memoryd.storage.archive.ledgers import Ledgers
 from memoryd.storage.archive.positions import Posting, TurnHits, tokenize
+from memoryd.storage.archive.postings import Postings
 from memoryd.storage.archive.records import Hit
 
 #: BM25 parameters of the archive's exact-term search.
@@ -54,7 +55,7 @@ def bm25(
 
 
 def search(
-    store: Any,
+    postings: Postings,
     project: str,
     query: str | Sequence[str],
     *,
@@ -73,7 +74,7 @@ def search(
     docstring).
 
     ``query`` is text (tokenized like payloads) or a list of terms; the filters are
-    :meth:`~memoryd.storage.archive.ArchiveStore.live_matches`'. ``concepts`` maps
+    :meth:`~memoryd.storage.archive.postings.Postings.live_matches`'. ``concepts`` maps
     a term to what it stands for (forms of one word: no proximity between them).
     ``persons`` (named speakers' first names, lowercased) and ``role`` ("user",
     "assistant", "tool") name whose own turns are preferred; ``own_turns_only``
@@ -81,11 +82,11 @@ def search(
     re-scored, not only the pool). Read-only: the caller takes retrieval leases on
     what it returns.
     """
-    stats = store.corpus_stats(project)  # checks the project name first
+    stats = postings.corpus_stats(project)  # checks the project name first
     terms = list(dict.fromkeys(tokenize(query) if isinstance(query, str) else query))
     if not terms:
         return []
-    matches = store.live_matches(
+    matches = postings.live_matches(
         project,
         terms,
         classes=classes,
@@ -95,14 +96,14 @@ def search(
     )
     n_docs = stats.versions
     avgdl = stats.length / n_docs if n_docs else 1.0
-    df = store.term_stats(project, terms)
+    df = postings.term_stats(project, terms)
     scored = [
         (bm25(h.matched, df, n_docs=n_docs, avgdl=avgdl, length=h.length), h) for h in matches
     ]
     scored.sort(key=lambda sh: (-sh[0], sh[1].locator))
     speakers = _Speakers(set(persons), role)
     pool = len(scored) if own_turns_only and speakers else RERANK_POOL
-    scorer = _Rescore(store, project, df, n_docs, avgdl, concepts or {}, speakers)
+    scorer = _Rescore(postings, project, df, n_docs, avgdl, concepts or {}, speakers)
     rescored = scorer.scored(scored[:pool], own_turns_only)
     rescored.sort(key=lambda osh: (not osh[0], -osh[1], osh[2].locator))
     rest = [] if own_turns_only and speakers else scored[pool:]
@@ -130,7 +131,7 @@ class _Rescore:
 
     def __init__(
         self,
-        store: Any,
+        postings: Postings,
         project: str,
         df: Mapping[str, int],
         n_docs: int,
@@ -138,7 +139,7 @@ class _Rescore:
         concepts: Mapping[str, str],
         speakers: _Speakers,
     ) -> None:
-        self.store, self.project, self.df = store, project, df
+        self.postings, self.project, self.df = postings, project, df
         self.n_docs, self.avgdl = n_docs, avgdl
         self.concepts, self.speakers = concepts, speakers
 
@@ -151,7 +152,7 @@ class _Rescore:
         a query term in it (True when none are asked); with ``own_turns_only`` the
         hits where they did not are dropped."""
         wanted = [(h.locator, t) for _, h in scored for t in h.matched]
-        got = iter(self.store.read_postings(self.project, wanted))
+        got = iter(self.postings.read_postings(self.project, wanted))
         out: list[tuple[bool, float, Hit]] = []
         for score, h in scored:
             postings = {t: p for t in h.matched if (p := next(got)) is not None}
@@ -200,7 +201,7 @@ class _Rescore:
 
 
 def turn_postings(
-    store: Any, project: str, locator: str, terms: Sequence[str]
+    postings: Postings, project: str, locator: str, terms: Sequence[str]
 ) -> dict[str, Posting]:
     """The stored structure of ``terms`` in one version: per term its frequency and,
     per turn holding it, the turn's index, role, named speaker, whether it is tool
@@ -208,7 +209,7 @@ def turn_postings(
     Terms the version does not hold are left out. For judging evidence by who said
     it without re-reading the text (a name asked in a question: ``turn.speaker``)."""
     terms = list(dict.fromkeys(terms))
-    got = store.read_postings(project, [(locator, t) for t in terms])
+    got = postings.read_postings(project, [(locator, t) for t in terms])
     return {t: p for t, p in zip(terms, got, strict=True) if p is not None}
 
 
@@ -220,10 +221,12 @@ def excerpt_window(text: str, terms: Sequence[str], *, width: int = 240) -> str:
     return text[start : start + width]
 
 
-def excerpt(store: Any, locator: str, terms: Sequence[str], *, width: int = 240) -> str | None:
+def excerpt(
+    ledgers: Ledgers, locator: str, terms: Sequence[str], *, width: int = 240
+) -> str | None:
     """A verbatim window of a live version around its first matching term (None if
     not live)."""
-    got = store.get(locator)
+    got = ledgers.get(locator)
     if got.get("status") != "live":
         return None
     return excerpt_window(got["content"], terms, width=width)

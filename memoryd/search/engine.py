@@ -19,9 +19,11 @@ term statistics (cached per index generation); this source then:
    and the dense route's cosine over the head of the list;
 4. folds copies of one chunk text at other paths into its item (``also_at``).
 
+An item's score is its evidence (the share of the question's specificity it
+holds) times its fused rank score (:func:`memoryd.search.pipeline.scored`).
 Nothing admitted: a gap naming what evidence was missing, never a claim that
-the fact does not exist. ``min_score`` (on the fused score, 0..1) can only
-drop items the gate admitted; no argument disables the gate.
+the fact does not exist. ``min_score`` (on the score, 0..1) can only drop
+items the gate admitted; no argument disables the gate.
 """
 
 from __future__ import annotations
@@ -32,8 +34,19 @@ from dataclasses import dataclass
 
 from memoryd.search import gate as gate_mod
 from memoryd.search import pipeline, semantic
-from memoryd.search.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
-from memoryd.search.evidence import (
+from memoryd.search.fts_query import phrase
+from memoryd.search.pipeline import NOT_ABSENCE, Found, Fusion, terms_list
+from memoryd.search.stats import TermStats, term_stats
+from memoryd.search.ties import by_content, chunk_info
+from memoryd.storage import fts
+from memoryd.storage.corpus import (
+    chunks_of_files,
+    file_texts,
+    live_paths,
+    project_id,
+)
+from memoryd.text.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
+from memoryd.text.evidence import (
     asked_persons,
     focus_prefixes,
     multiword_names,
@@ -43,12 +56,9 @@ from memoryd.search.evidence import (
     unsaid_names,
     without_persons,
 )
-from memoryd.search.evidence import held as _held
-from memoryd.search.evidence import speaker_text as _speaker_text
-from memoryd.search.fts_query import phrase
-from memoryd.search.pipeline import NOT_ABSENCE, Found, Fusion, terms_list
-from memoryd.search.stats import TermStats, term_stats
-from memoryd.search.terms import (
+from memoryd.text.evidence import held as _held
+from memoryd.text.evidence import speaker_text as _speaker_text
+from memoryd.text.terms import (
     CONTRAST_WORDS,
     Query,
     Term,
@@ -56,19 +66,17 @@ from memoryd.search.terms import (
     stems,
     words,
 )
-from memoryd.storage import fts
-from memoryd.storage.corpus import CHUNKS_OF_FILE, file_texts, project_id
 
 POOL = 200  # lexical candidates the gate looks at
 # Posting entries a query reads whole; past it its commoner terms are only looked up on
-# the candidates the rarer ones give (a monorepo's common words: issue 19).
+# the candidates the rarer ones give (a monorepo's common words).
 POSTINGS_BUDGET = 200_000
 PERSON_PROBE = 10  # candidates read to tell whether a named person is a speaker
 MAX_PHRASES = 63  # bits of the FTS5 auxiliary function's answer
+IDENTIFIER_CHUNKS = 20  # chunks a named identifier adds (its best by BM25)
 DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
 EXCERPT_CHARS = 320
 _FILE_CACHE = 512
-_CHUNK_CACHE = 200_000
 _TOKEN_CACHE = 5_000  # chunk texts' (and paths') tokens kept per generation (about 10 MB)
 
 
@@ -96,13 +104,14 @@ def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list
         found = _lexical_bounded(db, pid, stats, terms, read, checked, pool)
         if found is not None:
             return found
-    top = stats.bm25_top([t.all_stems for t in terms], pool) if terms else []
+    top = stats.bm25_scored([t.all_stems for t in terms], pool) if terms else []
     if top is not None:
         held: dict[int, set[str]] = {}  # one (never mutated) set per combination
-        for _, mask in top:
+        for _, mask, _ in top:
             if mask not in held:
                 held[mask] = {t.stem for i, t in enumerate(terms) if mask >> i & 1}
-        return [Candidate(rowid, rank, held[mask]) for rank, (rowid, mask) in enumerate(top)]
+        top = by_content(db, stats, top, pool)
+        return [Candidate(rowid, rank, held[mask]) for rank, (rowid, mask, _) in enumerate(top)]
     # No postings (another index layout): one FTS5 query, an auxiliary function
     # reporting which phrases (a term's forms the project holds) each row holds, as
     # bits of one 64-bit integer.
@@ -110,8 +119,9 @@ def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list
     if not phrases:
         return []
     rows = fts.ranked_with_phrases(db, pid, " OR ".join(phrases), pool)
+    rows = by_content(db, stats, [(r, m, -rank) for r, m, rank in rows], pool)
     out = []
-    for rank, (rowid, mask) in enumerate(rows):
+    for rank, (rowid, mask, _) in enumerate(rows):
         matched = {t.stem for i, t in enumerate(owner) if mask >> i & 1}
         out.append(Candidate(rowid, rank, matched))
     return out
@@ -169,11 +179,11 @@ def _lexical_bounded(
         matched = {terms[read[i]].stem for i in range(len(read)) if mask >> i & 1}
         common = {t.stem for i, t in enumerate(owner) if held[c.rowid] >> i & 1}
         c.matched = matched | common
-        scored.append((-(score + sum(idf[s] for s in common)), c.rowid, c))
-    scored.sort(key=lambda x: x[:2])
-    for rank, (_, _, c) in enumerate(scored):
+        scored.append((c.rowid, c, score + sum(idf[s] for s in common)))
+    scored = by_content(db, stats, sorted(scored, key=lambda x: (-x[2], x[0])), pool)
+    for rank, (_, c, _) in enumerate(scored):
         c.bm25_rank = rank
-    return [c for _, _, c in scored]
+    return [c for _, c, _ in scored]
 
 
 def _phrases_held(
@@ -192,7 +202,7 @@ def _phrases_held(
     in FTS5."""
     if not phrases:
         return {c.rowid: 0 for c in cands}
-    info = _chunk_info(db, stats, [c.rowid for c in cands])
+    info = chunk_info(db, stats, [c.rowid for c in cands])
     known: OrderedDict[bytes, str] = stats.extra.setdefault("tokens", OrderedDict())  # type: ignore[assignment]
     files = stats.extra.get("files", {})
     unknown: dict[bytes, list[Candidate]] = {}
@@ -247,9 +257,7 @@ def _live_paths(db, pid: int, stats: TermStats) -> tuple[dict[str, int], dict[st
     if cached is None:
         exact: dict[str, int] = {}
         by_name: dict[str, list[tuple[int, str]]] = {}
-        for fid, path in db.query(
-            "SELECT id, path FROM files WHERE project_id = ? AND live = 1", (pid,)
-        ):
+        for fid, path in live_paths(db, pid):
             exact[path] = fid
             low = _ascii_lower(path)
             by_name.setdefault(low[low.rfind("/") + 1 :], []).append((fid, low))
@@ -280,7 +288,8 @@ def _exact(db, pid: int, stats: TermStats, q: Query) -> tuple[set[int], list[int
         match = phrase(ident)
         if match is None:
             continue
-        rowids.extend(fts.ranked(db, pid, match, 20))
+        top = [(r, -rank) for r, rank in fts.ranked(db, pid, match, IDENTIFIER_CHUNKS)]
+        rowids.extend(r for r, _ in by_content(db, stats, top, IDENTIFIER_CHUNKS))
     return file_ids, rowids
 
 
@@ -295,7 +304,7 @@ def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
     if not todo:
         return
     files: OrderedDict[int, tuple[str, ...]] = stats.extra.setdefault("files", OrderedDict())  # type: ignore[assignment]
-    info = _chunk_info(db, stats, [c.rowid for c in todo])
+    info = chunk_info(db, stats, [c.rowid for c in todo])
     rows = [info[c.rowid] for c in todo if c.rowid in info]
     need = {r[1] for r in rows if r[1] not in files}
     for fid, text in file_texts(db, need).items():
@@ -360,10 +369,9 @@ class ProjectSource:
     (:mod:`memoryd.search.pipeline`).
 
     ``encoder``: the dense route's encoder; None uses the deterministic offline
-    :class:`~memoryd.search.dense.HashingEncoder`, False turns the dense route off
-    (lexical only). ``min_score`` drops admitted items whose fused score (0..1) is
-    lower; it never admits anything the gate refused. ``tuning`` is for measurement
-    (the benchmark compares rule variants).
+    :class:`~memoryd.text.dense.HashingEncoder`, False turns the dense route off
+    (lexical only). ``tuning`` is for measurement (the benchmark compares rule
+    variants).
     """
 
     exact = True
@@ -374,14 +382,12 @@ class ProjectSource:
         project: str,
         *,
         encoder: Encoder | None | bool = None,
-        min_score: float | None = None,
         tuning: gate_mod.Tuning | None = None,
     ) -> None:
         self.db, self.project = db, project
         self.where = f"project {project!r}"
         self.pid = project_id(db, project)
         self.enc: Encoder | None = DEFAULT_ENCODER if encoder is None else (encoder or None)
-        self.min_score = min_score
         self.tuning = tuning or gate_mod.DEFAULT
         self._stats: TermStats | None = None
 
@@ -406,11 +412,11 @@ def search(
     tuning: gate_mod.Tuning | None = None,
 ) -> dict:
     """Search ``project`` for evidence answering ``query``, or abstain (see
-    :class:`ProjectSource` for the arguments)."""
+    :class:`ProjectSource` for the arguments; ``min_score``: :func:`pipeline.run`)."""
     pipeline.check(query, limit)
     tuning = tuning or gate_mod.DEFAULT
-    source = ProjectSource(db, project, encoder=encoder, min_score=min_score, tuning=tuning)
-    return pipeline.run(query, limit, [source], tuning)
+    source = ProjectSource(db, project, encoder=encoder, tuning=tuning)
+    return pipeline.run(query, limit, [source], tuning, min_score=min_score)
 
 
 def _find(src: ProjectSource, q: Query, p: gate_mod.Plan, limit: int) -> Found:
@@ -460,10 +466,6 @@ def _find(src: ProjectSource, q: Query, p: gate_mod.Plan, limit: int) -> Found:
             f" {terms_list(lacking)} ({NOT_ABSENCE})"
         )
     items, finish = _items(src, stats, q, p, cands, admitted, limit)
-    if not items:
-        return Found(
-            gap=f"evidence was found but none reached the requested min_score {src.min_score:g}"
-        )
     return Found(items, finish=finish)
 
 
@@ -481,12 +483,7 @@ def _candidates(src: ProjectSource, stats: TermStats, q: Query, p: gate_mod.Plan
             cands.append(c)
         c.exact = True
     if file_ids:
-        marks = ",".join("?" * len(file_ids))
-        in_files = db.query(
-            f"SELECT c.id, c.file_id, c.id - f.chunk_first FROM files f JOIN chunks c"
-            f" ON {CHUNKS_OF_FILE} WHERE f.id IN ({marks}) ORDER BY c.file_id, c.id",
-            tuple(file_ids),
-        )
+        in_files = chunks_of_files(db, file_ids)
         hit_files = {r[1] for r in in_files if r[0] in by_row}
         for rowid, fid, ordinal in in_files:
             c = by_row.get(rowid)
@@ -495,7 +492,7 @@ def _candidates(src: ProjectSource, stats: TermStats, q: Query, p: gate_mod.Plan
             elif ordinal == 0 and fid not in hit_files:
                 c = by_row[rowid] = Candidate(rowid, len(cands), set(), exact=True)
                 cands.append(c)
-    # -- candidate source: semantic route (issue 15, memoryd/search/semantic.py) --
+    # -- candidate source: semantic route (memoryd/search/semantic.py) --
     src.tuning = semantic.route(db, pid, stats, q, p, cands, by_row, src.tuning, Candidate)
     return cands
 
@@ -657,8 +654,6 @@ def _items(
             by_cos = sorted(head, key=lambda c: (-(c.cosine or 0.0), c.bm25_rank))
             fusion.add(by_cos, tuning.w_dense)
     ranked = sorted(admitted, key=lambda c: (not c.exact, -fusion[id(c)], c.bm25_rank))
-    if src.min_score is not None:
-        ranked = [c for c in ranked if fusion.score(id(c)) >= src.min_score]
     want = limit
     while True:  # copies of one text count once: read on until ``limit`` distinct pass
         ranked = _confirmed(src, stats, q, p, ranked, want)
@@ -673,13 +668,22 @@ def _items(
             "path": c.path,
             "start_line": c.start_line,
             "end_line": c.end_line,
-            "score": fusion.score(id(c)),
+            "score": _score(c, fusion),
             "excerpt": None,  # filled for the page only: see _excerpts
             **({"also_at": also_at[c.rowid]} if c.rowid in also_at else {}),
         }
         for c in ranked
     ]
     return items, _excerpts(p, dict(zip(map(id, items), ranked, strict=True)))
+
+
+def _score(c: Candidate, fusion: Fusion) -> float:
+    """The candidate's evidence times its fused rank score (:func:`pipeline.scored`);
+    a chunk of a path or identifier the question names, 1 (such chunks come first)."""
+    if c.exact:
+        return 1.0
+    assert c.verdict is not None  # admitted
+    return pipeline.scored(gate_mod.evidence(c.verdict, c.cosine), fusion.score(id(c)))
 
 
 def _excerpts(p: gate_mod.Plan, of: dict[int, Candidate]) -> Callable[[list[dict]], None]:
@@ -700,7 +704,7 @@ def _file_coverage(
     db, stats: TermStats, weighted: _Weighted, cands: list[Candidate], admitted: list[Candidate]
 ) -> dict[int, float]:
     """rowid -> specificity-weighted coverage of the focus terms its file's candidates hold."""
-    info = _chunk_info(db, stats, [c.rowid for c in cands])
+    info = chunk_info(db, stats, [c.rowid for c in cands])
     masks = {id(m): weighted.mask(m) for m in {id(c.matched): c.matched for c in cands}.values()}
     file_of: dict[int, int] = {}
     per_file: dict[int, int] = {}  # file id -> mask of the focus terms its candidates hold
@@ -751,7 +755,7 @@ def _distinct(
     """The first ``limit`` candidates with distinct text; a copy of a kept chunk's text
     (a vendored file at several paths) adds its path to the kept one's ``also_at``
     instead of taking a place of its own."""
-    info = _chunk_info(db, stats, [c.rowid for c in ranked])
+    info = chunk_info(db, stats, [c.rowid for c in ranked])
     kept: dict[bytes, Candidate] = {}
     also_at: dict[int, list[str]] = {}
     for c in ranked:
@@ -807,25 +811,6 @@ def _names_speaker(low: str, names: list[str]) -> bool:
 
 def _holds_entity(p: gate_mod.Plan, c: Candidate) -> bool:
     return any(t.stem in c.matched for t in p.entities)
-
-
-def _chunk_info(db, stats: TermStats, rowids: Sequence[int]) -> dict[int, tuple]:
-    """rowid -> (rowid, file id, path, start line, end line, content hash), cached per
-    generation."""
-    known: dict[int, tuple] = stats.extra.setdefault("chunks", {})  # type: ignore[assignment]
-    need = [r for r in rowids if r not in known]
-    if need:
-        if len(known) > _CHUNK_CACHE:
-            known.clear()
-        marks = ",".join("?" * len(need))
-        rows = db.query(
-            "SELECT c.id, c.file_id, f.path, c.start_line, c.end_line, c.content_hash"
-            " FROM chunks c"
-            f" JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
-            tuple(need),
-        )
-        known.update((r[0], r) for r in rows)
-    return known
 
 
 def _encoded(enc: Encoder, texts: list[str], cands: list[Candidate]) -> list:

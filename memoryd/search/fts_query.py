@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memoryd.search.terms import words
+from memoryd.text.terms import words
 
 
 def quote(text: str) -> str:

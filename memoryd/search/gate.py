@@ -3,7 +3,7 @@
 Rules, as DESIGN.md states them, and how each is read here:
 
 * **Focus terms** are the query's normalized content terms (see
-  :mod:`memoryd.search.terms`: stopwords and memory phrasing removed, Spanish
+  :mod:`memoryd.text.terms`: stopwords and memory phrasing removed, Spanish
   normalized) minus *corpus-ubiquitous* ones: a term held by more than
   ``ubiquitous`` (25%) of the project's chunks is context, not evidence (a
   project name, ``self`` in Python code, ``user`` in a chat log). *Explicit*
@@ -21,7 +21,7 @@ Rules, as DESIGN.md states them, and how each is read here:
   together with the rest of what it matched it still holds a third of the
   query's specificity, and fewer than one chunk would hold them together by
   chance (N * prod(df / N), the corpus' own statistics): in a large corpus 1%
-  is many chunks, and two such terms meet without being evidence (issue 19).
+  is many chunks, and two such terms meet without being evidence.
 * **Verification** questions ("is X the primary store?") keep a candidate at
   30% coverage when it holds an explicit contrast (not, instead, but, ...)
   and the asked predicate (the most specific focus term after the subject).
@@ -43,7 +43,7 @@ Two question-level checks narrow further (never widen):
   wedding" answered by an aunt's); numbers are values, not such words.
 * **Names of several words are said together**: "Data Architect Lead" is
   evidenced only by a text holding its words in order within one sentence
-  (:func:`memoryd.search.evidence.name_said`), not by "data architect" in one
+  (:func:`memoryd.text.evidence.name_said`), not by "data architect" in one
   sentence and "lead" in another.
 * **Names alone are not evidence about them**: when the question asks for
   an attribute of something it names -- a possessive ("Guido van Rossum's
@@ -66,7 +66,7 @@ import math
 from dataclasses import dataclass, field
 
 from memoryd.search.stats import TermStats
-from memoryd.search.terms import Query, Term
+from memoryd.text.terms import Query, Term
 
 
 @dataclass(frozen=True)
@@ -207,6 +207,19 @@ class Verdict:
     rule: str  # which rule admitted it, or why it was refused
     coverage: float  # share of focus terms held (by count)
     weighted: float  # share of focus specificity held
+
+
+def evidence(v: Verdict, cosine: float | None = None) -> float:
+    """How much of the question an admitted candidate evidences, 0..1, comparable
+    across sources (every source is judged by this gate on the same question): the
+    share of the focus terms' specificity (idf) it holds; a path or identifier the
+    question names, 1; a candidate admitted on the dense floor, its cosine when that
+    is higher."""
+    if v.rule == "exact":
+        return 1.0
+    if v.rule == "dense floor" and cosine is not None:
+        return max(v.weighted, min(1.0, cosine))
+    return v.weighted
 
 
 def coverage(p: Plan, matched: set[str]) -> tuple[float, float]:

@@ -2,22 +2,37 @@
 
     analyze -> plan -> candidates -> admit -> fuse -> items | abstain
 
-:func:`run` analyzes the question once (:func:`memoryd.search.terms.analyze`),
+:func:`run` analyzes the question once (:func:`memoryd.text.terms.analyze`),
 plans it against each source's term statistics (:func:`memoryd.search.gate.plan`:
 the focus terms), lets each source find and admit its candidates through the
-gate, fuses the sources' answers by reciprocal rank and abstains, in one
-wording, when no source admitted anything. The sources:
+gate, merges the sources' answers by score and abstains, in one wording, when
+no source admitted anything.
+
+**Scores.** Every item's score is on one 0..1 scale whatever its source, so
+items of several sources are listed in score order and ``min_score`` means the
+same for all of them. A source scores an item by its *evidence*
+(:func:`memoryd.search.gate.evidence`: the share of the question's focus-term
+specificity, by idf, that the item holds, which the gate measures the same way
+for every source) times its *strength* within the source (its reciprocal-rank
+fusion score normalized so that the first in every ranking the source fuses
+scores 1): :func:`scored`. Raw BM25 is not comparable across sources (a record
+scored 2.5e-06 beside a chunk's 0.98); coverage is. :func:`monotone` then fits
+each source's scores, in the source's own order, to a non-increasing sequence
+(isotonic regression), so the source's ranking is kept and an item never claims
+more confidence than one ranked above it.
+
+The sources:
 
 * project chunks (:class:`memoryd.search.engine.ProjectSource`: FTS5/postings
   BM25, paths and identifiers, speakers, the dense reordering of its head);
-* memory records of a project (:class:`memoryd.memory.recall.RecordSource`),
+* memory records of a project (:class:`memoryd.consolidation.recall.RecordSource`),
   judged on the project's own plan;
 * archive versions (:class:`memoryd.archive.search.ArchiveSource`: BM25 over
   live versions, each judged by its best window of turns).
 
 A source of dense candidates (a vector index) plugs in as one more
 :class:`Source` beside these: its ``find`` returns the candidates it admits,
-and :func:`run` fuses them with the others by rank.
+scored as above, and :func:`run` merges them with the others by score.
 """
 
 from __future__ import annotations
@@ -26,9 +41,9 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from memoryd.errors import UsageError
+from memoryd.base.errors import UsageError
 from memoryd.search import gate
-from memoryd.search.terms import Query, analyze
+from memoryd.text.terms import Query, analyze
 
 RRF_K = 60
 MAX_LIMIT = 1000
@@ -125,12 +140,18 @@ class Fusion:
 
 
 def run(
-    query: str, limit: int, sources: Sequence[Source], tuning: gate.Tuning = gate.DEFAULT
+    query: str,
+    limit: int,
+    sources: Sequence[Source],
+    tuning: gate.Tuning = gate.DEFAULT,
+    *,
+    min_score: float | None = None,
 ) -> dict:
     """Search ``sources`` for evidence answering ``query``: ``{"status", "items", "gap"}``.
 
-    Items of several sources interleave by their rank within their source (ties in
-    the order of ``sources``); each item keeps its source's fields and score.
+    Every item's ``score`` is on one 0..1 scale (:func:`scored`) and the items are in
+    its order, whatever their source; each keeps its source's fields. ``min_score``
+    only narrows: it drops items scoring below it, from every source, never adds one.
     """
     check(query, limit)
     q = analyzed(query)
@@ -149,20 +170,56 @@ def run(
     if not answered:
         gaps = [f.gap for f in found if f.gap]
         return abstain("; ".join(dict.fromkeys(gaps)) or "no source holds evidence")
-    fusion = Fusion()
-    for items in answered:
-        fusion.add(items)
-    order = {id(item): n for n, items in enumerate(answered) for item in items}
-    merged = sorted(
-        (item for items in answered for item in items),
-        key=lambda item: (-fusion[id(item)], order[id(item)]),
-    )
-    page = crowded(merged, limit)
+    merged = merge([monotone(crowded(items, len(items))) for items in answered])
+    if min_score is not None:
+        merged = [item for item in merged if item["score"] >= min_score]
+        if not merged:
+            return abstain(below(min_score))
+    page = merged[:limit]
     on_page = {id(item) for item in page}
     for f in found:
         if f.finish is not None and f.items:
             f.finish([item for item in f.items if id(item) in on_page])
     return {"status": "ok", "items": page, "gap": None}
+
+
+def scored(evidence: float, strength: float) -> float:
+    """An item's score before :func:`monotone`: its evidence (:func:`gate.evidence`,
+    the share of the question's specificity it holds, comparable across sources)
+    times its strength in its own source (its fused reciprocal-rank score,
+    :meth:`Fusion.score`: 1 for the first in every ranking the source fuses)."""
+    return max(0.0, min(1.0, evidence)) * max(0.0, min(1.0, strength))
+
+
+def monotone(items: list[dict]) -> list[dict]:
+    """``items`` (one source's, best first) with scores that never rise down the
+    list: the non-increasing sequence nearest the scores in least squares (isotonic
+    regression by pool-adjacent-violators), so a source's order is kept and an item
+    ranked below another never claims more confidence; rounded to four places."""
+    blocks: list[list[float]] = []  # [sum, count] of pooled neighbours
+    for item in items:
+        blocks.append([float(item["score"]), 1.0])
+        while len(blocks) > 1 and blocks[-2][0] * blocks[-1][1] < blocks[-1][0] * blocks[-2][1]:
+            total, count = blocks.pop()
+            blocks[-1][0] += total
+            blocks[-1][1] += count
+    fitted = [total / count for total, count in blocks for _ in range(int(count))]
+    for item, score in zip(items, fitted, strict=True):
+        item["score"] = round(score, 4)
+    return items
+
+
+def merge(ranked: list[list[dict]]) -> list[dict]:
+    """Every source's items (each list best first, scores non-increasing) in one list
+    by score; ties keep the sources' own orders, then the order of the sources."""
+    keyed = [(-i["score"], n, s, i) for s, items in enumerate(ranked) for n, i in enumerate(items)]
+    keyed.sort(key=lambda k: k[:3])
+    return [k[3] for k in keyed]
+
+
+def below(min_score: float) -> str:
+    """The gap of an answer whose every item ``min_score`` dropped."""
+    return f"evidence was found but none reached the requested min_score {min_score:g}"
 
 
 _last: tuple[str, Query] | None = None

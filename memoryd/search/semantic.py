@@ -1,4 +1,4 @@
-"""The semantic candidate source: stored chunk vectors searched by brute force (issue 15).
+"""The semantic candidate source: stored chunk vectors searched by brute force.
 
 With ``encoder = "wordllama"`` (or a command) every chunk has a sign code
 (:mod:`memoryd.storage.vectors`). For a query, :func:`route`
@@ -34,11 +34,12 @@ from itertools import compress
 import numpy as np
 
 from memoryd.search import gate as gate_mod
-from memoryd.search.dense import code_similarity, load_encoder, pack, unpack
 from memoryd.search.pipeline import Fusion
 from memoryd.search.stats import TermStats
-from memoryd.search.terms import Query
+from memoryd.search.ties import by_content
 from memoryd.storage import record_vectors, vectors
+from memoryd.text.dense import code_similarity, load_encoder, pack, unpack
+from memoryd.text.terms import Query
 
 NEIGHBOURS = 20  # nearest chunks a short query may add
 
@@ -71,7 +72,7 @@ def _positions(rowids: np.ndarray, order: np.ndarray, wanted: list[int]) -> np.n
 def query_code(config, q: Query, dim: int) -> np.ndarray:
     """The query's sign code (its analyzed terms, or its text when it has none),
     encoded once for every source that asks (chunks, records, the archive)."""
-    return _text_code(str(config.encoder), " ".join(t.word for t in q.terms) or q.text, dim)
+    return _text_code(config.encoder, " ".join(t.word for t in q.terms) or q.text, dim)
 
 
 @functools.lru_cache(maxsize=64)
@@ -106,21 +107,30 @@ def route(
     )
     for c, sim in zip(compress(cands, coded.tolist()), found.tolist(), strict=True):
         c.cosine = sim
-    floor = float(config.dense_rescue_similarity)
+    floor = config.dense_rescue_similarity
     if sims is not None:
-        k = min(NEIGHBOURS, len(sims))
-        near = np.argpartition(-sims, k - 1)[:k]
-        near = near[np.argsort(-sims[near], kind="stable")]
         added = []
-        for i in near:
-            rowid = int(rowids[i])
-            if sims[i] >= floor and rowid not in by_row:
+        for rowid, sim in _nearest(db, stats, rowids, sims, floor):
+            if rowid not in by_row:
                 c = by_row[rowid] = make(rowid, len(cands) + len(added), set())
-                c.cosine = float(sims[i])
+                c.cosine = sim
                 added.append(c)
         cands[:0] = added  # first: the gate's rescue looks at the head of the pool
     p.tuning = floored(p.tuning, floor)  # the gate judges this plan with it
     return floored(tuning, floor)
+
+
+def _nearest(
+    db, stats: TermStats, rowids: np.ndarray, sims: np.ndarray, floor: float
+) -> list[tuple[int, float]]:
+    """(rowid, similarity) of the ``NEIGHBOURS`` most similar codes at or above
+    ``floor``, nearest first. Sign agreements take few values, so many codes tie:
+    the ties go by content (:mod:`memoryd.search.ties`), not by storage order."""
+    k = min(NEIGHBOURS, len(sims))
+    kth = float(np.partition(sims, len(sims) - k)[len(sims) - k])
+    near = np.flatnonzero(sims >= max(kth, floor))
+    top = list(zip(rowids[near].tolist(), sims[near].tolist(), strict=True))
+    return by_content(db, stats, top, k)
 
 
 @functools.lru_cache(maxsize=32)
@@ -144,7 +154,7 @@ def record_similarities(db, pid: int, stats: TermStats, q: Query, p: gate_mod.Pl
     if cached is None or cached[0] != state:
         cached = stats.extra["semantic_records"] = (state, record_vectors.matrix(db, pid))
     ns, codes, dim = cached[1]  # type: ignore[misc]
-    p.tuning = floored(p.tuning, float(config.dense_rescue_similarity))
+    p.tuning = floored(p.tuning, config.dense_rescue_similarity)
     if not len(ns):
         return {}
     sims = code_similarity(query_code(config, q, dim), codes, dim)

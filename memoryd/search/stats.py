@@ -206,8 +206,8 @@ class TermStats:
     def bm25_top(self, terms: list[tuple[str, ...]], pool: int) -> list[tuple[int, int]] | None:
         """The ``pool`` best chunks for the OR of every stem of ``terms`` (each term a
         tuple of stems: its inflections) by FTS5's BM25, best first (ties by rowid),
-        each as (rowid, bit mask of the terms it holds); None when postings are
-        unavailable."""
+        and every chunk tied with the last of them, each as (rowid, bit mask of the
+        terms it holds); None when postings are unavailable."""
         top = self.bm25_scored(terms, pool)
         return None if top is None else [(rowid, mask) for rowid, mask, _ in top]
 
@@ -323,12 +323,15 @@ def _summed(parts: list[tuple[int, Postings]], pool: int) -> list[tuple]:
 
 
 def _best(rowids: np.ndarray, score: np.ndarray, mask: np.ndarray, pool: int) -> list[tuple]:
-    """(rowid, mask, score) of the ``pool`` best, best first, ties by rowid."""
+    """(rowid, mask, score) of the ``pool`` best and of every chunk tied with the last
+    of them, best first, ties by rowid. Rowids follow the order files were written in
+    (the workers' commits), so the caller breaks ties by content and needs the whole
+    tie at the pool's edge to do so."""
     if len(rowids) > pool:
         cut = np.partition(score, len(rowids) - pool)[len(rowids) - pool]
         keep = score >= cut
         rowids, score, mask = rowids[keep], score[keep], mask[keep]
-    order = np.lexsort((rowids, -score))[:pool]
+    order = np.lexsort((rowids, -score))
     return list(
         zip(rowids[order].tolist(), mask[order].tolist(), score[order].tolist(), strict=True)
     )

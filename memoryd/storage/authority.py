@@ -8,9 +8,10 @@ Nothing is ever retried inside an open transaction.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
@@ -24,18 +25,35 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from memoryd import killpoints
-from memoryd.config import AUTHORITY_FILE, PAGE_SIZE, Config
-from memoryd.errors import (
+from memoryd.base import killpoints
+from memoryd.base.config import AUTHORITY_FILE, PAGE_SIZE, Config
+from memoryd.base.errors import (
     HomeNotWritable,
     NotAnAuthority,
     SchemaTooNew,
     StoreBusy,
+    WalReplaced,
     disk_full,
 )
 from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS, migrate_data
+from memoryd.storage.turns import WriteTurns
 
 T = TypeVar("T")
+TURN_POLL_SECONDS = 0.002  # how often a writer giving its turn looks for the other's commit
+WAL_FILES = ("-wal", "-shm")  # beside the database while any connection is open
+
+
+def wal_identity(path: Path) -> tuple[tuple[int, int], ...] | None:
+    """(device, inode) of the database's WAL and shared-memory files; None while either
+    is missing."""
+    found = []
+    for suffix in WAL_FILES:
+        try:
+            st = os.stat(f"{path}{suffix}")
+        except FileNotFoundError:
+            return None
+        found.append((st.st_dev, st.st_ino))
+    return tuple(found)
 
 
 class Authority:
@@ -63,10 +81,13 @@ class Authority:
                 f"cannot open the authority {self.path} ({exc}); the data home must be a "
                 "writable directory: choose another with --home or MEMORYD_HOME"
             ) from None
+        self._wal_files: tuple | None = None
+        self.turns = WriteTurns(self.path)
         try:
             self._configure()
             if not (readonly or immutable):
                 self._migrate()
+                self._wal_files = wal_identity(self.path)
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             self.conn.close()
             raise NotAnAuthority(
@@ -82,23 +103,29 @@ class Authority:
         """Close the connection for the block and reopen it after (e.g. around a fork:
         a child must never inherit an open SQLite connection it could touch)."""
         self.conn.close()
+        self.turns.close()  # a child sharing this open file could drop a turn we hold
         try:
             yield
         finally:
             self.conn = apsw.Connection(self._name, flags=self._flags)
             self._configure()
+            self._wal_files = None  # the files of this connection: known at its first write
 
     # -- opening ---------------------------------------------------------------
 
     def _configure(self) -> None:
         """Per-connection settings only: none of these writes the database."""
         c = self.conn
-        c.set_busy_timeout(int(self.config.busy_timeout_ms))
+        c.set_busy_timeout(self.config.busy_timeout_ms)
         c.execute("PRAGMA synchronous=FULL")
-        c.execute(f"PRAGMA journal_size_limit={int(self.config.journal_size_limit)}")
+        c.execute(f"PRAGMA journal_size_limit={self.config.journal_size_limit}")
         # Never memory-map: truncating a WAL a sibling has mapped can fault it.
         c.execute("PRAGMA mmap_size=0")
-        c.execute(f"PRAGMA cache_size=-{int(self.config.cache_kib)}")
+        c.execute(f"PRAGMA cache_size=-{self.config.cache_kib}")
+        # A cell a write frees (a row deleted, or moved by an update) is zeroed in its
+        # page, at no extra I/O: no text outlives its row in a free block, so a forget
+        # (which zeroes what it frees itself) leaves none of it behind.
+        c.execute("PRAGMA secure_delete=FAST")
         c.wal_autocheckpoint(0)  # the supervisor checkpoints at safe boundaries
 
     def _migrate(self) -> None:
@@ -151,12 +178,13 @@ class Authority:
         retrying = Retrying(
             retry=retry_if_exception_type(apsw.BusyError),
             wait=wait_random_exponential(multiplier=0.002, max=0.25),
-            stop=stop_after_delay(float(self.config.write_retry_seconds)),
+            stop=stop_after_delay(self.config.write_retry_seconds),
         )
         try:
-            for attempt in retrying:
-                with attempt:
-                    return self._write_once(fn)
+            with self.turns.wanting():
+                for attempt in retrying:
+                    with attempt:
+                        return self._write_once(fn)
         except apsw.FullError as exc:
             raise disk_full(exc, str(self.path)) from None
         except RetryError as exc:
@@ -167,12 +195,49 @@ class Authority:
             ) from exc.last_attempt.exception()
         raise AssertionError("unreachable")
 
+    def give_turn(self) -> bool:
+        """Between the chunks of a long write: when another connection wants the write
+        lock, wait until it committed (``PRAGMA data_version`` moved) or no longer wants
+        it, at most ``write_turn_seconds``. True when one was waited for."""
+        if not self.turns.others_want():
+            return False
+        seen = self._data_version()
+        deadline = time.monotonic() + self.config.write_turn_seconds
+        while time.monotonic() < deadline:
+            time.sleep(TURN_POLL_SECONDS)
+            if self._data_version() != seen or not self.turns.others_want():
+                break
+        return True
+
+    def _data_version(self) -> int:
+        """Moves whenever another connection commits (SQLite's PRAGMA data_version)."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def check_wal(self) -> None:
+        """Raise :class:`WalReplaced` when the WAL or shared-memory file at the path is no
+        longer the one this connection writes (deleted or replaced under it: a clean-up
+        script). Its commits would land in a file nobody reads, and checkpointing that file
+        would overwrite what another connection wrote through the new one: the connection
+        stops writing and never checkpoints on close."""
+        now = wal_identity(self.path)
+        if self._wal_files is None:
+            self._wal_files = now
+        elif now != self._wal_files:
+            self.conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+            raise WalReplaced(
+                f"{self.path}-wal or -shm was deleted or replaced under this process (pid "
+                f"{os.getpid()}); it stops writing so that nothing is lost silently: stop "
+                "every memoryd process of this home, then start again; never delete those "
+                "files while memoryd runs"
+            )
+
     def _write_once(self, fn: Callable[[apsw.Connection], T]) -> T:
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             result = fn(conn)
             killpoints.reach("before_commit")
+            self.check_wal()  # the write lock is held: checked last, before the commit
             conn.execute("COMMIT")
         except BaseException:
             if not conn.get_autocommit():
@@ -181,17 +246,9 @@ class Authority:
         killpoints.reach("after_commit")
         return result
 
-    @contextmanager
-    def savepoint(self, name: str = "sp") -> Iterator[None]:
+    def savepoint(self, name: str = "sp") -> AbstractContextManager[None]:
         """A nested scope inside :meth:`write`: undone alone if its body raises."""
-        self.conn.execute(f"SAVEPOINT {name}")
-        try:
-            yield
-        except BaseException:
-            self.conn.execute(f"ROLLBACK TO {name}")
-            self.conn.execute(f"RELEASE {name}")
-            raise
-        self.conn.execute(f"RELEASE {name}")
+        return savepoint(self.conn, name)
 
     def query(self, sql: str, bindings: tuple = ()) -> list[tuple]:
         """Run a read statement in autocommit mode and return every row."""
@@ -199,12 +256,27 @@ class Authority:
 
     def close(self) -> None:
         self.conn.close()
+        self.turns.close()
 
     def __enter__(self) -> Authority:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextmanager
+def savepoint(conn: apsw.Connection, name: str = "sp") -> Iterator[None]:
+    """A nested scope inside ``conn``'s open transaction: undone alone if its body raises
+    (the transaction goes on)."""
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        conn.execute(f"ROLLBACK TO {name}")
+        conn.execute(f"RELEASE {name}")
+        raise
+    conn.execute(f"RELEASE {name}")
 
 
 def open_authority(

@@ -33,20 +33,43 @@ from typing import NamedTuple
 import apsw
 import zstandard
 
-from memoryd import killpoints
-from memoryd.config import (
+from memoryd.base import killpoints
+from memoryd.base.config import (
     BLOCK_CACHE_BYTES,
     BODY_BLOCK_BYTES,
     COMPRESSION_LEVEL,
     INDEX_MERGE_WORK,
+    SETTINGS,
+    SIZES_PER_PAGE,
 )
-from memoryd.errors import MemorydError
-from memoryd.storage.unsearched import index_text, keep_true_sizes, rewrite_sizes, varints
+from memoryd.base.errors import MemorydError
+from memoryd.storage.unsearched import (
+    index_text,
+    keep_true_sizes,
+    rewrite_sizes,
+    varints,
+    with_context,
+)
+from memoryd.text.structure import chunk_contexts, format_of
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
-_DCTX = zstandard.ZstdDecompressor()
-_DICT_DCTX: dict[int, zstandard.ZstdDecompressor] = {}  # zstd dictionary id -> decompressor
-_COMPRESSORS: dict[int, zstandard.ZstdCompressor] = {}  # level -> compressor
+# zstd (de)compressor objects must not be used by two threads at once (a control
+# socket's request threads search one home together): each thread keeps its own.
+_ZSTD = threading.local()
+
+
+def _per_thread(name: str) -> dict:
+    """This thread's cache ``name`` (dictionary id or level -> (de)compressor)."""
+    cache = getattr(_ZSTD, name, None)
+    if cache is None:
+        cache = {}
+        setattr(_ZSTD, name, cache)
+    return cache
+
+
+def forget_dictionaries() -> None:
+    """Drop this thread's dictionary decompressors (a test reading a home's own)."""
+    _per_thread("dict_dctx").clear()
 
 
 class UnknownProject(MemorydError):
@@ -57,7 +80,8 @@ class ChunkRow(NamedTuple):  # a tuple: cheap to send from a worker to the super
     start_line: int  # 1-based, inclusive
     end_line: int
     content_hash: bytes  # 8 bytes (:func:`memoryd.ingest.chunking.chunk_hash`)
-    text: str  # indexed whole, never stored (the file body holds it)
+    text: str  # what the index holds (never stored: the file body holds the chunk)
+    left_out: int = 0  # tokens of the chunk ``text`` leaves out (its index text's)
 
 
 class FileRows(NamedTuple):
@@ -133,10 +157,21 @@ def compact_limit(db, pid: int) -> int:
     return _query(db, "SELECT compact_limit FROM projects WHERE id = ?", (pid,))[0][0]
 
 
-def _live_bytes(tx: apsw.Connection, pid: int) -> int:
-    return tx.execute(
-        "SELECT coalesce(sum(size), 0) FROM files WHERE project_id = ? AND live = 1", (pid,)
-    ).fetchone()[0]
+def live_source_bytes(db, pid: int) -> int:
+    """Source bytes of the project's live files (what a compact limit bounds)."""
+    return _query(
+        db, "SELECT coalesce(sum(size), 0) FROM files WHERE project_id = ? AND live = 1", (pid,)
+    )[0][0]
+
+
+def live_chunk_count(db, pid: int) -> int:
+    """Chunks of the project's live files (what its index must hold)."""
+    return _query(
+        db,
+        f"SELECT count(*) FROM files f JOIN chunks c ON {CHUNKS_OF_FILE}"
+        " WHERE f.project_id = ? AND f.live = 1",
+        (pid,),
+    )[0][0]
 
 
 def _indexed_for(tx: apsw.Connection, pid: int, incoming: int) -> bool:
@@ -146,7 +181,7 @@ def _indexed_for(tx: apsw.Connection, pid: int, incoming: int) -> bool:
     limit = compact_limit(tx, pid)
     if not limit:
         return True
-    if _live_bytes(tx, pid) + incoming <= limit:
+    if live_source_bytes(tx, pid) + incoming <= limit:
         return False
     tx.execute("UPDATE projects SET compact_limit = 0 WHERE id = ?", (pid,))
     rebuild_index(tx, pid)
@@ -159,18 +194,53 @@ def drop_index_rows(tx: apsw.Connection, pid: int, rowids: Sequence[int]) -> Non
         tx.executemany(f"DELETE FROM {fts_table(pid)} WHERE rowid = ?", [(r,) for r in rowids])
 
 
+def unknown_project_message(name: str, known: list[str]) -> str:
+    """How every command refuses a project name it does not know: the known ones, and
+    the explicit ways to start a new one."""
+    return (
+        f"no project named {name!r}; known projects: {', '.join(known) or 'none'} "
+        f"(start one with `memoryd ingest PATH --project {name}`, or archive into a new "
+        "one with `memoryd archive add --new-project`)"
+    )
+
+
+def find_project_id(db, name: str) -> int | None:
+    """The id of the project named ``name`` (None: no such project). ``db``: an
+    Authority, or a connection inside its transaction."""
+    rows = _query(db, "SELECT id FROM projects WHERE name = ?", (name,))
+    return rows[0][0] if rows else None
+
+
 def project_id(db, name: str) -> int:
-    rows = db.query("SELECT id FROM projects WHERE name = ?", (name,))
-    if not rows:
-        known = [r[0] for r in db.query("SELECT name FROM projects ORDER BY name")]
-        raise UnknownProject(
-            f"no project named {name!r}; known projects: {', '.join(known) or 'none'}"
-        )
-    return rows[0][0]
+    pid = find_project_id(db, name)
+    if pid is None:
+        known = [r[0] for r in _query(db, "SELECT name FROM projects ORDER BY name", ())]
+        raise UnknownProject(unknown_project_message(name, known))
+    return pid
 
 
 def project_generation(db, pid: int) -> int:
     return db.query("SELECT generation FROM projects WHERE id = ?", (pid,))[0][0]
+
+
+def project_names(db) -> dict[int, str]:
+    """Every project's name, by id (``db``: an Authority, or a connection inside its
+    transaction)."""
+    return dict(_query(db, "SELECT id, name FROM projects", ()))
+
+
+def root_of(db, pid: int) -> str | None:
+    """The repository root the project was ingested from (None: no such project, or
+    none recorded)."""
+    rows = _query(db, "SELECT root FROM projects WHERE id = ?", (pid,))
+    return rows[0][0] if rows else None
+
+
+def root_named(db, name: str) -> str | None:
+    """The repository root of the project named ``name`` (None: no such project, or
+    none recorded)."""
+    rows = _query(db, "SELECT root FROM projects WHERE name = ?", (name,))
+    return rows[0][0] if rows else None
 
 
 def project_stats(db) -> list[dict]:
@@ -193,6 +263,55 @@ def live_hashes(db, pid: int) -> dict[str, str]:
     """path -> content hash of every live file of the project."""
     return dict(
         db.query("SELECT path, content_hash FROM files WHERE project_id = ? AND live = 1", (pid,))
+    )
+
+
+def live_paths(db, pid: int) -> list[tuple[int, str]]:
+    """``(file id, path)`` of every live file of the project."""
+    return db.query("SELECT id, path FROM files WHERE project_id = ? AND live = 1", (pid,))
+
+
+def longest_paths(db, limit: int) -> list[str]:
+    """The ``limit`` longest file paths of every project (ties by path)."""
+    rows = db.query("SELECT path FROM files ORDER BY length(path) DESC, path LIMIT ?", (limit,))
+    return [r[0] for r in rows]
+
+
+def file_totals(db) -> tuple[int, int]:
+    """How many file rows every project holds, and their source bytes."""
+    files, size = db.query("SELECT count(*), coalesce(sum(size), 0) FROM files")[0]
+    return files, size
+
+
+def chunks_of_files(db, file_ids: Iterable[int]) -> list[tuple[int, int, int]]:
+    """``(chunk id, file id, the chunk's ordinal in its file)`` of every chunk of
+    ``file_ids``, by file and chunk."""
+    ids = tuple(file_ids)
+    marks = ",".join("?" * len(ids))
+    return db.query(
+        f"SELECT c.id, c.file_id, c.id - f.chunk_first FROM files f JOIN chunks c"
+        f" ON {CHUNKS_OF_FILE} WHERE f.id IN ({marks}) ORDER BY c.file_id, c.id",
+        ids,
+    )
+
+
+def chunk_rows(db, rowids: Sequence[int]) -> list[tuple]:
+    """``(chunk id, file id, path, start line, end line, content hash)`` of ``rowids``."""
+    marks = ",".join("?" * len(rowids))
+    return db.query(
+        "SELECT c.id, c.file_id, f.path, c.start_line, c.end_line, c.content_hash"
+        " FROM chunks c"
+        f" JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
+        tuple(rowids),
+    )
+
+
+def history_since(db, pid: int, job_id: int) -> list[tuple[str, str, str | None]]:
+    """``(kind, ref, content hash)`` of the project's history rows written by jobs
+    above ``job_id``."""
+    return db.query(
+        "SELECT kind, ref, content_hash FROM history WHERE project = ? AND job_id > ?",
+        (str(pid), job_id),
     )
 
 
@@ -224,7 +343,7 @@ def purge_history_in(tx: apsw.Connection, before: float, limit: int) -> int:
     return tx.changes()
 
 
-def _next_chunk_id(tx: apsw.Connection) -> int:
+def next_chunk_id(tx: apsw.Connection) -> int:
     """The first never-used chunk id (``chunks.id`` is AUTOINCREMENT: ids, and so FTS
     rowids, are never reused, not even after the highest chunk is deleted)."""
     row = tx.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'").fetchone()
@@ -237,27 +356,32 @@ def put_files(
     files: Iterable[FileRows],
     job_id: int | None = None,
     blocks: Sequence[bytes] = (),
+    packed: bool = False,
 ) -> int:
-    """Insert or replace files with their chunks and index rows (each chunk's whole
-    text: :func:`store_packed` indexes a packed block's chunks without the words
-    never looked up alone). Returns files written. ``blocks`` are the batch's body
-    blocks (zstd frames) its files' ``block`` index.
+    """Insert or replace files with their chunks and index rows (each chunk's
+    ``text``). Returns files written. ``blocks`` are the batch's body blocks (zstd
+    frames) its files' ``block`` index; ``packed``: they are final (compressed at
+    ``body_pack_level``, their chunks' texts index text with the tokens left out
+    counted: :func:`memoryd.ingest.chunking.prepare_batch`), so no pack job writes
+    them again.
 
     Chunk and index rows are written together at the end, with ids given here: many
     rows per statement, and FTS5 need not pick rowids one at a time. A file's chunks
     get consecutive ids, the range its row keeps (``chunk_first``, ``chunk_count``).
     """
     files = list(files)
-    block_ids = _put_blocks(tx, pid, blocks)
+    block_ids = _put_blocks(tx, pid, blocks, packed)
     indexed = _indexed_for(tx, pid, sum(f.size for f in files))
     table = fts_table(pid)
     now = time.time()
     written = 0
     chunk_rows: list[tuple] = []
     index_rows: list[tuple] = []
+    left_out: list[tuple[int, int]] = []
     history: list[tuple] = []
     pending: set[str] = set()
-    next_id = _next_chunk_id(tx)
+    left: list[int | None] = []  # blocks old versions left, to write again without them
+    next_id = next_chunk_id(tx)
 
     def flush() -> None:
         tx.executemany(
@@ -267,7 +391,9 @@ def put_files(
         )
         if indexed:
             tx.executemany(f"INSERT INTO {table} (rowid, body, path) VALUES (?, ?, ?)", index_rows)
+            keep_true_sizes(tx, f"main.{table}", left_out)
         chunk_rows.clear()
+        left_out.clear()
         index_rows.clear()
         pending.clear()
 
@@ -284,7 +410,7 @@ def put_files(
         where += (next_id if f.chunks else 0, len(f.chunks))  # none: 0, 0 (as migration 14)
         if old:
             _drop_chunks(tx, pid, old[0])
-            _release_block(tx, old[0])
+            left.append(_leave_block(tx, old[0]))
             tx.execute(
                 "UPDATE files SET content_hash = ?, size = ?, lines = ?, body = ?, live = 1,"
                 " updated_at = ?, block_id = ?, block_start = ?, block_end = ?,"
@@ -304,12 +430,14 @@ def put_files(
         for c in f.chunks:
             chunk_rows.append((next_id, file_id, c.start_line, c.end_line, c.content_hash))
             index_rows.append((next_id, c.text, f.path))
+            left_out.append((next_id, c.left_out))
             next_id += 1
         pending.add(f.path)
         history.append((now, "file.put", str(pid), f.path, f.content_hash, job_id))
         written += 1
     if chunk_rows:
         flush()
+    _rewrite_blocks(tx, filter(None, left))
     if block_ids:  # a block none of whose files was written (all current already)
         marks = ",".join("?" * len(block_ids))
         tx.execute(f"DELETE FROM body_blocks WHERE files = 0 AND id IN ({marks})", block_ids)
@@ -324,49 +452,55 @@ def put_files(
     return written
 
 
-def _put_blocks(tx: apsw.Connection, pid: int, blocks: Sequence[bytes]) -> list[int]:
+def _put_blocks(tx: apsw.Connection, pid: int, blocks: Sequence[bytes], packed: bool) -> list[int]:
     """Store a batch's body blocks; their ids, by index (each counts its files later)."""
     if not blocks:
         return []
     return [
         tx.execute(
-            "INSERT INTO body_blocks (project_id, files, data) VALUES (?, 0, ?) RETURNING id",
-            (pid, data),
+            "INSERT INTO body_blocks (project_id, files, data, packed) VALUES (?, 0, ?, ?)"
+            " RETURNING id",
+            (pid, data, int(packed)),
         ).fetchone()[0]
         for data in blocks
     ]
 
 
-def _release_block(tx: apsw.Connection, file_id: int) -> None:
-    """The file's body leaves its block: the block goes with its last file, and a block
-    left holding less live text than dead is written again with its live files only
-    (so a changed or retired file's bytes never outweigh the live ones: the dead share
-    of the bodies stays under half). The new block keeps the old one's ``packed`` flag,
-    which says how its files' chunks are indexed (:func:`_packed_files`): their index
-    rows are not touched, so the flag must not change. It is compressed at the ingest
-    level (this runs in the writer's transaction); only its live text, under half of
-    the old block's, pays for that."""
-    row = tx.execute("SELECT block_id, project_id FROM files WHERE id = ?", (file_id,)).fetchone()
+def _leave_block(tx: apsw.Connection, file_id: int) -> int | None:
+    """The file's body leaves its block: the block goes with its last file. Returns the
+    block when other files stay in it: its frame still holds the leaving file's text,
+    which :func:`_rewrite_blocks` takes out."""
+    row = tx.execute("SELECT block_id FROM files WHERE id = ?", (file_id,)).fetchone()
     if not row or row[0] is None:
-        return
-    block_id, pid = row
+        return None
+    (block_id,) = row
     tx.execute("UPDATE body_blocks SET files = files - 1 WHERE id = ?", (block_id,))
     tx.execute("DELETE FROM body_blocks WHERE id = ? AND files <= 0", (block_id,))
-    rest = tx.execute(
-        "SELECT id, block_start, block_end FROM files WHERE block_id = ? AND id != ?",
-        (block_id, file_id),
-    ).fetchall()
-    if not rest:
-        return
-    data, packed = tx.execute(
-        "SELECT data, packed FROM body_blocks WHERE id = ?", (block_id,)
-    ).fetchone()
-    if 2 * sum(end - start for _, start, end in rest) >= _frame_size(data):
-        return
-    text = _decompress(data, tx)
-    new_id = _store_block(tx, pid, [(f, text[a:b]) for f, a, b in rest])
-    tx.execute("UPDATE body_blocks SET packed = ? WHERE id = ?", (packed, new_id))
-    tx.execute("DELETE FROM body_blocks WHERE id = ?", (block_id,))
+    left = tx.execute("SELECT files FROM body_blocks WHERE id = ?", (block_id,)).fetchone()
+    return block_id if left else None
+
+
+def _rewrite_blocks(tx: apsw.Connection, block_ids: Iterable[int]) -> None:
+    """Write each block again with the files still in it (once the files that left it
+    point elsewhere): no byte of a changed or retired file's text stays in a frame. The
+    new block keeps the old one's ``packed`` flag, which says how its files' chunks are
+    indexed (:func:`_packed_files`): their index rows are not touched, so the flag must
+    not change. It is compressed at the ingest level (this runs in the writer's
+    transaction, once per block however many of its files left)."""
+    for block_id in dict.fromkeys(block_ids):
+        row = tx.execute(
+            "SELECT data, packed, project_id FROM body_blocks WHERE id = ?", (block_id,)
+        ).fetchone()
+        if row is None:
+            continue
+        data, packed, pid = row
+        rest = tx.execute(
+            "SELECT id, block_start, block_end FROM files WHERE block_id = ?", (block_id,)
+        ).fetchall()
+        text = _decompress(data, tx)
+        new_id = _store_block(tx, pid, [(f, text[a:b]) for f, a, b in rest])
+        tx.execute("UPDATE body_blocks SET packed = ? WHERE id = ?", (packed, new_id))
+        tx.execute("DELETE FROM body_blocks WHERE id = ?", (block_id,))
 
 
 def _frame_size(frame: bytes) -> int:
@@ -377,8 +511,10 @@ def _frame_size(frame: bytes) -> int:
 def retire_files(
     tx: apsw.Connection, pid: int, paths: Iterable[str], job_id: int | None = None
 ) -> int:
-    """Take files out of search; the row stays (live = 0) as a record."""
+    """Take files out of search; the row stays (live = 0) as a record, without its text
+    (nor does any block it shared keep it)."""
     retired = 0
+    left: list[int | None] = []
     for path in paths:
         row = tx.execute(
             "SELECT id, content_hash FROM files WHERE project_id = ? AND path = ? AND live = 1",
@@ -387,13 +523,14 @@ def retire_files(
         if not row:
             continue
         _drop_chunks(tx, pid, row[0])
-        _release_block(tx, row[0])
+        left.append(_leave_block(tx, row[0]))
         tx.execute("UPDATE files SET live = 0, body = x'', updated_at = ?, block_id = NULL,"
                    " block_start = NULL, block_end = NULL, chunk_first = 0, chunk_count = 0"
                    " WHERE id = ?",
                    (time.time(), row[0]))  # fmt: skip
         _history(tx, "file.retire", pid, path, row[1], job_id)
         retired += 1
+    _rewrite_blocks(tx, filter(None, left))
     if retired:
         tx.execute("UPDATE projects SET generation = generation + 1 WHERE id = ?", (pid,))
     return retired
@@ -414,7 +551,7 @@ class MissingDictionary(MemorydError):
 
 
 def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
-    dctx = _DICT_DCTX.get(dict_id)
+    dctx = _per_thread("dict_dctx").get(dict_id)
     if dctx is not None:
         return dctx
     data = None
@@ -430,17 +567,17 @@ def _dict_decompressor(dict_id: int, db=None) -> zstandard.ZstdDecompressor:
     if data is None:
         raise MissingDictionary(f"zstd dictionary {dict_id} not found in any open authority")
     dctx = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(data))
-    _DICT_DCTX[dict_id] = dctx
+    _per_thread("dict_dctx")[dict_id] = dctx
     return dctx
 
 
 def compressor(level: int = COMPRESSION_LEVEL) -> zstandard.ZstdCompressor:
-    """The body compressor at ``level``, reused per process (a frame without a
+    """The body compressor at ``level``, reused per thread (a frame without a
     dictionary: ``config.BODY_BLOCK_BYTES`` says why)."""
-    cctx = _COMPRESSORS.get(level)
+    cctx = _per_thread("cctx").get(level)
     if cctx is None:
         cctx = zstandard.ZstdCompressor(level=level, write_checksum=True)
-        _COMPRESSORS[level] = cctx
+        _per_thread("cctx")[level] = cctx
     return cctx
 
 
@@ -485,6 +622,26 @@ def _unpacked_frames(db, pid: int) -> Iterator[tuple[int, bytes]]:
     ):
         after, frame = rows[0]
         yield after, frame
+
+
+def stranded_unpacked(conn: apsw.Connection, pack_kind: str) -> list[tuple[int, str]]:
+    """(id, name) of the projects whose blocks wait to be packed with no job to do it:
+    their latest ingest run has finished (a run still going enqueues its pack job as it
+    finishes) and no ``pack_kind`` job of theirs is live, nor dead (that one is left to
+    ``memoryd jobs retry``: a new job could die the same way). An older home's
+    projects after migration 13 are such projects."""
+    return conn.execute(
+        "SELECT p.id, p.name FROM projects p"
+        " WHERE EXISTS (SELECT 1 FROM body_blocks b WHERE b.project_id = p.id AND b.packed = 0)"
+        " AND coalesce((SELECT r.finished_at IS NOT NULL FROM ingest_runs r"
+        "   WHERE r.project_id = p.id ORDER BY r.id DESC LIMIT 1), 1)"
+        " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.project = p.name AND j.kind = ?"
+        "   AND j.state IN ('queued', 'claimed', 'failed'))"
+        " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.state = 'dead' AND j.kind = ?"
+        "   AND j.project = p.name)"
+        " ORDER BY p.id",
+        (pack_kind, pack_kind),
+    ).fetchall()
 
 
 def _pack_frame(db, block_id: int, frame: bytes, level: int) -> Packed:
@@ -581,7 +738,12 @@ def _store_block(tx: apsw.Connection, pid: int, group: list[tuple[int, bytes]]) 
 def _decompressor(frame: bytes, db=None) -> zstandard.ZstdDecompressor:
     """The frame's decompressor: with the dictionary it names (an older home's frames)."""
     dict_id = zstandard.get_frame_parameters(frame).dict_id
-    return _dict_decompressor(dict_id, db) if dict_id else _DCTX
+    if dict_id:
+        return _dict_decompressor(dict_id, db)
+    plain = _per_thread("dctx")
+    if 0 not in plain:
+        plain[0] = zstandard.ZstdDecompressor()
+    return plain[0]
 
 
 def _decompress(frame: bytes, db=None) -> bytes:
@@ -699,9 +861,15 @@ def live_texts(conn: apsw.Connection, pid: int) -> Iterator[tuple[int, str, str]
         yield fid, path, held[1][start:end].decode("utf-8")
 
 
-def reclaim_free_pages(tx: apsw.Connection) -> int:
-    """Give free pages (left by FTS segment merges) back to the file system. Returns
-    the pages released; 0 on an authority created without incremental auto-vacuum."""
+def reclaim_free_pages(tx: apsw.Connection, limit: int | None = None) -> int:
+    """Give free pages (left by FTS segment merges) back to the file system, at most
+    ``limit`` of them (None: all). Returns the pages still free; 0 on an authority
+    created without incremental auto-vacuum.
+
+    Each page released moves one from the file's end into a free slot, a page written
+    to the WAL: the end of a merge that freed a large segment released it all in one
+    commit (52 MiB of WAL on a 3.4 GB tree), so a step is bounded and the rest left to
+    the next."""
     if tx.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
         return 0
     # FTS5 keeps recent inserts in memory and writes (and merges) them at commit,
@@ -710,7 +878,9 @@ def reclaim_free_pages(tx: apsw.Connection) -> int:
     tx.execute("SAVEPOINT reclaim_free_pages")
     free = tx.execute("PRAGMA freelist_count").fetchone()[0]
     if free:
-        tx.execute("PRAGMA incremental_vacuum").fetchall()
+        n = free if limit is None else min(free, limit)
+        tx.execute(f"PRAGMA incremental_vacuum({int(n)})").fetchall()
+        free = tx.execute("PRAGMA freelist_count").fetchone()[0]
     tx.execute("RELEASE reclaim_free_pages")
     return free
 
@@ -744,17 +914,21 @@ def keep_sizes(tx: apsw.Connection, sizes: dict[str, list]) -> None:
 
 def _chunk_rows(db, file_id: int, path: str, text: str, packed: bool) -> list[tuple]:
     """(rowid, index text, tokens left out, path) of the file's chunks: a packed
-    block's files without the words never looked up alone, any other whole."""
+    block's files without the words never looked up alone, any other whole; each with
+    its context words (a configuration or markdown file's key paths and headings:
+    :func:`~memoryd.text.structure.chunk_contexts`), as ingest made them."""
     lines = text.split("\n")
+    rows = _query(
+        db,
+        "SELECT c.id, c.start_line, c.end_line FROM main.files f JOIN main.chunks c"
+        f" ON {CHUNKS_OF_FILE} WHERE f.id = ? ORDER BY c.id",
+        (file_id,),
+    )
+    chunks = [(start, end, "\n".join(lines[start - 1 : end])) for _, start, end in rows]
+    contexts = chunk_contexts(path, lines, chunks)
     return [
-        (rowid, *(index_text(chunk) if packed else (chunk, 0)), path)
-        for rowid, start, end in _query(
-            db,
-            "SELECT c.id, c.start_line, c.end_line FROM main.files f JOIN main.chunks c"
-            f" ON {CHUNKS_OF_FILE} WHERE f.id = ? ORDER BY c.id",
-            (file_id,),
-        )
-        for chunk in ("\n".join(lines[start - 1 : end]),)
+        (rowid, *with_context(*(index_text(chunk) if packed else (chunk, 0)), context), path)
+        for (rowid, _, _), (_, _, chunk), context in zip(rows, chunks, contexts, strict=True)
     ]
 
 
@@ -784,31 +958,106 @@ def _fill_index(conn: apsw.Connection, pid: int, schema: str) -> int:
     return count
 
 
-def merge_index(tx: apsw.Connection, pid: int, sizes_since: int | None = None) -> None:
-    """The end of a pack pass: merge the project's stored index as far as the pass
-    wrote of it, and write its sizes from rowid ``sizes_since`` (the lowest the pass
-    indexed) on again in full pages; nothing for a compact project.
-
-    When the rows from ``sizes_since`` on are most of the index (a first ingest),
-    FTS5's ``optimize`` merges it all into one segment (the same rows, fewer pages).
-    Otherwise FTS5's bounded ``('merge', N)`` writes about N pages, N proportional to
-    the pages those rows take: a level holding enough segments, or mostly deleted rows
-    (the run's batches indexed what the pass indexed again), is merged as far as that
-    goes, and a one-file run on a large project never writes its whole index again."""
+def reindex_structured(tx: apsw.Connection, pid: int) -> int:
+    """Index again the chunks of the project's configuration and markdown files (a
+    structured format: :func:`~memoryd.text.structure.format_of`), whose index text now
+    carries their key paths and headings: what a home indexed before that reads as a
+    rebuild would (migration 19). Returns the chunks indexed again; 0 for a compact
+    project, whose index is built when searched."""
     if compact_limit(tx, pid):
-        return
+        return 0
+    files = [(fid, path) for fid, path in _query(
+        tx, "SELECT id, path FROM main.files WHERE project_id = ? AND live = 1", (pid,)
+    ) if format_of(path)]  # fmt: skip
+    packed = _packed_files(tx, pid) if files else set()
+    texts = file_texts(tx, [fid for fid, _ in files])
+    count = 0
+    for fid, path in files:
+        rows = _chunk_rows(tx, fid, path, texts[fid], fid in packed)
+        drop_index_rows(tx, pid, [r[0] for r in rows])
+        _index(tx, f"main.{fts_table(pid)}", rows)
+        count += len(rows)
+    return count
+
+
+class MergeState(NamedTuple):
+    """How far a pack pass's merge of a project's index has gone (a job payload's)."""
+
+    written: int  # pages the pass's merge steps asked FTS5 to write so far
+    budget: int | None  # pages the pass may write in all; None: merge into one segment
+    sizes_from: int | None = None  # merged; the sizes are written again from this rowid on
+
+
+def merge_index(
+    tx: apsw.Connection,
+    pid: int,
+    sizes_since: int | None = None,
+    state: MergeState | None = None,
+    step_pages: int = SETTINGS["index_merge_step_pages"].default,
+) -> MergeState | None:
+    """One step of the end of a pack pass: merge the project's stored index as far as
+    the pass wrote of it, at most ``step_pages`` pages a step (the setting
+    ``index_merge_step_pages``: a commit's WAL stays bounded); the state to go on from
+    in the next step (its own transaction), or None once done. The last step writes
+    its sizes from rowid ``sizes_since`` (the lowest the run indexed) on again in full
+    pages. Nothing for a compact project.
+
+    When the rows from ``sizes_since`` on are most of the index (a first ingest), or a
+    segment keeps rows deleted since it was written (a changed or retired file's: a
+    contentless_delete table deletes by tombstone, the terms stay in the segment's
+    pages until it is written again, and FTS5's ``secure-delete`` does not apply to
+    such tables), the steps merge it all into one segment (FTS5's ``('merge', -N)``,
+    then ``N`` until nothing is left: an ``optimize`` in bounded steps, which drops the
+    deleted rows). Otherwise the pass writes about
+    as many pages as INDEX_MERGE_WORK times those rows take (``('merge', N)``): a
+    level holding enough segments, or mostly deleted rows, is merged as far as that
+    goes, and a one-file run adding files to a large project never writes its whole
+    index again (one that deletes rows does: 66 ms for the standard library's 2.8 MB
+    index)."""
+    if compact_limit(tx, pid):
+        return None
     table = fts_table(pid)
+    if state is not None and state.sizes_from is not None:
+        return _sizes_step(tx, table, state, state.sizes_from, step_pages)
+    first = state is None
+    state = state or MergeState(0, _merge_budget(tx, pid, sizes_since))
+    pages = step_pages
+    if state.budget is not None:
+        pages = max(1, min(pages, state.budget - state.written))
+    before = tx.total_changes()
+    work = -pages if first and state.budget is None else pages
+    tx.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)", (work,))
+    state = MergeState(state.written + pages, state.budget)
+    merged = tx.total_changes() - before >= 2  # FTS5's sign of a merge that wrote
+    if merged and (state.budget is None or state.written < state.budget):
+        return state
+    if sizes_since is not None:
+        return _sizes_step(tx, table, state, sizes_since, step_pages)
+    return None
+
+
+#: ``PRAGMA secure_delete``'s answers by name (setting it to 2 turns it ON, not FAST).
+SECURE_DELETE_NAMES = {0: "OFF", 1: "ON", 2: "FAST"}
+
+
+def _sizes_step(
+    tx: apsw.Connection, table: str, state: MergeState, since: int, step_pages: int
+) -> MergeState | None:
+    """One bounded step of writing the pass's sizes again (about as many pages as a merge
+    step); the state to go on from, or None once done."""
+    after = rewrite_sizes(tx, f"main.{table}", since, step_pages * SIZES_PER_PAGE)
+    return None if after is None else state._replace(sizes_from=after)
+
+
+def _merge_budget(tx: apsw.Connection, pid: int, since: int | None) -> int | None:
+    """Pages a pass that indexed the rows from rowid ``since`` on may merge; None: all."""
     segments = index_segments(tx, pid)
     live = sum(s.rows - s.dead for s in segments)
-    new = 0 if sizes_since is None else _rows_since(tx, table, sizes_since)
-    if 2 * new >= live:
-        merge, pages = "optimize", None
-    else:
-        per_row = sum(s.pages for s in segments) / max(live, 1)
-        merge, pages = "merge", max(1, math.ceil(INDEX_MERGE_WORK * new * per_row))
-    tx.execute(f"INSERT INTO {table} ({table}, rank) VALUES (?, ?)", (merge, pages))
-    if sizes_since is not None:
-        rewrite_sizes(tx, f"main.{table}", sizes_since)
+    new = 0 if since is None else _rows_since(tx, fts_table(pid), since)
+    if 2 * new >= live or any(s.dead for s in segments):
+        return None
+    per_row = sum(s.pages for s in segments) / max(live, 1)
+    return max(1, math.ceil(INDEX_MERGE_WORK * new * per_row))
 
 
 def _rows_since(tx: apsw.Connection, table: str, rowid: int) -> int:

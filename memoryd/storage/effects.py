@@ -8,11 +8,17 @@ from collections.abc import Iterable
 import apsw
 
 
-def record_effects(tx: apsw.Connection, job_ids: Iterable[int], kind: str) -> None:
+def record_effects(
+    tx: apsw.Connection, job_ids: Iterable[int], kind: str, tokens: Iterable[str | None] = ()
+) -> None:
+    """One effect row per job; ``tokens`` (when given, one per job) the lease token of
+    the attempt whose result each row applies."""
     now = time.time()
+    ids = list(job_ids)
+    attempts = list(tokens) or [None] * len(ids)
     tx.executemany(
-        "INSERT INTO job_effects (job_id, kind, at) VALUES (?, ?, ?)",
-        [(i, kind, now) for i in job_ids],
+        "INSERT INTO job_effects (job_id, kind, at, lease_token) VALUES (?, ?, ?, ?)",
+        [(i, kind, now, t) for i, t in zip(ids, attempts, strict=True)],
     )
 
 

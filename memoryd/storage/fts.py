@@ -39,23 +39,40 @@ def prepare(db) -> None:
         db._memoryd_search_ready = True
 
 
-def ranked(db, pid: int, match: str, limit: int) -> list[int]:
-    """Rowids of the ``limit`` best chunks for ``match`` by FTS5's BM25 rank."""
+def ranked(db, pid: int, match: str, limit: int) -> list[tuple[int, float]]:
+    """(rowid, rank) of the ``limit`` best chunks for ``match`` by FTS5's BM25 rank,
+    best first, and every chunk tied with the last of them (:func:`_through_ties`)."""
     t = fts_table(pid)
-    rows = db.query(
-        f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rank LIMIT ?", (match, limit)
-    )
-    return [r[0] for r in rows]
+    sql = f"SELECT rowid, rank FROM {t} WHERE {t} MATCH ? ORDER BY rank LIMIT ?"
+    return [(r[0], r[1]) for r in _through_ties(db, sql, match, limit)]
 
 
-def ranked_with_phrases(db, pid: int, match: str, limit: int) -> list[tuple[int, int]]:
-    """(rowid, bit mask of the phrases of ``match`` it holds) of the ``limit`` best
-    chunks by rank; :func:`prepare` must have run on ``db``."""
+def ranked_with_phrases(db, pid: int, match: str, limit: int) -> list[tuple[int, int, float]]:
+    """(rowid, bit mask of the phrases of ``match`` it holds, rank) of the ``limit``
+    best chunks by rank and every chunk tied with the last of them
+    (:func:`_through_ties`); :func:`prepare` must have run on ``db``."""
     t = fts_table(pid)
-    return db.query(
-        f"SELECT rowid, {MATCHED}({t}) FROM {t} WHERE {t} MATCH ? ORDER BY rank LIMIT ?",
-        (match, limit),
-    )
+    sql = f"SELECT rowid, {MATCHED}({t}), rank FROM {t} WHERE {t} MATCH ? ORDER BY rank LIMIT ?"
+    return [(r[0], r[1], r[2]) for r in _through_ties(db, sql, match, limit)]
+
+
+def _through_ties(db, sql: str, match: str, limit: int) -> list[tuple]:
+    """The first ``limit`` rows of ``sql`` (ordered by rank, the last column) and the
+    rows after them of the same rank as the last. FTS5 orders equal ranks by rowid,
+    which follows the order files were written in: the caller breaks ties by content,
+    so it needs the whole tie. The query is asked again with twice the limit while
+    the row past the limit still ties (each asking ranks every match anyway)."""
+    if limit <= 0:
+        return []
+    ask = limit + 1
+    while True:
+        rows = db.query(sql, (match, ask))
+        if len(rows) <= limit:
+            return rows
+        edge = rows[limit - 1][-1]
+        if len(rows) < ask or rows[-1][-1] != edge:
+            return [r for r in rows if r[-1] <= edge]
+        ask *= 2
 
 
 def phrases_held(db, pid: int, match: str, rowids: Sequence[int]) -> dict[int, int]:

@@ -9,11 +9,13 @@ vacuumed.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 
 import apsw
 
-from memoryd import killpoints
+from memoryd.base import killpoints
+from memoryd.base.errors import StoreBusy
 from memoryd.storage.authority import Authority
 
 # SQLite's WAL-index locks live in the -shm file: byte 120 is the writer lock,
@@ -79,8 +81,9 @@ def checkpoint_truncate(db: Authority) -> CheckpointResult:
     """Try once to checkpoint and truncate the WAL; give way at once to anyone busy."""
     if not db.conn.get_autocommit():
         raise RuntimeError("checkpoint inside an open transaction")
+    db.check_wal()  # never copy a WAL deleted under us over what others wrote
     before = wal_bytes(db)
-    previous = int(db.config.busy_timeout_ms)
+    previous = db.config.busy_timeout_ms
     db.conn.set_busy_timeout(0)
     try:
         db.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
@@ -99,3 +102,34 @@ def checkpoint_truncate(db: Authority) -> CheckpointResult:
         return CheckpointResult(False, before, after, blocked, readers)
     killpoints.reach("after_checkpoint")
     return CheckpointResult(True, before, after, None)
+
+
+def hold_wal_bound(db: Authority) -> None:
+    """Between the chunks of a long outside write (a bulk enqueue): checkpoint once the
+    WAL is past ``wal_checkpoint_bytes``, as the supervisor would had it got the lock;
+    past ``wal_pause_bytes``, wait and retry (a reader pins the WAL, or the supervisor
+    writes) until a checkpoint succeeds or the WAL is back under the bound, at most
+    ``write_retry_seconds`` (then :class:`StoreBusy`: the chunks committed stay)."""
+    config = db.config
+    if wal_bytes(db) < config.wal_checkpoint_bytes:
+        return
+    deadline = time.monotonic() + config.write_retry_seconds
+    while True:
+        result = checkpoint_truncate(db)
+        if result.ok or result.wal_bytes_after < config.wal_pause_bytes:
+            return
+        if time.monotonic() > deadline:
+            pids = ", ".join(map(str, result.reader_pids)) or "unknown"
+            raise StoreBusy(
+                f"the WAL stayed at {result.wal_bytes_after:,} bytes, past wal_pause_bytes, "
+                f"for {config.write_retry_seconds:g}s: {result.blocked_by} (pids "
+                f"holding WAL read locks: {pids}); what was written so far stays: retry "
+                "the rest once that reader ends"
+            )
+        time.sleep(config.poll_seconds)
+
+
+def integrity_check(db: Authority) -> list[str]:
+    """SQLite's ``integrity_check`` lines (``["ok"]`` when sound; each FTS5 index's own
+    check included)."""
+    return [r[0] for r in db.query("PRAGMA integrity_check")]

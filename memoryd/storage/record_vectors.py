@@ -1,11 +1,11 @@
-"""Memory record vectors: a derived table of sign codes, one row per active record (issue 15).
+"""Memory record vectors: a derived table of sign codes, one row per active record.
 
 A record's code is the configured encoder's vector of its text and triggers (what
 the records source searches), packed as signs like chunk codes
-(:func:`memoryd.search.dense.pack`, 32 bytes at 256 dimensions). Codes are made
+(:func:`memoryd.text.dense.pack`, 32 bytes at 256 dimensions). Codes are made
 off consolidation's critical path: the commit that applies a consolidation run
 enqueues a ``vectors.encode`` job with ``"source": "records"``
-(:mod:`memoryd.workers.vectors`) naming the project's active records without a
+(:mod:`memoryd.ingest.vectors`) naming the project's active records without a
 code; its worker encodes them and the supervisor stores each code only while
 the record is active with the text it was made from (a digest of text and
 triggers). Triggers (migration 11) drop a record's code when it is superseded,
@@ -23,9 +23,9 @@ import apsw
 import numpy as np
 import orjson
 
-from memoryd.search.dense import unpack
 from memoryd.storage import vectors
 from memoryd.storage.corpus import _query
+from memoryd.text.dense import unpack
 
 SOURCE = "records"  # the vectors.encode payload's source for record codes
 JOB_RECORDS = 2048  # records one vectors job codes (a record is a sentence or two)

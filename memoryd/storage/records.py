@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import apsw
@@ -149,6 +149,14 @@ def exact_duplicates(conn: Any, pid: int, scope_key: str, norm_hash: str) -> lis
         (pid, scope_key, norm_hash),
     )
     return [r[0] for r in rows]
+
+
+def with_text(conn: Any, pid: int, norm_hash: str) -> list[str]:
+    """Active records of a project (any scope) with this normalized text."""
+    sql = (
+        "SELECT id FROM memory_records WHERE project_id = ? AND norm_hash = ? AND status = 'active'"
+    )
+    return [r[0] for r in _rows(conn, sql + " ORDER BY n", (pid, norm_hash))]
 
 
 def fts_matches(conn: Any, match: str, limit: int) -> list[dict]:
@@ -382,6 +390,37 @@ def totals(conn: Any, pid: int | None) -> dict[str, Any]:
     return {"records": records, "candidates": cands}
 
 
+def every_candidate_state(conn: Any) -> dict[str, str]:
+    """Every memory candidate's state, by id."""
+    return dict(_rows(conn, "SELECT id, state FROM memory_candidates", ()))
+
+
+def active_twins(conn: Any) -> list[tuple[str, int]]:
+    """``(normalized text hash, records)`` of each text with more than one active record
+    in one project and scope (a record made twice)."""
+    return _rows(
+        conn,
+        "SELECT norm_hash, count(*) FROM memory_records WHERE status = 'active'"
+        " GROUP BY project_id, scope_key, norm_hash HAVING count(*) > 1",
+        (),
+    )
+
+
+def sightings(conn: Any) -> int:
+    """The sightings every record counts (its adds and duplicates), summed."""
+    return _rows(conn, "SELECT coalesce(sum(count), 0) FROM memory_records", ())[0][0]
+
+
+def consumed_sightings(conn: Any) -> int:
+    """The candidates consumed as an add or a duplicate (each one a record's sighting)."""
+    return _rows(
+        conn,
+        "SELECT count(*) FROM memory_candidates WHERE state = 'consumed'"
+        " AND outcome IN ('added', 'duplicate')",
+        (),
+    )[0][0]
+
+
 def next_due(conn: Any, pid: int) -> float | None:
     """When the project's earliest parked candidate is due again, if any is parked."""
     rows = _rows(
@@ -411,10 +450,19 @@ def scratch_fts_digest(conn: Any) -> str:
         scratch.close()
 
 
-def sweep_candidates(conn: Any, pid: int, cutoff: float | None) -> list[tuple[str, str, str]]:
+def sweep_candidates(
+    conn: Any,
+    pid: int,
+    cutoff: float | None,
+    anchored: dict[str, set[str]] | None = None,
+    path_of: Callable[[str], str | None] = lambda ref: ref,
+) -> list[tuple[str, str, str]]:
     """(record id, new status, reason) for the project's active records a sweep changes:
-    ``flagged`` when a path ref names no live file (projects with ingested files only),
-    ``archived`` when last seen before ``cutoff``."""
+    ``flagged`` when a path ref names no live file (projects with ingested files only;
+    ``path_of`` gives a ref's path, None for no path; a ref in ``anchored[record id]``
+    is left out: its anchor follows its code), ``archived`` when last seen before
+    ``cutoff``."""
+    anchored = anchored or {}
     live = {
         r[0]
         for r in _rows(conn, "SELECT path FROM files WHERE project_id = ? AND live = 1", (pid,))
@@ -426,10 +474,141 @@ def sweep_candidates(conn: Any, pid: int, cutoff: float | None) -> list[tuple[st
         " AND status = 'active' ORDER BY n",
         (pid,),
     ):
-        paths = [r for r in orjson.loads(refs) if "@" not in r]  # archive locators have an @
-        missing = [r for r in paths if live and r not in live]
+        skip = anchored.get(rid, set())  # archive locators have an @
+        paths = [r for r in orjson.loads(refs) if "@" not in r and r not in skip]
+        missing = [r for r in paths if live and (p := path_of(r)) is not None and p not in live]
         if missing:
             out.append((rid, "flagged", f"ref(s) to no live file: {', '.join(missing)[:200]}"))
         elif cutoff is not None and seen < cutoff:
             out.append((rid, "archived", "not seen since the sweep's cutoff"))
+    return out
+
+
+# -- forgetting ---------------------------------------------------------------------
+
+
+def forget_chain(conn: Any, record_id: str) -> list[str]:
+    """The record and every record it replaced (superseded or merged into it, at any
+    depth): its history, which forgetting removes with it. Oldest first."""
+    rows = _rows(
+        conn,
+        "WITH RECURSIVE chain(id) AS (SELECT id FROM memory_records WHERE id = ?"
+        " UNION SELECT r.id FROM memory_records r JOIN chain c ON r.pointer = c.id)"
+        " SELECT r.id FROM memory_records r JOIN chain USING (id) ORDER BY r.n",
+        (record_id,),
+    )
+    return [r[0] for r in rows]
+
+
+def record_candidates(conn: Any, ids: list[str]) -> list[str]:
+    """Ids of the candidates that made or reinforced these records."""
+    rows = _rows(
+        conn,
+        "SELECT id FROM memory_candidates WHERE record_id IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(ids).decode(),),
+    )
+    return [r[0] for r in rows]
+
+
+def last_seq(conn: Any, pid: int, without: list[str]) -> int:
+    """The project's last change ``seq`` among its records not in ``without`` (0: none)."""
+    rows = _rows(
+        conn,
+        "SELECT coalesce(max(seq), 0) FROM memory_records WHERE project_id = ?"
+        " AND id NOT IN (SELECT value FROM json_each(?))",
+        (pid, orjson.dumps(without).decode()),
+    )
+    return rows[0][0]
+
+
+def forget_in(tx: apsw.Connection, ids: list[str]) -> int:
+    """Delete these records with their history and their candidates' run-log outcomes,
+    leaving no byte of their text in the database file. The candidates stay
+    ``consumed`` (rows without text: a staging file still naming one is never consumed
+    again), with outcome ``forgotten`` and no record. The triggers drop the records'
+    full-text entries, shortlist terms and vectors; ``secure_delete`` zeroes the freed
+    cells and pages; an FTS ``optimize`` rewrites the index as one segment (a delete
+    only adds tombstones, older segments keep the terms); the freed pages go back to
+    the file system (:func:`reclaim_free_pages`). Their projects' vector count is
+    bumped: search drops the record codes it cached. Returns the records deleted."""
+    from memoryd.storage.corpus import SECURE_DELETE_NAMES, reclaim_free_pages
+
+    (previous,) = tx.execute("PRAGMA secure_delete").fetchone()
+    tx.execute("PRAGMA secure_delete=ON")
+    try:
+        deleted = _delete_records_in(tx, orjson.dumps(ids).decode())
+        optimize_fts_in(tx)
+        reclaim_free_pages(tx)
+    finally:
+        tx.execute(f"PRAGMA secure_delete={SECURE_DELETE_NAMES[previous]}")  # 2 would set ON
+    return deleted
+
+
+def optimize_fts_in(tx: apsw.Connection) -> None:
+    """Rewrite ``memory_fts`` as one segment: a delete only adds tombstones, and the
+    older segments keep the deleted records' terms until then."""
+    tx.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+
+
+def candidate_outcomes(conn: Any) -> dict[str, tuple[str, str | None]]:
+    """Every candidate's (state, outcome), by id (the drill's evidence)."""
+    rows = _rows(conn, "SELECT id, state, outcome FROM memory_candidates", ())
+    return {cid: (state, outcome) for cid, state, outcome in rows}
+
+
+def active_text_counts(conn: Any) -> list[tuple[str, int]]:
+    """(text, count) of every active record (the drill's evidence)."""
+    return _rows(conn, "SELECT text, count FROM memory_records WHERE status = 'active'", ())
+
+
+def _delete_records_in(tx: apsw.Connection, ids_json: str) -> int:
+    """The rows of :func:`forget_in`; ``ids_json``: the record ids as a JSON array."""
+    from memoryd.storage import vectors
+
+    in_ids = "IN (SELECT value FROM json_each(?1))"
+    tx.execute(f"DELETE FROM memory_history WHERE record_id {in_ids}", (ids_json,))
+    tx.execute(f"DELETE FROM memory_anchors WHERE record_id {in_ids}", (ids_json,))
+    tx.execute(  # a parked try's reason may quote the text (an adjudicator's answer)
+        f"DELETE FROM memory_outcomes WHERE record_id {in_ids} OR candidate_id IN"
+        f" (SELECT id FROM memory_candidates WHERE record_id {in_ids})",
+        (ids_json,),
+    )
+    tx.execute(
+        "UPDATE memory_candidates SET outcome = 'forgotten', record_id = NULL"
+        f" WHERE record_id {in_ids}",
+        (ids_json,),
+    )
+    pids = tx.execute(
+        f"SELECT DISTINCT project_id FROM memory_records WHERE id {in_ids}", (ids_json,)
+    ).fetchall()
+    tx.execute(f"DELETE FROM memory_records WHERE id {in_ids}", (ids_json,))
+    deleted = tx.changes()
+    for (pid,) in pids:
+        vectors.bump(tx, pid)
+    return deleted
+
+
+# -- conflicts ----------------------------------------------------------------------
+
+
+def conflicts(conn: Any, ids: Iterable[str]) -> dict[str, list[str]]:
+    """``{id: [record ids]}``: for each record named, the active records it is in
+    conflict with (a ``conflict`` history row on it names the other; the mark holds
+    while both are active, so a later supersession or merge of either clears it).
+    Records in no conflict are absent."""
+    ids = list(ids)
+    if not ids:
+        return {}
+    rows = _rows(
+        conn,
+        "SELECT h.record_id, h.detail FROM memory_history h"
+        " JOIN memory_records mine ON mine.id = h.record_id AND mine.status = 'active'"
+        " JOIN memory_records other ON other.id = h.detail AND other.status = 'active'"
+        " WHERE h.action = 'conflict' AND h.record_id IN (SELECT value FROM json_each(?))"
+        " ORDER BY h.id",
+        (orjson.dumps(ids).decode(),),
+    )
+    out: dict[str, list[str]] = {}
+    for rid, other in rows:
+        out.setdefault(rid, []).append(other)
     return out

@@ -15,7 +15,7 @@ import apsw
 import orjson
 
 from memoryd.storage.authority import Authority
-from memoryd.storage.runs import RUN_COLUMNS
+from memoryd.storage.runs import RUN_COLUMNS, split_skipped
 
 
 def keep_rows(period_seconds: float, keep_seconds: float) -> int:
@@ -82,7 +82,7 @@ def recent_runs(db: Authority, limit: int) -> list[dict]:
     out = []
     for name, *values in rows:
         run = dict(zip(RUN_COLUMNS, values, strict=True))
-        run["skipped"] = orjson.loads(run["skipped"] or b"{}")
+        run["skipped"], run["skipped_named"] = split_skipped(run["skipped"])
         out.append({"project": name, **run})
     return out
 

@@ -5,7 +5,7 @@ Append new migrations; never edit one that has shipped.
 
 from __future__ import annotations
 
-from memoryd.errors import SchemaUnmigratable
+from memoryd.base.errors import SchemaUnmigratable
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
@@ -458,6 +458,70 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             WHERE typeof(content_hash) = 'text';
         """,
     ),
+    (
+        16,
+        "job effects name the attempt whose result they apply",
+        """
+        -- The lease token of the claim whose result wrote the row (noop and sleep
+        -- jobs return it): the drill checks it is the claim that completed the job,
+        -- so a late result applied in place of its job's new attempt is seen.
+        ALTER TABLE job_effects ADD COLUMN lease_token TEXT;
+        """,
+    ),
+    (
+        17,
+        "memory refs anchored to the content they cite",
+        """
+        -- One row per path ref of a memory record that named a live file of its project
+        -- when the record was stored: the cited span's fingerprint, where the span is
+        -- now (cur_*), and what it is there (state), found against the file whose
+        -- content hash is checked_hash (NULL: no live file). A read whose file still
+        -- has that hash takes the state as it is; an ingest that changes the file checks
+        -- it again in its own commit (memoryd.consolidation.anchors).
+        CREATE TABLE memory_anchors (
+            id          INTEGER PRIMARY KEY,
+            record_id   TEXT NOT NULL,
+            project_id  INTEGER NOT NULL,
+            ref         TEXT NOT NULL,            -- as the record cites it
+            path        TEXT NOT NULL,            -- the cited file
+            start_line  INTEGER,                  -- the cited span's first and last
+            end_line    INTEGER,                  -- non-blank lines (NULL: the whole file)
+            file_hash   BLOB NOT NULL,            -- the file's content hash when anchored
+            span_hash   BLOB,                     -- blake2b of the normalized span
+            line_hashes BLOB,                     -- 4 bytes per normalized non-blank line
+            occurrence  INTEGER NOT NULL DEFAULT 0,  -- which of the file's equal spans
+            occurrences INTEGER NOT NULL DEFAULT 1,
+            symbol      TEXT,                     -- the enclosing definition's name
+            terms       TEXT NOT NULL DEFAULT '[]',  -- JSON: the span's rarest words
+            cur_path    TEXT NOT NULL,
+            cur_start   INTEGER,
+            cur_end     INTEGER,
+            state       TEXT NOT NULL CHECK (state IN ('verified', 'moved', 'changed', 'stale')),
+            checked_hash BLOB
+        );
+        CREATE INDEX memory_anchors_record ON memory_anchors (record_id);
+        CREATE INDEX memory_anchors_path ON memory_anchors (project_id, cur_path);
+        """,
+    ),
+    (
+        18,
+        "a project remembers how it was ingested",
+        """
+        -- The choices of files its last ingest made (orjson: excludes, include_hidden,
+        -- include_secrets), which a plain re-run reuses; NULL: never stored (a project
+        -- of an older home, whose next ingest stores its own).
+        ALTER TABLE projects ADD COLUMN ingest_options BLOB;
+        """,
+    ),
+    (
+        19,
+        "configuration and markdown chunks indexed with their key paths and headings",
+        """
+        -- Data only (migrate_data): the index text of a structured file's chunk now
+        -- carries the words of its key paths or headings its lines lack.
+        SELECT 1;
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]
@@ -466,21 +530,25 @@ CURRENT_VERSION = MIGRATIONS[-1][0]
 def migrate_data(version: int, tx) -> None:
     """The data step of a migration, after its SQL and in its transaction (a kill
     before the commit leaves the older schema, and the next open runs both again).
-    12: every project's per-file bodies are moved into blocks. 13: an ingest.pack job
-    per project with blocks (its workers pack them after the open). 14: a check that
-    each file's chunks are the id range its row now names, and the pages the former
-    chunks table held go back to the file system. 15: those pages again."""
+    12: every project's per-file bodies are moved into blocks. 13: none (the blocks it
+    leaves unpacked are packed by the jobs the next supervisor enqueues as it starts:
+    :func:`~memoryd.storage.corpus.stranded_unpacked`). 14: a check that each file's
+    chunks are the id range its row now names, and the pages the former chunks table
+    held go back to the file system. 15: those pages again. 19: the chunks of every
+    project's configuration and markdown files indexed again with their context words
+    (``rebuild --verify`` stays equal; their line ranges stay as they were cut)."""
     if version == 12:
         from memoryd.storage.corpus import pack_bodies  # the corpus needs the new schema
 
         for (pid,) in tx.execute("SELECT id FROM projects ORDER BY id").fetchall():
             pack_bodies(tx, pid)
-    if version == 13:
-        from memoryd.ingest.jobs import enqueue_pack_jobs
-
-        enqueue_pack_jobs(tx)
     if version == 14:
         _check_chunk_ranges(tx)
+    if version == 19:
+        from memoryd.storage.corpus import reindex_structured
+
+        for (pid,) in tx.execute("SELECT id FROM projects ORDER BY id").fetchall():
+            reindex_structured(tx, pid)
     if version in (14, 15):
         from memoryd.storage.corpus import reclaim_free_pages
 

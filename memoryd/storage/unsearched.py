@@ -1,7 +1,7 @@
 """Tokens the project index leaves out, and the true chunk sizes it keeps anyway.
 
 Search never looks up a stopword or a single ASCII letter or digit on its own
-(:mod:`memoryd.search.terms` drops them from every question), yet they are about a
+(:mod:`memoryd.text.terms` drops them from every question), yet they are about a
 quarter of a project's tokens. The index text of a chunk is its text without the
 *free-standing* ones: a stopword or single character joined to a word by ``_`` or
 ``.`` (``is_file``, ``os.path``, ``x.y``) stays, so an identifier's FTS5 phrase
@@ -26,8 +26,8 @@ from collections.abc import Iterable, Sequence
 
 import apsw
 
-from memoryd.search.lexicon import word_list
-from memoryd.search.terms import STOPWORDS
+from memoryd.text.lexicon import word_list
+from memoryd.text.terms import STOPWORDS
 
 # Never looked up alone (analyze drops stopwords and single ASCII letters and digits),
 # but those whose stem a content word shares; in the three spellings a word is left
@@ -69,6 +69,17 @@ def index_text(text: str) -> tuple[str, int]:
     kept = _GAPS.sub(_GAP, b" ".join(marked))
     kept = kept.removeprefix(_GAP).removesuffix(_GAP).strip(b" ")
     return kept.decode("utf-8"), left_out - kept.count(_GAP)
+
+
+def with_context(text: str, left_out: int, context: str) -> tuple[str, int]:
+    """A chunk's index text with its context words (:mod:`memoryd.text.structure`: the
+    key path or headings of a configuration or markdown file's chunk that its lines
+    lack) after one :data:`GAP` (no phrase runs from the chunk into them). The words
+    count in the chunk's size, the chunk's own tokens as before; the GAP not (one less
+    in ``left_out``, which may go below 0)."""
+    if not context:
+        return text, left_out
+    return f"{text} {GAP} {context}", left_out - 1
 
 
 # -- sizes -------------------------------------------------------------------------
@@ -127,12 +138,19 @@ def keep_true_sizes(tx: apsw.Connection, table: str, left_out: Sequence[tuple[in
     tx.execute(f"UPDATE {table}_data SET block = ? WHERE id = 1", (_grow(record, total, at=1),))
 
 
-def rewrite_sizes(tx: apsw.Connection, table: str, since: int) -> None:
-    """Write the rows of FTS5's ``docsize`` from rowid ``since`` on again in rowid
-    order: the same rows in full pages (each pack apply's rewrite of its range leaves
-    the pages at the range's ends part-full; on the stdlib 8-14 KB of 100 KB was
-    unused). ``table`` is the FTS5 table, schema-qualified."""
-    _rewrite_sizes(tx, table, (since, 2**63 - 1), {})
+def rewrite_sizes(tx: apsw.Connection, table: str, since: int, limit: int) -> int | None:
+    """Write at most ``limit`` rows of FTS5's ``docsize`` from rowid ``since`` on again
+    in rowid order: the same rows in full pages (each pack apply's rewrite of its range
+    leaves the pages at the range's ends part-full; on the stdlib 8-14 KB of 100 KB was
+    unused). Returns the rowid to go on from, None once none is left: a bounded step,
+    so a commit's WAL stays bounded (two million rows in one were 52 MiB). ``table`` is
+    the FTS5 table, schema-qualified."""
+    after = tx.execute(
+        f"SELECT id FROM {table}_docsize WHERE id >= ? ORDER BY id LIMIT 1 OFFSET ?",
+        (since, limit),
+    ).fetchone()
+    _rewrite_sizes(tx, table, (since, after[0] - 1 if after else 2**63 - 1), {})
+    return after[0] if after else None
 
 
 def _rewrite_sizes(

@@ -1,10 +1,10 @@
-"""Chunk vectors: a derived table of compact sign codes, one row per file (issue 15).
+"""Chunk vectors: a derived table of compact sign codes, one row per file.
 
 The configured ``encoder`` (``wordllama`` or ``command:...``) turns each chunk's
 text into a vector in the worker of a ``vectors.encode`` job
-(:mod:`memoryd.workers.vectors`), which an ingest run enqueues when it finishes:
+(:mod:`memoryd.ingest.vectors`), which an ingest run enqueues when it finishes:
 encoding is off the ingest's critical path. The supervisor stores
-the sign codes (:func:`memoryd.search.dense.pack`, 32 bytes a chunk at 256
+the sign codes (:func:`memoryd.text.dense.pack`, 32 bytes a chunk at 256
 dimensions) of a file's chunks, in ordinal order, as one row beside the file, in
 the job's group commit, only while the file still has the content they were
 made from. A trigger drops a file's row when its content changes or it is
@@ -24,9 +24,9 @@ from collections.abc import Sequence
 import apsw
 import numpy as np
 
-from memoryd.errors import EncoderChanged
-from memoryd.search.dense import Encoder, encoder_name, load_encoder, pack, unpack
+from memoryd.base.errors import EncoderChanged
 from memoryd.storage.corpus import CHUNKS_OF_FILE, _query, file_texts, live_texts
+from memoryd.text.dense import Encoder, encoder_name, load_encoder, pack, unpack
 
 HASHING = "hashing"  # the in-memory re-ranker keeps no stored vectors
 ENCODE_TEXTS = 512  # chunk texts encoded in one call (bounded memory)
@@ -34,12 +34,12 @@ ENCODE_TEXTS = 512  # chunk texts encoded in one call (bounded memory)
 
 def stores(config) -> bool:
     """Whether the configured encoder's vectors are stored (all but ``hashing``)."""
-    return str(config.encoder) != HASHING
+    return config.encoder != HASHING
 
 
 def configured(config) -> Encoder | None:
     """The encoder whose vectors are stored, or None (``hashing``: nothing stored)."""
-    return load_encoder(str(config.encoder)) if stores(config) else None
+    return load_encoder(config.encoder) if stores(config) else None
 
 
 def stored_encoder(db) -> str | None:
@@ -54,7 +54,7 @@ def check(db, config) -> None:
     stored = stored_encoder(db)
     if stored is None:
         return
-    name = encoder_name(str(config.encoder))
+    name = encoder_name(config.encoder)
     if name != stored:
         raise EncoderChanged(
             f"the stored chunk vectors were made by encoder {stored!r} but the configured"

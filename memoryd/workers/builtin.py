@@ -1,7 +1,9 @@
 """Built-in job kinds for drills, tests and benchmarks.
 
-- ``noop``: writes one effect row carrying its job id.
-- ``sleep``: payload ``{"seconds": float}``; sleeps, then writes one effect row.
+- ``noop``: writes one effect row carrying its job id and its attempt (the lease
+  token it ran under, its result).
+- ``sleep``: payload ``{"seconds": float}``; sleeps, then writes one effect row, as
+  ``noop`` does.
 - ``fail``: payload ``{"message": str, "retryable": bool}``; always raises, to exercise
   retry and dead-lettering; a retryable failure (``DRILL_BUSY``) is waited for instead.
 - ``echo``: returns its payload as its result (big payloads and results cross the
@@ -18,24 +20,35 @@ import signal
 import time
 from typing import Any
 
-from memoryd import faults
-from memoryd.errors import BadPayload, MemorydError
+from memoryd.base import faults
+from memoryd.base.errors import BadPayload, MemorydError
 from memoryd.queue import ClaimedJob
 from memoryd.storage.effects import record_effects
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 
-def _effects(kind: str):
+def _effects(kind: str, *, attempts: bool = True):
+    """The apply writing one effect row per job; with ``attempts``, each row keeps the
+    job's result: the lease token of the attempt that produced it."""
+
     def apply(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
-        record_effects(actx.tx, (job.id for job, _ in done), kind)
+        ids = [job.id for job, _ in done]
+        tokens = [out for _, out in done] if attempts else ()
+        record_effects(actx.tx, ids, kind, tokens)
         if faults.active("double_effect"):
-            record_effects(actx.tx, (job.id for job, _ in done), kind)
+            record_effects(actx.tx, ids, kind, tokens)
 
     return apply
 
 
-def _noop(ctx: WorkContext, payload: Any) -> None:
-    return None
+def attempt_result(job: ClaimedJob | None) -> str | None:
+    """What a ``noop`` or ``sleep`` returns: the lease token of the attempt that ran it.
+    Its effect row keeps it, so the drill tells which attempt's result was applied."""
+    return job.token if job else None
+
+
+def _noop(ctx: WorkContext, payload: Any) -> str | None:
+    return attempt_result(ctx.job)
 
 
 def _validate_sleep(payload: Any) -> None:
@@ -44,9 +57,10 @@ def _validate_sleep(payload: Any) -> None:
         raise BadPayload('sleep needs a payload like {"seconds": 1.5}')
 
 
-def _sleep(ctx: WorkContext, payload: Any) -> None:
+def _sleep(ctx: WorkContext, payload: Any) -> str | None:
     _validate_sleep(payload)
     time.sleep(float(payload["seconds"]))
+    return attempt_result(ctx.job)
 
 
 class DrillFailure(RuntimeError):
@@ -76,7 +90,7 @@ def _apply_echo(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     for job, value in done:
         if isinstance(value, dict) and "fail_apply" in value:
             raise DrillFailure(f"job {job.id}: {value['fail_apply']}")
-    _effects("echo")(actx, done)
+    _effects("echo", attempts=False)(actx, done)
 
 
 def _apply_poison(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:

@@ -1,7 +1,7 @@
 """The job contract between capabilities, job workers and the supervisor.
 
 A capability lists its :class:`JobKind` values in ``KINDS`` (the composition
-root, :mod:`memoryd.registry`, collects them):
+root, :mod:`memoryd.app`, collects them):
 
 - ``run(ctx, payload)`` executes in a job worker process. It may read files and
   the authority, and returns the prepared rows to write (any picklable value).
@@ -23,14 +23,16 @@ root, :mod:`memoryd.registry`, collects them):
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import apsw
 
-from memoryd.config import Config
+from memoryd.base.config import Config
 from memoryd.queue import ClaimedJob, JobQueue, JobSpec
+from memoryd.storage.authority import savepoint
 
 
 @dataclass
@@ -40,7 +42,7 @@ class WorkContext:
     home: Path
     config: Config
     worker_index: int
-    registry: Any = field(default=None, repr=False)  # memoryd.registry.Registry
+    registry: Any = field(default=None, repr=False)  # memoryd.workers.registry.Registry
     job: ClaimedJob | None = None  # the job being run (its attempt: a retry may want care)
     _authority: Any = field(default=None, repr=False)
     _resources: dict = field(default_factory=dict, repr=False)
@@ -77,6 +79,13 @@ class ApplyContext:
     tx: apsw.Connection
     queue: JobQueue
     config: Config
+
+    def savepoint(self, name: str = "job") -> AbstractContextManager[None]:
+        """A scope of ``tx`` undone alone if its body raises. A job's apply runs inside
+        the group commit, beside the other jobs of the same commit: one whose effects
+        fail rolls back only its own savepoint (and is failed or parked), never the
+        others' effects nor the commit."""
+        return savepoint(self.tx, name)
 
 
 Runner = Callable[[WorkContext, Any], Any]

@@ -22,8 +22,8 @@ class Dispatch:
     """Claim sizing and batching from the measured cost of each kind of job."""
 
     def __init__(self, target_seconds: float, claim_batch_max: int) -> None:
-        self.target = float(target_seconds)
-        self.claim_batch_max = int(claim_batch_max)
+        self.target = target_seconds
+        self.claim_batch_max = claim_batch_max
         self.cost: dict[str, float] = {}  # EWMA seconds per job, by kind (batch sizing)
         self.job_seconds: float | None = None  # EWMA over all kinds (claim sizing)
 

@@ -33,9 +33,9 @@ from typing import Any
 import apsw
 import multiprocess
 
-from memoryd import logs
-from memoryd.config import Config
-from memoryd.errors import WorkerCrashLoop
+from memoryd.base import logs
+from memoryd.base.config import Config
+from memoryd.base.errors import WorkerCrashLoop
 from memoryd.queue import ClaimedJob
 from memoryd.workers.worker import Outcome, worker_main
 
@@ -47,6 +47,17 @@ RECV_CHUNK = 1 << 20
 _HEADER = struct.Struct("!i")
 _LONG_HEADER = struct.Struct("!Q")
 _READ = select.POLLIN | select.POLLHUP | select.POLLERR
+
+
+def exit_text(code: int | None) -> str:
+    """How a worker process ended, for a person: the signal that killed it, by name."""
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"died with exit code {code}"
 
 
 class WorkerGone(Exception):
@@ -147,7 +158,9 @@ class PoolEvents:
     """What one look at the pool found."""
 
     finished: list[tuple[ClaimedJob, Outcome]] = field(default_factory=list)
-    lost: list[tuple[ClaimedJob, str]] = field(default_factory=list)  # their worker died
+    lost: list[tuple[ClaimedJob, str]] = field(default_factory=list)  # died running it
+    # held by a worker that died running another job (or none): they never caused it
+    released: list[tuple[ClaimedJob, str]] = field(default_factory=list)
     respawned: int = 0
 
 
@@ -267,7 +280,7 @@ class WorkerPool:
 
     def _enforce_timeouts(self) -> None:
         """SIGKILL a worker whose current job has run past ``job_timeout_seconds``."""
-        limit = float(self.config.job_timeout_seconds)
+        limit = self.config.job_timeout_seconds
         now = time.monotonic()
         for slot in self.slots:
             since, job_id = slot.running_since()
@@ -284,22 +297,30 @@ class WorkerPool:
             slot.process.kill()
 
     def _replace(self, slot: WorkerSlot, events: PoolEvents) -> None:
-        """Its jobs are lost (the attempt is charged); a fresh worker takes its place."""
+        """The job it was running is lost (its attempt is charged); the others it held go
+        back uncharged (done but unanswered, or never started); a fresh worker takes its
+        place."""
+        since, running = slot.running_since()  # read before the kill: it is shared memory
         slot.process.kill()
         slot.process.join(timeout=5)
         reason = slot.death or (
-            f"worker {slot.index} (pid {slot.pid}) died with exit code {slot.process.exitcode}"
+            f"worker {slot.index} (pid {slot.pid}) {exit_text(slot.process.exitcode)}"
         )
-        lost = [job for batch in slot.outstanding for job in batch]
+        held = [job for batch in slot.outstanding for job in batch]
+        lost = [job for job in held if since and job.id == running]
         events.lost.extend((job, reason) for job in lost)
+        events.released.extend((job, reason) for job in held if job not in lost)
+        charged = f"job {lost[0].id} charged an attempt, " if lost else ""
         logs.event(
             "worker_respawned",
-            f"{reason}; its {len(lost)} jobs go back to the queue, a new worker takes its place",
+            f"{reason}; {charged}{len(held) - len(lost)} other held job(s) back to the queue"
+            " uncharged, a new worker takes its place",
             level=logging.WARNING,
             worker=slot.index,
             pid=slot.pid,
             exit_code=slot.process.exitcode,
             jobs_lost=len(lost),
+            jobs_released=len(held) - len(lost),
         )
         slot.outstanding.clear()
         slot.sock.close()
@@ -314,10 +335,16 @@ class WorkerPool:
             return
         self.quick_deaths += 1
         if self.quick_deaths >= WORKER_CRASH_LOOP:
+            code = slot.process.exitcode
+            if code is not None and code < 0:  # something killed them: not a start failure
+                why = f"the last {exit_text(code)}: find what sends it (an OOM killer, a user)"
+            else:
+                why = (
+                    f"the last {exit_text(code)}: check that memoryd imports in a fresh interpreter"
+                )
             raise WorkerCrashLoop(
                 f"{self.quick_deaths} workers in a row died within "
-                f"{WORKER_QUICK_DEATH_SECONDS:g}s of starting (last exit code "
-                f"{slot.process.exitcode}); check that memoryd imports in a fresh interpreter"
+                f"{WORKER_QUICK_DEATH_SECONDS:g}s of starting; {why}"
             )
 
     # -- stopping --------------------------------------------------------------

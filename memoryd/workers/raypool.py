@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memoryd import logs
-from memoryd.config import Config
-from memoryd.errors import MemorydError
+from memoryd.base import logs
+from memoryd.base.config import Config
+from memoryd.base.errors import MemorydError
 from memoryd.queue import ClaimedJob
 from memoryd.workers.pool import JOBS_POOL, PoolEvents, WorkerPool
 
@@ -41,14 +41,14 @@ def _run_batch(
     home: str, config_values: dict, modules: tuple[str, ...], index: int, batch: list
 ) -> list:
     """The task: run a batch in a Ray worker, with a context kept for its later tasks."""
-    from memoryd.registry import Registry
     from memoryd.workers.contract import WorkContext
+    from memoryd.workers.registry import Registry
     from memoryd.workers.worker import run_batch
 
     ctx = _CONTEXTS.get(home)
     if ctx is None:
         registry = Registry.from_modules(modules)
-        ctx = _CONTEXTS[home] = WorkContext(Path(home), Config(config_values), index, registry)
+        ctx = _CONTEXTS[home] = WorkContext(Path(home), Config(**config_values), index, registry)
     return run_batch(ctx, batch)
 
 
@@ -127,6 +127,7 @@ class RayWorkerPool:
             local = self.local.poll(wait, wake=wake)
             events.finished += local.finished
             events.lost += local.lost
+            events.released += local.released
             events.respawned += local.respawned
         return events
 
@@ -165,7 +166,7 @@ class RayWorkerPool:
         events.finished.extend(zip(batch, outcomes, strict=True))
 
     def _cancel_overdue(self) -> None:
-        limit = float(self.config.job_timeout_seconds)
+        limit = self.config.job_timeout_seconds
         now = time.monotonic()
         for slot in self.ray_slots:
             if slot.refs and slot.death is None and now - slot.sent_at[0] > limit:

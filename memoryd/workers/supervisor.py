@@ -5,6 +5,9 @@ finished since the last turn (each fenced by its lease token), lease renewals,
 and the claims that keep every worker fed (group commit, DESIGN.md). The
 worker processes live in :mod:`memoryd.workers.pool`, claim sizing and batching
 in :mod:`memoryd.workers.dispatch`, checkpoints in :mod:`memoryd.workers.walguard`.
+It is given its job kinds (a registry) and what runs beside its loop (extensions:
+memoryd's control socket and dashboard sampler, :mod:`memoryd.workers.extensions`)
+by whoever starts it; it names no capability, face or extension.
 """
 
 from __future__ import annotations
@@ -12,12 +15,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
 import signal
 import sys
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,25 +28,23 @@ import apsw
 import orjson
 import psutil
 
-from memoryd import logs
-from memoryd.archive.jobs import ARCHIVE_OP
-from memoryd.config import (
+from memoryd.base import logs
+from memoryd.base.config import (
     SUPERVISOR_APPLYING_FILE,
     SUPERVISOR_LOCK_FILE,
     SUPERVISOR_STATE_FILE,
     Config,
 )
-from memoryd.control.server import ControlServer, Direct
-from memoryd.dashboard.sampler import Sampler
-from memoryd.errors import StoreBusy, SupervisorRunning
-from memoryd.locks import FileLock, running_supervisor
+from memoryd.base.errors import StoreBusy, SupervisorRunning, WalReplaced
+from memoryd.base.locks import FileLock, running_supervisor
 from memoryd.queue import LEASE_EXPIRED, ClaimedJob, JobQueue
-from memoryd.registry import Registry, default_registry
 from memoryd.storage import Authority, corpus, open_authority
 from memoryd.storage.maintenance import checkpoint_truncate
 from memoryd.workers.contract import ApplyContext
 from memoryd.workers.dispatch import Dispatch
+from memoryd.workers.extensions import Direct, Extension, Inbox
 from memoryd.workers.pool import JOBS_POOL, RETENTION_POOL, PoolEvents, WorkerPool
+from memoryd.workers.registry import Registry
 from memoryd.workers.walguard import WalGuard
 from memoryd.workers.worker import Outcome
 
@@ -97,8 +97,9 @@ def owner_alive(owner: str) -> bool:
 class ApplyingMark:
     """``supervisor.applying``: the owner and the ids of the jobs whose results are being
     committed right now. If the supervisor dies mid-commit, its successor knows which
-    jobs to suspect (fault 13). One small overwrite of a held file per turn; no fsync
-    (it only has to survive the process, not the machine)."""
+    jobs to suspect (a job that kills its supervisor is dead-lettered, not crash-looped).
+    One small overwrite of a held file per turn; no fsync (it only has to survive the
+    process, not the machine)."""
 
     def __init__(self, path: Path, owner: str) -> None:
         self.path, self.owner = path, owner
@@ -138,18 +139,23 @@ class Supervisor:
         *,
         workers: int,
         drain: bool,
-        after_commit: Callable[[], None] | None = None,
+        registry: Registry,
+        extensions: Sequence[Extension] = (),
         executor: str = "local",
         ray_address: str | None = None,
-        registry: Registry | None = None,
+        paused_bound: float | None = None,
     ) -> None:
-        """``after_commit`` runs after every transaction this supervisor commits (the
-        diagnostic samples the store's size there). ``executor="ray"`` runs job batches
-        as Ray tasks (on the cluster at ``ray_address``, else a local one)."""
-        self.after_commit = after_commit
+        """``registry``: the job kinds it runs (its modules are imported again by each
+        worker process). ``extensions`` run beside the loop, their hooks called in
+        order (see :mod:`memoryd.workers.extensions`). ``executor="ray"`` runs job
+        batches as Ray tasks (on the cluster at ``ray_address``, else a local one).
+        ``paused_bound``: a drain that a caller waits on stops with
+        :class:`~memoryd.base.errors.QueuePaused` once claims stayed paused that long."""
+        self.extensions = tuple(extensions)
+        self.paused_bound = paused_bound
         self.home = Path(home)
         self.config = config
-        self.registry = registry or default_registry()  # the composition root's
+        self.registry = registry
         self.nworkers = max(1, int(workers))
         self.drain = drain
         self.stats = RunStats()
@@ -158,9 +164,8 @@ class Supervisor:
         self.pool = _pool(self.home, config, self.registry.modules, executor, ray_address)
         self.dispatch = Dispatch(config.dispatch_target_seconds, config.claim_batch_max)
         self.applying = ApplyingMark(self.home / SUPERVISOR_APPLYING_FILE, self.owner)
-        self.sampler = Sampler(config)  # the dashboard's samples, in the group commit
-        self.control = ControlServer(self.home, config)  # the control socket, a thread
-        self.directs: dict[int, Direct] = {}  # control writes in the retention worker
+        self.inbox: Inbox | None = None  # direct work from the extensions, while running
+        self.directs: dict[int, Direct] = {}  # direct work in a worker, by negative id
         self.direct_seq = 0
         self.last_maintain = 0.0  # monotonic time of the WAL guard's last turn
         # claimed, not yet dispatched, per pool of workers
@@ -170,10 +175,13 @@ class Supervisor:
         self.first_look = True
         self.next_periodic: dict[str, float] = {}
         self.finished: list[tuple[ClaimedJob, Outcome]] = []
-        self.lost: list[tuple[ClaimedJob, str]] = []  # jobs whose worker died
+        self.lost: list[tuple[ClaimedJob, str]] = []  # jobs whose worker died running them
+        self.freed: list[tuple[ClaimedJob, str]] = []  # other jobs a dead worker held
         self.stopping = False
         self.stop_deadline = 0.0
-        self.lease = float(config.lease_seconds)
+        self.hurried = False  # a second signal: the retention worker is not waited for
+        self.waited_archive = False  # said once that the stop waits for it
+        self.lease = config.lease_seconds
         self.next_renew = 0.0
         self.next_reclaim = 0.0
         self.next_purge = 0.0
@@ -188,10 +196,7 @@ class Supervisor:
     def run(self) -> RunStats:
         if not self.lock.try_acquire():
             pid = running_supervisor(self.home)
-            raise SupervisorRunning(
-                f"a supervisor is already running on {self.home} (pid {pid}); "
-                "stop it first or use `memoryd status`"
-            )
+            raise SupervisorRunning(self.home, pid)
         previous: dict = {}
         try:
             # The first workers are forked before the authority is opened and before
@@ -207,7 +212,9 @@ class Supervisor:
             self._reclaim_dead_supervisors()
             self._enqueue_at_start()
             self._write_state()
-            self.control.start()
+            self.inbox = Inbox()
+            for extension in self.extensions:
+                extension.start(self)
             self._log_start()
             self._loop()
         finally:
@@ -249,9 +256,18 @@ class Supervisor:
     def _on_signal(self, signum, frame) -> None:
         if self.stopping:  # a second signal: stop waiting for in-flight work
             self.stop_deadline = 0.0
+            self.hurried = True
             return
         self.stopping = True
-        self.stop_deadline = time.monotonic() + float(self.config.shutdown_grace_seconds)
+        grace = self.config.shutdown_grace_seconds
+        self.stop_deadline = time.monotonic() + grace
+        logs.event(
+            "supervisor_stopping",
+            f"stopping on {signal.Signals(signum).name}: no new claims; in-flight jobs get up "
+            f"to {grace:g}s to finish (shutdown_grace_seconds), then are released (the "
+            "retention worker's bounded job is waited for); a second signal stops at once",
+            signal=signal.Signals(signum).name,
+        )
 
     def _reclaim_dead_supervisors(self) -> None:
         """Requeue the claims of dead supervisors; count a death on the jobs the last one
@@ -321,6 +337,7 @@ class Supervisor:
             "drain": self.drain,
             "claims_paused": self.wal.pause_reason is not None,
             "pause_reason": self.wal.pause_reason,
+            "pause_pids": self.wal.pause_pids,
             "store_busy_since": self.waiting_since,
         }
         path = self.home / SUPERVISOR_STATE_FILE
@@ -329,7 +346,10 @@ class Supervisor:
         os.replace(tmp, path)
 
     def _shutdown(self) -> None:
-        self.control.stop()
+        if self.inbox is not None:
+            self.inbox.close()
+        for extension in self.extensions:
+            extension.stop()
         held = self._held()
         for buffer in self.buffers.values():
             buffer.clear()
@@ -338,6 +358,8 @@ class Supervisor:
             try:
                 if held:
                     self.db.write(lambda tx: self.queue.release_in(tx, held))
+            except WalReplaced:  # said by the error ending the run; the next one reclaims
+                pass
             except StoreBusy:  # the next supervisor reclaims them (this owner is dead then)
                 logs.event(
                     "store_busy_at_stop",
@@ -345,7 +367,8 @@ class Supervisor:
                     level=logging.WARNING,
                     claims=len(held),
                 )
-            checkpoint_truncate(self.db)
+            with contextlib.suppress(WalReplaced):  # said by the error ending the run
+                checkpoint_truncate(self.db)
             self.db.close()
         self.applying.close()
         (self.home / SUPERVISOR_STATE_FILE).unlink(missing_ok=True)
@@ -371,8 +394,8 @@ class Supervisor:
                     )
                     self._write_state()
                 continue
-            if self.after_commit:
-                self.after_commit()
+            for extension in self.extensions:
+                extension.after_commit()
             if self.waiting_since is not None:
                 waited = time.time() - self.waiting_since
                 logs.event(
@@ -389,6 +412,8 @@ class Supervisor:
     def _loop(self) -> None:
         while True:
             self._maintain()
+            if self.paused_bound is not None:
+                self.wal.check_paused(self.paused_bound)
             self._schedule()
             self._collect(timeout=self._wait_timeout())
             self._send_direct()  # at once: a heartbeat must not wait for a checkpoint
@@ -396,7 +421,7 @@ class Supervisor:
             if self.wal.pinned:
                 self._maintain()  # before handing out more: this turn may have crossed the bound
             if self.stopping:
-                if time.monotonic() > self.stop_deadline or not self.pool.in_flight():
+                if not self.pool.in_flight() or self._stop_now():
                     return
                 continue
             self._dispatch()
@@ -408,6 +433,23 @@ class Supervisor:
                 and not self.queue.has_pending()
             ):
                 return
+
+    def _stop_now(self) -> bool:
+        """Past the grace period while stopping: in-flight jobs are given up (killed),
+        except the retention worker's, which is waited for (its archive work, a
+        retention tick included, is bounded) unless a second signal came."""
+        if time.monotonic() <= self.stop_deadline:
+            return False
+        archive = any(s.outstanding for s in self.pool.slots if s.pool == RETENTION_POOL)
+        if not archive or self.hurried:
+            return True
+        if not self.waited_archive:
+            self.waited_archive = True
+            logs.event(
+                "stop_waits_for_retention",
+                "stopping: waiting for the retention worker's job (bounded) to finish",
+            )
+        return False
 
     def _maintain(self) -> None:
         """The WAL guard's turn, put off while a control write (a lease heartbeat) is in
@@ -428,7 +470,7 @@ class Supervisor:
             return 0.0
         if any(self.buffers[pool] and self._free_slots(pool) for pool in self.buffers):
             return 0.0
-        return float(self.config.poll_seconds)
+        return self.config.poll_seconds
 
     def _depth(self) -> int:
         return self.dispatch.depth(self.wal.pinned)
@@ -439,38 +481,38 @@ class Supervisor:
 
     def _collect(self, timeout: float) -> None:
         """Gather finished batches; dead or timed-out workers are replaced by the pool."""
-        events = self.pool.poll(timeout, wake=self.control.wake_read)
+        events = self.pool.poll(timeout, wake=self.inbox.wake_read if self.inbox else None)
         self._finish_direct(events)
         self.dispatch.observe_many((job.kind, outcome.seconds) for job, outcome in events.finished)
         self.finished.extend(events.finished)
         self.lost.extend(events.lost)
+        self.freed.extend(events.released)
         if events.respawned:
             self.stats.respawned += events.respawned
             self._write_state()
 
     def _send_direct(self) -> None:
-        """Control-socket writes (lease heartbeats) go straight to the retention worker,
-        claims paused or not: they never touch the authority. Negative ids mark them."""
-        if self.control.wake_read is not None:
-            with contextlib.suppress(BlockingIOError):
-                os.read(self.control.wake_read, 4096)
-        while True:
-            try:
-                item = self.control.direct.get_nowait()
-            except queue.Empty:
-                return
-            if not self.pool.has(RETENTION_POOL):
-                self.pool.add(0, RETENTION_POOL)
+        """Direct work the extensions submitted (the control socket's lease heartbeats)
+        goes straight to a worker of its kind's pool, claims paused or not: it never
+        touches the authority. Negative ids mark it."""
+        for item in self.inbox.take() if self.inbox else ():
+            item.pool = self.registry.job_kind(item.kind).pool
+            if not self.pool.has(item.pool):
+                self.pool.add(0, item.pool)
                 self._write_state()
             self.direct_seq -= 1
             self.directs[self.direct_seq] = item
-            slot = next(s for s in self.pool.slots if s.pool == RETENTION_POOL)
-            job = ClaimedJob(self.direct_seq, ARCHIVE_OP, item.payload, "control", 1, None)
+            slot = next(s for s in self.pool.slots if s.pool == item.pool)
+            job = ClaimedJob(self.direct_seq, item.kind, item.payload, "control", 1, None)
             self.pool.send(slot, [job])
 
     def _finish_direct(self, events: PoolEvents) -> None:
-        """Answer the control writes the pool finished or lost; keep them off the queue."""
-        for results, lose in ((events.finished, False), (events.lost, True)):
+        """Answer the direct work the pool finished or lost; keep it off the queue."""
+        for results, lose in (
+            (events.finished, False),
+            (events.lost, True),
+            (events.released, True),
+        ):
             for pair in [p for p in results if p[0].id < 0]:
                 results.remove(pair)
                 job, outcome = pair
@@ -505,17 +547,16 @@ class Supervisor:
             self.pool.add(0, RETENTION_POOL)
             self._write_state()
 
-    def _turn(self) -> int:
+    def _turn(self) -> int:  # noqa: C901 (listed in pyproject.toml)
         """One group commit: outcomes, lost jobs, renewals, reclaims, a purge step and
         claims. Results of poison suspects are then committed apart (see _isolate)."""
         now = time.time()
         finished, suspects = self._isolate(self.finished)
-        lost = self.lost
+        lost, freed = self.lost, [job for job, _ in self.freed]
         self._ensure_retention_worker()
         renew = now >= self.next_renew and bool(self._held())
         reclaim = now >= self.next_reclaim
         purge = now >= self.next_purge
-        sample = self.sampler.due()  # rides this turn's commit; never a write of its own
         # Stopping, or paused by WAL pressure: undispatched claims go back unharmed.
         release = (
             [j for b in self.buffers.values() for j in b]
@@ -523,7 +564,7 @@ class Supervisor:
             else []
         )
         limits = {pool: self._claim_size(pool) for pool in self.buffers}
-        busy = finished or lost or renew or reclaim
+        busy = finished or lost or freed or renew or reclaim
         if any(limits.values()) and not busy and not self.queue.ready_exists():
             limits = dict.fromkeys(limits, 0)  # nothing to claim: skip the write
         if not (busy or suspects or purge or release or any(limits.values())):
@@ -534,6 +575,7 @@ class Supervisor:
             self._apply_outcomes(tx, finished, tally)
             for job, reason in lost:
                 self._fail_in(tx, tally, job, reason)
+            self.queue.release_in(tx, freed)
             if release:
                 self.queue.release_in(tx, release)
             if renew:
@@ -553,17 +595,15 @@ class Supervisor:
                 for pool, limit in limits.items()
                 if limit
             }
-            if sample:  # after this turn's changes: the sample shows what it committed
-                self.sampler.record_in(tx, self, self.stats.done + tally.done)
+            for extension in self.extensions:  # after this turn's changes
+                extension.in_turn(tx, self, tally)
             return claims, tally, after
 
         self._mark_applying(finished)
         claims, tally, after = self._write(turn)
         self.applying.clear()
-        self.finished, self.lost = [], []
+        self.finished, self.lost, self.freed = [], [], []
         self._add_tally(tally)
-        if sample:
-            self.sampler.recorded()
         for group in suspects:
             self._apply_apart(group)
         if release:
@@ -575,7 +615,7 @@ class Supervisor:
             self.next_reclaim = now + self.lease / 4
         if purge:
             self.purge_after = after  # a sweep goes on step by step, then rests a period
-            rest = float(self.config.maintenance_period_seconds)
+            rest = self.config.maintenance_period_seconds
             self.next_purge = now + (PURGE_STEP_SECONDS if after else rest)
         for pool, claimed in claims.items():
             self.buffers[pool].extend(claimed)
@@ -626,7 +666,7 @@ class Supervisor:
 
     def _held(self) -> list[ClaimedJob]:
         held = [j for b in self.buffers.values() for j in b] + self.pool.held()
-        return [j for j in held if j.id > 0]  # control writes are no queue rows
+        return [j for j in held if j.id > 0]  # direct work is no queue row
 
     def _apply_outcomes(self, tx: apsw.Connection, finished: list, tally: RunStats) -> None:
         by_kind: dict[str, list[tuple[ClaimedJob, Any]]] = defaultdict(list)

@@ -19,11 +19,11 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from memoryd import logs
-from memoryd.config import Config
-from memoryd.errors import MemorydError
-from memoryd.registry import Registry
+from memoryd.base import logs
+from memoryd.base.config import Config
+from memoryd.base.errors import MemorydError
 from memoryd.workers.contract import WorkContext
+from memoryd.workers.registry import Registry
 
 PR_SET_PDEATHSIG = 1
 PARENT_CHECK_SECONDS = 1.0
@@ -86,7 +86,7 @@ def worker_main(
     root's list), imported here into this process's own registry."""
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides about Ctrl-C
-    config = Config(config_values)
+    config = Config(**config_values)
     logs.configure(config.log_format, config.log_level)  # a spawned worker starts bare
     registry = Registry.from_modules(capabilities)
     ctx = WorkContext(Path(home), config, index, registry)

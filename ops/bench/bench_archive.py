@@ -1,4 +1,4 @@
-"""LongMemEval session recall and abstention of archive search (issue 5, must show 7).
+"""LongMemEval session recall and abstention of archive search.
 
 All 940 distinct sessions of ../shared/data/longmemeval_oracle.json.gz are
 archived as *conversation* documents of one project, each exactly as
@@ -8,8 +8,9 @@ archived as *conversation* documents of one project, each exactly as
 owner's ``add`` operation, so it is rendered one line per turn (``role: text``)
 with ``created_at`` from the session's haystack date. Session names are
 neutral (``s0001``): the LongMemEval ids, which contain the word "answer",
-are nowhere in the archive. No retention pass runs (the 2023 dates are past
-the conversation class's 90 days; expiry is not what this measures).
+are nowhere in the archive. The sessions are imported history (the 2023 dates
+are past the conversation class's 90 days: aged from the import); no retention
+pass runs (expiry is not what this measures).
 
 Every question is asked against the whole project, scored as
 ``bench_longmemeval.py`` scores project search (shared in ``lme_data.py``):
@@ -17,9 +18,9 @@ session recall@5/@10 on the 470 answerable questions (identical-text twins
 count), abstentions on the 30 ``_abs`` ones, even indices for tuning and odd
 ones held out. Runners, same archive, same run:
 
-* ``bm25``: the archive's own exact-term BM25 (``ArchiveStore.search``) of the
+* ``bm25``: the archive's own exact-term BM25 (``archive_bm25.search``) of the
   question's words without stopwords, top k, no gate;
-* ``archive``: :func:`memoryd.archive.search.search_archive` (the gate).
+* ``archive``: :func:`memoryd.archive.query.search_archive` (the gate).
 
 Latency: wall-clock p50/p95 of each runner over the asked questions,
 in-process, leases included for ``archive``.
@@ -42,16 +43,25 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops" / "bench"))
 
-from lme_data import DATA, evaluate, load_questions, print_table, splits, text_digest  # noqa: E402
+from lme_data import (  # noqa: E402, F401
+    DATA,
+    DATA_SOURCE,
+    evaluate,
+    load_questions,
+    print_table,
+    splits,
+    text_digest,
+)
 
 from memoryd.archive.ops import run_op  # noqa: E402
 from memoryd.archive.owner import ArchiveOwner  # noqa: E402
-from memoryd.archive.search import search_archive  # noqa: E402
+from memoryd.archive.query import search_archive  # noqa: E402
 from memoryd.archive.transcripts import parse_jsonl  # noqa: E402
-from memoryd.config import load_config  # noqa: E402
-from memoryd.control import unwrap  # noqa: E402
-from memoryd.search.terms import STOPWORDS  # noqa: E402
+from memoryd.base.config import load_config  # noqa: E402
+from memoryd.operations.control_client import unwrap  # noqa: E402
+from memoryd.search import archive_bm25  # noqa: E402
 from memoryd.storage.archive import tokenize  # noqa: E402
+from memoryd.text.terms import STOPWORDS  # noqa: E402
 
 PROJECT = "longmemeval"
 DEPTH = 50  # result items requested; recall counts distinct sessions among them
@@ -77,7 +87,7 @@ def transcripts(data: list[dict]) -> dict[str, tuple[bytes, float]]:
 
 
 def add_args(name: str, jsonl: bytes, created_at: float) -> dict:
-    """The ``add`` operation's arguments, as ``Memoryd.archive_add`` builds them."""
+    """The ``add`` operation's arguments, as ``Archive.add`` builds them."""
     t = parse_jsonl(jsonl, source=name, session=name, created_at=created_at)
     return {
         "project": PROJECT,
@@ -88,6 +98,7 @@ def add_args(name: str, jsonl: bytes, created_at: float) -> dict:
         "turns": len(t.turns),
         "tools": [{"content": m.content, "timestamp": m.timestamp} for m in t.tools],
         "now": NOW,
+        "imported": True,
     }
 
 
@@ -99,7 +110,7 @@ def build(home: Path, data: list[dict]) -> tuple[ArchiveOwner, dict[str, str], d
     order = sorted(sessions)
     names = {sid: f"s{i:04d}" for i, sid in enumerate(order, 1)}
     digest: dict[str, str] = {}
-    have = owner.store.corpus_stats(PROJECT).versions
+    have = owner.store.postings.corpus_stats(PROJECT).versions
     for sid in order:
         args = add_args(names[sid], *sessions[sid])
         if have != len(order):
@@ -111,7 +122,7 @@ def build(home: Path, data: list[dict]) -> tuple[ArchiveOwner, dict[str, str], d
 def bm25_plain(owner: ArchiveOwner, question: str, limit: int) -> dict:
     """Ungated: the archive's exact-term BM25 of the question's words (no stopwords)."""
     words = [w for w in tokenize(question) if w not in STOPWORDS]
-    hits = owner.store.search(PROJECT, words, limit=limit) if words else []
+    hits = archive_bm25.search(owner.store.postings, PROJECT, words, limit=limit) if words else []
     items = [{"path": h.session} for h in hits]
     return {"status": "ok" if items else "abstained", "items": items}
 
@@ -139,7 +150,7 @@ def main(argv=None) -> int:
     args.home.mkdir(parents=True, exist_ok=True)
     owner, digest, sid_digest = build(args.home, data)
     built = time.perf_counter() - t0
-    stats = owner.store.corpus_stats(PROJECT)
+    stats = owner.store.postings.corpus_stats(PROJECT)
 
     runners = {
         "bm25": lambda text: bm25_plain(owner, text, DEPTH),
@@ -160,9 +171,9 @@ def main(argv=None) -> int:
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
     if args.store_bytes:  # after the questions: a full compaction would change their timings
-        owner.store.flush()
-        owner.store.compact_all()
-        report["sst_bytes"] = owner.store.properties()["sst_bytes"]
+        owner.store.maintenance.flush()
+        owner.store.maintenance.compact_all()
+        report["sst_bytes"] = owner.store.meta.properties()["sst_bytes"]
     owner.close()
     if args.json:
         print(json.dumps(report, indent=2))

@@ -1,12 +1,12 @@
-"""memoryd's own development sets for search (issue 10): recall and abstention.
+"""memoryd's own development sets for search: recall and abstention.
 
 Two sets nobody tuned on before, each split into a ``dev`` part (looked at
 while changing search) and an ``untouched`` part (scored only at the end):
 
 * **repo**: a site-packages source tree that is not the standard library
   (pytest's ``_pytest`` and ``click``, copied from the running interpreter's
-  site-packages), ingested with ``Memoryd.ingest`` and searched with
-  ``Memoryd.search`` as a user would. Questions in ``devsets/repo_questions.json``
+  site-packages), ingested with ``Projects.ingest`` and searched with
+  ``Search.search`` as a user would. Questions in ``devsets/repo_questions.json``
   (English and Spanish); an answer is one of the listed paths in the top 3;
   absent questions must abstain.
 * **conversations**: ``devsets/conversations.txt``, two named speakers per
@@ -45,14 +45,16 @@ sys.path.insert(0, str(ROOT / "ops" / "bench"))
 
 from bench_longmemeval import bm25_plain as fts_bm25  # noqa: E402
 
-from memoryd.api import Memoryd  # noqa: E402
 from memoryd.archive.ops import run_op  # noqa: E402
 from memoryd.archive.owner import ArchiveOwner  # noqa: E402
-from memoryd.control import unwrap  # noqa: E402
+from memoryd.operations.api import Memoryd  # noqa: E402
+from memoryd.operations.control_client import unwrap  # noqa: E402
+from memoryd.operations.projects import Projects  # noqa: E402
+from memoryd.operations.search import Search  # noqa: E402
 from memoryd.search import archive_bm25  # noqa: E402
-from memoryd.search.terms import STOPWORDS  # noqa: E402
 from memoryd.storage.archive import tokenize  # noqa: E402
 from memoryd.storage.corpus import project_id  # noqa: E402
+from memoryd.text.terms import STOPWORDS  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "devsets"
 CONVERSATION_SETS = {  # set name -> (transcripts, questions) under DATA
@@ -88,7 +90,7 @@ def build_repo(home: Path) -> Memoryd:
         shutil.copytree(site / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
     md = Memoryd(home / "home")
     md.init()
-    md.ingest(tree, REPO_PROJECT, wait=True, workers=1)
+    Projects(md).ingest(tree, REPO_PROJECT, wait=True, workers=1)
     return md
 
 
@@ -97,7 +99,7 @@ def run_repo(md: Memoryd, split: str, verbose: bool) -> dict:
     db = md.reader
     pid = project_id(db, REPO_PROJECT)
     runners = {
-        "memoryd": lambda q: md.search(q, REPO_PROJECT, limit=10),
+        "memoryd": lambda q: Search(md).search(q, REPO_PROJECT, limit=10),
         "bm25": lambda q: fts_bm25(db, pid, q, 10),
     }
     out = {}
@@ -166,6 +168,7 @@ def build_conversations(home: Path, convs: dict[str, dict]) -> ArchiveOwner:
                 "turns": len(turns),
                 "tools": [],
                 "now": NOW,
+                "imported": True,  # history older than its class age
             }
             unwrap(run_op(owner, "add", args))
     return owner
@@ -173,7 +176,7 @@ def build_conversations(home: Path, convs: dict[str, dict]) -> ArchiveOwner:
 
 def _archive_bm25(owner: ArchiveOwner, project: str, q: str) -> dict:
     words = [w for w in tokenize(q) if w not in STOPWORDS]
-    hits = archive_bm25.search(owner.store, project, words, limit=10) if words else []
+    hits = archive_bm25.search(owner.store.postings, project, words, limit=10) if words else []
     return {"items": [{"path": h.session} for h in hits]}
 
 

@@ -1,4 +1,4 @@
-"""Ingestion throughput, store size and search latency on the standard library (issue 3).
+"""Ingestion throughput, store size and search latency on the standard library.
 
 Corpus: the running interpreter's standard library without test directories
 (``test/``, ``tests/``, ``idle_test/``) and site-packages, exactly the files
@@ -8,16 +8,18 @@ Measured side by side in one run:
 
 * ``memoryd`` end to end, with 1 and 2 workers, each on a fresh home: the
   user's command, ``memoryd ingest ROOT --wait --workers k``, in its own
-  process (it forks its draining supervisor). The rate is source bytes
-  over the run's own clock (``ingest_runs``: from the commit that enqueues the
-  scan to the commit that makes the last file searchable); the wall time of
-  the whole call (it also starts and stops the supervisor) is shown beside it.
+  process (it forks its draining supervisor). The rate is source bytes over
+  its summary's ``seconds``: from the command's start to the last job of the run
+  committed (batches, vectors, the index merge), with its
+  ``cpu_seconds`` (the command, its supervisor and workers) beside it, and
+  when the run became searchable; the wall time of the whole call (it also
+  stops the supervisor) is shown too.
 * ``raw`` single-transaction FTS5 inserts of the same chunks, the limit of the
   index itself: read every file, decode, split into memoryd's line ranges,
   insert ``(body, path)`` into one FTS5 table (memoryd's tokenizer) in one
   transaction, WAL and ``synchronous=FULL``; once with stored content, once
-  contentless with the zlib-compressed chunk text in a side table. Timed from
-  the first read to the commit.
+  contentless with the zlib-compressed chunk text in a side table. Timed (wall
+  and CPU) from the first read to the commit.
 * store bytes over source bytes: the whole home of the 2-worker run (db, wal,
   shm) after a TRUNCATE checkpoint, with the largest tables (dbstat).
 * search latency: ``memoryd.search.search`` in-process (gate included) on that
@@ -87,18 +89,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_longmemeval import docstring_queries, search_latency  # noqa: E402
 
-from memoryd.api import Memoryd  # noqa: E402
-from memoryd.config import MiB  # noqa: E402
+from memoryd.base.config import MiB  # noqa: E402
 from memoryd.ingest.chunking import decode, line_ranges  # noqa: E402
 from memoryd.ingest.scan import scan  # noqa: E402
+from memoryd.operations.api import Memoryd  # noqa: E402
+from memoryd.operations.home import Home  # noqa: E402
 from memoryd.search import search  # noqa: E402
-from memoryd.search.dense import DEFAULT_ENCODER, HashingEncoder  # noqa: E402
-from memoryd.search.terms import stems  # noqa: E402
 from memoryd.storage.corpus import FTS_TOKENIZER, file_texts  # noqa: E402
+from memoryd.text.dense import DEFAULT_ENCODER, HashingEncoder  # noqa: E402
+from memoryd.text.terms import stems  # noqa: E402
 
 EXCLUDES = ["test/", "tests/", "idle_test/"]
-TARGET_RAW_SHARE = 0.60
-TARGET_STORE_RATIO = 0.60
+TARGET_RAW_SHARE = 0.80  # end to end
+TARGET_STORE_RATIO = 0.50
 TARGET_P95_MS = 5.0
 
 
@@ -121,12 +124,20 @@ def home_bytes(home: Path) -> int:
 # -- memoryd end to end ------------------------------------------------------------
 
 
-def ingest_once(root: Path, workers: int, home: Path | None = None) -> dict:
+def ingest_once(
+    root: Path, workers: int | None, home: Path | None = None, project: str | None = None
+) -> dict:
+    """``memoryd ingest ROOT --wait --json`` on ``home`` (a new one by default);
+    ``workers`` None: the setting's default; ``project``: the command's default name."""
     home = home or Path(tempfile.mkdtemp(prefix=f"memoryd-bench-w{workers}-"))
     # The user's path: `memoryd ingest --wait` in its own process (which forks its
     # draining supervisor); the run row times it from enqueue to searchable.
-    cmd = [sys.executable, "-m", "memoryd.cli", "ingest", str(root), "--home", str(home),
-           "--wait", "--json", "--workers", str(workers)]  # fmt: skip
+    cmd = [sys.executable, "-m", "memoryd.faces.cli.main", "ingest", str(root), "--home", str(home),
+           "--wait", "--json"]  # fmt: skip
+    if workers is not None:
+        cmd += ["--workers", str(workers)]
+    if project is not None:
+        cmd += ["--project", project]
     for pattern in EXCLUDES:
         cmd += ["--exclude", pattern]
     t0 = time.perf_counter()
@@ -137,15 +148,16 @@ def ingest_once(root: Path, workers: int, home: Path | None = None) -> dict:
     if not summary["complete"] or summary["dead_jobs"]:
         raise SystemExit(f"ingest incomplete: {summary}")
     run = md.db.query(
-        "SELECT started_at, scanned_at, finished_at FROM ingest_runs WHERE id = ?",
-        (summary["run"],),
+        "SELECT started_at, scanned_at FROM ingest_runs WHERE id = ?", (summary["run"],)
     )[0]
     return {
         "home": home,
         "md": md,
         "bytes": summary["bytes_ingested"],
         "files": summary["files_ingested"],
-        "seconds": run[2] - run[0],
+        "seconds": summary["seconds"],
+        "cpu_seconds": summary["cpu_seconds"],
+        "searchable_seconds": summary["searchable_seconds"],
         "scan_seconds": run[1] - run[0],
         "wall_seconds": wall,
     }
@@ -166,7 +178,7 @@ def raw_insert(root: Path, files: list[tuple[str, int]], contentless: bool) -> d
         if contentless:
             db.execute("CREATE TABLE texts (id INTEGER PRIMARY KEY, z BLOB NOT NULL)")
         chunks = 0
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with db:  # one transaction
             for rel, _size in files:
                 lines = decode((root / rel).read_bytes()).split("\n")
@@ -181,18 +193,18 @@ def raw_insert(root: Path, files: list[tuple[str, int]], contentless: bool) -> d
                             (db.last_insert_rowid(), zlib.compress(text.encode())),
                         )
                     chunks += 1
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         size = home_bytes(Path(tmp))
         db.close()
-    return {"seconds": seconds, "chunks": chunks, "store_bytes": size}
+    return {"seconds": seconds, "cpu_seconds": cpu, "chunks": chunks, "store_bytes": size}
 
 
 # -- store -------------------------------------------------------------------------
 
 
 def store_report(md: Memoryd, source_bytes: int) -> dict:
-    md.checkpoint_wal()
+    Home(md).checkpoint_wal()
     rows = md.db.query("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 8")
     free = md.db.query("PRAGMA freelist_count")[0][0] * md.db.query("PRAGMA page_size")[0][0]
     total = home_bytes(md.home)
@@ -533,19 +545,23 @@ def main(argv=None) -> int:
     store = store_report(two["md"], source)
     project = root.name
     texts = docstring_queries([root / rel for rel, _ in files], args.queries * 2)
-    latency = search_latency(two["md"].db, project, texts, args.queries)
+    # a tree without Python docstrings (``--root /usr/include``) has no queries
+    latency = search_latency(two["md"].db, project, texts, args.queries) if texts else None
 
     results.update(
         {
             "raw_stored": {"mb_s": rate["raw FTS5, stored content"], "seconds": raw_all,
+                           "cpu_seconds": raw["cpu_seconds"],
                            "store_ratio": raw["store_bytes"] / source},
             "raw_contentless_zlib": {"mb_s": rate["raw FTS5, contentless + zlib"],
-                                     "seconds": rawz_all,
+                                     "seconds": rawz_all, "cpu_seconds": rawz["cpu_seconds"],
                                      "store_ratio": rawz["store_bytes"] / source},
             "memoryd": {
                 str(w): {
                     "mb_s": source / best["seconds"] / 1e6,
                     "seconds": samples,
+                    "cpu_seconds": best["cpu_seconds"],
+                    "searchable_seconds": best["searchable_seconds"],
                     "scan_seconds": best["scan_seconds"],
                     "wall_seconds": best["wall_seconds"],
                     "wall_mb_s": source / best["wall_seconds"] / 1e6,
@@ -578,21 +594,26 @@ def report(results, rate, ingests, raw, rawz, source) -> None:
         f"(median of {results['runs']} interleaved rounds; {os.cpu_count()} CPUs, load "
         f"{results['load_avg_1m'][0]:.1f} -> {results['load_avg_1m'][1]:.1f})"
     )
-    for col in ("runner", "seconds", "MB/s", "vs raw stored", "vs raw contentless", "scan s",
-                "wall s"):  # fmt: skip
+    for col in ("runner", "seconds", "MB/s", "CPU s", "vs raw stored", "vs raw contentless",
+                "searchable s", "scan s", "wall s"):  # fmt: skip
         t.add_column(col, justify="left" if col == "runner" else "right")
-    t.add_row("raw FTS5, stored content", f"{raw['seconds']:.2f}", f"{raw_rate:.1f}", "1.00",
-              f"{raw_rate / rawz_rate:.2f}", "", "")  # fmt: skip
-    t.add_row("raw FTS5, contentless + zlib", f"{rawz['seconds']:.2f}", f"{rawz_rate:.1f}",
-              f"{rawz_rate / raw_rate:.2f}", "1.00", "", "")  # fmt: skip
+    for name, run, vs_stored, vs_contentless in (
+        ("raw FTS5, stored content", raw, 1.0, raw_rate / rawz_rate),
+        ("raw FTS5, contentless + zlib", rawz, rawz_rate / raw_rate, 1.0),
+    ):
+        t.add_row(name, f"{run['seconds']:.2f}", f"{source / run['seconds'] / 1e6:.1f}",
+                  f"{run['cpu_seconds']:.2f}", f"{vs_stored:.2f}", f"{vs_contentless:.2f}",
+                  "", "", "")  # fmt: skip
     for w, (best, _) in ingests.items():
         r = source / best["seconds"] / 1e6
         t.add_row(
             f"memoryd ingest, {w} worker{'s' if w > 1 else ''}",
             f"{best['seconds']:.2f}",
             f"{r:.1f}",
+            f"{best['cpu_seconds']:.2f}",
             f"{results['memoryd'][str(w)]['vs_raw_stored']:.2f}",
             f"{results['memoryd'][str(w)]['vs_raw_contentless']:.2f}",
+            f"{best['searchable_seconds']:.2f}",
             f"{best['scan_seconds']:.2f}",
             f"{best['wall_seconds']:.2f}",
         )
@@ -617,7 +638,7 @@ def report(results, rate, ingests, raw, rawz, source) -> None:
 
     lat = results["search"]
     two = results["memoryd"]["2"]
-    g = Table(title="Against issue 3's targets")
+    g = Table(title="Against issue 3's and 37's targets (end to end)")
     for col in ("measure", "value", "target", "met"):
         g.add_column(col, justify="left" if col == "measure" else "right")
 
@@ -630,10 +651,11 @@ def report(results, rate, ingests, raw, rawz, source) -> None:
         f">= {TARGET_RAW_SHARE:.0%}", two["vs_raw_contentless"] >= TARGET_RAW_SHARE)  # fmt: skip
     row("store / source", f"{store['ratio']:.3f}", f"<= {TARGET_STORE_RATIO}",
         store["ratio"] <= TARGET_STORE_RATIO)  # fmt: skip
-    row(f"search p50 ({lat['queries']} queries, {lat['abstained']} abstained)",
-        f"{lat['p50_ms']:.2f} ms", "", True)  # fmt: skip
-    row("search p95", f"{lat['p95_ms']:.2f} ms", f"<= {TARGET_P95_MS:g} ms",
-        lat["p95_ms"] <= TARGET_P95_MS)  # fmt: skip
+    if lat:
+        row(f"search p50 ({lat['queries']} queries, {lat['abstained']} abstained)",
+            f"{lat['p50_ms']:.2f} ms", "", True)  # fmt: skip
+        row("search p95", f"{lat['p95_ms']:.2f} ms", f"<= {TARGET_P95_MS:g} ms",
+            lat["p95_ms"] <= TARGET_P95_MS)  # fmt: skip
     console.print(g)
 
 

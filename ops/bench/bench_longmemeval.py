@@ -1,4 +1,4 @@
-"""LongMemEval session recall and abstention of memoryd search (issue 3, must show 3).
+"""LongMemEval session recall and abstention of memoryd search.
 
 All 940 distinct sessions of ../shared/data/longmemeval_oracle.json.gz go into
 one project, one file per session, one line per turn prefixed by its speaker
@@ -8,7 +8,7 @@ said what. File names are neutral (``s/0001.txt``): the session ids, which
 contain the word "answer", never reach the index.
 
 Every question is asked against the whole project. Session recall@k
-(LongMemEval's recall_any, the measure behind issue 3's known numbers): the
+(LongMemEval's recall_any, the measure published results report): the
 share of answerable questions with at least one answer session among the
 first k distinct sessions of the result list (a session with text identical
 to an answer session counts as it: the data's ``_abs`` twins); an abstention
@@ -41,17 +41,25 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops" / "bench"))
 
 # data, rendering and scoring shared with bench_archive.py (tests use them from here)
-from lme_data import DATA, evaluate, load, print_table, splits, text_digest  # noqa: E402, F401
+from lme_data import (  # noqa: E402, F401
+    DATA,
+    DATA_SOURCE,
+    evaluate,
+    load,
+    print_table,
+    splits,
+    text_digest,
+)
 
-from memoryd.config import load_config  # noqa: E402
+from memoryd.base.config import load_config  # noqa: E402
 from memoryd.ingest.chunking import prepare_file  # noqa: E402
 from memoryd.search import search  # noqa: E402
 from memoryd.search.fts_query import any_of  # noqa: E402
 from memoryd.search.gate import LITERAL  # noqa: E402
-from memoryd.search.terms import STOPWORDS, words  # noqa: E402
 from memoryd.storage import open_authority  # noqa: E402
 from memoryd.storage.corpus import ensure_project, fts_table, project_id, put_files  # noqa: E402
 from memoryd.storage.fts import prepare  # noqa: E402
+from memoryd.text.terms import STOPWORDS, words  # noqa: E402
 
 PROJECT = "longmemeval"
 DEPTH = 50  # result items requested; recall counts distinct sessions among them

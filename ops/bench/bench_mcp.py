@@ -1,5 +1,5 @@
 """Recall through MCP against recall in-process, and lease heartbeats over the control
-socket (issue 11).
+socket.
 
 Corpus: the running interpreter's standard library ingested as project
 ``stdlib`` (``memoryd ingest ROOT --wait``), plus one archived conversation per
@@ -10,7 +10,7 @@ modules' first docstring lines (``bench_longmemeval.docstring_queries``).
 Measured, each after one warm-up pass and once the writes it implied are done
 (:func:`settle`):
 
-* ``recall`` in-process: ``Memoryd.recall`` (embedded: no supervisor);
+* ``recall`` in-process: :func:`memoryd.operations.recall.recall` (embedded: no supervisor);
 * ``recall`` through MCP: ``memoryd mcp --project stdlib`` as a subprocess,
   driven by the MCP SDK's stdio client (``call_tool``), embedded;
 * ``recall`` from this process over the control socket of a running supervisor
@@ -53,11 +53,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_longmemeval import docstring_queries  # noqa: E402
 
-from memoryd.api import Memoryd  # noqa: E402
-from memoryd.control import request, socket_path  # noqa: E402
+from memoryd.operations.api import Memoryd  # noqa: E402
+from memoryd.operations.control_client import request, socket_path  # noqa: E402
+from memoryd.operations.recall import recall  # noqa: E402
 
 PROJECT = "stdlib"
-MEMORYD = [sys.executable, "-m", "memoryd.cli"]
+MEMORYD = [sys.executable, "-m", "memoryd.faces.cli.main"]
 
 
 def env(home: Path) -> dict[str, str]:
@@ -80,7 +81,17 @@ def prepare(home: Path, queries: list[str]) -> None:
             {"role": "assistant", "content": "In the module whose docstring says so."},
         ]
         path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
-        cli(home, "archive", "add", str(path), "--project", PROJECT, "--session", f"s{i}")
+        cli(
+            home,
+            "archive",
+            "add",
+            str(path),
+            "--project",
+            PROJECT,
+            "--new-project",
+            "--session",
+            f"s{i}",
+        )
 
 
 def ms(seconds: list[float], served_cpu: float | None = None) -> dict[str, float]:
@@ -114,7 +125,7 @@ def settle(home: Path) -> None:
     supervisor at rest, as later passes do, not that one-time start."""
     md = Memoryd(home)
     try:
-        time.sleep(2 * float(md.config.control_write_flush_seconds))
+        time.sleep(2 * md.config.control_write_flush_seconds)
         while md.queue.has_pending():
             time.sleep(0.05)
     finally:
@@ -124,11 +135,11 @@ def settle(home: Path) -> None:
 def in_process(home: Path, queries: list[str]) -> dict:
     md = Memoryd(home)
     for q in queries:
-        md.recall(q, PROJECT)
+        recall(md, q, PROJECT)
     seconds = []
     for q in queries:
         t0 = time.perf_counter()
-        md.recall(q, PROJECT)
+        recall(md, q, PROJECT)
         seconds.append(time.perf_counter() - t0)
     md.close()
     return ms(seconds)

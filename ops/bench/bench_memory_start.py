@@ -1,7 +1,7 @@
 """What the memory kind's start sweep costs a supervisor start, on a home with many projects.
 
 At every start the supervisor asks the memory kind for consolidation runs a crash left
-unenqueued (``memoryd.memory.jobs.stranded``: a ``memory add`` killed between its
+unenqueued (``memoryd.consolidation.jobs.stranded``: a ``memory add`` killed between its
 staging file and its enqueue). It lists ``staging/`` and looks into each project
 directory there; a run that leaves none of its project's staging files removes the
 directory. Measured, best of three calls each, on one home holding N projects:
@@ -32,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from memoryd.api import Memoryd  # noqa: E402
-from memoryd.memory import jobs, staging  # noqa: E402
+from memoryd.consolidation import jobs, staging  # noqa: E402
+from memoryd.operations.api import Memoryd  # noqa: E402
 
 ITEM = [("c0", {"kind": "lesson", "text": "x"})]
 

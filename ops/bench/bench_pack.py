@@ -1,4 +1,4 @@
-"""What the pack pass after an ingest run costs when the run is small (issue 13).
+"""What the pack pass after an ingest run costs when the run is small.
 
 Corpus: a copy of the running interpreter's standard library, exactly the files
 ``memoryd ingest`` finds there (its scan decides, without test directories: about
@@ -55,9 +55,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ingest import EXCLUDES, queries_of  # noqa: E402
 
-from memoryd.api import Memoryd  # noqa: E402
-from memoryd.config import MiB  # noqa: E402
+from memoryd.base.config import MiB  # noqa: E402
 from memoryd.ingest.scan import scan  # noqa: E402
+from memoryd.operations.api import Memoryd  # noqa: E402
+from memoryd.operations.search import Search  # noqa: E402
 from memoryd.storage.corpus import index_segments  # noqa: E402
 
 CHANGED = "json/decoder.py"  # the file each one-file run changes
@@ -79,7 +80,7 @@ def copy_source(root: Path, dest: Path, copies: int) -> None:
 def cli(tree: Path, *args: str) -> str:
     """``memoryd ARGS`` with ``tree``'s package (``-m`` puts the working directory first
     on the path); its output."""
-    cmd = [sys.executable, "-m", "memoryd.cli", *args]
+    cmd = [sys.executable, "-m", "memoryd.faces.cli.main", *args]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     return subprocess.run(cmd, capture_output=True, text=True, check=True, env=env, cwd=tree).stdout
 
@@ -156,7 +157,7 @@ def answers(home: Path, texts: list[str]) -> list[dict]:
     trees' indexes are compared)."""
     md = Memoryd(home)
     try:
-        return [md.search(q, PROJECT, limit=5) for q in texts]
+        return [Search(md).search(q, PROJECT, limit=5) for q in texts]
     finally:
         md.close()
 

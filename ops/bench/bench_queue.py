@@ -1,4 +1,4 @@
-"""Durable queue throughput: memoryd against raw apsw, huey and persist-queue (issue 2).
+"""Durable queue throughput: memoryd against raw apsw, huey and persist-queue.
 
     make bench-queue                      # 10,000 and 100,000 jobs
     .venv/bin/python ops/bench/bench_queue.py [--quick] [--json]
@@ -167,18 +167,19 @@ class MemorydSystem:
     overrides: dict = {}  # settings of the drain (the sampling variants below)
 
     def enqueue(self, home: Path, n: int, cap: float) -> tuple[float, int]:
-        from memoryd.api import Memoryd
+        from memoryd.operations.api import Memoryd
+        from memoryd.operations.jobs import Jobs
 
         md = Memoryd(home=home)
         md.init()
         start = time.perf_counter()
-        md.add_jobs("noop", count=n)
+        Jobs(md).add("noop", count=n)
         seconds = time.perf_counter() - start
         md.close()
         return seconds, n
 
     def drain(self, home: Path, n: int, workers: int, cap: float) -> Drained:
-        from memoryd.api import Memoryd
+        from memoryd.operations.api import Memoryd
 
         md = Memoryd(home=home, overrides=self.overrides)
         start = time.perf_counter()
@@ -197,7 +198,7 @@ class MemorydSystem:
         return _verify_records(n, records, done, partial)
 
     def durability(self, home: Path) -> str:
-        from memoryd.config import load_config
+        from memoryd.base.config import load_config
         from memoryd.storage import open_authority
 
         db = open_authority(home, load_config(home))

@@ -19,7 +19,8 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from memoryd.api import Memoryd  # noqa: E402
+from memoryd.operations.api import Memoryd  # noqa: E402
+from memoryd.operations.projects import Projects  # noqa: E402
 
 TREE = "/usr/include"
 
@@ -27,7 +28,7 @@ TREE = "/usr/include"
 def ingest(home: Path, tree: str, workers: int, executor: str) -> dict:
     md = Memoryd(home)
     md.init()
-    md.ingest(tree, "headers")
+    Projects(md).ingest(tree, "headers")
     md.close()
     start = time.perf_counter()
     stats = Memoryd(home).run(workers=workers, drain=True, executor=executor)

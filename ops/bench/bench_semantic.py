@@ -1,4 +1,4 @@
-"""The semantic route (issue 15) against no route, in one run: quality and costs.
+"""The semantic route against no route, in one run: quality and costs.
 
 * **Quality**: LongMemEval (the tuning set: ``lme_data`` splits, one file per
   session, as ``bench_longmemeval.py``) and the repo development set of
@@ -25,9 +25,14 @@
   256-bit codes, p95 over 30 queries, for growing N: the size at which brute
   force alone passes the 5 ms search budget, i.e. where an index (usearch,
   sqlite-vec) would be needed.
+* **Null** (the rescue floor's calibration on code): the standard library with
+  the route, random two-word queries of general words (``data/general_words_en.txt``,
+  a dictionary sample, and the lexicon's English words): the best similarity any
+  chunk code reaches for each, and the queries search answers only with the route
+  at each floor (false rescues: none of them has an answer there).
 
     .venv/bin/python ops/bench/bench_semantic.py [--quick] [--repeat N] [--floors 0.4,0.5]
-        [--skip lme,devset,costs,brute,conversations,archive]
+        [--skip lme,devset,costs,brute,conversations,archive,null] [--null-queries N]
 """
 
 from __future__ import annotations
@@ -55,15 +60,16 @@ from bench_ingest import EXCLUDES, ingest_once, queries_of  # noqa: E402
 from bench_longmemeval import DEPTH, PROJECT, build, search_latency  # noqa: E402
 from lme_data import DATA, evaluate, load, print_table, splits  # noqa: E402
 
-from memoryd.api import Memoryd  # noqa: E402
 from memoryd.archive.owner import ArchiveOwner  # noqa: E402
-from memoryd.archive.search import search_archive  # noqa: E402
-from memoryd.config import load_config  # noqa: E402
+from memoryd.archive.query import search_archive  # noqa: E402
+from memoryd.base.config import load_config  # noqa: E402
+from memoryd.operations.api import Memoryd  # noqa: E402
+from memoryd.operations.projects import Projects  # noqa: E402
 from memoryd.search import search  # noqa: E402
-from memoryd.search.dense import code_similarity, load_encoder, pack, unpack  # noqa: E402
 from memoryd.storage import open_authority  # noqa: E402
 from memoryd.storage.corpus import project_id  # noqa: E402
 from memoryd.storage.vectors import rebuild_vectors  # noqa: E402
+from memoryd.text.dense import code_similarity, load_encoder, pack, unpack  # noqa: E402
 
 BUDGET_MS = 5.0
 ON = "wordllama"
@@ -75,7 +81,7 @@ def _on(floor: float) -> dict:
 
 def _general_words() -> list[str]:
     """English words of the lexicon's ES->EN list: general language, not of any corpus."""
-    path = ROOT / "memoryd" / "search" / "lexicon" / "es_en.txt"
+    path = ROOT / "memoryd" / "text" / "lexicon" / "es_en.txt"
     rows = [line.split() for line in path.read_text().splitlines() if line and line[0] != "#"]
     return sorted({r[1] for r in rows if len(r) == 2 and len(r[1]) > 3})
 
@@ -102,6 +108,74 @@ def _null(codes: np.ndarray, dim: int, enc, pairs: int) -> dict:
     best = np.sort([code_similarity(q, codes, dim).max() for q in qcodes])
     pct = {f"p{p}": round(float(np.percentile(best, p)), 3) for p in (50, 90, 95, 99)}
     return {"queries": pairs, "codes": len(codes), **pct, "max": round(float(best[-1]), 3)}
+
+
+GENERAL_WORDS = ROOT / "ops" / "bench" / "data" / "general_words_en.txt"
+
+
+def _dictionary_words() -> list[str]:
+    """The general word list of ``GENERAL_WORDS`` (a random dictionary sample)."""
+    lines = GENERAL_WORDS.read_text().splitlines()
+    return [w for w in lines if w and not w.startswith("#")]
+
+
+def _null_queries(words: list[str], pairs: int, seed: int = 15) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(words, 2, replace=False)) for _ in range(pairs)]
+
+
+def stdlib_null(floors: list[float], pairs: int) -> dict:
+    """The rescue floor against the null on real chunk codes: the standard library
+    ingested with the route (codes written by its jobs), random two-word queries of
+    each general word list (the dictionary sample, the lexicon's English words), the
+    best code similarity any chunk reaches for each (percentiles), and through search
+    at each floor the false rescues: queries that abstain without the route and are
+    answered with it (no such query has an answer in the stdlib, so each is false)."""
+    from memoryd.search.semantic import _project_codes
+    from memoryd.search.stats import term_stats
+    from memoryd.storage.vectors import configured
+
+    lists = {"dictionary": _dictionary_words(), "lexicon": _general_words()}
+    with tempfile.TemporaryDirectory(prefix="memoryd-sem-null-") as tmp:
+        home = Path(tmp) / "home"
+        md = Memoryd(home, _on(floors[0]))
+        md.init()
+        stdlib = Path(sysconfig.get_paths()["stdlib"])
+        # the draining supervisor (its own process) reads the encoder from the environment
+        _coded(lambda: Projects(md).ingest(stdlib, "stdlib", wait=True, excludes=EXCLUDES))
+        md.close()
+        dbs = {
+            name: open_authority(home, load_config(home, st))
+            for name, st in _settings(floors).items()
+        }
+        on = dbs[f"with@{floors[0]:g}"]
+        pid = project_id(on, "stdlib")
+        _, codes, dim, _ = _project_codes(on, pid, term_stats(on, pid))
+        enc = configured(on.config)
+        out: dict = {"codes": len(codes), "dim": dim}
+        for list_name, words in lists.items():
+            queries = _null_queries(words, pairs)
+            qcodes = unpack(pack(enc.encode(queries)), dim)
+            best = np.sort([code_similarity(q, codes, dim).max() for q in qcodes])
+            row: dict = {"words": len(words), "queries": pairs}
+            pct = (50, 90, 95, 99, 99.9)
+            row |= {f"p{p:g}": round(float(np.percentile(best, p)), 3) for p in pct}
+            row |= {"max": round(float(best[-1]), 3)}
+            row["share_at_or_above"] = {
+                f"{f:g}": round(float(np.mean(best >= f)), 4) for f in floors
+            }
+            answered = {name: {q for q in queries if search(db, "stdlib", q)["status"] == "ok"}
+                        for name, db in dbs.items()}  # fmt: skip
+            row["answered_without"] = len(answered["without"])
+            row["false_rescues"] = {
+                name: len(got - answered["without"])
+                for name, got in answered.items()
+                if name != "without"
+            }
+            out[list_name] = row
+        for db in dbs.values():
+            db.close()
+    return out
 
 
 def longmemeval(floors: list[float], quick: bool) -> dict:
@@ -186,12 +260,12 @@ def archive_lme(floors: list[float], quick: bool) -> dict:
         t0 = time.perf_counter()
         owner, digest, sid_digest = _coded(lambda: bench_archive.build(home, data))
         built = time.perf_counter() - t0
-        versions = owner.store.corpus_stats(bench_archive.PROJECT).versions
-        blob = b"".join(c for _, c in owner.store.version_codes(bench_archive.PROJECT))
+        versions = owner.store.postings.corpus_stats(bench_archive.PROJECT).versions
+        blob = b"".join(c for _, c in owner.store.vectors.version_codes(bench_archive.PROJECT))
         code_bytes = len(blob)
-        dim = owner.store.vectors_meta()["dim"]
+        dim = owner.store.vectors.vectors_meta()["dim"]
         null = _null(unpack(blob, dim), dim, load_encoder(ON), 400)  # exchanges' calibration
-        payload_bytes = owner.store.counts()["live_payload_bytes"]
+        payload_bytes = owner.store.ledgers.counts()["live_payload_bytes"]
         owner.close()
         parts = splits(len(data), quick)
         out: dict = {split: {} for split in parts}
@@ -269,7 +343,7 @@ def _cost_report(root: Path, rounds: list[dict], queries: int) -> dict:
     latency = {}
     for name in ("without", "with"):
         md = last[name]["md"]
-        project = md.projects()[0]["project"]
+        project = Projects(md).listing()[0]["project"]
         latency[name] = search_latency(md.reader, project, texts, queries)
     vec = _vector_bytes(last["with"]["md"])
     return {
@@ -309,8 +383,11 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", type=int, default=300, help="stdlib search queries")
     ap.add_argument("--floors", default="0.5", help="rescue floors compared (comma-separated)")
     ap.add_argument(
-        "--skip", default="", help="parts left out: lme,devset,costs,brute,conversations,archive"
+        "--skip",
+        default="",
+        help="parts left out: lme,devset,costs,brute,conversations,archive,null",
     )
+    ap.add_argument("--null-queries", type=int, default=1000, help="random queries of the null")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     floors = [float(f) for f in args.floors.split(",")]
@@ -328,6 +405,8 @@ def main(argv=None) -> int:
         report["conversations"] = conversations(floors)
     if "archive" not in skip:
         report["archive_lme"] = archive_lme(floors, args.quick)
+    if "null" not in skip:
+        report["stdlib_null"] = stdlib_null(floors, args.null_queries)
     report["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
     if args.json:
         print(json.dumps(report, indent=2, default=str))
@@ -371,6 +450,10 @@ def _print(report: dict) -> None:
               " the compressed payloads")  # fmt: skip
         print(f"  null similarity over exchanges (best of random two-word queries): {arch['null']}")
         print_table(arch["splits"])
+    if null := report.get("stdlib_null"):
+        print(f"null on the stdlib's {null['codes']:,} chunk codes ({null['dim']} bits):")
+        for name in ("dictionary", "lexicon"):
+            print(f"  {name}: {null[name]}")
 
 
 if __name__ == "__main__":

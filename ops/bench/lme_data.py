@@ -27,6 +27,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data" / "longmemeval_oracle.json.gz"
+#: Where DATA comes from, for a message when it is absent.
+DATA_SOURCE = (
+    "LongMemEval's oracle variant (MIT), beside the repository in ../shared/data/ "
+    "(its README names the source: the public LongMemEval release)"
+)
 
 
 def render(session: list[dict]) -> str:

@@ -6,65 +6,31 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import orjson
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from memoryd.mcp_server import TOOLS
+from memoryd.faces.mcp.server import TOOLS
 from memoryd.storage.archive import ArchiveStore, parse_locator
-from tests.agent.conftest import PROJECT
-from tests.conftest import MEMORYD, clean_env, wait_for
+from tests.agent.conftest import PROJECT, call, connect, fails
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.slow
 NOW = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-@asynccontextmanager
-async def connect(home: Path, **env: str) -> AsyncIterator[ClientSession]:
-    extra = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), **env}
-    params = StdioServerParameters(
-        command=MEMORYD[0],
-        args=[*MEMORYD[1:], "mcp", "--project", PROJECT],
-        env=clean_env(home, extra),
-    )
-    with open(os.devnull, "w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            yield session
-
-
-async def call(client: ClientSession, tool: str, /, **args: Any) -> Any:
-    """A successful call's JSON answer."""
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content[0].text
-    return orjson.loads(result.content[0].text)
-
-
-async def fails(client: ClientSession, tool: str, /, **args: Any) -> str:
-    """A failed call's error text (it starts with the error code)."""
-    result = await client.call_tool(tool, args)
-    assert result.is_error, result.content
-    return result.content[0].text
-
-
 def lease_of(home: Path, client: str) -> dict | None:
     """The client's lease as the archive holds it (read through a secondary instance)."""
-    return archive_read(home, lambda store: store.client_lease(client))
+    return archive_read(home, lambda store: store.protections.client_lease(client))
 
 
 def access_buckets(home: Path, locator: str) -> list[float]:
     """The buckets in which the archive recorded an access to the locator's document."""
-    return archive_read(home, lambda store: store.access_buckets(parse_locator(locator)[0]))
+    return archive_read(home, lambda store: store.access.access_buckets(parse_locator(locator)[0]))
 
 
 def archive_read(home: Path, fn: Callable[[ArchiveStore], Any]) -> Any:
@@ -118,15 +84,17 @@ def test_every_tool_over_stdio(project_home: Path) -> None:
             assert (await call(s, "lease_release"))["released"] == 1
 
             bad = await fails(s, "archive_get", locator="no-such-locator")
-            assert ": BAD_LOCATOR" in bad
+            assert bad.startswith("BAD_LOCATOR: ")
             foreign = await fails(s, "lease_acquire", locators=[loc], project="elsewhere")
-            assert ": LEASE_REJECTED" in foreign and "foreign_project" in foreign
-            bad_candidate = await fails(s, "remember", candidates=[{"text": "We use apsw."}])
-            assert ": MALFORMED_CANDIDATE" in bad_candidate  # no kind: dropped, nothing staged
+            assert foreign.startswith("LEASE_REJECTED: ") and "foreign_project" in foreign
+            bad_candidate = await fails(s, "remember", candidates=[{"text": "   "}])
+            assert bad_candidate.startswith("MALFORMED_CANDIDATE: ")  # blank text: nothing staged
             good = {"kind": "fact", "text": "The retry backoff doubles up to a minute."}
-            staged = await call(s, "remember", candidates=[good, {"kind": "fact"}])
+            staged = await call(s, "remember", candidates=[good, {"text": ""}])
             assert staged["staged"] == 1 and len(staged["candidates"]) == 1
             assert staged["dropped"][0]["line"] == 2
+            unnamed = await fails(s, "remember", candidates=[{"kind": "fact"}])
+            assert "text" in unnamed  # the schema requires text: the call is refused whole
 
     anyio.run(scenario)
 

@@ -1,23 +1,35 @@
-"""Issue 5 through the real CLI: transcripts in, gated search, expiry, pins, leases,
+"""The archive through the real CLI: transcripts in, gated search, expiry, pins, leases,
 disk-low mode; embedded (no supervisor) and through a running supervisor."""
 
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from pathlib import Path
 
 import orjson
 import pytest
 
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.config import load_config
+from memoryd.base.config import load_config
+from memoryd.base.times import utc_iso
 
 DAY = 86400
+#: Midnight three days ago: every class's age is still ahead of a transcript of then.
+START = (time.time() // DAY - 3) * DAY
+#: Past 90 days (conversation) and 14 days (ephemeral) after START.
+LATER = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(START + 200 * DAY))
+
+
+def iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def transcript(path: Path, turns: list[tuple[str, str]], day: int = 1) -> Path:
+    """Turns of ``day`` (1: START, 2: a day later), ten hours in, a second apart."""
+    at = START + (day - 1) * DAY + 10 * 3600
     lines = [
-        orjson.dumps({"role": r, "content": c, "timestamp": f"2026-10-{day:02d}T10:00:{i:02d}Z"})
+        orjson.dumps({"role": r, "content": c, "timestamp": iso(at + i)})
         for i, (r, c) in enumerate(turns)
     ]
     path.write_bytes(b"\n".join(lines) + b"\n")
@@ -37,7 +49,9 @@ def chat(tmp_path: Path) -> Path:
 
 
 def add(cli, path: Path, *extra: str, **kw):
-    res = cli("archive", "add", str(path), "--project", "demo", "--json", *extra, **kw)
+    res = cli(
+        "archive", "add", str(path), "--project", "demo", "--new-project", "--json", *extra, **kw
+    )
     assert res.code == 0, res.stderr
     return res.json()["locators"]
 
@@ -48,7 +62,7 @@ def test_add_search_and_abstain(cli, chat):
               "--project", "demo", "--json").json()  # fmt: skip
     assert hit["status"] == "ok" and hit["items"][0]["locator"] == session
     item = hit["items"][0]
-    assert item["class"] == "conversation" and item["created_at"] == "2026-10-01T10:00:00Z"
+    assert item["class"] == "conversation" and item["created_at"] == utc_iso(START + 10 * 3600)
     assert "5173" in item["excerpt"]
     miss = cli("archive", "search", "what database does the billing service use?",
                "--project", "demo", "--json").json()  # fmt: skip
@@ -62,8 +76,7 @@ def test_add_search_and_abstain(cli, chat):
 
 def test_expired_leaves_search_and_get_says_expired(cli, chat, tmp_path):
     session, tool = add(cli, chat)
-    later = "2027-06-01T00:00:00Z"  # past 90 days (conversation) and 14 days (ephemeral)
-    run = cli("retention", "run", "--now", later, "--allow-future-now", "--force", "--json")
+    run = cli("retention", "run", "--now", LATER, "--allow-future-now", "--force", "--json")
     assert run.code == 0, run.stderr
     for loc in (session, tool):
         got = cli("archive", "get", loc, "--json").json()
@@ -86,24 +99,23 @@ def test_new_version_supersedes_and_old_locator_never_shows_it(cli, tmp_path):
 def test_pin_protects_and_unpin_releases(cli, chat):
     session, _ = add(cli, chat)
     assert cli("archive", "pin", session).code == 0
-    later = "2027-06-01T00:00:00Z"
-    assert cli("retention", "run", "--now", later, "--allow-future-now", "--force").code == 0
+    assert cli("retention", "run", "--now", LATER, "--allow-future-now", "--force").code == 0
     assert cli("archive", "get", session, "--json").json()["status"] == "live"
     assert cli("archive", "unpin", session).code == 0
-    assert cli("retention", "run", "--now", later, "--allow-future-now", "--force").code == 0
+    assert cli("retention", "run", "--now", LATER, "--allow-future-now", "--force").code == 0
     assert cli("archive", "get", session, "--json").json()["status"] == "expired"
 
 
 def protection(home: Path, locator: str) -> str | None:
     """What protects a version, read embedded (no supervisor runs in these tests)."""
     with ArchiveOwner(home, load_config(home)) as owner:
-        return owner.store.protection(locator)
+        return owner.store.protections.protection(locator)
 
 
 def test_lease_is_all_or_nothing_and_per_client(cli, chat, tmp_path, home):
     session, _ = add(cli, chat)
     other = transcript(tmp_path / "other.jsonl", [("user", "unrelated note")])
-    res = cli("archive", "add", str(other), "--project", "elsewhere", "--json")
+    res = cli("archive", "add", str(other), "--project", "elsewhere", "--new-project", "--json")
     foreign = res.json()["locators"][0]
     bad = cli("archive", "lease", "acquire", "--client", "a", "--project", "demo",
               session, foreign, "--json")  # fmt: skip
@@ -123,7 +135,7 @@ def test_lease_is_all_or_nothing_and_per_client(cli, chat, tmp_path, home):
 def test_malformed_transcript_stores_nothing(cli, tmp_path, home):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"role": "user", "content": "fine", "timestamp": 1}\n{not json\n')
-    res = cli("archive", "add", str(bad), "--project", "demo")
+    res = cli("archive", "add", str(bad), "--project", "demo", "--new-project")
     assert res.code == 2 and "bad.jsonl:2" in res.message and "not valid JSON" in res.message
     assert (
         not (home / "archive").exists()
@@ -138,12 +150,14 @@ def test_disk_low_rejects_appends_but_search_pins_and_leases_work(cli, chat, tmp
     # only an append that would eat the reserve is refused (here: a reserve above any
     # free space); below the threshold alone, appends are still accepted
     no_room = {**low, "MEMORYD_RETENTION_DISK_RESERVE_BYTES": str(1 << 62)}
-    res = cli("archive", "add", str(more), "--project", "demo", "--json", env=no_room)
+    res = cli(
+        "archive", "add", str(more), "--project", "demo", "--new-project", "--json", env=no_room
+    )
     assert res.code == 1
     assert res.json()["error"] == "DISK_LOW" and res.json()["retryable"] is True
     assert "reserve" in res.json()["message"]
     kept = transcript(tmp_path / "kept.jsonl", [("user", "a session kept while disk is low")])
-    assert cli("archive", "add", str(kept), "--project", "demo", env=low).code == 0
+    assert cli("archive", "add", str(kept), "--project", "demo", "--new-project", env=low).code == 0
     found = cli("archive", "search", "dev server port", "--project", "demo", "--json", env=low)
     assert found.json()["status"] == "ok"
     assert cli("archive", "pin", session, env=low).code == 0
@@ -154,20 +168,30 @@ def test_disk_low_rejects_appends_but_search_pins_and_leases_work(cli, chat, tmp
     # threshold 0 disables the guard and clears the durable flag on the next open
     off = {"MEMORYD_RETENTION_DISK_LOW_BYTES": "0"}
     assert cli("retention", "status", "--json", env=off).json()["degraded"] is None
-    assert cli("archive", "add", str(more), "--project", "demo", env=off).code == 0
+    assert cli("archive", "add", str(more), "--project", "demo", "--new-project", env=off).code == 0
 
 
 def test_redone_add_after_purge_stores_nothing_and_says_expired(cli, tmp_path):
-    """Issue 8 fault 12: the same add after expiry + purge gives no live version 2."""
+    """The same add after expiry + purge gives no live version 2."""
     old = time.time() - 200 * DAY  # past every class's retention
     path = tmp_path / "old.jsonl"
     lines = [{"role": "user", "content": "the staging password rotates weekly", "timestamp": old},
              {"role": "tool", "content": "rotation log line", "timestamp": old}]  # fmt: skip
     path.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
-    first = cli("archive", "add", str(path), "--project", "demo", "--json").json()
+    first = cli(
+        "archive",
+        "add",
+        str(path),
+        "--project",
+        "demo",
+        "--new-project",
+        "--json",
+        "--allow-expired",
+    )
+    first = first.json()
     assert first["created"] == [True, True]
     assert cli("retention", "run", "--force").code == 0
-    redo = cli("archive", "add", str(path), "--project", "demo", "--json")
+    redo = cli("archive", "add", str(path), "--project", "demo", "--new-project", "--json")
     assert redo.code == 0, redo.stderr
     again = redo.json()
     assert again["locators"] == first["locators"] and again["created"] == [False, False]
@@ -175,16 +199,16 @@ def test_redone_add_after_purge_stores_nothing_and_says_expired(cli, tmp_path):
     for loc in first["locators"]:
         doc = loc.rsplit("@", 1)[0]
         assert cli("archive", "get", f"{doc}@2", "--json").code == 1, "no version 2"
-    text = cli("archive", "add", str(path), "--project", "demo").stdout
+    text = cli("archive", "add", str(path), "--project", "demo", "--new-project").stdout
     assert "already archived" in text and "expired" in text
 
 
 def test_unknown_project_and_empty_query_are_errors_like_project_search(cli, chat):
-    """Issue 18 item 8: the same "no project named" error as project search (exit 1)."""
+    """The same "no project named" error as project search (exit 1)."""
     add(cli, chat)
     res = cli("archive", "search", "which port?", "--project", "nosuch", "--json")
     assert res.code == 1 and res.json()["error"] == "UNKNOWN_PROJECT"
-    assert res.json()["message"] == "no project named 'nosuch'; known projects: demo"
+    assert res.json()["message"].startswith("no project named 'nosuch'; known projects: demo ")
     project = cli("search", "which port?", "--project", "nosuch")
     human = cli("archive", "search", "which port?", "--project", "nosuch")
     assert project.code == human.code == 1
@@ -196,7 +220,7 @@ def test_unknown_project_and_empty_query_are_errors_like_project_search(cli, cha
 
 
 def test_human_search_shows_each_hits_locator(cli, chat):
-    """Issue 18 item 10: the locator is what get, pin and lease take."""
+    """The locator is what get, pin and lease take."""
     session, _ = add(cli, chat)
     res = cli("archive", "search", "which port did we pick for the dev server?",
               "--project", "demo")  # fmt: skip
@@ -209,3 +233,97 @@ def test_migrate_refuses_two_steps_at_once(cli, home):
     assert res.code == 2 and res.json()["error"] == "BAD_USAGE"
     assert "one migration step at a time" in res.message
     assert not home.exists(), "a refused request creates nothing"
+
+
+def history(tmp_path: Path) -> Path:
+    """A 1990 session (a turn and a tool output): past every class's age."""
+    path = tmp_path / "history.jsonl"
+    lines = [
+        {"role": "user", "content": "the legacy billing cron runs at 03:15 UTC",
+         "timestamp": "1990-01-01T00:00:00Z"},
+        {"role": "tool", "content": "crontab: 15 3 * * * billing",
+         "timestamp": "1990-01-01T00:02:00Z"},
+    ]  # fmt: skip
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    return path
+
+
+WOULD_HAVE = ["1990-04-01T00:00:00.000Z", "1990-01-15T00:02:00.000Z"]  # 90 and 14 days on
+
+
+def epoch(iso_time: str) -> float:
+    return datetime.fromisoformat(iso_time.replace("Z", "+00:00")).timestamp()
+
+
+def documents(cli) -> int:
+    return cli("retention", "status", "--json").json()["counts"]["documents"]
+
+
+def test_history_past_its_class_age_is_refused_then_imported_and_kept(cli, tmp_path):
+    """A 1990 transcript is not stored already expired. Without
+    --imported it is refused (nothing stored, each document named with when it would
+    have expired); with it, its class age counts from the import, its created_at stays,
+    retention keeps it, and a policy change re-derives its deadline from the import."""
+    path = history(tmp_path)
+    refused = cli("archive", "add", str(path), "--project", "demo", "--new-project", "--json")
+    assert refused.code == 2, refused.stdout
+    err = refused.json()
+    assert err["error"] == "PAST_CLASS_AGE"
+    assert [d["would_have_expired_at"] for d in err["documents"]] == WOULD_HAVE
+    assert [d["class"] for d in err["documents"]] == ["conversation", "ephemeral"]
+    assert "nothing was stored" in refused.message and "--imported" in refused.message
+    assert documents(cli) == 0
+
+    before = time.time()
+    res = cli(
+        "archive", "add", str(path), "--project", "demo", "--new-project", "--json", "--imported"
+    )
+    assert res.code == 0, res.stderr
+    r = res.json()
+    assert r["created"] == [True, True] and r["status"] == ["live", "live"]
+    assert r["would_have_expired_at"] == WOULD_HAVE
+    for expires, days in zip(r["expires_at"], (90, 14), strict=True):
+        assert before + days * DAY <= epoch(expires) <= time.time() + days * DAY
+    session, tool = r["locators"]
+    text = cli(
+        "archive", "add", str(path), "--project", "demo", "--new-project", "--imported"
+    ).stdout
+    assert f"{session} (live): imported past its class age" in " ".join(text.split())
+    assert "would have expired 1990-04-01T00:00:00.000Z" in " ".join(text.split())
+
+    assert cli("retention", "run", "--force").code == 0
+    for loc in (session, tool):
+        assert cli("archive", "get", loc, "--json").json()["status"] == "live"
+    hit = cli("archive", "search", "when does the legacy billing cron run?", "--project",
+              "demo", "--json").json()  # fmt: skip
+    assert hit["items"][0]["locator"] == session
+    assert hit["items"][0]["created_at"] == "1990-01-01T00:00:00.000Z"
+
+    shorter = {"MEMORYD_RETENTION_CONVERSATION_DAYS": "30"}
+    assert cli("retention", "run", "--force", env=shorter).code == 0
+    got = cli("archive", "get", session, "--json").json()
+    assert got["status"] == "live", "re-derived from the import, not from 1990"
+    assert before + 30 * DAY <= epoch(got["expires_at"]) <= time.time() + 30 * DAY
+
+
+@pytest.mark.slow
+def test_history_is_refused_through_a_supervisor_leaving_no_spool_file(
+    cli, tmp_path, home, background
+):
+    """The refusal when the retention worker applies the add from its spool file: the
+    file goes (nothing to redo), nothing is stored; --imported goes through."""
+    from memoryd.archive import spool
+
+    path = history(tmp_path)
+    assert cli("init").code == 0
+    sup = background("run", "--workers", "1", env={"MEMORYD_RETENTION_TICK_SECONDS": "3600"})
+    sup.wait_running(1)
+    refused = cli("archive", "add", str(path), "--project", "demo", "--new-project", "--json")
+    assert refused.code == 2 and refused.json()["error"] == "PAST_CLASS_AGE"
+    assert not list(spool.spool_dir(home).glob("*.json"))
+    imported = cli(
+        "archive", "add", str(path), "--project", "demo", "--new-project", "--json", "--imported"
+    )
+    assert imported.code == 0, imported.stderr
+    assert imported.json()["would_have_expired_at"] == WOULD_HAVE
+    assert documents(cli) == 2

@@ -1,4 +1,4 @@
-"""Dense archive candidates (issue 15): a short query finds an exchange by meaning through
+"""Dense archive candidates: a short query finds an exchange by meaning through
 the pipeline under the gate's dense rule; a long one still needs the words; codes are
 rebuilt and verified with the authority's through `rebuild`; another
 encoder's archiving is refused."""
@@ -13,13 +13,15 @@ import threading
 import orjson
 import pytest
 
-from memoryd.api import Memoryd
 from memoryd.archive.ops import run_op
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.archive.search import search_archive
-from memoryd.config import ARCHIVE_DIR, load_config
-from memoryd.control import unwrap
-from memoryd.errors import ArchiveOpError
+from memoryd.archive.query import search_archive
+from memoryd.base.config import ARCHIVE_DIR, load_config
+from memoryd.base.errors import ArchiveOpError
+from memoryd.operations.api import Memoryd
+from memoryd.operations.archive import Archive
+from memoryd.operations.control_client import unwrap
+from memoryd.operations.home import Home
 from memoryd.storage.archive import ArchiveStore
 from tests.conftest import status, wait_for
 
@@ -75,20 +77,20 @@ def test_rebuild_verifies_and_recomputes_archive_codes_and_refuses_a_mix(demo):
     home = demo
     md = Memoryd(home, SETTINGS)
     try:
-        assert md.rebuild(verify=True)["archive"]["equal"]
+        assert Home(md).rebuild(verify=True)["archive"]["equal"]
         hashing_owner = ArchiveOwner(home, load_config(home, {"encoder": "hashing"}))
         with hashing_owner as owner, pytest.raises(ArchiveOpError) as refused:
             _add(owner, "late", SESSIONS["pets"])  # codes of one encoder only
         assert refused.value.code == "ENCODER_CHANGED" and "memoryd rebuild" in str(refused.value)
         hashing = Memoryd(home, {"encoder": "hashing"})
         try:
-            assert not hashing.rebuild(verify=True)["equal"]  # its rebuild stores no codes
-            assert hashing.rebuild()["archive"] == {"versions": 0}
+            assert not Home(hashing).rebuild(verify=True)["equal"]  # its rebuild stores no codes
+            assert Home(hashing).rebuild()["archive"] == {"versions": 0}
             assert _search(home, "dog", encoder="hashing")["status"] == "abstained"
         finally:
             hashing.close()
-        assert md.rebuild()["archive"] == {"versions": 3}
-        assert md.rebuild(verify=True)["equal"]
+        assert Home(md).rebuild()["archive"] == {"versions": 3}
+        assert Home(md).rebuild(verify=True)["equal"]
         assert _search(home, "dog")["status"] == "ok"
     finally:
         md.close()
@@ -113,8 +115,8 @@ def test_sigkill_of_the_retention_worker_coding_a_version_leaves_none_and_resume
     md = Memoryd(home, {"encoder": encoder})
     line = {"role": "user", "content": "We adopted a puppy last week.", "timestamp": NOW}
     adding = threading.Thread(
-        target=md.archive_add, args=(orjson.dumps(line) + b"\n",),
-        kwargs={"project": "demo", "source": "pets"},
+        target=Archive(md).add, args=(orjson.dumps(line) + b"\n",),
+        kwargs={"project": "demo", "source": "pets", "new_project": True},
     )  # fmt: skip
     adding.start()
     worker = int(wait_for(lambda: pidfile.exists() and pidfile.read_text(), what="encoding"))
@@ -124,17 +126,19 @@ def test_sigkill_of_the_retention_worker_coding_a_version_leaves_none_and_resume
     reader = ArchiveStore.open_secondary(home / ARCHIVE_DIR, tmp_path / "secondary")
     try:
         reader.catch_up()
-        assert reader.counts()["documents"] == 0 and not list(reader.version_codes("demo"))
+        assert reader.ledgers.counts()["documents"] == 0 and not list(
+            reader.vectors.version_codes("demo")
+        )
         block.unlink()
         adding.join(timeout=120)
         assert not adding.is_alive()
         reader.catch_up()
-        [(locator, codes)] = list(reader.version_codes("demo"))
-        assert len(codes) == 2 and reader.get(locator)["status"] == "live"
+        [(locator, codes)] = list(reader.vectors.version_codes("demo"))
+        assert len(codes) == 2 and reader.ledgers.get(locator)["status"] == "live"
     finally:
         reader.close()
     try:
-        assert md.rebuild(verify=True)["archive"]["equal"]
+        assert Home(md).rebuild(verify=True)["archive"]["equal"]
     finally:
         md.close()
 

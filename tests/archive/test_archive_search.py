@@ -1,4 +1,4 @@
-"""Archive search (issue 5, must show 7): a LongMemEval subset with floors the full
+"""Archive search: a LongMemEval subset with floors the full
 run (ops/bench/bench_archive.py, make bench-archive) comfortably exceeds, and query
 safety: arbitrary text and FTS-like syntax never raise."""
 
@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from memoryd.archive.ops import run_op
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.archive.search import search_archive
-from memoryd.config import load_config
-from memoryd.control import unwrap
+from memoryd.archive.query import search_archive
+from memoryd.base.config import load_config
+from memoryd.operations.control_client import unwrap
 from memoryd.storage.corpus import UnknownProject
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ def test_arbitrary_text_never_raises(small, query):
 
 
 def test_unknown_project_is_an_error_not_an_abstention(small):
-    """Issue 18 item 8: as project search does, an unknown project is named (exit 1)."""
+    """As project search does, an unknown project is named (exit 1)."""
     with pytest.raises(UnknownProject, match="no project named 'nobody-here'"):
         search_archive(small, "nobody-here", "which port for the dev server?", 10, NOW)
 
@@ -111,12 +111,12 @@ def test_longmemeval_subset_recall_and_abstention(tmp_path):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     if not bench.DATA.exists():
-        pytest.skip(f"LongMemEval data not present at {bench.DATA}")
+        pytest.skip(f"LongMemEval data not present at {bench.DATA}: {bench.DATA_SOURCE}")
     lme = sys.modules["lme_data"]
     data = lme.load_questions(bench.DATA)
     owner, digest, sid_digest = bench.build(tmp_path, data)
     try:
-        assert owner.store.corpus_stats(bench.PROJECT).versions == 940
+        assert owner.store.postings.corpus_stats(bench.PROJECT).versions == 940
         answerable = [i for i, q in enumerate(data) if not q["question_id"].endswith("_abs")]
         absent = [i for i, q in enumerate(data) if q["question_id"].endswith("_abs")]
         runners = {

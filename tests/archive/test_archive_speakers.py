@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.archive.search import search_archive
-from memoryd.config import load_config
-from memoryd.search.evidence import named_speaker, statements
+from memoryd.archive.query import search_archive
+from memoryd.base.config import load_config
+from memoryd.text.evidence import named_speaker, statements
 from tests.conftest import archive_conversations, small_talk
 
 NOW = 1_800_000_000.0

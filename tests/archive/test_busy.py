@@ -1,4 +1,4 @@
-"""Issue 8 fault 8 (archive side): a busy archive is a typed, retryable error that
+"""A busy archive is a typed, retryable error that
 names the real holder of the RocksDB LOCK, never an "ERROR" answer blaming the
 retention worker. The holder here is a real process with the archive open embedded."""
 
@@ -6,26 +6,28 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from memoryd.api import Memoryd
+from memoryd.app import default_registry
 from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.config import load_config
+from memoryd.base.config import load_config
+from memoryd.operations.api import Memoryd
 from memoryd.queue import JobSpec
-from memoryd.registry import default_registry
 from memoryd.storage.archive import ArchiveBusy
 from memoryd.workers.contract import WorkContext
 from tests.conftest import clean_env, query, status, wait_for
 
+WAIT = "MEMORYD_ARCHIVE_BUSY_WAIT_SECONDS"
 HOLD = """
 import sys
 from pathlib import Path
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 home = Path(sys.argv[1])
 with ArchiveOwner(home, load_config(home)):
     print("holding", flush=True)
@@ -65,11 +67,24 @@ def test_the_archive_op_raises_typed_retryable_busy_naming_the_holder(home, hold
 
 
 def test_an_embedded_command_meeting_a_busy_archive_says_who_holds_it(cli, holder):
-    res = cli("archive", "get", "s-x-1a2b@1", "--json")
+    res = cli("archive", "get", "s-x-1a2b@1", "--json", env={WAIT: "0.5"})
     assert res.code == 1
     body = res.json()
     assert body["error"] == "ARCHIVE_BUSY" and body["retryable"] is True
     assert f"pid {holder.pid}" in body["message"]
+
+
+def test_an_embedded_command_waits_for_another_to_let_go_of_the_archive(cli, home, holder):
+    """Two commands run without a supervisor at once: the second waits for the first's
+    operation instead of failing ARCHIVE_BUSY."""
+    release = threading.Timer(1.0, holder.stdin.close)
+    release.start()
+    try:
+        res = cli("archive", "get", "s-x-1a2b@1", "--json", env={WAIT: "30"})
+    finally:
+        release.cancel()
+    assert res.json().get("error") != "ARCHIVE_BUSY", res.stdout
+    assert holder.wait(timeout=60) == 0
 
 
 @pytest.mark.slow
@@ -100,7 +115,10 @@ def test_a_busy_archive_is_waited_for_without_charging_attempts(cli, home, holde
 def test_busy_because_of_the_retention_worker_says_so(cli, home, tmp_path, background):
     path = tmp_path / "a.jsonl"
     path.write_text('{"role": "user", "content": "hello", "timestamp": 1718000000}\n')
-    assert cli("archive", "add", str(path), "--project", "demo").code == 0
+    assert (
+        cli("archive", "add", str(path), "--project", "demo", "--new-project", "--imported").code
+        == 0
+    )
     sup = background("run", "--workers", "1", env={"MEMORYD_RETENTION_TICK_SECONDS": "3600"})
     sup.wait_running(1)
 

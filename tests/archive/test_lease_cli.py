@@ -1,4 +1,4 @@
-"""Issue 18 defect 2 through the real CLI: ``archive lease renew`` works embedded and
+"""Through the real CLI: ``archive lease renew`` works embedded and
 through a supervisor, and a rejected acquire returns and prints which locators and why."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def add(cli, tmp_path: Path, name: str, project: str) -> str:
     path = tmp_path / f"{name}.jsonl"
     line = {"role": "user", "content": f"note {name}", "timestamp": time.time() - 60}
     path.write_bytes(orjson.dumps(line) + b"\n")
-    res = cli("archive", "add", str(path), "--project", project, "--json")
+    res = cli("archive", "add", str(path), "--project", project, "--new-project", "--json")
     assert res.code == 0, res.stderr
     return res.json()["locators"][0]
 
@@ -83,7 +83,7 @@ def test_a_lease_on_a_session_keeps_its_current_versions_through_retention(cli, 
     gone = archive(cli, tmp_path, "idle", "a session nobody holds", 200)
     got = lease(cli, "acquire", "--project", "demo", "--session", "work", "--ttl", "600")
     assert got.code == 0, got.stderr
-    assert "current versions of 1 session(s)" in got.stdout
+    assert "current versions of 1 session " in got.stdout
     assert cli("retention", "run", "--force").code == 0
     assert [status_of(cli, loc) for loc in kept] == ["live", "live"]
     assert [status_of(cli, loc) for loc in gone] == ["expired", "expired"]
@@ -101,7 +101,17 @@ def test_a_session_lease_says_what_had_expired_and_does_not_bring_it_back(cli, t
         {"role": "tool", "content": "a tool result of today", "timestamp": now - 60},
     ]
     path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
-    turn, tool = cli("archive", "add", str(path), "--project", "demo", "--json").json()["locators"]
+    added = cli(
+        "archive",
+        "add",
+        str(path),
+        "--project",
+        "demo",
+        "--new-project",
+        "--json",
+        "--allow-expired",
+    )
+    turn, tool = added.json()["locators"]
     assert cli("retention", "run", "--force").code == 0  # the retention clock passes it
     assert status_of(cli, turn) == "expired" and status_of(cli, tool) == "live"
     got = lease(cli, "acquire", "--project", "demo", "--session", "late", "--json")
@@ -109,4 +119,4 @@ def test_a_session_lease_says_what_had_expired_and_does_not_bring_it_back(cli, t
     assert got.json()["unprotected"] == [turn]
     assert status_of(cli, turn) == "expired" and status_of(cli, tool) == "live"
     text = lease(cli, "acquire", "--project", "demo", "--session", "late")
-    assert "not protected (past their deadline): 1 version(s)" in text.stdout
+    assert "not protected (past their deadline): 1 version:" in text.stdout

@@ -1,4 +1,4 @@
-"""Issue 17 item 4 through the real CLI: ``--min-score`` on ``search`` and ``archive
+"""Through the real CLI: ``--min-score`` on ``search`` and ``archive
 search`` is optional and only narrows: it never adds an item."""
 
 from __future__ import annotations

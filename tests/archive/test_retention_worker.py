@@ -1,4 +1,4 @@
-"""Issue 5, must show 4, with real processes: the retention worker is SIGKILLed
+"""With real processes: the retention worker is SIGKILLed
 mid-wave and right after a flush while its supervisor runs; the supervisor
 respawns it, the interrupted pass is redone idempotently, no live version is
 lost and no expired one becomes visible."""
@@ -11,9 +11,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.api import Memoryd
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.config import load_config
+from memoryd.base.config import load_config
+from memoryd.operations.api import Memoryd
+from memoryd.operations.archive import Archive
 from tests.conftest import status, wait_for
 
 pytestmark = pytest.mark.slow
@@ -30,7 +31,13 @@ def archive_sessions(home: Path, count: int, *, days_old: int, tag: str) -> list
         for i in range(count):
             line = {"role": "user", "content": f"note {tag} number {i} marker{tag}{i}",
                     "timestamp": stamp}  # fmt: skip
-            added = md.archive_add(orjson.dumps(line) + b"\n", project="p", source=f"{tag}{i}")
+            added = Archive(md).add(
+                orjson.dumps(line) + b"\n",
+                project="p",
+                source=f"{tag}{i}",
+                allow_expired=True,
+                new_project=True,
+            )
             locators.append(added["locators"][0])
     finally:
         md.close()
@@ -70,7 +77,9 @@ def test_retention_worker_killed_mid_wave_resumes_idempotently(
         return runs if runs and all(j["state"] == "done" for j in runs) else None
 
     runs = wait_for(runs_done, what="every retention pass done (a killed one backs off)")
-    redone = [j for j in runs if j["attempts"] >= 2 and "died" in (j["last_error"] or "")]
+    redone = [
+        j for j in runs if j["attempts"] >= 2 and "killed by SIGKILL" in (j["last_error"] or "")
+    ]
     assert redone, runs
 
     # Every old version expired, every recent one live, through the supervisor path.
@@ -90,12 +99,12 @@ def test_retention_worker_killed_mid_wave_resumes_idempotently(
     # Reopened embedded after the supervisor stopped: postings match payloads,
     # and a second forced pass changes nothing.
     with ArchiveOwner(home, load_config(home)) as owner:
-        assert owner.store.verify_postings()["ok"]
-        before = owner.store.counts()
+        assert owner.store.postings.verify_postings()["ok"]
+        before = owner.store.ledgers.counts()
     again = cli("retention", "run", "--force", "--json")
     assert again.code == 0, again.stderr
     with ArchiveOwner(home, load_config(home)) as owner:
-        assert owner.store.counts() == before
+        assert owner.store.ledgers.counts() == before
 
 
 def test_supervisor_routes_archive_work_to_one_retention_worker(cli, home, tmp_path, background):

@@ -8,9 +8,10 @@ import pytest
 
 from memoryd.archive.ops import run_op
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.archive.search import CANDIDATE_POOL, search_archive
-from memoryd.config import load_config
-from memoryd.control import unwrap
+from memoryd.archive.query import search_archive
+from memoryd.archive.search import CANDIDATE_POOL
+from memoryd.base.config import load_config
+from memoryd.operations.control_client import unwrap
 
 NOW = 1_800_000_000.0
 OTHERS = CANDIDATE_POOL + 10  # more sessions than the BM25 candidates archive search judges

@@ -1,4 +1,4 @@
-"""Issue 8 fault 5 (archive half) with a real supervisor: archive content rides as a
+"""With a real supervisor, archive content rides as a
 spool file, never in a job row, and a caller takes its result, so after expiry and
 purge the transcript's text is nowhere in the authority (file and WAL) nor in the
 home outside ``archive/``."""
@@ -14,8 +14,8 @@ import pytest
 
 from memoryd.archive import ops, spool
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.config import load_config
-from tests.archive.test_forget import files_holding
+from memoryd.base.config import load_config
+from tests.conftest import files_holding
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ def test_archive_content_never_stays_in_the_authority(cli, home, tmp_path, backg
     sup = background("run", "--workers", "1", env={"MEMORYD_RETENTION_TICK_SECONDS": "3600"})
     sup.wait_running(1)
 
-    add = cli("archive", "add", str(path), "--project", "demo", "--json")
+    add = cli("archive", "add", str(path), "--project", "demo", "--new-project", "--json")
     assert add.code == 0, add.stderr
     session, tool = add.json()["locators"]
     jobs = cli("jobs", "list", "--json").json()
@@ -78,7 +78,7 @@ def test_a_redone_spooled_add_answers_from_its_request_records(home, tmp_path):
         redo = ops.run_op(owner, "add", ref)
         assert first["result"]["created"] == [True]
         assert redo["result"] == {**first["result"], "created": [False]}
-        assert owner.store.counts()["documents"] == 1
+        assert owner.store.ledgers.counts()["documents"] == 1
         never = {**spool.put(home, {**args, "session": "s2"}), "requests": ["r-never"]}
         (spool.spool_dir(home) / never["spool"]).unlink()
         assert ops.run_op(owner, "add", never)["error"] == "ARCHIVE_SPOOL_MISSING"
@@ -109,7 +109,7 @@ def test_a_retention_worker_killed_around_the_spool_redoes_the_add_once(
            "MEMORYD_RETENTION_TICK_SECONDS": "3600"}  # fmt: skip
     sup = background("run", "--workers", "1", env=env)
     sup.wait_running(1)
-    res = cli("archive", "add", str(path), "--project", "demo", "--json")
+    res = cli("archive", "add", str(path), "--project", "demo", "--new-project", "--json")
     assert res.code == 0, res.stderr
     assert once.exists(), f"the retention worker never reached {point}"
     answer = res.json()
@@ -121,4 +121,4 @@ def test_a_retention_worker_killed_around_the_spool_redoes_the_add_once(
     with ArchiveOwner(home, load_config(home)) as owner:
         for loc in answer["locators"]:
             doc = loc.rsplit("@", 1)[0]
-            assert [v.status for v in owner.store.versions(doc)] == ["live"]
+            assert [v.status for v in owner.store.ledgers.versions(doc)] == ["live"]

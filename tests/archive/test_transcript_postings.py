@@ -19,11 +19,22 @@ def test_jsonl_transcript_postings_carry_speakers_turns_and_tool_output(cli, hom
     path = tmp_path / "t.jsonl"
     stamped = [{**m, "timestamp": 1_718_000_000 + i} for i, m in enumerate(MESSAGES)]
     path.write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in stamped))
-    res = cli("archive", "add", str(path), "--project", "ops", "--session", "night", "--json")
+    res = cli(
+        "archive",
+        "add",
+        str(path),
+        "--project",
+        "ops",
+        "--new-project",
+        "--session",
+        "night",
+        "--json",
+        "--imported",
+    )  # 2024: history past its class age
     assert res.code == 0, res.stderr
     session_loc, tool_loc = res.json()["locators"]
     with ArchiveStore.open_primary(home / "archive", sync=False) as store:
-        export, tool_export, bucket = store.read_postings(
+        export, tool_export, bucket = store.postings.read_postings(
             "ops", [(session_loc, "export"), (tool_loc, "export"), (session_loc, "bucket")]
         )
     assert [(h.turn.index, h.turn.role, h.turn.speaker, h.turn.tool) for h in export.turns] == [

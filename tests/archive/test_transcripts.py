@@ -1,4 +1,4 @@
-"""Issue 8 fault 6 through the real CLI: transcript times in seconds or milliseconds,
+"""Through the real CLI: transcript times in seconds or milliseconds,
 refusal of what no later read could show, and reads that survive a bad stored time."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ import orjson
 import pytest
 
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 
 JUNE_10 = "2024-06-10T06:13:20Z"  # 1718000000 epoch seconds
+SHOWN = "2024-06-10T06:13:20.000Z"  # as JSON shows every time
 
 
 def write(path: Path, *messages: dict) -> Path:
@@ -20,7 +21,10 @@ def write(path: Path, *messages: dict) -> Path:
 
 
 def add(cli, path: Path):
-    return cli("archive", "add", str(path), "--project", "demo", "--json")
+    """Imported: the 2024 times are history, past every class's age."""
+    return cli(
+        "archive", "add", str(path), "--project", "demo", "--new-project", "--json", "--imported"
+    )
 
 
 def documents(cli) -> int:
@@ -39,10 +43,10 @@ def test_milliseconds_and_seconds_are_both_read_as_the_same_time(cli, tmp_path, 
     (loc,) = res.json()["locators"]
     got = cli("archive", "get", loc, "--json")
     assert got.code == 0, got.stderr
-    assert got.json()["created_at"] == JUNE_10
+    assert got.json()["created_at"] == SHOWN
     hit = cli("archive", "search", "flamingo cache layout", "--project", "demo", "--json")
     assert hit.code == 0, hit.stderr
-    assert hit.json()["items"][0]["created_at"] == JUNE_10
+    assert hit.json()["items"][0]["created_at"] == SHOWN
 
 
 @pytest.mark.parametrize(
@@ -89,9 +93,9 @@ def test_a_version_stored_with_a_bad_time_does_not_break_reads(cli, home, tmp_pa
     doc = loc.rsplit("@", 1)[0].encode()
     with ArchiveOwner(home, load_config(home)) as owner:
         key = b"D" + doc
-        ledger = orjson.loads(dict(owner.store.raw_items())[key])
+        ledger = orjson.loads(dict(owner.store.maintenance.raw_items())[key])
         ledger["created_at"] = ledger["versions"][0]["created_at"] = 1718000000000.0
-        owner.store.raw_write([(key, orjson.dumps(ledger))])
+        owner.store.maintenance.raw_write([(key, orjson.dumps(ledger))])
     got = cli("archive", "get", loc, "--json")
     assert got.code == 0, got.stderr
     assert got.json()["created_at"] is None and "pelican" in got.json()["content"]

@@ -6,7 +6,7 @@ import socket
 import threading
 from pathlib import Path
 
-from memoryd.control.client import address, connect, socket_path
+from memoryd.operations.control_client import address, connect, socket_path
 
 
 def test_a_socket_deeper_than_sun_path_binds_and_connects(tmp_path: Path) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import orjson
 
-from memoryd.api import Memoryd
 from memoryd.archive.jobs import ARCHIVE_OP
-from memoryd.control.deferred import DeferredWrites
+from memoryd.operations.api import Memoryd
+from memoryd.operations.control_deferred import DeferredWrites
 from memoryd.queue import JobSpec
 from tests.conftest import query
 
@@ -69,11 +69,11 @@ def test_requests_keep_to_one_api_instance_while_the_flusher_enqueues(home: Path
     """The control server's requests take the warmest idle API instance (its connection
     caches what its queries read); the flusher enqueues through its own, so a flush
     during a request does not add a cold instance that later requests alternate with."""
-    from memoryd.control.server import ControlServer
+    from memoryd.operations.control_requests import ControlRequests
 
     md = Memoryd(home)
     md.init()
-    server = ControlServer(home, md.config)
+    server = ControlRequests(home, md.config, Memoryd)
     try:
         with server._api() as first:
             server.deferred.access({"locators": ["d1@1"], "now": T0})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.control import request, socket_path
+from memoryd.operations.control_client import request, socket_path
 from tests.conftest import run_cli, wait_for
 
 pytestmark = pytest.mark.slow

@@ -11,23 +11,23 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.control import request
-from memoryd.control.secondary import Secondary
+from memoryd.operations.control_client import request
+from memoryd.operations.control_secondary import Secondary, flushed
 from memoryd.retention.boundary import Migration
 from memoryd.storage.archive import ArchiveStore
-from tests.agent.conftest import PROJECT, write_transcript
+from tests.agent.conftest import PROJECT, archived_session, write_transcript
 from tests.conftest import run_cli, wait_for
 
 NOW = time.time()
 
 
 def append(store: ArchiveStore, text: str) -> str:
-    return store.append("p", "conversation", text, created_at=NOW, expires_at=None).locator
+    return store.ledgers.append("p", "conversation", text, created_at=NOW, expires_at=None).locator
 
 
 def read(secondary: Secondary, locator: str) -> dict | None:
     with secondary.reading() as store:
-        return None if store is None else store.get(locator)
+        return None if store is None else store.ledgers.get(locator)
 
 
 def test_catch_up_only_after_a_write_and_reopen_after_a_switch(tmp_path: Path) -> None:
@@ -61,6 +61,28 @@ def test_catch_up_only_after_a_write_and_reopen_after_a_switch(tmp_path: Path) -
     secondary.close()
 
 
+def test_a_switch_under_the_open_lets_the_owner_answer(tmp_path: Path, monkeypatch) -> None:
+    """The directory is renamed away between the secondary's look and its open (a
+    migration's switch window): the read is handed to the owner, not failed."""
+    archive = tmp_path / "archive"
+    primary = ArchiveStore.open_primary(archive)
+    first = append(primary, "the first words")
+    primary.close()
+    secondary = Secondary(archive, tmp_path / "secondary")
+    real_open = ArchiveStore.open_secondary
+
+    def switched_open(path, info_dir):
+        os.rename(archive, tmp_path / "archive.old")
+        return real_open(path, info_dir)
+
+    monkeypatch.setattr(ArchiveStore, "open_secondary", switched_open)
+    assert read(secondary, first) is None
+    monkeypatch.setattr(ArchiveStore, "open_secondary", real_open)
+    os.rename(tmp_path / "archive.old", archive)
+    assert read(secondary, first)["content"] == "the first words"
+    secondary.close()
+
+
 def test_reads_list_the_directory_only_when_it_changed(tmp_path: Path) -> None:
     """A read looks at the primary's marked files, not its whole directory (an info log
     per open piles up there); a write into a log created since is still seen."""
@@ -75,7 +97,7 @@ def test_reads_list_the_directory_only_when_it_changed(tmp_path: Path) -> None:
     for _ in range(3):
         assert read(secondary, first)["status"] == "live"
     assert secondary.marks.listings == listings  # nothing changed: not listed again
-    primary.flush()  # the memtable goes to a table file: a new log takes the next write
+    primary.maintenance.flush()  # the memtable goes to a table file: a new log takes the next write
     os.utime(archive, (old, old))  # even with the directory's mtime unmoved
     second = append(primary, "written to the new log")
     assert read(secondary, second)["content"] == "written to the new log"
@@ -88,10 +110,7 @@ def test_reads_over_the_socket_follow_a_migration(home: Path, tmp_path: Path, ba
     """A real migration through the supervisor's retention worker while a thread keeps
     reading over the control socket: every read answers the right content, and what is
     archived after the switch is found."""
-    assert run_cli("init", home=home).code == 0
-    transcript = write_transcript(tmp_path / "chat.jsonl", time.time() - 3600)
-    added = run_cli("archive", "add", str(transcript), "--project", PROJECT, "--json", home=home)
-    locator = added.json()["locators"][0]
+    locator = archived_session(home, tmp_path)
     background("run", "--workers", "1")
     wait_for(lambda: (home / "memoryd.sock").exists(), what="the control socket")
     stop, answers = threading.Event(), []
@@ -116,7 +135,9 @@ def test_reads_over_the_socket_follow_a_migration(home: Path, tmp_path: Path, ba
     later = tmp_path / "later.jsonl"
     said = {"role": "user", "content": "The canary deploy waits for smoke tests.", "timestamp": NOW}
     later.write_bytes(orjson.dumps(said) + b"\n")
-    added = run_cli("archive", "add", str(later), "--project", PROJECT, "--json", home=home)
+    added = run_cli(
+        "archive", "add", str(later), "--project", PROJECT, "--new-project", "--json", home=home
+    )
     assert added.code == 0, added.stdout
     new = added.json()["locators"][0]
     got = request(home, "archive", op="get", args={"locator": new})
@@ -124,3 +145,57 @@ def test_reads_over_the_socket_follow_a_migration(home: Path, tmp_path: Path, ba
     ask = {"project": PROJECT, "query": "canary deploy smoke tests", "limit": 3}
     found = request(home, "archive", op="search", args=ask)
     assert [item["locator"] for item in found["result"]["items"]] == [new]
+
+
+def test_a_forget_is_never_followed_by_a_read_of_the_forgotten_text(tmp_path: Path) -> None:
+    """RocksDB keeps what a secondary replayed from a log in its memtable after the
+    primary flushed that log: a catch-up alone served a forgotten version as live."""
+    archive = tmp_path / "archive"
+    secondary = Secondary(archive, tmp_path / "secondary")
+    primary = ArchiveStore.open_primary(archive)
+    locator = append(primary, "the zebracorn deploy key")
+    assert read(secondary, locator)["status"] == "live"
+    primary.ledgers.forget([locator.split("@")[0]])
+    primary.ledgers.purge_pending()
+    primary.maintenance.compact_all()
+    after = read(secondary, locator)
+    assert after["status"] != "live" and "zebracorn" not in orjson.dumps(after).decode(), after
+
+
+@pytest.mark.slow
+def test_reads_through_the_socket_after_a_forget_do_not_serve_it(home: Path, tmp_path, background):
+    assert run_cli("init", home=home).code == 0
+    transcript = write_transcript(tmp_path / "chat.jsonl", time.time() - 60)
+    background("run", "--workers", "1").wait_running(1)
+    added = run_cli(
+        "archive",
+        "add",
+        str(transcript),
+        "--project",
+        PROJECT,
+        "--new-project",
+        "--json",
+        home=home,
+    )
+    locator = orjson.loads(added.stdout)["locators"][0]
+    got = request(home, "archive", op="get", args={"locator": locator})["result"]
+    assert got["status"] == "live" and "backoff" in got["content"]
+    forgot = run_cli("archive", "forget", locator, "--json", home=home)
+    assert forgot.code == 0, forgot
+    got = request(home, "archive", op="get", args={"locator": locator})["result"]
+    assert got["status"] != "live" and "backoff" not in orjson.dumps(got).decode(), got
+    found = request(home, "archive", op="search", args={"project": PROJECT, "query": "backoff"})
+    assert found["result"]["status"] == "abstained", found
+
+
+def test_a_flush_is_seen_in_the_manifest_before_its_log_is_deleted() -> None:
+    """The primary records a flush in its MANIFEST at once and deletes the flushed log
+    later, in the background: a secondary that waited for the log to go would catch up
+    instead of reopening, and serve what the flush dropped."""
+    seen = (("000004.log", 900, 1), ("CURRENT", 16, 1), ("MANIFEST-000005", 400, 1))
+    flushed_now = (("000004.log", 900, 1), ("000009.log", 0, 2), ("CURRENT", 16, 1),
+                   ("MANIFEST-000005", 520, 2))  # fmt: skip
+    written_now = (("000004.log", 1300, 2), ("CURRENT", 16, 1), ("MANIFEST-000005", 400, 1))
+    assert flushed(seen, flushed_now)
+    assert not flushed(seen, written_now)  # a write appends to the log only: catch up
+    assert flushed(seen, None)  # a file went mid-look: reopen rather than trust a catch-up

@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.control import Client, request, socket_path
-from memoryd.control.server import check_peer, peer_uid
-from memoryd.errors import PeerRefused
-from tests.agent.conftest import PROJECT, write_transcript
+from memoryd.base.errors import PeerRefused
+from memoryd.operations.control_client import Client, request, socket_path
+from memoryd.workers.control import check_peer, peer_uid
+from tests.agent.conftest import PROJECT, archived_session
 from tests.conftest import query, run_cli, wait_for, wal_reader
 
 pytestmark = pytest.mark.slow
@@ -110,10 +110,7 @@ def heartbeats_and_reads(home: Path, locator: str, rounds: int = 50) -> tuple[fl
 def test_heartbeats_and_reads_answer_while_claims_are_paused(
     home, tmp_path, background, capsys
 ) -> None:
-    assert run_cli("init", home=home).code == 0
-    transcript = write_transcript(tmp_path / "chat.jsonl", time.time() - 3600)
-    added = run_cli("archive", "add", str(transcript), "--project", PROJECT, "--json", home=home)
-    locator = added.json()["locators"][0]
+    locator = archived_session(home, tmp_path)
     started(home, background, PAUSE_AT_ONCE)
     lease = {"action": "acquire", "client": "agent-1", "project": PROJECT, "locators": [locator]}
     assert ok(request(home, "archive", op="lease", args=lease))["locators"] == [locator]
@@ -140,10 +137,7 @@ def test_heartbeats_and_reads_answer_while_claims_are_paused(
 def test_heartbeats_answer_again_after_the_retention_worker_is_killed(
     home, tmp_path, background
 ) -> None:
-    assert run_cli("init", home=home).code == 0
-    transcript = write_transcript(tmp_path / "chat.jsonl", time.time() - 3600)
-    added = run_cli("archive", "add", str(transcript), "--project", PROJECT, "--json", home=home)
-    locator = added.json()["locators"][0]
+    locator = archived_session(home, tmp_path)
     started(home, background)
     lease = {"action": "acquire", "client": "agent-1", "project": PROJECT, "locators": [locator]}
     ok(request(home, "archive", op="lease", args=lease))

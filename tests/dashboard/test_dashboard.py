@@ -1,4 +1,4 @@
-"""Issue 16, must show 1 and item 3: the dashboard in a real headless browser shows what
+"""The dashboard in a real headless browser shows what
 ``memoryd status --json`` says, refuses requests without its token, listens on the
 loopback address only, and being open does not pause claims."""
 

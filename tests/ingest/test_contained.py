@@ -1,4 +1,4 @@
-"""Issue 8 faults 3 and 4: every read stays inside the repository, and a file name
+"""Every read stays inside the repository, and a file name
 that is not UTF-8 never fails an ingest. Real CLI, real supervisor, real files."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.api import Memoryd
 from memoryd.ingest.jobs import BATCH
+from memoryd.operations.api import Memoryd
 from memoryd.queue import JobSpec
 from tests.conftest import MEMORYD, clean_env, query, queue_counts
 from tests.ingest.test_ingest import fts_paths, ingest
@@ -131,6 +131,8 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_counted(cli, home, tmp_path
     assert summary["complete"] and summary["dead_jobs"] == 0
     assert summary["files_ingested"] == 20
     assert summary["skipped"] == {"bad_name": 2}
+    shown = {f["path"] for f in summary["skipped_files"]}
+    assert shown == {"caf\\xe9.txt", "dir\\xff/"}, shown  # named, its bytes escaped
     assert query(home, "SELECT count(*) FROM files WHERE live = 1")[0][0] == 20
 
 
@@ -143,3 +145,52 @@ def test_a_repository_path_that_is_not_utf8_is_refused_clearly(cli, home, tmp_pa
     )
     assert proc.returncode == 2 and b"Traceback" not in proc.stderr
     assert b"the repository path is not UTF-8" in proc.stderr
+
+
+def _deep(repo: Path, levels: int, name: str) -> None:
+    """A directory chain past PATH_MAX (made component by component), with ``name``
+    at its bottom."""
+    fd = os.open(repo, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(levels):
+            os.mkdir("d" * 200, dir_fd=fd)
+            inner = os.open("d" * 200, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        out = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(out, b"deep words nobody can reach by path\n")
+        os.close(out)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.slow
+def test_a_tree_holding_every_hostile_entry_at_once_is_ingested_around_them(cli, home, tmp_path):
+    """Each entry the scan cannot take is skipped and counted on its own; none fails
+    the run (a path past PATH_MAX once killed the scan job)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for i in range(5):
+        (repo / f"ok_{i}.py").write_text(f"def hostile_neighbour_{i}():\n    return {i}\n")
+    _deep(repo, 25, "deep.py")  # 5,000+ characters of path
+    (repo / os.fsdecode(b"bad\xe9.py")).write_text("a name that is not UTF-8\n")
+    os.mkfifo(repo / "pipe.py")
+    (repo / "dangling.py").symlink_to(repo / "nowhere.py")
+    (repo / "escape.py").symlink_to(_outside(tmp_path) / "notes.txt")
+    (repo / "linked_dir").symlink_to(tmp_path / "outside", target_is_directory=True)
+    (repo / "blob.py").write_bytes(b"\0binary\0" * 64)
+    res, summary = ingest(cli, repo)
+    assert res.code == 0, res.stderr
+    assert summary["complete"] and summary["dead_jobs"] == 0, summary
+    assert summary["files_ingested"] == 5
+    assert summary["skipped"] == {
+        "name_too_long": 1,
+        "bad_name": 1,
+        "special": 1,
+        "broken_symlink": 1,
+        "symlink_outside": 1,
+        "symlink_dir": 1,
+        "binary": 1,
+    }, summary["skipped"]
+    live = [p for (p,) in query(home, "SELECT path FROM files WHERE live = 1 ORDER BY path")]
+    assert live == [f"ok_{i}.py" for i in range(5)]

@@ -1,4 +1,4 @@
-"""Issue 8 fault 10: a full disk gives a typed DISK_FULL error, never a traceback; the
+"""A full disk gives a typed DISK_FULL error, never a traceback; the
 supervisor ``ingest --wait`` forks reports its own error; nothing committed is lost.
 
 The home lives on a real 2 MiB tmpfs (mounting needs root; skipped otherwise)."""
@@ -8,29 +8,11 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import query
-
-SMALL_FS = "size=2m"
-
-
-@pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", SMALL_FS, "tmpfs", str(mnt)], capture_output=True
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.decode().strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def _repo_larger_than_the_disk(root: Path) -> Path:
@@ -67,7 +49,9 @@ def test_disk_full_is_typed_reported_by_the_forked_supervisor_and_recoverable(
 
     chat = tmp_path / "chat.jsonl"
     chat.write_text('{"role": "user", "content": "hello", "timestamp": 1718000000}\n')
-    res = cli("archive", "add", str(chat), "--project", "repo", "--json", home=home)
+    res = cli(
+        "archive", "add", str(chat), "--project", "repo", "--new-project", "--json", home=home
+    )
     assert res.code == 1  # RocksDB's "No space left on device", typed the same way
     _no_traceback(res)
     assert '"error": "DISK_FULL"' in res.stdout

@@ -1,4 +1,4 @@
-"""Issue 18 items 7 and 9: the user is told what is happening with an ingest."""
+"""The user is told what is happening with an ingest."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import orjson
 import pytest
 from rich.console import Console
 
-from memoryd import cli as cli_mod
-from memoryd.api import Memoryd
+from memoryd.faces.cli import main as cli_mod
 from memoryd.ingest import progress
 from memoryd.ingest.jobs import BATCH
 from memoryd.ingest.progress import ScanProgress
 from memoryd.ingest.scan import scan
+from memoryd.operations.api import Memoryd
 from memoryd.queue import JobSpec
 from tests.conftest import (
     MEMORYD,
@@ -30,6 +30,7 @@ from tests.conftest import (
     wait_for,
     worker_pids,
 )
+from tests.workers.test_wal_pressure import generated_repo
 
 MISSING_PROJECT = 987654321
 
@@ -85,11 +86,11 @@ def _terminal_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _interrupt_ingest_wait(home: Path, repo: Path) -> tuple[int, str]:
+def _interrupt_ingest_wait(home: Path, repo: Path, *options: str) -> tuple[int, str]:
     """Run `ingest --wait` as a terminal's foreground job, Ctrl-C it once a worker sits
     in the project's sleep job, and return its exit code and stderr (collapsed)."""
     proc = subprocess.Popen(
-        [*MEMORYD, "ingest", str(repo), "--wait", "--workers", "1"],
+        [*MEMORYD, "ingest", str(repo), *options, "--wait", "--workers", "1"],
         env=clean_env(home),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -120,9 +121,10 @@ SLEEP = ("sleep", "--payload", '{"seconds": 600}', "--project", "repo", "--prior
 @pytest.mark.slow
 def test_ctrl_c_during_ingest_wait_says_what_is_left_and_exits_130(cli, home, tmp_path):
     repo = _repo(tmp_path)
-    assert cli("ingest", str(repo)).code == 0  # the scan, queued
+    options = ("--project", "repo", "--exclude", "docs and notes/", "--include-hidden")
+    assert cli("ingest", str(repo), *options).code == 0  # the scan, queued
     assert cli("jobs", "add", *SLEEP).code == 0
-    code, message = _interrupt_ingest_wait(home, repo)
+    code, message = _interrupt_ingest_wait(home, repo, *options)
     assert code == 130, message
     left = query(home, "SELECT count(*) FROM jobs WHERE state != 'done'")[0][0]
     done = "(the scan had not finished|0 of 3 files indexed)"  # the sleep holds the batch
@@ -131,7 +133,9 @@ def test_ctrl_c_during_ingest_wait_says_what_is_left_and_exits_130(cli, home, tm
         r" \(nothing committed is lost\)",
         message,
     ), message
-    assert f"resume with `memoryd run --drain`, or `memoryd ingest {repo} --wait`" in message
+    # the hint repeats the run's own options: following it goes on with the same scan
+    hint = f"memoryd ingest {repo} --project repo --exclude 'docs and notes/' --include-hidden"
+    assert f"resume with `memoryd run --drain`, or `{hint} --wait`" in message
     assert cli("status", "--json").json()["supervisor"] is None  # ours stopped with us
 
 
@@ -220,8 +224,47 @@ def test_the_terminal_bar_shows_files_found_and_leaves_nothing_behind(monkeypatc
         progress(run)
         progress({**run, "scanned_at": 1.0, "finished_at": 2.0, "unchanged": 42})
     output = screen.getvalue()
-    assert "42 found" in output
+    assert "42 files found" in output
     assert output.endswith("\x1b[2K")  # the bar's line is erased when it stops
+
+
+def test_the_terminal_bar_shows_the_runs_jobs_once_its_files_are_in(monkeypatch):
+    """Once every file is indexed the run's jobs go on (the index merge, the vectors):
+    the bar names them with the jobs done and left instead of sitting at 100%."""
+    screen = io.StringIO()
+    monkeypatch.setattr(cli_mod, "err", Console(file=screen, force_terminal=True, width=120))
+    run = {"id": 2, "scanned_at": 1.0, "discovered": 9, "files_done": 9, "files_total": 9,
+           "bytes_done": 900, "bytes_total": 900, "finished_at": 2.0, "unchanged": 0}  # fmt: skip
+    with cli_mod.IngestProgress(as_json=False, line_seconds=10.0) as progress:
+        progress(run)
+        progress({**run, "stage": "packing", "jobs_done": 3, "jobs_left": 1})
+        shown = screen.getvalue()
+    assert "packing" in shown and "3 jobs done, 1 left" in shown
+
+
+@pytest.mark.slow
+def test_ingest_wait_reports_the_pack_jobs_until_its_summary(cli, home, tmp_path):
+    """``--wait --json`` goes on reporting after the files, through the run's pack jobs
+    (the index merged in bounded steps, each a job), and its summary's time covers them."""
+    repo = generated_repo(tmp_path / "repo", files=16, kib=128, seed=5)
+    env = {"MEMORYD_INDEX_MERGE_STEP_PAGES": "16", "MEMORYD_COMPACT_MAX_BYTES": "0"}
+    res = cli("ingest", str(repo), "--wait", "--workers", "2", "--json", env=env)
+    assert res.code == 0, res.stderr
+    events = [orjson.loads(line) for line in res.stdout.splitlines()]
+    summary, progress_events = events[-1], events[:-1]
+    packing = [e for e in progress_events if e.get("stage") == "packing"]
+    pack_jobs = query(home, "SELECT count(*) FROM jobs WHERE kind = 'ingest.pack'")[0][0]
+    assert pack_jobs > 2 and packing, "the merge must take several jobs to tell"
+    assert all(e["files_done"] == e["files_total"] for e in packing)
+    assert progress_events.index(packing[0]) > max(
+        i for i, e in enumerate(progress_events) if "stage" not in e
+    )  # after every files event
+    done = [e["jobs_done"] for e in packing]
+    assert done == sorted(done) and done[-1] < pack_jobs and all(e["jobs_left"] for e in packing)
+    started, last = query(
+        home, "SELECT min(created_at), max(finished_at) FROM jobs WHERE project = 'repo'"
+    )[0]
+    assert summary["seconds"] >= last - started  # end to end: the last pack job included
 
 
 @pytest.mark.slow
@@ -237,3 +280,16 @@ def test_search_of_a_project_whose_first_ingest_died_points_at_the_dead_jobs(cli
     assert res.code == 1
     assert "first ingest of project 'repo' (run 1) has not finished" in res.message
     assert "its remaining jobs are dead: see `memoryd jobs dead`" in res.message
+
+
+def test_the_summary_counts_bytes_in_the_units_projects_shows(cli, home, tmp_path):
+    """One unit convention in human output: the ingest summary's size and rate are in
+    the binary units ``projects`` lists the source in."""
+    repo = _repo(tmp_path, files=3)
+    res = cli("ingest", str(repo), "--wait", env={"COLUMNS": "200"})
+    assert res.code == 0, res.stderr
+    listed = cli("projects", env={"COLUMNS": "200"}).stdout
+    size = re.search(r"\d+(?:\.\d)? (?:KiB|MiB|GiB|B)\b", listed).group(0)
+    assert f"({size}) ingested" in res.stdout, (res.stdout, listed)
+    assert re.search(r"\d (?:KiB|MiB|GiB|B)/s", res.stdout), res.stdout
+    assert " MB" not in res.stdout

@@ -1,4 +1,4 @@
-"""Issue 3, must show 1, 4 and 5: real repositories through the real CLI and supervisor."""
+"""Real repositories through the real CLI and supervisor."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 from memoryd.ingest.scan import scan
-from memoryd.search.terms import STOPWORDS
 from memoryd.storage.authority import open_authority
 from memoryd.storage.corpus import ready_index
+from memoryd.text.terms import STOPWORDS
 from tests.conftest import MEMORYD, clean_env, query, sigkill_after_some_batches
 from tests.ingest.conftest import STDLIB_EXCLUDES
 
@@ -196,6 +196,13 @@ def test_bad_input_each_has_a_clear_outcome(cli, home, tmp_path):
     assert skipped["default_ignore"] >= 1
     live = dict(query(home, "SELECT path, size FROM files WHERE live = 1"))
     assert skipped["hidden"] == 1  # sub/.gitignore: hidden names are skipped by default
+    # every skipped file is listed with its reason (a pruned directory as one entry)
+    listed = {(f["path"], f["reason"]) for f in summary["skipped_files"]}
+    assert len(listed) == sum(skipped.values()) and summary["skipped_unlisted"] == 0
+    assert {("blob.bin", "binary"), ("huge.log.txt", "too_large"),
+            ("dangling", "broken_symlink"), ("passwd-link", "symlink_outside"),
+            ("sub/scratch.tmp", "gitignore"), ("sub/.gitignore", "hidden"),
+            ("node_modules/", "default_ignore")} <= listed  # fmt: skip
     assert set(live) == {"good.py", "latin1.txt", "inside-link.py"}
     # invalid UTF-8 was decoded with replacement, and the rest of the file is searchable
     pid = query(home, "SELECT id FROM projects")[0][0]

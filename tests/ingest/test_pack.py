@@ -1,7 +1,8 @@
-"""Issue 13: after a run, ingest.pack jobs compress the project's body blocks again at
-``body_pack_level`` in a worker and finally merge its index as far as the pass wrote of
-it (after a first ingest: one segment): the same texts and answers in fewer bytes; a
-kill mid-pass leaves every block old or new and a later supervisor finishes it."""
+"""An ingest's batches write body blocks final (at ``body_pack_level``,
+their chunks indexed as index text); after the run ingest.pack jobs merge its index as
+far as the run wrote of it in bounded steps (after a first ingest: one segment), and
+pack an older home's blocks not packed yet: the same texts and answers in fewer bytes;
+a kill mid-pass leaves every block old or new and a later supervisor finishes it."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.api import Memoryd
-from memoryd.config import PACK_TEXT_BYTES
+from memoryd.base.config import PACK_TEXT_BYTES
+from memoryd.operations.api import Memoryd
+from memoryd.operations.home import Home
+from memoryd.operations.projects import Projects
+from memoryd.operations.search import Search
 from memoryd.storage import corpus
 from tests.conftest import query
 from tests.ingest.test_store import _repo, with_dictionary
@@ -50,9 +54,9 @@ def test_blocks_packed_after_the_run_same_texts_and_answers(tmp_path: Path) -> N
     seen = {}
     for name, home in homes.items():
         md = Memoryd(home)
-        md.ingest(repo, wait=True, workers=1)  # waits for the follow-up jobs too
-        seen[name] = (_texts(md), [md.search(q, limit=5) for q in QUERIES])
-        assert md.rebuild(verify=True)["equal"]
+        Projects(md).ingest(repo, wait=True, workers=1)  # waits for the follow-up jobs too
+        seen[name] = (_texts(md), [Search(md).search(q, limit=5) for q in QUERIES])
+        assert Home(md).rebuild(verify=True)["equal"]
         md.close()
     assert seen["on"] == seen["off"]
     [(packed, n)], size_off = _state(homes["off"])
@@ -72,20 +76,21 @@ def test_a_pass_killed_before_its_commit_is_finished_later(cli, home: Path, tmp_
     assert cli("ingest", str(repo), "--json").code == 0  # enqueued only
     killed = cli("run", "--drain", "--workers", "1", env={"MEMORYD_KILL_AT": "pack_mid_apply"})
     assert killed.code == -9
-    (unpacked,) = _state(home)[0]
-    assert unpacked[0] == 0  # the pass's first commit never happened: every block old
+    assert [packed for packed, _ in _state(home)[0]] == [1]  # the batches wrote them final
+    # the pass's first commit never happened: the index is in the batches' segments
+    assert query(home, "SELECT count(DISTINCT segid) FROM fts_1_idx")[0][0] > 1
     md = Memoryd(home)  # a valid home: every text reads back, search answers
     sources = {p.name: p.read_text() for p in repo.iterdir()}
     assert _texts(md) == sources
-    before = [md.search(q, limit=5) for q in QUERIES]
+    before = [Search(md).search(q, limit=5) for q in QUERIES]
     md.close()
 
     assert cli("run", "--drain", "--workers", "1").code == 0
-    assert [packed for packed, _ in _state(home)[0]] == [1]
+    assert query(home, "SELECT count(DISTINCT segid) FROM fts_1_idx") == [(1,)]
     md = Memoryd(home)
     assert _texts(md) == sources
-    assert [md.search(q, limit=5) for q in QUERIES] == before
-    assert md.rebuild(verify=True)["equal"]
+    assert [Search(md).search(q, limit=5) for q in QUERIES] == before
+    assert Home(md).rebuild(verify=True)["equal"]
     md.close()
 
 
@@ -97,7 +102,7 @@ def test_a_packed_block_written_again_rebuilds_equal(tmp_path: Path) -> None:
     (tmp_path / "repo").mkdir()
     repo = _repo(tmp_path / "repo", 8)
     md = Memoryd(_home(tmp_path, "home"))
-    md.ingest(repo, wait=True, workers=1)
+    Projects(md).ingest(repo, wait=True, workers=1)
     block = md.db.query("SELECT min(block_id) FROM files")[0][0]
     paths = [r[0] for r in md.db.query("SELECT path FROM files WHERE block_id = ?", (block,))]
     assert len(paths) == 4 and md.db.query("SELECT packed FROM body_blocks") == [(1,), (1,)]
@@ -109,43 +114,51 @@ def test_a_packed_block_written_again_rebuilds_equal(tmp_path: Path) -> None:
         tuple(paths),
     )
     assert new != block and files == 1 and packed == 1
-    assert md.rebuild(verify=True)["equal"]
+    assert Home(md).rebuild(verify=True)["equal"]
     assert _texts(md) == {p.name: p.read_text() for p in repo.iterdir() if p.name not in paths[:3]}
     md.close()
 
 
 def _answers(md: Memoryd) -> list:
-    return [md.search(q, limit=5) for q in QUERIES]
+    return [Search(md).search(q, limit=5) for q in QUERIES]
 
 
-def test_a_small_run_merges_the_index_only_as_far_as_it_wrote(tmp_path: Path) -> None:
+def test_a_run_that_deletes_rows_merges_their_terms_away(tmp_path: Path) -> None:
     """The first run's pass merges the whole index into one segment; a one-file run's
-    leaves that segment as it is (its own rows in small ones) and answers as the same
-    index rebuilt whole; a run rewriting most files merges it all again."""
+    pass, which deleted the old file's rows (tombstones: their terms stay in the
+    segment's pages), writes the index again as one segment without them and
+    answers as the same index rebuilt whole; so does a run rewriting most
+    files. A run that only adds files leaves the large segment as it is."""
     (tmp_path / "repo").mkdir()
     repo = _repo(tmp_path / "repo", 56)
     md = Memoryd(_home(tmp_path, "home"))
-    md.ingest(repo, wait=True, workers=1)
+    Projects(md).ingest(repo, wait=True, workers=1)
     pid = md.db.query("SELECT id FROM projects")[0][0]
     [main] = corpus.index_segments(md.db.conn, pid)
     assert main.rows == md.db.query("SELECT count(*) FROM chunks")[0][0] and not main.dead
     [(old,)] = md.db.query("SELECT chunk_count FROM files WHERE path = 'mod_003.py'")
 
     (repo / "mod_003.py").write_text("def kiln_schedule(glaze):\n    return glaze\n")
-    md.ingest(repo, wait=True, workers=1)
-    # not written again: the same segment, its rows of the old file deleted
-    assert main._replace(dead=old) in corpus.index_segments(md.db.conn, pid)
-    answers = _answers(md) + [md.search("kiln schedule", limit=3)]
+    Projects(md).ingest(repo, wait=True, workers=1)
+    [merged] = corpus.index_segments(md.db.conn, pid)
+    chunks = md.db.query("SELECT count(*) FROM chunks")[0][0]
+    assert merged.rows == chunks == main.rows - old + 1 and not merged.dead
+    answers = _answers(md) + [Search(md).search("kiln schedule", limit=3)]
     assert answers[-1]["items"][0]["path"] == "mod_003.py"
-    assert md.rebuild(verify=True)["equal"]
+    assert Home(md).rebuild(verify=True)["equal"]
     md.db.write(lambda tx: corpus.rebuild_index(tx, pid))
-    assert _answers(md) + [md.search("kiln schedule", limit=3)] == answers
+    assert _answers(md) + [Search(md).search("kiln schedule", limit=3)] == answers
 
     _repo(tmp_path / "repo", 40)  # the same texts: unchanged
     for path in sorted(repo.glob("mod_0[0-3]*.py")):
         path.write_text(path.read_text().replace("render", "paint"))
-    md.ingest(repo, wait=True, workers=1)
-    assert len(corpus.index_segments(md.db.conn, pid)) == 1
+    Projects(md).ingest(repo, wait=True, workers=1)
+    [whole] = corpus.index_segments(md.db.conn, pid)
+
+    # a run that only adds a file deletes nothing: the large segment is not written again
+    (repo / "mod_new.py").write_text("def fresh_glaze(kiln):\n    return kiln\n")
+    Projects(md).ingest(repo, wait=True, workers=1)
+    assert whole in corpus.index_segments(md.db.conn, pid)
     md.close()
 
 
@@ -165,12 +178,12 @@ def test_a_job_packs_a_bounded_text_the_pass_takes_as_many_as_it_needs(tmp_path:
     config = "compact_max_bytes = 0\nbody_pack_level = 0\ningest_batch_files = 1\n"
     (home / "memoryd.toml").write_text(config)
     md = Memoryd(home)
-    md.ingest(repo, wait=True, workers=1)
+    Projects(md).ingest(repo, wait=True, workers=1)
     assert md.db.query("SELECT packed, count(*) FROM body_blocks GROUP BY 1") == [(1, 5)]
     jobs = md.db.query("SELECT count(*) FROM jobs WHERE kind = 'ingest.pack' AND state = 'done'")
     assert jobs == [(2,)]
-    assert md.rebuild(verify=True)["equal"]
-    assert md.search("handler_4000005 request", limit=1)["items"][0]["path"] == "big_4.py"
+    assert Home(md).rebuild(verify=True)["equal"]
+    assert Search(md).search("handler_4000005 request", limit=1)["items"][0]["path"] == "big_4.py"
     md.close()
 
 
@@ -184,7 +197,7 @@ def test_an_older_homes_dictionary_goes_once_no_frame_names_it(tmp_path: Path, c
     repo = _repo(tmp_path / "repo", 8)
     home = _home(tmp_path, "home", 0 if case == "level 0" else None)
     md = Memoryd(home)
-    md.ingest(repo, wait=True, workers=1)
+    Projects(md).ingest(repo, wait=True, workers=1)
 
     def older(tx) -> None:
         cctx = with_dictionary(tx)
@@ -197,11 +210,11 @@ def test_an_older_homes_dictionary_goes_once_no_frame_names_it(tmp_path: Path, c
             tx.execute("UPDATE body_blocks SET files = files - 1 WHERE id = ?", (block,))
 
     md.db.write(older)
-    md.ingest(repo, wait=True, workers=1)  # nothing changed; the run's pass packs
+    Projects(md).ingest(repo, wait=True, workers=1)  # nothing changed; the run's pass packs
     assert md.db.query("SELECT packed FROM body_blocks") == [(1,), (1,)]
     assert md.db.query("SELECT count(*) FROM zdicts") == [(0,) if case == "packed" else (1,)]
     md.close()
-    corpus._DICT_DCTX.clear()
+    corpus.forget_dictionaries()
     md = Memoryd(home)
     assert _texts(md) == {p.name: p.read_text() for p in repo.iterdir()}
     md.close()
@@ -217,7 +230,7 @@ def test_a_block_read_across_the_commit_that_deletes_its_dictionary_is_read_agai
     repo = _repo(tmp_path / "repo", 8)
     home = _home(tmp_path, "home")
     md = Memoryd(home)
-    md.ingest(repo, wait=True, workers=1)
+    Projects(md).ingest(repo, wait=True, workers=1)
 
     def older(tx) -> None:
         with_dictionary(tx)
@@ -238,7 +251,7 @@ def test_a_block_read_across_the_commit_that_deletes_its_dictionary_is_read_agai
             passes.append(writer.db.write(the_pass))
         return True
 
-    corpus._DICT_DCTX.clear()
+    corpus.forget_dictionaries()
     md.db.conn.exec_trace = between
     try:
         text = corpus.file_texts(md.db, [fid])[fid]

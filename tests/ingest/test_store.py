@@ -1,4 +1,4 @@
-"""Issue 3, storage: bodies compressed in blocks of several files (no dictionary),
+"""Storage: bodies compressed in blocks of several files (no dictionary),
 compact chunk rows, no free pages left after a run, and an index that rebuilds equal
 from the bodies."""
 
@@ -9,8 +9,11 @@ from pathlib import Path
 import apsw
 import zstandard
 
-from memoryd.api import Memoryd
-from memoryd.config import PAGE_SIZE
+from memoryd.base.config import PAGE_SIZE
+from memoryd.operations.api import Memoryd
+from memoryd.operations.home import Home
+from memoryd.operations.projects import Projects
+from memoryd.operations.search import Search
 from memoryd.storage import corpus
 from tests.conftest import query
 
@@ -32,7 +35,7 @@ def test_block_bodies_and_rebuild(home: Path, tmp_path: Path) -> None:
     (tmp_path / "repo").mkdir()
     repo = _repo(tmp_path / "repo", FILES)
     md = Memoryd(home)
-    summary = md.ingest(repo, wait=True, workers=2)
+    summary = Projects(md).ingest(repo, wait=True, workers=2)
     assert summary["complete"] and summary["files_ingested"] == FILES
 
     # Bodies are compressed in blocks of several files, each block a frame without a
@@ -63,10 +66,10 @@ def test_block_bodies_and_rebuild(home: Path, tmp_path: Path) -> None:
 
     # A later ingest; the index rebuilds equal.
     (repo / "mod_000.py").write_text("def changed():\n    return 1\n", encoding="utf-8")
-    again = md.ingest(repo, wait=True, workers=1)
+    again = Projects(md).ingest(repo, wait=True, workers=1)
     assert again["files_ingested"] == 1
-    assert md.rebuild(verify=True)["equal"]
-    res = md.search("changed", limit=3)
+    assert Home(md).rebuild(verify=True)["equal"]
+    res = Search(md).search("changed", limit=3)
     assert any(item["path"] == "mod_000.py" for item in res["items"])
     md.close()
 
@@ -95,12 +98,12 @@ def test_an_older_homes_dictionary_frames_still_read(home: Path, tmp_path: Path)
     (tmp_path / "repo").mkdir()
     repo = _repo(tmp_path / "repo", FILES)
     md = Memoryd(home)
-    md.ingest(repo, wait=True, workers=1)
+    Projects(md).ingest(repo, wait=True, workers=1)
     md.db.write(with_dictionary)
     md.close()
     frames = query(home, "SELECT data FROM body_blocks")
     assert all(zstandard.get_frame_parameters(f).dict_id for (f,) in frames)
-    corpus._DICT_DCTX.clear()
+    corpus.forget_dictionaries()
     md = Memoryd(home)
     files = dict(md.db.query("SELECT id, path FROM files"))
     for fid in sorted(files):
@@ -112,5 +115,5 @@ def test_an_older_homes_dictionary_frames_still_read(home: Path, tmp_path: Path)
             assert text == (repo / files[fid]).read_text(encoding="utf-8")
     finally:
         conn.close()
-    assert md.rebuild(verify=True)["equal"]
+    assert Home(md).rebuild(verify=True)["equal"]
     md.close()

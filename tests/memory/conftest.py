@@ -3,6 +3,7 @@ lines, and an external adjudicator script the tests write."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.api import Memoryd
+from memoryd.operations.api import Memoryd
+from memoryd.operations.projects import Projects
+from tests.conftest import CLI_TIMEOUT, MEMORYD, Result, clean_env, run_cli
 
 FAST = {"retry_backoff_base": 0.01, "retry_backoff_max": 0.05}
 
@@ -43,6 +46,16 @@ print(json.dumps(verdict))
 """
 
 
+def cli(home: Path, *args: str, data: bytes | None = None) -> Result:
+    """``memoryd ARGS`` on ``home``, with ``data`` on stdin."""
+    if data is None:
+        return run_cli(*args, home=home)
+    p = subprocess.run(
+        [*MEMORYD, *args], input=data, capture_output=True, env=clean_env(home), timeout=CLI_TIMEOUT
+    )
+    return Result(p.returncode, p.stdout.decode(), p.stderr.decode())
+
+
 def lines(*candidates: dict) -> bytes:
     return b"".join(orjson.dumps(c) + b"\n" for c in candidates)
 
@@ -56,7 +69,7 @@ def project_home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
     md = Memoryd(home)
     try:
-        md.ingest(repo, "app", wait=True, workers=1)
+        Projects(md).ingest(repo, "app", wait=True, workers=1)
     finally:
         md.close()
     return home

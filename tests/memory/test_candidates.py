@@ -8,7 +8,7 @@ import sys
 import orjson
 import pytest
 
-from memoryd.memory.candidates import candidate_id, derive_triggers, normalize, parse_lines
+from memoryd.consolidation.candidates import candidate_id, derive_triggers, normalize, parse_lines
 
 MAX = 16 * 1024
 
@@ -25,6 +25,7 @@ def one(line: bytes) -> str:
     [
         (b"{not json", "not valid JSON"),
         (b'{"kind": "rumour", "text": "x"}', "kind must be one of"),
+        (b'{"kind": null, "text": "x"}', "kind must be one of"),
         (b'{"kind": "fact", "text": "   "}', "text must be a non-empty string"),
         (b'{"kind": "fact"}', "text must be a non-empty string"),
         (b'{"kind": "fact", "text": 7}', "text must be a non-empty string"),
@@ -53,6 +54,13 @@ def test_line_numbers_count_every_line_and_good_lines_survive() -> None:
     assert [(d.line, d.reason[:14]) for d in dropped] == [(3, "not valid JSON")]
 
 
+def test_a_candidate_naming_no_kind_is_a_fact() -> None:
+    (cand,), dropped = parse_lines(b'{"text": "We use apsw, not sqlite3."}', "app", MAX)
+    assert not dropped
+    assert cand == {"kind": "fact", "text": "We use apsw, not sqlite3.", "triggers": [],
+                    "scope": "app", "refs": []}  # fmt: skip
+
+
 def test_scope_defaults_to_the_project_and_lessons_get_triggers() -> None:
     data = b'{"kind": "lesson", "text": "Rotate the signing keys before the release branch"}'
     (cand,), _ = parse_lines(data, "app", MAX)
@@ -71,7 +79,7 @@ def test_trigger_derivation_is_deterministic_across_processes() -> None:
     assert 0 < len(here) <= 5
     assert "the" not in here and "a" not in here  # stopwords never become triggers
     code = (
-        "from memoryd.memory.candidates import derive_triggers; import sys, json;"
+        "from memoryd.consolidation.candidates import derive_triggers; import sys, json;"
         f"print(json.dumps(derive_triggers({text!r})))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,6 +1,6 @@
 """SIGKILL the supervisor and its workers at random points while 1,000 candidates
-consolidate: every staging file ends consumed or dead-lettered, no record is made
-twice, no candidate is lost, and `rebuild --verify` is equal."""
+consolidate: every staging file ends consumed, no record is made twice, no
+conflict is marked twice, no candidate is lost, and `rebuild --verify` is equal."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from memoryd.api import Memoryd
-from memoryd.memory import staging
+from memoryd.consolidation import staging
+from memoryd.operations.api import Memoryd
+from memoryd.operations.memory import Memory
 from tests.conftest import query, run_cli, wait_for
 from tests.memory.conftest import lines
 
@@ -32,21 +33,22 @@ def vocabulary(rng: random.Random, n: int) -> list[str]:
 
 
 def workload(seed: int) -> tuple[list[dict], int]:
-    """Distinct lessons, exact or case-changed repeats of earlier ones, and facts that
-    share all but one word with an earlier lesson (shortlisted, not duplicates: the
-    default adjudicator dead-letters them). Returns (candidates, distinct texts)."""
+    """Distinct facts, exact or case-changed repeats of earlier ones, and facts that
+    share all but one word (not the first) with an earlier fact (shortlisted, not
+    duplicates: the default adjudicator keeps each beside its earlier one, both in
+    conflict). Returns (candidates, distinct texts)."""
     rng = random.Random(seed)
     vocab = vocabulary(rng, 2000)
     texts = [" ".join(rng.sample(vocab, 8)) for _ in range(DISTINCT)]
-    out: list[dict] = [{"kind": "lesson", "text": t} for t in texts]
+    out: list[dict] = [{"kind": "fact", "text": t} for t in texts]
     for i in range(DUPLICATES):
         t = rng.choice(texts)
-        out.insert(rng.randrange(out.index({"kind": "lesson", "text": t}) + 1, len(out) + 1),
-                   {"kind": "lesson", "text": t.upper() if i % 2 else t})  # fmt: skip
-    for _ in range(COLLISIONS):
-        t = rng.choice(texts).split()
-        t[rng.randrange(8)] = "".join(rng.choice(SYLLABLES) for _ in range(4))
-        out.append({"kind": "fact", "text": " ".join(t)})
+        out.insert(rng.randrange(out.index({"kind": "fact", "text": t}) + 1, len(out) + 1),
+                   {"kind": "fact", "text": t.upper() if i % 2 else t})  # fmt: skip
+    for t in rng.sample(texts, COLLISIONS):
+        words = t.split()
+        words[rng.randrange(1, 8)] = "".join(rng.choice(SYLLABLES) for _ in range(4))
+        out.append({"kind": "fact", "text": " ".join(words)})
     return out, DISTINCT
 
 
@@ -66,7 +68,7 @@ def test_random_sigkills_while_1000_candidates_consolidate(project_home, backgro
     rng = random.Random(20261201)
     cands, distinct = workload(7)
     md = Memoryd(project_home)
-    ids = md.memory_add(lines(*cands), "app")["candidates"]
+    ids = Memory(md).add(lines(*cands), "app")["candidates"]
     md.close()
     assert len(ids) == len(cands) == 1000
     # many small commits; and the kills are this test's, not a poison job's: three kill
@@ -107,15 +109,18 @@ def test_random_sigkills_while_1000_candidates_consolidate(project_home, backgro
 
     states = dict(query(project_home, "SELECT id, state FROM memory_candidates"))
     assert set(states) == set(ids), "every candidate decided, none lost, no stranger"
-    assert sorted(set(states.values())) == ["consumed", "deadletter"]
-    assert list(states.values()).count("deadletter") == COLLISIONS
+    assert set(states.values()) == {"consumed"}
+    outcomes = dict(
+        query(project_home, "SELECT outcome, count(*) FROM memory_candidates GROUP BY 1")
+    )
+    assert outcomes == {"added": DISTINCT, "duplicate": DUPLICATES, "conflict": COLLISIONS}
     assert not list(staging.staged_files(project_home, "app")), "staging drained"
-    letters = list(staging.deadletter_dir(project_home, "app").iterdir())
-    assert len(letters) == COLLISIONS
-    # no record twice: one record per distinct text, counts add up to consumed candidates
+    # no record twice: one record per text, counts add up to consumed candidates
     assert query(project_home, "SELECT count(*), sum(count) FROM memory_records") == [
-        (distinct, DISTINCT + DUPLICATES)
+        (distinct + COLLISIONS, DISTINCT + DUPLICATES + COLLISIONS)
     ]
+    marks = query(project_home, "SELECT count(*) FROM memory_history WHERE action = 'conflict'")
+    assert marks == [(2 * COLLISIONS,)], "each conflict marked on both records, once"
     twice = query(
         project_home, "SELECT norm_hash FROM memory_records GROUP BY norm_hash HAVING count(*) > 1"
     )

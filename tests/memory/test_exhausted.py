@@ -10,7 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.memory import jobs, staging
+from memoryd.consolidation import jobs, staging
+from memoryd.operations.memory import Memory
 from memoryd.queue import ClaimedJob
 from memoryd.workers.contract import ApplyContext, WorkContext
 from tests.conftest import FAST_RETRY, query, run_cli
@@ -21,7 +22,7 @@ from tests.memory.test_poison import TEXTS, consolidations, lessons, states
 def test_a_candidate_that_kills_its_worker_is_quarantined(memoryd, project_home) -> None:
     # a job's attempts are set as it is enqueued; 3 quick worker deaths stay below the
     # pool's crash-loop guard (retries come back at once here)
-    ids = memoryd(max_attempts=3).memory_add(lessons(*TEXTS), "app")["candidates"]
+    ids = Memory(memoryd(max_attempts=3)).add(lessons(*TEXTS), "app")["candidates"]
     poison = ids[2]
     env = {"MEMORYD_KILL_AT": f"memory_decide_{poison}", "MEMORYD_WORKERS": "1", **FAST_RETRY}
     assert run_cli("run", "--drain", home=project_home, env=env).code == 0, "no supervisor died"
@@ -30,7 +31,7 @@ def test_a_candidate_that_kills_its_worker_is_quarantined(memoryd, project_home)
         project_home, "SELECT attempts, last_error FROM jobs WHERE id = ?", (first,)
     )
     assert (state, attempts) == ("dead", 3), "the run that kept dying stays dead"
-    assert "died" in error
+    assert "killed by SIGKILL" in error
     assert later and {s for _, s, _ in later} == {"done"}, "the next run was enqueued and ran"
     assert states(project_home) == {i: "deadletter" if i == poison else "consumed" for i in ids}
     body = orjson.loads(
@@ -60,11 +61,11 @@ def exhaust(md, marked_attempt: int | None, at: str | None) -> ClaimedJob:
 
 def test_the_last_attempts_mark_blames_its_candidate(memoryd, project_home) -> None:
     md = memoryd()
-    ids = md.memory_add(lessons(*TEXTS[:3]), "app")["candidates"]
+    ids = Memory(md).add(lessons(*TEXTS[:3]), "app")["candidates"]
     job = exhaust(md, 1, ids[1])
     assert states(project_home) == {ids[1]: "deadletter"}
     assert [r[1] for r in consolidations(project_home)] == ["dead", "queued"]
-    (letter,) = md.memory_deadletter("app")
+    (letter,) = Memory(md).deadletters("app")
     assert letter["reason"].startswith(f"deciding it ended the last of job {job.id}'s 1 attempts")
     assert "worker pid 1 died (signal 9)" in letter["reason"]
 
@@ -74,7 +75,7 @@ def test_no_blame_no_rerun(memoryd, project_home, case) -> None:
     """A last attempt that marked no candidate (it failed before deciding any, or after
     deciding them all: the run clears its mark) sets none aside and enqueues nothing."""
     md = memoryd()
-    ids = md.memory_add(lessons(*TEXTS[:2]), "app")["candidates"]
+    ids = Memory(md).add(lessons(*TEXTS[:2]), "app")["candidates"]
     if case == "all decided":
         decided_a_retry(md, project_home)
     exhaust(md, 0 if case == "an earlier attempt's mark" else None, ids[0])
@@ -95,7 +96,7 @@ def test_a_retry_clears_the_mark_of_a_refunded_try(memoryd, project_home) -> Non
     and failing before any candidate (here: an adjudicator command that does not parse)
     it must not leave the candidate the other marked to blame."""
     md = memoryd(memory_adjudicator='"unclosed')
-    ids = md.memory_add(lessons(TEXTS[0]), "app")["candidates"]
+    ids = Memory(md).add(lessons(TEXTS[0]), "app")["candidates"]
     (job,) = md.queue.claim("sup:0", 1, 60)
     retry = job._replace(attempts=2)
     jobs._Mark(md.home, retry, jobs.DECIDING_MARK, attempt=2).write(ids[0])

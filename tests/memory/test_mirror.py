@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import orjson
 
-from memoryd.memory import mirror
+from memoryd.consolidation import mirror
+from memoryd.operations.home import Home
+from memoryd.operations.memory import Memory
 from memoryd.queue import ClaimedJob, JobQueue
 from memoryd.workers.contract import ApplyContext
 from tests.conftest import query
@@ -21,7 +23,7 @@ def _mirror_jobs(home) -> list[tuple]:
 
 def test_a_consolidation_commit_enqueues_the_mirror_job(memoryd, project_home) -> None:
     md = memoryd()
-    (out,) = md.memory_add(lines({"kind": "lesson", "text": TEXT}), "app", wait=True)["outcomes"]
+    (out,) = Memory(md).add(lines({"kind": "lesson", "text": TEXT}), "app", wait=True)["outcomes"]
     assert _mirror_jobs(project_home) == [("done",)]
     page = mirror.mirror_dir(project_home, "app") / f"{out['record_id']}.md"
     assert TEXT in page.read_text()
@@ -31,7 +33,7 @@ def test_a_consolidation_commit_enqueues_the_mirror_job(memoryd, project_home) -
 
 def test_a_mirror_job_behind_the_records_enqueues_the_next(memoryd, project_home) -> None:
     md = memoryd()
-    md.memory_add(lines({"kind": "lesson", "text": TEXT}), "app", wait=True)
+    Memory(md).add(lines({"kind": "lesson", "text": TEXT}), "app", wait=True)
     pid = md.db.query("SELECT id FROM projects WHERE name = 'app'")[0][0]
     latest = md.db.query("SELECT max(seq) FROM memory_records")[0][0]
     payload = orjson.dumps({"project": "app", "project_id": pid})
@@ -48,4 +50,4 @@ def test_a_mirror_job_behind_the_records_enqueues_the_next(memoryd, project_home
     assert _mirror_jobs(project_home) == [("done",), ("queued",)]
     md.run(drain=True)
     assert _mirror_jobs(project_home) == [("done",), ("done",)]
-    assert md.rebuild(verify=True)["equal"]
+    assert Home(md).rebuild(verify=True)["equal"]

@@ -8,7 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.memory import staging
+from memoryd.consolidation import staging
+from memoryd.operations.memory import Memory
 from tests.conftest import query
 from tests.memory.conftest import lines
 
@@ -28,8 +29,8 @@ def test_a_broken_adjudicator_parks_then_dead_letters(memoryd, judge, project_ho
         memory_adjudicator_timeout_seconds=0.5,
         memory_max_attempts=2,
     )
-    md.memory_add(lines(fact(OLD)), "app", wait=True)
-    outs = md.memory_add(lines(fact(NEW), fact(OTHER)), "app", wait=True)["outcomes"]
+    Memory(md).add(lines(fact(OLD)), "app", wait=True)
+    outs = Memory(md).add(lines(fact(NEW), fact(OTHER)), "app", wait=True)["outcomes"]
     bad, good = outs
     assert good["outcome"] == "added"  # the run went on past the broken candidate
     assert bad["state"] == "deadletter"
@@ -51,12 +52,12 @@ def test_retry_restages_a_dead_letter_under_its_id(memoryd, judge, project_home)
     broken = memoryd(
         memory_adjudicator=judge({"server room": {"how": "crash"}}), memory_max_attempts=1
     )
-    broken.memory_add(lines(fact(OLD)), "app", wait=True)
-    (bad,) = broken.memory_add(lines(fact(NEW)), "app", wait=True)["outcomes"]
+    Memory(broken).add(lines(fact(OLD)), "app", wait=True)
+    (bad,) = Memory(broken).add(lines(fact(NEW)), "app", wait=True)["outcomes"]
     assert bad["state"] == "deadletter"
     broken.close()
     fixed = memoryd(memory_adjudicator=judge({"server room": {"verdict": "supersedes"}}))
-    r = fixed.memory_retry([bad["id"], "nope"])
+    r = Memory(fixed).retry([bad["id"], "nope"])
     assert r["restaged"] == [bad["id"]]
     assert r["refused"] == [{"id": "nope", "reason": "not a dead letter"}]
     assert not Path(project_home, "deadletter", "app", f"{bad['id']}.json").exists()
@@ -64,7 +65,7 @@ def test_retry_restages_a_dead_letter_under_its_id(memoryd, judge, project_home)
     state = query(project_home, "SELECT state, outcome FROM memory_candidates WHERE id = ?",
                   (bad["id"],))  # fmt: skip
     assert state == [("consumed", "superseded")]
-    assert fixed.memory_deadletter("app") == []
+    assert Memory(fixed).deadletters("app") == []
 
 
 def test_wrong_project_files_are_left_for_their_owner(memoryd, project_home) -> None:
@@ -74,21 +75,21 @@ def test_wrong_project_files_are_left_for_their_owner(memoryd, project_home) -> 
     foreign.write_bytes(orjson.dumps({**orjson.loads(head), "project": "other"}) + b"\n" + rest)
     damaged = staging.staging_dir(project_home, "app") / "00000000000000000001-dead.jsonl"
     damaged.write_bytes(b'{"id": "trunc')
-    (out,) = md.memory_add(lines(fact(OLD)), "app", wait=True)["outcomes"]
+    (out,) = Memory(md).add(lines(fact(OLD)), "app", wait=True)["outcomes"]
     assert out["outcome"] == "added"
     assert foreign.exists() and staging.read(foreign)[0].project == "other"
     assert not damaged.exists()  # a damaged file is discarded into deadletter/, kept
     kept = Path(project_home, "deadletter", "app", "00000000000000000001-dead.damaged.json")
     assert orjson.loads(kept.read_bytes())["content"] == '{"id": "trunc'
-    assert md.memory_status("app")["totals"]["discarded"] == 1
+    assert Memory(md).status("app")["totals"]["discarded"] == 1
     assert query(project_home, "SELECT count(*) FROM memory_records") == [(1,)]
 
 
 def test_a_file_stays_until_every_candidate_in_it_is_decided(memoryd, judge, project_home):
     """One add, one staging file: it goes only when its last candidate is terminal."""
     md = memoryd(memory_adjudicator=judge({"server room": {"how": "crash"}}), memory_max_attempts=3)
-    md.memory_add(lines(fact(OLD)), "app", wait=True)
-    added = md.memory_add(lines(fact(OTHER), fact(NEW)), "app")
+    Memory(md).add(lines(fact(OLD)), "app", wait=True)
+    added = Memory(md).add(lines(fact(OTHER), fact(NEW)), "app")
     folder = staging.staging_dir(project_home, "app")
     (path,) = list(staging.staged_files(project_home, "app"))
     md.run(drain=True)
@@ -104,8 +105,8 @@ def test_a_failing_apply_is_that_candidates_alone(memoryd, judge, project_home) 
     db = str(project_home / "authority.db")
     rules = {"server room": {"how": "archive_first", "verdict": "duplicate", "db": db}}
     md = memoryd(memory_adjudicator=judge(rules))
-    (old,) = md.memory_add(lines(fact(OLD)), "app", wait=True)["outcomes"]
-    stale, other = md.memory_add(lines(fact(NEW), fact(OTHER)), "app", wait=True)["outcomes"]
+    (old,) = Memory(md).add(lines(fact(OLD)), "app", wait=True)["outcomes"]
+    stale, other = Memory(md).add(lines(fact(NEW), fact(OTHER)), "app", wait=True)["outcomes"]
     assert other["outcome"] == "added"
     assert stale["outcome"] == "added"  # decided again: its target was no longer active
     logged = query(
@@ -118,4 +119,4 @@ def test_a_failing_apply_is_that_candidates_alone(memoryd, judge, project_home) 
     first_run = query(project_home, "SELECT outcome FROM memory_outcomes WHERE run_id = ?",
                       (logged[0][0],))  # fmt: skip
     assert sorted(r[0] for r in first_run) == ["added", "parked"]
-    assert md.memory_show(old["record_id"])["status"] == "archived"
+    assert Memory(md).show(old["record_id"])["status"] == "archived"

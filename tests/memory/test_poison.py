@@ -10,7 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.memory import jobs, staging
+from memoryd.consolidation import jobs, staging
+from memoryd.operations.memory import Memory
 from memoryd.queue import ClaimedJob
 from memoryd.storage import records
 from memoryd.workers.contract import ApplyContext
@@ -44,7 +45,7 @@ def consolidations(home: Path) -> list[tuple]:
 
 @pytest.mark.slow
 def test_a_poison_candidate_is_quarantined_and_the_rest_consolidate(memoryd, project_home):
-    ids = memoryd().memory_add(lessons(*TEXTS), "app")["candidates"]
+    ids = Memory(memoryd()).add(lessons(*TEXTS), "app")["candidates"]
     poison = ids[2]
     env = {"MEMORYD_KILL_AT": f"memory_apply_{poison}", "MEMORYD_WORKERS": "1"}
     exits = []
@@ -70,7 +71,7 @@ def kill_while_applying(md, marked_deaths: int | None, at: str | None) -> list[C
     """Claim the project's run as a supervisor that then died applying it for the cap's
     last time (its mark, when ``marked_deaths`` is given, left as that apply wrote it);
     dead-letter it as the next start does and run the kind's recovery."""
-    q, cap = md.queue, int(md.config.supervisor_death_cap)
+    q, cap = md.queue, md.config.supervisor_death_cap
     (job,) = q.claim("dead:1", 1, 60)
     run = [{"cid": c} for c in md_ids(md)]
     if marked_deaths is not None:
@@ -91,16 +92,16 @@ def md_ids(md) -> list[str]:
 
 def test_a_death_past_the_candidates_quarantines_the_whole_run(memoryd, project_home) -> None:
     md = memoryd()
-    ids = md.memory_add(lessons(*TEXTS[:3]), "app")["candidates"]
+    ids = Memory(md).add(lessons(*TEXTS[:3]), "app")["candidates"]
     (dead,) = kill_while_applying(md, md.config.supervisor_death_cap - 1, None)
     assert dead.deaths == md.config.supervisor_death_cap
     assert states(project_home) == dict.fromkeys(ids, "deadletter")
     assert [r[1:] for r in consolidations(project_home)] == [("dead", 3), ("queued", 0)]
     runs = query(project_home, "SELECT deadlettered FROM memory_runs")
     assert runs == [(3,)], "the quarantine is in the run log (memory status)"
-    md.memory_add(lessons(TEXTS[3]), "app", wait=True)  # the next run moves them aside
+    Memory(md).add(lessons(TEXTS[3]), "app", wait=True)  # the next run moves them aside
     assert len(list(staging.deadletter_dir(project_home, "app").iterdir())) == 3
-    assert md.memory_deadletter("app")[0]["reason"].startswith("the apply of its run (3)")
+    assert Memory(md).deadletters("app")[0]["reason"].startswith("the apply of its run (3)")
 
 
 @pytest.mark.parametrize("case", ["no mark", "an older death's mark", "a decided candidate"])
@@ -109,7 +110,7 @@ def test_no_blame_no_rerun(memoryd, project_home, case) -> None:
     decided, nothing is set aside and no run enqueued (a rerun could kill again); the
     job waits for `memoryd jobs retry`."""
     md = memoryd()
-    ids = md.memory_add(lessons(*TEXTS[:2]), "app")["candidates"]
+    ids = Memory(md).add(lessons(*TEXTS[:2]), "app")["candidates"]
     last = md.config.supervisor_death_cap - 1
     marked = {"no mark": None, "an older death's mark": last - 1}.get(case, last)
     if case == "a decided candidate":

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from memoryd.memory.recall import find_records
+from memoryd.consolidation.recall import find_records
+from memoryd.operations.memory import Memory
+from memoryd.operations.search import Search
 from tests.memory.conftest import lines
 
 OLD = "Deploys of the billing service go to the blue cluster in region west"
@@ -11,9 +13,9 @@ NEW = "Deploys of the billing service go to the green cluster in region west"
 
 def test_active_records_by_default_superseded_when_asked(memoryd, judge) -> None:
     md = memoryd(memory_adjudicator=judge({"green": {"verdict": "supersedes"}}))
-    md.memory_add(lines({"kind": "decision", "text": OLD}), "app", wait=True)
-    (new,) = md.memory_add(lines({"kind": "decision", "text": NEW}), "app", wait=True)["outcomes"]
-    md.memory_add(lines({"kind": "fact", "text": "Unrelated words about tea"}), "app", wait=True)
+    Memory(md).add(lines({"kind": "decision", "text": OLD}), "app", wait=True)
+    (new,) = Memory(md).add(lines({"kind": "decision", "text": NEW}), "app", wait=True)["outcomes"]
+    Memory(md).add(lines({"kind": "fact", "text": "Unrelated words about tea"}), "app", wait=True)
     found = find_records(md.reader, "app", ["billing", "cluster"], 5)
     assert [(r["id"], r["status"], r["source"]) for r in found] == [
         (new["record_id"], "active", "memory")
@@ -32,18 +34,18 @@ def test_records_are_a_source_of_search_through_the_project_gate(memoryd, judge)
         {"kind": "fact", "text": "Ana configured the backups of the staging database"},
         {"kind": "fact", "text": "Every Friday, Bill Paul runs the namespace cleanup"},
     ]
-    md.memory_add(lines(*facts), "app", wait=True)
-    res = md.search("when is the staging database rebuilt", "app", limit=5)
+    Memory(md).add(lines(*facts), "app", wait=True)
+    res = Search(md).search("when is the staging database rebuilt", "app", limit=5)
     assert res["status"] == "ok" and res["items"][0]["source"] == "memory"
     assert res["items"][0]["excerpt"] == facts[0]["text"]
     # a person the records never name is not evidenced by a record about someone else,
     # though it holds every other asked term (the gate's named-entity rule)
-    res = md.search("what did Bruno configure on the staging database", "app", limit=5)
+    res = Search(md).search("what did Bruno configure on the staging database", "app", limit=5)
     assert res["status"] == "abstained" and res["gap"].startswith("insufficient evidence")
-    res = md.search("what did Ana configure on the staging database", "app", limit=5)
+    res = Search(md).search("what did Ana configure on the staging database", "app", limit=5)
     assert [i["excerpt"] for i in res["items"]] == [facts[1]["text"]]
     # a name is not the other sense of a word asked in lowercase
-    res = md.search("which kubernetes namespace runs the billing cron", "app", limit=5)
+    res = Search(md).search("which kubernetes namespace runs the billing cron", "app", limit=5)
     assert res["status"] == "abstained"
-    res = md.search("which kubernetes namespace does Bill run", "app", limit=5)
+    res = Search(md).search("which kubernetes namespace does Bill run", "app", limit=5)
     assert [i["excerpt"] for i in res["items"]] == [facts[2]["text"]]

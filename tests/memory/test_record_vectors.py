@@ -1,4 +1,4 @@
-"""Memory record vectors (issue 15): coded by a vectors job after consolidation, dropped
+"""Memory record vectors: coded by a vectors job after consolidation, dropped
 when a record leaves ``active``, rebuilt and verified, never mixed across encoders,
 searched by the records source under the gate's dense rule."""
 
@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.errors import EncoderChanged
+from memoryd.base.errors import EncoderChanged
+from memoryd.operations.home import Home
+from memoryd.operations.memory import Memory
+from memoryd.operations.search import Search
 from tests.conftest import query, wait_for
 from tests.memory.conftest import lines
 
@@ -39,8 +42,8 @@ def test_records_get_codes_that_go_when_superseded_and_verify_equal(
     memoryd, judge, project_home
 ) -> None:
     md = memoryd(**WORDLLAMA, memory_adjudicator=judge({"night": {"verdict": "supersedes"}}))
-    md.rebuild()  # the fixture's ingest used the default encoder: its chunks get codes
-    md.memory_add(lines(fact(PUPPY), fact(BREAD), fact(LAMP)), "app", wait=True)
+    Home(md).rebuild()  # the fixture's ingest used the default encoder: its chunks get codes
+    Memory(md).add(lines(fact(PUPPY), fact(BREAD), fact(LAMP)), "app", wait=True)
     assert coverage(project_home) == [(BREAD, "active", 32), (LAMP, "active", 32),
                                       (PUPPY, "active", 32)]  # fmt: skip
     encoder = query(project_home, "SELECT name FROM vector_encoder")
@@ -49,11 +52,11 @@ def test_records_get_codes_that_go_when_superseded_and_verify_equal(
     assert jobs == [("done",)]  # one job for the run's records, off the consolidation job
 
     night = LAMP + " at night"
-    md.memory_add(lines(fact(night)), "app", wait=True)
+    Memory(md).add(lines(fact(night)), "app", wait=True)
     cov = {t: (s, c) for t, s, c in coverage(project_home)}
     assert cov[LAMP] == ("superseded", None) and cov[night] == ("active", 32)
 
-    out = md.rebuild(verify=True)
+    out = Home(md).rebuild(verify=True)
     assert out["equal"], out["mismatches"]
     assert out["live"]["app"]["record_vectors"] == out["rebuilt"]["app"]["record_vectors"]
     assert out["pending"] == {"app": {"vectors": 0, "record_vectors": 0}}, "all coded"
@@ -61,29 +64,31 @@ def test_records_get_codes_that_go_when_superseded_and_verify_equal(
 
 def test_verify_sees_a_damaged_record_code_and_rebuild_repairs_it(memoryd, project_home):
     md = memoryd(**WORDLLAMA)
-    md.rebuild()
-    md.memory_add(lines(fact(PUPPY), fact(BREAD)), "app", wait=True)
+    Home(md).rebuild()
+    Memory(md).add(lines(fact(PUPPY), fact(BREAD)), "app", wait=True)
     md.db.write(lambda tx: tx.execute("UPDATE record_vectors SET code = zeroblob(32)"))
-    out = md.rebuild(verify=True)
+    out = Home(md).rebuild(verify=True)
     assert not out["equal"] and out["mismatches"] == ["app/record_vectors"]
     md.db.write(lambda tx: tx.execute("DELETE FROM record_vectors"))
-    md.rebuild()
+    Home(md).rebuild()
     assert [c for *_, c in coverage(project_home)] == [32, 32]
-    assert md.rebuild(verify=True)["equal"]
+    assert Home(md).rebuild(verify=True)["equal"]
 
 
 def test_a_short_query_finds_a_record_by_meaning_and_a_long_one_still_needs_words(memoryd):
     # the floor is lowered to this model's similarity of one word to a short sentence:
     # the rule under test is that only a short query may be answered on it
     md = memoryd(**WORDLLAMA, dense_rescue_similarity=0.25)
-    md.memory_add(lines(fact(PUPPY), fact(BREAD), fact(LAMP)), "app", wait=True)
-    res = md.search("dog", project="app")
+    Memory(md).add(lines(fact(PUPPY), fact(BREAD), fact(LAMP)), "app", wait=True)
+    res = Search(md).search("dog", project="app")
     assert res["status"] == "ok"
     assert [(i["source"], i["text"]) for i in res["items"]] == [("memory", PUPPY)]
 
-    off = memoryd(dense_rescue_similarity=1.0, **WORDLLAMA).search("dog", project="app")
+    off = Search(memoryd(dense_rescue_similarity=1.0, **WORDLLAMA)).search("dog", project="app")
     assert off["status"] == "abstained"
-    long = md.search("which dog breed did the neighbours across the street buy", project="app")
+    long = Search(md).search(
+        "which dog breed did the neighbours across the street buy", project="app"
+    )
     assert long["status"] == "abstained"
 
 
@@ -100,16 +105,16 @@ def _other_encoder(tmp_path: Path) -> str:
 
 def test_an_encoder_change_is_refused_until_a_rebuild(memoryd, project_home, tmp_path):
     md = memoryd(**WORDLLAMA)
-    md.memory_add(lines(fact(PUPPY)), "app", wait=True)
+    Memory(md).add(lines(fact(PUPPY)), "app", wait=True)
     other = memoryd(encoder=_other_encoder(tmp_path))
     with pytest.raises(EncoderChanged, match="memoryd rebuild"):
-        other.search("dog", project="app")
-    other.memory_add(lines(fact(BREAD)), "app", wait=True)  # consolidation goes on, uncoded
+        Search(other).search("dog", project="app")
+    Memory(other).add(lines(fact(BREAD)), "app", wait=True)  # consolidation goes on, uncoded
     assert [c for *_, c in coverage(project_home)] == [None, 32]
-    other.rebuild()
+    Home(other).rebuild()
     assert [c for *_, c in coverage(project_home)] == [2, 2]
     assert query(project_home, "SELECT dim FROM vector_encoder") == [(16,)]
-    assert other.search("dog", project="app")["status"] in ("ok", "abstained")
+    assert Search(other).search("dog", project="app")["status"] in ("ok", "abstained")
 
 
 BLOCKING = """
@@ -138,9 +143,9 @@ def test_sigkill_of_the_worker_coding_records_leaves_no_partial_codes_and_resume
     script.write_text(BLOCKING)
     encoder = f"command:{sys.executable} {script} {block} {pidfile}"
     md = memoryd(encoder=encoder)
-    md.rebuild()  # chunk codes of this encoder, before the supervisor starts
+    Home(md).rebuild()  # chunk codes of this encoder, before the supervisor starts
     block.touch()
-    md.memory_add(lines(fact(PUPPY), fact(BREAD), fact(LAMP)), "app")
+    Memory(md).add(lines(fact(PUPPY), fact(BREAD), fact(LAMP)), "app")
     env = {"MEMORYD_ENCODER": encoder, "MEMORYD_RETRY_BACKOFF_BASE": "0.01"}
     background("run", "--workers", "1", env=env, home=project_home)
     worker = int(wait_for(lambda: pidfile.exists() and pidfile.read_text(), what="encoding"))
@@ -154,7 +159,7 @@ def test_sigkill_of_the_worker_coding_records_leaves_no_partial_codes_and_resume
 
     wait_for(coded, what="every record coded after the worker's death")
     assert [c for *_, c in coverage(project_home)] == [2, 2, 2]
-    out = md.rebuild(verify=True)
+    out = Home(md).rebuild(verify=True)
     assert out["equal"], out["mismatches"]
 
 
@@ -172,9 +177,9 @@ def test_a_search_encodes_its_query_once_for_chunks_and_records(memoryd, tmp_pat
                   flush=True)
     """))  # fmt: skip
     md = memoryd(encoder=f"command:{sys.executable} {script}")
-    md.rebuild()  # the chunks get codes
-    md.memory_add(lines(fact(PUPPY), fact(BREAD)), "app", wait=True)
+    Home(md).rebuild()  # the chunks get codes
+    Memory(md).add(lines(fact(PUPPY), fact(BREAD)), "app", wait=True)
     assert query(md.home, "SELECT count(*) FROM record_vectors") == [(2,)]
     log.write_text("")
-    md.search("puppy handler", project="app")
+    Search(md).search("puppy handler", project="app")
     assert log.read_text().splitlines() == ["puppy handler"]

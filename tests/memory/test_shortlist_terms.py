@@ -8,7 +8,9 @@ from pathlib import Path
 
 import apsw
 
-from memoryd.api import Memoryd
+from memoryd.operations.api import Memoryd
+from memoryd.operations.home import Home
+from memoryd.operations.memory import Memory
 from tests.conftest import db_path, downgrade_sql, query
 from tests.memory.conftest import lines
 
@@ -21,7 +23,7 @@ TEXTS = [
 
 def _consolidate(md: Memoryd) -> list[str]:
     cands = [{"kind": "lesson", "text": t, "triggers": ["billing"]} for t in TEXTS]
-    outs = md.memory_add(lines(*cands), "app", wait=True)["outcomes"]
+    outs = Memory(md).add(lines(*cands), "app", wait=True)["outcomes"]
     return [o["record_id"] for o in outs]
 
 
@@ -38,21 +40,21 @@ def test_each_record_commits_its_terms_and_verify_compares_them(memoryd, project
     md = memoryd()
     ids = _consolidate(md)
     assert {"ledger", "replica", "bill", "worker"} <= _terms(project_home, ids[1])
-    assert md.rebuild(verify=True)["equal"]
+    assert Home(md).rebuild(verify=True)["equal"]
     conn = apsw.Connection(str(db_path(project_home)))
     conn.execute("DELETE FROM memory_terms WHERE term = 'ledger'")
     conn.close()
-    verdict = md.rebuild(verify=True)
+    verdict = Home(md).rebuild(verify=True)
     assert not verdict["equal"] and any("memory/terms" in m for m in verdict["mismatches"])
-    md.rebuild()
-    assert "ledger" in _terms(project_home, ids[1]) and md.rebuild(verify=True)["equal"]
+    Home(md).rebuild()
+    assert "ledger" in _terms(project_home, ids[1]) and Home(md).rebuild(verify=True)["equal"]
 
 
 def test_a_shortlist_finds_records_through_the_terms(memoryd) -> None:
     md = memoryd()
     _consolidate(md)
     again = {"kind": "lesson", "text": "Billing workers READ the ledger through the replica!"}
-    (out,) = md.memory_add(lines(again), "app", wait=True)["outcomes"]
+    (out,) = Memory(md).add(lines(again), "app", wait=True)["outcomes"]
     assert out["outcome"] == "duplicate"
 
 
@@ -64,5 +66,5 @@ def test_migration_9_fills_the_terms_of_existing_records(memoryd, project_home) 
     conn.execute(downgrade_sql(8))
     conn.close()
     md = memoryd()  # opening the home migrates it
-    assert md.rebuild(verify=True)["equal"]
+    assert Home(md).rebuild(verify=True)["equal"]
     assert query(project_home, "SELECT count(DISTINCT n) FROM memory_terms") == [(len(TEXTS),)]

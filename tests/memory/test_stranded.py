@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.memory import jobs, staging
-from memoryd.memory.candidates import candidate_id, parse_lines
+from memoryd.consolidation import jobs, staging
+from memoryd.consolidation.candidates import candidate_id, parse_lines
 from memoryd.storage import records
 from tests.conftest import query, run_cli
 from tests.memory.conftest import lines

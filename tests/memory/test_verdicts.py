@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memoryd.memory.mirror import mirror_dir
+from memoryd.consolidation.mirror import mirror_dir
+from memoryd.operations.home import Home
+from memoryd.operations.memory import Memory
 from tests.conftest import query
 from tests.memory.conftest import lines
 
@@ -25,11 +27,11 @@ def records(home: Path) -> dict[str, tuple]:
 
 def test_duplicate_reinforces_the_target(memoryd, judge, project_home) -> None:
     md = memoryd(memory_adjudicator=judge({"again": {"verdict": "duplicate"}}))
-    first = md.memory_add(lines(fact(BLUE, source="s1")), "app", wait=True)["outcomes"][0]
-    again = md.memory_add(lines(fact(BLUE + " again", source="s2")), "app", wait=True)
+    first = Memory(md).add(lines(fact(BLUE, source="s1")), "app", wait=True)["outcomes"][0]
+    again = Memory(md).add(lines(fact(BLUE + " again", source="s2")), "app", wait=True)
     (out,) = again["outcomes"]
     assert (out["outcome"], out["record_id"]) == ("duplicate", first["record_id"])
-    rec = md.memory_show(first["record_id"])
+    rec = Memory(md).show(first["record_id"])
     assert (rec["count"], rec["sources"], rec["status"]) == (2, ["s1", "s2"], "active")
     assert [h["action"] for h in rec["history"]] == ["added", "reinforced"]
     assert len(records(project_home)) == 1
@@ -37,22 +39,22 @@ def test_duplicate_reinforces_the_target(memoryd, judge, project_home) -> None:
 
 def test_supersedes_flips_the_old_record_and_points_at_the_new(memoryd, judge, project_home):
     md = memoryd(memory_adjudicator=judge({"green": {"verdict": "supersedes"}}))
-    old = md.memory_add(lines(fact(BLUE)), "app", wait=True)["outcomes"][0]["record_id"]
-    (out,) = md.memory_add(lines(fact(GREEN)), "app", wait=True)["outcomes"]
+    old = Memory(md).add(lines(fact(BLUE)), "app", wait=True)["outcomes"][0]["record_id"]
+    (out,) = Memory(md).add(lines(fact(GREEN)), "app", wait=True)["outcomes"]
     assert out["outcome"] == "superseded"
     recs = records(project_home)
     assert recs[old][:2] == ("superseded", out["record_id"])
     assert recs[out["record_id"]][:2] == ("active", None)
-    assert [r["id"] for r in md.memory_list("app", status="active")] == [out["record_id"]]
+    assert [r["id"] for r in Memory(md).listing("app", status="active")] == [out["record_id"]]
 
 
 def test_merge_creates_a_replacement_and_points_the_old_ones_at_it(memoryd, judge, project_home):
     rules = {"green": {"verdict": "distinct"}, "warm": {"verdict": "merge"}}
     md = memoryd(memory_adjudicator=judge(rules))
-    first = md.memory_add(lines(fact(BLUE)), "app", wait=True)["outcomes"][0]["record_id"]
-    second = md.memory_add(lines(fact(GREEN)), "app", wait=True)["outcomes"][0]
+    first = Memory(md).add(lines(fact(BLUE)), "app", wait=True)["outcomes"][0]["record_id"]
+    second = Memory(md).add(lines(fact(GREEN)), "app", wait=True)["outcomes"][0]
     assert second["outcome"] == "added"  # distinct: its own record
-    (merged,) = md.memory_add(lines(fact(CACHE, refs=["src/a.py"])), "app", wait=True)["outcomes"]
+    (merged,) = Memory(md).add(lines(fact(CACHE, refs=["src/a.py"])), "app", wait=True)["outcomes"]
     assert merged["outcome"] == "merged"
     new = merged["record_id"]
     recs = records(project_home)
@@ -60,13 +62,13 @@ def test_merge_creates_a_replacement_and_points_the_old_ones_at_it(memoryd, judg
     status, pointer, count, text = recs[new]
     assert (status, pointer, count) == ("active", None, 3)
     assert BLUE in text and GREEN in text and CACHE in text
-    assert md.memory_show(new)["refs"] == ["src/a.py"]
+    assert Memory(md).show(new)["refs"] == ["src/a.py"]
     assert len(recs) == 3  # nothing deleted
 
 
 def test_distinct_adds_beside_the_shortlisted_record(memoryd, judge, project_home) -> None:
     md = memoryd(memory_adjudicator=judge({}))  # answers distinct to everything
-    md.memory_add(lines(fact(BLUE), fact(GREEN)), "app", wait=True)
+    Memory(md).add(lines(fact(BLUE), fact(GREEN)), "app", wait=True)
     assert sorted(r[0] for r in records(project_home).values()) == ["active", "active"]
 
 
@@ -75,36 +77,27 @@ def test_default_adjudicator_near_duplicates_and_lessons(memoryd, project_home) 
     # case, a stopword, inflection and punctuation: the same content stems
     near = BLUE.upper().replace("REGION", "THE REGIONS") + "!"
     lesson = {"kind": "lesson", "text": GREEN}
-    outs = md.memory_add(lines(fact(BLUE), fact(near), lesson), "app", wait=True)["outcomes"]
+    outs = Memory(md).add(lines(fact(BLUE), fact(near), lesson), "app", wait=True)["outcomes"]
     assert [o["outcome"] for o in outs] == ["added", "duplicate", "added"]
     assert outs[1]["record_id"] == outs[0]["record_id"]
 
 
-def test_default_adjudicator_dead_letters_undecidable_collisions(memoryd, project_home) -> None:
-    md = memoryd()  # one content word of eight differs: similar (shortlisted), not a duplicate
-    outs = md.memory_add(lines(fact(BLUE), fact(GREEN)), "app", wait=True)["outcomes"]
-    assert [o["state"] for o in outs] == ["consumed", "deadletter"]
-    assert outs[1]["reason"] == "needs_adjudicator"
-    (letter,) = md.memory_deadletter("app")
-    assert letter["candidate"]["text"] == GREEN
-    kept = Path(project_home, "deadletter", "app", f"{outs[1]['id']}.json")
-    assert kept.exists() and not Path(project_home, "staging", "app").exists()
-
-
 def test_an_empty_shortlist_never_calls_the_adjudicator(memoryd, judge, tmp_path) -> None:
     md = memoryd(memory_adjudicator=judge({"": {"how": "crash"}}))  # would fail every call
-    outs = md.memory_add(lines(fact(BLUE), fact("Unrelated words entirely here")), "app", wait=True)
+    outs = Memory(md).add(
+        lines(fact(BLUE), fact("Unrelated words entirely here")), "app", wait=True
+    )
     assert [o["outcome"] for o in outs["outcomes"]] == ["added", "added"]
 
 
 def test_mirror_follows_the_records_and_rebuild_verify_covers_it(memoryd, project_home) -> None:
     md = memoryd()
-    (out,) = md.memory_add(lines(fact(BLUE)), "app", wait=True)["outcomes"]
+    (out,) = Memory(md).add(lines(fact(BLUE)), "app", wait=True)["outcomes"]
     page = mirror_dir(project_home, "app") / f"{out['record_id']}.md"
     assert BLUE in page.read_text() and "- status: active" in page.read_text()
-    assert md.rebuild(verify=True)["equal"]
+    assert Home(md).rebuild(verify=True)["equal"]
     page.write_text("edited by hand\n")
-    verdict = md.rebuild(verify=True)
+    verdict = Home(md).rebuild(verify=True)
     assert not verdict["equal"] and any("memory-mirror" in m for m in verdict["mismatches"])
-    md.rebuild()
-    assert BLUE in page.read_text() and md.rebuild(verify=True)["equal"]
+    Home(md).rebuild()
+    assert BLUE in page.read_text() and Home(md).rebuild(verify=True)["equal"]

@@ -11,8 +11,8 @@ import apsw
 import orjson
 import pytest
 
-from memoryd.config import load_config
-from memoryd.queue import STATES, ClaimedJob, JobQueue, JobSpec
+from memoryd.base.config import load_config
+from memoryd.queue import STATES, ClaimedJob, JobQueue, JobReads, JobSpec
 from memoryd.storage import open_authority
 from memoryd.storage.effects import record_effects
 from tests.conftest import WAIT_TIMEOUT, clean_env, wait_for
@@ -76,7 +76,7 @@ def effects(db, job_id: int) -> int:
 
 def test_enqueue_stores_kind_payload_and_defaults(db, q: JobQueue) -> None:
     job_id = q.enqueue(JobSpec("sleep", {"seconds": 1.5}, project="p"))
-    [job] = q.list()
+    [job] = JobReads(q.db).list()
     assert job["id"] == job_id
     assert (job["kind"], job["payload"], job["project"]) == ("sleep", {"seconds": 1.5}, "p")
     assert (job["state"], job["attempts"]) == ("queued", 0)
@@ -89,7 +89,7 @@ def test_enqueue_many_is_one_transaction(db, q: JobQueue) -> None:
     bad = [JobSpec("noop", 1), JobSpec("noop", object())]  # the second cannot be serialised
     with pytest.raises(TypeError):
         q.enqueue_many(bad)
-    assert q.counts()["queued"] == 100, "nothing of the failed batch was kept"
+    assert JobReads(q.db).counts()["queued"] == 100, "nothing of the failed batch was kept"
 
 
 def test_a_settled_payload_keeps_counts_of_its_lists(db, q: JobQueue) -> None:
@@ -101,7 +101,7 @@ def test_a_settled_payload_keeps_counts_of_its_lists(db, q: JobQueue) -> None:
         q.settle_payload_in(tx, job, job.data, ["files", "records"])  # a key it lacks: as is
 
     db.write(done)
-    assert q.list()[0]["payload"] == {"run": 7, "files": 2, "retire": []}
+    assert JobReads(q.db).list()[0]["payload"] == {"run": 7, "files": 2, "retire": []}
 
 
 def test_dedupe_key_names_one_live_job(db, q: JobQueue) -> None:
@@ -109,7 +109,7 @@ def test_dedupe_key_names_one_live_job(db, q: JobQueue) -> None:
     assert first is not None
     assert q.enqueue(JobSpec("noop", dedupe_key="k")) is None
     assert q.enqueue_many([JobSpec("noop", dedupe_key="k"), JobSpec("noop")])[0] is None
-    assert q.counts()["queued"] == 2
+    assert JobReads(q.db).counts()["queued"] == 2
     [job] = q.claim("o", 1, 60)  # claimed is still live
     assert job.id == first
     assert q.enqueue(JobSpec("noop", dedupe_key="k")) is None
@@ -129,7 +129,7 @@ def test_claim_takes_up_to_k_in_priority_order_under_one_token(db, q: JobQueue) 
     assert {j.id for j in claimed} == {high, low[0], low[1]}
     assert len({j.token for j in claimed}) == 1
     assert all(j.attempts == 1 for j in claimed)
-    assert q.counts() == {"queued": 3, "claimed": 3, "done": 0, "failed": 0, "dead": 0}
+    assert JobReads(q.db).counts() == {"queued": 3, "claimed": 3, "done": 0, "failed": 0, "dead": 0}
     rest = q.claim("owner-2", 10, 60)
     assert {j.id for j in rest} == set(low[2:])
     assert rest[0].token != claimed[0].token
@@ -251,7 +251,7 @@ def test_fail_backs_off_then_dead_letters_after_max_attempts(db, q: JobQueue, cl
     r = row(db, job_id)
     assert (r["state"], r["attempts"], r["last_error"]) == ("dead", 3, "boom 3")
     assert not q.has_pending()
-    [dead] = q.list("dead")
+    [dead] = JobReads(q.db).list("dead")
     assert dead["id"] == job_id and dead["finished_at"] is not None
 
 
@@ -294,7 +294,7 @@ def test_a_live_lease_is_not_reclaimed(db, q: JobQueue) -> None:
     q.enqueue(JobSpec("noop"))
     q.claim("alive", 1, 3600)
     assert len(db.write(q.reclaim_expired_in)) == 0
-    assert q.counts()["claimed"] == 1
+    assert JobReads(q.db).counts()["claimed"] == 1
 
 
 def test_reclaim_of_dead_owners_refunds_the_attempt(db, q: JobQueue) -> None:
@@ -302,7 +302,7 @@ def test_reclaim_of_dead_owners_refunds_the_attempt(db, q: JobQueue) -> None:
     mine = q.claim("dead-owner", 2, 3600)
     other = q.claim("live-owner", 1, 3600)
     assert db.write(lambda tx: q.reclaim_owners_in(tx, ["dead-owner"])) == 2
-    assert q.counts()["queued"] == 2 and q.counts()["claimed"] == 1
+    assert JobReads(q.db).counts()["queued"] == 2 and JobReads(q.db).counts()["claimed"] == 1
     assert all(row(db, j.id)["attempts"] == 0 for j in mine)
     assert not complete_with_effect(db, q, mine[0]), "the dead owner's token is void"
     assert q.claim_owners() == ["live-owner"]
@@ -328,7 +328,7 @@ def test_retry_requeues_only_dead_jobs_with_fresh_attempts(db, q: JobQueue) -> N
     r = row(db, dead_ids[0])
     assert (r["state"], r["attempts"], r["not_before"]) == ("queued", 0, 0)
     assert q.retry(all_dead=True) == [dead_ids[1]]
-    assert q.counts() == {"queued": 3, "claimed": 0, "done": 0, "failed": 0, "dead": 0}
+    assert JobReads(q.db).counts() == {"queued": 3, "claimed": 0, "done": 0, "failed": 0, "dead": 0}
 
 
 def test_retry_of_a_dead_job_whose_dedupe_key_is_live_again(db, q: JobQueue) -> None:
@@ -340,7 +340,7 @@ def test_retry_of_a_dead_job_whose_dedupe_key_is_live_again(db, q: JobQueue) -> 
     assert q.retry([dead_id]) == [], "the key already names a live job: nothing to requeue"
     assert q.retry(all_dead=True) == []
     assert row(db, dead_id)["state"] == "dead"
-    assert q.counts()["queued"] == 1
+    assert JobReads(q.db).counts()["queued"] == 1
 
 
 def test_retry_all_dead_revives_one_job_per_dedupe_key(db, q: JobQueue) -> None:
@@ -349,21 +349,23 @@ def test_retry_all_dead_revives_one_job_per_dedupe_key(db, q: JobQueue) -> None:
         [job] = q.claim("o", 1, 60)
         assert q.fail(job, "boom") == "dead"
     assert len(q.retry(all_dead=True)) == 1
-    assert q.counts() == {"queued": 1, "claimed": 0, "done": 0, "failed": 0, "dead": 1}
+    assert JobReads(q.db).counts() == {"queued": 1, "claimed": 0, "done": 0, "failed": 0, "dead": 1}
 
 
 def test_counts_has_every_state_and_list_filters(db, q: JobQueue) -> None:
-    assert q.counts() == dict.fromkeys(STATES, 0)
+    assert JobReads(q.db).counts() == dict.fromkeys(STATES, 0)
     assert not q.has_pending()
     q.enqueue_many([JobSpec("noop", i) for i in range(4)])
     [a, b] = q.claim("o", 2, 60)
     q.complete(a)
-    assert q.counts() == {"queued": 2, "claimed": 1, "done": 1, "failed": 0, "dead": 0}
+    assert JobReads(q.db).counts() == {"queued": 2, "claimed": 1, "done": 1, "failed": 0, "dead": 0}
     assert q.has_pending()
-    assert [j["id"] for j in q.list("done")] == [a.id]
-    assert [j["id"] for j in q.list("claimed")] == [b.id]
-    assert [j["id"] for j in q.list()] == sorted((j["id"] for j in q.list()), reverse=True)
-    assert len(q.list(limit=3)) == 3
+    assert [j["id"] for j in JobReads(q.db).list("done")] == [a.id]
+    assert [j["id"] for j in JobReads(q.db).list("claimed")] == [b.id]
+    assert [j["id"] for j in JobReads(q.db).list()] == sorted(
+        (j["id"] for j in JobReads(q.db).list()), reverse=True
+    )
+    assert len(JobReads(q.db).list(limit=3)) == 3
 
 
 # -- Must show 4: a late result from another process is rejected ------------------------
@@ -371,7 +373,7 @@ def test_counts_has_every_state_and_list_filters(db, q: JobQueue) -> None:
 PROCESS_A = """
 import os, sys, time, orjson
 from pathlib import Path
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 from memoryd.queue import JobQueue
 from memoryd.storage import open_authority
 from memoryd.storage.effects import record_effects
@@ -404,7 +406,7 @@ late_fail = db.write(lambda tx: q.fail_in(tx, job, "late failure from A"))
 PROCESS_B = """
 import os, sys, time, orjson
 from pathlib import Path
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 from memoryd.queue import JobQueue
 from memoryd.storage import open_authority
 from memoryd.storage.effects import record_effects
@@ -487,7 +489,7 @@ def test_late_result_from_another_process_is_rejected(home: Path, tmp_path: Path
         assert db.query("SELECT count(*) FROM job_effects")[0][0] == 1
 
 
-# -- deferral, purge and poison counting (issue 8) ---------------------------------------
+# -- deferral, purge and poison counting -------------------------------------------------
 
 
 def test_defer_requeues_without_charging_and_keeps_the_typed_reason(
@@ -520,7 +522,7 @@ def test_purge_deletes_only_old_done_jobs_in_bounded_steps(db, q: JobQueue, cloc
     assert second == (2, ids[7])
     third = db.write(lambda tx: q.purge_done_in(tx, keep, second[1], 4))
     assert third == (0, 0), "the sweep reached the end: the next one starts over"
-    assert q.counts() == {"queued": 3, "claimed": 1, "done": 0, "failed": 0, "dead": 0}
+    assert JobReads(q.db).counts() == {"queued": 3, "claimed": 1, "done": 0, "failed": 0, "dead": 0}
 
 
 def test_a_job_that_keeps_killing_its_supervisor_is_dead_lettered(db, q: JobQueue) -> None:

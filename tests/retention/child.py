@@ -1,6 +1,6 @@
 """Run archive work in a separate OS process (for kill, boundary and concurrency tests).
 
-python -m tests.retention.child wave PATH NOW [MAX_DOCS [PURGE_KEYS [MAX_SEGMENTS]]]
+python -m tests.retention.child wave PATH NOW [MAX_DOCS [PURGE_KEYS [MAX_SEGMENTS [MAX_VERSIONS]]]]
 python -m tests.retention.child tick PATH NOW DELETED_KEYS_TRIGGER
 python -m tests.retention.child hold-wave PATH       (shared boundary until killed)
 python -m tests.retention.child hold-exclusive PATH  (exclusive boundary until killed)
@@ -16,7 +16,7 @@ import time
 
 import orjson
 
-from memoryd.errors import MemorydError
+from memoryd.base.errors import MemorydError
 from memoryd.retention.boundary import Boundary, Migration
 from memoryd.retention.maintenance import Maintenance, TickBounds
 from memoryd.retention.policy import RetentionPolicy
@@ -36,6 +36,7 @@ def main(argv: list[str]) -> None:
         now, docs = float(argv[2]), int(argv[3]) if len(argv) > 3 else 256
         keys = int(argv[4]) if len(argv) > 4 else 64
         segments = int(argv[5]) if len(argv) > 5 else 64
+        versions = int(argv[6]) if len(argv) > 6 else 4096
         with ArchiveStore.open_primary(path) as store:
             expired = []
             while True:
@@ -47,11 +48,12 @@ def main(argv: list[str]) -> None:
                     max_documents=docs,
                     purge_batch_keys=keys,
                     max_segments=segments,
+                    max_versions=versions,
                 )
                 expired += r.expired
                 if r.exhausted:
                     break
-            out({"expired": expired, "pending": store.pending_purge()})
+            out({"expired": expired, "pending": store.ledgers.pending_purge()})
     elif cmd == "tick":
         now, trigger = float(argv[2]), int(argv[3])
         with ArchiveStore.open_primary(path) as store:
@@ -87,15 +89,15 @@ def serve(path: str, now: float) -> None:
                 break
             try:
                 if req["op"] == "pin":
-                    store.pin(req["locator"], now=now)
+                    store.protections.pin(req["locator"], now=now)
                 elif req["op"] == "lease":
                     # requested before the versions' deadline (due versions are not
                     # leasable), delivered while the wave runs
-                    store.acquire_leases(
+                    store.protections.acquire_leases(
                         req["client"], "p", req["locators"], ttl=12 * 86400, now=now - 11 * 86400
                     )
                 elif req["op"] == "release":
-                    store.release_leases(req["client"])
+                    store.protections.release_leases(req["client"])
                 result = {"id": req["id"], "ok": True}
             except MemorydError as exc:
                 result = {"id": req["id"], "ok": False, "code": exc.code}

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from memoryd.retention.policy import RetentionPolicy
+from memoryd.search import archive_bm25
 from memoryd.storage.archive import ArchiveStore, NewVersion
 
 NOW = 1_700_000_000.0
@@ -51,7 +52,7 @@ def populate(
         meta.append((text, due))
     out = {}
     for start in range(0, n, 500):
-        res = store.append_many(items[start : start + 500], now=NOW)
+        res = store.ledgers.append_many(items[start : start + 500], now=NOW)
         for r, m in zip(res, meta[start : start + 500], strict=True):
             out[r.locator] = m
     return out
@@ -89,9 +90,9 @@ def check_invariants(store: ArchiveStore, docs: dict, *, protected: set[str] = f
     """No live key lost, no expired version visible. Returns (live, expired) counts."""
     live = expired = 0
     for loc, (text, due) in docs.items():
-        got = store.get(loc)
+        got = store.ledgers.get(loc)
         term = text.split()[1]  # uniq<i>
-        hits = {h.locator for h in store.search("p", term)}
+        hits = {h.locator for h in archive_bm25.search(store.postings, "p", term)}
         if got["status"] == "live":
             assert got["content"] == text, loc  # no live key lost
             assert hits == {loc}

@@ -7,7 +7,8 @@ import signal
 import orjson
 import pytest
 
-from memoryd.retention.boundary import Boundary, BoundaryBusy, Migration, RetentionBlocked
+from memoryd.base.errors import BoundaryBusy
+from memoryd.retention.boundary import Boundary, Migration, RetentionBlocked
 from memoryd.retention.waves import run_wave
 from memoryd.storage.archive import ArchiveStore
 
@@ -35,16 +36,16 @@ def test_waves_refused_in_every_migration_state_but_committed(path):
         wave(path)
     # a write that reaches the old archive after the copy is carried over by verification
     with ArchiveStore.open_primary(path) as s:
-        late = s.append("p", "durable", "late write", created_at=NOW, expires_at=None)
+        late = s.ledgers.append("p", "durable", "late write", created_at=NOW, expires_at=None)
     assert m.verify()["state"] == "verified"
     with pytest.raises(RetentionBlocked) as exc:
         wave(path)
     assert exc.value.state == "verified"
     assert m.commit()["state"] == "committed"
     with ArchiveStore.open_primary(path) as s:
-        assert s.payload_format == 2 and s.get(late.locator)["content"] == "late write"
+        assert s.payload_format == 2 and s.ledgers.get(late.locator)["content"] == "late write"
         check_invariants(s, docs)
-        assert s.verify_postings()["ok"]
+        assert s.postings.verify_postings()["ok"]
     assert len(wave(path).expired) == 100
     assert not m.prev_path.exists() and not m.next_path.exists()
 
@@ -55,20 +56,22 @@ def test_blocked_verification_and_rollbacks(path):
     m = Migration(path)
     m.copy(2)
     with ArchiveStore.open_primary(m.next_path) as copy:  # damage the copy
-        copy.raw_delete([next(k for k, _ in copy.raw_items() if ArchiveStore.is_payload_key(k))])
+        copy.maintenance.raw_delete(
+            [next(k for k, _ in copy.maintenance.raw_items() if copy.maintenance.is_payload_key(k))]
+        )
     with ArchiveStore.open_primary(path) as s:  # a write the re-sync would carry over
-        s.append("p", "durable", "between", created_at=NOW, expires_at=None)
+        s.ledgers.append("p", "durable", "between", created_at=NOW, expires_at=None)
     state = m.verify()  # the re-sync repairs the copy: verification passes
     assert state["state"] == "verified"
     # after verification, writes go to the new archive; rollback keeps them
     with ArchiveStore.open_primary(path) as s:
-        kept = s.append(
+        kept = s.ledgers.append(
             "p", "durable", "written after verification", created_at=NOW, expires_at=None
         )
     assert m.rollback()["state"] == "committed"
     with ArchiveStore.open_primary(path) as s:
         assert s.payload_format == 1
-        assert s.get(kept.locator)["content"] == "written after verification"
+        assert s.ledgers.get(kept.locator)["content"] == "written after verification"
         check_invariants(s, docs)
     # blocked: a verification that finds a difference it cannot carry over
     m.copy(2)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.config import SETTINGS, load_config
-from memoryd.errors import ConfigError
+from memoryd.base.config import SETTINGS, load_config
+from memoryd.base.errors import ConfigError
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.maintenance import Maintenance, TickBounds
+from memoryd.search import archive_bm25
 from memoryd.storage.archive import NewVersion, keys
 
 from .conftest import DAY, NOW, POLICY, populate
@@ -27,45 +28,47 @@ def test_expired_segments_states_go_once_their_ledgers_are_packed(store):
     docs = populate(store, 60, due_every=2, spread_days=3)  # three due day segments
     due = [loc for loc, (_, is_due) in docs.items() if is_due]
     assert list(states(store).values()).count(keys.SEG_EXPIRED) == 0
-    store.expire_segments(now=NOW)
+    store.segments.expire_segments(now=NOW)
     assert list(states(store).values()).count(keys.SEG_EXPIRED) == 3
     # ledgers still name the expired segments: their states must answer
-    assert store.purge_segment_states(limit=100) == 0
-    assert {store.get(loc)["status"] for loc in due} == {"expired"}
-    while not store.slim_expired_ledgers(limit=7)[1]:
+    assert store.lifetimes.purge_segment_states(limit=100) == 0
+    assert {store.ledgers.get(loc)["status"] for loc in due} == {"expired"}
+    while not store.segments.slim_expired_ledgers(limit=7)[1]:
         pass
-    assert store.purge_segment_states(limit=2) == 2  # bounded
-    assert store.purge_segment_states(limit=100) == 1
+    assert store.lifetimes.purge_segment_states(limit=2) == 2  # bounded
+    assert store.lifetimes.purge_segment_states(limit=100) == 1
     assert keys.SEG_EXPIRED not in states(store).values()
-    assert {store.get(loc)["status"] for loc in due} == {"expired"}
-    assert len([h for h in store.search("p", "due") if h.locator in due]) == 0
+    assert {store.ledgers.get(loc)["status"] for loc in due} == {"expired"}
+    assert (
+        len([h for h in archive_bm25.search(store.postings, "p", "due") if h.locator in due]) == 0
+    )
     # a version appended later into one of those buckets is expired by a wave again
     created = NOW - 100 * DAY
     deadline = POLICY.expires_at("conversation", created)
-    late = store.append("p", "conversation", "late due words", created_at=created,
+    late = store.ledgers.append("p", "conversation", "late due words", created_at=created,
                         expires_at=deadline, now=NOW)  # fmt: skip
-    assert store.get(late.locator)["status"] == "expired"
-    assert store.expire_segments(now=NOW + 1).expired == [late.locator]
-    assert store.verify_postings()["ok"]
+    assert store.ledgers.get(late.locator)["status"] == "expired"
+    assert store.segments.expire_segments(now=NOW + 1).expired == [late.locator]
+    assert store.postings.verify_postings()["ok"]
 
 
 def test_request_records_outlive_the_retry_horizon_only(store):
     def add(rid: str, now: float):
         item = NewVersion("p", "durable", f"text of {rid}", now, None, request_id=rid)
-        return store.append_many([item], now=now)[0]
+        return store.ledgers.append_many([item], now=now)[0]
 
     old, recent = add("r-old", NOW - 40 * DAY), add("r-recent", NOW - DAY)
     store._db.put(keys.request(b"r-legacy"), old.locator.encode())  # an archive of before
-    assert store.purge_request_records(before=NOW - 30 * DAY, now=NOW, limit=100) == 1
-    assert store.request_locator("r-old") is None
-    assert store.request_locator("r-recent") == recent.locator
-    assert store.request_locator("r-legacy") == old.locator  # timed from now on
+    assert store.lifetimes.purge_request_records(before=NOW - 30 * DAY, now=NOW, limit=100) == 1
+    assert store.ledgers.request_locator("r-old") is None
+    assert store.ledgers.request_locator("r-recent") == recent.locator
+    assert store.ledgers.request_locator("r-legacy") == old.locator  # timed from now on
     again = add("r-recent", NOW)
     assert not again.created and again.locator == recent.locator
     # the legacy record, first seen at NOW, goes a horizon later
-    assert store.purge_request_records(before=NOW, now=NOW + 30 * DAY, limit=100) == 1
-    assert store.request_locator("r-legacy") == old.locator
-    assert store.purge_request_records(before=NOW + 1, now=NOW + 30 * DAY, limit=100) == 1
+    assert store.lifetimes.purge_request_records(before=NOW, now=NOW + 30 * DAY, limit=100) == 1
+    assert store.ledgers.request_locator("r-legacy") == old.locator
+    assert store.lifetimes.purge_request_records(before=NOW + 1, now=NOW + 30 * DAY, limit=100) == 1
     assert requests(store) == []
     assert [k for k, _ in store._prefix(keys.REQUEST_TIME)] == []
 
@@ -73,8 +76,10 @@ def test_request_records_outlive_the_retry_horizon_only(store):
 def test_the_tick_purges_both_within_its_bounds(store):
     populate(store, 40, due_every=2, spread_days=2)
     for i in range(5):
-        store.append_many([NewVersion("p", "durable", f"r{i}", NOW, None, request_id=f"r-{i}")],
-                          now=NOW - 40 * DAY)  # fmt: skip
+        store.ledgers.append_many(
+            [NewVersion("p", "durable", f"r{i}", NOW, None, request_id=f"r-{i}")],
+            now=NOW - 40 * DAY,
+        )
     bounds = TickBounds(max_request_records=3, max_segment_states=1)
     m = Maintenance(store, POLICY, Boundary(store.path), bounds=bounds)
     first = m.tick(now=NOW)
@@ -85,8 +90,8 @@ def test_the_tick_purges_both_within_its_bounds(store):
     third = m.tick(now=NOW)
     assert third.requests_purged == 0 and third.segment_states_purged == 0
     idle = store._db.latest_sequence_number()
-    store.purge_request_records(before=NOW - 30 * DAY, now=NOW)
-    store.purge_segment_states()
+    store.lifetimes.purge_request_records(before=NOW - 30 * DAY, now=NOW)
+    store.lifetimes.purge_segment_states()
     assert store._db.latest_sequence_number() == idle  # idle purges write nothing
 
 
@@ -98,20 +103,20 @@ def test_an_unchanged_add_past_the_retry_horizon_makes_no_version(store):
         rid = f"r-{len(content)}"
         item = NewVersion("p", "conversation", content, NOW - 41 * DAY, NOW + 49 * DAY,
                           doc_id="s-chat", session="chat", request_id=rid)  # fmt: skip
-        return store.append_many([item], now=now)[0]
+        return store.ledgers.append_many([item], now=now)[0]
 
     same, more = "user: the same words", "user: the same words, and more"
     first = add(same, NOW - 40 * DAY)
-    assert store.purge_request_records(before=NOW - 30 * DAY, now=NOW, limit=100) == 1
+    assert store.lifetimes.purge_request_records(before=NOW - 30 * DAY, now=NOW, limit=100) == 1
     again = add(same, NOW)
     assert not again.created and again.locator == first.locator
-    assert [v.status for v in store.versions("s-chat")] == ["live"]
+    assert [v.status for v in store.ledgers.versions("s-chat")] == ["live"]
     # the add is answered by a request record again (a spooled redo reads it)
-    assert store.request_locator(f"r-{len(same)}") == first.locator
+    assert store.ledgers.request_locator(f"r-{len(same)}") == first.locator
     changed = add(more, NOW)
     assert changed.created and changed.superseded == first.locator
     # only the current live version counts: past the horizon, the older content is new
-    assert store.purge_request_records(before=NOW + 1, now=NOW, limit=100) == 2
+    assert store.lifetimes.purge_request_records(before=NOW + 1, now=NOW, limit=100) == 2
     back = add(same, NOW + 1)
     assert back.created and back.version == 3 and back.superseded == changed.locator
 
@@ -124,7 +129,8 @@ def test_request_records_kept_shorter_than_spool_files_are_refused(cli, tmp_path
         load_config(tmp_path, short)
     assert "archive_request_keep_seconds" in str(exc.value)
     assert "archive_spool_keep_seconds" in str(exc.value)
-    assert load_config(tmp_path, {"archive_request_keep_seconds": spool}).values  # equal: fine
+    equal = load_config(tmp_path, {"archive_request_keep_seconds": spool})
+    assert equal.archive_request_keep_seconds == spool  # equal: fine
     lenient = load_config(tmp_path, short, strict=False)
     assert len(lenient.problems) == 1
     assert lenient.archive_request_keep_seconds >= lenient.archive_spool_keep_seconds

@@ -1,10 +1,10 @@
-"""Issue 12 must-show 2 through the real CLI: a transcript with a unique marker
+"""Through the real CLI, a transcript with a unique marker
 expires, ``retention run`` then ``retention compact``: no file under the home holds
 the marker any more (the authority included), while a live one stays readable."""
 
 from __future__ import annotations
 
-from tests.archive.test_forget import files_holding
+from tests.conftest import files_holding
 from tests.retention.test_run_cli import archive, status_of
 
 GONE = b"quillfernmarker5521"  # an exact term: a posting key and a term statistic hold it

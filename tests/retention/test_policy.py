@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 from memoryd.retention.policy import DAY, RetentionPolicy
 from memoryd.storage.archive import BadArchiveInput
 

@@ -1,4 +1,4 @@
-"""Issue 18 defect 3 through the real CLI: ``retention run --now`` never moves past the
+"""Through the real CLI: ``retention run --now`` never moves past the
 clock without ``--allow-future-now``, ``--dry-run`` changes nothing, the help's example
 is safe, and the pass is reported in prose."""
 
@@ -15,12 +15,24 @@ DAY = 86400
 
 
 def archive(cli, tmp_path: Path, name: str, text: str, days_old: float, *extra: str) -> list:
+    """A turn and a tool output ``days_old`` days old, aged from then (past its class
+    age it is stored already due: ``--allow-expired``)."""
     path = tmp_path / f"{name}.jsonl"
     stamp = time.time() - days_old * DAY
     lines = [{"role": "user", "content": text, "timestamp": stamp},
              {"role": "tool", "content": f"tool {text}", "timestamp": stamp}]  # fmt: skip
     path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
-    res = cli("archive", "add", str(path), "--project", "demo", "--json", *extra)
+    res = cli(
+        "archive",
+        "add",
+        str(path),
+        "--project",
+        "demo",
+        "--new-project",
+        "--json",
+        "--allow-expired",
+        *extra,
+    )
     assert res.code == 0, res.stderr
     return res.json()["locators"]
 
@@ -118,14 +130,14 @@ def test_a_pass_says_what_it_purged_and_an_unchanged_add_past_the_horizon_stays_
     path = tmp_path / "kept.jsonl"
     stamp = time.time() - DAY
     path.write_bytes(orjson.dumps({"role": "user", "content": "keep it", "timestamp": stamp}))
-    first = cli("archive", "add", str(path), "--project", "demo", "--json").json()
+    first = cli("archive", "add", str(path), "--project", "demo", "--new-project", "--json").json()
     archive(cli, tmp_path, "old", "an old chat", 200)
     later = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 31 * DAY))
     run = cli("retention", "run", "--now", later, "--allow-future-now", "--force")
     assert run.code == 0, run.stderr
     # both transcripts' requests (the old one's tool output too); its two classes' segments
     assert "3 request records" in run.stdout and "2 expired segment states" in run.stdout
-    again = cli("archive", "add", str(path), "--project", "demo", "--json").json()
+    again = cli("archive", "add", str(path), "--project", "demo", "--new-project", "--json").json()
     assert again["locators"] == first["locators"] and again["created"] == [False]
     assert again["status"] == ["live"]
     doc = first["locators"][0].rsplit("@", 1)[0]

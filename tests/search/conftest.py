@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 from memoryd.ingest.chunking import prepare_file
 from memoryd.storage import open_authority
 from memoryd.storage.corpus import ensure_project, put_files

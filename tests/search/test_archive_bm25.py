@@ -22,30 +22,29 @@ def store(tmp_path: Path):
 
 
 def _add(store, text: str) -> str:
-    return store.append("p", "conversation", text, created_at=NOW, expires_at=None, now=NOW).locator
+    return store.ledgers.append(
+        "p", "conversation", text, created_at=NOW, expires_at=None, now=NOW
+    ).locator
 
 
 def test_the_store_finds_unscored_matches_and_search_ranks_them(store) -> None:
     rare = _add(store, "the quokka met another quokka at the quokka burrow")
     once = _add(store, "a quokka and a kangaroo share the burrow of the park")
     _add(store, "kangaroo notes without the rare word")
-    found = store.live_matches("p", ["quokka"])
+    found = store.postings.live_matches("p", ["quokka"])
     assert {h.locator for h in found} == {rare, once} and {h.score for h in found} == {0.0}
-    hits = archive_bm25.search(store, "p", "quokka", limit=5)
+    hits = archive_bm25.search(store.postings, "p", "quokka", limit=5)
     assert [h.locator for h in hits] == [rare, once] and hits[0].score > hits[1].score > 0
     # the score is BM25 over the archive's own statistics (3 versions, 2 holding it)
-    stats = store.corpus_stats("p")
+    stats = store.postings.corpus_stats("p")
     idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
     dl, avgdl, tf, k1, b = hits[1].length, stats.length / 3, 1, 1.2, 0.75
     expected = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
     assert hits[1].score == pytest.approx(expected, abs=1e-6)
-    # the store's search is the same ranking (its callers outside search keep it)
-    assert store.search("p", "quokka", limit=5) == hits
-    assert archive_bm25.search(store, "p", "", limit=5) == []
+    assert archive_bm25.search(store.postings, "p", "", limit=5) == []
 
 
 def test_excerpt_is_a_window_around_the_first_term(store) -> None:
     loc = _add(store, "x " * 200 + "the quokka burrow is near the park")
-    got = archive_bm25.excerpt(store, loc, ["Quokka"], width=40)
+    got = archive_bm25.excerpt(store.ledgers, loc, ["Quokka"], width=40)
     assert got is not None and "quokka burrow" in got and len(got) == 40
-    assert store.excerpt(loc, ["quokka"], width=40) == got

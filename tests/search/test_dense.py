@@ -1,4 +1,4 @@
-"""Encoders of the dense route (issue 15): the in-wheel model never downloads, its codes
+"""Encoders of the dense route: the in-wheel model never downloads, its codes
 are reproducible, it knows synonyms; a user's command encoder plugs in."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from memoryd.errors import EncoderUnavailable
-from memoryd.search.dense import (
+from memoryd.base.errors import EncoderUnavailable
+from memoryd.text.dense import (
     CommandEncoder,
     WordLlamaEncoder,
     code_similarity,
@@ -49,7 +49,7 @@ def _offline(code: str, tmp_path) -> subprocess.CompletedProcess:
 def test_wordllama_loads_and_encodes_with_the_network_refused(tmp_path):
     done = _offline(
         """
-        from memoryd.search.dense import load_encoder
+        from memoryd.text.dense import load_encoder
         enc = load_encoder("wordllama")
         print(enc.name, enc.encode(["a small offline test"]).shape)
         """,
@@ -109,7 +109,7 @@ def test_a_word_is_the_rounded_scaled_sum_of_its_tokens(wordllama):
     rounded and clipped (so a rebuild reproduces every stored code)."""
     from wordllama import WordLlama
 
-    from memoryd.search.dense import wordllama_dir
+    from memoryd.text.dense import wordllama_dir
 
     model = WordLlama.load(cache_dir=wordllama_dir(), disable_download=True)
     emb = np.asarray(model.embedding, dtype=np.float32)

@@ -1,4 +1,4 @@
-"""The semantic candidate source (issue 15): a short conceptual query is answered by
+"""The semantic candidate source: a short conceptual query is answered by
 meaning when its words are nowhere; a longer question still needs its words."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from memoryd.config import load_config
-from memoryd.errors import EncoderChanged
+from memoryd.base.config import load_config
+from memoryd.base.errors import EncoderChanged
 from memoryd.ingest.chunking import prepare_file
 from memoryd.search.engine import search
 from memoryd.storage import open_authority, vectors
@@ -60,7 +60,8 @@ def test_a_longer_question_without_its_words_still_abstains(routed):
 
 def test_the_default_floor_does_not_rescue_a_loose_match(tmp_path):
     """The default floor sits above the best similarity random two-word queries reach
-    on a real store (docs/benchmarks.md): a loose paraphrase is not enough alone."""
+    on a real store (docs/benchmarks-history-2026-12-02.md): a loose paraphrase is not
+    enough alone."""
     db = _store(tmp_path, "wordllama", floor=load_config(tmp_path).dense_rescue_similarity)
     assert search(db, "notes", "cooking temperature")["status"] == "abstained"
 
@@ -114,11 +115,11 @@ def test_each_candidate_is_scored_by_its_own_code_short_query_or_long(routed, qu
     nearest chunks): either way a candidate's similarity is its own row's, and a chunk
     without a code gets none."""
     from memoryd.search import gate, semantic
-    from memoryd.search.dense import code_similarity
     from memoryd.search.engine import Candidate
     from memoryd.search.pipeline import analyze
     from memoryd.search.stats import term_stats
     from memoryd.storage.corpus import project_id
+    from memoryd.text.dense import code_similarity
 
     pid = project_id(routed, "notes")
     stats = term_stats(routed, pid)

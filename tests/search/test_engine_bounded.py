@@ -12,9 +12,9 @@ from memoryd.search import stats as stats_mod
 from memoryd.search.engine import Candidate, _load, _phrases_held
 from memoryd.search.fts_query import phrase
 from memoryd.search.stats import term_stats
-from memoryd.search.terms import analyze, stem
 from memoryd.storage.corpus import ensure_project, fts_table, project_id, put_files, retire_files
 from memoryd.storage.fts import prepare
+from memoryd.text.terms import analyze, stem
 
 SHARED = "The scheduler retries a failed upload\nbefore the lease runs out.\n"
 FILES = {
@@ -101,8 +101,9 @@ def _naive_top(st, groups, pool):
             for r, v in zip(p.rowids.tolist(), p.scores.tolist(), strict=True):
                 scores[r] = scores.get(r, 0.0) + v
                 masks[r] = masks.get(r, 0) | 1 << i
-    best = sorted(scores, key=lambda r: (-scores[r], r))[:pool]
-    return [(r, masks[r], scores[r]) for r in best]
+    best = sorted(scores, key=lambda r: (-scores[r], r))
+    edge = scores[best[min(pool, len(best)) - 1]] if best else 0.0
+    return [(r, masks[r], scores[r]) for r in best if scores[r] >= edge]  # the edge's ties too
 
 
 def test_bm25_scratch_is_clean_between_queries(tmp_path, store):

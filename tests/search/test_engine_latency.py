@@ -11,10 +11,9 @@ import zlib
 import numpy as np
 import pytest
 
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 from memoryd.ingest.chunking import prepare_file
 from memoryd.search import gate as gate_mod
-from memoryd.search.dense import DEFAULT_ENCODER, HashingEncoder, code_similarity
 from memoryd.search.engine import (
     Candidate,
     _file_coverage,
@@ -22,10 +21,11 @@ from memoryd.search.engine import (
     search,
 )
 from memoryd.search.stats import term_stats
-from memoryd.search.terms import STOPWORDS, analyze, stems
 from memoryd.storage import open_authority, vectors
 from memoryd.storage.corpus import ensure_project, project_id, put_files
 from memoryd.storage.fts import prepare
+from memoryd.text.dense import DEFAULT_ENCODER, HashingEncoder, code_similarity
+from memoryd.text.terms import STOPWORDS, analyze, stems
 
 TEXTS = [
     "The scheduler retries a failed upload before the lease runs out; retries back off.",

@@ -1,4 +1,4 @@
-"""A name matched by a common word's other sense is not the asked subject (issue 19):
+"""A name matched by a common word's other sense is not the asked subject:
 "Bill Paul" in a licence header does not answer a question about billing."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from memoryd.search.engine import search
-from memoryd.search.evidence import other_sense
 from memoryd.search.gate import plan
-from memoryd.search.terms import analyze
+from memoryd.text.evidence import other_sense
+from memoryd.text.terms import analyze
 
 HEADER = """/*
  * Copyright (c) 1997, 1998

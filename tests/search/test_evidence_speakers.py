@@ -1,4 +1,4 @@
-"""Speaker-attributed evidence (issue 10): a question naming a person is answered by
+"""Speaker-attributed evidence: a question naming a person is answered by
 what that person said about themselves or what others said about them -- not by their
 reactions to the other speaker's news, nor by a turn that only addresses them."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.archive.search import search_archive
-from memoryd.config import load_config
+from memoryd.archive.query import search_archive
+from memoryd.base.config import load_config
 from memoryd.search.engine import search
-from memoryd.search.evidence import mentions, own_statements, person_text
-from memoryd.search.terms import words
+from memoryd.text.evidence import mentions, own_statements, person_text
+from memoryd.text.terms import words
 from tests.conftest import archive_conversations, small_talk
 
 NOW = 1_800_000_000.0

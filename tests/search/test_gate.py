@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from memoryd.errors import UsageError
+from memoryd.base.errors import UsageError
 from memoryd.search import search
 from memoryd.search.gate import Tuning, admit, plan
-from memoryd.search.terms import analyze
 from memoryd.storage.corpus import UnknownProject
+from memoryd.text.terms import analyze
 
 
 class FakeStats:

@@ -1,4 +1,4 @@
-"""What a question singles out must be in the evidence (issue 10): its rarest words
+"""What a question singles out must be in the evidence: its rarest words
 and its names of several words, said together. A false premise that changes only
 that part ("my cousin's wedding" where the notes hold an aunt's) abstains."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from memoryd.search import gate
 from memoryd.search.engine import search
-from memoryd.search.evidence import multiword_names, name_said, unsaid_names
-from memoryd.search.terms import analyze
+from memoryd.text.evidence import multiword_names, name_said, unsaid_names
+from memoryd.text.terms import analyze
 
 TOPICS = ["garden", "invoice", "bicycle", "kitchen", "library", "holiday", "printer", "piano"]
 # Enough chunks for a rare word to mean something (gate.Tuning.rare_min_chunks).

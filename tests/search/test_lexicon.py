@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from memoryd.search import search
-from memoryd.search.lexicon import english_for, spanish_forms
-from memoryd.search.terms import analyze
+from memoryd.text.lexicon import english_for, spanish_forms
+from memoryd.text.terms import analyze
 
-LEXICON = Path(__file__).resolve().parents[2] / "memoryd" / "search" / "lexicon"
+LEXICON = Path(__file__).resolve().parents[2] / "memoryd" / "text" / "lexicon"
 
 # Unrelated files, so the asked terms are specific in the project.
 FILLER = {
@@ -86,7 +86,7 @@ def test_the_compiled_spanish_stemmer_stems_as_the_snowball_reference():
     lexicon's words and each of their generated inflections."""
     from snowballstemmer.spanish_stemmer import SpanishStemmer
 
-    from memoryd.search import lexicon
+    from memoryd.text import lexicon
 
     assert type(lexicon._SPANISH).__module__ == "Stemmer"
     reference = SpanishStemmer()

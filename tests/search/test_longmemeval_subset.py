@@ -24,7 +24,7 @@ def bench():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     if not mod.DATA.exists():
-        pytest.skip(f"LongMemEval data not present at {mod.DATA}")
+        pytest.skip(f"LongMemEval data not present at {mod.DATA}: {mod.DATA_SOURCE}")
     return mod
 
 

@@ -1,5 +1,6 @@
 """The one search pipeline: project chunks and archive versions abstain in one
-wording, and rank fusion is normalized the same way for every source."""
+wording, rank fusion is normalized the same way for every source, and a page stays
+in score order."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import pytest
 
 from memoryd.archive.ops import run_op
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.archive.search import search_archive
-from memoryd.config import load_config
-from memoryd.control import unwrap
-from memoryd.errors import UsageError
+from memoryd.archive.query import search_archive
+from memoryd.base.config import load_config
+from memoryd.base.errors import UsageError
+from memoryd.operations.control_client import unwrap
 from memoryd.search import engine, pipeline
 from memoryd.search.engine import search
 from memoryd.search.pipeline import GAP_PREFIX, Fusion
@@ -213,3 +214,26 @@ def test_recall_analyzes_its_question_once_for_project_and_archive(both) -> None
     assert project["status"] == archive["status"] == "ok"
     assert [r["status"] for r in other] == ["ok", "ok"]
     assert project["items"][0]["excerpt"] and archive["items"][0]["excerpt"]
+
+
+def test_crowded_chunks_keep_the_page_in_score_order(tmp_path: Path, store) -> None:
+    """A file's further chunks move down after other files' best (crowding); their
+    scores never rise above the items now before them."""
+    doc = "    '''Rotate the signing key in the vault and audit the rotation.'''\n"
+    body = "".join(f"    x{j} = {j}\n" for j in range(40))
+    files = {
+        "keys.py": "\n".join(f"def rotate_key_{i}(vault):\n{doc}{body}" for i in range(3)),
+        "audit.md": "# Audit\n\nThe vault audit log records every signing key event.\n",
+    }
+    files.update(
+        {f"mod{i}.py": f"def helper_{i}(value):\n    return value + {i}\n" for i in range(40)}
+    )
+    db = store(tmp_path, "p", files)
+    try:
+        items = search(db, "p", "rotate the signing key in the vault", 10)["items"]
+    finally:
+        db.close()
+    paths = [i["path"] for i in items]
+    assert paths[:2] == ["keys.py", "audit.md"] and paths.count("keys.py") > 1  # crowded
+    scores = [i["score"] for i in items]
+    assert all(0.0 <= s <= 1.0 for s in scores) and scores == sorted(scores, reverse=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memoryd.search import search
-from memoryd.search.evidence import person_text
+from memoryd.text.evidence import person_text
 
 CHATS = {
     "chats/s1.txt": "Iris: I started a woodworking course and built a small oak stool.\n"
@@ -62,8 +62,8 @@ def test_abstains_when_the_other_speaker_did_it(db, question):
 
 
 def test_a_question_about_a_speaker_keeps_common_words_as_focus():
-    from memoryd.search.evidence import without_persons
-    from memoryd.search.terms import analyze
+    from memoryd.text.evidence import without_persons
+    from memoryd.text.terms import analyze
 
     q = without_persons(analyze("What does Iris paint?"), {"iris"}, lambda stem: 5)
     assert [(t.word, t.explicit) for t in q.terms] == [("paint", True)]

@@ -1,4 +1,6 @@
-"""Oracle questions over the interpreter's standard library (issue 3, must show 2).
+"""Oracle questions over the interpreter's standard library: a question finds its module
+in the top three (a Spanish one too), a path or identifier its file, and a question
+the library does not answer abstains.
 
 The index is built once per session (conftest.stdlib_db). Questions are
 phrased as a user would ask, not as module names.

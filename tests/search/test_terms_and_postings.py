@@ -12,14 +12,14 @@ import pytest
 from memoryd.search import engine as engine_mod
 from memoryd.search import search
 from memoryd.search import stats as stats_mod
-from memoryd.search.dense import HashingEncoder
 from memoryd.search.engine import _excerpt, _lexical
-from memoryd.search.evidence import focus_prefixes
 from memoryd.search.fts_query import any_of
 from memoryd.search.gate import admit, plan
-from memoryd.search.terms import STOPWORDS, analyze, stems
 from memoryd.storage.corpus import fts_table, project_id, put_files
 from memoryd.storage.fts import prepare
+from memoryd.text.dense import HashingEncoder
+from memoryd.text.evidence import focus_prefixes
+from memoryd.text.terms import STOPWORDS, analyze, stems
 
 
 class FakeStats:
@@ -220,7 +220,9 @@ def test_fallback_without_postings_matches(tmp_path, store):
     class NoPostings:
         df = st.df  # the statistics stay; only the postings are missing
 
-        def bm25_top(self, *_):
+        extra: dict = {}
+
+        def bm25_scored(self, *_):
             return None
 
     fast = _lexical(db, pid, st, terms, 25)

@@ -3,8 +3,9 @@ where flushing alone leaves it in the SST that held it."""
 
 from __future__ import annotations
 
+from memoryd.search import archive_bm25
 from memoryd.storage.archive import ArchiveStore, NewVersion, keys
-from tests.archive.test_forget import files_holding
+from tests.conftest import files_holding
 
 NOW = 1_700_000_000.0
 MARKER = b"tinselgrovemarker3318"
@@ -18,17 +19,17 @@ def test_compact_content_removes_expired_terms_that_a_flush_leaves(tmp_path):
             for i in range(300)
         ]
         items.append(NewVersion("p", "conversation", f"old {MARKER.decode()}", NOW, NOW - 1))
-        store.append_many(items, now=NOW)
-        store.compact_all()  # everything settled in the last level
-        gone = store.expire_segments(now=NOW + 86400).expired
+        store.ledgers.append_many(items, now=NOW)
+        store.maintenance.compact_all()  # everything settled in the last level
+        gone = store.segments.expire_segments(now=NOW + 86400).expired
         assert len(gone) == 1
-        store.flush()  # a few deletes: not enough for background compaction
+        store.maintenance.flush()  # a few deletes: not enough for background compaction
         assert files_holding(path, MARKER), "precondition: a flush leaves the term on disk"
-        store.compact_content("p")
+        store.maintenance.compact_content("p")
         assert files_holding(path, MARKER) == []
-        assert store.get(gone[0])["status"] == "expired"
-        assert len(store.search("p", "harbors", limit=1000)) == 300
-        assert store.verify_postings()["ok"]
+        assert store.ledgers.get(gone[0])["status"] == "expired"
+        assert len(archive_bm25.search(store.postings, "p", "harbors", limit=1000)) == 300
+        assert store.postings.verify_postings()["ok"]
 
 
 def test_content_ranges_cover_segments_and_statistics():

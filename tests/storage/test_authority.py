@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import signal
 import subprocess
 import sys
 import threading
@@ -12,12 +13,12 @@ import apsw
 import orjson
 import pytest
 
-from memoryd.config import load_config
-from memoryd.errors import SchemaTooNew, StoreBusy
+from memoryd.base.config import load_config
+from memoryd.base.errors import SchemaTooNew, StoreBusy
 from memoryd.queue import JobQueue, JobSpec
 from memoryd.storage import open_authority
 from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS
-from tests.conftest import clean_env
+from tests.conftest import clean_env, queue_counts, run_cli
 
 
 def sha256(path: Path) -> str:
@@ -82,7 +83,7 @@ def test_a_newer_schema_is_refused_untouched(home: Path, config) -> None:
 REOPEN = """
 import sys, orjson
 from pathlib import Path
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 from memoryd.storage import open_authority
 home = Path(sys.argv[1])
 db = open_authority(home, load_config(home, {"write_retry_seconds": 1.0}))
@@ -261,3 +262,17 @@ def test_savepoint_undoes_only_its_body(home: Path, config) -> None:
 
         db.write(op)
         assert db.query("SELECT count(*) FROM jobs")[0][0] == 1
+
+
+@pytest.mark.slow
+def test_a_process_killed_right_after_a_commit_returns_keeps_the_row(home: Path) -> None:
+    """Durability as a process sees it, not only the pragma's value: SIGKILL at the kill
+    point right after COMMIT returns (before anything else runs), reopen, the row is
+    there; killed right before COMMIT, it is not."""
+    assert run_cli("init", home=home).code == 0
+    after = run_cli("jobs", "add", "noop", home=home, env={"MEMORYD_KILL_AT": "after_commit"})
+    assert after.code == -signal.SIGKILL, after
+    assert queue_counts(home)["queued"] == 1
+    before = run_cli("jobs", "add", "noop", home=home, env={"MEMORYD_KILL_AT": "before_commit"})
+    assert before.code == -signal.SIGKILL, before
+    assert queue_counts(home)["queued"] == 1

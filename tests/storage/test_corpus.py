@@ -1,4 +1,4 @@
-"""Issue 18 defect 1: the same tree under a second project name ingests fully (each
+"""The same tree under a second project name ingests fully (each
 project's bodies in blocks of its own)."""
 
 from __future__ import annotations

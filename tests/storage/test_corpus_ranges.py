@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 from memoryd.ingest.chunking import prepare_file
 from memoryd.storage.authority import Authority, open_authority
 from memoryd.storage.corpus import ensure_project, fts_table, put_files, retire_files

@@ -21,7 +21,7 @@ def test_reads_of_one_project_index(tmp_path):
     top = fts.ranked(db, pid, any_of(["kiln"]), 5)
     assert len(top) == 1
     ((rowid, occurrences, size),) = fts.postings(db, pid, "kiln")
-    assert (rowid, occurrences) == (top[0], 2)
+    assert (rowid, occurrences) == (top[0][0], 2)
     assert size[0] == 3  # the docsize blob: tokens of the body column first
     docs, counts = fts.occurrences(db, pid, "glaze")
     assert list(zip(docs.tolist(), counts.tolist(), strict=True)) == [
@@ -30,7 +30,7 @@ def test_reads_of_one_project_index(tmp_path):
     assert dict(fts.sizes(db, pid))[rowid] == size
     fts.prepare(db)
     rows = fts.ranked_with_phrases(db, pid, any_of(["kiln", "glaze"]), 5)
-    assert sorted(mask for _, mask in rows) == [0b10, 0b11]
+    assert sorted(mask for _, mask, _ in rows) == [0b10, 0b11]
     db.close()
 
 

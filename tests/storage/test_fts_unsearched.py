@@ -11,15 +11,15 @@ import apsw
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 from memoryd.ingest.chunking import prepare_batch, prepare_file
-from memoryd.search import terms
-from memoryd.search.terms import STOPWORDS, words
 from memoryd.storage import corpus, fts
 from memoryd.storage.authority import open_authority
 from memoryd.storage.corpus import FTS_TOKENIZER, fts_table, project_id
 from memoryd.storage.rebuild import fts_digest
 from memoryd.storage.unsearched import _ALONE, GAP, index_text, varint_bytes, varints
+from memoryd.text import terms
+from memoryd.text.terms import STOPWORDS, words
 
 PROSE = (
     "The loop reads the file and then it is closed. If a value is not set, get the "
@@ -200,4 +200,66 @@ def test_the_index_is_smaller(tmp_path) -> None:
         for schema, name in (("main", f"{fts_table(pid)}_data"), ("temp", "whole_data"))
     }
     assert size[f"{fts_table(pid)}_data"] < 0.85 * size["whole_data"]
+    db.close()
+
+
+def test_the_sizes_are_written_again_in_bounded_steps(tmp_path) -> None:
+    """The end of a pack pass writes the index's sizes again in steps of a bounded number
+    of rows, each its own commit (a whole large tree's in one commit grew the WAL far past
+    its bound), and ends with the same sizes and ranking."""
+    files = {f"c{n}/{path}": text for n in range(12) for path, text in _files().items()}
+    db = _packed_store(tmp_path, files)
+    pid = project_id(db, "p")
+    t = fts_table(pid)
+    before = db.query(f"SELECT id, sz FROM {t}_docsize ORDER BY id")
+    ranks = {m: db.query(f"SELECT rowid, rank FROM {t} WHERE {t} MATCH ?", (m,)) for m in QUERIES}
+    step_pages = 1
+    limit = step_pages * corpus.SIZES_PER_PAGE
+    assert len(before) > 2 * limit, "enough rows for several steps"
+    state, steps = None, []
+    while True:
+        changes = db.conn.total_changes()
+        state = db.write(lambda tx, s=state: corpus.merge_index(tx, pid, 1, s, step_pages))
+        steps.append(db.conn.total_changes() - changes)
+        if state is None:
+            break
+        assert len(steps) < 10 * len(before), "the steps end"
+    sized = [n for n in steps if n >= limit]  # the steps that wrote sizes (2 changes a row)
+    assert len(sized) >= 2 and max(steps) <= 2 * limit + 4 * step_pages, steps
+    assert db.query(f"SELECT id, sz FROM {t}_docsize ORDER BY id") == before
+    assert ranks == {
+        m: db.query(f"SELECT rowid, rank FROM {t} WHERE {t} MATCH ?", (m,)) for m in QUERIES
+    }
+    db.close()
+
+
+def test_free_pages_are_given_back_in_bounded_steps(tmp_path) -> None:
+    """Many pages freed at once (a merge's old segments) are given back a bounded number
+    per commit, each step reporting what is left, until none is: every page given back
+    moves one into the WAL, so one commit for all of them grows it past its bound."""
+    db = open_authority(tmp_path, load_config(tmp_path))
+    db.write(lambda tx: tx.execute("CREATE TABLE big (b BLOB)"))
+    db.write(lambda tx: tx.executemany("INSERT INTO big VALUES (zeroblob(8192))", [()] * 200))
+    db.write(lambda tx: tx.execute("DROP TABLE big"))
+    free = db.query("PRAGMA freelist_count")[0][0]
+    assert free > 300
+    lefts = []
+    while not lefts or lefts[-1]:
+        lefts.append(db.write(lambda tx: corpus.reclaim_free_pages(tx, 100)))
+        assert len(lefts) <= free, "the steps end"
+    assert lefts[0] == free - 100 and len(lefts) == -(-free // 100), lefts
+    assert db.query("PRAGMA freelist_count") == [(0,)]
+    db.close()
+
+
+def test_a_forget_leaves_the_connections_secure_delete_as_it_was(tmp_path) -> None:
+    """A memory forget turns ``secure_delete`` ON for its own deletes only: the
+    authority's FAST is back after it (set back as the number 2, it would stay ON and
+    write every freed page of every later delete to the WAL)."""
+    from memoryd.storage import records
+
+    db = open_authority(tmp_path, load_config(tmp_path))
+    assert db.query("PRAGMA secure_delete") == [(2,)]
+    db.write(lambda tx: records.forget_in(tx, []))
+    assert db.query("PRAGMA secure_delete") == [(2,)]
     db.close()

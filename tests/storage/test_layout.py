@@ -1,11 +1,11 @@
-"""Issue 13 part 2: compact projects (no stored index while small) cost less than their
+"""Compact projects (no stored index while small) cost less than their
 source, answer exactly as indexed ones, and become indexed when they grow."""
 
 from __future__ import annotations
 
 import apsw
 
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 from memoryd.ingest.chunking import prepare_file
 from memoryd.search import search
 from memoryd.search import stats as stats_mod
@@ -102,7 +102,7 @@ def test_a_small_project_costs_less_than_its_source(tmp_path):
     db.close()
     before = _stored_bytes(path)
     db = _open(tmp_path)
-    _ingest(db, "small", files, int(load_config(tmp_path).compact_max_bytes))
+    _ingest(db, "small", files, load_config(tmp_path).compact_max_bytes)
     db.close()
     assert _stored_bytes(path) - before <= source
 

@@ -1,4 +1,4 @@
-"""Issue 4: checkpoints give way at once to readers and writers; every connection is FULL."""
+"""Checkpoints give way at once to readers and writers; every connection is FULL."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.api import Memoryd
-from memoryd.config import load_config
+from memoryd.base.config import load_config
+from memoryd.operations.api import Memoryd
 from memoryd.queue import JobQueue, JobSpec
 from memoryd.storage import open_authority
 from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import load_config
+from memoryd.base.config import load_config
+from memoryd.consolidation.jobs import new_record
 from memoryd.ingest.chunking import prepare_file
-from memoryd.memory.jobs import new_record
 from memoryd.storage import open_authority, record_vectors, records, vectors
 from memoryd.storage.corpus import ensure_project, put_files
 from memoryd.storage.rebuild import verify

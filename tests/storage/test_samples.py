@@ -1,4 +1,4 @@
-"""Issue 16, item 1: the supervisor's samples stay bounded and say what it committed."""
+"""The supervisor's samples stay bounded and say what it committed."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.api import Memoryd
-from memoryd.config import load_config
+from memoryd.base.config import load_config
+from memoryd.operations.api import Memoryd
+from memoryd.operations.jobs import Jobs
 from memoryd.storage import open_authority, samples
 from tests.conftest import query, wait_for
 
@@ -58,8 +59,8 @@ def test_each_sample_counts_what_its_turn_committed(home: Path) -> None:
     """Samples are written inside the turn: in each, the jobs waiting, claimed and dead
     plus those the run had done by then add up to every job (a fresh home)."""
     md = Memoryd(home, {"sample_period_seconds": 0.01})
-    md.add_jobs("sleep", count=20, payload={"seconds": 0.01})
-    md.add_jobs("noop", count=500)
+    Jobs(md).add("sleep", count=20, payload={"seconds": 0.01})
+    Jobs(md).add("noop", count=500)
     assert md.run(workers=2, drain=True)["done"] == 520
     rows = [orjson.loads(d) for (d,) in query(home, "SELECT data FROM samples ORDER BY id")]
     assert rows, "a run of several turns writes samples"
@@ -75,6 +76,6 @@ def test_each_sample_counts_what_its_turn_committed(home: Path) -> None:
 
 def test_sampling_off_writes_none(home: Path) -> None:
     md = Memoryd(home, {"sample_period_seconds": 0})
-    md.add_jobs("noop", count=50)
+    Jobs(md).add("noop", count=50)
     md.run(workers=1, drain=True)
     assert query(home, "SELECT count(*) FROM samples")[0][0] == 0

@@ -1,4 +1,4 @@
-"""Issue 13: file bodies compressed in blocks of several files (migration 12). A block
+"""File bodies compressed in blocks of several files (migration 12). A block
 counts its files and goes with the last; an older home's per-file bodies move into
 blocks when it opens, in the migration's transaction (a kill leaves the old schema,
 and the next open finishes it); texts, answers and derived tables stay equal."""
@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from memoryd.api import Memoryd
+from memoryd.operations.api import Memoryd
+from memoryd.operations.home import Home
+from memoryd.operations.projects import Projects
+from memoryd.operations.search import Search
 from memoryd.storage import corpus
 from memoryd.storage.schema import CURRENT_VERSION
 from tests.conftest import downgrade_sql, query
@@ -36,7 +39,7 @@ def _texts(home: Path) -> dict[str, str]:
 
 
 def _answers(md: Memoryd) -> list:
-    return [md.search(q, limit=5)["items"] for q in QUERIES]
+    return [Search(md).search(q, limit=5)["items"] for q in QUERIES]
 
 
 def test_blocks_count_their_files_and_go_with_the_last(home: Path, tmp_path: Path) -> None:
@@ -45,29 +48,29 @@ def test_blocks_count_their_files_and_go_with_the_last(home: Path, tmp_path: Pat
     # Offsets are UTF-8 bytes: multi-byte text and replaced invalid bytes come back whole.
     (repo / "mod_zz.md").write_bytes("naïve café, Ünïcode → ok\n".encode() + b"bad \xff byte\n")
     md = Memoryd(home)
-    md.ingest(repo, wait=True, workers=1)
+    Projects(md).ingest(repo, wait=True, workers=1)
     (first, n), *more = _blocks(home).items()
     assert not more and n == 6  # one batch, one block
     sources = {p.name: p.read_bytes().decode(errors="replace") for p in repo.iterdir()}
     assert _texts(home) == sources
-    assert md.search("naïve café", limit=3)["items"][0]["path"] == "mod_zz.md"
+    assert Search(md).search("naïve café", limit=3)["items"][0]["path"] == "mod_zz.md"
 
-    # A changed file leaves the block for a block of its own; a redone batch of
-    # unchanged files stores no block.
+    # A changed file leaves the block for a block of its own, and the block is written
+    # again without its old text; a redone batch of unchanged files stores no block.
     (repo / "mod_000.py").write_text("def changed():\n    return 1\n")
-    md.ingest(repo, wait=True, workers=1)
+    Projects(md).ingest(repo, wait=True, workers=1)
     blocks = _blocks(home)
-    assert blocks[first] == 5 and sorted(blocks.values()) == [1, 5]
-    md.ingest(repo, wait=True, workers=1)
+    assert first not in blocks and sorted(blocks.values()) == [1, 5]
+    Projects(md).ingest(repo, wait=True, workers=1)
     assert _blocks(home) == blocks
     assert _texts(home) == {**sources, "mod_000.py": "def changed():\n    return 1\n"}
 
     # The block goes with its last file.
     for p in sorted(repo.iterdir())[1:]:
         p.unlink()
-    md.ingest(repo, wait=True, workers=1)
+    Projects(md).ingest(repo, wait=True, workers=1)
     assert first not in _blocks(home) and len(_blocks(home)) == 1
-    assert [i["path"] for i in md.search("changed", limit=3)["items"]] == ["mod_000.py"]
+    assert [i["path"] for i in Search(md).search("changed", limit=3)["items"]] == ["mod_000.py"]
     md.close()
 
 
@@ -92,20 +95,20 @@ def test_a_block_mostly_dead_is_written_again_with_its_live_files(
     for i in range(6):
         (repo / f"note_{i}.md").write_text(f"secret_{i} " * 200 + "\n")
     md = Memoryd(home)
-    md.ingest(repo, wait=True, workers=1)
+    Projects(md).ingest(repo, wait=True, workers=1)
     assert list(_blocks(home).values()) == [6]
 
     for i in range(3):  # half the text leaves: not less than half is live yet
         (repo / f"note_{i}.md").unlink()
-    md.ingest(repo, wait=True, workers=1)
+    Projects(md).ingest(repo, wait=True, workers=1)
     assert list(_blocks(home).values()) == [3]
     (repo / "note_3.md").write_text("rewritten\n")
-    md.ingest(repo, wait=True, workers=1)  # 2 of 6 files' text live: written again
+    Projects(md).ingest(repo, wait=True, workers=1)  # 2 of 6 files' text live: written again
     blob = b"".join(_block_texts(home))
     assert sorted(_blocks(home).values()) == [1, 2]
     assert all(f"secret_{i}".encode() not in blob for i in range(4))
     assert _texts(home) == {p.name: p.read_text() for p in repo.iterdir()}
-    assert md.search("secret_5", limit=1)["items"][0]["path"] == "note_5.md"
+    assert Search(md).search("secret_5", limit=1)["items"][0]["path"] == "note_5.md"
     md.close()
 
 
@@ -135,7 +138,7 @@ def _as_schema_11(home: Path) -> None:
 def _migrate_killed(home: Path) -> int:
     """Open the home in a process SIGKILLed after the migration's first block."""
     env = {**os.environ, "MEMORYD_KILL_AT": "bodies_mid_pack"}
-    code = "import sys; from memoryd.api import Memoryd; Memoryd(sys.argv[1]).db"
+    code = "import sys; from memoryd.operations.api import Memoryd; Memoryd(sys.argv[1]).db"
     return subprocess.run([sys.executable, "-c", code, str(home)], env=env, timeout=120).returncode
 
 
@@ -144,7 +147,7 @@ def test_an_older_home_moves_its_bodies_into_blocks(home: Path, tmp_path: Path) 
     (tmp_path / "repo").mkdir()
     repo = _repo(tmp_path / "repo", 40)
     md = Memoryd(home)
-    md.ingest(repo, wait=True, workers=2)
+    Projects(md).ingest(repo, wait=True, workers=2)
     before = _answers(md)
     md.close()
     _as_schema_11(home)
@@ -162,6 +165,6 @@ def test_an_older_home_moves_its_bodies_into_blocks(home: Path, tmp_path: Path) 
     assert query(home, "SELECT count(*) FROM files WHERE body != x'' OR block_id IS NULL") == [(0,)]
     assert sum(_blocks(home).values()) == 40
     assert _answers(md) == before
-    assert md.rebuild(verify=True)["equal"]
+    assert Home(md).rebuild(verify=True)["equal"]
     md.close()
     assert _texts(home) == {p.name: p.read_text() for p in repo.iterdir()}

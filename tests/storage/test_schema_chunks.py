@@ -1,4 +1,4 @@
-"""Issue 13: migration 14 rebuilds an older home's chunks table without the 12-byte hash id
+"""Migration 14 rebuilds an older home's chunks table without the 12-byte hash id
 nothing read, with 8-byte content hashes and without the index on file_id (a file's row
 keeps its chunks' id range); migration 15 without the project and ordinal a chunk's file
 row gives, and with files' hashes as bytes. Ids (the FTS rowids) and the AUTOINCREMENT
@@ -16,10 +16,12 @@ from pathlib import Path
 import apsw
 import pytest
 
-from memoryd.api import Memoryd
-from memoryd.config import load_config
-from memoryd.errors import SchemaUnmigratable
+from memoryd.base.config import load_config
+from memoryd.base.errors import SchemaUnmigratable
 from memoryd.ingest.chunking import prepare_file
+from memoryd.operations.api import Memoryd
+from memoryd.operations.home import Home
+from memoryd.operations.search import Search
 from memoryd.storage.authority import open_authority
 from memoryd.storage.corpus import ensure_project, put_files, retire_files
 from memoryd.storage.schema import CURRENT_VERSION
@@ -73,7 +75,7 @@ def _ingest(home: Path) -> Memoryd:
 
 
 def _answers(md: Memoryd) -> list:
-    return [md.search(q, project="lib", limit=5)["items"] for q in QUERIES]
+    return [Search(md).search(q, project="lib", limit=5)["items"] for q in QUERIES]
 
 
 def _chunks(home: Path) -> tuple:
@@ -125,7 +127,7 @@ def _migrated_equal(home: Path, answers: list, state: tuple) -> None:
         sql = f"SELECT DISTINCT typeof(content_hash), length(content_hash) FROM {table}"
         assert query(home, sql) == [("blob", 16)]
     assert _answers(md) == answers
-    assert md.rebuild(verify=True)["equal"]
+    assert Home(md).rebuild(verify=True)["equal"]
     md.close()
 
 
@@ -153,7 +155,7 @@ def test_an_older_home_drops_the_chunk_hash_id(tmp_path: Path) -> None:
 def _migrate_killed(home: Path) -> int:
     """Open the home in a process SIGKILLed before the migration's commit."""
     env = {**os.environ, "MEMORYD_KILL_AT": "before_commit"}
-    code = "import sys; from memoryd.api import Memoryd; Memoryd(sys.argv[1]).db"
+    code = "import sys; from memoryd.operations.api import Memoryd; Memoryd(sys.argv[1]).db"
     return subprocess.run([sys.executable, "-c", code, str(home)], env=env, timeout=120).returncode
 
 

@@ -1,4 +1,4 @@
-"""Chunk vectors as a derived table (issue 15): written with their chunks at ingest,
+"""Chunk vectors as a derived table: written with their chunks at ingest,
 kept in step with file changes, rebuilt and verified, never mixed across encoders."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 8: faults of the supervisor and its pool, reproduced with real processes.
+"""Faults of the supervisor and its pool, reproduced with real processes.
 
 Every test runs the real ``memoryd`` command, kills with real signals and reads
 the authority with an independent connection.
@@ -15,8 +15,8 @@ import apsw
 import orjson
 import pytest
 
-from memoryd.api import Memoryd
-from memoryd.config import load_config
+from memoryd.base.config import load_config
+from memoryd.operations.api import Memoryd
 from memoryd.queue import JobQueue, JobSpec
 from memoryd.storage import open_authority
 from tests.conftest import (
@@ -51,7 +51,7 @@ def job_row(home: Path, job_id: int) -> tuple:
     )[0]
 
 
-# -- fault 1: a dead worker never kills the supervisor ---------------------------------
+# -- a dead worker never kills the supervisor ------------------------------------------
 
 
 def test_a_worker_killed_under_load_is_replaced_and_the_run_completes(
@@ -69,7 +69,7 @@ def test_a_worker_killed_under_load_is_replaced_and_the_run_completes(
     assert_each_done_once(home, total)
 
 
-# -- fault 2: sends never block the loop; every job has a time limit ---------------------
+# -- sends never block the loop; every job has a time limit ----------------------------
 
 
 def test_multi_megabyte_batches_and_results_cross_without_deadlock(cli, home: Path) -> None:
@@ -98,7 +98,7 @@ def test_a_job_past_job_timeout_seconds_loses_its_worker_and_its_attempt(cli, ho
     assert query(home, "SELECT count(*) FROM job_effects") == [(20,)]
 
 
-# -- fault 11: one job's failed apply is that job's alone --------------------------------
+# -- one job's failed apply is that job's alone -----------------------------------------
 
 
 def test_a_failing_apply_fails_only_its_own_job(cli, home: Path) -> None:
@@ -121,7 +121,7 @@ def test_a_failing_apply_fails_only_its_own_job(cli, home: Path) -> None:
     assert effects == set(ids) - bad
 
 
-# -- fault 7: a long outside write never kills a daemon supervisor -----------------------
+# -- a long outside write never kills a daemon supervisor ------------------------------
 
 
 def test_a_daemon_supervisor_waits_out_a_long_outside_write(cli, home: Path, background) -> None:
@@ -155,7 +155,7 @@ def test_jobs_add_count_commits_in_bounded_chunks(cli, home: Path) -> None:
     assert sorted(n for _, n in chunks) == [5, 10, 10], "three transactions of at most 10 rows"
 
 
-# -- fault 13: a job that kills its supervisor is dead-lettered, not crash-looped -------
+# -- a job that kills its supervisor is dead-lettered, not crash-looped ----------------
 
 
 def test_a_poison_job_is_dead_lettered_after_the_death_cap(cli, home: Path) -> None:
@@ -211,7 +211,7 @@ def test_a_retryable_error_defers_the_job_without_charging_it(cli, home: Path, b
     assert stats["deferred"] >= 3 and stats["dead"] == stats["failed"] == 0
 
 
-# -- fault 5 (queue half): done jobs are purged ------------------------------------------
+# -- done jobs are purged (the queue's half; the archive's: tests/archive/test_spool.py) --
 
 
 def test_a_running_supervisor_purges_done_jobs_past_jobs_keep_seconds(

@@ -12,11 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from memoryd.api import Memoryd
+from memoryd.operations.api import Memoryd
 from memoryd.queue import JobSpec
-from memoryd.registry import Registry
 from memoryd.workers import builtin
 from memoryd.workers.contract import JobKind
+from memoryd.workers.registry import Registry
 from tests.conftest import query
 
 recovered: list[tuple[int, int, int]] = []  # (id, attempts, deaths) per job recovered

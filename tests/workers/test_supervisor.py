@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import orjson
 import psutil
 import pytest
 
+from memoryd.archive.jobs import ARCHIVE_OP
+from memoryd.operations.api import Memoryd
+from memoryd.queue import JobSpec
 from tests.conftest import (
     FAST_RETRY,
     assert_each_done_once,
@@ -197,7 +201,49 @@ def test_sigterm_finishes_in_flight_work_and_keeps_the_rest(cli, home: Path, bac
         (0,)
     ], "released claims are not charged an attempt"
     assert orjson.loads(sup.stdout)["done"] == counts["done"]
+    # said at once, not after a silent wait
+    assert "stopping on SIGTERM: no new claims; in-flight jobs get up to" in sup.stderr
 
     res = cli("run", "--workers", "2", "--drain")
     assert res.code == 0, res.stderr
     assert_each_done_once(home, 10)
+
+
+def retention_pass(home: Path) -> int:
+    """Enqueue a retention pass (the job the periodic tick enqueues); its id."""
+    md = Memoryd(home)
+    try:
+        return md.queue.enqueue(JobSpec(ARCHIVE_OP, {"op": "retention_run", "args": {}}))
+    finally:
+        md.close()
+
+
+def test_sigterm_waits_for_the_retention_workers_job_past_the_grace(
+    cli, home: Path, background
+) -> None:
+    """Past the grace period a stopping supervisor gives up its job
+    workers' in-flight jobs but waits for the retention worker's (its archive work is
+    bounded). The worker is SIGSTOPped with a retention pass in hand (a pass that
+    outlasts the grace and the pool's 2 s join), then let go: the pass completes,
+    once, and the supervisor exits cleanly."""
+    env = {"MEMORYD_SHUTDOWN_GRACE_SECONDS": "0.5", "MEMORYD_RETENTION_TICK_SECONDS": "3600"}
+    first = retention_pass(home)  # the retention worker starts for it
+    sup = background("run", "--workers", "1", "--json", env=env)
+    sup.wait_running(workers=1)
+    done = "SELECT state FROM jobs WHERE id = ?"
+    wait_for(lambda: query(home, done, (first,)) == [("done",)], what="the first pass")
+    worker = status(home)["supervisor"]["retention_worker"]
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        job = retention_pass(home)
+        claimed = "SELECT state FROM jobs WHERE id = ?"
+        wait_for(lambda: query(home, claimed, (job,)) == [("claimed",)], what="the pass claimed")
+        sup.proc.send_signal(signal.SIGTERM)
+        time.sleep(4.0)  # past the 0.5 s grace and the 2 s join: main killed the worker here
+        assert sup.alive(), "the supervisor stopped without the retention worker's pass"
+        assert psutil.Process(worker).status() == psutil.STATUS_STOPPED
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    assert sup.wait() == 0, sup.stderr
+    assert query(home, "SELECT state, attempts FROM jobs WHERE id = ?", (job,)) == [("done", 1)]
+    assert "waiting for the retention worker's job" in sup.stderr

@@ -1,4 +1,4 @@
-"""The ``vectors.encode`` job kind (issue 15): codes after their chunks, never before
+"""The ``vectors.encode`` job kind: codes after their chunks, never before
 an ingest job, never for a text that changed since."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import load_config
+from memoryd.base.config import load_config
 from memoryd.ingest.chunking import prepare_file
 from memoryd.ingest.jobs import BATCH, FINALIZE, SCAN
+from memoryd.ingest.vectors import ENCODE, follow_up
 from memoryd.queue import JobQueue, JobSpec
 from memoryd.storage import open_authority, vectors
 from memoryd.storage.corpus import ensure_project, put_files
-from memoryd.workers.vectors import ENCODE, follow_up
 
 TEXT = "The lighthouse keeper writes down every storm.\nShips pass at dawn.\n"
 

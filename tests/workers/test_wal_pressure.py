@@ -1,16 +1,15 @@
-"""Issue 4, must show 1, 3 and 4: WAL pressure, bounded growth and named kill points,
+"""WAL pressure, bounded growth and named kill points,
 with independent processes and real SIGKILLs."""
 
 from __future__ import annotations
 
 import random
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import query, status, wait_for, wal_reader
+from tests.conftest import WalSampler, query, status, wait_for, wal_reader, wal_size
 
 MiB = 1024 * 1024
 BATCH_BYTES = 512 * 1024
@@ -31,32 +30,6 @@ def generated_repo(root: Path, files: int, kib: int, seed: int = 0) -> Path:
             size += len(line) + 1
         (root / f"doc{i:04d}.txt").write_text("\n".join(lines))
     return root
-
-
-def wal_size(home: Path) -> int:
-    try:
-        return (home / "authority.db-wal").stat().st_size
-    except FileNotFoundError:
-        return 0
-
-
-class WalSampler:
-    """Samples the WAL file size from a thread: the largest size seen."""
-
-    def __init__(self, home: Path) -> None:
-        self.home, self.max, self._stop = home, 0, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.max = max(self.max, wal_size(self.home))
-            time.sleep(0.002)
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join()
-        return self.max
 
 
 def test_pinned_reader_pauses_claims_near_the_bound_and_claims_resume(

@@ -1,12 +1,13 @@
 """The evidence archive: one RocksDB store (rocksdict, raw bytes keys), one contract.
 
 Everything that knows how a key is built lives in :mod:`.keys`; the retention
-layer above (``memoryd.retention``) works through the methods of
-:class:`ArchiveStore` only. Every change that touches more than one key is one
-``WriteBatch``; all mutations of an open primary are serialized by one lock,
-so a check and the write that depends on it (a wave's "not pinned, not
-leased" and its tombstone; a lease's authorization and its publication) can
-never be split by another request served by the same process.
+layer above (``memoryd.retention``) works through the components of
+:class:`ArchiveStore` only (``store.ledgers``, ``store.expiry``...). Every change
+that touches more than one key is one ``WriteBatch``; all mutations of an open
+primary are serialized by one lock, so a check and the write that depends on
+it (a wave's "not pinned, not leased" and its tombstone; a lease's
+authorization and its publication) can never be split by another request
+served by the same process.
 
 Model
 -----
@@ -24,7 +25,7 @@ Model
   their frequency, positions and turn structure: :mod:`.positions`) and
   per-project term/corpus statistics make exact-term search cheap; they
   count live versions only and can be rebuilt from the canonical payloads
-  (:meth:`ArchiveStore.rebuild_postings`). Each version's **term list**
+  (:meth:`.postings.Postings.rebuild_postings`). Each version's **term list**
   names its posting terms, so removing it builds its posting keys without
   decoding the payload.
 * Everything derived from a version's content lives under its **expiry
@@ -38,7 +39,7 @@ Model
   its sources, a held version whose protection lapsed) is two-phase: a
   **tombstone** (the ledger says expired or superseded, statistics drop the
   version through the journal, the version is queued for purge; search stops
-  returning it at once), then :meth:`ArchiveStore.purge_pending` deletes its
+  returning it at once), then :meth:`.ledgers.Ledgers.purge_pending` deletes its
   postings, term list and payload under its segment in bounded batches.
   Held versions with a deadline have a per-version **expiry entry**
   ``E <bucket:u64> <class:u8> <doc> 0x00 <version:u32>`` -> generation.
@@ -51,20 +52,22 @@ Model
 Layout
 ------
 :mod:`memoryd.storage.archive.keys` builds and parses every key (its
-docstring is the table). The store's parts: :mod:`~.keys`, :mod:`~.codec`
+docstring is the table). The modules: :mod:`~.keys`, :mod:`~.codec`
 (payloads), :mod:`~.records` (value types, input checks), :mod:`~.core` (the
-handle, the lock, batched writes), :mod:`~.ledgers`, :mod:`~.expiry`,
-:mod:`~.protections` (pins, leases, reverse refs), :mod:`~.access`,
-:mod:`~.postings` (postings, statistics, BM25 and excerpts), :mod:`~.removal`
-(what retiring a version removes: its terms, the statistics' journal),
-:mod:`~.segments` (due segments and their expiry), :mod:`~.meta`,
+handle, the lock, batched writes, what a version's status is and where its keys
+live), :mod:`~.store` (the store and its components), :mod:`~.ledgers`,
+:mod:`~.expiry`, :mod:`~.protections` (pins, leases, reverse refs),
+:mod:`~.access`, :mod:`~.postings` (postings, statistics, live matches),
+:mod:`~.removal` (what retiring a version removes), :mod:`~.segments` (due
+segments and their expiry), :mod:`~.lifetimes`, :mod:`~.vectors`, :mod:`~.meta`
+(meta records; maintenance), :mod:`~.boundary` (the migration boundary's lock),
 :mod:`~.relayout` (the format bump to segments) and :mod:`~.migrate` (the raw
 copy/compare of a payload format migration).
 """
 
 from __future__ import annotations
 
-from memoryd.errors import (
+from memoryd.base.errors import (
     ArchiveBusy,
     ArchiveError,
     ArchiveReadOnly,
@@ -81,7 +84,7 @@ from memoryd.errors import (
 from memoryd.storage.archive.access import DEFAULT_ACCESS_BUCKET_SECONDS
 from memoryd.storage.archive.codec import CURRENT_PAYLOAD_FORMAT, PAYLOAD_FORMATS
 from memoryd.storage.archive.core import DEFAULT_BUCKET_SECONDS
-from memoryd.storage.archive.keys import CLASSES
+from memoryd.storage.archive.keys import CLASSES, WRITABLE_CLASSES
 from memoryd.storage.archive.positions import (
     MAX_TERM_CHARS,
     MAX_TERMS_PER_VERSION,
@@ -107,6 +110,7 @@ from memoryd.storage.archive.store import KILL_POINTS, ArchiveStore
 
 __all__ = [
     "CLASSES",
+    "WRITABLE_CLASSES",
     "CURRENT_PAYLOAD_FORMAT",
     "DEFAULT_ACCESS_BUCKET_SECONDS",
     "DEFAULT_BUCKET_SECONDS",

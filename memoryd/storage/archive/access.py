@@ -15,8 +15,15 @@ DEFAULT_ACCESS_BUCKET_SECONDS = 86400
 ACCESS_SWEEP = "archive.access_sweep"
 
 
-class AccessMixin(StoreCore):
-    """Which documents were read, by day."""
+class Access:
+    """Which documents were read, by day.
+
+    Interface: :meth:`record_access`, :meth:`access_buckets`,
+    :meth:`cleanup_access_records`. Receives the core only.
+    """
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
 
     def record_access(
         self,
@@ -29,24 +36,24 @@ class AccessMixin(StoreCore):
 
         Never changes a deadline. Returns how many new records were written.
         """
-        self._need_primary()
+        self._core._need_primary()
         now = time.time() if now is None else now
         bucket = int(now // bucket_seconds)
-        with self._lock:
+        with self._core._lock:
             batch = Batch()
             n = 0
             for doc_id in dict.fromkeys(parse_locator(loc)[0] for loc in locators):
                 key = keys.access(bucket, doc_id.encode())
-                if key not in self._db:
+                if key not in self._core._db:
                     batch.put(key, b"")
                     n += 1
-            self._write(batch)
+            self._core._write(batch)
             return n
 
     def access_buckets(self, doc_id: str, *, bucket_seconds: int = DEFAULT_ACCESS_BUCKET_SECONDS):
         """Start times of the buckets in which ``doc_id`` was accessed (a full scan)."""
         doc = doc_id.encode()
-        found = (keys.parse_access(k) for k, _ in self._prefix(keys.ACCESS, fill_cache=False))
+        found = (keys.parse_access(k) for k, _ in self._core._prefix(keys.ACCESS, fill_cache=False))
         return [float(bucket * bucket_seconds) for bucket, d in found if d == doc]
 
     def cleanup_access_records(
@@ -59,16 +66,16 @@ class AccessMixin(StoreCore):
         """Delete at most ``limit`` access records in all: those of buckets that start
         before ``before``, then (with what is left of ``limit``) exposure records of
         documents with no live version any more, swept from a cursor that wraps."""
-        self._need_primary()
+        self._core._need_primary()
         end = keys.access_bucket(int(before // bucket_seconds))
-        with self._lock:
+        with self._core._lock:
             batch = Batch()
-            for key, _ in self._scan(keys.ACCESS, end, fill_cache=False):
+            for key, _ in self._core._scan(keys.ACCESS, end, fill_cache=False):
                 if batch.deleted >= limit:
                     break
                 batch.delete(key)
             self._sweep_retired_access(batch, limit, after=end)
-            self._write(batch)
+            self._core._write(batch)
             return batch.deleted
 
     def _sweep_retired_access(self, batch: Batch, limit: int, *, after: bytes) -> None:
@@ -78,20 +85,20 @@ class AccessMixin(StoreCore):
         budget = limit - batch.deleted
         if budget <= 0:
             return
-        cursor = self._get(keys.cursor(ACCESS_SWEEP))
+        cursor = self._core._get(keys.cursor(ACCESS_SWEEP))
         start = max(cursor or keys.ACCESS, after)
         live: dict[bytes, bool] = {}
         last = None
-        for key, _ in self._scan(start, keys.prefix_end(keys.ACCESS), fill_cache=False):
+        for key, _ in self._core._scan(start, keys.prefix_end(keys.ACCESS), fill_cache=False):
             if budget <= 0:
                 break
             budget -= 1
             last = key
             doc = keys.parse_access(key)[1]
             if doc not in live:
-                ledger = self._ledger(doc, batch)
+                ledger = self._core._ledger(doc, batch)
                 live[doc] = bool(ledger) and any(
-                    self._stored_live(ledger, v, batch) for v in ledger["versions"]
+                    self._core._stored_live(ledger, v, batch) for v in ledger["versions"]
                 )
             if not live[doc]:
                 batch.delete(key)

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import zstandard
 
-from memoryd.errors import ArchiveError
+from memoryd.base.errors import ArchiveError
 from memoryd.storage.archive.keys import CLASS_CODE, CODE_CLASS, U32
 
 PAYLOAD_FORMATS = (1, 2)

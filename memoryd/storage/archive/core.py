@@ -1,9 +1,12 @@
 """The open RocksDB handle every part of the store shares: opening, the one lock,
 batched writes with their counters, scans, ledger reads.
 
-The parts of :class:`~memoryd.storage.archive.ArchiveStore` (ledgers, expiry,
-protections, postings, meta) are mixins over :class:`StoreCore`; the facade
-combines them, so there is still one store object and one lock.
+The parts of :class:`~memoryd.storage.archive.ArchiveStore` (ledgers, segments,
+expiry, protections, postings, meta...) are components that receive the core (the
+store itself) and the components they call: one store object, one lock, one write
+batch per operation. What more than one part needs stays here: where a version's
+keys live and move, what its status is now (including what protects it), and the
+document-frequency journal every retiring batch writes.
 """
 
 from __future__ import annotations
@@ -27,17 +30,20 @@ from rocksdict import (
     WriteOptions,
 )
 
-from memoryd import killpoints
-from memoryd.errors import (
+from memoryd.base import killpoints
+from memoryd.base.errors import (
     ArchiveBusy,
     ArchiveError,
     ArchiveReadOnly,
     BadArchiveInput,
     LocatorNotFound,
+    corruption,
+    is_corruption,
+    typed_corruption,
 )
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.codec import CURRENT_PAYLOAD_FORMAT, PAYLOAD_FORMATS
-from memoryd.storage.archive.records import VersionInfo, parse_locator
+from memoryd.storage.archive.records import VersionInfo, deadline_after, ms, parse_locator
 
 #: Width of an expiry time bucket, fixed when the archive is created (stored in meta).
 DEFAULT_BUCKET_SECONDS = 3600
@@ -53,6 +59,12 @@ CLOCK = "archive.clock"
 
 #: Block cache of one open archive (RocksDB's default is 8 MiB).
 BLOCK_CACHE_BYTES = 32 * 1024 * 1024
+
+#: A wave folds the journal into the term statistics once it holds this many records.
+DF_JOURNAL_FOLD_RECORDS = 32
+
+#: Most decoded journal records a reader keeps (of every project).
+JOURNAL_CACHE_RECORDS = 4 * DF_JOURNAL_FOLD_RECORDS
 
 #: RocksDB info logs kept in the archive directory (one per open; its default keeps 1000).
 INFO_LOGS_KEPT = 10
@@ -198,6 +210,8 @@ class StoreCore:
                 )
                 busy.in_this_process = "current process" in str(exc)
                 raise busy from None
+            if is_corruption(exc):
+                raise corruption(exc, str(path)) from None
             raise ArchiveError(f"cannot open the archive {path}: {exc}") from None
         if db.get(keys.FORMAT) is None:
             if payload_format not in PAYLOAD_FORMATS:
@@ -237,8 +251,30 @@ class StoreCore:
                 access_type=AccessType.secondary(str(secondary_path)),
             )
         except Exception as exc:
+            if is_corruption(exc):
+                raise corruption(exc, str(path)) from None
             raise ArchiveError(f"cannot open the archive {path} as a secondary: {exc}") from None
         return cls(db, path, readonly=True, sync=False)
+
+    @classmethod
+    def open_read_only(cls, path: Path | str):
+        """Open a read-only instance beside whichever process holds the archive (it takes
+        no lock). Unlike a secondary, whose view leaves out a file it cannot find (the
+        primary may have compacted it away), the open checks every file the MANIFEST
+        names: a lost SST, MANIFEST or CURRENT fails here (``doctor --deep``)."""
+        path = Path(path)
+        try:
+            db = Rdict(str(path), cls._options(False), access_type=AccessType.read_only())
+        except Exception as exc:
+            if is_corruption(exc):
+                raise corruption(exc, str(path)) from None
+            raise ArchiveError(f"cannot open the archive {path} read-only: {exc}") from None
+        try:
+            with typed_corruption(str(path)):  # it reads the archive's format key
+                return cls(db, path, readonly=True, sync=False)
+        except BaseException:
+            db.close()
+            raise
 
     def catch_up(self) -> None:
         """Secondary only: read the primary's newer writes."""
@@ -252,6 +288,28 @@ class StoreCore:
                 if not self.readonly:
                     self._db.flush_wal(True)
                 self._db.close()
+
+    def verify_checksums(self) -> int:
+        """Read every key and value with their blocks' checksums checked, uncached
+        (``doctor --deep``); the keys read. A damaged block or a lost file raises
+        :class:`Corrupt` naming it."""
+        ropt = ReadOptions()
+        ropt.set_verify_checksums(True)
+        ropt.fill_cache(False)
+        read = 0
+        try:
+            it = self._db.iter(ropt)
+            it.seek_to_first()
+            while it.valid():
+                it.value()
+                read += 1
+                it.next()
+            it.status()  # an iteration a read error ended says so here
+        except Exception as exc:
+            if is_corruption(exc):
+                raise corruption(exc, str(self.path)) from None
+            raise
+        return read
 
     def __enter__(self):
         return self
@@ -276,7 +334,7 @@ class StoreCore:
 
     def _write(self, batch: Batch) -> None:
         if batch.removed:
-            self._fold_if_long(batch)  # type: ignore[attr-defined]  # (removal.DfJournalMixin)
+            self._fold_if_long(batch)
             self._journal_removed(batch)
         if batch.df or batch.folded:
             self._apply_df(batch)
@@ -503,7 +561,7 @@ class StoreCore:
         now = self.clock() if clock is None else clock
         if self._is_pinned(doc, batch):
             return "live"
-        guard = self._protected_by_lease(doc, ver, now, batch, ledger)  # type: ignore[attr-defined]
+        guard = self._protected_by_lease(doc, ver, now, batch, ledger)
         return "live" if guard else "expired"
 
     def _get_json(self, key: bytes) -> Any:
@@ -670,4 +728,210 @@ class StoreCore:
             current_version=ledger["current"],
             pinned=pinned,
             forgotten=v.get("forgotten", False),
+            aged_from=v.get("aged_from"),
         )
+
+    # ---- what protects a version (every status read asks; leases and waves too)
+
+    def _owner(self, client: bytes) -> dict[str, Any] | None:
+        return self._get_json(keys.owner(client))
+
+    def _owner_live(self, client: bytes, epoch_raw: bytes, now: float) -> bool:
+        """A reference of ``client`` at this epoch protects: its owner has not lapsed."""
+        owner = self._owner(client)
+        return (
+            owner is not None
+            and owner["epoch"] == keys.U32.unpack(epoch_raw)[0]
+            and owner["expires_at"] > now
+        )
+
+    def _protected_by_lease(
+        self,
+        doc: bytes,
+        ver: int,
+        now: float,
+        batch: Batch | None = None,
+        ledger: dict[str, Any] | None = None,
+    ) -> str | None:
+        """``"retrieval"``, ``"lease:<client>"``, ``"session:<client>"`` (a lease on the
+        version's session, which protects its current version) or None. Streams
+        references uncached and returns at the first live owner."""
+        dv = keys.dv(doc, ver)
+        raw = self._get(keys.rlease(dv), batch)
+        if raw is not None and keys.U64.unpack(raw)[0] > ms(now):
+            return "retrieval"
+        for key, epoch_raw in self._rev_refs(dv, batch):
+            client = keys.rev_client(key, dv)
+            if self._owner_live(client, epoch_raw, now):
+                return "lease:" + client.decode()
+        ledger = self._ledger(doc, batch) if ledger is None else ledger
+        if ledger is None or not ledger.get("session") or ver != ledger["current"]:
+            return None
+        project, session = ledger["project"].encode(), ledger["session"].encode()
+        if batch is None:
+            found = self._session_guard(project, session, now)
+        else:  # a wave looks at many of a session's versions
+            if (project, session) not in batch.sessions:
+                batch.sessions[project, session] = self._session_guard(project, session, now)
+            found = batch.sessions[project, session]
+        deadline = ledger["versions"][ver - 1]["expires_at"]
+        if found is None or not deadline_after(deadline, found[1]):
+            return None  # a lease never brings back a version past its deadline
+        return found[0]
+
+    def _session_guard(self, project: bytes, session: bytes, now: float) -> tuple[str, int] | None:
+        """``("session:<client>", since_ms)`` of the live lease on a session that named
+        it at the earliest retention clock (it protects the current versions whose
+        deadline is after ``since``), or None."""
+        best: tuple[str, int] | None = None
+        prefix = keys.session_ref_prefix(project, session)
+        for key, raw in self._prefix(prefix, fill_cache=False):
+            epoch, since = keys.parse_session_ref_value(raw)
+            client = keys.session_ref_client(key, project, session)
+            if (best is None or since < best[1]) and self._owner_live(client, epoch, now):
+                best = ("session:" + client.decode(), since)
+        return best
+
+    # ---- the document-frequency journal (every retiring batch writes it: removal.py)
+
+    def _journal_removals(self, project: bytes, terms: Iterable[str]) -> Counter[str]:
+        """Versions of each term removed by journal records not yet folded."""
+        cache = self._journal_cache
+        prefix = keys.df_journal_prefix(project)
+        seen: dict[bytes, Counter[str]] = {}
+        out: Counter[str] = Counter()
+        wanted = list(terms)
+        for key, raw in self._prefix(prefix):
+            counts = cache.get(key)
+            if counts is None:
+                counts = _journal_counts(raw)
+            seen[key] = counts
+            for t in wanted:
+                n = counts.get(t)
+                if n:
+                    out[t] += n
+        # records are immutable; the project's folded ones drop out, other projects' stay
+        kept = {k: v for k, v in cache.items() if not k.startswith(prefix)}
+        if len(kept) + len(seen) > JOURNAL_CACHE_RECORDS:
+            kept = {}
+        self._journal_cache = {**kept, **seen}
+        return out
+
+    def _journal(self) -> Iterator[tuple[bytes, bytes, Counter[str]]]:
+        """Every journal record: ``(key, project, removals)``."""
+        for key, raw in self._prefix(keys.df_journal_prefix(), fill_cache=False):
+            yield key, keys.df_journal_project(key), _journal_counts(raw)
+
+    def _fold_into(self, batch: Batch) -> int:
+        """The journal's removals as statistic changes of ``batch``, its records deleted."""
+        removed: dict[bytes, list[bytes]] = {}
+        folded = 0
+        for key, raw in self._prefix(keys.df_journal_prefix(), fill_cache=False):
+            if raw:  # terms stay bytes: the statistics' keys are built from them
+                removed.setdefault(keys.df_journal_project(key), []).extend(raw.split(b"\n"))
+            batch.wb.delete(key)
+            folded += 1
+        if folded:  # the file holding the emptied statistics ends on this key, not a term
+            batch.put(keys.DF_JOURNAL_SEQ, keys.U64.pack(self._get_u64(keys.DF_JOURNAL_SEQ)))
+        for project, terms in removed.items():
+            counts = Counter(terms)
+            counts.update(batch.folded.get(project, ()))
+            batch.folded[project] = counts
+        return folded
+
+    def _fold_if_long(self, batch: Batch) -> None:
+        """Fold in ``batch`` when the journal reached :data:`DF_JOURNAL_FOLD_RECORDS`."""
+        start = keys.df_journal_prefix()
+        for i, _ in enumerate(self._scan(start, keys.prefix_end(start), fill_cache=False)):
+            if i + 1 >= DF_JOURNAL_FOLD_RECORDS:
+                self._fold_into(batch)
+                return
+
+    # ---- moving a version's keys to another segment (new deadline, class, hold)
+
+    def _move_expiry(
+        self,
+        batch: Batch,
+        doc: bytes,
+        ledger: dict[str, Any],
+        ver: int,
+        expires_at: float | None,
+        *,
+        override: bool,
+        old: bytes | None = None,
+    ) -> int:
+        """A new deadline under a new generation (the old entry goes; a pinned
+        document gets no entry); the keys move to the deadline's segment (from
+        ``old``: its segment before a class change). Returns the new generation."""
+        v = ledger["versions"][ver - 1]
+        if v["expires_at"] is not None and "b" not in v:  # held: it has an entry
+            batch.wb.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
+        v["gen"] += 1
+        v["expires_at"] = expires_at
+        v["override"] = override
+        bucket = self._open_bucket(ledger["project"].encode(), ledger["class"], expires_at, batch)
+        if expires_at is not None and expires_at <= self.clock():
+            bucket = keys.HELD_BUCKET  # due already: expired one by one, not a day later
+        self._move_version(batch, doc, ledger, ver, bucket, old)
+        if bucket == keys.HELD_BUCKET and expires_at is not None and not self._is_pinned(doc):
+            batch.put(
+                self._expiry_key(expires_at, ledger["class"], doc, ver), keys.U32.pack(v["gen"])
+            )
+        batch.ledgers[keys.doc(doc)] = ledger
+        return v["gen"]
+
+    def _move_version(
+        self,
+        batch: Batch,
+        doc: bytes,
+        ledger: dict[str, Any],
+        ver: int,
+        bucket: int,
+        old: bytes | None = None,
+    ) -> None:
+        """Move a live version's keys to segment ``bucket`` of its project and class
+        (values copied as stored; the segment statistics move with them). Out of a
+        segment this batch expires (``batch.dying``) nothing is deleted: the range
+        delete takes the old keys and its fold skips the version (``batch.moved_*``)."""
+        v = ledger["versions"][ver - 1]
+        old = self._seg(ledger, v) if old is None else old  # (given: the class changed)
+        new = keys.segment(ledger["project"].encode(), bucket, keys.CLASS_CODE[ledger["class"]])
+        if new == old:
+            return
+        dv = keys.dv(doc, ver)
+        listed = self._get(keys.seg_terms(old, dv), batch)
+        terms = keys.split_terms(listed) if listed else []
+        old_postings = keys.seg_postings_of(old, terms, dv)
+        values = dict(zip(terms, self._db.get(old_postings), strict=True))
+        payload = self._get(keys.seg_payload(old, dv), batch)
+        codes = self._get(keys.seg_codes(old, dv), batch)
+        if payload is None:  # cannot happen for a live version; never invent content
+            raise ArchiveError(f"live version {doc.decode()}@{ver} has no payload")
+        self._place(batch, new, dv, payload, listed or b"", values, codes, v["len"])
+        if old in batch.dying:
+            for key in keys.seg_termstats_of(old, terms):
+                batch.moved_df[key] += 1
+            moved = batch.moved_corpus.setdefault(old, [0, 0])
+            moved[0] += 1
+            moved[1] += v["len"]
+        else:
+            for key in keys.seg_termstats_of(old, terms):
+                batch.df[key] -= 1
+            self._count(batch, None, old, v["len"], -1)
+            for key in old_postings:
+                batch.wb.delete(key)
+            for own in (keys.seg_terms, keys.seg_member, keys.seg_payload, keys.seg_codes):
+                batch.wb.delete(own(old, dv))
+        if bucket == keys.HELD_BUCKET:
+            v.pop("b", None)
+        else:
+            v["b"] = bucket
+        batch.ledgers[keys.doc(doc)] = ledger
+
+
+def _terms(raw: bytes) -> list[str]:
+    return raw.decode().split("\n")
+
+
+def _journal_counts(raw: bytes) -> Counter[str]:
+    return Counter(_terms(raw)) if raw else Counter()

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
-from memoryd.errors import ArchiveError, BadArchiveInput, NotLive
+from memoryd.base.errors import BadArchiveInput, NotLive
 from memoryd.storage.archive import keys
 from memoryd.storage.archive.core import Batch, StoreCore, killpoint
+from memoryd.storage.archive.ledgers import Ledgers
 from memoryd.storage.archive.records import (
     DueReport,
     ExpiryEntry,
@@ -28,8 +28,18 @@ from memoryd.storage.archive.records import (
 DeadlineOf = Callable[[str, float], float | None]
 
 
-class ExpiryMixin(StoreCore):
-    """Expiry entries and the atomic check-then-tombstone of one due version."""
+class Expiry:
+    """Expiry entries and the atomic check-then-tombstone of one due version.
+
+    Interface: :meth:`expiry_entries`; retiring due versions one by one
+    (:meth:`retire_expired`) or in a wave's batch (:meth:`retire_due`); new deadlines
+    and classes (:meth:`renew`, :meth:`set_expiry`, :meth:`promote`). Receives the core
+    and :class:`~.ledgers.Ledgers` (retiring and purging a version).
+    """
+
+    def __init__(self, core: StoreCore, ledgers: Ledgers) -> None:
+        self._core = core
+        self._ledgers = ledgers
 
     def expiry_entries(
         self,
@@ -50,15 +60,15 @@ class ExpiryMixin(StoreCore):
         """
         start = keys.EXPIRY
         if since is not None:
-            start = keys.expiry_bucket(int(since // self.bucket_seconds))
+            start = keys.expiry_bucket(int(since // self._core.bucket_seconds))
         if after is not None and after > start:
             start = after + b"\x00"
         end = keys.prefix_end(keys.EXPIRY)
         if until is not None:
-            end = keys.expiry_bucket(max(0, int(until // self.bucket_seconds)) + 1)
+            end = keys.expiry_bucket(max(0, int(until // self._core.bucket_seconds)) + 1)
         wanted = None if classes is None else {keys.CLASS_CODE[c] for c in classes}
         out: list[ExpiryEntry] = []
-        for key, raw in self._scan(start, end, fill_cache=False):
+        for key, raw in self._core._scan(start, end, fill_cache=False):
             bucket, code, version = keys.parse_expiry(key)
             if wanted is not None and code not in wanted:
                 continue
@@ -66,7 +76,7 @@ class ExpiryMixin(StoreCore):
             out.append(
                 ExpiryEntry(
                     key=key,
-                    bucket_start=float(bucket * self.bucket_seconds),
+                    bucket_start=float(bucket * self._core.bucket_seconds),
                     cls=keys.CODE_CLASS[code],
                     doc_id=doc_id,
                     version=ver,
@@ -86,12 +96,12 @@ class ExpiryMixin(StoreCore):
         ``"pinned"``, ``"leased"`` (an active-context or retrieval lease
         protects the version). Only ``"expired"`` changes the version.
         """
-        self._need_primary()
+        self._core._need_primary()
         now = time.time() if now is None else now
-        with self._lock:
+        with self._core._lock:
             batch = Batch()
             outcome = self._decide(batch, entry, now)
-            self._write(batch)
+            self._core._write(batch)
             return outcome
 
     def retire_due(
@@ -117,16 +127,16 @@ class ExpiryMixin(StoreCore):
         the same batch, so a crash before the write redoes the whole wave and a
         crash after it redoes nothing (the queue finishes the purge).
         """
-        self._need_primary()
+        self._core._need_primary()
         report = DueReport()
-        with self._lock:
+        with self._core._lock:
             batch = Batch()
             versions = [keys.parse_expiry(e.key)[2] for e in entries]
             docs = [e.doc_id.encode() for e in entries]
             self._read_ahead_wave(batch, entries)
-            self._read_ahead_sparse(batch, [keys.pin(d) for d in docs])
-            self._read_ahead_sparse(batch, [keys.rlease(v) for v in versions])
-            self._read_ahead_leased(batch, versions)
+            self._core._read_ahead_sparse(batch, [keys.pin(d) for d in docs])
+            self._core._read_ahead_sparse(batch, [keys.rlease(v) for v in versions])
+            self._core._read_ahead_leased(batch, versions)
             for entry in entries:
                 outcome = self._decide(
                     batch,
@@ -137,7 +147,7 @@ class ExpiryMixin(StoreCore):
                 )
                 report.outcomes.append(outcome)
                 if outcome == "expired":
-                    ledger = self._ledger(entry.doc_id.encode(), batch)
+                    ledger = self._core._ledger(entry.doc_id.encode(), batch)
                     v = ledger["versions"][entry.version - 1] if ledger else {}
                     report.purged_versions += bool(v.get("purged"))
             report.followed = batch.followed
@@ -146,10 +156,10 @@ class ExpiryMixin(StoreCore):
             else:
                 batch.put(keys.cursor(cursor_name), cursor_value)
             killpoint("wave_before_batch")
-            self._write(batch)
+            self._core._write(batch)
             report.keys_deleted = batch.deleted  # with the statistics a fold emptied
             killpoint("wave_after_batch")
-            rest = self._purge_retired(batch, purge_keys)  # type: ignore[attr-defined]
+            rest = self._ledgers._purge_retired(batch, purge_keys)
             report.purged_versions += rest.versions
             report.keys_deleted += rest.keys_deleted
         return report
@@ -159,14 +169,14 @@ class ExpiryMixin(StoreCore):
         the term lists of the versions they place (pins and retrieval leases, which
         seldom exist, are walked: :meth:`_read_ahead_sparse`)."""
         docs = list(dict.fromkeys(e.doc_id.encode() for e in entries))
-        self._read_ahead(batch, [keys.doc(d) for d in docs])
+        self._core._read_ahead(batch, [keys.doc(d) for d in docs])
         wanted = []
         for e in entries:
-            ledger = self._ledger(e.doc_id.encode(), batch)
+            ledger = self._core._ledger(e.doc_id.encode(), batch)
             if ledger is not None and e.version <= len(ledger["versions"]):
-                seg = self._seg(ledger, ledger["versions"][e.version - 1])
+                seg = self._core._seg(ledger, ledger["versions"][e.version - 1])
                 wanted.append(keys.seg_terms(seg, keys.dv(e.doc_id.encode(), e.version)))
-        self._read_ahead(batch, wanted)
+        self._core._read_ahead(batch, wanted)
 
     def _decide(
         self,
@@ -179,25 +189,29 @@ class ExpiryMixin(StoreCore):
     ) -> str:
         """The outcome of one expiry entry, its changes written into ``batch``."""
         doc = entry.doc_id.encode()
-        ledger = self._ledger(doc, batch)
+        ledger = self._core._ledger(doc, batch)
         v = None
         if ledger is not None and entry.version <= len(ledger["versions"]):
             v = ledger["versions"][entry.version - 1]
-        if v is None or v["gen"] != entry.generation or not self._stored_live(ledger, v, batch):
+        if (
+            v is None
+            or v["gen"] != entry.generation
+            or not self._core._stored_live(ledger, v, batch)
+        ):
             batch.delete(entry.key)
             return "stale"
         if deadline_of is not None and not v.get("override", False):
-            deadline = deadline_of(ledger["class"], v["created_at"])
+            deadline = deadline_of(ledger["class"], v.get("aged_from", v["created_at"]))
             if deadline != v["expires_at"] and (deadline is None or deadline > now):
-                self._move_expiry(batch, doc, ledger, entry.version, deadline, override=False)
+                self._core._move_expiry(batch, doc, ledger, entry.version, deadline, override=False)
                 return "reindexed"
         if v["expires_at"] is None or v["expires_at"] > now:
             return "not_due"
-        if self._is_pinned(doc, batch):
+        if self._core._is_pinned(doc, batch):
             return "pinned"
-        if self._protected_by_lease(doc, entry.version, now, batch, ledger):
+        if self._core._protected_by_lease(doc, entry.version, now, batch, ledger):
             return "leased"
-        self._retire(
+        self._ledgers._retire(
             batch,
             doc,
             ledger,
@@ -209,85 +223,6 @@ class ExpiryMixin(StoreCore):
         )
         return "expired"
 
-    def _move_expiry(
-        self,
-        batch: Batch,
-        doc: bytes,
-        ledger: dict[str, Any],
-        ver: int,
-        expires_at: float | None,
-        *,
-        override: bool,
-        old: bytes | None = None,
-    ) -> int:
-        """A new deadline under a new generation (the old entry goes; a pinned
-        document gets no entry); the keys move to the deadline's segment (from
-        ``old``: its segment before a class change). Returns the new generation."""
-        v = ledger["versions"][ver - 1]
-        if v["expires_at"] is not None and "b" not in v:  # held: it has an entry
-            batch.wb.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
-        v["gen"] += 1
-        v["expires_at"] = expires_at
-        v["override"] = override
-        bucket = self._open_bucket(ledger["project"].encode(), ledger["class"], expires_at, batch)
-        if expires_at is not None and expires_at <= self.clock():
-            bucket = keys.HELD_BUCKET  # due already: expired one by one, not a day later
-        self._move_version(batch, doc, ledger, ver, bucket, old)
-        if bucket == keys.HELD_BUCKET and expires_at is not None and not self._is_pinned(doc):
-            batch.put(
-                self._expiry_key(expires_at, ledger["class"], doc, ver), keys.U32.pack(v["gen"])
-            )
-        batch.ledgers[keys.doc(doc)] = ledger
-        return v["gen"]
-
-    def _move_version(
-        self,
-        batch: Batch,
-        doc: bytes,
-        ledger: dict[str, Any],
-        ver: int,
-        bucket: int,
-        old: bytes | None = None,
-    ) -> None:
-        """Move a live version's keys to segment ``bucket`` of its project and class
-        (values copied as stored; the segment statistics move with them). Out of a
-        segment this batch expires (``batch.dying``) nothing is deleted: the range
-        delete takes the old keys and its fold skips the version (``batch.moved_*``)."""
-        v = ledger["versions"][ver - 1]
-        old = self._seg(ledger, v) if old is None else old  # (given: the class changed)
-        new = keys.segment(ledger["project"].encode(), bucket, keys.CLASS_CODE[ledger["class"]])
-        if new == old:
-            return
-        dv = keys.dv(doc, ver)
-        listed = self._get(keys.seg_terms(old, dv), batch)
-        terms = keys.split_terms(listed) if listed else []
-        old_postings = keys.seg_postings_of(old, terms, dv)
-        values = dict(zip(terms, self._db.get(old_postings), strict=True))
-        payload = self._get(keys.seg_payload(old, dv), batch)
-        codes = self._get(keys.seg_codes(old, dv), batch)
-        if payload is None:  # cannot happen for a live version; never invent content
-            raise ArchiveError(f"live version {doc.decode()}@{ver} has no payload")
-        self._place(batch, new, dv, payload, listed or b"", values, codes, v["len"])
-        if old in batch.dying:
-            for key in keys.seg_termstats_of(old, terms):
-                batch.moved_df[key] += 1
-            moved = batch.moved_corpus.setdefault(old, [0, 0])
-            moved[0] += 1
-            moved[1] += v["len"]
-        else:
-            for key in keys.seg_termstats_of(old, terms):
-                batch.df[key] -= 1
-            self._count(batch, None, old, v["len"], -1)
-            for key in old_postings:
-                batch.wb.delete(key)
-            for own in (keys.seg_terms, keys.seg_member, keys.seg_payload, keys.seg_codes):
-                batch.wb.delete(own(old, dv))
-        if bucket == keys.HELD_BUCKET:
-            v.pop("b", None)
-        else:
-            v["b"] = bucket
-        batch.ledgers[keys.doc(doc)] = ledger
-
     def renew(self, locator: str, expires_at: float | None) -> int:
         """Explicitly renew a live version's expiry: a new generation with an explicit
         deadline (``None``: never); the old expiry entry becomes harmless. Raises
@@ -296,7 +231,7 @@ class ExpiryMixin(StoreCore):
             check_epoch("expires_at", expires_at)
         gen = self.set_expiry(locator, expires_at, override=True)
         if gen is None:
-            status = self.version_info(locator).status
+            status = self._ledgers.version_info(locator).status
             raise NotLive(f"{locator} is {status}; only a live version can be renewed")
         return gen
 
@@ -304,23 +239,25 @@ class ExpiryMixin(StoreCore):
         """Move a live derived document (``locator``: its current version) to class
         ``cls`` with deadline ``expires_at``: it no longer follows its sources.
         Raises :class:`NotLive` or :class:`BadArchiveInput`."""
-        self._need_primary()
+        self._core._need_primary()
         check_class(cls)
-        with self._lock:
-            doc, ver, ledger = self._version_ledger(locator)
-            if ver != ledger["current"] or self._status(doc, ledger, ver) != "live":
+        with self._core._lock:
+            doc, ver, ledger = self._core._version_ledger(locator)
+            if ver != ledger["current"] or self._core._status(doc, ledger, ver) != "live":
                 raise NotLive(f"{locator} is not the live current version of its document")
             if ledger["class"] != "derived" or cls == "derived":
                 raise BadArchiveInput(
                     f"promote moves a derived document to another class ({locator} is "
-                    f"{ledger['class']}, asked for {cls})"
+                    f"{ledger['class']}, asked for {cls}); to keep a {ledger['class']} "
+                    f"document longer, give it a deadline: `memoryd archive renew {locator} "
+                    "--days N` (or no flag: never expires)"
                 )
             batch = Batch()
-            old = self._seg(ledger, ledger["versions"][ver - 1])  # derived: the held one
+            old = self._core._seg(ledger, ledger["versions"][ver - 1])  # (its class's segment)
             ledger["class"] = cls  # the segment names the class: the keys move with it
             ledger["promoted_from"] = ledger.pop("sources", [])
-            self._move_expiry(batch, doc, ledger, ver, expires_at, override=False, old=old)
-            self._write(batch)
+            self._core._move_expiry(batch, doc, ledger, ver, expires_at, override=False, old=old)
+            self._core._write(batch)
 
     def set_expiry(
         self,
@@ -338,15 +275,15 @@ class ExpiryMixin(StoreCore):
         the version is still at that generation. Returns the new generation,
         or None when nothing changed (not live, or generation moved on).
         """
-        self._need_primary()
-        with self._lock:
-            doc, ver, ledger = self._version_ledger(locator)
+        self._core._need_primary()
+        with self._core._lock:
+            doc, ver, ledger = self._core._version_ledger(locator)
             v = ledger["versions"][ver - 1]
-            if self._status(doc, ledger, ver) != "live":
+            if self._core._status(doc, ledger, ver) != "live":
                 return None
             if expected_generation is not None and v["gen"] != expected_generation:
                 return None
             batch = Batch()
-            gen = self._move_expiry(batch, doc, ledger, ver, expires_at, override=override)
-            self._write(batch)
+            gen = self._core._move_expiry(batch, doc, ledger, ver, expires_at, override=override)
+            self._core._write(batch)
             return gen

@@ -74,6 +74,12 @@ from __future__ import annotations
 import struct
 
 CLASSES: tuple[str, ...] = ("ephemeral", "conversation", "derived", "durable", "active")
+#: The classes a new version or a promotion may take. ``active`` stays in
+#: :data:`CLASSES` (its code is in keys an older memoryd wrote; such versions never
+#: expire, as then) but is written no more: active evidence is a protection while a
+#: lease holds it (an active-context or retrieval lease), over the version's own class
+#: (docs/decisions/active-class.md).
+WRITABLE_CLASSES: tuple[str, ...] = tuple(c for c in CLASSES if c != "active")
 CLASS_CODE = {name: i + 1 for i, name in enumerate(CLASSES)}
 CODE_CLASS = {code: name for name, code in CLASS_CODE.items()}
 

@@ -11,7 +11,8 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from memoryd.errors import ArchiveError, ForeignProject, LocatorNotFound, NotLive
+from memoryd.base.errors import ArchiveError, ForeignProject, LocatorNotFound, NotLive
+from memoryd.base.times import utc_iso
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.core import Batch, StoreCore, killpoint
 from memoryd.storage.archive.keys import CLASSES
@@ -32,7 +33,7 @@ from memoryd.storage.archive.records import (
     parse_locator,
 )
 from memoryd.storage.archive.removal import version_removal
-from memoryd.times import utc_iso
+from memoryd.storage.archive.vectors import Vectors
 
 #: Most versions whose terms a process keeps between queueing and purging them.
 QUEUED_TERMS_MAX = 100_000
@@ -44,26 +45,40 @@ PURGE_HEAD = "archive.purge_head"
 PURGE_READ_AHEAD = 128
 
 
-class LedgersMixin(StoreCore):
-    """Versions of documents: the ledger is kept forever, the content until purged."""
+class Ledgers:
+    """Versions of documents: the ledger is kept forever, the content until purged.
+
+    Interface: appends (:meth:`append`, :meth:`append_many`, idempotent by request id:
+    :meth:`request_locator`), reads (:meth:`get`, :meth:`version_info`,
+    :meth:`versions`, :meth:`documents`, :meth:`session_documents`, :meth:`counts`),
+    :meth:`forget`, and the purge queue retirements fill (:meth:`pending_purge`,
+    :meth:`purge_pending`). Receives the core and :class:`~.vectors.Vectors` (codes are
+    written and dropped with their version).
+    """
+
+    def __init__(self, core: StoreCore, vectors: Vectors) -> None:
+        self._core = core
+        self._vectors = vectors
 
     def version_info(self, locator: str) -> VersionInfo:
         """Ledger metadata of one version; raises :class:`LocatorNotFound`."""
         doc_id, ver = parse_locator(locator)
         doc = doc_id.encode()
-        ledger = self._ledger(doc)
+        ledger = self._core._ledger(doc)
         if ledger is None or ver > len(ledger["versions"]):
             raise LocatorNotFound(f"no archived version {locator}")
-        return self._info(doc_id, ledger, ver, self._is_pinned(doc))
+        return self._core._info(doc_id, ledger, ver, self._core._is_pinned(doc))
 
     def versions(self, doc_id: str) -> list[VersionInfo]:
         """Every version of a document, oldest first; raises :class:`LocatorNotFound`."""
         doc = check_id("document id", doc_id)
-        ledger = self._ledger(doc)
+        ledger = self._core._ledger(doc)
         if ledger is None:
             raise LocatorNotFound(f"no archived document {doc_id}")
-        pinned = self._is_pinned(doc)
-        return [self._info(doc_id, ledger, i + 1, pinned) for i in range(len(ledger["versions"]))]
+        pinned = self._core._is_pinned(doc)
+        return [
+            self._core._info(doc_id, ledger, i + 1, pinned) for i in range(len(ledger["versions"]))
+        ]
 
     def get(self, locator: str) -> dict[str, Any]:
         """What a locator holds now.
@@ -88,9 +103,11 @@ class LedgersMixin(StoreCore):
             "created_at": utc_iso(info.created_at),
         }
         if info.status == "live":
-            ledger = self._ledger(info.doc_id.encode()) or {}
-            seg = self._seg(ledger, ledger["versions"][info.version - 1])
-            raw = self._db.get(keys.seg_payload(seg, keys.dv(info.doc_id.encode(), info.version)))
+            ledger = self._core._ledger(info.doc_id.encode()) or {}
+            seg = self._core._seg(ledger, ledger["versions"][info.version - 1])
+            raw = self._core._db.get(
+                keys.seg_payload(seg, keys.dv(info.doc_id.encode(), info.version))
+            )
             if raw is None:  # cannot happen for a live version; never invent content
                 raise ArchiveError(f"live version {locator} has no payload (corrupt archive)")
             record = codec.decode_payload(raw)
@@ -113,12 +130,16 @@ class LedgersMixin(StoreCore):
         """Current version of each document in doc-id order (``after`` pages on)."""
         start = keys.doc_after(after.encode() if after else None)
         out: list[VersionInfo] = []
-        for key, raw in self._scan(start, keys.prefix_end(keys.DOC)):
+        for key, raw in self._core._scan(start, keys.prefix_end(keys.DOC)):
             ledger = codec.decode_ledger(raw)
             if project is not None and ledger["project"] != project:
                 continue
             doc = keys.doc_of(key)
-            out.append(self._info(doc.decode(), ledger, ledger["current"], self._is_pinned(doc)))
+            out.append(
+                self._core._info(
+                    doc.decode(), ledger, ledger["current"], self._core._is_pinned(doc)
+                )
+            )
             if len(out) >= limit:
                 break
         return out
@@ -128,20 +149,20 @@ class LedgersMixin(StoreCore):
         by_status = Counter[str]()
         by_class = Counter[str]()
         docs = live_bytes = pending = 0
-        clock = self.clock()
-        for key, raw in self._prefix(keys.DOC, fill_cache=False):
+        clock = self._core.clock()
+        for key, raw in self._core._prefix(keys.DOC, fill_cache=False):
             ledger = codec.decode_ledger(raw)
             docs += 1
             for ver, v in enumerate(ledger["versions"], 1):
                 status = v["status"]
                 if status == "live":
-                    status = self._status(keys.doc_of(key), ledger, ver, clock=clock)
+                    status = self._core._status(keys.doc_of(key), ledger, ver, clock=clock)
                 by_status[status] += 1
                 if status == "live":
                     by_class[ledger["class"]] += 1
                     live_bytes += v["size"]
-        pending = sum(1 for _ in self._prefix(keys.PURGE, fill_cache=False))
-        pins = sum(1 for _ in self._prefix(keys.PIN, fill_cache=False))
+        pending = sum(1 for _ in self._core._prefix(keys.PURGE, fill_cache=False))
+        pins = sum(1 for _ in self._core._prefix(keys.PIN, fill_cache=False))
         return {
             "documents": docs,
             "versions": {s: by_status.get(s, 0) for s in STATUSES},
@@ -200,13 +221,14 @@ class LedgersMixin(StoreCore):
         version with ``created=False`` (and records the request).
 
         A derived document may name ``sources`` (live locators of its project):
-        it then has no deadline of its own and expires when its last source
-        document has no live version left (:meth:`promote` ends that).
+        it keeps its own deadline and expires at the earlier of it and the moment
+        its last source document has no live version left (:meth:`promote` ends
+        the following).
 
         Raises :class:`BadArchiveInput`, :class:`ForeignProject`, and whatever
         :attr:`admission` raises (:class:`DiskLow`).
         """
-        self._need_primary()
+        self._core._need_primary()
         now = time.time() if now is None else now
         prepared = []
         for it in items:
@@ -223,13 +245,13 @@ class LedgersMixin(StoreCore):
             check_epoch("created_at", it.created_at)
             if it.expires_at is not None:
                 check_epoch("expires_at", it.expires_at)
-            payload = codec.encode_payload(it.content, it.meta, self.payload_format)
+            payload = codec.encode_payload(it.content, it.meta, self._core.payload_format)
             if it.sources and it.cls != "derived":
                 raise BadArchiveInput("only a derived document names sources")
             prepared.append((it, project, payload, _sha256(it.content)))
-        if self.admission is not None:
-            self.admission(sum(len(p) for _, _, p, _ in prepared))
-        with self._lock:
+        if self._core.admission is not None:
+            self._core.admission(sum(len(p) for _, _, p, _ in prepared))
+        with self._core._lock:
             batch = Batch()
             results: list[AppendResult] = []
             seen_requests: dict[str, AppendResult] = {}
@@ -237,14 +259,16 @@ class LedgersMixin(StoreCore):
                 if it.request_id in seen_requests:
                     results.append(seen_requests[it.request_id])
                     continue
-                ledger = None if it.doc_id is None else self._ledger(it.doc_id.encode(), batch)
+                ledger = (
+                    None if it.doc_id is None else self._core._ledger(it.doc_id.encode(), batch)
+                )
                 res = self._answered(batch, it, ledger, digest, now) or self._append_one(
                     batch, it, ledger, project, payload, digest, now
                 )
                 if it.request_id is not None:
                     seen_requests[it.request_id] = res
                 results.append(res)
-            self._write(batch)
+            self._core._write(batch)
             return results
 
     def _answered(
@@ -261,7 +285,7 @@ class LedgersMixin(StoreCore):
         version, whatever the request records' horizon (the request is recorded, so a
         redo answers from its record)."""
         if it.request_id is not None:
-            prior = self._db.get(keys.request(it.request_id.encode()))
+            prior = self._core._db.get(keys.request(it.request_id.encode()))
             if prior is not None:
                 locator = keys.parse_request_value(prior)[0]
                 doc_id, ver = parse_locator(locator)
@@ -288,7 +312,7 @@ class LedgersMixin(StoreCore):
             and ledger["versions"][cur - 1]["sha256"] == digest
             and set(it.sources) <= set(ledger.get("sources", ()))
         )
-        live = same and self._status(it.doc_id.encode(), ledger, cur, batch=batch) == "live"
+        live = same and self._core._status(it.doc_id.encode(), ledger, cur, batch=batch) == "live"
         return cur if live else None
 
     def _record_request(self, batch: Batch, it: NewVersion, locator: str, now: float) -> None:
@@ -313,7 +337,7 @@ class LedgersMixin(StoreCore):
         if doc_id is None:
             while True:
                 doc_id = f"{ms(now):012x}{secrets.token_hex(6)}"
-                if self._ledger(doc_id.encode(), batch) is None:
+                if self._core._ledger(doc_id.encode(), batch) is None:
                     break
         doc = doc_id.encode()
         superseded = None
@@ -338,22 +362,22 @@ class LedgersMixin(StoreCore):
                     f"cannot change it to {it.cls!r}"
                 )
             cur = ledger["current"]
-            if cur and self._stored_live(ledger, ledger["versions"][cur - 1], batch):
+            if cur and self._core._stored_live(ledger, ledger["versions"][cur - 1], batch):
                 # past its deadline unprotected, it expired (a wave would have said so)
-                live = self._status(doc, ledger, cur, batch=batch) == "live"
+                live = self._core._status(doc, ledger, cur, batch=batch) == "live"
                 self._retire(batch, doc, ledger, cur, "superseded" if live else "expired", now)
                 superseded = make_locator(doc_id, cur) if live else None
         ver = len(ledger["versions"]) + 1
         values, length = posting_values(it.content, it.meta)
-        pinned = self._is_pinned(doc)
-        expires_at = None if it.sources else it.expires_at
-        bucket = self._open_bucket(project, it.cls, expires_at, batch)
+        pinned = self._core._is_pinned(doc)
+        expires_at = it.expires_at  # derived: its own age; its sources may end it sooner
+        bucket = self._core._open_bucket(project, it.cls, expires_at, batch)
         v = {
             "status": "live",
             "created_at": it.created_at,
             "expires_at": expires_at,
             "gen": 1,
-            "override": bool(it.sources),  # follows its sources, not the class age
+            "override": False,
             "len": length,
             "size": len(payload),
             "sha256": digest,
@@ -361,17 +385,19 @@ class LedgersMixin(StoreCore):
         }
         if bucket != keys.HELD_BUCKET:
             v["b"] = bucket
+        if it.aged_from is not None:
+            v["aged_from"] = it.aged_from
         ledger["versions"].append(v)
         ledger["current"] = ver
         batch.ledgers[keys.doc(doc)] = ledger
         if it.sources:
             self._link_sources(batch, doc, ledger, it.sources)
         dv = keys.dv(doc, ver)
-        seg = self._seg(ledger, v)
-        codes = self._codes(it.content, batch)
-        self._put_version(batch, seg, dv, payload, values, codes, length)
+        seg = self._core._seg(ledger, v)
+        codes = self._vectors._codes(it.content, batch)
+        self._core._put_version(batch, seg, dv, payload, values, codes, length)
         if bucket == keys.HELD_BUCKET and expires_at is not None and not pinned:
-            batch.put(self._expiry_key(expires_at, it.cls, doc, ver), keys.U32.pack(1))
+            batch.put(self._core._expiry_key(expires_at, it.cls, doc, ver), keys.U32.pack(1))
         locator = make_locator(doc_id, ver)
         self._record_request(batch, it, locator, now)
         return AppendResult(locator, doc_id, ver, True, superseded)
@@ -398,22 +424,22 @@ class LedgersMixin(StoreCore):
         :meth:`purge_pending`. Returns the keys deleted inline (0 when queued).
         """
         v = ledger["versions"][ver - 1]
-        if not self._stored_live(ledger, v, batch):
+        if not self._core._stored_live(ledger, v, batch):
             return 0
         dv = keys.dv(doc, ver)
-        seg = self._seg(ledger, v)
-        terms, own = version_removal(self, seg, dv, batch)
+        seg = self._core._seg(ledger, v)
+        terms, own = version_removal(self._core, seg, dv, batch)
         project = ledger["project"].encode()
         if own:
             batch.removed.setdefault(project, []).extend(terms)
             for key in keys.seg_termstats_of(seg, terms):
                 batch.df[key] -= 1
-        self._count(batch, project, seg, v["len"], -1)
+        self._core._count(batch, project, seg, v["len"], -1)
         if expiry_key is not None:
             batch.delete(expiry_key)
         elif v["expires_at"] is not None and "b" not in v:  # held: in the expiry index
-            batch.delete(self._expiry_key(v["expires_at"], ledger["class"], doc, ver))
-        self._drop_codes(batch, seg, dv)
+            batch.delete(self._core._expiry_key(v["expires_at"], ledger["class"], doc, ver))
+        self._vectors._drop_codes(batch, seg, dv)
         batch.wb.delete(keys.seg_member(seg, dv))  # no longer among its segment's versions
         v["status"] = status
         v["retired_at"] = now
@@ -422,10 +448,10 @@ class LedgersMixin(StoreCore):
             self._follow_sources(batch, doc, now)
         if len(terms) + len(own) > purge_budget:
             batch.put(keys.purge(dv), b"")
-            self._queue_empty = False
-            if len(self._queued_terms) >= QUEUED_TERMS_MAX:
-                self._queued_terms.clear()
-            self._queued_terms[dv] = (terms, own)
+            self._core._queue_empty = False
+            if len(self._core._queued_terms) >= QUEUED_TERMS_MAX:
+                self._core._queued_terms.clear()
+            self._core._queued_terms[dv] = (terms, own)
             batch.queued.append((dv, doc, ver, seg))
             return 0
         _delete_version(batch, seg, terms, own, dv)
@@ -438,12 +464,12 @@ class LedgersMixin(StoreCore):
         """Record a derived document's sources: live versions of its own project."""
         for loc in dict.fromkeys(sources):
             source_id, ver = parse_locator(loc)
-            source = self._ledger(source_id.encode(), batch)
+            source = self._core._ledger(source_id.encode(), batch)
             if source is None or ver > len(source["versions"]):
                 raise LocatorNotFound(f"no archived version {loc} to derive from")
             if source["project"] != ledger["project"]:
                 raise ForeignProject(f"source {loc} belongs to project {source['project']!r}")
-            status = self._status(source_id.encode(), source, ver, batch=batch)
+            status = self._core._status(source_id.encode(), source, ver, batch=batch)
             if status != "live":
                 raise NotLive(f"source {loc} is {status}")
             batch.put(keys.derived(source_id.encode(), doc), b"")
@@ -452,21 +478,21 @@ class LedgersMixin(StoreCore):
         ledger["sources"] = sorted(set(ledger.get("sources", [])) | set(sources))
 
     def _doc_live(self, doc: bytes, batch: Batch, now: float | None = None) -> bool:
-        ledger = self._ledger(doc, batch)
+        ledger = self._core._ledger(doc, batch)
         if not ledger:
             return False
-        return self._status(doc, ledger, ledger["current"], clock=now, batch=batch) == "live"
+        return self._core._status(doc, ledger, ledger["current"], clock=now, batch=batch) == "live"
 
     def _follow_sources(self, batch: Batch, source: bytes, now: float) -> None:
         """A source document lost its last live version: each derived document whose
         sources are now all gone expires with it (in ``batch``), unless promoted;
         a pinned or leased one gets the deadline now, for the wave after it lapses."""
-        ledger = self._ledger(source, batch)
+        ledger = self._core._ledger(source, batch)
         if not ledger or not ledger.get("derived") or self._doc_live(source, batch, now):
             return
-        for key, _ in self._prefix(keys.derived_prefix(source), fill_cache=False):
+        for key, _ in self._core._prefix(keys.derived_prefix(source), fill_cache=False):
             doc = keys.derived_doc_of(key, source)
-            ledger = self._ledger(doc, batch)
+            ledger = self._core._ledger(doc, batch)
             if ledger is None or ledger["class"] != "derived":
                 continue
             if not self._doc_live(doc, batch, now):
@@ -475,8 +501,10 @@ class LedgersMixin(StoreCore):
             if any(self._doc_live(s, batch, now) for s in srcs):
                 continue
             cur = ledger["current"]
-            if self._is_pinned(doc) or self._protected_by_lease(doc, cur, now, batch, ledger):
-                self._move_expiry(batch, doc, ledger, cur, now, override=True)
+            if self._core._is_pinned(doc) or self._core._protected_by_lease(
+                doc, cur, now, batch, ledger
+            ):
+                self._core._move_expiry(batch, doc, ledger, cur, now, override=True)
             else:
                 self._retire(batch, doc, ledger, cur, "expired", now)
                 batch.followed.append(make_locator(doc.decode(), cur))
@@ -488,24 +516,24 @@ class LedgersMixin(StoreCore):
         The versions read ``expired`` (with ``forgotten``) from then on and are
         queued for purge like any expired version. Returns the locators retired.
         """
-        self._need_primary()
+        self._core._need_primary()
         now = time.time() if now is None else now
-        with self._lock:
+        with self._core._lock:
             batch = Batch()
             retired = []
             for doc_id in doc_ids:
                 doc = check_id("document id", doc_id)
-                ledger = self._ledger(doc, batch)
+                ledger = self._core._ledger(doc, batch)
                 if ledger is None:
                     raise LocatorNotFound(f"no archived document {doc_id}")
                 for ver, v in enumerate(ledger["versions"], 1):
-                    if self._stored_live(ledger, v, batch):
+                    if self._core._stored_live(ledger, v, batch):
                         self._retire(batch, doc, ledger, ver, "expired", now)
                         v["forgotten"] = True
                         retired.append(make_locator(doc_id, ver))
-                if self._is_pinned(doc):
+                if self._core._is_pinned(doc):
                     batch.delete(keys.pin(doc))
-            self._write(batch)
+            self._core._write(batch)
             return retired
 
     def session_documents(self, project: str, session: str) -> list[str]:
@@ -525,20 +553,20 @@ class LedgersMixin(StoreCore):
         purge-queue entry, so a crash anywhere leaves work this call finishes
         later. Metadata stays in the ledger.
         """
-        self._need_primary()
+        self._core._need_primary()
         budget = max(2, max_keys)
         versions = deleted = 0
         remaining = False
-        with self._lock:
-            if self._queue_empty:
+        with self._core._lock:
+            if self._core._queue_empty:
                 return PurgeReport()
             packed = Batch(sync=False)  # a purge lost in a crash is redone from its queue
             for key, resume in self._purge_queue_read_ahead(packed):
                 left = budget - packed.deleted
                 dv = keys.purge_version(key)
                 doc_id, ver = keys.split_dv(dv)
-                ledger = self._ledger(doc_id.encode(), packed)
-                seg = self._seg(ledger, ledger["versions"][ver - 1]) if ledger else b"\xff"
+                ledger = self._core._ledger(doc_id.encode(), packed)
+                seg = self._core._seg(ledger, ledger["versions"][ver - 1]) if ledger else b"\xff"
                 terms, own = self._purge_removal(seg, dv, packed, resume)
                 if left <= 0 or (packed.deleted and len(terms) + len(own) > left):
                     remaining = True  # the next call starts here (the head cursor)
@@ -550,7 +578,7 @@ class LedgersMixin(StoreCore):
                         batch.delete(keys.seg_posting(seg, term, dv))
                     batch.put(key, chunk[-1])
                     killpoint("archive_purge_chunk")
-                    self._write(batch)
+                    self._core._write(batch)
                     deleted += len(chunk)
                     budget = left = budget - len(chunk)
                     if budget <= 0:
@@ -558,16 +586,16 @@ class LedgersMixin(StoreCore):
                 _delete_version(packed, seg, terms, own, dv)
                 packed.wb.delete(key)
                 packed.put(keys.cursor(PURGE_HEAD), key)
-                self._queued_terms.pop(dv, None)
+                self._core._queued_terms.pop(dv, None)
                 if ledger is not None:
                     ledger["versions"][ver - 1]["purged"] = True  # a redo answers "expired"
                     packed.ledgers[keys.doc(doc_id.encode())] = ledger
                 versions += 1
             if versions:
                 killpoint("archive_purge_final")
-                self._write(packed)
+                self._core._write(packed)
                 deleted += packed.deleted
-            self._queue_empty = not remaining
+            self._core._queue_empty = not remaining
         return PurgeReport(versions, deleted, remaining)
 
     def _purge_retired(self, retired: Batch, max_keys: int) -> PurgeReport:
@@ -581,7 +609,7 @@ class LedgersMixin(StoreCore):
         budget = max(2, max_keys)
         batch = Batch(sync=False)
         for dv, doc, ver, seg in retired.queued:
-            terms, own = self._queued_terms.get(dv) or ([], [])
+            terms, own = self._core._queued_terms.get(dv) or ([], [])
             size = len(terms) + len(own)
             if not own or size > budget:
                 remaining = True  # evicted from the cache, or too big: the queue's
@@ -591,7 +619,7 @@ class LedgersMixin(StoreCore):
                 batch = Batch(sync=False)
             _delete_version(batch, seg, terms, own, dv)
             batch.wb.delete(keys.purge(dv))
-            del self._queued_terms[dv]
+            del self._core._queued_terms[dv]
             ledger = retired.ledgers[keys.doc(doc)]
             ledger["versions"][ver - 1]["purged"] = True  # a redo answers "expired"
             batch.ledgers[keys.doc(doc)] = ledger
@@ -603,7 +631,7 @@ class LedgersMixin(StoreCore):
         """Write one purge batch (when it holds any delete); its deleted keys."""
         if batch.deleted:
             killpoint("archive_purge_final")
-            self._write(batch)
+            self._core._write(batch)
         return batch.deleted
 
     def _purge_removal(
@@ -611,7 +639,7 @@ class LedgersMixin(StoreCore):
     ) -> tuple[list[bytes], list[bytes]]:
         """:func:`version_removal` of a queued version (what its retirement found, when
         this process retired it), its posting terms in order and after ``resume``."""
-        terms, own = self._queued_terms.get(dv) or version_removal(self, seg, dv, batch)
+        terms, own = self._core._queued_terms.get(dv) or version_removal(self._core, seg, dv, batch)
         terms = sorted(terms)
         return ([t for t in terms if t > resume] if resume else terms), own
 
@@ -623,34 +651,36 @@ class LedgersMixin(StoreCore):
         queue = self._purge_queue()
         while entries := list(itertools.islice(queue, page)):
             docs = [keys.split_dv(keys.purge_version(key)) for key, _ in entries]
-            self._read_ahead(batch, list(dict.fromkeys(keys.doc(d.encode()) for d, _ in docs)))
+            self._core._read_ahead(
+                batch, list(dict.fromkeys(keys.doc(d.encode()) for d, _ in docs))
+            )
             wanted = []
             for (doc_id, ver), (key, _) in zip(docs, entries, strict=True):
-                ledger = self._ledger(doc_id.encode(), batch)
+                ledger = self._core._ledger(doc_id.encode(), batch)
                 if ledger is not None:
-                    seg = self._seg(ledger, ledger["versions"][ver - 1])
+                    seg = self._core._seg(ledger, ledger["versions"][ver - 1])
                     wanted.append(keys.seg_terms(seg, keys.purge_version(key)))
-            self._read_ahead(batch, wanted)
+            self._core._read_ahead(batch, wanted)
             yield from entries
 
     def _purge_queue(self) -> Iterator[tuple[bytes, bytes]]:
         """The purge queue from its head (where the last purge ended), wrapping around:
         a purge resumes where it stopped instead of re-reading the deleted front."""
-        head = self._db.get(keys.cursor(PURGE_HEAD))
+        head = self._core._db.get(keys.cursor(PURGE_HEAD))
         if head is None:
-            yield from self._prefix(keys.PURGE)
+            yield from self._core._prefix(keys.PURGE)
             return
-        yield from self._scan(head, keys.prefix_end(keys.PURGE))
-        yield from self._scan(keys.PURGE, head)
+        yield from self._core._scan(head, keys.prefix_end(keys.PURGE))
+        yield from self._core._scan(keys.PURGE, head)
 
     def request_locator(self, request_id: str) -> str | None:
         """The locator an applied append request created, or None if never applied."""
-        raw = self._db.get(keys.request(check_id("request id", request_id)))
+        raw = self._core._db.get(keys.request(check_id("request id", request_id)))
         return None if raw is None else keys.parse_request_value(raw)[0]
 
     def pending_purge(self) -> int:
         """How many tombstoned versions still have canonical records."""
-        return sum(1 for _ in self._prefix(keys.PURGE, fill_cache=False))
+        return sum(1 for _ in self._core._prefix(keys.PURGE, fill_cache=False))
 
 
 def _delete_version(

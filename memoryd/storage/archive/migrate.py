@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from memoryd import killpoints
+from memoryd.base import killpoints
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.store import ArchiveStore
 
@@ -38,7 +38,7 @@ def sync(src: ArchiveStore, dst: ArchiveStore, fmt: int, *, full: bool) -> int:
     """
 
     def converted() -> Iterator[tuple[bytes, bytes]]:
-        for i, (key, value) in enumerate(src.raw_items()):
+        for i, (key, value) in enumerate(src.maintenance.raw_items()):
             if i and i % 1000 == 0:
                 killpoints.reach("migration_mid_copy")
             if keys.is_payload(key):
@@ -49,8 +49,8 @@ def sync(src: ArchiveStore, dst: ArchiveStore, fmt: int, *, full: bool) -> int:
                 yield key, value
 
     if full:
-        return dst.raw_write(converted())
-    dst_items = dst.raw_items()
+        return dst.maintenance.raw_write(converted())
+    dst_items = dst.maintenance.raw_items()
     have = next(dst_items, None)
     writes: list[tuple[bytes, bytes]] = []
     deletes: list[bytes] = []
@@ -67,8 +67,8 @@ def sync(src: ArchiveStore, dst: ArchiveStore, fmt: int, *, full: bool) -> int:
     while have is not None:
         deletes.append(have[0])
         have = next(dst_items, None)
-    dst.raw_delete(deletes)
-    return dst.raw_write(writes) + len(deletes)
+    dst.maintenance.raw_delete(deletes)
+    return dst.maintenance.raw_write(writes) + len(deletes)
 
 
 def _same(key: bytes, a: bytes, b: bytes) -> bool:
@@ -82,7 +82,7 @@ def _same(key: bytes, a: bytes, b: bytes) -> bool:
 def compare(src: ArchiveStore, dst: ArchiveStore, fmt: int) -> list[str]:
     """Every record of ``src`` equals ``dst``'s (payloads decoded; dst's in ``fmt``)."""
     problems: list[str] = []
-    a_items, b_items = src.raw_items(), dst.raw_items()
+    a_items, b_items = src.maintenance.raw_items(), dst.maintenance.raw_items()
     while len(problems) < 20:
         a, b = next(a_items, None), next(b_items, None)
         if a is None or b is None:

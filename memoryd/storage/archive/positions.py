@@ -6,11 +6,11 @@ version's canonical content and meta, so :meth:`rebuild_postings` reproduces
 what appends wrote byte for byte.
 
 **Turns.** A version is read line by line. A line opening with a role
-(``user:``, ``assistant:``, ... as :func:`memoryd.search.evidence.speaker_of`
+(``user:``, ``assistant:``, ... as :func:`memoryd.text.evidence.speaker_of`
 reads them), a tool role (``tool:``, ``tool_result:``, ``function:``, the
 tool roles of JSONL transcripts) or, in a dialogue, a named speaker
-(``Name: text``, also after a role: :func:`~memoryd.search.evidence.named_speaker`,
-kept only when :func:`~memoryd.search.evidence.is_dialogue` says the names make
+(``Name: text``, also after a role: :func:`~memoryd.text.evidence.named_speaker`,
+kept only when :func:`~memoryd.text.evidence.is_dialogue` says the names make
 a conversation) opens a new turn; other lines continue the current one. A
 named turn without a role keeps the last conversational role (as archive
 search reads transcripts). Turn
@@ -95,7 +95,7 @@ def version_turns(content: str, meta: dict[str, Any] | None = None) -> list[Turn
     """The turn of each line of ``content`` (see the module docstring)."""
     # Archive search reads speakers by the same rules; imported here because the
     # search package imports this store.
-    from memoryd.search.evidence import is_dialogue, named_speaker, speaker_of
+    from memoryd.text.evidence import is_dialogue, named_speaker, speaker_of
 
     lines = content.split("\n")
     tool_doc = bool(meta and meta.get("session_doc"))

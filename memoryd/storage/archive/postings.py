@@ -1,11 +1,11 @@
 """Derived postings and statistics over live versions, and the live versions holding
-a term (:meth:`PostingsMixin.live_matches`).
+a term (:meth:`Postings.live_matches`).
 
 Postings hold exact lowercase ``\\w+`` terms with their frequency, positions
 and turn structure (speaker, role, turn, tool output: :mod:`.positions`);
 per-project term and corpus statistics count live versions only. All of it
 can be rebuilt from the canonical payloads
-(:meth:`PostingsMixin.rebuild_postings`), which opening a primary does once for
+(:meth:`Postings.rebuild_postings`), which opening a primary does once for
 an archive whose postings predate :data:`positions.LAYOUT`. BM25 scoring,
 proximity, speakers, ranking and excerpts are search's
 (:mod:`memoryd.search.archive_bm25`).
@@ -21,7 +21,7 @@ import orjson
 from rocksdict import WriteBatch
 
 from memoryd.storage.archive import codec, keys, positions
-from memoryd.storage.archive.core import DEFAULT_SEGMENT_SECONDS, LAYOUT, StoreCore
+from memoryd.storage.archive.core import Batch, StoreCore
 from memoryd.storage.archive.positions import MAX_TERMS_PER_VERSION, tokenize
 from memoryd.storage.archive.records import (
     CorpusStats,
@@ -54,16 +54,29 @@ def _is_zero(raw: bytes) -> bool:
     return not v.get("versions") and not v.get("length")
 
 
-class PostingsMixin(StoreCore):
-    """Postings, statistics and the exact-term search over them."""
+class Postings:
+    """Postings and statistics over live versions, and the live versions holding a term
+    (scoring them is search's: :mod:`memoryd.search.archive_bm25`).
+
+    Interface: reads (:meth:`projects`, :meth:`corpus_stats`, :meth:`term_stats`,
+    :meth:`postings`, :meth:`read_postings`, :meth:`live_matches`), the statistics'
+    journal (:meth:`df_journal_records`, :meth:`fold_df_journal`) and the derived
+    layer's check and rebuild (:meth:`verify_postings`, :meth:`rebuild_postings`,
+    :meth:`postings_layout`). Receives the core only.
+    """
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
 
     def projects(self) -> list[str]:
         """Every project that ever archived a version (one corpus record each), sorted."""
-        return sorted(keys.corpus_project(key).decode() for key, _ in self._prefix(keys.CORPUS))
+        return sorted(
+            keys.corpus_project(key).decode() for key, _ in self._core._prefix(keys.CORPUS)
+        )
 
     def corpus_stats(self, project: str) -> CorpusStats:
         """Live versions and their total token count in ``project``."""
-        return CorpusStats(*self.corpus_stats_raw(check_project(project)))
+        return CorpusStats(*self._core.corpus_stats_raw(check_project(project)))
 
     def term_stats(self, project: str, terms: Iterable[str]) -> dict[str, int]:
         """Document frequency (live versions holding the term) of each exact term.
@@ -74,8 +87,8 @@ class PostingsMixin(StoreCore):
         work (docs/decisions/retention-segments.md)."""
         p = check_project(project)
         terms = list(dict.fromkeys(terms))
-        raws = self._db.get([keys.termstat(p, t.encode()) for t in terms]) if terms else []
-        removed = self._journal_removals(p, terms) if terms else {}
+        raws = self._core._db.get([keys.termstat(p, t.encode()) for t in terms]) if terms else []
+        removed = self._core._journal_removals(p, terms) if terms else {}
         return {
             t: (keys.U64.unpack(r)[0] if r else 0) - removed.get(t, 0)
             for t, r in zip(terms, raws, strict=True)
@@ -88,15 +101,15 @@ class PostingsMixin(StoreCore):
         statistic in each live segment of the project (``segments``: those, read
         once by a caller asking for many terms), then one seek per segment holding
         it. Retired versions waiting for their purge may be among them: filter with
-        :meth:`version_info`, or use :meth:`search`."""
+        :meth:`~.ledgers.Ledgers.version_info`, or use :meth:`live_matches`."""
         p, t = check_project(project), term.encode()
-        segs = self._live_segments(p) if segments is None else segments
-        held = self._db.get(keys.term_in_segments(segs, t))  # one multi-get: bloom misses
+        segs = self._core._live_segments(p) if segments is None else segments
+        held = self._core._db.get(keys.term_in_segments(segs, t))  # one multi-get: bloom misses
         it = None  # one iterator for every segment's seek
         for seg, count in zip(segs, held, strict=True):
             if count is None:  # no live version of this segment holds the term
                 continue
-            it = it or self._db.iter()
+            it = it or self._core._db.iter()
             prefix = keys.seg_posting_prefix(seg, t)
             cut = len(prefix)
             it.seek(prefix)
@@ -118,7 +131,7 @@ class PostingsMixin(StoreCore):
             for loc, t in wanted
             if loc in places
         ]
-        got = iter(self._db.get(want))
+        got = iter(self._core._db.get(want))
         return [positions.decode(r) if loc in places and (r := next(got)) else None
                 for loc, _ in wanted]  # fmt: skip
 
@@ -126,7 +139,7 @@ class PostingsMixin(StoreCore):
         """``(segment, dv)`` of each locator whose ledger knows it (one multi-get)."""
         parsed = {loc: _doc_ver(loc) for loc in locators}
         docs = list(dict.fromkeys(doc for doc, _ in parsed.values()))
-        ledgers = dict(zip(docs, self._db.get([keys.doc(d) for d in docs]), strict=True))
+        ledgers = dict(zip(docs, self._core._db.get([keys.doc(d) for d in docs]), strict=True))
         out = {}
         for loc, (doc, ver) in parsed.items():
             raw = ledgers[doc]
@@ -134,7 +147,7 @@ class PostingsMixin(StoreCore):
                 continue
             ledger = codec.decode_ledger(raw)
             if ver <= len(ledger["versions"]):
-                out[loc] = (self._seg(ledger, ledger["versions"][ver - 1]), keys.dv(doc, ver))
+                out[loc] = (self._core._seg(ledger, ledger["versions"][ver - 1]), keys.dv(doc, ver))
         return out
 
     def live_matches(
@@ -155,10 +168,10 @@ class PostingsMixin(StoreCore):
         (automatic-recall horizons; a class missing from the map or mapped to
         None is not limited; a class mapped to ``float('inf')`` is excluded).
         """
-        segments = self._live_segments(check_project(project))
+        segments = self._core._live_segments(check_project(project))
         wanted = None if classes is None else set(classes)
         matched: dict[str, dict[str, int]] = {}
-        clock = self.clock()
+        clock = self._core.clock()
         for term in dict.fromkeys(terms):
             for i, (loc, tf) in enumerate(self.postings(project, term, segments)):
                 if i >= max_postings_per_term:
@@ -166,7 +179,7 @@ class PostingsMixin(StoreCore):
                 matched.setdefault(loc, {})[term] = tf
         parsed = {loc: parse_locator(loc) for loc in matched}
         docs = list(dict.fromkeys(doc_id for doc_id, _ in parsed.values()))
-        raws = self._db.get([keys.doc(d.encode()) for d in docs])  # one multi-get
+        raws = self._core._db.get([keys.doc(d.encode()) for d in docs])  # one multi-get
         ledgers = {d: codec.decode_ledger(r) for d, r in zip(docs, raws, strict=True) if r}
         live = set(segments)
         hits: list[Hit] = []
@@ -176,7 +189,7 @@ class PostingsMixin(StoreCore):
             if ledger is None:
                 continue
             v = ledger["versions"][ver - 1]
-            if self._status(doc_id.encode(), ledger, ver, clock=clock, live=live) != "live":
+            if self._core._status(doc_id.encode(), ledger, ver, clock=clock, live=live) != "live":
                 continue
             if wanted is not None and ledger["class"] not in wanted:
                 continue
@@ -192,18 +205,19 @@ class PostingsMixin(StoreCore):
             )  # fmt: skip
         return hits
 
-    def search(self, project: str, query: str | Sequence[str], **filters: Any) -> list[Hit]:
-        """Exact-term BM25 over live versions: :func:`memoryd.search.archive_bm25.search`
-        (scoring is search's; the store only finds the live versions)."""
-        from memoryd.search.archive_bm25 import search
+    def df_journal_records(self) -> int:
+        """Journal records not yet folded into the term statistics."""
+        return sum(1 for _ in self._core._prefix(keys.df_journal_prefix(), fill_cache=False))
 
-        return search(self, project, query, **filters)
-
-    def excerpt(self, locator: str, terms: Sequence[str], *, width: int = 240) -> str | None:
-        """:func:`memoryd.search.archive_bm25.excerpt` of one version."""
-        from memoryd.search.archive_bm25 import excerpt
-
-        return excerpt(self, locator, terms, width=width)
+    def fold_df_journal(self) -> tuple[int, int]:
+        """Fold every journal record into the term statistics in one batch (a statistic
+        reaching zero is deleted); returns (records folded, statistics deleted)."""
+        self._core._need_primary()
+        with self._core._lock:
+            batch = Batch()
+            folded = self._core._fold_into(batch)
+            self._core._write(batch)
+            return folded, batch.deleted
 
     # ---- derived rebuild
 
@@ -212,15 +226,15 @@ class PostingsMixin(StoreCore):
         derived: dict[bytes, bytes] = {}
         df: Counter[bytes] = Counter()
         corpus: dict[bytes, list[int]] = {}
-        for key, raw in self._prefix(keys.DOC, fill_cache=False):
+        for key, raw in self._core._prefix(keys.DOC, fill_cache=False):
             doc = keys.doc_of(key)
             ledger = codec.decode_ledger(raw)
             project = ledger["project"].encode()
             for i, v in enumerate(ledger["versions"]):
-                if not self._stored_live(ledger, v):
+                if not self._core._stored_live(ledger, v):
                     continue
-                seg, dv = self._seg(ledger, v), keys.dv(doc, i + 1)
-                record = codec.decode_payload(self._db[keys.seg_payload(seg, dv)])
+                seg, dv = self._core._seg(ledger, v), keys.dv(doc, i + 1)
+                record = codec.decode_payload(self._core._db[keys.seg_payload(seg, dv)])
                 values, length = positions.posting_values(record["content"], record.get("meta"))
                 postings[keys.seg_terms(seg, dv)] = keys.join_terms(list(values))
                 for term, value in values.items():
@@ -245,17 +259,17 @@ class PostingsMixin(StoreCore):
         """
         want_p, want_d = self._derived_from_payloads()
         have_p = {}
-        for seg, key, raw in self._segment_items(keys.SEG_POSTING):
+        for seg, key, raw in self._core._segment_items(keys.SEG_POSTING):
             if self._live(keys.parse_seg_posting(key, seg)[1]):
                 have_p[key] = raw
-        for seg, key, raw in self._segment_items(keys.SEG_TERMS):
+        for seg, key, raw in self._core._segment_items(keys.SEG_TERMS):
             if self._live(keys.seg_version(key, seg)):
                 have_p[key] = raw
         have_d = self._effective_termstats()
-        corpus = list(self._prefix(keys.CORPUS, fill_cache=False))
-        corpus += [(k, v) for _, k, v in self._segment_items(keys.SEG_CORPUS)]
+        corpus = list(self._core._prefix(keys.CORPUS, fill_cache=False))
+        corpus += [(k, v) for _, k, v in self._core._segment_items(keys.SEG_CORPUS)]
         have_d.update((k, orjson.dumps(orjson.loads(v))) for k, v in corpus if not _is_zero(v))
-        have_d.update((k, v) for _, k, v in self._segment_items(keys.SEG_TERMSTAT))
+        have_d.update((k, v) for _, k, v in self._core._segment_items(keys.SEG_TERMSTAT))
         missing = sum(1 for k, v in want_p.items() if have_p.get(k) != v)
         extra = sum(1 for k in have_p if k not in want_p)
         mism = sum(1 for k in set(want_d) | set(have_d) if want_d.get(k) != have_d.get(k))
@@ -269,17 +283,17 @@ class PostingsMixin(StoreCore):
     def _live(self, dv: bytes) -> bool:
         """The version's keys count (its ledger says live; its segment is live)."""
         doc_id, ver = keys.split_dv(dv)
-        ledger = self._ledger(doc_id.encode())
-        return bool(ledger) and self._stored_live(ledger, ledger["versions"][ver - 1])
+        ledger = self._core._ledger(doc_id.encode())
+        return bool(ledger) and self._core._stored_live(ledger, ledger["versions"][ver - 1])
 
     def _effective_termstats(self) -> dict[bytes, bytes]:
         """Every stored term statistic with the journal's removals applied (none at zero)."""
         stats = {
             k: keys.U64.unpack(v)[0]
-            for k, v in self._prefix(keys.TERMSTAT, fill_cache=False)
+            for k, v in self._core._prefix(keys.TERMSTAT, fill_cache=False)
             if not k.startswith(keys.df_journal_prefix()) and k != keys.DF_JOURNAL_SEQ
         }
-        for _, project, counts in self._journal():
+        for _, project, counts in self._core._journal():
             for term, n in counts.items():
                 stat = keys.termstat(project, term.encode())
                 stats[stat] = stats.get(stat, 0) - n
@@ -294,44 +308,26 @@ class PostingsMixin(StoreCore):
         crash before the end leaves a rebuild for the next open. Returns counts
         of what was written.
         """
-        self._need_primary()
-        with self._lock:
+        self._core._need_primary()
+        with self._core._lock:
             postings, derived = self._derived_from_payloads()
             wb = WriteBatch(raw_mode=True)
             for fam in (keys.TERMSTAT, keys.CORPUS):
                 wb.delete_range(fam, keys.prefix_end(fam))
-            for seg in self._live_segments():
+            for seg in self._core._live_segments():
                 for fam in (keys.SEG_CORPUS, keys.SEG_TERMS, keys.SEG_POSTING, keys.SEG_TERMSTAT):
                     start = keys.seg_family(seg, fam)
                     wb.delete_range(start, keys.prefix_end(start))
-            self._db.write(wb, self._wopt)
-            fmt = {**(self._get_json(keys.FORMAT) or {}), "postings_layout": positions.LAYOUT}
+            self._core._db.write(wb, self._core._wopt)
+            fmt = {**(self._core._get_json(keys.FORMAT) or {}), "postings_layout": positions.LAYOUT}
             items = [*postings.items(), *derived.items(), (keys.FORMAT, orjson.dumps(fmt))]
             for i in range(0, len(items), 50_000):
                 wb = WriteBatch(raw_mode=True)
                 for k, v in items[i : i + 50_000]:
                     wb.put(k, v)
-                self._db.write(wb, self._wopt)
+                self._core._db.write(wb, self._core._wopt)
             return {"postings": len(postings), "statistics": len(derived)}
-
-    @classmethod
-    def open_primary(cls, path: Any, **kw: Any):
-        """:meth:`StoreCore.open_primary`, then a layout-1 archive is moved under
-        expiry segments (:mod:`~.relayout`, resumable, under the boundary's
-        migration lock) and postings written before :data:`positions.LAYOUT` (term
-        frequency only) are rebuilt from the payloads, once
-        (:meth:`postings_layout` says which an archive has)."""
-        store = super().open_primary(path, **kw)
-        if store.layout < LAYOUT:  # layout 1: its content moves under expiry segments
-            store.segment_seconds = int(kw.get("segment_seconds", DEFAULT_SEGMENT_SECONDS))
-            from memoryd.retention.boundary import Boundary  # (the boundary sits above)
-
-            with Boundary(store.path).exclusive():  # no retention wave meanwhile
-                store.relayout()  # type: ignore[attr-defined]
-        if store.postings_layout() < positions.LAYOUT:
-            store.rebuild_postings()
-        return store
 
     def postings_layout(self) -> int:
         """The layout of this archive's posting values (1: frequency only)."""
-        return int((self._get_json(keys.FORMAT) or {}).get("postings_layout", 1))
+        return int((self._core._get_json(keys.FORMAT) or {}).get("postings_layout", 1))

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from memoryd.errors import (
+from memoryd.base.errors import (
     BadArchiveInput,
     BadLocator,
     LeaseExpired,
@@ -18,8 +18,10 @@ from memoryd.errors import (
     LeaseRejected,
     NotLive,
 )
+from memoryd.base.times import utc_iso
 from memoryd.storage.archive import keys
 from memoryd.storage.archive.core import Batch, StoreCore
+from memoryd.storage.archive.ledgers import Ledgers
 from memoryd.storage.archive.records import (
     LeaseGrant,
     check_id,
@@ -29,7 +31,6 @@ from memoryd.storage.archive.records import (
     ms,
     parse_locator,
 )
-from memoryd.times import utc_iso
 
 #: Most exact versions one active-context lease request may name.
 MAX_LEASE_TARGETS = 1000
@@ -38,8 +39,21 @@ MAX_LEASE_TARGETS = 1000
 SessionVersion = tuple[bytes, int, float | None, bool]
 
 
-class ProtectionsMixin(StoreCore):
-    """Pins, active-context leases and retrieval leases."""
+class Protections:
+    """Pins, active-context leases and retrieval leases.
+
+    Interface: pins (:meth:`pin`, :meth:`unpin`, :meth:`pins`, :meth:`is_pinned`),
+    :meth:`protection`, active-context leases (:meth:`acquire_leases`,
+    :meth:`renew_leases`, :meth:`release_leases`, :meth:`client_lease`,
+    :meth:`cleanup_expired_leases`) and retrieval leases
+    (:meth:`take_retrieval_leases`, :meth:`cleanup_retrieval_leases`). Receives the
+    core (which reads what protects a version for every status) and
+    :class:`~.ledgers.Ledgers` (a session's documents).
+    """
+
+    def __init__(self, core: StoreCore, ledgers: Ledgers) -> None:
+        self._core = core
+        self._ledgers = ledgers
 
     def pin(self, locator: str, *, now: float | None = None, note: str | None = None) -> dict:
         """Pin the document of a live version until :meth:`unpin` (idempotent).
@@ -47,14 +61,14 @@ class ProtectionsMixin(StoreCore):
         The document's expiry entry is withdrawn while pinned. Raises
         :class:`LocatorNotFound` or :class:`NotLive` (superseded/expired version).
         """
-        self._need_primary()
+        self._core._need_primary()
         now = time.time() if now is None else now
-        with self._lock:
-            doc, ver, ledger = self._version_ledger(locator)
-            status = self._status(doc, ledger, ver)
+        with self._core._lock:
+            doc, ver, ledger = self._core._version_ledger(locator)
+            status = self._core._status(doc, ledger, ver)
             if status != "live":
                 raise NotLive(f"{locator} is {status}; pin a live version")
-            existing = self._get_json(keys.pin(doc))
+            existing = self._core._get_json(keys.pin(doc))
             if existing is not None:
                 return existing
             record = {"doc_id": doc.decode(), "locator": locator, "pinned_at": now, "note": note}
@@ -64,10 +78,10 @@ class ProtectionsMixin(StoreCore):
             cv = ledger["versions"][cur - 1]
             if cv["status"] == "live" and cv["expires_at"] is not None and "b" not in cv:
                 # held past its deadline: out of the per-version index while pinned
-                batch.wb.delete(self._expiry_key(cv["expires_at"], ledger["class"], doc, cur))
+                batch.wb.delete(self._core._expiry_key(cv["expires_at"], ledger["class"], doc, cur))
                 cv["gen"] += 1
                 batch.ledgers[keys.doc(doc)] = ledger
-            self._write(batch)
+            self._core._write(batch)
             return record
 
     def unpin(self, target: str) -> bool:
@@ -76,99 +90,40 @@ class ProtectionsMixin(StoreCore):
         The live version goes back into the expiry index at its deadline
         (which may be due already). Returns False if it was not pinned.
         """
-        self._need_primary()
+        self._core._need_primary()
         doc_id = parse_locator(target)[0] if "@" in target else target
         doc = check_id("document id", doc_id)
-        with self._lock:
-            if not self._is_pinned(doc):
+        with self._core._lock:
+            if not self._core._is_pinned(doc):
                 return False
             batch = Batch()
             batch.wb.delete(keys.pin(doc))
-            ledger = self._ledger(doc)
+            ledger = self._core._ledger(doc)
             if ledger is not None:
                 cur = ledger["current"]
                 cv = ledger["versions"][cur - 1]
                 if cv["status"] == "live" and cv["expires_at"] is not None and "b" not in cv:
                     cv["gen"] += 1  # held: back in the per-version index (may be due)
                     batch.put(
-                        self._expiry_key(cv["expires_at"], ledger["class"], doc, cur),
+                        self._core._expiry_key(cv["expires_at"], ledger["class"], doc, cur),
                         keys.U32.pack(cv["gen"]),
                     )
                     batch.ledgers[keys.doc(doc)] = ledger
-            self._write(batch)
+            self._core._write(batch)
             return True
 
     def pins(self, *, limit: int = 10_000) -> list[dict]:
         out = []
-        for _, raw in self._prefix(keys.PIN):
+        for _, raw in self._core._prefix(keys.PIN):
             out.append(orjson.loads(raw))
             if len(out) >= limit:
                 break
         return out
 
     def is_pinned(self, doc_id: str) -> bool:
-        return self._is_pinned(doc_id.encode())
+        return self._core._is_pinned(doc_id.encode())
 
     # ---- leases
-
-    def _owner(self, client: bytes) -> dict[str, Any] | None:
-        return self._get_json(keys.owner(client))
-
-    def _owner_live(self, client: bytes, epoch_raw: bytes, now: float) -> bool:
-        """A reference of ``client`` at this epoch protects: its owner has not lapsed."""
-        owner = self._owner(client)
-        return (
-            owner is not None
-            and owner["epoch"] == keys.U32.unpack(epoch_raw)[0]
-            and owner["expires_at"] > now
-        )
-
-    def _protected_by_lease(
-        self,
-        doc: bytes,
-        ver: int,
-        now: float,
-        batch: Batch | None = None,
-        ledger: dict[str, Any] | None = None,
-    ) -> str | None:
-        """``"retrieval"``, ``"lease:<client>"``, ``"session:<client>"`` (a lease on the
-        version's session, which protects its current version) or None. Streams
-        references uncached and returns at the first live owner."""
-        dv = keys.dv(doc, ver)
-        raw = self._get(keys.rlease(dv), batch)
-        if raw is not None and keys.U64.unpack(raw)[0] > ms(now):
-            return "retrieval"
-        for key, epoch_raw in self._rev_refs(dv, batch):
-            client = keys.rev_client(key, dv)
-            if self._owner_live(client, epoch_raw, now):
-                return "lease:" + client.decode()
-        ledger = self._ledger(doc, batch) if ledger is None else ledger
-        if ledger is None or not ledger.get("session") or ver != ledger["current"]:
-            return None
-        project, session = ledger["project"].encode(), ledger["session"].encode()
-        if batch is None:
-            found = self._session_guard(project, session, now)
-        else:  # a wave looks at many of a session's versions
-            if (project, session) not in batch.sessions:
-                batch.sessions[project, session] = self._session_guard(project, session, now)
-            found = batch.sessions[project, session]
-        deadline = ledger["versions"][ver - 1]["expires_at"]
-        if found is None or not deadline_after(deadline, found[1]):
-            return None  # a lease never brings back a version past its deadline
-        return found[0]
-
-    def _session_guard(self, project: bytes, session: bytes, now: float) -> tuple[str, int] | None:
-        """``("session:<client>", since_ms)`` of the live lease on a session that named
-        it at the earliest retention clock (it protects the current versions whose
-        deadline is after ``since``), or None."""
-        best: tuple[str, int] | None = None
-        prefix = keys.session_ref_prefix(project, session)
-        for key, raw in self._prefix(prefix, fill_cache=False):
-            epoch, since = keys.parse_session_ref_value(raw)
-            client = keys.session_ref_client(key, project, session)
-            if (best is None or since < best[1]) and self._owner_live(client, epoch, now):
-                best = ("session:" + client.decode(), since)
-        return best
 
     def protection(self, locator: str, *, now: float | None = None) -> str | None:
         """What protects a version now: ``"pinned"``, ``"retrieval"``,
@@ -176,9 +131,9 @@ class ProtectionsMixin(StoreCore):
         now = time.time() if now is None else now
         doc_id, ver = parse_locator(locator)
         doc = doc_id.encode()
-        if self._is_pinned(doc):
+        if self._core._is_pinned(doc):
             return "pinned"
-        return self._protected_by_lease(doc, ver, now)
+        return self._core._protected_by_lease(doc, ver, now)
 
     def acquire_leases(
         self,
@@ -213,87 +168,23 @@ class ProtectionsMixin(StoreCore):
         lease does not bring it back). Those current versions whose bytes are
         still stored (unless pinned) are returned as ``unprotected``.
         """
-        self._need_primary()
+        self._core._need_primary()
         now = time.time() if now is None else now
         cl = check_id("client id", client)
         check_project(project)
-        if not locators and not sessions:
-            raise BadArchiveInput("a lease request names at least one locator or session")
-        if len(locators) + len(sessions) > MAX_LEASE_TARGETS:
-            raise BadArchiveInput(
-                f"a lease request may name at most {MAX_LEASE_TARGETS} versions, "
-                f"got {len(locators)}; split it"
-            )
-        if not ttl > 0:
-            raise BadArchiveInput("lease ttl must be positive seconds")
-        with self._lock:
-            rejected: dict[str, str] = {}
-            clock = ms(self.clock())
-            targets: list[tuple[bytes, int, str]] = []
-            for loc in dict.fromkeys(locators):
-                try:
-                    doc_id, ver = parse_locator(loc)
-                except BadLocator:
-                    rejected[str(loc)] = "malformed"
-                    continue
-                doc = doc_id.encode()
-                ledger = self._ledger(doc)
-                if ledger is None or ver > len(ledger["versions"]):
-                    rejected[loc] = "missing"
-                    continue
-                if ledger["project"] != project:
-                    rejected[loc] = "foreign_project"
-                    continue
-                v = ledger["versions"][ver - 1]
-                status = self._status(doc, ledger, ver)
-                if status != "live":
-                    rejected[loc] = status
-                    continue
-                if not self._lease_reaches(doc, v["expires_at"], clock):
-                    rejected[loc] = "expired"
-                    continue
-                targets.append((doc, ver, loc))
-            current: dict[str, list[SessionVersion]] = {}
-            for session in dict.fromkeys(sessions):
-                current[session] = self._session_current(project, session)
-                if not current[session]:
-                    rejected[f"session:{session}"] = "missing"
-            if rejected:
-                named = ", ".join(f"{loc} ({why})" for loc, why in list(rejected.items())[:10])
-                more = f" and {len(rejected) - 10} more" if len(rejected) > 10 else ""
-                raise LeaseRejected(
-                    f"lease request rejected whole, nothing leased: {len(rejected)} of "
-                    f"{len(locators) + len(sessions)} targets are not leasable: {named}{more}",
-                    rejected,
-                )
-            owner = self._owner(cl)
-            if owner is not None and owner["expires_at"] > now:
-                epoch = owner["epoch"]
-            else:
-                epoch = (owner["epoch"] + 1) if owner else 1
-            expires = max(
-                now + ttl, owner["expires_at"] if owner and owner["epoch"] == epoch else 0
-            )
+        _check_lease_request(locators, sessions, ttl)
+        with self._core._lock:  # the authorization and its publication: one hold
+            clock = ms(self._core.clock())
+            targets, current = self._authorize(project, locators, sessions, clock)
             batch = Batch()
-            self._put_owner(batch, cl, epoch, expires, ttl, now)
+            epoch, expires = self._publish_owner(batch, cl, ttl, now)
             ep = keys.U32.pack(epoch)
             for doc, ver, _ in targets:
                 dv = keys.dv(doc, ver)
                 batch.put(keys.fwd(cl, dv), ep)
                 batch.put(keys.rev(dv, cl), ep)
-            p = project.encode()
-            unprotected: list[str] = []
-            for session, found in current.items():
-                ref = keys.session_ref(p, session.encode(), cl)
-                since = self._session_since(ref, ep, clock)
-                batch.put(keys.session_fwd(cl, p, session.encode()), ep)
-                batch.put(ref, keys.session_ref_value(ep, since))
-                unprotected += [
-                    make_locator(doc.decode(), ver)
-                    for doc, ver, deadline, _ in found
-                    if not self._lease_reaches(doc, deadline, since)
-                ]
-            self._write(batch)
+            unprotected = self._put_session_refs(batch, cl, ep, project, current, clock)
+            self._core._write(batch)
             return LeaseGrant(
                 client,
                 epoch,
@@ -303,11 +194,99 @@ class ProtectionsMixin(StoreCore):
                 tuple(unprotected),
             )
 
+    def _authorize(
+        self, project: str, locators: Sequence[str], sessions: Sequence[str], clock: int
+    ) -> tuple[list[tuple[bytes, int, str]], dict[str, list[SessionVersion]]]:
+        """The leasable targets ``(doc, version, locator)`` and each session's current
+        versions; raises :class:`LeaseRejected` naming every target that is not
+        leasable (nothing is written then)."""
+        rejected: dict[str, str] = {}
+        targets: list[tuple[bytes, int, str]] = []
+        for loc in dict.fromkeys(locators):
+            found = self._leasable(project, loc, clock)
+            if isinstance(found, str):
+                rejected[str(loc)] = found
+            else:
+                targets.append((*found, loc))
+        current: dict[str, list[SessionVersion]] = {}
+        for session in dict.fromkeys(sessions):
+            current[session] = self._session_current(project, session)
+            if not current[session]:
+                rejected[f"session:{session}"] = "missing"
+        if rejected:
+            named = ", ".join(f"{loc} ({why})" for loc, why in list(rejected.items())[:10])
+            more = f" and {len(rejected) - 10} more" if len(rejected) > 10 else ""
+            raise LeaseRejected(
+                f"lease request rejected whole, nothing leased: {len(rejected)} of "
+                f"{len(locators) + len(sessions)} targets are not leasable: {named}{more}",
+                rejected,
+            )
+        return targets, current
+
+    def _leasable(self, project: str, loc: str, clock: int) -> tuple[bytes, int] | str:
+        """``(doc, version)`` of a leasable locator, or why it is not (``malformed``,
+        ``missing``, ``foreign_project``, its status, ``expired``)."""
+        try:
+            doc_id, ver = parse_locator(loc)
+        except BadLocator:
+            return "malformed"
+        doc = doc_id.encode()
+        ledger = self._core._ledger(doc)
+        if ledger is None or ver > len(ledger["versions"]):
+            return "missing"
+        if ledger["project"] != project:
+            return "foreign_project"
+        status = self._core._status(doc, ledger, ver)
+        if status != "live":
+            return status
+        if not self._lease_reaches(doc, ledger["versions"][ver - 1]["expires_at"], clock):
+            return "expired"
+        return doc, ver
+
+    def _publish_owner(self, batch: Batch, cl: bytes, ttl: float, now: float) -> tuple[int, float]:
+        """The client's owner record, created or extended to ``now + ttl``, into
+        ``batch``: ``(epoch, expires)``. A client whose lease had expired starts a new
+        epoch (its old references never protect again)."""
+        owner = self._core._owner(cl)
+        if owner is not None and owner["expires_at"] > now:
+            epoch = owner["epoch"]
+        else:
+            epoch = (owner["epoch"] + 1) if owner else 1
+        expires = max(now + ttl, owner["expires_at"] if owner and owner["epoch"] == epoch else 0)
+        self._put_owner(batch, cl, epoch, expires, ttl, now)
+        return epoch, expires
+
+    def _put_session_refs(
+        self,
+        batch: Batch,
+        cl: bytes,
+        ep: bytes,
+        project: str,
+        current: dict[str, list[SessionVersion]],
+        clock: int,
+    ) -> list[str]:
+        """The client's session references (forward and by session, with the retention
+        clock the epoch first named each) into ``batch``; returns the locators of the
+        sessions' current versions the lease cannot protect (past their deadline then)."""
+        p = project.encode()
+        unprotected: list[str] = []
+        for session, found in current.items():
+            ref = keys.session_ref(p, session.encode(), cl)
+            since = self._session_since(ref, ep, clock)
+            batch.put(keys.session_fwd(cl, p, session.encode()), ep)
+            batch.put(ref, keys.session_ref_value(ep, since))
+            unprotected += [
+                make_locator(doc.decode(), ver)
+                for doc, ver, deadline, _ in found
+                if not self._lease_reaches(doc, deadline, since)
+            ]
+        return unprotected
+
     def _lease_reaches(self, doc: bytes, deadline: float | None, since_ms: int) -> bool:
         """A lease naming a version at the retention clock ``since_ms`` protects it: its
         deadline is after that clock, or its document is pinned. Locator and session
         leases both ask this (a lease never brings back a version past its deadline)."""
-        return deadline_after(deadline, since_ms) or self._is_pinned(doc)
+        return deadline_after(deadline, since_ms) or self._core._is_pinned(doc)
 
     def _session_current(self, project: str, session: str) -> list[SessionVersion]:
         """``(doc, version, deadline, live)`` of each current version of ``session`` of
@@ -316,22 +295,24 @@ class ProtectionsMixin(StoreCore):
         if not isinstance(session, str) or not session or "\x00" in session:
             return []
         out = []
-        for doc_id in self.session_documents(project, session):
+        for doc_id in self._ledgers.session_documents(project, session):
             doc = doc_id.encode()
-            ledger = self._ledger(doc)
+            ledger = self._core._ledger(doc)
             if ledger is None:
                 continue
             cur = ledger["current"]
             v = ledger["versions"][cur - 1]
-            if self._stored_live(ledger, v):
-                out.append((doc, cur, v["expires_at"], self._status(doc, ledger, cur) == "live"))
+            if self._core._stored_live(ledger, v):
+                out.append(
+                    (doc, cur, v["expires_at"], self._core._status(doc, ledger, cur) == "live")
+                )
         return out if any(found[3] for found in out) else []
 
     def _session_since(self, ref: bytes, epoch: bytes, clock: int) -> int:
         """The retention clock (ms) when this epoch of the client first named the session:
         kept when it names it again, so what it protected stays protected; ``clock``
         (the retention clock now) for a new epoch."""
-        raw = self._db.get(ref)
+        raw = self._core._db.get(ref)
         if raw is not None:
             old_epoch, since = keys.parse_session_ref_value(raw)
             if old_epoch == epoch:
@@ -341,7 +322,7 @@ class ProtectionsMixin(StoreCore):
     def _drop_session_refs(self, batch: Batch, cl: bytes, limit: int | None = None) -> int:
         """Delete ``cl``'s session references (at most ``limit``); returns how many."""
         n = 0
-        for key, _ in self._prefix(keys.session_fwd_prefix(cl), fill_cache=False):
+        for key, _ in self._core._prefix(keys.session_fwd_prefix(cl), fill_cache=False):
             if limit is not None and n >= limit:
                 break
             project, session = keys.parse_session_fwd(key, cl)
@@ -367,11 +348,11 @@ class ProtectionsMixin(StoreCore):
         Raises :class:`LeaseNotFound` (no lease) or :class:`LeaseExpired` (it
         lapsed: the protections are gone; acquire again).
         """
-        self._need_primary()
+        self._core._need_primary()
         now = time.time() if now is None else now
         cl = check_id("client id", client)
-        with self._lock:
-            owner = self._owner(cl)
+        with self._core._lock:
+            owner = self._core._owner(cl)
             if owner is None:
                 raise LeaseNotFound(f"client {client!r} holds no lease; acquire one")
             if owner["expires_at"] <= now:
@@ -383,7 +364,7 @@ class ProtectionsMixin(StoreCore):
             expires = max(owner["expires_at"], now + ttl)
             batch = Batch()
             self._put_owner(batch, cl, owner["epoch"], expires, ttl, now)
-            self._write(batch)
+            self._core._write(batch)
             return LeaseGrant(client, owner["epoch"], expires, ())
 
     def release_leases(self, client: str, locators: Sequence[str] | None = None) -> int:
@@ -392,19 +373,19 @@ class ProtectionsMixin(StoreCore):
         Never touches another client's references. Returns how many
         references were removed.
         """
-        self._need_primary()
+        self._core._need_primary()
         cl = check_id("client id", client)
-        with self._lock:
+        with self._core._lock:
             batch = Batch()
             n = 0
             if locators is None:
-                for key, _ in self._prefix(keys.fwd_prefix(cl)):
+                for key, _ in self._core._prefix(keys.fwd_prefix(cl)):
                     dv = keys.fwd_version(key, cl)
                     batch.delete(key)
                     batch.delete(keys.rev(dv, cl))
                     n += 1
                 n += self._drop_session_refs(batch, cl)
-                owner = self._owner(cl)
+                owner = self._core._owner(cl)
                 if owner is not None:
                     batch.delete(keys.owner(cl))
                     batch.delete(keys.owner_exp(ms(owner["expires_at"]), cl))
@@ -412,11 +393,11 @@ class ProtectionsMixin(StoreCore):
                 for loc in dict.fromkeys(locators):
                     doc_id, ver = parse_locator(loc)
                     dv = keys.dv(doc_id.encode(), ver)
-                    if (keys.fwd(cl, dv)) in self._db:
+                    if (keys.fwd(cl, dv)) in self._core._db:
                         batch.delete(keys.fwd(cl, dv))
                         batch.delete(keys.rev(dv, cl))
                         n += 1
-            self._write(batch)
+            self._core._write(batch)
             return n
 
     def client_lease(self, client: str, *, now: float | None = None) -> dict[str, Any] | None:
@@ -424,16 +405,16 @@ class ProtectionsMixin(StoreCore):
         or None (sessions as ``"project/session"``)."""
         now = time.time() if now is None else now
         cl = check_id("client id", client)
-        owner = self._owner(cl)
+        owner = self._core._owner(cl)
         if owner is None:
             return None
         locs = []
-        for key, ep in self._prefix(keys.fwd_prefix(cl)):
+        for key, ep in self._core._prefix(keys.fwd_prefix(cl)):
             if keys.U32.unpack(ep)[0] == owner["epoch"]:
                 locs.append(make_locator(*keys.split_dv(keys.fwd_version(key, cl))))
         sessions = [
             "/".join(part.decode() for part in keys.parse_session_fwd(key, cl))
-            for key, ep in self._prefix(keys.session_fwd_prefix(cl))
+            for key, ep in self._core._prefix(keys.session_fwd_prefix(cl))
             if keys.U32.unpack(ep)[0] == owner["epoch"]
         ]
         return {
@@ -451,31 +432,31 @@ class ProtectionsMixin(StoreCore):
         Returns how many records were removed; call again (next tick) while
         it returns ``limit``.
         """
-        self._need_primary()
+        self._core._need_primary()
         now = time.time() if now is None else now
         budget = limit
-        with self._lock:
+        with self._core._lock:
             end = keys.owner_exp_until(ms(now) + 1)
-            for key, _ in list(self._scan(keys.OWNER_EXP, end)):
+            for key, _ in list(self._core._scan(keys.OWNER_EXP, end)):
                 if budget <= 0:
                     break
                 expires_ms, cl = keys.parse_owner_exp(key)
-                owner = self._owner(cl)
+                owner = self._core._owner(cl)
                 batch = Batch()
                 if owner is None or ms(owner["expires_at"]) != expires_ms:
                     batch.delete(key)  # stale index entry (renewed or released)
                     budget -= 1
-                    self._write(batch)
+                    self._core._write(batch)
                     continue
                 if owner["expires_at"] > now:
                     continue
-                refs = list(self._prefix(keys.fwd_prefix(cl), fill_cache=False))
+                refs = list(self._core._prefix(keys.fwd_prefix(cl), fill_cache=False))
                 take = refs[:budget]
                 for fkey, _ in take:
                     batch.delete(fkey)
                     batch.delete(keys.rev(keys.fwd_version(fkey, cl), cl))
                 budget -= len(take)
-                sessions = sum(1 for _ in self._prefix(keys.session_fwd_prefix(cl)))
+                sessions = sum(1 for _ in self._core._prefix(keys.session_fwd_prefix(cl)))
                 dropped = self._drop_session_refs(batch, cl, budget)
                 budget -= dropped
                 if len(take) == len(refs) and dropped == sessions:
@@ -493,7 +474,7 @@ class ProtectionsMixin(StoreCore):
                             }
                         ),
                     )
-                self._write(batch)
+                self._core._write(batch)
         return limit - budget
 
     def take_retrieval_leases(
@@ -503,43 +484,56 @@ class ProtectionsMixin(StoreCore):
 
         Returns the locators actually protected (live versions only).
         """
-        self._need_primary()
+        self._core._need_primary()
         now = time.time() if now is None else now
         until = ms(now + seconds)
         taken = []
-        with self._lock:
+        with self._core._lock:
             batch = Batch()
             for loc in dict.fromkeys(locators):
                 doc_id, ver = parse_locator(loc)
-                ledger = self._ledger(doc_id.encode())
+                ledger = self._core._ledger(doc_id.encode())
                 if ledger is None or ver > len(ledger["versions"]):
                     continue
-                if self._status(doc_id.encode(), ledger, ver) != "live":
+                if self._core._status(doc_id.encode(), ledger, ver) != "live":
                     continue
                 dv = keys.dv(doc_id.encode(), ver)
-                raw = self._db.get(keys.rlease(dv))
+                raw = self._core._db.get(keys.rlease(dv))
                 if raw is None or keys.U64.unpack(raw)[0] < until:
                     batch.put(keys.rlease(dv), keys.U64.pack(until))
                     batch.put(keys.rlease_exp(until, dv), b"")
                 taken.append(loc)
-            self._write(batch)
+            self._core._write(batch)
         return taken
 
     def cleanup_retrieval_leases(self, *, now: float | None = None, limit: int = 1000) -> int:
         """Drop lapsed retrieval leases (at most ``limit`` index entries)."""
-        self._need_primary()
+        self._core._need_primary()
         now = time.time() if now is None else now
         n = 0
-        with self._lock:
+        with self._core._lock:
             batch = Batch()
-            for key, _ in self._scan(keys.RLEASE_EXP, keys.rlease_exp_until(ms(now) + 1)):
+            for key, _ in self._core._scan(keys.RLEASE_EXP, keys.rlease_exp_until(ms(now) + 1)):
                 if n >= limit:
                     break
                 dv = keys.parse_rlease_exp(key)[1]
-                raw = self._db.get(keys.rlease(dv))
+                raw = self._core._db.get(keys.rlease(dv))
                 if raw is not None and keys.U64.unpack(raw)[0] <= ms(now):
                     batch.delete(keys.rlease(dv))
                 batch.delete(key)
                 n += 1
-            self._write(batch)
+            self._core._write(batch)
         return n
+
+
+def _check_lease_request(locators: Sequence[str], sessions: Sequence[str], ttl: float) -> None:
+    """Refuse a request that names nothing, too much, or a ttl that is not positive."""
+    if not locators and not sessions:
+        raise BadArchiveInput("a lease request names at least one locator or session")
+    if len(locators) + len(sessions) > MAX_LEASE_TARGETS:
+        raise BadArchiveInput(
+            f"a lease request may name at most {MAX_LEASE_TARGETS} versions, "
+            f"got {len(locators)}; split it"
+        )
+    if not ttl > 0:
+        raise BadArchiveInput("lease ttl must be positive seconds")

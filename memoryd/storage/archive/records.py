@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoryd.errors import BadArchiveInput, BadLocator
+from memoryd.base.errors import BadArchiveInput, BadLocator
 from memoryd.storage.archive.keys import CLASS_CODE, CLASSES
 
 STATUSES = ("live", "superseded", "expired")
@@ -100,10 +100,16 @@ class VersionInfo:
     current_version: int
     pinned: bool
     forgotten: bool = False  # retired by ``forget`` (the user's request), not by age
+    aged_from: float | None = None  # imported: its class age counts from then
 
     @property
     def locator(self) -> str:
         return make_locator(self.doc_id, self.version)
+
+    @property
+    def age_start(self) -> float:
+        """When its class age starts: the import of history, else its creation."""
+        return self.created_at if self.aged_from is None else self.aged_from
 
 
 @dataclass(frozen=True)
@@ -117,7 +123,7 @@ class AppendResult:
 
 @dataclass(frozen=True)
 class NewVersion:
-    """One item of :meth:`ArchiveStore.append_many`; see :meth:`ArchiveStore.append`."""
+    """One item of :meth:`~.ledgers.Ledgers.append_many`; see :meth:`~.ledgers.Ledgers.append`."""
 
     project: str
     cls: str
@@ -129,6 +135,7 @@ class NewVersion:
     meta: dict[str, Any] | None = None
     request_id: str | None = None
     sources: tuple[str, ...] = ()  # derived only: the locators it was derived from
+    aged_from: float | None = None  # imported history: its class age counts from then
 
 
 @dataclass(frozen=True)
@@ -156,7 +163,7 @@ class PurgeReport:
 
 @dataclass
 class DueReport:
-    """What :meth:`ArchiveStore.retire_due` did: one outcome per entry, in order."""
+    """What :meth:`~.expiry.Expiry.retire_due` did: one outcome per entry, in order."""
 
     outcomes: list[str] = field(default_factory=list)
     purged_versions: int = 0  # retired and purged in the same batch

@@ -6,7 +6,7 @@ A layout-1 archive kept a version's content keys by family, not by segment::
     P project 0 term 0 dv   posting            C project 0 dv  codes
     E bucket class dv       expiry entry       U dv          purge queue
 
-:meth:`RelayoutMixin.relayout` walks the ledgers in key order, a batch of
+:meth:`Relayout.relayout` walks the ledgers in key order, a batch of
 :data:`RELAYOUT_LEDGERS` at a time; for each live version it moves the
 payload, term list, postings (values as stored) and codes under the version's
 segment (counting the segment statistics) and names the segment's bucket in
@@ -44,19 +44,25 @@ KILL_POINTS = ("relayout_mid_copy",)
 OLD_FAMILIES = (b"C", b"E", b"L", b"P", b"U", b"V")
 
 
-class RelayoutMixin(StoreCore):
-    """Moving a layout-1 archive's content under its expiry segments."""
+class Relayout:
+    """Moving a layout-1 archive's content under its expiry segments (opening a primary
+    runs :meth:`relayout` once, under the boundary lock)."""
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
 
     def relayout(self, *, batch_ledgers: int = RELAYOUT_LEDGERS) -> int:
         """Bring a layout-1 archive to expiry segments (see the module docstring);
         returns the versions moved by this call (0: nothing to do)."""
-        self._need_primary()
+        self._core._need_primary()
         moved = 0
-        with self._lock:
-            while self.layout < LAYOUT:
-                start = self._db.get(keys.cursor(RELAYOUT_CURSOR)) or keys.DOC
+        with self._core._lock:
+            while self._core.layout < LAYOUT:
+                start = self._core._db.get(keys.cursor(RELAYOUT_CURSOR)) or keys.DOC
                 batch, last, n = Batch(), None, 0
-                for key, raw in self._scan(start, keys.prefix_end(keys.DOC), fill_cache=False):
+                for key, raw in self._core._scan(
+                    start, keys.prefix_end(keys.DOC), fill_cache=False
+                ):
                     moved += self._relayout_ledger(batch, key, codec.decode_ledger(raw))
                     last, n = key, n + 1
                     if n >= batch_ledgers:
@@ -66,8 +72,8 @@ class RelayoutMixin(StoreCore):
                 else:
                     batch.put(keys.cursor(RELAYOUT_CURSOR), last + b"\x00")
                 killpoint("relayout_mid_copy")
-                self._write(batch)
-                self._read_format()
+                self._core._write(batch)
+                self._core._read_format()
         return moved
 
     def _relayout_ledger(self, batch: Batch, key: bytes, ledger: dict[str, Any]) -> int:
@@ -85,22 +91,24 @@ class RelayoutMixin(StoreCore):
 
     def _relayout_version(self, batch: Batch, doc: bytes, ledger: dict[str, Any], ver: int) -> int:
         v, dv = ledger["versions"][ver - 1], keys.dv(doc, ver)
-        payload = self._db.get(b"V" + dv)
+        payload = self._core._db.get(b"V" + dv)
         if payload is None:  # nothing to move (a damaged archive): the ledger stays as it is
             return 0
         project = ledger["project"].encode()
-        listed = self._db.get(b"L" + dv)
+        listed = self._core._db.get(b"L" + dv)
         if listed is None:  # appended before term lists: the terms from the payload
             content = codec.decode_payload(payload)["content"]
             listed = keys.join_terms(version_terms(content))
         terms = keys.split_terms(listed)
-        olds = self._db.get([b"P" + project + keys.SEP + t + keys.SEP + dv for t in terms])
-        codes = self._db.get(b"C" + project + keys.SEP + dv)
-        bucket = self._bucket_of(v["expires_at"])
+        olds = self._core._db.get([b"P" + project + keys.SEP + t + keys.SEP + dv for t in terms])
+        codes = self._core._db.get(b"C" + project + keys.SEP + dv)
+        bucket = self._core._bucket_of(v["expires_at"])
         if bucket != keys.HELD_BUCKET:
             v["b"] = bucket
         values = dict(zip(terms, olds, strict=True))
-        self._place(batch, self._seg(ledger, v), dv, payload, listed, values, codes, v["len"])
+        self._core._place(
+            batch, self._core._seg(ledger, v), dv, payload, listed, values, codes, v["len"]
+        )
         batch.ledgers[keys.doc(doc)] = ledger
         return 1
 
@@ -110,6 +118,6 @@ class RelayoutMixin(StoreCore):
             batch.wb.delete_range(family, keys.prefix_end(family))
         batch.wb.delete(keys.cursor(RELAYOUT_CURSOR))
         batch.wb.delete(keys.cursor(PURGE_HEAD))
-        fmt = self._get_json(keys.FORMAT) or {}
-        fmt.update(layout=LAYOUT, segment_seconds=self.segment_seconds)
+        fmt = self._core._get_json(keys.FORMAT) or {}
+        fmt.update(layout=LAYOUT, segment_seconds=self._core.segment_seconds)
         batch.put(keys.FORMAT, orjson.dumps(fmt))

@@ -2,7 +2,7 @@
 
 A version's content keys live under its segment (:mod:`~.keys`: project, the
 bucket of its deadline, its class). Once a segment's bucket has ended, every
-version in it is past its deadline; :meth:`SegmentsMixin.expire_segments`
+version in it is past its deadline; :meth:`Segments.expire_segments`
 expires up to :data:`SEGMENTS_PER_BATCH` due segments in one synced WriteBatch:
 
 1. **protections**, walked once for the whole batch (pins, active-context lease
@@ -20,6 +20,14 @@ expires up to :data:`SEGMENTS_PER_BATCH` due segments in one synced WriteBatch:
    (per version, as before);
 4. the retention clock moves to ``now``.
 
+A batch expires at most ``max_versions`` versions (a tick stays bounded however
+large a day's segment grows): due segments go whole while their versions fit;
+when the first due segment alone is larger, the batch retires ``max_versions``
+of its versions one by one instead (protected ones copied out to the held
+segment, the rest tombstoned and purged like any retired version, the
+segment's own statistics kept exact), and the segment stays live and due for
+the next batch, which takes it whole once the rest fits.
+
 A crash before the write leaves everything as it was (the rerun redoes it);
 after, nothing is redone: the state is the cursor. Kill points:
 ``segment_before_batch``, ``segment_after_batch``.
@@ -31,6 +39,7 @@ holds it (:meth:`~.core.StoreCore._status`).
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -40,12 +49,14 @@ import orjson
 
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.core import CLOCK, Batch, StoreCore, killpoint
+from memoryd.storage.archive.expiry import Expiry
+from memoryd.storage.archive.ledgers import Ledgers
 from memoryd.storage.archive.records import deadline_after, make_locator, ms
 
 #: Due segments one wave batch expires (one fsync for all of them).
 SEGMENTS_PER_BATCH = 64
 
-#: Cursor of the ledger slimming pass (:meth:`SegmentsMixin.slim_expired_ledgers`):
+#: Cursor of the ledger slimming pass (:meth:`Segments.slim_expired_ledgers`):
 #: orjson ``[expiries seen at its start, next ledger key (hex)]``.
 SLIM_CURSOR = "archive.slim"
 #: How many segment batches expired something (u64): the pass runs while its last
@@ -58,27 +69,39 @@ KILL_POINTS = ("segment_before_batch", "segment_after_batch")
 
 @dataclass
 class SegmentReport:
-    """What one :meth:`SegmentsMixin.expire_segments` did."""
+    """What one :meth:`Segments.expire_segments` did."""
 
     segments: int = 0  # segments expired
     expired: list[str] = field(default_factory=list)  # locators that expired with them
     held: list[str] = field(default_factory=list)  # protected: copied out to a held segment
     followed: list[str] = field(default_factory=list)  # derived versions that followed
     terms_folded: int = 0  # (segment, term) statistics subtracted
-    remaining: bool = False  # more due segments than one batch
+    remaining: bool = False  # more due segments (or versions of one) than one batch
     keys_deleted: int = 0  # per-version deletes (the range deletes are not counted)
 
 
-class SegmentsMixin(StoreCore):
-    """Due segments, their protections, and their expiry."""
+class Segments:
+    """Due segments, their protections, and their expiry.
+
+    Interface: what is due or coming (:meth:`due_segments`, :meth:`due_locators`,
+    :meth:`future_segments`, :meth:`expiry_schedule`, :meth:`segment_versions`), the
+    wave's :meth:`expire_segments`, and :meth:`slim_expired_ledgers`. Receives the core,
+    :class:`~.ledgers.Ledgers` (retiring, purging, derived documents following their
+    sources) and :class:`~.expiry.Expiry` (the held versions' entries).
+    """
+
+    def __init__(self, core: StoreCore, ledgers: Ledgers, expiry: Expiry) -> None:
+        self._core = core
+        self._ledgers = ledgers
+        self._expiry = expiry
 
     def due_segments(self, now: float, *, limit: int | None = None) -> list[bytes]:
         """Live dated segments whose bucket ended by ``now``, project by project in
         bucket order (at most ``limit``). Each project's scan stops at its first
         bucket that has not ended."""
-        last = int(now // self.segment_seconds)  # buckets before this one have ended
+        last = int(now // self._core.segment_seconds)  # buckets before this one have ended
         out: list[bytes] = []
-        it = self._db.iter()
+        it = self._core._db.iter()
         it.seek(keys.SEGMENT_STATE)
         while it.valid() and it.key()[:1] == keys.SEGMENT_STATE:
             seg = keys.state_segment(it.key())
@@ -98,18 +121,18 @@ class SegmentsMixin(StoreCore):
         whose bucket has begun, or a held version's entry? Otherwise the clock need
         not move (a write per idle tick would move the store's sequence number, which
         readers' caches watch)."""
-        current = int(now // self.segment_seconds)
-        for seg in self._live_segments():
+        current = int(now // self._core.segment_seconds)
+        for seg in self._core._live_segments():
             bucket = keys.parse_segment(seg)[1]
             if bucket <= current and bucket != keys.HELD_BUCKET:
                 return True
-        return bool(self.expiry_entries(until=now, limit=1))  # type: ignore[attr-defined]
+        return bool(self._expiry.expiry_entries(until=now, limit=1))
 
     def future_segments(self, cls: str, now: float) -> list[bytes]:
         """Live dated segments of class ``cls`` whose bucket has not ended at ``now``."""
-        code, current = keys.CLASS_CODE[cls], int(now // self.segment_seconds)
+        code, current = keys.CLASS_CODE[cls], int(now // self._core.segment_seconds)
         out = []
-        for seg in self._live_segments():
+        for seg in self._core._live_segments():
             _, bucket, seg_code = keys.parse_segment(seg)
             if seg_code == code and current <= bucket != keys.HELD_BUCKET:
                 out.append(seg)
@@ -120,16 +143,16 @@ class SegmentsMixin(StoreCore):
         whose bucket starts by then (its corpus record counts its versions) and each
         held version with a deadline (one each), in no particular order."""
         out: list[tuple[float, int]] = []
-        last = int(until // self.segment_seconds)
-        for seg in self._live_segments():
+        last = int(until // self._core.segment_seconds)
+        for seg in self._core._live_segments():
             bucket = keys.parse_segment(seg)[1]
             if bucket <= last:
-                raw = self._db.get(keys.seg_corpus(seg))
+                raw = self._core._db.get(keys.seg_corpus(seg))
                 if raw is not None:
                     out.append(
-                        (float(bucket * self.segment_seconds), orjson.loads(raw)["versions"])
+                        (float(bucket * self._core.segment_seconds), orjson.loads(raw)["versions"])
                     )
-        held = self.expiry_entries(until=until, limit=limit)  # type: ignore[attr-defined]
+        held = self._expiry.expiry_entries(until=until, limit=limit)
         return out + [(e.bucket_start, 1) for e in held]
 
     def due_locators(self, now: float, *, limit: int = 100_000) -> list[str]:
@@ -146,7 +169,7 @@ class SegmentsMixin(StoreCore):
     def segment_versions(self, seg: bytes) -> Iterator[bytes]:
         """The dv of each version in a segment (its member records, in order)."""
         prefix = keys.seg_family(seg, keys.SEG_MEMBER)
-        for key, _ in self._prefix(prefix, fill_cache=False):
+        for key, _ in self._core._prefix(prefix, fill_cache=False):
             yield keys.seg_version(key, seg)
 
     def expire_segments(
@@ -154,39 +177,49 @@ class SegmentsMixin(StoreCore):
         *,
         now: float | None = None,
         max_segments: int = SEGMENTS_PER_BATCH,
+        max_versions: int | None = None,
         purge_keys: int = 4096,
         early: list[bytes] | None = None,
     ) -> SegmentReport:
-        """Expire up to ``max_segments`` due segments in one synced batch (see the
-        module docstring); the retention clock moves to ``now`` either way.
+        """Expire up to ``max_segments`` due segments, at most ``max_versions``
+        versions (None: no cap), in one synced batch (see the module docstring); the
+        retention clock moves to ``now`` either way.
 
         ``early``: expire these live segments now instead, due or not (the disk-low
         pass: a whole future segment at once, protected versions copied out)."""
-        self._need_primary()
+        self._core._need_primary()
         now = time.time() if now is None else now
         report = SegmentReport()
-        with self._lock:
+        with self._core._lock:
             if early is None:
                 due = self.due_segments(now, limit=max_segments + 1)
             else:
-                live = set(self._live_segments())
+                live = set(self._core._live_segments())
                 due = [seg for seg in early if seg in live][: max_segments + 1]
             report.remaining = len(due) > max_segments
             due = due[:max_segments]
+            part = None
+            if max_versions is not None:
+                kept = self._fitting(due, max_versions)
+                report.remaining |= len(kept) < len(due)
+                part = due[0] if due and not kept else None
+                due = kept
             batch = Batch()
             batch.dying = set(due)
             if due:
                 self._expire_into(batch, due, now, report)
-            if now > self.clock() and (due or self._deadlines_by(now)):
+            elif part is not None and max_versions is not None:
+                self._expire_part(batch, part, max_versions, now, purge_keys, report)
+            if now > self._core.clock() and (due or self._deadlines_by(now)):
                 batch.put(keys.cursor(CLOCK), orjson.dumps(now))
             if due:  # their versions' ledgers can be packed now
-                seq = self._get_u64(keys.cursor(SLIM_DUE)) + 1
+                seq = self._core._get_u64(keys.cursor(SLIM_DUE)) + 1
                 batch.put(keys.cursor(SLIM_DUE), keys.U64.pack(seq))
             killpoint("segment_before_batch")
-            self._write(batch)
+            self._core._write(batch)
             killpoint("segment_after_batch")
             report.keys_deleted = batch.deleted
-            report.keys_deleted += self._purge_retired(batch, purge_keys).keys_deleted  # type: ignore[attr-defined]
+            report.keys_deleted += self._ledgers._purge_retired(batch, purge_keys).keys_deleted
         return report
 
     def _expire_into(
@@ -210,19 +243,65 @@ class SegmentsMixin(StoreCore):
             batch.wb.delete_range(start, keys.prefix_end(start))
         report.segments = len(due)
         for source in sources:
-            self._follow_sources(batch, source, now)  # type: ignore[attr-defined]
+            self._ledgers._follow_sources(batch, source, now)
         report.followed = batch.followed
         _drop_dying(batch)
-        self._fold_if_long(batch)  # type: ignore[attr-defined]  # (a long journal: here too)
+        self._core._fold_if_long(batch)  # (a long journal: here too)
+
+    def _fitting(self, due: list[bytes], max_versions: int) -> list[bytes]:
+        """The leading segments of ``due`` whose versions together fit ``max_versions``."""
+        total = 0
+        for i, seg in enumerate(due):
+            raw = self._core._db.get(keys.seg_corpus(seg))
+            total += orjson.loads(raw)["versions"] if raw is not None else 0
+            if total > max_versions:
+                return due[:i]
+        return due
+
+    def _expire_part(
+        self,
+        batch: Batch,
+        seg: bytes,
+        limit: int,
+        now: float,
+        purge_keys: int,
+        report: SegmentReport,
+    ) -> None:
+        """Retire the first ``limit`` versions of a due segment too large for one batch,
+        one by one: a protected one is copied out to the held segment, the others are
+        tombstoned (purged in this batch within ``purge_keys`` deletes, else queued).
+        Each leaves the segment's members and statistics, so the segment stays exact
+        and the next batch sees only the rest."""
+        for dv in itertools.islice(self.segment_versions(seg), limit):
+            doc_id, ver = keys.split_dv(dv)
+            doc = doc_id.encode()
+            ledger = self._core._ledger(doc, batch)
+            if ledger is None or not self._core._stored_live(
+                ledger, ledger["versions"][ver - 1], batch
+            ):
+                continue  # (retired earlier in this batch: a derived document following)
+            locator = make_locator(doc_id, ver)
+            if self._core._is_pinned(doc, batch) or self._core._protected_by_lease(
+                doc, ver, now, batch, ledger
+            ):
+                self._hold(batch, doc, ledger, ver)
+                report.held.append(locator)
+                continue
+            self._ledgers._retire(
+                batch, doc, ledger, ver, "expired", now, purge_budget=purge_keys - batch.deleted
+            )
+            report.expired.append(locator)
+        report.followed = batch.followed
+        self._core._fold_if_long(batch)
 
     def _hold(self, batch: Batch, doc: bytes, ledger: dict[str, Any], ver: int) -> None:
         """Copy a protected version out of its dying segment to the held one; it enters
         the per-version index (unless pinned: unpinning puts it there)."""
-        self._move_version(batch, doc, ledger, ver, keys.HELD_BUCKET)  # type: ignore[attr-defined]
+        self._core._move_version(batch, doc, ledger, ver, keys.HELD_BUCKET)
         v = ledger["versions"][ver - 1]
         v["gen"] += 1
-        if not self._is_pinned(doc, batch):
-            entry = self._expiry_key(v["expires_at"], ledger["class"], doc, ver)
+        if not self._core._is_pinned(doc, batch):
+            entry = self._core._expiry_key(v["expires_at"], ledger["class"], doc, ver)
             batch.put(entry, keys.U32.pack(v["gen"]))
 
     def _fold(self, batch: Batch, seg: bytes) -> int:
@@ -236,7 +315,7 @@ class SegmentsMixin(StoreCore):
         prefix = keys.seg_family(seg, keys.SEG_TERMSTAT)
         cut, to_int, get = len(prefix), int.from_bytes, df.get
         n = postings = 0
-        it, _bound = self._iter(prefix)
+        it, _bound = self._core._iter(prefix)
         key, value, step, valid = it.key, it.value, it.next, it.valid
         while valid():  # the hot loop: one pass per (segment, term), no generator
             k, stored = key(), to_int(value(), "big")
@@ -248,7 +327,7 @@ class SegmentsMixin(StoreCore):
                 df[stat] = get(stat, 0) - stored
             n += 1
             step()
-        raw = self._db.get(keys.seg_corpus(seg))
+        raw = self._core._db.get(keys.seg_corpus(seg))
         versions = 0
         if raw is not None:
             c = orjson.loads(raw)
@@ -257,7 +336,7 @@ class SegmentsMixin(StoreCore):
             total = batch.corpus.setdefault(keys.corpus(project), [0, 0])
             total[0] -= c["versions"] - kept[0]
             total[1] -= c["length"] - kept[1]
-        per_version = 3 + (self._db.get(keys.VECTORS_META) is not None)
+        per_version = 3 + (self._core._db.get(keys.VECTORS_META) is not None)
         batch.deleted += postings + per_version * versions + n + (raw is not None)
         return n
 
@@ -267,17 +346,17 @@ class SegmentsMixin(StoreCore):
         in the ledger itself, which packs to a tombstone when nothing else is left (a
         segment's expiry rewrites no ledger; until this pass its state answers).
         Unsynced: a pass lost in a crash is redone. Returns (rewritten, done)."""
-        self._need_primary()
-        with self._lock:
-            due = self._get_u64(keys.cursor(SLIM_DUE))
-            began, start = self._get_json(keys.cursor(SLIM_CURSOR)) or [due, keys.DOC.hex()]
+        self._core._need_primary()
+        with self._core._lock:
+            due = self._core._get_u64(keys.cursor(SLIM_DUE))
+            began, start = self._core._get_json(keys.cursor(SLIM_CURSOR)) or [due, keys.DOC.hex()]
             if not due:
                 return 0, True  # no segment expired since the last complete walk
             batch = Batch(sync=False)
             states: dict[bytes, bytes | None] = {}
-            seen, last, clock = 0, b"", self.clock()
+            seen, last, clock = 0, b"", self._core.clock()
             end = keys.prefix_end(keys.DOC)
-            for key, raw in self._scan(bytes.fromhex(start), end, fill_cache=False):
+            for key, raw in self._core._scan(bytes.fromhex(start), end, fill_cache=False):
                 seen, last = seen + 1, key
                 if raw[:1] == b"{":  # (a packed tombstone has nothing live)
                     self._slim(batch, key, codec.decode_ledger(raw), states, clock)
@@ -293,7 +372,7 @@ class SegmentsMixin(StoreCore):
             else:  # a segment expired meanwhile: walk again from the first ledger
                 batch.put(keys.cursor(SLIM_CURSOR), orjson.dumps([due, keys.DOC.hex()]))
                 done = False
-            self._write(batch)
+            self._core._write(batch)
             return len(batch.ledgers), done
 
     def _slim(
@@ -307,9 +386,9 @@ class SegmentsMixin(StoreCore):
         for v in ledger["versions"]:
             if v["status"] != "live" or "b" not in v:
                 continue
-            seg = self._seg(ledger, v)
+            seg = self._core._seg(ledger, v)
             if seg not in states:
-                states[seg] = self._db.get(keys.segment_state(seg))
+                states[seg] = self._core._db.get(keys.segment_state(seg))
             if states[seg] == keys.SEG_EXPIRED:
                 v.update(status="expired", purged=True)
                 v["retired_at"] = min(v["expires_at"], max(clock, v["created_at"]))
@@ -326,24 +405,24 @@ class SegmentsMixin(StoreCore):
         found: dict[tuple[bytes, int], dict[str, Any]] = {}
 
         def consider(doc: bytes, ver: int | None = None) -> None:
-            ledger = self._ledger(doc, batch)
+            ledger = self._core._ledger(doc, batch)
             if ledger is None:
                 return
             ver = ledger["current"] if ver is None else ver
             if ver > len(ledger["versions"]) or (doc, ver) in found:
                 return
             v = ledger["versions"][ver - 1]
-            if v["status"] == "live" and "b" in v and self._seg(ledger, v) in batch.dying:
+            if v["status"] == "live" and "b" in v and self._core._seg(ledger, v) in batch.dying:
                 batch.ledgers[keys.doc(doc)] = ledger  # one dict for every change to it
                 found[(doc, ver)] = ledger
 
-        for key, _ in self._prefix(keys.PIN, fill_cache=False):
+        for key, _ in self._core._prefix(keys.PIN, fill_cache=False):
             consider(keys.doc_of(key))
-        for key, epoch in self._prefix(keys.REV, fill_cache=False):
+        for key, epoch in self._core._prefix(keys.REV, fill_cache=False):
             doc, ver, client = _parse_rev(key)
-            if self._owner_live(client, epoch, now):  # type: ignore[attr-defined]
+            if self._core._owner_live(client, epoch, now):
                 consider(doc, ver)
-        for key, raw in self._prefix(keys.RLEASE, fill_cache=False):
+        for key, raw in self._core._prefix(keys.RLEASE, fill_cache=False):
             if keys.U64.unpack(raw)[0] > ms(now):
                 doc_id, ver = keys.split_dv(key[1:])
                 consider(doc_id.encode(), ver)
@@ -359,13 +438,13 @@ class SegmentsMixin(StoreCore):
         the earliest retention clock at which a live lease named it (it protects the
         current versions whose deadline is after that)."""
         out: dict[tuple[bytes, bytes], int] = {}
-        for key, raw in self._prefix(keys.SESSION_REF, fill_cache=False):
+        for key, raw in self._core._prefix(keys.SESSION_REF, fill_cache=False):
             project, session, client = _parse_session_ref(key)
             epoch, since = keys.parse_session_ref_value(raw)
             earliest = out.get((project, session))
             if earliest is not None and earliest <= since:
                 continue
-            if self._owner_live(client, epoch, now):  # type: ignore[attr-defined]
+            if self._core._owner_live(client, epoch, now):
                 out[project, session] = since
         return out
 
@@ -380,10 +459,10 @@ class SegmentsMixin(StoreCore):
         is after the clock at which the lease named the session (ledgers read in one
         multi-get: paid only where a project has a live session lease)."""
         docs = list(dict.fromkeys(keys.split_dv(dv)[0].encode() for dv in dvs))
-        self._read_ahead(batch, [keys.doc(d) for d in docs])
+        self._core._read_ahead(batch, [keys.doc(d) for d in docs])
         for dv in dvs:
             doc_id, ver = keys.split_dv(dv)
-            ledger = self._ledger(doc_id.encode(), batch)
+            ledger = self._core._ledger(doc_id.encode(), batch)
             if ledger is None or not ledger.get("session") or ledger["current"] != ver:
                 continue
             since = sessions.get((ledger["project"].encode(), ledger["session"].encode()))
@@ -395,15 +474,15 @@ class SegmentsMixin(StoreCore):
         """Source documents (with derived documents) whose current version is in a
         dying segment: their derived documents may follow them."""
         out: list[bytes] = []
-        for key, _ in self._prefix(keys.DERIVED, fill_cache=False):
+        for key, _ in self._core._prefix(keys.DERIVED, fill_cache=False):
             source = key[1 : key.index(keys.SEP, 1)]
             if out and out[-1] == source:
                 continue
-            ledger = self._ledger(source, batch)
+            ledger = self._core._ledger(source, batch)
             if ledger is None:
                 continue
             v = ledger["versions"][ledger["current"] - 1]
-            if v["status"] == "live" and "b" in v and self._seg(ledger, v) in batch.dying:
+            if v["status"] == "live" and "b" in v and self._core._seg(ledger, v) in batch.dying:
                 out.append(source)
         return out
 

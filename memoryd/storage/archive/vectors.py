@@ -1,4 +1,4 @@
-"""Archive codes: sign codes of each live version's exchanges (issue 15).
+"""Archive codes: sign codes of each live version's exchanges.
 
 A transcript's evidence is usually one exchange (a turn and its answer), so a
 version is coded per group of :data:`GROUP_LINES` lines: group ``g`` covers
@@ -11,7 +11,7 @@ version deletes them in the batch that retires it (a tombstoned version is out
 of search at once, and nothing derived from it waits for the purge). The
 encoder that made every code is recorded in ``M vectors``: appending or
 searching with another one raises :class:`EncoderChanged` until
-:meth:`VectorsMixin.rebuild_vectors` recomputes them from the live payloads.
+:meth:`Vectors.rebuild_vectors` recomputes them from the live payloads.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ import numpy as np
 import orjson
 from rocksdict import WriteBatch
 
-from memoryd.errors import EncoderChanged
-from memoryd.search.dense import Encoder, pack
+from memoryd.base.errors import EncoderChanged
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.core import Batch, StoreCore
 from memoryd.storage.archive.records import make_locator
 from memoryd.storage.vectors import configured
+from memoryd.text.dense import Encoder, pack
 
 GROUP_LINES = 2  # an exchange: a turn and its answer
 REBUILD_BATCH = 2000  # versions a rebuild writes per WriteBatch
@@ -66,14 +66,23 @@ def _refuse(stored: str, configured: str) -> EncoderChanged:
     )
 
 
-class VectorsMixin(StoreCore):
-    """Codes of live versions: written with the version, deleted with its retirement."""
+class Vectors:
+    """Codes of live versions: written with the version, deleted with its retirement.
+
+    Interface: :attr:`coder` (set by the owner), the recorded encoder
+    (:meth:`vectors_meta`, :meth:`check_vectors`), reads (:meth:`version_codes`,
+    :meth:`sequence`) and the check and rebuild (:meth:`verify_vectors`,
+    :meth:`vectors_digest`, :meth:`rebuild_vectors`). Receives the core only.
+    """
+
+    def __init__(self, core: StoreCore) -> None:
+        self._core = core
 
     coder: Coder | None = None  # set by the owner; None: the encoder stores no codes
 
     def vectors_meta(self) -> dict[str, Any] | None:
         """The encoder, dimension and group size of the stored codes (None: none)."""
-        return self._get_json(keys.VECTORS_META)
+        return self._core._get_json(keys.VECTORS_META)
 
     def check_vectors(self, name: str | None) -> None:
         """Refuse to mix: ``name`` (None: an encoder that stores nothing) must be the
@@ -102,39 +111,41 @@ class VectorsMixin(StoreCore):
     def sequence(self) -> int:
         """The store's last write's sequence number (a secondary's as of its catch-up):
         what a reader caching codes compares to know nothing was written since."""
-        return self._db.latest_sequence_number()
+        return self._core._db.latest_sequence_number()
 
     def version_codes(self, project: str) -> Iterator[tuple[str, bytes]]:
         """(locator, codes) of the project's coded versions whose keys are in the store,
         segment by segment (a version past its deadline is among them until its segment
-        goes: readers check :meth:`version_info`)."""
-        for seg, key, value in self._segment_items(keys.SEG_CODES, project.encode()):
+        goes: readers check :meth:`~.ledgers.Ledgers.version_info`)."""
+        for seg, key, value in self._core._segment_items(keys.SEG_CODES, project.encode()):
             yield make_locator(*keys.split_dv(keys.seg_version(key, seg))), value
 
     def _expected_codes(self) -> Iterator[tuple[bytes, bytes]]:
         """(key, codes) of every live version, made by the coder from its payload."""
         assert self.coder is not None
-        for key, raw in self._prefix(keys.DOC, fill_cache=False):
+        for key, raw in self._core._prefix(keys.DOC, fill_cache=False):
             doc = keys.doc_of(key)
             ledger = codec.decode_ledger(raw)
             for i, v in enumerate(ledger["versions"]):
-                if self._stored_live(ledger, v):
-                    seg, dv = self._seg(ledger, v), keys.dv(doc, i + 1)
-                    content = codec.decode_payload(self._db[keys.seg_payload(seg, dv)])["content"]
+                if self._core._stored_live(ledger, v):
+                    seg, dv = self._core._seg(ledger, v), keys.dv(doc, i + 1)
+                    content = codec.decode_payload(self._core._db[keys.seg_payload(seg, dv)])[
+                        "content"
+                    ]
                     yield keys.seg_codes(seg, dv), self.coder.codes(content)
 
     def rebuild_vectors(self) -> int:
         """Drop every code and recompute the live versions' with the coder (which
         becomes the recorded encoder; none stored without a coder). Returns versions
         coded. The encoder is recorded last: a crash before leaves no claim."""
-        self._need_primary()
-        with self._lock:
+        self._core._need_primary()
+        with self._core._lock:
             wb = WriteBatch(raw_mode=True)
             wb.delete(keys.VECTORS_META)
-            for seg in self._live_segments():
+            for seg in self._core._live_segments():
                 start = keys.seg_family(seg, keys.SEG_CODES)
                 wb.delete_range(start, keys.prefix_end(start))
-            self._db.write(wb, self._wopt)
+            self._core._db.write(wb, self._core._wopt)
             if self.coder is None:
                 return 0
             count = 0
@@ -143,16 +154,16 @@ class VectorsMixin(StoreCore):
                 wb.put(key, codes)
                 count += 1
                 if count % REBUILD_BATCH == 0:
-                    self._db.write(wb, self._wopt)
+                    self._core._db.write(wb, self._core._wopt)
                     wb = WriteBatch(raw_mode=True)
             wb.put(keys.VECTORS_META, orjson.dumps(self.coder.meta))
-            self._db.write(wb, self._wopt)
+            self._core._db.write(wb, self._core._wopt)
             return count
 
     def vectors_digest(self) -> str:
         """The recorded encoder and every stored code, hashed in key order."""
         h = hashlib.sha256(repr(self.vectors_meta()).encode())
-        for _, key, value in self._segment_items(keys.SEG_CODES):
+        for _, key, value in self._core._segment_items(keys.SEG_CODES):
             h.update(key + b"\0" + hashlib.sha256(value).digest())
         return h.hexdigest()
 

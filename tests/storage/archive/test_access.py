@@ -10,15 +10,17 @@ DAY = 86400.0
 
 
 def test_an_idle_cleanup_writes_nothing_and_a_busy_one_still_sweeps(store):
-    made = store.append_many(
+    made = store.ledgers.append_many(
         [NewVersion("p", "conversation", f"text {i}", NOW, None) for i in range(3)], now=NOW
     )
-    assert store.record_access([r.locator for r in made], now=NOW) == 3
-    store.cleanup_access_records(before=NOW - DAY, limit=10)  # the sweep reaches the end
+    assert store.access.record_access([r.locator for r in made], now=NOW) == 3
+    store.access.cleanup_access_records(before=NOW - DAY, limit=10)  # the sweep reaches the end
     seq = store._db.latest_sequence_number()
-    assert store.cleanup_access_records(before=NOW - DAY, limit=10) == 0
+    assert store.access.cleanup_access_records(before=NOW - DAY, limit=10) == 0
     assert store._db.latest_sequence_number() == seq  # nothing written
-    store.forget([made[0].doc_id], now=NOW)
-    assert sum(store.cleanup_access_records(before=NOW - DAY, limit=2) for _ in range(2)) == 1
-    assert store.access_buckets(made[0].doc_id) == []
-    assert len(store.access_buckets(made[1].doc_id)) == 1
+    store.ledgers.forget([made[0].doc_id], now=NOW)
+    assert (
+        sum(store.access.cleanup_access_records(before=NOW - DAY, limit=2) for _ in range(2)) == 1
+    )
+    assert store.access.access_buckets(made[0].doc_id) == []
+    assert len(store.access.access_buckets(made[1].doc_id)) == 1

@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from memoryd.search import archive_bm25
 from memoryd.storage.archive import ArchiveStore, keys, positions
 
 NOW = 1_700_000_000.0
@@ -36,7 +37,7 @@ def add_sessions(store: ArchiveStore) -> list[str]:
             for j, (who, said) in enumerate(turns)
         )
         doc = f"s-{i}"
-        r = store.append(
+        r = store.ledgers.append(
             "farm",
             "conversation",
             text,
@@ -47,28 +48,28 @@ def add_sessions(store: ArchiveStore) -> list[str]:
             meta={"turns": len(turns)},
             now=NOW,
         )
-        store.append("farm", "ephemeral", f"$ ls barn\napple_press.txt roof_{i}.log",
+        store.ledgers.append("farm", "ephemeral", f"$ ls barn\napple_press.txt roof_{i}.log",
                      created_at=NOW + i, expires_at=NOW + (i + 1) * DAY, doc_id=f"t-{i}",
                      session=f"sess{i}", meta={"session_doc": doc}, now=NOW)  # fmt: skip
         out.append(r.locator)
-    store.append("farm", "conversation", "user: Lena: I planted four apple trees.\n"
+    store.ledgers.append("farm", "conversation", "user: Lena: I planted four apple trees.\n"
                  "assistant: Omar: Four is plenty.", created_at=NOW + 9, expires_at=None,
                  doc_id="s-0", now=NOW)  # fmt: skip
-    store.expire_segments(now=NOW + 1.5 * DAY)
+    store.segments.expire_segments(now=NOW + 1.5 * DAY)
     return out
 
 
 def derived_records(store: ArchiveStore) -> dict[bytes, bytes]:
     """Every live posting (tombstoned versions' ones aside) and statistic, with the
     document-frequency journal of retired versions folded in."""
-    store.fold_df_journal()
+    store.postings.fold_df_journal()
     out = {}
-    for key, raw in store.raw_items():
+    for key, raw in store.maintenance.raw_items():
         if key.startswith(keys.df_journal_prefix()) or key == keys.DF_JOURNAL_SEQ:
             continue
         if is_posting(key):
             doc, ver = keys.split_dv(posting_version(key))
-            if store.version_info(f"{doc}@{ver}").status != "live":
+            if store.ledgers.version_info(f"{doc}@{ver}").status != "live":
                 continue
         if is_posting(key) or key[:1] in (keys.TERMSTAT, keys.CORPUS) or is_stat(key):
             out[key] = raw
@@ -105,10 +106,10 @@ def store(tmp_path: Path):
 def test_rebuild_equals_incremental_with_positions_and_structure(store):
     add_sessions(store)
     incremental = derived_records(store)
-    assert store.verify_postings()["ok"]
-    store.rebuild_postings()
+    assert store.postings.verify_postings()["ok"]
+    store.postings.rebuild_postings()
     assert derived_records(store) == incremental
-    assert store.verify_postings()["ok"]
+    assert store.postings.verify_postings()["ok"]
     postings = [positions.decode(v) for k, v in incremental.items() if is_posting(k)]
     turns = [h.turn for p in postings for h in p.turns]
     assert {t.speaker for t in turns} == {"lena", "omar", None}
@@ -119,7 +120,7 @@ def test_rebuild_equals_incremental_with_positions_and_structure(store):
 
 def test_read_postings_gives_each_versions_structure(store):
     s0, s1, _ = add_sessions(store)
-    sister0, sister1, roof0 = store.read_postings(
+    sister0, sister1, roof0 = store.postings.read_postings(
         "farm", [("s-0@2", "planted"), (s1, "sister"), ("s-0@2", "roof")]
     )
     assert roof0 is None
@@ -127,7 +128,7 @@ def test_read_postings_gives_each_versions_structure(store):
         (0, "lena", "user")
     ]
     assert [(h.turn.speaker, h.turn.role) for h in sister1.turns] == [("omar", "user")]
-    (tool,) = store.read_postings("farm", [("t-2@1", "apple_press")])
+    (tool,) = store.postings.read_postings("farm", [("t-2@1", "apple_press")])
     assert tool.turns[0].turn.tool and tool.turns[0].turn.speaker is None
     assert s0 == "s-0@1"
 
@@ -139,12 +140,14 @@ def make_layout_1(path: Path) -> dict[bytes, bytes]:
         add_sessions(s)
         fresh = derived_records(s)
         old = [
-            (k, keys.U32.pack(positions.decode(v).tf)) for k, v in s.raw_items() if is_posting(k)
+            (k, keys.U32.pack(positions.decode(v).tf))
+            for k, v in s.maintenance.raw_items()
+            if is_posting(k)
         ]
-        fmt = orjson.loads(dict(s.raw_items())[keys.FORMAT])
+        fmt = orjson.loads(dict(s.maintenance.raw_items())[keys.FORMAT])
         del fmt["postings_layout"]
-        s.raw_write([*old, (keys.FORMAT, orjson.dumps(fmt))])
-        assert s.postings_layout() == 1
+        s.maintenance.raw_write([*old, (keys.FORMAT, orjson.dumps(fmt))])
+        assert s.postings.postings_layout() == 1
     return fresh
 
 
@@ -153,18 +156,46 @@ def test_an_old_archive_is_read_then_rebuilt_with_positions_on_open(tmp_path):
     fresh = make_layout_1(path)
     reader = ArchiveStore.open_secondary(path, tmp_path / "secondary")
     try:  # frequency-only values still read (and rank) before the rebuild
-        assert reader.postings_layout() == 1
-        (old,) = reader.read_postings("farm", [("s-0@2", "apple")])
+        assert reader.postings.postings_layout() == 1
+        (old,) = reader.postings.read_postings("farm", [("s-0@2", "apple")])
         assert old.tf == 1 and old.positions == ()
-        assert [h.locator for h in reader.search("farm", "apple barn", limit=3)]
+        assert [
+            h.locator for h in archive_bm25.search(reader.postings, "farm", "apple barn", limit=3)
+        ]
     finally:
         reader.close()
     with ArchiveStore.open_primary(path, sync=False) as s:
-        assert s.postings_layout() == positions.LAYOUT
+        assert s.postings.postings_layout() == positions.LAYOUT
         assert derived_records(s) == fresh
-        assert s.verify_postings()["ok"]
-        (new,) = s.read_postings("farm", [("s-0@2", "apple")])
+        assert s.postings.verify_postings()["ok"]
+        (new,) = s.postings.read_postings("farm", [("s-0@2", "apple")])
         assert new.turns[0].turn.speaker == "lena"
-        raw = dict(s.raw_items())[keys.FORMAT]
+        raw = dict(s.maintenance.raw_items())[keys.FORMAT]
     with ArchiveStore.open_primary(path, sync=False) as s:  # once: the layout is recorded
-        assert dict(s.raw_items())[keys.FORMAT] == raw
+        assert dict(s.maintenance.raw_items())[keys.FORMAT] == raw
+
+
+def test_the_postings_interface(store):
+    """Statistics and postings count live versions: the live matches of a term, its
+    stored structure, a retirement through the journal and its fold, a rebuild that
+    equals the incremental state."""
+    post = store.postings
+    a = store.ledgers.append("p", "durable", "apple barn apple", created_at=NOW, expires_at=None)
+    b = store.ledgers.append("p", "durable", "apple cider", created_at=NOW, expires_at=None)
+    assert post.projects() == ["p"] and post.postings_layout() == positions.LAYOUT
+    assert post.corpus_stats("p").versions == 2
+    assert post.term_stats("p", ["apple", "cider", "nope"]) == {"apple": 2, "cider": 1, "nope": 0}
+    assert dict(post.postings("p", "apple")) == {a.locator: 2, b.locator: 1}
+    hits = post.live_matches("p", ["apple"])
+    assert {h.locator: h.matched for h in hits} == {
+        a.locator: {"apple": 2},
+        b.locator: {"apple": 1},
+    }
+    got = post.read_postings("p", [(a.locator, "apple"), (a.locator, "nope")])
+    assert got[0] is not None and got[0].tf == 2 and got[1] is None
+    store.ledgers.forget([b.doc_id], now=NOW)
+    assert post.df_journal_records() == 1
+    assert post.term_stats("p", ["apple", "cider"]) == {"apple": 1, "cider": 0}  # journal
+    assert post.fold_df_journal() == (1, 1)  # cider's statistic reaches zero
+    assert post.df_journal_records() == 0 and post.verify_postings()["ok"]
+    assert post.rebuild_postings()["postings"] > 0 and post.verify_postings()["ok"]

@@ -19,7 +19,9 @@ from rocksdict import Options, Rdict
 from memoryd.retention.boundary import Boundary
 from memoryd.retention.policy import RetentionPolicy
 from memoryd.retention.waves import run_wave
+from memoryd.search import archive_bm25
 from memoryd.storage.archive import ArchiveStore, codec, keys, positions
+from memoryd.storage.archive.relayout import Relayout
 
 NOW = 1_700_000_000.0
 DAY = 86400.0
@@ -77,13 +79,15 @@ def write_layout_1(path: Path, n: int) -> dict[str, tuple[str, bool]]:
 
 def check_moved(store: ArchiveStore, live: dict[str, tuple[str, bool]]) -> None:
     assert store.layout == 2
-    assert store.get("d00001@1")["status"] == "expired"  # was queued: purged on the way
+    assert store.ledgers.get("d00001@1")["status"] == "expired"  # was queued: purged on the way
     for loc, (text, _) in live.items():
-        assert store.get(loc)["content"] == text
-    hits = {h.locator for h in store.search("p", "harbor3", limit=1000)}
+        assert store.ledgers.get(loc)["content"] == text
+    hits = {h.locator for h in archive_bm25.search(store.postings, "p", "harbor3", limit=1000)}
     assert hits == {loc for loc, (text, _) in live.items() if "harbor3 " in text}
-    assert store.verify_postings()["ok"]
-    old = [k for k, _ in store.raw_items() if k[:1] in (b"C", b"E", b"L", b"P", b"U", b"V")]
+    assert store.postings.verify_postings()["ok"]
+    old = [
+        k for k, _ in store.maintenance.raw_items() if k[:1] in (b"C", b"E", b"L", b"P", b"U", b"V")
+    ]
     assert old == []
 
 
@@ -94,10 +98,12 @@ def test_a_layout_1_archive_moves_under_segments_on_open(tmp_path):
         check_moved(store, live)
         wave = run_wave(store, RetentionPolicy(), Boundary(path), now=NOW)
         assert sorted(wave.expired) == sorted(loc for loc, (_, due) in live.items() if due)
-        assert all(store.get(loc)["status"] == "live" for loc, (_, d) in live.items() if not d)
-        assert store.verify_postings()["ok"]
+        assert all(
+            store.ledgers.get(loc)["status"] == "live" for loc, (_, d) in live.items() if not d
+        )
+        assert store.postings.verify_postings()["ok"]
     with ArchiveStore.open_primary(path, sync=False) as store:  # once: layout 2 recorded
-        assert store.relayout() == 0
+        assert Relayout(store).relayout() == 0
 
 
 @pytest.mark.slow
@@ -116,4 +122,4 @@ def test_a_relayout_killed_mid_way_resumes_where_it_stopped(tmp_path):
     assert cursor is not None  # the first batch committed with its cursor
     with ArchiveStore.open_primary(path, sync=False) as store:
         check_moved(store, live)
-        assert store.counts()["versions"]["live"] == len(live)
+        assert store.ledgers.counts()["versions"]["live"] == len(live)

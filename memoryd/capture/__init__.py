@@ -1,0 +1,1 @@
+"""Capture: agent hook events from the spool into the archive (the ``capture.drain`` kind)."""

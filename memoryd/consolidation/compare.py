@@ -1,0 +1,421 @@
+"""How a new memory text relates to an earlier one, read without a model: the default
+adjudicator's judgement (:mod:`.adjudicate`).
+
+Each text is read as a sequence of tokens in four classes (stopwords and words
+that only mark a change, "now", "instead", "correction", dropped):
+
+* **values**: numbers, versions and times ("6380", "v3.11", "02:00"), and
+  booleans ("enabled", "false": one token whose polarity the statement carries);
+* **units** after a number ("20000 ms"): compared only when both texts give one;
+* **names**: identifiers ("e2e", "bun_test", "--no-cache", "api/v2", a quoted
+  string) and proper names (a capital inside a sentence, "Redis", "PgBouncer");
+* **words**: the rest, compared by stem (porter, as the index stems them).
+
+Before comparing, the two readings are aligned (:func:`align`): two adjacent words
+the other text writes as one are that one token ("time out", "timeout"), and in a
+text whose case says nothing (no capital inside a sentence, as agents often write)
+a word is a name where the other text writes it as a name.
+
+Negations ("not", "never", "doesn't") and "no"-side booleans flip the text's
+polarity. Tokens both texts hold (as multisets, wherever they stand) are the
+shared **subject**; the others are what changed, read by class:
+
+* the values and names equal, and either the shorter text's tokens nearly all in
+  the longer (containment, not Jaccard: a paraphrase may add a clause), or (with
+  ``memory_paraphrase_merge = "rephrased"``, off by default: it merged a few
+  close-but-distinct pairs of a held-out set) the words only one text holds
+  standing in other places than the other's (another
+  frame around the same subject and value: "connect to the X on port N", "the X
+  is reachable on port N"; no word where the other text has another word, which
+  may be another subject; most of both texts' names and words shared): a
+  ``duplicate``;
+* values replaced (a number by a number, the polarity flipped, a unit by a
+  unit) over the same subject: the newer ``supersedes`` the older;
+* names replaced in one slot ("we chose Redis" after "we chose Postgres") with
+  nothing else changed: ``supersedes``; with a value in common ("auth-api
+  listens on 8080" after "billing-api listens on 8080") it is the same value of
+  another subject: ``distinct``; beside an identifier both hold (the subject or
+  the value?), or with a value changed too: ``conflict``; names replaced in two
+  slots are read as words (a correction changes one thing);
+* words replaced: the first name or word of both texts (the subject in an
+  English statement) replaced is another subject (``distinct``; names alone
+  there, with no value in either text, may be the value put first, and are read
+  as names swapped), and so is a value in common with no value changed; anything
+  else cannot be told from the words ("go to the green cluster" after "go to the
+  blue cluster": a correction, or another statement?): ``conflict``.
+
+A pair whose subjects overlap too little (shared tokens a small part of either
+text) is ``distinct``. Word lists are general-language data files in
+:mod:`memoryd.text.lexicon`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from difflib import SequenceMatcher
+
+from memoryd.text.lexicon import word_list
+from memoryd.text.terms import STOPWORDS, stem
+
+NEGATIONS = word_list("negations_en.txt")
+TRUE_WORDS = word_list("booleans_true_en.txt")
+FALSE_WORDS = word_list("booleans_false_en.txt")
+UNITS = word_list("units_en.txt")
+CHANGE_WORDS = word_list("change_words_en.txt")
+
+VALUE, UNIT, IDENT, PROPER, WORD = "value", "unit", "ident", "proper", "word"
+NAMES = (IDENT, PROPER)
+BOOLEAN = "<bool>"  # the key of every boolean word: its polarity is the text's
+READINGS = 32_768  # texts whose readings a worker keeps (records are compared again)
+STEMS = 65_536  # words whose stems a worker keeps
+
+_stem = functools.lru_cache(maxsize=STEMS)(stem)
+
+# a flag, a quoted string, or a word with inner punctuation ("v3.11", "api/v2", "e2e")
+_TOKEN = re.compile(
+    r"`[^`\n]+`|\"[^\"\n]+\"|--?\w[\w.\-/:@+]*|\w[\w'’]*(?:[.\-/:@+]\w[\w'’]*)*%?", re.UNICODE
+)
+_NUMBER = re.compile(r"v?(\d[\d.,:_]*\d|\d)(%|[a-z]+)?")
+_INNER_MARK = re.compile(r"[\d_./:@+\-]")
+_SENTENCE_END = ".!?:;\n"
+
+
+@dataclass(frozen=True)
+class Token:
+    key: str
+    cls: str
+    surface: str = field(default="", compare=False)  # the word as written, lower case
+
+
+@dataclass(frozen=True)
+class Reading:
+    tokens: tuple[Token, ...]
+    negated: bool  # an odd number of negations and "no"-side booleans
+    negates: tuple[str, ...]  # the keys they apply to (the token after each), sorted
+    cased: bool = True  # a capital inside a sentence: case tells names from words
+    joins: tuple[tuple[str, tuple[int, ...]], ...] = ()  # "time out": ("timeout", (i,))
+
+
+def _sentence_start(text: str, start: int) -> bool:
+    before = text[:start].rstrip(" \t\"'`([*-#>")
+    return not before or before[-1] in _SENTENCE_END
+
+
+def _classify(raw: str, at_start: bool, after_number: bool) -> Token | None:
+    """The token of one plain word (None: a stopword or change marker)."""
+    low = raw.lower().replace("’", "'").lstrip("-")
+    if low.endswith("'s"):
+        low, raw = low[:-2], raw[:-2]
+    if after_number and low in UNITS:
+        return Token(low, UNIT)
+    if low in STOPWORDS or low in CHANGE_WORDS or not low:
+        return None
+    if _INNER_MARK.search(low) or raw.startswith("-"):
+        return Token(low, IDENT)
+    proper = raw[:1].isupper() and (not at_start or not raw[1:].islower())
+    return Token(_stem(low), PROPER if proper and len(raw) > 1 else WORD, low)
+
+
+@functools.lru_cache(maxsize=READINGS)
+def read(text: str) -> Reading:
+    """The text's tokens in order, its polarity, what its negations apply to, whether
+    its case tells names apart, and which adjacent words may be written as one."""
+    tokens: list[Token] = []
+    scopes: list[int] = []  # where each negation applies: the next token
+    plain: list[tuple[str, int | None]] = []  # each word, and the token it gave
+    negated = cased = False
+    for m in _TOKEN.finditer(text):
+        raw = m.group()
+        low = raw.lower().replace("’", "'")
+        at_start = _sentence_start(text, m.start())
+        cased = cased or (not at_start and raw != low and raw[0] not in '`"')
+        if low in NEGATIONS or low in FALSE_WORDS:
+            negated = not negated
+            scopes.append(len(tokens))  # a "no"-side boolean: itself
+        before = len(tokens)
+        _append(tokens, raw, low, at_start)
+        plain.append((low if low.isalpha() else "", before if len(tokens) > before else None))
+    negates = sorted(tokens[i].key for i in scopes if i < len(tokens))
+    return Reading(tuple(tokens), negated, tuple(negates), cased, _joins(plain))
+
+
+def _append(tokens: list[Token], raw: str, low: str, at_start: bool) -> None:
+    """The token(s) of one matched word, if any: a quoted string, a boolean, a number
+    (and its unit), or a plain word."""
+    if raw[0] in '`"':
+        tokens.append(Token(" ".join(low[1:-1].split()), IDENT))
+    elif low in NEGATIONS:
+        return
+    elif low in TRUE_WORDS or low in FALSE_WORDS:
+        tokens.append(Token(BOOLEAN, VALUE, low))
+    elif number := _NUMBER.fullmatch(low):
+        tokens.append(Token(number.group(1).replace(",", "").replace("_", ""), VALUE))
+        unit = number.group(2)
+        if unit and (unit in UNITS or unit == "%"):
+            tokens.append(Token(unit, UNIT))
+        elif unit:  # "3rd", "2x4": an identifier with digits
+            tokens[-1] = Token(low, IDENT)
+    else:
+        after_number = bool(tokens) and tokens[-1].cls == VALUE
+        if token := _classify(raw, at_start, after_number):
+            tokens.append(token)
+
+
+def _joins(plain: list[tuple[str, int | None]]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Two adjacent words another text may write as one ("time out", "timeout"; "set
+    up", "setup"): the joined spelling, and the tokens the two words gave."""
+    out = []
+    for (a, i), (b, j) in zip(plain, plain[1:], strict=False):
+        if a and b and (i is not None or j is not None):
+            out.append((a + b, tuple(k for k in (i, j) if k is not None)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Diff:
+    """Two readings side by side: the tokens only one of them holds, by class."""
+
+    old_only: tuple[Token, ...]
+    new_only: tuple[Token, ...]
+    shared: Counter
+    flipped: bool  # polarity differs, or what is negated ("apsw, not sqlite3")
+    old_lead: Token | None  # the old text's first name or word, when the new lacks it
+    new_lead: Token | None
+
+    @property
+    def subject_replaced(self) -> bool:
+        """The first name or word of both texts replaced: another subject. Names alone
+        there, with no number or other value in either text and no other name both hold,
+        may be the value put first ("Kafka is the queue we chose"): that is read as a
+        swap of names instead."""
+        if not (self.old_lead and self.new_lead):
+            return False
+        names = self.old_lead.cls in NAMES and self.new_lead.cls in NAMES
+        values = self.shared_values(VALUE, *NAMES) or self.only("old", VALUE)
+        return not names or bool(values or self.only("new", VALUE))
+
+    def only(self, side: str, *classes: str) -> list[Token]:
+        tokens = self.old_only if side == "old" else self.new_only
+        return [t for t in tokens if t.cls in classes]
+
+    @property
+    def values_changed(self) -> bool:
+        """A value replaced by another (a unit by another unit), or the polarity."""
+        both = all(self.only(s, VALUE) for s in ("old", "new"))
+        units = all(self.only(s, UNIT) for s in ("old", "new"))
+        return both or units or self.flipped
+
+    def shared_values(self, *classes: str) -> int:
+        """Tokens of ``classes`` both texts hold (values, names: what they say in common)."""
+        return sum(n for t, n in self.shared.items() if t.cls in classes)
+
+
+def _only(mine: tuple[Token, ...], theirs: Counter) -> tuple[list[Token], Token | None]:
+    """Tokens of ``mine`` beyond ``theirs`` (multiset), and the first name or word (the
+    subject of an English statement) if it is one of them."""
+    left = Counter(theirs)
+    out, lead = [], None
+    for i, token in enumerate(mine):
+        held = left[token.key] > 0
+        left[token.key] -= held
+        if not held:
+            out.append(token)
+        if lead is None and token.cls in (*NAMES, WORD):
+            lead = (i, None if held else token)
+    return out, lead[1] if lead else None
+
+
+def align(old: Reading, new: Reading) -> tuple[Reading, Reading]:
+    """The two readings made comparable: two words one text writes as one ("time out",
+    "timeout") read as that one token, and the words of a text whose case says nothing
+    (no capital inside a sentence) read as names where the other text writes them as
+    names ("the staging Redis", "the staging redis")."""
+    old, new = _joined(old, new), _joined(new, old)
+    return _recased(old, new), _recased(new, old)
+
+
+def _joined(mine: Reading, theirs: Reading) -> Reading:
+    """``mine`` with each pair of adjacent words that ``theirs`` writes as one word
+    (and ``mine`` does not) read as that word."""
+    single = {t.surface: t for t in theirs.tokens if t.cls == WORD and t.surface}
+    held = {t.key for t in mine.tokens}
+    tokens: list[Token | None] = list(mine.tokens)
+    for joined, covered in mine.joins:
+        word = single.get(joined)
+        if word is None or word.key in held or any(tokens[i] is None for i in covered):
+            continue
+        if all(tokens[i].cls == WORD for i in covered):
+            tokens[covered[0]] = word
+            for i in covered[1:]:
+                tokens[i] = None
+            held.add(word.key)
+    if len(held) == len({t.key for t in mine.tokens}):
+        return mine
+    return replace(mine, tokens=tuple(t for t in tokens if t is not None), joins=())
+
+
+def _recased(mine: Reading, theirs: Reading) -> Reading:
+    """``mine``, its words read as names where its case cannot tell and ``theirs``
+    writes the same word as a name. (A slot of words facing a slot of names is not
+    read as names: a text may be lower case because its words are, "the dev api code
+    is formatted with gofmt", and its slot is then another subject.)"""
+    if mine.cased or not theirs.cased:
+        return mine
+    names = {t.key: t.cls for t in theirs.tokens if t.cls in NAMES}
+    tokens = [replace(t, cls=names.get(t.key, t.cls)) if t.cls == WORD else t for t in mine.tokens]
+    return replace(mine, tokens=tuple(tokens))
+
+
+def diff(old: Reading, new: Reading) -> Diff:
+    """Compare by key: a word and the same word as a proper name are one token."""
+    old_keys = Counter(t.key for t in old.tokens)
+    new_keys = Counter(t.key for t in new.tokens)
+    old_only, old_lead = _only(old.tokens, new_keys)
+    new_only, new_lead = _only(new.tokens, old_keys)
+    shared = Counter(old.tokens) - Counter(old_only)
+    return Diff(
+        tuple(old_only),
+        tuple(new_only),
+        shared,
+        old.negated != new.negated or old.negates != new.negates,
+        old_lead,
+        new_lead,
+    )
+
+
+def _subject_overlap(old: Reading, new: Reading, d: Diff, swap: str | None) -> tuple[float, float]:
+    """Shared names and words over the shorter and over the longer text's; names
+    swapped for names are values (what changed), not the subject."""
+    n_old, n_new = (sum(t.cls in (*NAMES, WORD) for t in r.tokens) for r in (old, new))
+    if swap == IDENT:
+        n_old -= len(d.only("old", *NAMES))
+        n_new -= len(d.only("new", *NAMES))
+    shared = sum(n for t, n in d.shared.items() if t.cls in (*NAMES, WORD))
+    if not n_old or not n_new:
+        return 0.0, 0.0
+    return shared / min(n_old, n_new), shared / max(n_old, n_new)
+
+
+def _containment(old: Reading, new: Reading, d: Diff) -> float:
+    """The share of the shorter text's tokens (every class) the longer one holds."""
+    shorter = min(len(old.tokens), len(new.tokens))
+    return sum(d.shared.values()) / shorter if shorter else 0.0
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    duplicate: float  # containment of the shorter text, every class (config)
+    cover: float  # shared subject over the longer text, duplicates and updates
+    related: float  # shared subject over the shorter text, updates and conflicts
+    rephrased: bool = False  # merge the same subject and value in another frame
+
+
+def relate(old_text: str, new_text: str, th: Thresholds) -> str:
+    """``duplicate``, ``supersedes``, ``conflict`` or ``distinct`` (see the module)."""
+    old, new = align(read(old_text), read(new_text))
+    d = diff(old, new)
+    swap = _swap(old, new)
+    within, cover = _subject_overlap(old, new, d, swap)
+    added = any(d.only(s, VALUE, *NAMES) for s in ("old", "new"))
+    repeats = not d.values_changed and not added and not swap
+    if repeats and cover >= th.cover and _containment(old, new, d) >= th.duplicate:
+        return "duplicate"
+    same = not d.values_changed and not added
+    if th.rephrased and same and min(within, cover) >= th.related and rephrased(old, new):
+        return "duplicate"
+    if within < th.related or cover < th.cover:
+        return "distinct"
+    if not swap:  # values changed, or one text only adds words
+        return "supersedes" if d.values_changed else "distinct"
+    if d.subject_replaced:
+        return "distinct"
+    if swap == WORD:
+        same_value = d.shared_values(VALUE, IDENT) and not d.values_changed
+        return "distinct" if same_value else "conflict"
+    if d.values_changed:
+        return "conflict"
+    if d.shared_values(VALUE):
+        return "distinct"  # the same value, said of another named subject
+    # an identifier both hold names the subject ("auth-api uses Kafka") or is the value
+    # ("eu-west-1 hosts the auth-api"): which one, the words cannot tell
+    return "conflict" if d.shared_values(IDENT) else "supersedes"  # another name chosen
+
+
+def rephrased(old: Reading, new: Reading) -> bool:
+    """The words only one text holds stand in other places than the other text's (the
+    same subject and value in another frame: "connect to the X on port N", "the X is
+    reachable on port N"), none where the other text has another word: a word whose
+    nearest shared token on either side is that of a word of the other text stands in
+    its slot ("the staging X", "the production X"), and may be another subject; so do
+    two words both first or both last (where a value often stands: "set the level of
+    X to debug", "X's level: info")."""
+    olds, news = _places(old.tokens, new.tokens), _places(new.tokens, old.tokens)
+    lefts, rights = {left for left, _ in olds}, {right for _, right in olds}
+    return not any(left in lefts or right in rights for left, right in news)
+
+
+def _places(mine: tuple[Token, ...], theirs: tuple[Token, ...]) -> list[tuple[str | None, ...]]:
+    """For each token of ``mine`` that ``theirs`` lacks (multiset), the keys of the
+    nearest tokens both hold on its left and on its right (None: the text's edge)."""
+    left = Counter(t.key for t in theirs)
+    held = []
+    for token in mine:
+        held.append(left[token.key] > 0)
+        left[token.key] -= held[-1]
+    out = []
+    for i in range(len(mine)):
+        if held[i]:
+            continue
+        before = next((mine[j].key for j in range(i - 1, -1, -1) if held[j]), None)
+        after = next((mine[j].key for j in range(i + 1, len(mine)) if held[j]), None)
+        out.append((before, after))
+    return out
+
+
+def _swap(old: Reading, new: Reading) -> str | None:
+    """What both texts hold in place of the other's terms (names and words): ``IDENT``
+    when every such slot of the aligned token sequences swaps names for names (words
+    added on one side at most: a qualifier), ``WORD`` when one swaps words (or a word
+    for a name), or terms differ on both sides outside aligned slots (the words
+    cannot say whether a subject or the phrasing changed), ``None`` when at most one
+    text adds terms. A token the other text holds elsewhere was moved, not changed.
+    Names swapped in two slots are ``WORD`` too: a correction changes one thing, and
+    two may be another subject with another value ("the staging Redis is built on
+    Envoy", "the staging Postgres is built on Kafka")."""
+    a, b = [t.key for t in old.tokens], [t.key for t in new.tokens]
+    ops = [
+        op for op in SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"
+    ]
+    moved = Counter(a[i] for _, i1, i2, _, _ in ops for i in range(i1, i2))
+    moved &= Counter(b[j] for _, _, _, j1, j2 in ops for j in range(j1, j2))
+    left_a, left_b = Counter(moved), Counter(moved)
+    found, loose = [], [[], []]
+    for tag, i1, i2, j1, j2 in ops:
+        slot = [
+            _changed(old.tokens[i1:i2], left_a),
+            _changed(new.tokens[j1:j2], left_b),
+        ]
+        if tag == "replace" and all(slot):
+            names = [[t for t in side if t.cls in NAMES] for side in slot]
+            words = [[t for t in side if t.cls == WORD] for side in slot]
+            found.append(IDENT if all(names) and not all(words) else WORD)
+        else:
+            loose[0] += slot[0]
+            loose[1] += slot[1]
+    if all(loose) or found.count(IDENT) > 1:
+        found.append(WORD)
+    return WORD if WORD in found else IDENT if found else None
+
+
+def _changed(tokens: tuple[Token, ...], moved: Counter) -> list[Token]:
+    """The names and words of a changed slot, less those moved (counted down)."""
+    out = []
+    for t in tokens:
+        if moved[t.key] > 0:
+            moved[t.key] -= 1
+        elif t.cls in (*NAMES, WORD):
+            out.append(t)
+    return out

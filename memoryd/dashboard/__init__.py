@@ -1,2 +1,0 @@
-"""The operator's dashboard: the supervisor's bounded samples (:mod:`.sampler`) and a
-local, token-guarded web page over them (:mod:`.app`, imported only by the command)."""

@@ -1,0 +1,179 @@
+"""The control server's archive secondary: opened once, caught up only when the
+primary changed, reopened when the archive directory was switched or the primary
+flushed a write-ahead log the secondary had replayed (:func:`flushed`).
+
+A catch-up re-reads the primary's MANIFEST and WAL tail (several ms even when
+nothing changed), so it is skipped while the primary's write-ahead logs, its
+MANIFEST and ``CURRENT`` look exactly as at the last catch-up (names, sizes,
+modification times): every write appends to a log, every flush or compaction
+rewrites the MANIFEST. A migration switch (:mod:`memoryd.retention.boundary`)
+renames a new store directory into the archive's place; a secondary still
+reading the old one would answer from the old files and decode payloads with
+the old format, so the directory's identity (device, inode) is checked before
+every read and a changed one is reopened.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from memoryd.base.errors import StoreBusy
+from memoryd.storage.archive import ArchiveStore
+
+Fingerprint = tuple[tuple[str, int, int], ...]
+#: A directory changed less than this ago may have changed again unseen within its
+#: mtime's granularity (the kernel's coarse clock: a few ms): listed again until older.
+RACY_NS = 100_000_000
+
+
+def identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the archive directory; None while it is missing (mid-switch)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def marked(path: Path) -> list[str] | None:
+    """The names a primary's write changes: its logs, MANIFEST and CURRENT."""
+    try:
+        with os.scandir(path) as entries:
+            return sorted(
+                e.name
+                for e in entries
+                if e.name.endswith(".log") or e.name.startswith("MANIFEST") or e.name == "CURRENT"
+            )
+    except FileNotFoundError:
+        return None
+
+
+def fingerprint(path: Path, names: list[str]) -> Fingerprint:
+    """(name, size, mtime) of each of ``names`` in ``path``; FileNotFoundError if one went."""
+    marks = []
+    for name in names:
+        st = os.stat(path / name)
+        marks.append((name, st.st_size, st.st_mtime_ns))
+    return tuple(marks)
+
+
+def flushed(seen: Fingerprint | None, now: Fingerprint | None) -> bool:
+    """Whether the primary flushed or compacted since the secondary caught up: its
+    MANIFEST changed or a write-ahead log the secondary replayed is gone (or a file went
+    mid-look: ``now`` is None). A catch-up then reads the flushed files but keeps what it
+    replayed from the flushed log in its memtable, which reads before them: a key
+    deleted before the flush (a forget, a purge) would still be served. Only a reopen
+    drops it. The MANIFEST is the sign to trust: the primary records a flush there at
+    once, and deletes the obsolete log only later, in the background."""
+    if seen is None:
+        return False
+    if now is None:
+        return True
+    logs_now = {name for name, _, _ in now}
+    if any(name.endswith(".log") and name not in logs_now for name, _, _ in seen):
+        return True
+    return _manifests(seen) != _manifests(now)
+
+
+def _manifests(marks: Fingerprint) -> set[tuple[str, int, int]]:
+    return {m for m in marks if m[0].startswith("MANIFEST")}
+
+
+class Marks:
+    """The primary's :func:`fingerprint`, without listing its directory on every read.
+
+    The directory holds an info log per open besides the files that matter (hundreds:
+    listing it cost a read about a millisecond), so its marked names are listed again
+    only when the directory itself changed (a file added, removed or renamed bumps its
+    mtime), when it changed too recently for its mtime's granularity to tell (as git's
+    "racily clean" index entries), or when a marked file is gone.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.names: list[str] | None = None
+        self.listed: tuple[int, int] | None = None  # (inode, mtime) of the listed directory
+        self.listings = 0
+
+    def __call__(self) -> Fingerprint | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        listed = (st.st_ino, st.st_mtime_ns)
+        recent = time.time_ns() - st.st_mtime_ns < RACY_NS
+        if self.names is None or listed != self.listed or recent:
+            self.names, self.listed = marked(self.path), listed
+            self.listings += 1
+        if self.names is None:
+            return None
+        try:
+            return fingerprint(self.path, self.names)
+        except FileNotFoundError:  # a log went since the listing: list again next time
+            self.names = None
+            return None
+
+
+class Secondary:
+    """One secondary instance of ``home/archive``, shared by the control threads.
+
+    :meth:`reading` serializes reads with catch-ups and reopens (a reopen must never
+    close a store another thread reads)."""
+
+    def __init__(self, archive: Path, info_dir: Path) -> None:
+        self.archive, self.info_dir = Path(archive), Path(info_dir)
+        self.store: ArchiveStore | None = None
+        self.opened: tuple[int, int] | None = None  # the directory identity it reads
+        self.seen: Fingerprint | None = None  # the primary as of the last catch-up
+        self.marks = Marks(self.archive)
+        self.opens = 0  # how many times it was (re)opened
+        self.catch_ups = 0  # how many catch-ups ran (the rest were skipped)
+        self.lock = threading.Lock()
+
+    @contextmanager
+    def reading(self) -> Iterator[ArchiveStore | None]:
+        """The store, current with the primary; None when there is no archive (yet, or
+        mid-switch: the caller lets the archive's owner answer)."""
+        with self.lock:
+            yield self._current()
+
+    def _current(self) -> ArchiveStore | None:
+        ident = identity(self.archive)
+        if ident is None or not (self.archive / "CURRENT").exists():
+            self.close()
+            return None
+        mark = self.marks()
+        if self.store is not None and (ident != self.opened or flushed(self.seen, mark)):
+            self.close()
+        if self.store is None:
+            try:
+                self.store = ArchiveStore.open_secondary(self.archive, self.info_dir)
+            except Exception:
+                if self._switched(ident):  # renamed away under the open: the owner answers
+                    return None
+                raise
+            self.opened, self.opens, self.seen = ident, self.opens + 1, mark
+        elif mark is None or mark != self.seen:
+            try:
+                self.store.catch_up()
+            except Exception as exc:  # the directory moved under the catch-up
+                self.close()
+                if self._switched(ident):
+                    return None
+                raise StoreBusy(f"the archive changed during a read ({exc}); retry") from None
+            self.seen, self.catch_ups = mark, self.catch_ups + 1
+        return self.store
+
+    def _switched(self, ident: tuple[int, int]) -> bool:
+        """Whether a migration switch moved the directory since ``ident`` was taken."""
+        return identity(self.archive) != ident or not (self.archive / "CURRENT").exists()
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+        self.store, self.opened, self.seen = None, None, None

@@ -1,0 +1,1 @@
+"""Projects as a capability: listing, renaming and removing them (:mod:`.manage`)."""

@@ -1,0 +1,91 @@
+"""A draining supervisor started on demand (memoryd.operations.drain): one at a time, none beside a
+running supervisor, reaped when it is done, and a failure explained."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from memoryd.base.config import SUPERVISOR_LOCK_FILE
+from memoryd.base.locks import running_supervisor
+from memoryd.consolidation import settle
+from memoryd.operations.api import Memoryd
+from memoryd.operations.drain import Drain
+from memoryd.operations.home import Home
+from memoryd.operations.jobs import Jobs
+from tests.conftest import wait_for
+
+
+def test_a_drain_runs_the_queue_then_exits_and_is_reaped(home: Path) -> None:
+    md = Memoryd(home)
+    Jobs(md).add("noop", count=3)
+    first = md.consolidate()
+    assert first["started"] is True
+    # while it starts (before it holds the lock) or runs, no second one is started
+    assert md.consolidate() == {"supervisor": first["supervisor"], "started": False}
+    wait_for(lambda: Home(md).status()["queue"]["done"] == 3, what="the queued jobs done")
+    md.drain.finish(grace=60)
+    assert md.drain.child is None and md.drain.failure is None
+    with pytest.raises(psutil.NoSuchProcess):  # reaped: not even a zombie is left
+        psutil.Process(first["supervisor"])
+    md.close()
+
+
+def test_beside_a_running_supervisor_nothing_is_started(home: Path, background) -> None:
+    Memoryd(home).init()
+    sup = background("run", "--workers", "1")
+    wait_for(lambda: running_supervisor(home) == sup.pid, what="the supervisor")
+    assert Drain(home).ensure() == {"supervisor": sup.pid, "started": False}
+
+
+def test_a_drain_that_fails_is_explained_and_not_restarted_at_once(home: Path) -> None:
+    Memoryd(home).init()
+    (home / "memoryd.toml").write_text("workers = 0\n")  # `memoryd run` refuses it
+    drain = Drain(home)
+    assert drain.ensure()["started"] is True
+    child = drain.child
+    wait_for(lambda: child.poll() is not None, what="the drain to fail")
+    assert drain.ensure() == {"supervisor": None, "started": False}
+    assert f"(pid {child.pid}) exited with code {child.returncode}" in drain.failure
+    assert "workers" in drain.failure  # its last log line says what was wrong
+    why = settle.pending({}, ["c1"], None, drain.failure)
+    assert why["ids"] == ["c1"] and drain.failure in why["why"]
+    assert "run `memoryd run --drain`" in why["why"]
+
+
+def test_a_drain_that_lost_the_lock_is_no_failure_and_the_next_one_starts(home: Path) -> None:
+    """Two faces start drains at once: the one that loses the lock exits non-zero; once
+    the winner is gone too, the loser's face starts a new drain instead of reporting the
+    home as failed (and leaving what it staged unconsolidated)."""
+    Memoryd(home).init()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(home / SUPERVISOR_LOCK_FILE)],
+        stdout=subprocess.PIPE,
+    )
+    assert holder.stdout.readline() == b"held\n"
+    drain = Drain(home)
+    log = os.open(drain.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    drain.child = subprocess.Popen(drain.command(), stderr=log, stdout=subprocess.DEVNULL)
+    os.close(log)
+    assert drain.child.wait(60) != 0  # it lost the lock
+    holder.kill()
+    holder.wait()
+    drain.reap()
+    assert drain.failure is None, drain.failure
+    assert drain.ensure()["started"] is True
+    drain.finish(grace=60)
+    assert drain.failure is None, drain.failure
+
+
+HOLD_LOCK = """
+import sys, time
+from memoryd.base.locks import FileLock
+assert FileLock(sys.argv[1]).try_acquire()
+print("held", flush=True)
+time.sleep(600)
+"""
