@@ -13,7 +13,8 @@ on this machine is skipped and said so). For each pair:
    commit re-anchors what moved);
 4. each ref's mark (``memory show``) is scored against an independent oracle: git's
    own line mapping between the two versions (``git diff -M --unified=0``), and
-   ``git blame -C -C`` for lines git saw move to another file:
+   ``git blame -C -C`` for lines git saw move to another file, then the one place in
+   the new tree (if exactly one) holding the span's non-blank lines verbatim:
 
    * every non-blank line of the span unchanged, in one run (only blank lines
      between): ``verified`` at the same path and lines, else ``moved`` there;
@@ -243,6 +244,20 @@ def one_run(lines: list[int], text: str) -> tuple[int, int] | None:
     return lines[0], lines[-1]
 
 
+def _runs_from(text: list[str], first: int, want: list[str]) -> int | None:
+    """The index of the last line when ``want`` stands in ``text`` from ``first`` on,
+    only blank lines between its lines."""
+    i = first
+    for k, line in enumerate(want):
+        if k:
+            i += 1
+            while i < len(text) and not text[i].strip():
+                i += 1
+        if i >= len(text) or text[i] != line:
+            return None
+    return i
+
+
 class Oracle:
     """Git's answer for a ref of the old version: (mark, new path, first, last line)."""
 
@@ -251,9 +266,13 @@ class Oracle:
         diff = git(pair.repo, "diff", "-M", "--unified=0", "--no-color", pair.old, pair.new)
         self.files, self.added = parse_diff(diff)
         self.blamed: dict[str, dict] = {}
+        self.paths: list[str] | None = None
+        self.texts: dict[str, str | None] = {}
 
     def new_text(self, path: str) -> str | None:
-        return show(self.pair, self.pair.new, path)
+        if path not in self.texts:
+            self.texts[path] = show(self.pair, self.pair.new, path)
+        return self.texts[path]
 
     def moved_to(self, path: str, lines: list[int]) -> tuple[str, int, int] | None:
         """Another new file holding all of ``lines`` of old ``path``, traced by blame."""
@@ -268,6 +287,24 @@ class Oracle:
                     return target, *run
         return None
 
+    def verbatim_at(self, raw: list[str], lines: list[int]) -> tuple[str, int, int] | None:
+        """The one place in the new tree holding the span's non-blank lines verbatim, in
+        order, only blank lines between (what blame did not trace); None when there is
+        no such place or more than one."""
+        want = [raw[n - 1] for n in lines]
+        found = []
+        for path in self.new_paths():
+            new = (self.new_text(path) or "").split("\n")
+            for i, line in enumerate(new):
+                if line == want[0] and (end := _runs_from(new, i, want)) is not None:
+                    found.append((path, i + 1, end + 1))
+        return found[0] if len(found) == 1 else None
+
+    def new_paths(self) -> list[str]:
+        if self.paths is None:
+            self.paths = git(self.pair.repo, "ls-tree", "-r", "--name-only", self.pair.new).split()
+        return self.paths
+
     def mark(self, path: str, start: int, end: int, old_text: str) -> tuple:
         raw = old_text.split("\n")
         lines = [n for n in range(start, end + 1) if raw[n - 1].strip()]
@@ -278,7 +315,7 @@ class Oracle:
         if all(m is not None for m in mapped) and (run := one_run(mapped, new_text)):
             same = new_path == path and run == (lines[0], lines[-1])
             return ("verified" if same else "moved", new_path, *run)
-        if moved := self.moved_to(path, lines):
+        if moved := self.moved_to(path, lines) or self.verbatim_at(raw, lines):
             return ("moved", *moved)
         if new_text is None:
             return ("stale", path, None, None)

@@ -15,7 +15,10 @@ ANSWER_SECONDS = 120.0  # a loaded machine starts the server slowly; no speed is
 
 
 def _answers(proc: subprocess.Popen, ids: set[int]) -> dict[int, dict]:
-    """The server's replies to the requests ``ids`` (notifications and logs skipped)."""
+    """The server's replies to the requests ``ids`` (notifications and logs skipped).
+
+    ``proc.stdout`` is unbuffered (``bufsize=0``): a buffered reader could hold a
+    second reply that arrived with the first, where ``select`` never sees it."""
     found: dict[int, dict] = {}
     deadline = time.monotonic() + ANSWER_SECONDS
     while ids - found.keys() and time.monotonic() < deadline:
@@ -38,6 +41,7 @@ def test_a_request_holding_a_lone_surrogate_is_answered(home) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=clean_env(home),
+        bufsize=0,
     )
     hello = {"protocolVersion": "2025-06-18", "capabilities": {},
              "clientInfo": {"name": "wire-test", "version": "1"}}  # fmt: skip
@@ -77,7 +81,7 @@ def test_argument_errors_are_typed_and_garbage_is_not_a_clean_exit(home, tmp_pat
     with open(errlog, "wb") as err:
         proc = subprocess.Popen(
             [*MEMORYD, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-            env=clean_env(home),
+            env=clean_env(home), bufsize=0,
         )  # fmt: skip
     hello = {"protocolVersion": "2025-06-18", "capabilities": {},
              "clientInfo": {"name": "wire-test", "version": "1"}}  # fmt: skip
