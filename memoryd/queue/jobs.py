@@ -19,7 +19,7 @@ import apsw
 import orjson
 
 from memoryd.base import faults
-from memoryd.storage.authority import Authority
+from memoryd.storage.authority import Authority, zeroing_freed
 from memoryd.storage.maintenance import hold_wal_bound
 
 STATES = ("queued", "claimed", "done", "failed", "dead")
@@ -254,8 +254,8 @@ class JobQueue:
             row = tx.execute("SELECT result FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row is None:
                 raise KeyError(job_id)
-            tx.execute("PRAGMA secure_delete=ON")
-            tx.execute("UPDATE jobs SET result = NULL WHERE id = ?", (job_id,))
+            with zeroing_freed(tx):
+                tx.execute("UPDATE jobs SET result = NULL WHERE id = ?", (job_id,))
             return orjson.loads(row[0]) if row[0] else None
 
         return self.db.write(take)

@@ -283,3 +283,20 @@ def open_authority(
     home: Path, config: Config, *, readonly: bool = False, immutable: bool = False
 ) -> Authority:
     return Authority(Path(home) / AUTHORITY_FILE, config, readonly=readonly, immutable=immutable)
+
+
+#: ``PRAGMA secure_delete``'s answers by name (setting it to 2 turns it ON, not FAST).
+SECURE_DELETE_NAMES = {0: "OFF", 1: "ON", 2: "FAST"}
+
+
+@contextmanager
+def zeroing_freed(tx: apsw.Connection) -> Iterator[None]:
+    """``secure_delete=ON`` for the block (every freed page zeroed, not only freed
+    cells), then the connection's own setting back: a later bulk delete on the same
+    connection (a pack step) is not made to write each page it frees."""
+    (previous,) = tx.execute("PRAGMA secure_delete").fetchone()
+    tx.execute("PRAGMA secure_delete=ON")
+    try:
+        yield
+    finally:
+        tx.execute(f"PRAGMA secure_delete={SECURE_DELETE_NAMES[previous]}")

@@ -1036,10 +1036,6 @@ def merge_index(
     return None
 
 
-#: ``PRAGMA secure_delete``'s answers by name (setting it to 2 turns it ON, not FAST).
-SECURE_DELETE_NAMES = {0: "OFF", 1: "ON", 2: "FAST"}
-
-
 def _sizes_step(
     tx: apsw.Connection, table: str, state: MergeState, since: int, step_pages: int
 ) -> MergeState | None:

@@ -15,6 +15,8 @@ from typing import Any
 import apsw
 import orjson
 
+from memoryd.storage.authority import zeroing_freed
+
 RECORD_COLUMNS = (
     "id", "project_id", "scope", "kind", "status", "text", "triggers", "refs", "sources",
     "count", "pointer", "created_at", "updated_at", "last_seen_at",
@@ -531,16 +533,12 @@ def forget_in(tx: apsw.Connection, ids: list[str]) -> int:
     only adds tombstones, older segments keep the terms); the freed pages go back to
     the file system (:func:`reclaim_free_pages`). Their projects' vector count is
     bumped: search drops the record codes it cached. Returns the records deleted."""
-    from memoryd.storage.corpus import SECURE_DELETE_NAMES, reclaim_free_pages
+    from memoryd.storage.corpus import reclaim_free_pages
 
-    (previous,) = tx.execute("PRAGMA secure_delete").fetchone()
-    tx.execute("PRAGMA secure_delete=ON")
-    try:
+    with zeroing_freed(tx):
         deleted = _delete_records_in(tx, orjson.dumps(ids).decode())
         optimize_fts_in(tx)
         reclaim_free_pages(tx)
-    finally:
-        tx.execute(f"PRAGMA secure_delete={SECURE_DELETE_NAMES[previous]}")  # 2 would set ON
     return deleted
 
 

@@ -546,3 +546,15 @@ def test_a_job_that_keeps_killing_its_supervisor_is_dead_lettered(db, q: JobQueu
     assert row(db, bystander)["state"] == row(db, held)["state"] == "queued"
     deaths = dict(db.query("SELECT id, supervisor_deaths FROM jobs"))
     assert deaths == {poison: 3, bystander: 1, held: 0}
+
+
+def test_taking_a_result_leaves_the_connections_secure_delete_as_it_was(db, q: JobQueue) -> None:
+    """The result is cleared with every freed page zeroed; the connection's own FAST is
+    back after it (left ON, every later bulk delete would write each page it frees)."""
+    q.enqueue(JobSpec("noop", {}))
+    [job] = q.claim("test", 1, 60)
+    db.write(lambda tx: q.set_result_in(tx, job, {"text": "the answer"}))
+    assert db.query("PRAGMA secure_delete") == [(2,)]
+    assert q.take_result(job.id) == {"text": "the answer"}
+    assert db.query("PRAGMA secure_delete") == [(2,)]
+    assert q.take_result(job.id) is None, "taken once"
