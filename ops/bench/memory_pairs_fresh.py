@@ -56,7 +56,7 @@ Quantity = tuple  # a value's meaning: what two values are compared on
 
 
 @dataclass(frozen=True)
-class Kind:
+class ValueType:
     """A value type: how to draw a quantity, and the styles it can be spelt in."""
 
     draw: Callable[[random.Random], Quantity]
@@ -64,7 +64,7 @@ class Kind:
     measure: Callable[[Quantity], object] = tuple
 
     def say(self, q: Quantity, style: int) -> str:
-        return self.styles[style % len(self.styles)](q)
+        return self.styles[style](q)
 
 
 # --- value types -------------------------------------------------------------------
@@ -93,7 +93,7 @@ SWITCH_WORDS = (("enabled", "disabled"), ("on", "off"), ("yes", "no"), ("true", 
 RATE_PERIODS = {"second": ("s", 1), "minute": ("min", 60), "hour": ("h", 3600)}
 
 
-def duration(*units: str) -> Kind:
+def duration(*units: str) -> ValueType:
     """Durations in the given units, said "30s", "30 sec" or "30 seconds"."""
 
     def draw(rng: random.Random) -> Quantity:
@@ -109,10 +109,10 @@ def duration(*units: str) -> Kind:
     def worded(q: Quantity) -> str:
         return f"{q[0]} {TIME_UNITS[q[1]][4]}{'' if q[0] == 1 else 's'}"
 
-    return Kind(draw, (compact, abbreviated, worded), lambda q: q[0] * TIME_UNITS[q[1]][0])
+    return ValueType(draw, (compact, abbreviated, worded), lambda q: q[0] * TIME_UNITS[q[1]][0])
 
 
-def size(*units: str) -> Kind:
+def size(*units: str) -> ValueType:
     """Sizes, said "512MB", "512 MB" or "512 megabytes"."""
 
     def draw(rng: random.Random) -> Quantity:
@@ -124,30 +124,30 @@ def size(*units: str) -> Kind:
         lambda q: f"{q[0]} {SIZE_UNITS[q[1]][1]}",
         lambda q: f"{q[0]} {SIZE_UNITS[q[1]][2]}",
     )
-    return Kind(draw, styles, lambda q: q[0] * SIZE_UNITS[q[1]][0])
+    return ValueType(draw, styles, lambda q: q[0] * SIZE_UNITS[q[1]][0])
 
 
-def percent(choices: Sequence[int]) -> Kind:
+def percent(choices: Sequence[int]) -> ValueType:
     """Percentages, said "25%", "25 %" or "25 percent"."""
     styles = (lambda q: f"{q[0]}%", lambda q: f"{q[0]} %", lambda q: f"{q[0]} percent")
-    return Kind(lambda rng: (rng.choice(choices),), styles)
+    return ValueType(lambda rng: (rng.choice(choices),), styles)
 
 
-def count(choices: Sequence[int]) -> Kind:
+def count(choices: Sequence[int]) -> ValueType:
     """Whole numbers: digits, or words up to twelve and thousands separators above."""
 
     def other(q: Quantity) -> str:
         n = q[0]
         return NUMBER_WORDS[n] if n < len(NUMBER_WORDS) else f"{n:,}"
 
-    return Kind(lambda rng: (rng.choice(choices),), (lambda q: str(q[0]), other))
+    return ValueType(lambda rng: (rng.choice(choices),), (lambda q: str(q[0]), other))
 
 
 def _date(rng: random.Random) -> Quantity:
     return (rng.randint(2026, 2028), rng.randint(1, 12), rng.randint(1, 28))
 
 
-DATE = Kind(
+DATE = ValueType(
     _date,
     (
         lambda q: f"{q[0]}-{q[1]:02d}-{q[2]:02d}",
@@ -155,7 +155,7 @@ DATE = Kind(
         lambda q: f"{MONTHS[q[1] - 1]} {q[2]}, {q[0]}",
     ),
 )
-CLOCK = Kind(
+CLOCK = ValueType(
     lambda rng: (rng.choice([0, 1, 2, 3, 4, 5, 22, 23]), rng.choice([0, 30])),
     (
         lambda q: f"{q[0]:02d}:{q[1]:02d} UTC",
@@ -163,13 +163,13 @@ CLOCK = Kind(
         lambda q: f"{(q[0] - 1) % 12 + 1}{':30' if q[1] else ''} {'am' if q[0] < 12 else 'pm'} UTC",
     ),
 )
-SWITCH = Kind(
+SWITCH = ValueType(
     lambda rng: (rng.random() < 0.5,),
     tuple((lambda q, w=words: w[0] if q[0] else w[1]) for words in SWITCH_WORDS),
 )
 
 
-def version(parts: int, majors: tuple[int, int]) -> Kind:
+def version(parts: int, majors: tuple[int, int]) -> ValueType:
     """Versions of ``parts`` numbers, said with a ``v``, bare, or after "version"."""
 
     def draw(rng: random.Random) -> Quantity:
@@ -178,10 +178,10 @@ def version(parts: int, majors: tuple[int, int]) -> Kind:
     def dotted(q: Quantity) -> str:
         return ".".join(map(str, q))
 
-    return Kind(draw, (lambda q: f"v{dotted(q)}", dotted, lambda q: f"version {dotted(q)}"))
+    return ValueType(draw, (lambda q: f"v{dotted(q)}", dotted, lambda q: f"version {dotted(q)}"))
 
 
-def rate(choices: Sequence[int]) -> Kind:
+def rate(choices: Sequence[int]) -> ValueType:
     """Request rates, said "100 requests per minute", "100 req/min" or "100/min"."""
 
     def draw(rng: random.Random) -> Quantity:
@@ -192,17 +192,17 @@ def rate(choices: Sequence[int]) -> Kind:
         lambda q: f"{q[0]} req/{RATE_PERIODS[q[1]][0]}",
         lambda q: f"{q[0]}/{RATE_PERIODS[q[1]][0]}",
     )
-    return Kind(draw, styles, lambda q: q[0] / RATE_PERIODS[q[1]][1])
+    return ValueType(draw, styles, lambda q: q[0] / RATE_PERIODS[q[1]][1])
 
 
-def named(pool: Sequence[str]) -> Kind:
+def named(pool: Sequence[str]) -> ValueType:
     """A value from a pool of names, said one way."""
-    return Kind(lambda rng: (rng.choice(pool),), (lambda q: q[0],))
+    return ValueType(lambda rng: (rng.choice(pool),), (lambda q: q[0],))
 
 
-def composed(*parts: Sequence[str]) -> Kind:
+def composed(*parts: Sequence[str]) -> ValueType:
     """A value joined from one choice per part (paths, URLs, hosts), said one way."""
-    return Kind(lambda rng: tuple(rng.choice(p) for p in parts), (lambda q: "".join(q),))
+    return ValueType(lambda rng: tuple(rng.choice(p) for p in parts), (lambda q: "".join(q),))
 
 
 PEOPLE = ["Ngozi", "Tomasz", "Priya", "Henrik", "Lucía", "Kwame", "Yuki", "Olga", "Rafael",
@@ -237,7 +237,7 @@ class Group:
 
     kind: str
     attributes: tuple[str, ...]
-    value: Kind
+    value: ValueType
 
 
 @dataclass(frozen=True)
@@ -436,17 +436,17 @@ class Pair:
     new: Fact
     old_text: str
     new_text: str
-    measure: Callable[[Quantity], object]
+    value_type: ValueType
 
     def row(self) -> dict:
         return {"label": self.label, "kind": self.kind, "old": self.old_text, "new": self.new_text}
 
 
-def _other_value(rng: random.Random, kind: Kind, q: Quantity) -> Quantity:
+def _other_value(rng: random.Random, vtype: ValueType, q: Quantity) -> Quantity:
     """A value of the same type with another meaning."""
     while True:
-        other = kind.draw(rng)
-        if kind.measure(other) != kind.measure(q):
+        other = vtype.draw(rng)
+        if vtype.measure(other) != vtype.measure(q):
             return other
 
 
@@ -458,22 +458,21 @@ def draw(rng: random.Random, label: str) -> Pair:
     """One labelled pair drawn from ``rng``."""
     domain = rng.choice(DOMAINS)
     group = rng.choice(domain.groups)
-    kind = group.value
-    old = Fact(rng.choice(domain.subjects), rng.choice(group.attributes), kind.draw(rng))
-    frame, style = rng.choice(FRAMES), rng.randrange(len(kind.styles))
+    vtype = group.value
+    old = Fact(rng.choice(domain.subjects), rng.choice(group.attributes), vtype.draw(rng))
+    frame, style = rng.choice(FRAMES), rng.randrange(len(vtype.styles))
     new_frame, new_style, new = _other(rng, FRAMES, frame), style, old
-    if label == "update":
-        new_frame, new = frame, Fact(old.subject, old.attribute, _other_value(rng, kind, old.value))
-    elif label == "reframed":
-        new = Fact(old.subject, old.attribute, _other_value(rng, kind, old.value))
+    if label in ("update", "reframed"):
+        new = Fact(old.subject, old.attribute, _other_value(rng, vtype, old.value))
+        new_frame = frame if label == "update" else new_frame
     elif label == "distinct":
         new = _distinct(rng, domain, group, old)
         new_frame = frame if rng.random() < 0.5 else new_frame
-    elif rng.random() < RESTYLE_RATE and len(kind.styles) > 1:
-        new_style = rng.choice([i for i in range(len(kind.styles)) if i != style])
-    old_text = say(frame, old.subject, old.attribute, kind.say(old.value, style))
-    new_text = say(new_frame, new.subject, new.attribute, kind.say(new.value, new_style))
-    return Pair(label, group.kind, old, new, old_text, _dressed(rng, new_text), kind.measure)
+    elif rng.random() < RESTYLE_RATE and len(vtype.styles) > 1:
+        new_style = rng.choice([i for i in range(len(vtype.styles)) if i != style])
+    old_text = say(frame, old.subject, old.attribute, vtype.say(old.value, style))
+    new_text = say(new_frame, new.subject, new.attribute, vtype.say(new.value, new_style))
+    return Pair(label, group.kind, old, new, old_text, _dressed(rng, new_text), vtype)
 
 
 def _distinct(rng: random.Random, domain: Domain, group: Group, old: Fact) -> Fact:
@@ -495,7 +494,7 @@ def facts(n: int, seed: int = DEFAULT_SEED) -> list[Pair]:
 
 
 def pairs(n: int, seed: int = DEFAULT_SEED) -> list[dict]:
-    """``n`` pairs of each label: ``{"label", "kind", "old", "new"}``."""
+    """``n`` pairs of each label: ``{"label", "vtype", "old", "new"}``."""
     return [p.row() for p in facts(n, seed)]
 
 

@@ -43,7 +43,7 @@ def test_update_pairs_share_subject_and_attribute_and_differ_in_value(gen):
     updates = [p for p in gen.facts(100) if p.label in ("update", "reframed")]
     for p in updates:
         assert (p.new.subject, p.new.attribute) == (p.old.subject, p.old.attribute)
-        assert p.measure(p.new.value) != p.measure(p.old.value)
+        assert p.value_type.measure(p.new.value) != p.value_type.measure(p.old.value)
 
 
 def test_paraphrases_keep_the_triple_and_distinct_pairs_change_one_side_of_it(gen):
