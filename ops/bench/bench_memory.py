@@ -31,9 +31,11 @@ Measured in one run:
   candidates (half near duplicates of stored records, half fresh) against a
   store holding 100,000 generated records, after a warm-up pass.
 * pairs (:mod:`memory_pairs`: update, close-but-distinct and paraphrase pairs
-  from two disjoint template pools, ``dev`` and ``heldout``; and ``alt``, the same
+  from two disjoint template pools, ``dev`` and ``heldout``; ``alt``, the same
   labels from :mod:`memory_pairs_alt`, a second generator written apart, with other
-  subjects and frames, also held out): per split, one home,
+  subjects and frames, also held out; and ``fresh``, from :mod:`memory_pairs_fresh`, a
+  third written apart from both (other domains, typed values spelt several ways, other
+  sentence shapes), kept untouched for the final report): per split, one home,
   each pair in its own scope, every older statement staged (``memory add``)
   before every newer one, one draining supervisor with 2 workers, then the
   records read back. An update counts as superseded when the older record is
@@ -68,6 +70,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops" / "bench"))
 
 import memory_pairs_alt  # noqa: E402
+import memory_pairs_fresh  # noqa: E402
 from memory_pairs import LABELS, POOLS, pairs  # noqa: E402
 
 from memoryd.base.config import load_config  # noqa: E402
@@ -260,11 +263,14 @@ def _fate(md: Memoryd, old_state: dict, new_state: dict) -> str:
 
 
 def split_pairs(split: str, n: int) -> list[dict]:
-    """``n`` pairs of each label of one split (``alt``: the second generator)."""
-    return memory_pairs_alt.pairs(n) if split == "alt" else pairs(split, n)
+    """``n`` pairs of each label of one split (``alt``, ``fresh``: the second and third
+    generators)."""
+    if split == "alt":
+        return memory_pairs_alt.pairs(n)
+    return memory_pairs_fresh.pairs(n) if split == "fresh" else pairs(split, n)
 
 
-SPLITS = (*POOLS, "alt")
+SPLITS = (*POOLS, "alt", "fresh")
 NUMBER = re.compile(r"\d[\d.:]*")
 
 
