@@ -23,7 +23,9 @@ assert lock.try_acquire(shared=shared)
 # Looking at our own lock (as `memoryd status` does) must not drop it.
 for _ in range(3):
     seen = lock_holder(path)
-ready.write_text(str(seen))
+tmp = ready.with_suffix(".tmp")
+tmp.write_text(str(seen))
+tmp.rename(ready)  # whole: the test reads it as soon as it exists
 time.sleep(600)
 """
 

@@ -6,7 +6,8 @@ since the previous sample, WAL bytes, the pause state and the pids pinning the
 WAL, the last checkpoint, worker pids with their RSS and the respawns, the
 archive's size on disk. A due sample rides a turn's transaction when the turn
 commits anyway, never a transaction of its own: an idle supervisor's samples come
-with its periodic purge step (every ``maintenance_period_seconds``).
+with its periodic purge step (every ``maintenance_period_seconds``). None is taken
+while claims are paused by WAL pressure: a sample would grow the WAL the pause holds.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class Sampler(Extension):
     def in_turn(self, tx: apsw.Connection, sup: Running, tally: Any) -> None:
         """A due sample, written in the turn's open transaction ``tx`` after its changes
         (it shows what the turn commits): jobs done this run count those it completes."""
-        if self.due():
+        if self.due() and sup.wal.pause_reason is None:
             now, done = time.time(), sup.stats.done + tally.done
             self.pending = (now, done)
             samples.record_in(tx, now, self.take(tx, sup, now, done), self.keep)

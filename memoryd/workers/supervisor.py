@@ -556,7 +556,7 @@ class Supervisor:
         self._ensure_retention_worker()
         renew = now >= self.next_renew and bool(self._held())
         reclaim = now >= self.next_reclaim
-        purge = now >= self.next_purge
+        purge = now >= self.next_purge and not self.wal.pause_reason  # a purge writes
         # Stopping, or paused by WAL pressure: undispatched claims go back unharmed.
         release = (
             [j for b in self.buffers.values() for j in b]

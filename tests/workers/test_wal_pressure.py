@@ -39,6 +39,7 @@ def test_pinned_reader_pauses_claims_near_the_bound_and_claims_resume(
     env = {
         "MEMORYD_INGEST_BATCH_TARGET_BYTES": str(BATCH_BYTES),
         "MEMORYD_MAINTENANCE_PERIOD_SECONDS": "0.2",
+        "MEMORYD_SAMPLE_PERIOD_SECONDS": "0.2",  # samples and purges hold off while paused
     }
     assert cli("init").code == 0
     sampler = WalSampler(home)

@@ -11,10 +11,11 @@ import random
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
@@ -27,6 +28,7 @@ from memoryd.operations.projects import Projects
 from memoryd.queue import JobQueue, JobReads, JobSpec
 from memoryd.storage import open_authority
 
+T = TypeVar("T")
 REPO_FILES = 40
 # The drill's project starts compact (no stored index) and outgrows its limit after
 # about this many more files (the repository grows by one a cycle, and an ingest
@@ -64,6 +66,7 @@ class Drill:
     def __init__(self, home: Path, *, seed: int, workers: int) -> None:
         self.home = home
         self.repo = home / "drill-repo"
+        self.seed = seed
         self.rng = random.Random(seed)
         self.workers = workers
         self.kills: Counter = Counter()
@@ -74,6 +77,12 @@ class Drill:
         self.turns = 8  # commits of a whole cycle's run, learned from runs that finish
         self.compact_limit: int | None = None  # the project's, fixed when it is created
         self.layouts: Counter = Counter()  # cycles verified compact / indexed
+
+    def pick(self, options: Sequence[T]) -> T:
+        """The cycle's scenario choice (which kill): drawn from the seed and the cycle's
+        number alone, so a seed reaches the same kills however the shared ``rng``'s
+        timing-dependent draws went (a range learned from a run changes their count)."""
+        return random.Random(f"{self.seed}:{self.cycle_no}").choice(options)
 
     def fail(self, message: str) -> None:
         self.violations.append(f"cycle {self.cycle_no}: {message}")

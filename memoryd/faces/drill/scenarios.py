@@ -83,7 +83,7 @@ def _workers(d: Drill, sup) -> list[int]:
 def kill_point(d: Drill) -> Done:
     """SIGKILL the supervisor at a named point; commit points are drawn over the whole
     run (its expected number of commits, learned from runs that finished)."""
-    point = d.rng.choice(KILL_POINTS)
+    point = d.pick(KILL_POINTS)
     once = d.home / f"killed-{d.cycle_no}"
     env = {ONCE_ENV: str(once)}
     if point.endswith("commit"):
@@ -166,7 +166,7 @@ def sigterm(d: Drill) -> Done:
 def retention(d: Drill) -> Done:
     """Kill the retention worker (at one of the archive's points, or at random) while
     its supervisor keeps going: it must respawn it and redo the archive job."""
-    point = d.rng.choice([None, *RETENTION_NAMES])
+    point = d.pick([None, *RETENTION_NAMES])
     once = d.home / f"killed-{d.cycle_no}"
     env = {KILL_ENV: f"{point}:1", ONCE_ENV: str(once)} if point else {}
     sup = d.supervisor(env=env)
@@ -237,7 +237,7 @@ def migration(d: Drill) -> Done:
     archive checks then run on the migrated store."""
     d.expect_clean_exit(d.supervisor(), "before the migration")
     done = _done(d)
-    point = d.rng.choice([None, *MIGRATION_POINTS])
+    point = d.pick([None, *MIGRATION_POINTS])
     once = d.home / f"killed-{d.cycle_no}"
     env = {KILL_ENV: f"{point}:1", ONCE_ENV: str(once)} if point else {}
     steps = {"migration_mid_copy": "--copy", "migration_mid_switch": "--verify"}
@@ -483,7 +483,7 @@ def memory(d: Drill) -> Done:
     point) or a worker while they consolidate: no candidate lost, no record twice."""
     _stage_memory(d)
     env = {"MEMORYD_MEMORY_RUN_CANDIDATES": MEMORY_RUN_CANDIDATES}
-    how = d.rng.choice(["supervisor", "worker", "before_commit", "after_commit"])
+    how = d.pick(["supervisor", "worker", "before_commit", "after_commit"])
     if how.endswith("commit"):
         once = d.home / f"killed-{d.cycle_no}"
         nth = d.rng.randint(1, d.turns)
