@@ -162,6 +162,7 @@ class Run:
         self.writers: list[Started | None] = []
         self.ended = 0.0  # when the faces were told to stop (monotonic)
         self.ready = threading.Semaphore(0)  # one release per MCP client's first handshake
+        self.killing = threading.Event()  # every MCP server answered: kills and the clock run
 
     def start(self, *args: str) -> Started:
         return Started(list(args), self.home, {})
@@ -448,6 +449,7 @@ def _killer(run: Run) -> None:
     deadline = time.monotonic() + WARMUP_TIMEOUT
     for _ in run.mcp:  # kills start once every MCP server answered (start-up is slow)
         run.ready.acquire(timeout=max(0.0, deadline - time.monotonic()))
+    run.killing.set()
     present = {"mcp": run.mcp, "writer": run.writers}
     kinds = [k for k in KILL_KINDS if present.get(k, True)]
     block: list[str] = []
@@ -490,7 +492,8 @@ def run_clients(
     home: Path, *, seed: int, workers: int, duration: float, mcp: int, writers: int, readers: int
 ) -> dict:
     """Drive the home with ``mcp`` MCP clients, ``writers`` CLI writers and ``readers``
-    snapshot readers for ``duration`` seconds while killing at random; then drain and
+    snapshot readers for ``duration`` seconds (counted once every MCP server answered,
+    when the kills start) while killing at random; then drain and
     check. The report's ``clients`` holds the figures."""
     with tempfile.TemporaryDirectory(prefix="memoryd-drill-clients-") as scratch:
         run = Run(home, Path(scratch), seed=seed, workers=workers)
@@ -529,6 +532,7 @@ def _drive(run: Run, duration: float, mcp: int, writers: int, readers: int) -> N
     for t in threads:
         t.start()
     try:
+        run.killing.wait(WARMUP_TIMEOUT)  # a loaded machine starts 16 servers slowly
         run.stop.wait(duration)
     finally:
         run.ended = time.monotonic()
