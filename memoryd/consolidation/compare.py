@@ -37,6 +37,12 @@ shared **subject**; the others are what changed, read by class:
   another subject: ``distinct``; beside an identifier both hold (the subject or
   the value?), or with a value changed too: ``conflict``; names replaced in two
   slots are read as words (a correction changes one thing);
+* a value written as a phrase of its own replaced in one slot, a word or a name
+  with no determiner and no content word binding it in its phrase ("set the level
+  to debug", "the owner is Ana", "- branch = main"; first only in "X is the Y ...":
+  determiners_en.txt, copulas_en.txt), nothing else changed but what one text adds
+  and no number, boolean or such name both hold: ``supersedes`` (a word inside a
+  noun phrase, "the staging X", "the log level", names a thing: another subject);
 * words replaced: the first name or word of both texts (the subject in an
   English statement) replaced is another subject (``distinct``; names alone
   there, with no value in either text, may be the value put first, and are read
@@ -85,7 +91,7 @@ _TOKEN = re.compile(
 _NUMBER = re.compile(r"v?(\d[\d.,:_]*\d|\d)(%|[a-z]+)?")
 _INNER_MARK = re.compile(r"[\d_./:@+\-]")
 _SENTENCE_END = ".!?:;\n"
-_STATEMENT_END = re.compile(r"[.!?\n]")  # (a colon leads to a value: not one)
+_STATEMENT_END = re.compile(r"[.!?\n]")  # unlike _SENTENCE_END: a colon leads to a value
 
 
 @dataclass(frozen=True)
@@ -386,7 +392,8 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     """``duplicate``, ``supersedes``, ``conflict`` or ``distinct`` (see the module)."""
     old, new = align(read(old_text), read(new_text))
     d = diff(old, new)
-    swap = _swap(old, new)
+    slots = _slots(old, new)
+    swap = _swap(slots)
     within, cover = _subject_overlap(old, new, d, swap)
     added = any(d.only(s, VALUE, *NAMES) for s in ("old", "new"))
     repeats = not d.values_changed and not added and not swap
@@ -399,7 +406,7 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
         return "distinct"
     if not swap:  # values changed, or one text only adds words
         return "supersedes" if d.values_changed else "distinct"
-    if _value_swapped(old, new, d):
+    if _value_swapped(slots, d):
         return "supersedes"
     if d.subject_replaced:
         return "distinct"
@@ -446,24 +453,23 @@ def _places(mine: tuple[Token, ...], theirs: tuple[Token, ...]) -> list[tuple[st
     return out
 
 
-def _swap(old: Reading, new: Reading) -> str | None:
-    """What both texts hold in place of the other's terms (names and words): ``IDENT``
-    when every such slot of the aligned token sequences swaps names for names (words
-    added on one side at most: a qualifier), ``WORD`` when one swaps words (or a word
-    for a name), or terms differ on both sides outside aligned slots (the words
-    cannot say whether a subject or the phrasing changed), ``None`` when at most one
-    text adds terms. A token the other text holds elsewhere was moved, not changed.
-    Names swapped in two slots are ``WORD`` too: a correction changes one thing, and
-    two may be another subject with another value ("the staging Redis is built on
-    Envoy", "the staging Postgres is built on Kafka")."""
+def _swap(slots: list[tuple[list[Token], list[Token]]]) -> str | None:
+    """What both texts hold in place of the other's terms (names and words), given the
+    slots where they differ (:func:`_slots`): ``IDENT`` when every such slot swaps
+    names for names (words added on one side at most: a qualifier; or, on both sides,
+    words that open their phrase, the verbs of another frame: "we host X in A", "X is
+    deployed in B"), ``WORD`` when one swaps words (or a word for a name), or terms
+    differ on both sides outside aligned slots or inside noun phrases beside the names
+    (the words cannot say whether a subject or the phrasing changed), ``None`` when at
+    most one text adds terms. Names swapped in two slots are ``WORD`` too: a correction
+    changes one thing, and two may be another subject with another value ("the staging
+    Redis is built on Envoy", "the staging Postgres is built on Kafka")."""
     found, loose = [], [[], []]
-    for slot in _slots(old, new):
+    for slot in slots:
         if all(slot):
             names = [[t for t in side if t.cls in NAMES] for side in slot]
             words = [[t for t in side if t.cls == WORD] for side in slot]
             found.append(IDENT if all(names) and not all(words) else WORD)
-            # words beside names swapped: a qualifier on one side, or verbs of another
-            # frame ("we host X in A", "X is deployed in B"); not another noun phrase
             loose[0] += [t for t in words[0] if not t.opens]
             loose[1] += [t for t in words[1] if not t.opens]
         else:
@@ -491,7 +497,7 @@ def _slots(old: Reading, new: Reading) -> list[tuple[list[Token], list[Token]]]:
     ]
 
 
-def _value_swapped(old: Reading, new: Reading, d: Diff) -> bool:
+def _value_swapped(slots: list[tuple[list[Token], list[Token]]], d: Diff) -> bool:
     """One value written as a phrase of its own (:func:`_contexts`: "set the level to
     debug", "the owner is Ana") replaced by another in one slot, nothing else changed
     but terms one text adds (a qualifier, a note), no number or boolean changed or
@@ -504,7 +510,6 @@ def _value_swapped(old: Reading, new: Reading, d: Diff) -> bool:
         return False
     if d.shared_values(VALUE) or any(_alone(t, ()) and t.cls in NAMES for t in d.shared):
         return False
-    slots = _slots(old, new)
     swapped = [slot for slot in slots if all(slot)]
     if len(swapped) != 1 or min(map(len, swapped[0])) > 1:
         return False
