@@ -99,10 +99,12 @@ class Token:
     key: str
     cls: str
     surface: str = field(default="", compare=False)  # the word as written, lower case
-    # where it stands in its phrase (see _contexts): nothing binds it on the left, and
-    # the key of the word it binds to on its right (None: nothing; BOUND: an object)
+    # where it stands in its phrase (see _contexts): nothing binds it on the left, the
+    # key of the word it binds to on its right (None: nothing; BOUND: an object), and
+    # whether it ends its clause (punctuation or the text's end after it)
     opens: bool = field(default=False, compare=False)
     then: str | None = field(default=BOUND, compare=False)
+    last: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -156,8 +158,8 @@ def read(text: str) -> Reading:
         gave = before if len(tokens) > before else None
         plain.append((low if low.isalpha() else "", gave))
         words.append(Word(low, gave, len(tokens) - before == 1, m.start(), m.end()))
-    for i, opens, then in _contexts(text, words, tokens):
-        tokens[i] = replace(tokens[i], opens=opens, then=then)
+    for i, opens, then, last in _contexts(text, words, tokens):
+        tokens[i] = replace(tokens[i], opens=opens, then=then, last=last)
     negates = sorted(tokens[i].key for i in scopes if i < len(tokens))
     return Reading(tuple(tokens), negated, tuple(negates), cased, _joins(plain))
 
@@ -175,14 +177,15 @@ class Word:
 
 def _contexts(
     text: str, words: list[Word], tokens: list[Token]
-) -> list[tuple[int, bool, str | None]]:
+) -> list[tuple[int, bool, str | None, bool]]:
     """Where each plain word's token stands in its phrase, as a value written as a
     phrase of its own is read ("set the level to debug", "the owner is Ana", "- branch =
     main", "use Black to format"): whether it opens its phrase (no content word or
     determiner right before it, no punctuation between: a determiner introduces a
     thing, "the queue"; a word before names a kind of it, "the staging X"), and the key
     of the content word right after it (it names a kind of that: "the log level"), or
-    ``BOUND`` before a determiner (a verb and its object, "format the code"). A
+    ``BOUND`` before a determiner (a verb and its object, "format the code"), and
+    whether it ends its clause (where a value often stands: "..., X is verbose"). A
     statement's first word opens its phrase only in a specificational sentence, "X is
     the Y ..." (copulas_en.txt): there X is the value; "caching is slow" says something
     of its subject."""
@@ -197,13 +200,13 @@ def _contexts(
         else:
             bound = prev.token is not None or prev.low in DETERMINERS
             opens = not (_adjacent(text, prev, w) and bound)
-        then = None
-        if nxt and _adjacent(text, w, nxt):
+        then, last = None, nxt is None or not _adjacent(text, w, nxt)
+        if not last:
             if nxt.token is not None:
                 then = tokens[nxt.token].key
             elif nxt.low in DETERMINERS:
                 then = BOUND
-        out.append((w.token, opens, then))
+        out.append((w.token, opens, then, last))
     return out
 
 
@@ -501,14 +504,15 @@ def _value_swapped(slots: list[tuple[list[Token], list[Token]]], d: Diff) -> boo
     """One value written as a phrase of its own (:func:`_contexts`: "set the level to
     debug", "the owner is Ana") replaced by another in one slot, nothing else changed
     but terms one text adds (a qualifier, a note), no number or boolean changed or
-    added and none both hold, and no name both hold written as a value: the newer
+    added and none both hold, and nothing else both hold written as a value
+    (:func:`_said`): the newer
     value of the same attribute. (A slot inside a noun phrase, "the staging X", "the
-    X site", "the log level", names a thing, and may be another subject; a value or a
-    name written as one that both texts hold is what they say, and the slot is then
-    another subject.)"""
+    X site", "the log level", names a thing, and may be another subject; a value both
+    texts hold is what they say, and the slot is then another subject: "in staging,
+    logging is verbose", "in production, logging is verbose".)"""
     if any(d.only(side, VALUE) for side in ("old", "new")) or d.flipped:
         return False
-    if d.shared_values(VALUE) or any(_alone(t, ()) and t.cls in NAMES for t in d.shared):
+    if d.shared_values(VALUE) or any(_said(t) for t in d.shared):
         return False
     swapped = [slot for slot in slots if all(slot)]
     if len(swapped) != 1 or min(map(len, swapped[0])) > 1:
@@ -522,6 +526,12 @@ def _value_swapped(slots: list[tuple[list[Token], list[Token]]], d: Diff) -> boo
             if not (any(x for x, _ in rest) and any(y for _, y in rest)):
                 return True
     return False
+
+
+def _said(token: Token) -> bool:
+    """The token is written as a value: a name or a word ending its clause, alone in
+    its phrase ("the owner is Ana", "..., logging is verbose")."""
+    return _alone(token, ()) and (token.cls in NAMES or token.last)
 
 
 def _alone(token: Token, added: Collection[str]) -> bool:

@@ -159,6 +159,10 @@ def test_a_value_written_on_its_own_replaced_supersedes(
         ("Owner of the billing export: Ana", "The payroll export has an owner of Bruno"),
         # a statement's first word, of which something is said
         ("Caching of the billing pages is slow", "Compression of the billing pages is slow"),
+        # a word alone in its phrase replaced beside a value both hold (the slot is then
+        # the subject), in lower case where no name can be told
+        ("for billing, the owner is ana", "for payroll, the owner is ana"),
+        ("on weekdays, request logging is verbose", "on weekends, request logging is verbose"),
     ],
 )  # fmt: skip
 def test_a_close_but_distinct_statement_is_neither_superseded_nor_merged(
