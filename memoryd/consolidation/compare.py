@@ -4,7 +4,8 @@ adjudicator's judgement (:mod:`.adjudicate`).
 Each text is read as a sequence of tokens in four classes (stopwords and words
 that only mark a change, "now", "instead", "correction", dropped):
 
-* **values**: numbers, versions and times ("6380", "v3.11", "02:00"), and
+* **values**: numbers, versions and times ("6380", "v3.11", "02:00"; a number
+  word is its numeral, numbers_en.txt), and
   booleans ("enabled", "false": one token whose polarity the statement carries);
 * **units** after a number ("20000 ms"): compared only when both texts give one;
 * **names**: identifiers ("e2e", "bun_test", "--no-cache", "api/v2", a quoted
@@ -64,7 +65,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 
-from memoryd.text.lexicon import word_list
+from memoryd.text.lexicon import word_list, word_map
 from memoryd.text.terms import STOPWORDS, stem
 
 NEGATIONS = word_list("negations_en.txt")
@@ -74,6 +75,7 @@ UNITS = word_list("units_en.txt")
 CHANGE_WORDS = word_list("change_words_en.txt")
 DETERMINERS = word_list("determiners_en.txt")
 COPULAS = word_list("copulas_en.txt")
+NUMBER_WORDS = word_map("numbers_en.txt")
 
 VALUE, UNIT, IDENT, PROPER, WORD = "value", "unit", "ident", "proper", "word"
 NAMES = (IDENT, PROPER)
@@ -229,6 +231,8 @@ def _append(tokens: list[Token], raw: str, low: str, at_start: bool) -> None:
         return
     elif low in TRUE_WORDS or low in FALSE_WORDS:
         tokens.append(Token(BOOLEAN, VALUE, low))
+    elif low in NUMBER_WORDS:
+        tokens.append(Token(NUMBER_WORDS[low], VALUE))
     elif number := _NUMBER.fullmatch(low):
         tokens.append(Token(number.group(1).replace(",", "").replace("_", ""), VALUE))
         unit = number.group(2)

@@ -33,6 +33,9 @@ def thresholds(tmp_path_factory) -> Thresholds:
         ("Strict mode is enabled in CI", "Strict mode is disabled in CI", "supersedes"),
         ("We use apsw, not sqlite3.", "We use sqlite3, not apsw.", "supersedes"),
         ('The default branch is "main"', 'The default branch is "trunk"', "supersedes"),
+        # a number written as a word is that number
+        ("Keep two replicas of the ledger", "Keep four replicas of the ledger", "supersedes"),
+        ("Retry ledger uploads three times", "Retry ledger uploads 3 times", "duplicate"),
         # a name chosen instead of another
         ("We deploy with Helm", "We deploy with Kustomize instead", "supersedes"),
         # ... written all in lower case, where case cannot tell a name from a word
@@ -163,6 +166,7 @@ def test_a_value_written_on_its_own_replaced_supersedes(
         # the subject), in lower case where no name can be told
         ("for billing, the owner is ana", "for payroll, the owner is ana"),
         ("on weekdays, request logging is verbose", "on weekends, request logging is verbose"),
+        ("Set retries to three for uploads", "Set retries to three for downloads"),
     ],
 )  # fmt: skip
 def test_a_close_but_distinct_statement_is_neither_superseded_nor_merged(
