@@ -4,7 +4,8 @@ adjudicator's judgement (:mod:`.adjudicate`).
 Each text is read as a sequence of tokens in four classes (stopwords and words
 that only mark a change, "now", "instead", "correction", dropped):
 
-* **values**: numbers, versions and times ("6380", "v3.11", "02:00"), and
+* **values**: numbers, versions and times ("6380", "v3.11", "02:00"; a number
+  word is its numeral, numbers_en.txt), and
   booleans ("enabled", "false": one token whose polarity the statement carries);
 * **units** after a number ("20000 ms"): compared only when both texts give one;
 * **names**: identifiers ("e2e", "bun_test", "--no-cache", "api/v2", a quoted
@@ -37,6 +38,12 @@ shared **subject**; the others are what changed, read by class:
   another subject: ``distinct``; beside an identifier both hold (the subject or
   the value?), or with a value changed too: ``conflict``; names replaced in two
   slots are read as words (a correction changes one thing);
+* a value written as a phrase of its own replaced in one slot, a word or a name
+  with no determiner and no content word binding it in its phrase ("set the level
+  to debug", "the owner is Ana", "- branch = main"; first only in "X is the Y ...":
+  determiners_en.txt, copulas_en.txt), nothing else changed but what one text adds
+  and no number, boolean or such name both hold: ``supersedes`` (a word inside a
+  noun phrase, "the staging X", "the log level", names a thing: another subject);
 * words replaced: the first name or word of both texts (the subject in an
   English statement) replaced is another subject (``distinct``; names alone
   there, with no value in either text, may be the value put first, and are read
@@ -54,10 +61,11 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 
-from memoryd.text.lexicon import word_list
+from memoryd.text.lexicon import word_list, word_map
 from memoryd.text.terms import STOPWORDS, stem
 
 NEGATIONS = word_list("negations_en.txt")
@@ -65,10 +73,14 @@ TRUE_WORDS = word_list("booleans_true_en.txt")
 FALSE_WORDS = word_list("booleans_false_en.txt")
 UNITS = word_list("units_en.txt")
 CHANGE_WORDS = word_list("change_words_en.txt")
+DETERMINERS = word_list("determiners_en.txt")
+COPULAS = word_list("copulas_en.txt")
+NUMBER_WORDS = word_map("numbers_en.txt")
 
 VALUE, UNIT, IDENT, PROPER, WORD = "value", "unit", "ident", "proper", "word"
 NAMES = (IDENT, PROPER)
 BOOLEAN = "<bool>"  # the key of every boolean word: its polarity is the text's
+BOUND = "<bound>"  # a word bound to what follows it by more than its key (see _contexts)
 READINGS = 32_768  # texts whose readings a worker keeps (records are compared again)
 STEMS = 65_536  # words whose stems a worker keeps
 
@@ -81,6 +93,7 @@ _TOKEN = re.compile(
 _NUMBER = re.compile(r"v?(\d[\d.,:_]*\d|\d)(%|[a-z]+)?")
 _INNER_MARK = re.compile(r"[\d_./:@+\-]")
 _SENTENCE_END = ".!?:;\n"
+_STATEMENT_END = re.compile(r"[.!?\n]")  # unlike _SENTENCE_END: a colon leads to a value
 
 
 @dataclass(frozen=True)
@@ -88,6 +101,12 @@ class Token:
     key: str
     cls: str
     surface: str = field(default="", compare=False)  # the word as written, lower case
+    # where it stands in its phrase (see _contexts): nothing binds it on the left, the
+    # key of the word it binds to on its right (None: nothing; BOUND: an object), and
+    # whether it ends its clause (punctuation or the text's end after it)
+    opens: bool = field(default=False, compare=False)
+    then: str | None = field(default=BOUND, compare=False)
+    last: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -126,6 +145,7 @@ def read(text: str) -> Reading:
     tokens: list[Token] = []
     scopes: list[int] = []  # where each negation applies: the next token
     plain: list[tuple[str, int | None]] = []  # each word, and the token it gave
+    words: list[Word] = []
     negated = cased = False
     for m in _TOKEN.finditer(text):
         raw = m.group()
@@ -137,9 +157,69 @@ def read(text: str) -> Reading:
             scopes.append(len(tokens))  # a "no"-side boolean: itself
         before = len(tokens)
         _append(tokens, raw, low, at_start)
-        plain.append((low if low.isalpha() else "", before if len(tokens) > before else None))
+        gave = before if len(tokens) > before else None
+        plain.append((low if low.isalpha() else "", gave))
+        words.append(Word(low, gave, len(tokens) - before == 1, m.start(), m.end()))
+    for i, opens, then, last in _contexts(text, words, tokens):
+        tokens[i] = replace(tokens[i], opens=opens, then=then, last=last)
     negates = sorted(tokens[i].key for i in scopes if i < len(tokens))
     return Reading(tuple(tokens), negated, tuple(negates), cased, _joins(plain))
+
+
+@dataclass(frozen=True)
+class Word:
+    """One matched word of a text: what :func:`_contexts` reads around a token."""
+
+    low: str
+    token: int | None  # the index of the (first) token it gave, None: none
+    single: bool  # it gave exactly one token
+    start: int
+    end: int
+
+
+def _contexts(
+    text: str, words: list[Word], tokens: list[Token]
+) -> list[tuple[int, bool, str | None, bool]]:
+    """Where each plain word's token stands in its phrase, as a value written as a
+    phrase of its own is read ("set the level to debug", "the owner is Ana", "- branch =
+    main", "use Black to format"): whether it opens its phrase (no content word or
+    determiner right before it, no punctuation between: a determiner introduces a
+    thing, "the queue"; a word before names a kind of it, "the staging X"), and the key
+    of the content word right after it (it names a kind of that: "the log level"), or
+    ``BOUND`` before a determiner (a verb and its object, "format the code"), and
+    whether it ends its clause (where a value often stands: "..., X is verbose"). A
+    statement's first word opens its phrase only in a specificational sentence, "X is
+    the Y ..." (copulas_en.txt): there X is the value; "caching is slow" says something
+    of its subject."""
+    out = []
+    for i, w in enumerate(words):
+        if w.token is None or not w.single:
+            continue
+        prev = words[i - 1] if i else None
+        nxt = words[i + 1] if i + 1 < len(words) else None
+        if prev is None or _STATEMENT_END.search(text, prev.end, w.start):
+            opens = _specifies(words[i + 1 : i + 3])
+        else:
+            bound = prev.token is not None or prev.low in DETERMINERS
+            opens = not (_adjacent(text, prev, w) and bound)
+        then, last = None, nxt is None or not _adjacent(text, w, nxt)
+        if not last:
+            if nxt.token is not None:
+                then = tokens[nxt.token].key
+            elif nxt.low in DETERMINERS:
+                then = BOUND
+        out.append((w.token, opens, then, last))
+    return out
+
+
+def _specifies(after: list[Word]) -> bool:
+    """The two words after a statement's first are a copula and a determiner."""
+    return len(after) == 2 and after[0].low in COPULAS and after[1].low in DETERMINERS
+
+
+def _adjacent(text: str, a: Word, b: Word) -> bool:
+    """``b`` follows ``a`` in one phrase (no punctuation between)."""
+    return not text[a.end : b.start].strip()
 
 
 def _append(tokens: list[Token], raw: str, low: str, at_start: bool) -> None:
@@ -151,6 +231,8 @@ def _append(tokens: list[Token], raw: str, low: str, at_start: bool) -> None:
         return
     elif low in TRUE_WORDS or low in FALSE_WORDS:
         tokens.append(Token(BOOLEAN, VALUE, low))
+    elif low in NUMBER_WORDS:
+        tokens.append(Token(NUMBER_WORDS[low], VALUE))
     elif number := _NUMBER.fullmatch(low):
         tokens.append(Token(number.group(1).replace(",", "").replace("_", ""), VALUE))
         unit = number.group(2)
@@ -317,7 +399,8 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     """``duplicate``, ``supersedes``, ``conflict`` or ``distinct`` (see the module)."""
     old, new = align(read(old_text), read(new_text))
     d = diff(old, new)
-    swap = _swap(old, new)
+    slots = _slots(old, new)
+    swap = _swap(slots)
     within, cover = _subject_overlap(old, new, d, swap)
     added = any(d.only(s, VALUE, *NAMES) for s in ("old", "new"))
     repeats = not d.values_changed and not added and not swap
@@ -330,6 +413,8 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
         return "distinct"
     if not swap:  # values changed, or one text only adds words
         return "supersedes" if d.values_changed else "distinct"
+    if _value_swapped(slots, d):
+        return "supersedes"
     if d.subject_replaced:
         return "distinct"
     if swap == WORD:
@@ -375,16 +460,37 @@ def _places(mine: tuple[Token, ...], theirs: tuple[Token, ...]) -> list[tuple[st
     return out
 
 
-def _swap(old: Reading, new: Reading) -> str | None:
-    """What both texts hold in place of the other's terms (names and words): ``IDENT``
-    when every such slot of the aligned token sequences swaps names for names (words
-    added on one side at most: a qualifier), ``WORD`` when one swaps words (or a word
-    for a name), or terms differ on both sides outside aligned slots (the words
-    cannot say whether a subject or the phrasing changed), ``None`` when at most one
-    text adds terms. A token the other text holds elsewhere was moved, not changed.
-    Names swapped in two slots are ``WORD`` too: a correction changes one thing, and
-    two may be another subject with another value ("the staging Redis is built on
-    Envoy", "the staging Postgres is built on Kafka")."""
+def _swap(slots: list[tuple[list[Token], list[Token]]]) -> str | None:
+    """What both texts hold in place of the other's terms (names and words), given the
+    slots where they differ (:func:`_slots`): ``IDENT`` when every such slot swaps
+    names for names (words added on one side at most: a qualifier; or, on both sides,
+    words that open their phrase, the verbs of another frame: "we host X in A", "X is
+    deployed in B"), ``WORD`` when one swaps words (or a word for a name), or terms
+    differ on both sides outside aligned slots or inside noun phrases beside the names
+    (the words cannot say whether a subject or the phrasing changed), ``None`` when at
+    most one text adds terms. Names swapped in two slots are ``WORD`` too: a correction
+    changes one thing, and two may be another subject with another value ("the staging
+    Redis is built on Envoy", "the staging Postgres is built on Kafka")."""
+    found, loose = [], [[], []]
+    for slot in slots:
+        if all(slot):
+            names = [[t for t in side if t.cls in NAMES] for side in slot]
+            words = [[t for t in side if t.cls == WORD] for side in slot]
+            found.append(IDENT if all(names) and not all(words) else WORD)
+            loose[0] += [t for t in words[0] if not t.opens]
+            loose[1] += [t for t in words[1] if not t.opens]
+        else:
+            loose[0] += slot[0]
+            loose[1] += slot[1]
+    if all(loose) or found.count(IDENT) > 1:
+        found.append(WORD)
+    return WORD if WORD in found else IDENT if found else None
+
+
+def _slots(old: Reading, new: Reading) -> list[tuple[list[Token], list[Token]]]:
+    """The places where the aligned token sequences differ: the names and words each
+    text holds there (empty on a side that holds none, or only what it moved there
+    from elsewhere: a token the other text holds elsewhere was moved, not changed)."""
     a, b = [t.key for t in old.tokens], [t.key for t in new.tokens]
     ops = [
         op for op in SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"
@@ -392,22 +498,50 @@ def _swap(old: Reading, new: Reading) -> str | None:
     moved = Counter(a[i] for _, i1, i2, _, _ in ops for i in range(i1, i2))
     moved &= Counter(b[j] for _, _, _, j1, j2 in ops for j in range(j1, j2))
     left_a, left_b = Counter(moved), Counter(moved)
-    found, loose = [], [[], []]
-    for tag, i1, i2, j1, j2 in ops:
-        slot = [
-            _changed(old.tokens[i1:i2], left_a),
-            _changed(new.tokens[j1:j2], left_b),
-        ]
-        if tag == "replace" and all(slot):
-            names = [[t for t in side if t.cls in NAMES] for side in slot]
-            words = [[t for t in side if t.cls == WORD] for side in slot]
-            found.append(IDENT if all(names) and not all(words) else WORD)
-        else:
-            loose[0] += slot[0]
-            loose[1] += slot[1]
-    if all(loose) or found.count(IDENT) > 1:
-        found.append(WORD)
-    return WORD if WORD in found else IDENT if found else None
+    return [
+        (_changed(old.tokens[i1:i2], left_a), _changed(new.tokens[j1:j2], left_b))
+        for _, i1, i2, j1, j2 in ops
+    ]
+
+
+def _value_swapped(slots: list[tuple[list[Token], list[Token]]], d: Diff) -> bool:
+    """One value written as a phrase of its own (:func:`_contexts`: "set the level to
+    debug", "the owner is Ana") replaced by another in one slot, nothing else changed
+    but terms one text adds (a qualifier, a note), no number or boolean changed or
+    added and none both hold, and nothing else both hold written as a value
+    (:func:`_said`): the newer
+    value of the same attribute. (A slot inside a noun phrase, "the staging X", "the
+    X site", "the log level", names a thing, and may be another subject; a value both
+    texts hold is what they say, and the slot is then another subject: "in staging,
+    logging is verbose", "in production, logging is verbose".)"""
+    if any(d.only(side, VALUE) for side in ("old", "new")) or d.flipped:
+        return False
+    if d.shared_values(VALUE) or any(_said(t) for t in d.shared):
+        return False
+    swapped = [slot for slot in slots if all(slot)]
+    if len(swapped) != 1 or min(map(len, swapped[0])) > 1:
+        return False
+    a, b = swapped[0]
+    added = {t.key for t in d.old_only}, {t.key for t in d.new_only}
+    for i in (0, -1):  # the value first in its slot (a note after it), or last
+        if _alone(a[i], added[0]) and _alone(b[i], added[1]):
+            rest = [other for other in slots if other is not swapped[0]]
+            rest.append((a[1:] if i == 0 else a[:-1], b[1:] if i == 0 else b[:-1]))
+            if not (any(x for x, _ in rest) and any(y for _, y in rest)):
+                return True
+    return False
+
+
+def _said(token: Token) -> bool:
+    """The token is written as a value: a name or a word ending its clause, alone in
+    its phrase ("the owner is Ana", "..., logging is verbose")."""
+    return _alone(token, ()) and (token.cls in NAMES or token.last)
+
+
+def _alone(token: Token, added: Collection[str]) -> bool:
+    """The token is a phrase of its own, but for words after it in ``added`` (a note one
+    text appends: "... is Kafka according to the runbook")."""
+    return token.opens and (token.then is None or token.then in added)
 
 
 def _changed(tokens: tuple[Token, ...], moved: Counter) -> list[Token]:

@@ -52,6 +52,20 @@ def test_a_changed_decision_supersedes_the_earlier_one(memoryd) -> None:
     assert Memory(md).show(old["record_id"])["pointer"] == new["record_id"]
 
 
+def test_a_changed_word_value_supersedes_and_another_subject_stays(memoryd) -> None:
+    """A value written as a word ("quiet", "loud") is replaced like a number; the same
+    value said of another subject is another record."""
+    md = memoryd()
+    add(md, "preference", "Set the verbosity of the release linter to quiet")
+    new = add(md, "preference", "set the verbosity of the release linter to loud")
+    assert new["outcome"] == "superseded"
+    other = add(md, "preference", "Set the verbosity of the release packager to loud")
+    assert other["outcome"] in ("added", "conflict")
+    active = [r["text"] for r in Memory(md).listing("app", status="active")]
+    assert "set the verbosity of the release linter to loud" in active
+    assert "Set the verbosity of the release packager to loud" in active
+
+
 def test_a_negated_setting_supersedes(memoryd) -> None:
     md = memoryd()
     add(md, "preference", "Response compression is enabled on the API gateway")

@@ -33,6 +33,9 @@ def thresholds(tmp_path_factory) -> Thresholds:
         ("Strict mode is enabled in CI", "Strict mode is disabled in CI", "supersedes"),
         ("We use apsw, not sqlite3.", "We use sqlite3, not apsw.", "supersedes"),
         ('The default branch is "main"', 'The default branch is "trunk"', "supersedes"),
+        # a number written as a word is that number
+        ("Keep two replicas of the ledger", "Keep four replicas of the ledger", "supersedes"),
+        ("Retry ledger uploads three times", "Retry ledger uploads 3 times", "duplicate"),
         # a name chosen instead of another
         ("We deploy with Helm", "We deploy with Kustomize instead", "supersedes"),
         # ... written all in lower case, where case cannot tell a name from a word
@@ -85,9 +88,10 @@ def test_relate(thresholds: Thresholds, old: str, new: str, verdict: str) -> Non
          "The production ledger is reachable on port 7433", "distinct"),
         ("The ledger replica listens on port 7433", "The ledger replica answers on port 7433",
          "distinct"),
-        # ... and two words both last stand where a value often does
+        # ... and two words both last stand where a value often does (here, each a value
+        # written on its own: the newer value)
         ("Set the log level of the mailer to debug", "The mailer's log level: info",
-         "conflict"),
+         "supersedes"),
     ],
 )  # fmt: skip
 def test_rephrased_merge(thresholds: Thresholds, old: str, new: str, verdict: str) -> None:
@@ -113,3 +117,67 @@ def test_the_default_never_corrects_across_kinds_and_lessons_never_conflict(tmp_
     assert judge(lesson, [hit]) == {"verdict": "distinct"}
     assert judge({**lesson, "kind": "fact"}, [{**hit, "kind": "lesson"}]) == {"verdict": "distinct"}
     assert judge(fact, [hit]) == {"verdict": "conflict", "target": "m-1"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a word or name written as a value, a phrase of its own, replaced in its slot
+        ("Hotfixes for the billing backend are merged into stable",
+         "hotfixes for the billing backend are merged into develop"),
+        ("Set the verbosity of the linter to quiet",
+         "Set the verbosity of the linter to loud (agreed in standup)"),
+        ("- mailer: retry policy = eager", "- mailer: retry policy = lazy"),
+        ("Use tabs to indent the billing scripts", "use spaces to indent the billing scripts"),
+        # ... a name in a text whose case cannot tell it, a note appended after it
+        ("The nightly export's owner is Ana", "the nightly export's owner is bruno"),
+        ("The docs wiki for the mobile team is hosted on Netlify",
+         "The docs wiki for the mobile team is hosted on vercel since the outage"),
+        # ... first, in a sentence saying which value the attribute has
+        ("Quiet is the verbosity we want for the linter",
+         "Loud is the verbosity we want for the linter"),
+    ],
+)  # fmt: skip
+def test_a_value_written_on_its_own_replaced_supersedes(
+    thresholds: Thresholds, old: str, new: str
+) -> None:
+    assert relate(old, new, thresholds) == "supersedes"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a word of a noun phrase replaced: another subject or attribute, the same value
+        ("Set the retry policy of the mailer to eager",
+         "Set the retry policy of the scheduler to eager"),
+        ("Set the read policy of the mailer to eager",
+         "Set the write policy of the mailer to eager"),
+        ("Eager is the retry policy we want for the mailer",
+         "Eager is the retry policy we want for the scheduler"),
+        # ... or another value too
+        ("Set the read policy of the mailer to eager",
+         "Set the write policy of the mailer to lazy"),
+        ("The mailer's retry policy is eager", "The mailer's backoff policy is lazy"),
+        # another subject in another frame, a name in the value's place
+        ("Owner of the billing export: Ana", "The payroll export has an owner of Bruno"),
+        # a statement's first word, of which something is said
+        ("Caching of the billing pages is slow", "Compression of the billing pages is slow"),
+        # a word alone in its phrase replaced beside a value both hold (the slot is then
+        # the subject), in lower case where no name can be told
+        ("for billing, the owner is ana", "for payroll, the owner is ana"),
+        ("on weekdays, request logging is verbose", "on weekends, request logging is verbose"),
+        ("Set retries to three for uploads", "Set retries to three for downloads"),
+    ],
+)  # fmt: skip
+def test_a_close_but_distinct_statement_is_neither_superseded_nor_merged(
+    thresholds: Thresholds, old: str, new: str
+) -> None:
+    assert relate(old, new, thresholds) in ("distinct", "conflict")
+
+
+def test_a_word_is_read_alone_only_outside_a_noun_phrase() -> None:
+    """A value stands alone in its phrase; a word after a determiner or beside another
+    content word names a thing, and a word before a determiner takes an object."""
+    tokens = read("Set the log level of the mailer to debug").tokens
+    alone = {t.key: t.opens and t.then is None for t in tokens}
+    assert alone == {"set": False, "log": False, "level": False, "mailer": False, "debug": True}

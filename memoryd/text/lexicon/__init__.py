@@ -34,6 +34,12 @@ def word_list(name: str) -> frozenset[str]:
 
 
 @cache
+def word_map(name: str) -> dict[str, str]:
+    """``name``'s lines ``WORD VALUE`` as word -> value."""
+    return dict(line.split() for line in _lines(name))
+
+
+@cache
 def word_table(name: str) -> dict[tuple[str, str], tuple[str, ...]]:
     """``name``'s lines ``GROUP KEY WORDS...`` as (group, key) -> words."""
     table: dict[tuple[str, str], tuple[str, ...]] = {}
