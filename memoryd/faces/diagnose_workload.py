@@ -98,21 +98,18 @@ def _by_hash(paths: list[str]) -> list[str]:
     return sorted(paths, key=lambda p: hashlib.sha256(p.encode()).digest())
 
 
+def _words(name: str) -> str:
+    """The words of a name (letters, three or more), lower case, space-separated."""
+    return " ".join(_WORD.findall(name.replace("_", " "))).lower()
+
+
 def subjects(paths: list[str], n: int) -> list[tuple[str, str]]:
     """Up to ``n`` ``(path, subject)``: the words of a file name that no other file of
-    the project shares (a subject names one thing), spread over the tree."""
-    stems = Counter(Path(p).stem.lower() for p in paths)
-    found: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for path in _by_hash(paths):
-        stem = Path(path).stem
-        words = " ".join(_WORD.findall(stem.replace("_", " ")))
-        if stems[stem.lower()] == 1 and words and words.lower() not in seen:
-            seen.add(words.lower())
-            found.append((path, words.lower()))
-            if len(found) == n:
-                break
-    return found
+    the project is named with (a subject names one thing), spread over the tree."""
+    words = {path: _words(Path(path).stem) for path in paths}
+    named = Counter(words.values())
+    found = [(path, words[path]) for path in _by_hash(paths) if named[words[path]] == 1]
+    return [(path, subject) for path, subject in found if subject][:n]
 
 
 def code_constant(checkout: Path, paths: list[str]) -> Constant | None:
@@ -130,12 +127,36 @@ def code_constant(checkout: Path, paths: list[str]) -> Constant | None:
     return None
 
 
-def _fill(template: str, **values: Any) -> str:
-    return template.format(**values)
-
-
 def _candidate(kind: str, text: str, ref: str) -> bytes:
+    """One `memory add` line: a fact citing ``ref`` (a path, or ``path:line``)."""
     return orjson.dumps({"kind": kind, "text": text, "refs": [ref], "source": "diagnose"})
+
+
+@dataclass(frozen=True)
+class Contrary:
+    """The contrary case: a constant the code defines, stated as a fact (the stale
+    one), then stated again with another value (the newer one)."""
+
+    const: Constant
+    newer: int
+    stale_line: bytes
+    newer_line: bytes
+    question: str
+
+    @classmethod
+    def of(cls, const: Constant, template: dict) -> Contrary:
+        named = {"subject": _words(const.name), "name": const.name, "value": const.value}
+        newer = const.value + _number(const.path + const.name, 1, 97)
+        ref = f"{const.path}:{const.line}"
+        stale = _candidate(template["kind"], template["stale"].format(**named), ref)
+        text = template["newer"].format(**named, newer=newer)
+        question = template["question"].format(**named)
+        return cls(const, newer, stale, _candidate(template["kind"], text, ref), question)
+
+    def report(self) -> dict:
+        c = self.const
+        return {"path": c.path, "line": c.line, "name": c.name, "value": c.value,
+                "newer": self.newer}  # fmt: skip
 
 
 @dataclass
@@ -146,53 +167,45 @@ class Staged:
     report: dict
 
 
+def _add(md: Any, project: str, lines: list[bytes]) -> list[dict]:
+    """`memory add --wait` of ``lines``: each candidate's outcome, in their order."""
+    if not lines:
+        return []
+    return Memory(md).add(b"\n".join(lines), project, wait=True)["outcomes"]
+
+
 def stage(md: Any, project: str, checkout: Path, paths: list[str]) -> Staged:
     """Save the facts through `memory add --wait` (the contrary case's older fact in a
     first add, its newer one in a second, as a user corrects a fact) and make the cases."""
     t = templates()
     picked = subjects(paths, max(len(t["fact"]), len(t["unanswerable"])))
     facts = list(zip(t["fact"], picked, strict=False))
+    const = code_constant(checkout, paths)
+    contrary = Contrary.of(const, t["contrary"]) if const is not None else None
     lines = [
-        _candidate(f["kind"], _fill(f["text"], subject=s, value=_number(p + f["text"])), p)
+        _candidate(f["kind"], f["text"].format(subject=s, value=_number(p + f["text"])), p)
         for f, (p, s) in facts
     ]
-    const = code_constant(checkout, paths)
-    c = t["contrary"]
-    if const is not None:
-        words = " ".join(_WORD.findall(const.name.replace("_", " "))).lower()
-        named = {"subject": words, "name": const.name, "value": const.value}
-        newer = const.value + _number(const.path + const.name, 1, 97)
-        ref = f"{const.path}:{const.line}"
-        lines.append(_candidate(c["kind"], _fill(c["stale"], **named), ref))
-    first = Memory(md).add(b"\n".join(lines), project, wait=True)["outcomes"]
-    outcomes = list(first)
+    first = _add(md, project, lines + ([contrary.stale_line] if contrary else []))
     cases = [
-        Case(f"fact-{i + 1}", "answerable", _fill(f["question"], subject=s), o["record_id"])
+        Case(f"fact-{i + 1}", "answerable", f["question"].format(subject=s), o["record_id"])
         for i, ((f, (_, s)), o) in enumerate(zip(facts, first, strict=False))
     ]
-    if const is not None:
-        text = _fill(c["newer"], **named, newer=newer)
-        second = Memory(md).add(_candidate(c["kind"], text, ref), project, wait=True)["outcomes"]
+    outcomes = list(first)
+    if contrary is not None:
+        second = _add(md, project, [contrary.newer_line])
         outcomes += second
-        q = _fill(c["question"], **named)
-        cases.append(
-            Case("contrary", "contrary", q, second[0]["record_id"], first[-1]["record_id"])
-        )
-    for i, (u, (_, s)) in enumerate(zip(t["unanswerable"], picked, strict=False)):
-        cases.append(Case(f"unanswerable-{i + 1}", "unanswerable", _fill(u["question"], subject=s)))
+        expect, stale = second[0]["record_id"], first[-1]["record_id"]
+        cases.append(Case("contrary", "contrary", contrary.question, expect, stale))
+    cases += [
+        Case(f"unanswerable-{i + 1}", "unanswerable", u["question"].format(subject=s))
+        for i, (u, (_, s)) in enumerate(zip(t["unanswerable"], picked, strict=False))
+    ]
     report = {
         "staged": len(outcomes),
         "outcomes": dict(Counter(o["outcome"] or o["state"] for o in outcomes)),
         "subjects": [p for _, (p, _) in facts],
-        "contrary_constant": None
-        if const is None
-        else {
-            "path": const.path,
-            "line": const.line,
-            "name": const.name,
-            "value": const.value,
-            "newer": newer,
-        },  # fmt: skip
+        "contrary_constant": contrary.report() if contrary else None,
     }
     return Staged(cases, report)
 
