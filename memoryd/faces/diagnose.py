@@ -2,13 +2,15 @@
 
 An explicit run against a chosen checkout, in a fresh workspace of its own (never
 the user's home, no network, no model: the offline encoder only). It ingests the
-checkout and reports bytes by phase, time, and, given an oracle file, strict
-per-question scores. The report holds questions, paths, hashes and numbers,
-never the checkout's text.
+checkout and reports bytes by phase, time, given an oracle file strict
+per-question scores, and the design's workload on every route
+(:mod:`memoryd.faces.diagnose_workload`). The report holds questions, paths,
+a constant's name, hashes and numbers, never the checkout's text.
 
 Bytes are split by file (database, WAL, SHM, archive, other) and measured at
-every phase boundary; the peak is sampled after every transaction the
-supervisor commits, so it is the true high-water mark of the live store.
+every phase boundary; the peak is sampled after every transaction the ingest's
+supervisor commits, and once after the workload's facts (`memory add --wait`
+consolidates them in a drain of its own, before the checkpoint of "quiescent").
 """
 
 from __future__ import annotations

@@ -1618,8 +1618,10 @@ def config_cmd(md: Memoryd, as_json: bool) -> None:
 
 @main.command(
     "diagnose",
-    help="Ingest CHECKOUT into a new workspace and report bytes by phase, time and oracle"
-    " scores (offline; never reads or writes your home).\n\n\b\nExample:\n"
+    help="Ingest CHECKOUT into a new workspace and report bytes by phase, time, oracle"
+    " scores and the workload (facts saved by memory add, a contrary case, unanswerable"
+    " questions; search and recall with and without the dense route, five warm repetitions)"
+    " (offline; never reads or writes your home).\n\n\b\nExample:\n"
     "  memoryd diagnose ~/src/app --workspace /tmp/diag --oracles ops/oracles/app.json",
 )
 @click.argument("checkout", type=click.Path(exists=True, file_okay=False))
