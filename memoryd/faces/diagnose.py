@@ -393,6 +393,15 @@ def _oracle(key: str, field: str) -> Callable[[dict], float | None]:
     return lambda r: (r["oracles"] or {}).get(key, {}).get(field) if r.get("oracles") else None
 
 
+def _routes(key: str, field: str) -> Callable[[dict], float | None]:
+    """The workload's ``key``/``field`` summed over its routes (None: a report before it)."""
+    return lambda r: (
+        sum(route[key][field] for route in r["workload"]["routes"].values())
+        if r.get("workload")
+        else None
+    )
+
+
 MEASURES: list[tuple[str, Callable[[dict], float | None]]] = [
     ("ingest MB/s", lambda r: r["ingest_mb_per_s"]),
     ("peak live bytes", lambda r: r["bytes"]["peak_live"]["total_bytes"]),
@@ -403,4 +412,6 @@ MEASURES: list[tuple[str, Callable[[dict], float | None]]] = [
     ("warm p95 ms", lambda r: r["time"]["warm_p95_ms"]),
     ("answerable hits", _oracle("answerable", "hits")),
     ("unanswerable abstained", _oracle("unanswerable", "abstained")),
+    ("workload hits, all routes", _routes("answerable", "hits")),
+    ("workload false positives, all routes", _routes("unanswerable", "false_positives")),
 ]
