@@ -200,3 +200,14 @@ def test_the_contrary_constant_is_read_where_the_code_defines_it(tmp_path: Path)
     found = code_constant(tmp_path, ["a.py", "b.ts"])
     assert (found.path, found.line, found.name, found.value) == ("b.ts", 3, "RETRY_LIMIT", 7)
     assert code_constant(tmp_path, ["a.py"]) is None
+
+
+def test_a_case_whose_fact_made_no_record_never_matches_a_chunk() -> None:
+    """Chunks carry no record id: a case without its record misses, it does not match
+    the first chunk; a superseded record returned fails the contrary case."""
+    from memoryd.faces.diagnose_workload import Case, score_case
+
+    answer = {"status": "ok", "items": [{"path": "a.py"}, {"id": "m-new"}, {"id": "m-old"}]}
+    assert score_case(Case("f", "answerable", "q?", None), answer, 10)["rank"] is None
+    contrary = score_case(Case("c", "contrary", "q?", "m-new", "m-old"), answer, 10)
+    assert contrary["rank"] == 2 and contrary["stale_returned"] and not contrary["hit"]

@@ -1710,21 +1710,21 @@ def _print_workload(w: dict) -> None:
     """The workload's facts, then one row per route: hits, the contrary case,
     abstentions and false positives, and the latency of its repetitions."""
     f = w["facts"]
-    done = ", ".join(f"{n} {outcome}" for outcome, n in sorted(f["outcomes"].items()))
+    done = ", ".join(f"{n} {outcome}" for outcome, n in sorted(f["outcomes"].items())) or "none"
     const = f["contrary_constant"]
     cited = f"; contrary: {const['name']} ({const['path']}:{const['line']})" if const else ""
     out.print(f"workload: {f['staged']} facts by memory add ({done}){cited}", highlight=False)
     reps = next(iter(w["routes"].values()))["repetitions"]
     table = Table(
-        "route", f"hit@{w['k']}", "MRR", "contrary", "abstained", "FP", "cold", "p50", "p95",
-        box=None, title=f"by route (FP: false positives; ms, p50/p95 of {reps} warm repetitions)",
+        "route", f"hit@{w['k']}", "MRR", "contrary", "abstained", "FP", "first", "p50", "p95",
+        box=None, title=f"by route (ms; {reps} warm repetitions a case; FP: false positives)",
     )  # fmt: skip
     for route, r in w["routes"].items():
         a, c, u = r["answerable"], r["contrary"], r["unanswerable"]
         stale = f" ({c['stale_returned']} stale)" if c["stale_returned"] else ""
         table.add_row(
             route, f"{a['hits']}/{a['cases']}", f"{a['mrr']}", f"{c['hits']}/{c['cases']}{stale}",
-            f"{u['abstained']}/{u['cases']}", str(u["false_positives"]), f"{r['cold_p50_ms']}",
+            f"{u['abstained']}/{u['cases']}", str(u["false_positives"]), f"{r['first_ask_p50_ms']}",
             f"{r['warm_p50_ms']}", f"{r['warm_p95_ms']}",
         )  # fmt: skip
     out.print(table)
