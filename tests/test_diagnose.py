@@ -128,3 +128,86 @@ def test_a_missed_case_says_why_not_the_searchs_status(capsys) -> None:
     table = capsys.readouterr().out
     assert "rank 2" in table and "no expected path in the top 3" in table
     assert "abstained" in table and " ok" not in table
+
+
+NAMES = ("tide_table", "lamp_house", "fog_signal", "keeper_log", "harbor_chart", "beacon_timer")
+
+
+def _named_tree(root: Path) -> Path:
+    """Files with distinct names (the workload's subjects), each defining a constant."""
+    root.mkdir(parents=True)
+    for i, name in enumerate(NAMES):
+        (root / f"{name}.py").write_text(
+            f'"""The {name.replace("_", " ")} of the lighthouse."""\n\n'
+            f"{name.upper()}_LIMIT = {10 + i}\n\n\ndef {name}(hour):\n    return {i} * hour\n"
+        )
+    return root
+
+
+@pytest.mark.slow
+def test_a_diagnosis_runs_the_workload_on_every_route(tmp_path: Path, capsys) -> None:
+    """Facts staged by memory add (one superseded by a newer, contrary one), answerable,
+    contrary and unanswerable cases on search and recall with and without the dense
+    route, five warm repetitions each; in JSON and in the human report."""
+    from memoryd.faces.cli import main as cli_mod
+
+    src, ws = _named_tree(tmp_path / "src"), tmp_path / "ws"
+    res = run_cli("diagnose", str(src), "--workspace", str(ws), "--json", home=None)
+    assert res.code == 0, res.stderr
+    r = res.json()
+    assert {"bytes", "time", "oracles"} <= r.keys()  # the report before it, unchanged
+    w = r["workload"]
+    facts = w["facts"]
+    assert facts["staged"] == len(NAMES) + 2 and facts["outcomes"] == {"added": 7, "superseded": 1}
+    const = facts["contrary_constant"]
+    assert const["name"].endswith("_LIMIT") and const["newer"] != const["value"]
+    kinds = [c["kind"] for c in w["cases"]]
+    assert kinds.count("answerable") == len(NAMES) and kinds.count("contrary") == 1
+    assert kinds.count("unanswerable") == 5
+    assert set(w["routes"]) == {"search/dense", "search/lexical", "recall/dense", "recall/lexical"}
+    assert w["false_positives"] == {route: 0 for route in w["routes"]}
+    for route in w["routes"].values():
+        assert route["repetitions"] == 5 and route["warm_queries"] == 5 * len(kinds)
+        assert 0 < route["warm_p50_ms"] <= route["warm_p95_ms"]
+        assert route["answerable"]["cases"] == len(NAMES) and route["answerable"]["hits"] > 0
+        assert route["contrary"] == {"cases": 1, "hits": 1, "stale_returned": 0}
+        assert route["unanswerable"] == {"cases": 5, "abstained": 5, "false_positives": 0}
+
+    listed = run_cli("memory", "list", "--project", "diagnosed", "--json", home=ws / "home")
+    statuses = sorted(rec["status"] for rec in listed.json())
+    assert statuses == ["active"] * 7 + ["superseded"]  # through memory add, consolidated
+
+    cli_mod.print_diagnosis(r)
+    human = capsys.readouterr().out
+    assert "7 added, 1 superseded" in human and "false positives" in human
+    assert all(route in human for route in w["routes"])
+
+
+def test_subjects_are_file_names_no_other_file_shares() -> None:
+    from memoryd.faces.diagnose_workload import subjects
+
+    paths = ["a/iso8859_1.py", "a/iso8859_2.py", "b/tide_table.py", "c/x.py", "d/fog_signal.rs"]
+    wanted = [("b/tide_table.py", "tide table"), ("d/fog_signal.rs", "fog signal")]
+    assert sorted(subjects(paths, 5)) == wanted
+    assert len(subjects(paths, 1)) == 1
+
+
+def test_the_contrary_constant_is_read_where_the_code_defines_it(tmp_path: Path) -> None:
+    from memoryd.faces.diagnose_workload import code_constant
+
+    (tmp_path / "a.py").write_text('"""MAX_SIZE 10 in prose is no definition."""\n')
+    (tmp_path / "b.ts").write_text("import x from 'y';\n\nexport const RETRY_LIMIT = 7;\n")
+    found = code_constant(tmp_path, ["a.py", "b.ts"])
+    assert (found.path, found.line, found.name, found.value) == ("b.ts", 3, "RETRY_LIMIT", 7)
+    assert code_constant(tmp_path, ["a.py"]) is None
+
+
+def test_a_case_whose_fact_made_no_record_never_matches_a_chunk() -> None:
+    """Chunks carry no record id: a case without its record misses, it does not match
+    the first chunk; a superseded record returned fails the contrary case."""
+    from memoryd.faces.diagnose_workload import Case, score_case
+
+    answer = {"status": "ok", "items": [{"path": "a.py"}, {"id": "m-new"}, {"id": "m-old"}]}
+    assert score_case(Case("f", "answerable", "q?", None), answer, 10)["rank"] is None
+    contrary = score_case(Case("c", "contrary", "q?", "m-new", "m-old"), answer, 10)
+    assert contrary["rank"] == 2 and contrary["stale_returned"] and not contrary["hit"]

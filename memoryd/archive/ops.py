@@ -325,7 +325,7 @@ def search(owner: ArchiveOwner, a: dict) -> dict:
         raise UsageError("empty query: say what the evidence should contain")
     return search_archive(
         owner, a["project"], a["query"], int(a.get("limit") or 10), _now(a), a.get("min_score"),
-        created_after=_created_after(a.get("created_after")),
+        created_after=_created_after(a.get("created_after")), dense=a.get("dense") is not False,
     )  # fmt: skip
 
 

@@ -110,6 +110,11 @@ SECRET_ENV_MIN_CHARS = 8
 SECRET_VALUE_MIN_CHARS = 20
 SECRET_VALUE_MIN_BITS = 3.5
 
+# `memoryd diagnose`: its workload (memoryd/faces/diagnose_workload.py)
+DIAGNOSE_WARM_REPETITIONS = 5  # each case is asked this often warm, on every route
+DIAGNOSE_CONSTANT_FILES = 200  # files read (at most) for a constant the contrary case cites
+DIAGNOSE_FILE_BYTES = 256 * 1024  # of each, its first bytes
+
 
 @dataclass(frozen=True)
 class Setting:

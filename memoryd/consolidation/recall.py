@@ -81,7 +81,8 @@ class RecordSource:
         record vector alone (:mod:`memoryd.search.semantic`). No gap: the chunks'
         source says what is missing."""
         asked = [w for t in p.focus for w in (t.word, *t.forms)]
-        sims = semantic.record_similarities(self.db, self.pid, self.stats(q), q, p)
+        dense = self.chunks.enc is not None  # the chunks' dense route is the records' too
+        sims = semantic.record_similarities(self.db, self.pid, self.stats(q), q, p) if dense else {}
         pool = _matches(self.db, self.pid, asked, limit * 4)
         pool += semantic.near_records(self.db, sims, p, {r["n"] for r in pool})
         admitted = []

@@ -2,13 +2,15 @@
 
 An explicit run against a chosen checkout, in a fresh workspace of its own (never
 the user's home, no network, no model: the offline encoder only). It ingests the
-checkout and reports bytes by phase, time, and, given an oracle file, strict
-per-question scores. The report holds questions, paths, hashes and numbers,
-never the checkout's text.
+checkout and reports bytes by phase, time, given an oracle file strict
+per-question scores, and the design's workload on every route
+(:mod:`memoryd.faces.diagnose_workload`). The report holds questions, paths,
+a constant's name, hashes and numbers, never the checkout's text.
 
 Bytes are split by file (database, WAL, SHM, archive, other) and measured at
-every phase boundary; the peak is sampled after every transaction the
-supervisor commits, so it is the true high-water mark of the live store.
+every phase boundary; the peak is sampled after every transaction the ingest's
+supervisor commits, and once after the workload's facts (`memory add --wait`
+consolidates them in a drain of its own, before the checkpoint of "quiescent").
 """
 
 from __future__ import annotations
@@ -27,16 +29,21 @@ from typing import Any
 
 import orjson
 
-from memoryd.base.config import ARCHIVE_DIR, AUTHORITY_FILE, load_config
+from memoryd.base.config import (
+    ARCHIVE_DIR,
+    AUTHORITY_FILE,
+    DIAGNOSE_WARM_REPETITIONS,
+    load_config,
+)
 from memoryd.base.errors import UsageError
+from memoryd.faces import diagnose_workload as workload
+from memoryd.faces.diagnose_workload import percentile, score_unanswerable
 from memoryd.operations.projects import Projects
 from memoryd.operations.search import Search
 from memoryd.workers.extensions import Extension
 
 PROJECT = "diagnosed"
-WARM_PASSES = 3  # each timing question is asked this many times after the first pass
 PATH_QUERIES = 10  # questions made from file names when no oracle file is given
-ABSTAIN_WORDS = ("insufficient evidence",)  # what an abstention's gap must state
 
 
 class WorkspaceExists(UsageError):
@@ -149,23 +156,6 @@ def score_answerable(case: dict, result: dict, k: int) -> dict:
     }
 
 
-def score_unanswerable(case: dict, result: dict) -> dict:
-    """Passes only as an abstention: no items, status abstained, a gap stating that
-    the evidence is insufficient. Unrelated items, an error, or an empty list with
-    status ok all fail."""
-    gap = (result.get("gap") or "").lower()
-    why = None
-    if "error" in result:
-        why = f"error {result['error']}"
-    elif result.get("items"):
-        why = f"returned {len(result['items'])} items"
-    elif result.get("status") != "abstained":
-        why = f"status {result.get('status')!r} without items"
-    elif not any(word in gap for word in ABSTAIN_WORDS):
-        why = "the gap does not state insufficient evidence"
-    return {"id": case["id"], "q": case["q"], "passed": why is None, "failure": why}
-
-
 def score(oracles: dict, ask: Callable[[str], dict], k: int) -> dict:
     answerable = [score_answerable(c, ask(c["q"]), k) for c in oracles["answerable"]]
     unanswerable = [score_unanswerable(c, ask(c["q"])) for c in oracles["unanswerable"]]
@@ -211,17 +201,16 @@ def _timings(md: Any, questions: list[str], limit: int) -> dict:
     _ask(md, questions[0], limit) if questions else None
     first_ms = (time.perf_counter() - first_start) * 1000
     warm = []
-    for _ in range(WARM_PASSES):
+    for _ in range(DIAGNOSE_WARM_REPETITIONS):
         for q in questions:
             start = time.perf_counter()
             _ask(md, q, limit)
             warm.append((time.perf_counter() - start) * 1000)
     warm.sort()
-    pick = (lambda p: warm[min(len(warm) - 1, int(p * len(warm)))]) if warm else (lambda p: 0.0)
     return {
         "first_query_ms": round(first_ms, 2),
         "warm_p50_ms": round(statistics.median(warm), 2) if warm else 0.0,
-        "warm_p95_ms": round(pick(0.95), 2),
+        "warm_p95_ms": round(percentile(warm, 0.95), 2),
         "warm_queries": len(warm),
     }
 
@@ -274,7 +263,7 @@ def _diagnose(
     from memoryd.app import default_registry
     from memoryd.operations import runtime
     from memoryd.operations.api import Memoryd
-    from memoryd.storage.corpus import file_totals
+    from memoryd.storage.corpus import file_totals, live_paths, project_id
     from memoryd.storage.maintenance import checkpoint_truncate
     from memoryd.storage.runs import last_finished
     from memoryd.workers.supervisor import Supervisor
@@ -320,6 +309,10 @@ def _diagnose(
     md = Memoryd(home)
     finished = last_finished(md.reader)
     searchable = min(seconds, finished - started) if finished else seconds
+    paths = [path for _, path in live_paths(md.reader, project_id(md.reader, PROJECT))]
+    staged = workload.stage(md, PROJECT, checkout, paths)
+    sampler.after_commit()  # the facts' commits: consolidated by `memory add`'s own drain
+    md = Memoryd(home)
     checkpoint_truncate(md.db)
     quiescent = footprint(home)
     md.close()
@@ -330,6 +323,7 @@ def _diagnose(
     timing = _timings(md, questions or _path_questions(md), limit)
     reopened = footprint(home)
     scored = score(cases, lambda q: _ask(md, q, limit), limit) if cases else None
+    routes = workload.run_routes(md, PROJECT, staged.cases, limit)
     files, src = file_totals(md.reader)
     md.close()
 
@@ -360,6 +354,7 @@ def _diagnose(
         else None,
         "time": timing,
         "oracles": scored,
+        "workload": workload.report(staged, routes, limit),
     }
     if baseline:
         report["baseline"] = run_baseline(baseline, checkout, workspace, oracles)
@@ -398,6 +393,15 @@ def _oracle(key: str, field: str) -> Callable[[dict], float | None]:
     return lambda r: (r["oracles"] or {}).get(key, {}).get(field) if r.get("oracles") else None
 
 
+def _routes(key: str, field: str) -> Callable[[dict], float | None]:
+    """The workload's ``key``/``field`` summed over its routes (None: a report before it)."""
+    return lambda r: (
+        sum(route[key][field] for route in r["workload"]["routes"].values())
+        if r.get("workload")
+        else None
+    )
+
+
 MEASURES: list[tuple[str, Callable[[dict], float | None]]] = [
     ("ingest MB/s", lambda r: r["ingest_mb_per_s"]),
     ("peak live bytes", lambda r: r["bytes"]["peak_live"]["total_bytes"]),
@@ -408,4 +412,6 @@ MEASURES: list[tuple[str, Callable[[dict], float | None]]] = [
     ("warm p95 ms", lambda r: r["time"]["warm_p95_ms"]),
     ("answerable hits", _oracle("answerable", "hits")),
     ("unanswerable abstained", _oracle("unanswerable", "abstained")),
+    ("workload hits, all routes", _routes("answerable", "hits")),
+    ("workload false positives, all routes", _routes("unanswerable", "false_positives")),
 ]

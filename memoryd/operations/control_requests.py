@@ -48,12 +48,13 @@ _MISSING = object()
 
 
 def _arg(args: dict, op: str, name: str, kind: type | tuple, default: Any = _MISSING) -> Any:
-    """``args[name]`` checked against ``kind`` (None passes for an optional one): a
-    missing or mistyped argument is BAD_USAGE, never a Python error's repr."""
+    """``args[name]`` checked against ``kind`` (None passes for an optional one; a bool
+    is no number): a missing or mistyped argument is BAD_USAGE, never a Python error's repr."""
     value = args.get(name, default)
     if value is _MISSING:
         raise UsageError(f"control request {op!r} needs the argument {name!r}")
-    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+    mistyped = not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool)
+    if value is not None and mistyped:
         raise UsageError(
             f"control request {op!r}: argument {name!r} has the wrong type ({type(value).__name__})"
         )
@@ -144,9 +145,10 @@ class ControlRequests:
             project = _arg(args, op, "project", str, None)
             limit = _arg(args, op, "limit", int, 10 if op == "search" else 5)
             score = _arg(args, op, "min_score", (int, float), None)
+            dense = _arg(args, op, "dense", bool, True)
             if op == "recall":
-                return recall(md, query, project, limit=limit, min_score=score)
-            return Search(md).search(query, project, limit=limit, min_score=score)
+                return recall(md, query, project, limit=limit, min_score=score, dense=dense)
+            return Search(md).search(query, project, limit=limit, min_score=score, dense=dense)
         if op == "archive":
             return md.archive(_arg(args, op, "op", str), _arg(args, op, "args", dict, None) or {})
         if op == "hook_context":

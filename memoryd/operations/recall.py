@@ -35,9 +35,9 @@ def horizons(md: Memoryd) -> dict[str, float]:
     }
 
 
-def _project_part(md: Memoryd, query: str, project: str, limit: int) -> dict:
+def _project_part(md: Memoryd, query: str, project: str, limit: int, dense: bool) -> dict:
     try:
-        result = Search(md).search(query, project, limit=limit)
+        result = Search(md).search(query, project, limit=limit, dense=dense)
     except MemorydError as exc:  # routed to a supervisor, it arrives as its code
         if getattr(exc, "code", None) not in (UnknownProject.code, IngestPending.code):
             raise
@@ -46,7 +46,9 @@ def _project_part(md: Memoryd, query: str, project: str, limit: int) -> dict:
     return {**result, "items": items}
 
 
-def _archive_part(md: Memoryd, query: str, project: str, limit: int, now: float) -> dict:
+def _archive_part(
+    md: Memoryd, query: str, project: str, limit: int, now: float, dense: bool
+) -> dict:
     """The archive's best within the horizons: the search itself leaves out what is
     older, so an older strong hit cannot take the slots of recent evidence (nor get a
     retrieval lease)."""
@@ -57,6 +59,7 @@ def _archive_part(md: Memoryd, query: str, project: str, limit: int, now: float)
     if not window:
         return {"status": "abstained", "items": [], "gap": outside}
     args = {"project": project, "query": query, "limit": limit, "created_after": window}
+    args |= {} if dense else {"dense": False}
     try:
         result = md.archive("search", args)
     except MemorydError as exc:  # through a job or the socket it arrives as its code
@@ -89,18 +92,20 @@ def recall(
     *,
     limit: int = 5,
     min_score: float | None = None,
+    dense: bool = True,
 ) -> dict:
     """Project memory plus recent archive evidence, gated; nothing when insufficient.
-    ``min_score`` narrows both sources as it narrows :meth:`Search.search`. A running
-    supervisor answers it; else it runs here (:func:`recall_here`)."""
+    ``min_score`` narrows both sources as it narrows :meth:`Search.search`; ``dense=False``
+    leaves the dense route out of both. A running supervisor answers it; else it runs
+    here (:func:`recall_here`)."""
     if limit < 1:
         raise UsageError("--limit must be at least 1")
     md.check_query(query)
     name = Projects(md).default(project)
     asked = {"query": query, "project": name, "limit": limit, "min_score": min_score}
-    if routed := md.routed("recall", **asked):
+    if routed := md.routed("recall", **asked, **({} if dense else {"dense": False})):
         return routed
-    return recall_here(md, query, name, limit=limit, min_score=min_score)
+    return recall_here(md, query, name, limit=limit, min_score=min_score, dense=dense)
 
 
 def recall_here(
@@ -111,6 +116,7 @@ def recall_here(
     limit: int = 5,
     now: float | None = None,
     min_score: float | None = None,
+    dense: bool = True,
 ) -> dict:
     """``{"status", "items", "gap", "injected"}``: items from project memory and the
     archive (each tagged with its ``source``) in the order of their score, which is on
@@ -121,8 +127,8 @@ def recall_here(
     now = time.time() if now is None else now
     with md.archive_held():  # embedded: one archive open for the search and the access
         parts = [
-            _project_part(md, query, project, limit),
-            _archive_part(md, query, project, limit, now),
+            _project_part(md, query, project, limit, dense),
+            _archive_part(md, query, project, limit, now, dense),
         ]
         items = ranked([item for part in parts for item in part["items"]], min_score)
         accessed = record_access(md, [i for i in items if i["source"] == "archive"], now)

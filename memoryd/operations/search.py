@@ -28,19 +28,23 @@ class Search:
         *,
         limit: int = 10,
         min_score: float | None = None,
+        dense: bool = True,
     ) -> dict:
         """Answer from project memory, or abstain: ``{"status", "items", "gap"}``.
 
         Every item's ``score`` is on one 0..1 scale (records and chunks alike) and the
         items are in its order. ``min_score`` only narrows: it drops items the gate
         admitted, of every source, never adds one; None leaves the answer as it is.
+        ``dense=False`` answers without the dense route (lexical only: no re-ranking
+        by vectors, no dense floor, no stored codes), as a diagnostic compares.
         """
         md = self.md
         if limit < 1:
             raise UsageError("--limit must be at least 1")
         md.check_query(query)
         name = Projects(md).default(project)  # here: "like the cwd" means the caller's
-        routed = md.routed("search", query=query, project=name, limit=limit, min_score=min_score)
+        asked = {"query": query, "project": name, "limit": limit, "min_score": min_score}
+        routed = md.routed("search", **asked, **({} if dense else {"dense": False}))
         if routed:
             return routed
         # Imported here, after routing: the search stack (numpy among it) is a third of
@@ -49,7 +53,7 @@ class Search:
         from memoryd.search import pipeline
         from memoryd.search.engine import ProjectSource
 
-        chunks = ProjectSource(md.reader, name)
+        chunks = ProjectSource(md.reader, name, encoder=None if dense else False)
         records = RecordSource(md.reader, name, chunks)
         result = pipeline.run(query, limit, [records, chunks], min_score=min_score)
         if records.review:  # found, but every line they cite is gone

@@ -370,8 +370,8 @@ class ProjectSource:
 
     ``encoder``: the dense route's encoder; None uses the deterministic offline
     :class:`~memoryd.text.dense.HashingEncoder`, False turns the dense route off
-    (lexical only). ``tuning`` is for measurement (the benchmark compares rule
-    variants).
+    (lexical only: no re-ranking, no dense floor, no stored codes). ``tuning`` is
+    for measurement (the benchmark compares rule variants).
     """
 
     exact = True
@@ -492,8 +492,9 @@ def _candidates(src: ProjectSource, stats: TermStats, q: Query, p: gate_mod.Plan
             elif ordinal == 0 and fid not in hit_files:
                 c = by_row[rowid] = Candidate(rowid, len(cands), set(), exact=True)
                 cands.append(c)
-    # -- candidate source: semantic route (memoryd/search/semantic.py) --
-    src.tuning = semantic.route(db, pid, stats, q, p, cands, by_row, src.tuning, Candidate)
+    # -- candidate source: semantic route (memoryd/search/semantic.py); not without dense --
+    if src.enc is not None:
+        src.tuning = semantic.route(db, pid, stats, q, p, cands, by_row, src.tuning, Candidate)
     return cands
 
 

@@ -55,6 +55,8 @@ def test_a_request_past_the_bound_is_refused_typed_and_the_server_goes_on(home, 
         {"op": "search"},  # no query
         {"op": "search", "args": {"query": 5}},
         {"op": "search", "args": {"query": "x", "limit": "ten"}},
+        {"op": "search", "args": {"query": "x", "dense": "no"}},
+        {"op": "recall", "args": {"query": "x", "min_score": True}},
         {"op": "recall", "args": {"query": ["x"]}},
         {"op": "archive", "args": {"op": 3}},
         {"op": "status", "args": "not an object"},

@@ -1,4 +1,5 @@
-"""Project search over the control socket keeps its options: ``min_score`` narrows there too."""
+"""Project search over the control socket keeps its options: ``min_score`` narrows there
+too, ``dense=False`` asks the lexical route alone."""
 
 from __future__ import annotations
 
@@ -44,3 +45,8 @@ def test_min_score_narrows_over_the_socket(home, tmp_path, background) -> None:
     cli = run_cli("search", QUERY, "--project", "demo", "--min-score", str(max(scores)),
                   "--json", home=home)  # fmt: skip
     assert cli.json()["items"] == routed(home, min_score=max(scores))["items"]
+    # the lexical route alone, asked over the socket (as `memoryd diagnose` compares)
+    lexical = routed(home, dense=False)
+    assert lexical["status"] == "ok" and {i["path"] for i in lexical["items"]} <= {
+        i["path"] for i in plain["items"]
+    }

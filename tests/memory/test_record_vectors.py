@@ -86,6 +86,8 @@ def test_a_short_query_finds_a_record_by_meaning_and_a_long_one_still_needs_word
 
     off = Search(memoryd(dense_rescue_similarity=1.0, **WORDLLAMA)).search("dog", project="app")
     assert off["status"] == "abstained"
+    lexical = Search(md).search("dog", project="app", dense=False)  # no codes looked at
+    assert lexical["status"] == "abstained"
     long = Search(md).search(
         "which dog breed did the neighbours across the street buy", project="app"
     )

@@ -53,6 +53,14 @@ def test_a_short_query_is_answered_by_meaning_without_its_words(routed):
     assert [i["path"] for i in r["items"]] == ["notes/kitchen.md"]
 
 
+def test_the_lexical_route_alone_leaves_the_stored_codes_out(routed):
+    """``encoder=False`` (a search's ``dense=False``) is the lexical route alone: no
+    answer by meaning, and the same answer where the words are."""
+    assert search(routed, "notes", "cooking temperature", encoder=False)["status"] == "abstained"
+    lexical = search(routed, "notes", "oven bread", encoder=False)
+    assert [i["path"] for i in lexical["items"]] == ["notes/kitchen.md"]
+
+
 def test_a_longer_question_without_its_words_still_abstains(routed):
     r = search(routed, "notes", "which cooking temperature suits a sourdough loaf in winter")
     assert r["status"] == "abstained"

@@ -1618,8 +1618,10 @@ def config_cmd(md: Memoryd, as_json: bool) -> None:
 
 @main.command(
     "diagnose",
-    help="Ingest CHECKOUT into a new workspace and report bytes by phase, time and oracle"
-    " scores (offline; never reads or writes your home).\n\n\b\nExample:\n"
+    help="Ingest CHECKOUT into a new workspace and report bytes by phase, time, oracle"
+    " scores and the workload (facts saved by memory add, a contrary case, unanswerable"
+    " questions; search and recall with and without the dense route, five warm repetitions)"
+    " (offline; never reads or writes your home).\n\n\b\nExample:\n"
     "  memoryd diagnose ~/src/app --workspace /tmp/diag --oracles ops/oracles/app.json",
 )
 @click.argument("checkout", type=click.Path(exists=True, file_okay=False))
@@ -1674,6 +1676,8 @@ def print_diagnosis(r: dict) -> None:
     )
     if r["oracles"]:
         _print_oracles(r["oracles"])
+    if r.get("workload"):
+        _print_workload(r["workload"])
     if "baseline" in r:
         from memoryd.faces.diagnose import comparison
 
@@ -1699,6 +1703,30 @@ def _print_oracles(o: dict) -> None:
             result = "abstained" if case["passed"] else "FAIL"
             detail = case["failure"] or ""
         table.add_row(str(case["id"]), result, detail)
+    out.print(table)
+
+
+def _print_workload(w: dict) -> None:
+    """The workload's facts, then one row per route: hits, the contrary case,
+    abstentions and false positives, and the latency of its repetitions."""
+    f = w["facts"]
+    done = ", ".join(f"{n} {outcome}" for outcome, n in sorted(f["outcomes"].items())) or "none"
+    const = f["contrary_constant"]
+    cited = f"; contrary: {const['name']} ({const['path']}:{const['line']})" if const else ""
+    out.print(f"workload: {f['staged']} facts by memory add ({done}){cited}", highlight=False)
+    reps = next(iter(w["routes"].values()))["repetitions"]
+    table = Table(
+        "route", f"hit@{w['k']}", "MRR", "contrary", "abstained", "FP", "first", "p50", "p95",
+        box=None, title=f"by route (ms; {reps} warm repetitions a case; FP: false positives)",
+    )  # fmt: skip
+    for route, r in w["routes"].items():
+        a, c, u = r["answerable"], r["contrary"], r["unanswerable"]
+        stale = f" ({c['stale_returned']} stale)" if c["stale_returned"] else ""
+        table.add_row(
+            route, f"{a['hits']}/{a['cases']}", f"{a['mrr']}", f"{c['hits']}/{c['cases']}{stale}",
+            f"{u['abstained']}/{u['cases']}", str(u["false_positives"]), f"{r['first_ask_p50_ms']}",
+            f"{r['warm_p50_ms']}", f"{r['warm_p95_ms']}",
+        )  # fmt: skip
     out.print(table)
 
 
