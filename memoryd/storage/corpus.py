@@ -26,7 +26,7 @@ import contextlib
 import math
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
@@ -381,9 +381,16 @@ def put_files(
     history: list[tuple] = []
     pending: set[str] = set()
     left: list[int | None] = []  # blocks old versions left, to write again without them
+    joined: Counter[int] = Counter()  # files that joined each block, counted once a flush
     next_id = next_chunk_id(tx)
 
     def flush() -> None:
+        # one update a block, not one a file: each rewrites the block's row, its frame too
+        tx.executemany(
+            "UPDATE body_blocks SET files = files + ? WHERE id = ?",
+            [(n, block) for block, n in joined.items()],
+        )
+        joined.clear()
         tx.executemany(
             "INSERT INTO chunks (id, file_id, start_line, end_line, content_hash)"
             " VALUES (?, ?, ?, ?, ?)",
@@ -426,7 +433,7 @@ def put_files(
                 (pid, f.path, f.content_hash, f.size, f.lines, f.body, now, *where),
             ).fetchone()[0]
         if where[0] is not None:
-            tx.execute("UPDATE body_blocks SET files = files + 1 WHERE id = ?", (where[0],))
+            joined[where[0]] += 1
         for c in f.chunks:
             chunk_rows.append((next_id, file_id, c.start_line, c.end_line, c.content_hash))
             index_rows.append((next_id, c.text, f.path))
@@ -435,7 +442,7 @@ def put_files(
         pending.add(f.path)
         history.append((now, "file.put", str(pid), f.path, f.content_hash, job_id))
         written += 1
-    if chunk_rows:
+    if chunk_rows or joined:
         flush()
     _rewrite_blocks(tx, filter(None, left))
     if block_ids:  # a block none of whose files was written (all current already)
