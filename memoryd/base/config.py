@@ -388,11 +388,11 @@ SETTINGS: dict[str, Setting] = {
         " ingest run enqueues spread over the workers)",
     ),
     "body_pack_level": Setting(
-        9,
+        6,
         "zstd level at which an ingest batch's worker compresses its body blocks (and an"
         " ingest.pack job an older home's blocks again; 0 there: not again); chosen on"
-        " the measured curve (docs/benchmarks.md, Pack): 19 cost 4x the run's CPU"
-        " for 1-2% of the source",
+        " the measured curve (docs/benchmarks.md, Ingest curve): 9 cost half as much zstd"
+        " CPU again for 0.3-0.5% of the source, 19 four times the run's CPU for 1-2%",
         0,
         22,
     ),
