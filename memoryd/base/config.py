@@ -90,6 +90,11 @@ INDEX_MERGE_WORK = 2
 # Its sizes (FTS5's docsize rows, a dozen bytes each) are then written again in steps
 # of this many rows per page a merge step may write: a step's commit stays bounded.
 SIZES_PER_PAGE = 100
+# A project index's FTS5 'automerge': a level's segments are merged, a bounded piece at each
+# write, once it holds this many (FTS5's default 4). A run's rows are written again fewer
+# times on their way up (the headers' batches: about 9% less writer CPU in FTS5, the
+# largest batch commit 2 MiB of WAL against 3); the pack pass merges what is left.
+FTS_AUTOMERGE = 8
 PAGE_SIZE = 2048  # of a new authority (SQLite's default 4096 packs compressed bodies worse)
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this prefix marks a binary, as git decides
 SKIPPED_PATHS_NAMED = 5  # an ingest summary names this many of the files too large
