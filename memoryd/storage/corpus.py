@@ -26,7 +26,7 @@ import contextlib
 import math
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
@@ -38,6 +38,7 @@ from memoryd.base.config import (
     BLOCK_CACHE_BYTES,
     BODY_BLOCK_BYTES,
     COMPRESSION_LEVEL,
+    FTS_AUTOMERGE,
     INDEX_MERGE_WORK,
     SETTINGS,
     SIZES_PER_PAGE,
@@ -118,6 +119,8 @@ def _create_index(tx: apsw.Connection, project_id: int, schema: str = "main") ->
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {schema}.{table} USING fts5(body, path, content='',"
         f" contentless_delete=1, tokenize='{FTS_TOKENIZER}')"
     )
+    tx.execute(f"INSERT INTO {schema}.{table} ({table}, rank) VALUES ('automerge', ?)",
+               (FTS_AUTOMERGE,))  # fmt: skip
     tx.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {schema}.{table}_vocab"
         f" USING fts5vocab({table}, row)"  # two arguments: the table of its own schema
@@ -381,9 +384,16 @@ def put_files(
     history: list[tuple] = []
     pending: set[str] = set()
     left: list[int | None] = []  # blocks old versions left, to write again without them
+    joined: Counter[int] = Counter()  # files that joined each block, counted once a flush
     next_id = next_chunk_id(tx)
 
     def flush() -> None:
+        # one update a block, not one a file: each rewrites the block's row, its frame too
+        tx.executemany(
+            "UPDATE body_blocks SET files = files + ? WHERE id = ?",
+            [(n, block) for block, n in joined.items()],
+        )
+        joined.clear()
         tx.executemany(
             "INSERT INTO chunks (id, file_id, start_line, end_line, content_hash)"
             " VALUES (?, ?, ?, ?, ?)",
@@ -410,7 +420,7 @@ def put_files(
         where += (next_id if f.chunks else 0, len(f.chunks))  # none: 0, 0 (as migration 14)
         if old:
             _drop_chunks(tx, pid, old[0])
-            left.append(_leave_block(tx, old[0]))
+            left.append(_leave_block(tx, old[0], block_ids))
             tx.execute(
                 "UPDATE files SET content_hash = ?, size = ?, lines = ?, body = ?, live = 1,"
                 " updated_at = ?, block_id = ?, block_start = ?, block_end = ?,"
@@ -426,7 +436,7 @@ def put_files(
                 (pid, f.path, f.content_hash, f.size, f.lines, f.body, now, *where),
             ).fetchone()[0]
         if where[0] is not None:
-            tx.execute("UPDATE body_blocks SET files = files + 1 WHERE id = ?", (where[0],))
+            joined[where[0]] += 1
         for c in f.chunks:
             chunk_rows.append((next_id, file_id, c.start_line, c.end_line, c.content_hash))
             index_rows.append((next_id, c.text, f.path))
@@ -435,7 +445,7 @@ def put_files(
         pending.add(f.path)
         history.append((now, "file.put", str(pid), f.path, f.content_hash, job_id))
         written += 1
-    if chunk_rows:
+    if chunk_rows or joined:
         flush()
     _rewrite_blocks(tx, filter(None, left))
     if block_ids:  # a block none of whose files was written (all current already)
@@ -466,16 +476,18 @@ def _put_blocks(tx: apsw.Connection, pid: int, blocks: Sequence[bytes], packed: 
     ]
 
 
-def _leave_block(tx: apsw.Connection, file_id: int) -> int | None:
-    """The file's body leaves its block: the block goes with its last file. Returns the
-    block when other files stay in it: its frame still holds the leaving file's text,
-    which :func:`_rewrite_blocks` takes out."""
+def _leave_block(tx: apsw.Connection, file_id: int, batch: Sequence[int] = ()) -> int | None:
+    """The file's body leaves its block: the block goes with its last file, unless it is
+    one of the ``batch``'s own (the same path twice in a batch: files after it may still
+    join it). Returns the block when it stays: its frame still holds the leaving file's
+    text, which :func:`_rewrite_blocks` takes out."""
     row = tx.execute("SELECT block_id FROM files WHERE id = ?", (file_id,)).fetchone()
     if not row or row[0] is None:
         return None
     (block_id,) = row
     tx.execute("UPDATE body_blocks SET files = files - 1 WHERE id = ?", (block_id,))
-    tx.execute("DELETE FROM body_blocks WHERE id = ? AND files <= 0", (block_id,))
+    if block_id not in batch:
+        tx.execute("DELETE FROM body_blocks WHERE id = ? AND files <= 0", (block_id,))
     left = tx.execute("SELECT files FROM body_blocks WHERE id = ?", (block_id,)).fetchone()
     return block_id if left else None
 
@@ -497,9 +509,10 @@ def _rewrite_blocks(tx: apsw.Connection, block_ids: Iterable[int]) -> None:
         rest = tx.execute(
             "SELECT id, block_start, block_end FROM files WHERE block_id = ?", (block_id,)
         ).fetchall()
-        text = _decompress(data, tx)
-        new_id = _store_block(tx, pid, [(f, text[a:b]) for f, a, b in rest])
-        tx.execute("UPDATE body_blocks SET packed = ? WHERE id = ?", (packed, new_id))
+        if rest:  # else a batch's own block every file of which left it
+            text = _decompress(data, tx)
+            new_id = _store_block(tx, pid, [(f, text[a:b]) for f, a, b in rest])
+            tx.execute("UPDATE body_blocks SET packed = ? WHERE id = ?", (packed, new_id))
         tx.execute("DELETE FROM body_blocks WHERE id = ?", (block_id,))
 
 

@@ -172,7 +172,17 @@ def _rewrite_sizes(
 
 
 def _grow(blob: bytes, n: int, at: int = 0) -> bytes:
-    """The varint record ``blob`` with ``n`` added to its value ``at``."""
+    """The varint record ``blob`` with ``n`` added to its value ``at``. A chunk's body
+    size below 2**14 before and after, its first varint (nearly every docsize row, one
+    per chunk of a batch in the writer's transaction), is rewritten without decoding
+    the rest."""
+    if at == 0 and blob and (blob[0] < 0x80 or (len(blob) > 1 and blob[1] < 0x80)):
+        head = 1 if blob[0] < 0x80 else 2
+        value = blob[0] if head == 1 else ((blob[0] & 0x7F) << 7) | blob[1]
+        value += n
+        if 0 <= value < 0x4000:
+            grown = (value,) if value < 0x80 else (0x80 | (value >> 7), value & 0x7F)
+            return bytes(grown) + blob[head:]
     values = varints(blob)
     values[at] += n
     return varint_bytes(values)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memoryd.base.config import load_config
-from memoryd.ingest.chunking import prepare_file
+from memoryd.base.config import FTS_AUTOMERGE, load_config
+from memoryd.ingest.chunking import prepare_batch, prepare_file
 from memoryd.storage.authority import Authority, open_authority
 from memoryd.storage.corpus import ensure_project, fts_table, put_files, retire_files
 
@@ -52,4 +52,29 @@ def test_a_files_chunks_stay_its_id_range(tmp_path: Path) -> None:
     counts = dict(db.query("SELECT path, chunk_count FROM files WHERE project_id = ?", (pid,)))
     assert counts["m3.py"] == counts["m4.py"] == 0 and counts["m1.py"] > counts["m0.py"] > 0
     assert db.query("SELECT count(*) FROM chunks") == [(sum(counts.values()),)]
+    db.close()
+
+
+def test_a_blocks_file_count_is_its_live_files(tmp_path: Path) -> None:
+    """A batch's blocks count the files written into them (once a flush, not a file),
+    through a path twice in one batch and a file that leaves its block."""
+    db = open_authority(tmp_path, load_config(tmp_path))
+    pid = db.write(lambda tx: ensure_project(tx, "p", None, 0))
+
+    def put(*files: tuple[str, bytes]) -> None:
+        rows, blocks = prepare_batch(files, block_bytes=4096, level=3)
+        db.write(lambda tx: put_files(tx, pid, rows, None, blocks, packed=True))
+
+    put(*((f"m{i}.py", _text(20 + i, f"kiln{i}")) for i in range(6)), ("empty.py", b""))
+    put(("m1.py", _text(9, "glaze")), ("m1.py", _text(14, "glaze")), ("m7.py", _text(5, "clay")))
+    put(("m2.py", _text(200, "slip")), ("m2.py", _text(150, "slip")))  # a block of its own each
+    counted = db.query("SELECT id, files FROM body_blocks ORDER BY id")
+    live = db.query(
+        "SELECT block_id, count(*) FROM files WHERE live AND block_id IS NOT NULL"
+        " GROUP BY block_id ORDER BY block_id"
+    )
+    assert counted == live and len(counted) > 2
+    _assert_ranges(db, pid)
+    (merge,) = db.query(f"SELECT v FROM {fts_table(pid)}_config WHERE k = 'automerge'")
+    assert merge == (FTS_AUTOMERGE,)
     db.close()
