@@ -13,18 +13,19 @@ doctor`` shows. A directory holding a ``.memoryd-off`` file (or any directory
 above it) is left alone: nothing kept, nothing injected.
 
 A hook process pays for every import: this module imports ``os``, ``sys``,
-``time``, ``json`` and the redaction rules; recall asks a running supervisor over
-its control socket, and only without one loads the package to recall here.
+``time``, the spool and the redaction rules, none of which import ``re`` or
+``json`` (:mod:`memoryd.base.hookjson`, :mod:`memoryd.text.precompiled`); recall
+asks a running supervisor over its control socket, and only without one loads the
+package to recall here.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
-from memoryd.base import hookspool
+from memoryd.base import hookjson, hookspool
 from memoryd.text.redact import redact, redact_value, secret_file
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PreCompact", "Stop", "SessionEnd")
@@ -123,7 +124,7 @@ def _code(exc: BaseException) -> str:
 
 def handle(event: str, agent: str, home: str, data: bytes) -> str:
     """Keep what ``event`` brings; the text the agent reads back ("" for none)."""
-    payload = json.loads(data) if data.strip() else {}
+    payload = hookjson.loads(data) if data.strip() else {}
     if not isinstance(payload, dict):
         raise HookUsage("the hook's input is not a JSON object")
     cwd = str(payload.get("cwd") or os.getcwd())
@@ -344,7 +345,7 @@ def _ask_supervisor(home: str, args: dict, timeout: float) -> dict | None:
             if not chunk:
                 return None  # it stopped mid-answer: as if none listened
             chunks.append(chunk)
-        return json.loads(b"".join(chunks))
+        return hookjson.loads(b"".join(chunks))
     except TimeoutError:
         raise RecallFailed("RECALL_TIMEOUT", f"no answer in {timeout:g}s") from None
     finally:
