@@ -92,15 +92,20 @@ def test_secret_file_names_are_fnmatch_s():
 
 
 def test_a_hook_process_imports_neither_re_nor_json(home: Path, tmp_path: Path):
-    """The installed command's interpreter (``-I -S``) keeps a tool call, redacted, with
-    the patterns from the cache (the first run may write it)."""
+    """The installed command's interpreter (``-I -S``) keeps a tool call and a prompt,
+    redacted, with the patterns from the cache (the first run may write it), and asks
+    for recall (no supervisor here) without ``socket``'s import."""
     root = str(Path(memoryd.__file__).resolve().parent.parent)
+    secret = "export API_TOKEN=abcdef123456"
     payload = {"session_id": "s", "cwd": str(tmp_path), "tool_name": "Bash",
-               "tool_input": {"command": "export API_TOKEN=abcdef123456"}}  # fmt: skip
+               "tool_input": {"command": secret}, "prompt": secret}  # fmt: skip
     code = (
         f"import sys; sys.path.insert(0, {root!r}); from memoryd.faces.hooks import event; "
-        f"event.handle('PostToolUse', 'claude-code', {str(home)!r}, sys.stdin.buffer.read()); "
-        "print(sorted({'re', 'json', 'fnmatch', 'contextlib', 'hashlib'} & set(sys.modules)))"
+        "data = sys.stdin.buffer.read(); "
+        f"[event.handle(e, 'claude-code', {str(home)!r}, data) "
+        "for e in ('PostToolUse', 'UserPromptSubmit')]; "
+        "print(sorted({'re', 'json', 'socket', 'enum', 'fnmatch', 'contextlib', 'hashlib'} "
+        "& set(sys.modules)))"
     )
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=json.dumps(
@@ -108,5 +113,5 @@ def test_a_hook_process_imports_neither_re_nor_json(home: Path, tmp_path: Path):
     assert proc.stdout.decode().strip() == "[]"
     spool = Path(home) / "hooks" / "spool"
     kept = [json.loads(p.read_bytes()) for p in sorted(spool.iterdir())]
-    assert [e["tool_input"]["command"] for e in kept] == [
-        "export API_TOKEN=[redacted:assignment]"] * 2  # fmt: skip
+    texts = [e["tool_input"]["command"] if e["kind"] == "tool" else e["text"] for e in kept]
+    assert texts == ["export API_TOKEN=[redacted:assignment]"] * 4

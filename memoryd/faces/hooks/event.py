@@ -28,6 +28,10 @@ import time
 from memoryd.base import hookjson, hookspool
 from memoryd.text.redact import redact, redact_value, secret_file
 
+TYPE_CHECKING = False  # typing's import is one more a hook would pay for
+if TYPE_CHECKING:
+    import _socket
+
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PreCompact", "Stop", "SessionEnd")
 AGENTS = ("claude-code", "codex")
 INJECTING = ("SessionStart", "UserPromptSubmit")
@@ -276,9 +280,7 @@ def start_drain(home: str) -> None:
 def _listening(home: str) -> bool:
     """Whether a supervisor answers on the home's control socket (a file left by a
     killed one does not)."""
-    import socket
-
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _unix_socket()
     try:
         conn.connect(_address(os.path.join(home, CONTROL_SOCKET_FILE)))
         return True
@@ -328,10 +330,8 @@ class RecallFailed(Exception):
 
 def _ask_supervisor(home: str, args: dict, timeout: float) -> dict | None:
     """The supervisor's answer to a ``hook_context`` request; None when none listens."""
-    import socket
-
     path = os.path.join(home, CONTROL_SOCKET_FILE)
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _unix_socket()
     conn.settimeout(timeout)
     try:
         try:
@@ -350,6 +350,16 @@ def _ask_supervisor(home: str, args: dict, timeout: float) -> dict | None:
         raise RecallFailed("RECALL_TIMEOUT", f"no answer in {timeout:g}s") from None
     finally:
         conn.close()
+
+
+def _unix_socket() -> _socket.socket:
+    """A UNIX stream socket from the interpreter's ``_socket``: :mod:`socket`'s import
+    (``enum``, ``functools``, ``collections`` for its flag types) would cost a hook more
+    than the recall it asks for; the calls made here (connect, sendall, recv,
+    settimeout, close) are ``_socket``'s own."""
+    import _socket
+
+    return _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
 
 
 def _address(path: str) -> str:
