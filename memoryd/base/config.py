@@ -6,9 +6,7 @@ Strength, weakest first: the defaults below, ``$MEMORYD_HOME/memoryd.toml``,
 
 from __future__ import annotations
 
-import difflib
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -472,6 +470,8 @@ def _coerce(name: str, raw: Any, origin: str) -> Any:
 
 def unknown_setting(name: str, origin: str) -> str:
     """The message for a name that is no setting, with the nearest real names."""
+    import difflib  # here: a mistyped name pays for it, not every command
+
     near = difflib.get_close_matches(name, SETTINGS, n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(near)}?" if near else "; see `memoryd config`"
     return f"{origin}: unknown setting {name!r}{hint}"
@@ -490,6 +490,8 @@ def _read_file(path: Path) -> dict[str, Any] | None:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read it ({exc})") from None
+    import tomllib  # here: a home without memoryd.toml never imports it (nor its re use)
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

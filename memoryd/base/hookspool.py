@@ -1,8 +1,9 @@
 """The hook spool: agent hook events kept durably in the home until they are archived.
 
 A hook process (``memoryd hook EVENT``) runs on every prompt and tool call, so this
-module imports only ``os``, ``time`` and the stdlib's ``json`` (orjson's import costs
-a hook process ~15 ms of CPU): it is the whole of what a hook
+module imports only ``os``, ``time`` and :mod:`memoryd.base.hookjson` (neither orjson
+nor ``json``: their imports cost a hook more than its work); ``hashlib`` (OpenSSL's
+library) and ``fcntl`` wait for a transcript's event. It is the whole of what a hook
 needs to keep an event, and the drain (:mod:`memoryd.capture`) reads the same files.
 
 Layout, under ``$HOME/hooks/`` (directories 0700, files 0600):
@@ -20,12 +21,10 @@ Layout, under ``$HOME/hooks/`` (directories 0700, files 0600):
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import os
 import time
-from collections.abc import Iterator
+
+from memoryd.base import hookjson
 
 HOOKS_DIR = "hooks"
 SPOOL = "spool"
@@ -79,10 +78,18 @@ def write_durable(path: str, data: bytes) -> None:
     except BaseException:
         if fd >= 0:
             os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        _unlink(tmp, OSError)
         raise
     fsync_dir(folder)
+
+
+def _unlink(path: str, ignored: type[OSError] = FileNotFoundError) -> None:
+    """Remove ``path``, ``ignored`` errors ignored (``contextlib``'s import is one more
+    for a hook)."""
+    try:
+        os.unlink(path)
+    except ignored:
+        return
 
 
 def event_names(home: str) -> list[str]:
@@ -134,6 +141,8 @@ def transcript_prefix(session: str, path: str, to: int) -> str:
 
 
 def path_key(path: str) -> str:
+    import hashlib
+
     return hashlib.blake2b(path.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
 
 
@@ -148,18 +157,19 @@ def read_event(home: str, name: str) -> dict | None:
     """A spooled event, or None when it is gone (archived and removed)."""
     try:
         with open(os.path.join(spool_dir(home), name), "rb") as f:
-            return json.loads(f.read())
+            return hookjson.loads(f.read())
     except FileNotFoundError:
         return None
 
 
 def remove_event(home: str, name: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(os.path.join(spool_dir(home), name))
+    _unlink(os.path.join(spool_dir(home), name))
 
 
 def session_key(session: str) -> str:
     """A file name for a session id of any shape."""
+    import hashlib
+
     return hashlib.blake2b(session.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
 
 
@@ -171,7 +181,7 @@ def read_offsets(home: str, session: str) -> dict:
     """``{transcript path: bytes spooled}`` of a session (empty when none)."""
     try:
         with open(offset_path(home, session), "rb") as f:
-            return json.loads(f.read())
+            return hookjson.loads(f.read())
     except (FileNotFoundError, ValueError):
         return {}
 
@@ -182,26 +192,36 @@ def write_offsets(home: str, session: str, offsets: dict) -> None:
     write_durable(path, dumps(offsets))
 
 
-@contextlib.contextmanager
-def offsets_locked(home: str, session: str) -> Iterator[None]:
+class offsets_locked:  # noqa: N801 - used as the context manager it was written as
     """An exclusive lock on a session's offsets (a hook reading its transcript, the
-    drain advancing them): two hooks of one session never spool one piece twice."""
-    import fcntl
+    drain advancing them): two hooks of one session never spool one piece twice. A
+    class, not ``contextlib.contextmanager``: that import is one more for a hook."""
 
-    path = offset_path(home, session) + ".lock"
-    ensure_dir(os.path.dirname(path))
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+    def __init__(self, home: str, session: str) -> None:
+        self.path = offset_path(home, session) + ".lock"
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        import fcntl
+
+        ensure_dir(os.path.dirname(self.path))
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
 
 
 def record_failure(home: str, event: str, code: str, message: str) -> None:
     """One line in ``failures.jsonl`` (one ``write`` with ``O_APPEND``: lines of
     concurrent hooks never interleave). Bounded: past ``FAILURES_MAX_BYTES`` the file
     is renamed to ``.1`` (the one before is dropped). Never raises."""
+    import contextlib  # here: a hook that fails pays for it, not every hook
+
     with contextlib.suppress(OSError):
         folder = hooks_dir(home)
         ensure_dir(folder)
@@ -220,16 +240,19 @@ def record_failure(home: str, event: str, code: str, message: str) -> None:
 
 def read_failures(home: str) -> list[dict]:
     """The failures recorded, oldest first (the rotated file's, then the current's)."""
+    import contextlib
+
     path = os.path.join(hooks_dir(home), FAILURES_FILE)
     found = []
     for name in (path + ".1", path):
         with contextlib.suppress(FileNotFoundError), open(name, "rb") as f:
             for line in f:
                 with contextlib.suppress(ValueError):
-                    found.append(json.loads(line))
+                    found.append(hookjson.loads(line))
     return found
 
 
 def dumps(value: object) -> bytes:
-    """Compact ASCII JSON (the stdlib's: orjson's import costs a hook process more)."""
-    return json.dumps(value, separators=(",", ":")).encode()
+    """Compact ASCII JSON (:mod:`memoryd.base.hookjson`: orjson's or ``json``'s import
+    costs a hook process more than its work)."""
+    return hookjson.dumps(value)

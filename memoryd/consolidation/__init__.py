@@ -11,3 +11,5 @@ mirrored as markdown (:mod:`.mirror`).
 
 #: A record's statuses (light here: the CLI lists them without loading the service).
 STATUSES = ("active", "superseded", "merged", "flagged", "archived")
+#: A record's kinds (here for the same reason: :mod:`.candidates` imports the text stack).
+KINDS = ("lesson", "fact", "decision", "preference")

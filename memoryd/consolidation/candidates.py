@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import orjson
 
+from memoryd.consolidation import KINDS
 from memoryd.text.terms import STOPWORDS, words
 
-KINDS = ("lesson", "fact", "decision", "preference")
 DEFAULT_KIND = "fact"  # the kind of a candidate that names none (part of the format)
 FIELDS = frozenset({"kind", "text", "triggers", "scope", "refs", "source"})
 MAX_TRIGGERS = 16  # a candidate naming more is malformed (triggers are a short hint list)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
@@ -31,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 import orjson
-import tenacity
 
 from memoryd.app import default_registry
 from memoryd.archive.jobs import ARCHIVE_OP
@@ -89,6 +87,15 @@ def _stopping(answer: dict) -> bool:
     return not answer.get("ok") and answer.get("error") == SupervisorStopping.code
 
 
+def _probe_writable(folder: Path) -> None:
+    """Create and remove a file in ``folder`` (an ``OSError`` when it cannot be written);
+    ``tempfile``'s import (random, shutil and its compressors) is not on every command's
+    path for it."""
+    probe = folder / f".probe-{os.getpid()}-{time.monotonic_ns()}"
+    os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    probe.unlink()
+
+
 def _open_readonly(home: Path, config: Config) -> Authority:
     """A read-only connection; an immutable one when even that cannot open (a WAL
     database whose -shm cannot be created, on a read-only file system)."""
@@ -140,8 +147,7 @@ class Memoryd:
     def ensure_home(self) -> Path:
         try:
             self.home.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-            with tempfile.TemporaryFile(dir=self.home):
-                pass
+            _probe_writable(self.home)
             make_private(self.home)
         except OSError as exc:
             raise HomeNotWritable(
@@ -376,6 +382,8 @@ class Memoryd:
         """The archive opened embedded, waiting ``archive_busy_wait_seconds`` for another
         command run without a supervisor (it holds the archive for one operation) to let
         go; None when a supervisor started meanwhile."""
+        import tenacity
+
         from memoryd.archive.owner import ArchiveOwner
 
         retrying = tenacity.Retrying(

@@ -12,8 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import psutil
-
 from memoryd.base.config import FOLLOW_POLL_SECONDS, SETTINGS, STOP_MARGIN_SECONDS
 from memoryd.base.errors import MemorydError, StoreBusy, typed_corruption
 from memoryd.base.locks import running_supervisor
@@ -33,6 +31,8 @@ def _waiting(queue: dict[str, int]) -> int:
 
 def _exited(pid: int) -> bool:
     """Whether ``pid`` is gone (a zombie waiting for its parent counts as gone)."""
+    import psutil  # here: `memoryd status` without a supervisor never imports it
+
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:

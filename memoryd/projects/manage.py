@@ -12,7 +12,6 @@ every step.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -137,5 +136,7 @@ def move_memory_dirs(home: Path, old: str, new: str) -> None:
 def drop_memory_dirs(home: Path, name: str) -> None:
     """After a removal is queued: the project's staged, dead-lettered and mirrored
     memory goes with it (nothing is pending: removal refuses a busy project)."""
+    import shutil  # here: its compressors' imports are not on every command's path
+
     for folder in memory_dirs(home, name):
         shutil.rmtree(folder, ignore_errors=True)

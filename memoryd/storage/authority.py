@@ -17,13 +17,6 @@ from typing import TypeVar
 from urllib.parse import quote
 
 import apsw
-from tenacity import (
-    RetryError,
-    Retrying,
-    retry_if_exception_type,
-    stop_after_delay,
-    wait_random_exponential,
-)
 
 from memoryd.base import killpoints
 from memoryd.base.config import AUTHORITY_FILE, PAGE_SIZE, Config
@@ -173,6 +166,16 @@ class Authority:
 
     def write(self, fn: Callable[[apsw.Connection], T]) -> T:
         """Run ``fn(conn)`` in one ``BEGIN IMMEDIATE`` transaction, retried whole on busy."""
+        # tenacity (and its concurrent.futures) here: a command that only reads, as
+        # `memoryd status` and `search` do, never imports it.
+        from tenacity import (
+            RetryError,
+            Retrying,
+            retry_if_exception_type,
+            stop_after_delay,
+            wait_random_exponential,
+        )
+
         if not self.conn.get_autocommit():
             raise RuntimeError("Authority.write() called inside an open transaction")
         retrying = Retrying(

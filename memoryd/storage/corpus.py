@@ -51,7 +51,6 @@ from memoryd.storage.unsearched import (
     varints,
     with_context,
 )
-from memoryd.text.structure import chunk_contexts, format_of
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # zstd (de)compressor objects must not be used by two threads at once (a control
@@ -937,8 +936,10 @@ def _chunk_rows(db, file_id: int, path: str, text: str, packed: bool) -> list[tu
         f" ON {CHUNKS_OF_FILE} WHERE f.id = ? ORDER BY c.id",
         (file_id,),
     )
+    from memoryd.text import structure  # here: a command that only reads never parses
+
     chunks = [(start, end, "\n".join(lines[start - 1 : end])) for _, start, end in rows]
-    contexts = chunk_contexts(path, lines, chunks)
+    contexts = structure.chunk_contexts(path, lines, chunks)
     return [
         (rowid, *with_context(*(index_text(chunk) if packed else (chunk, 0)), context), path)
         for (rowid, _, _), (_, _, chunk), context in zip(rows, chunks, contexts, strict=True)
@@ -977,11 +978,13 @@ def reindex_structured(tx: apsw.Connection, pid: int) -> int:
     carries their key paths and headings: what a home indexed before that reads as a
     rebuild would (migration 19). Returns the chunks indexed again; 0 for a compact
     project, whose index is built when searched."""
+    from memoryd.text import structure
+
     if compact_limit(tx, pid):
         return 0
     files = [(fid, path) for fid, path in _query(
         tx, "SELECT id, path FROM main.files WHERE project_id = ? AND live = 1", (pid,)
-    ) if format_of(path)]  # fmt: skip
+    ) if structure.format_of(path)]  # fmt: skip
     packed = _packed_files(tx, pid) if files else set()
     texts = file_texts(tx, [fid for fid, _ in files])
     count = 0

@@ -26,13 +26,12 @@ from collections.abc import Iterable, Sequence
 
 import apsw
 
-from memoryd.text.lexicon import word_list
-from memoryd.text.terms import STOPWORDS
+from memoryd.text.lexicon import stopwords, word_list
 
 # Never looked up alone (analyze drops stopwords and single ASCII letters and digits),
 # but those whose stem a content word shares; in the three spellings a word is left
 # out in (any other is kept: "tHe").
-_ALONE = (STOPWORDS - word_list("stopwords_indexed.txt")) | frozenset(
+_ALONE = (stopwords() - word_list("stopwords_indexed.txt")) | frozenset(
     string.ascii_lowercase + string.digits
 )
 _LEFT_OUT = frozenset(s.encode("ascii") for w in _ALONE for s in (w, w.upper(), w.capitalize()))

@@ -16,22 +16,27 @@ an event goes through :func:`redact`:
 A tool reading a secret file (the names ingest skips: ``.env*``, keys,
 credentials) keeps none of its output (:func:`secret_file`).
 
-Only ``re``, ``math`` and ``fnmatch`` are imported: a hook process pays for this.
+Nothing of ``re`` is imported: a hook process pays for every import, and ``re``'s
+and the rules' compilation are most of a hook's own CPU. The patterns come compiled
+from :mod:`memoryd.text.precompiled` (compiled by ``re`` once per interpreter and
+rules, kept beside this module's bytecode), on first use.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import math
 import os
-import re
-from collections import Counter
-from functools import cache
+import sys
 
-PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+from memoryd.text import precompiled
+
+TYPE_CHECKING = False  # typing's import is one more a hook would pay for
+if TYPE_CHECKING:
+    from re import Match, Pattern
+
+PRIVATE = r"(?is)<private>.*?(?:</private>|\Z)"
 PRIVATE_MARK = "[private]"
 #: Token candidates for the entropy rule: long runs of key-like characters.
-_TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{24,}")
+TOKEN = r"[A-Za-z0-9+/_=-]{24,}"
 ENTROPY_BITS = 4.2
 #: File names whose content is a secret (ingest's secret-file rules, by name).
 SECRET_FILES = (
@@ -41,31 +46,65 @@ SECRET_FILES = (
     ".netrc", ".pgpass", ".npmrc", ".pypirc", ".git-credentials", ".htpasswd",
     "secrets.*", "*.secret", "*.secrets",
 )  # fmt: skip
+RULES_FILE = os.path.join(os.path.dirname(__file__), "secret_patterns.txt")
+#: The compiled patterns' cache, per interpreter (beside this module's bytecode).
+CACHE_FILE = os.path.join(os.path.dirname(__file__), "__pycache__",
+                          f"secret_patterns.{sys.implementation.cache_tag}.sre")  # fmt: skip
 
 
-@cache
-def rules() -> tuple[tuple[str, re.Pattern], ...]:
-    """The rules of ``secret_patterns.txt`` (read once a process)."""
-    path = os.path.join(os.path.dirname(__file__), "secret_patterns.txt")
+class Patterns:
+    """The compiled patterns: private spans, entropy tokens, secret file names (the
+    globs as one pattern) and the named rules, in the rules file's order."""
+
+    def __init__(self, rules: tuple[tuple[str, str], ...]) -> None:
+        names = [name for name, _ in rules]
+        spec = (PRIVATE, TOKEN, SECRET_FILES, rules)
+        compiled = precompiled.load(spec, lambda: _sources(rules), CACHE_FILE)
+        self.private, self.token, self.secret_files, *found = compiled
+        self.rules: tuple[tuple[str, Pattern], ...] = tuple(zip(names, found, strict=True))
+
+
+def _sources(rules: tuple[tuple[str, str], ...]) -> list[tuple[str, int]]:
+    """The patterns to compile, as :class:`Patterns` takes them in order (the secret
+    file globs as ``fnmatch`` translates them, one alternative each)."""
+    import fnmatch
+
+    files = "|".join(fnmatch.translate(glob) for glob in SECRET_FILES)
+    return [(PRIVATE, 0), (TOKEN, 0), (files, 0), *((pattern, 0) for _, pattern in rules)]
+
+
+_patterns: list[Patterns] = []
+
+
+def patterns() -> Patterns:
+    """The compiled patterns (built once a process, on first use)."""
+    if not _patterns:
+        _patterns.append(Patterns(read_rules()))
+    return _patterns[0]
+
+
+def read_rules() -> tuple[tuple[str, str], ...]:
+    """``secret_patterns.txt``'s rules: (name, pattern), a rule a line."""
     found = []
-    with open(path, encoding="utf-8") as f:
+    with open(RULES_FILE, encoding="utf-8") as f:
         for line in f:
             if line.strip() and not line.startswith("#"):
                 name, pattern = line.rstrip("\n").split("\t", 1)
-                found.append((name, re.compile(pattern)))
+                found.append((name, pattern))
     return tuple(found)
 
 
 def redact(text: str) -> str:
     """``text`` without private spans, secrets or high-entropy tokens."""
+    found = patterns()
     if "<" in text:
-        text = PRIVATE.sub(PRIVATE_MARK, text)
-    for name, pattern in rules():
+        text = found.private.sub(PRIVATE_MARK, text)
+    for name, pattern in found.rules:
         text = pattern.sub(lambda m, n=name: _replacement(m, n), text)
-    return _TOKEN.sub(_entropy_replacement, text)
+    return found.token.sub(_entropy_replacement, text)
 
 
-def _replacement(match: re.Match, name: str) -> str:
+def _replacement(match: Match, name: str) -> str:
     mark = f"[redacted:{name}]"
     if "value" not in match.re.groupindex or match.group("value") is None:
         return mark
@@ -75,7 +114,7 @@ def _replacement(match: re.Match, name: str) -> str:
     return whole[: start - base] + mark + whole[end - base :]
 
 
-def _entropy_replacement(match: re.Match) -> str:
+def _entropy_replacement(match: Match) -> str:
     token = match.group(0)
     return "[redacted:entropy]" if looks_generated(token) else token
 
@@ -87,16 +126,19 @@ def looks_generated(token: str) -> bool:
         return False
     if not any(c.isdigit() for c in token):
         return False
-    counts = Counter(token)
+    from math import log2  # here: most hooks meet no such token, and pay no import
+
+    counts: dict[str, int] = {}
+    for c in token:
+        counts[c] = counts.get(c, 0) + 1
     n = len(token)
-    bits = -sum(k / n * math.log2(k / n) for k in counts.values())
+    bits = -sum(k / n * log2(k / n) for k in counts.values())
     return bits > ENTROPY_BITS
 
 
 def secret_file(path: str) -> bool:
     """Whether a file of this name holds secrets (ingest's rules, by name)."""
-    name = os.path.basename(path)
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILES)
+    return patterns().secret_files.match(os.path.basename(path)) is not None
 
 
 def redact_value(value: object) -> object:

@@ -34,7 +34,7 @@ from functools import cache
 
 import apsw
 
-from memoryd.text.lexicon import english_for, spanish_forms, word_list
+from memoryd.text.lexicon import english_for, spanish_forms, stopwords, word_list
 
 _TOKENIZER_CONN = apsw.Connection(":memory:")
 _WORDS = _TOKENIZER_CONN.fts5_tokenizer("unicode61", ["remove_diacritics", "2"])
@@ -90,7 +90,7 @@ def stems_with_offsets(data: bytes) -> list[tuple[int, int, str]]:
 
 STOPWORDS_EN = word_list("stopwords_en.txt")
 STOPWORDS_ES = word_list("stopwords_es.txt")
-STOPWORDS = STOPWORDS_EN | STOPWORDS_ES
+STOPWORDS = stopwords()
 # Words about remembering, asking and the conversation itself (EN and ES). They
 # are how a user addresses a memory, never part of the fact remembered.
 CONTEXT_WORDS = word_list("context_words.txt")

@@ -2,9 +2,10 @@
 
 Runs each command N times (after two warm-up runs) and prints p50/p95/p99 wall
 milliseconds and the children's CPU per run. A home is made with one archived
-session so UserPromptSubmit recalls through a running supervisor's socket.
+session so UserPromptSubmit recalls through a running supervisor's socket. Run it with
+the checkout first on ``PYTHONPATH``: the installed command's rows run that checkout.
 
-    python ops/bench/bench_hook_start.py --runs 200
+    PYTHONPATH=. python ops/bench/bench_hook_start.py --runs 200
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -19,6 +21,8 @@ import time
 from pathlib import Path
 
 import orjson
+
+from memoryd.faces.hooks.install import command
 
 PY = sys.executable
 MEMORYD = str(Path(PY).with_name("memoryd"))
@@ -69,6 +73,10 @@ def main() -> None:
         "python -I -S -c pass": ([PY, "-I", "-S", "-c", "pass"], b""),
         "python -c 'import orjson'": ([PY, "-c", "import orjson"], b""),
         "memoryd hook PostToolUse": ([MEMORYD, "hook", "PostToolUse"], tool),
+        "PostToolUse, the command `hooks install` writes (-I -S)": (
+            shlex.split(command("PostToolUse", "claude-code", str(home))),
+            tool,
+        ),
         "python -m memoryd.faces.hooks PostToolUse": (
             [PY, "-m", "memoryd.faces.hooks", "PostToolUse"],
             tool,
@@ -93,6 +101,12 @@ def main() -> None:
         time.sleep(1)
         out["memoryd hook UserPromptSubmit (supervisor socket)"] = timed(
             [MEMORYD, "hook", "UserPromptSubmit"], prompt, env, args.runs
+        )
+        out["UserPromptSubmit, installed command (supervisor socket)"] = timed(
+            shlex.split(command("UserPromptSubmit", "claude-code", str(home))),
+            prompt,
+            env,
+            args.runs,
         )
         out["memoryd hook PostToolUse (supervisor running)"] = timed(
             [MEMORYD, "hook", "PostToolUse"], tool, env, args.runs

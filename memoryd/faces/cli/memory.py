@@ -16,8 +16,7 @@ from typing import Any
 import click
 
 from memoryd.base.errors import UsageError
-from memoryd.consolidation import STATUSES
-from memoryd.consolidation.candidates import KINDS
+from memoryd.consolidation import KINDS, STATUSES
 from memoryd.operations.memory import Memory
 
 TEXT_WIDTH = 70

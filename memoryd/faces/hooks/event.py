@@ -13,19 +13,24 @@ doctor`` shows. A directory holding a ``.memoryd-off`` file (or any directory
 above it) is left alone: nothing kept, nothing injected.
 
 A hook process pays for every import: this module imports ``os``, ``sys``,
-``time``, ``json`` and the redaction rules; recall asks a running supervisor over
-its control socket, and only without one loads the package to recall here.
+``time``, the spool and the redaction rules, none of which import ``re`` or
+``json`` (:mod:`memoryd.base.hookjson`, :mod:`memoryd.text.precompiled`); recall
+asks a running supervisor over its control socket, and only without one loads the
+package to recall here.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
-from memoryd.base import hookspool
+from memoryd.base import hookjson, hookspool
 from memoryd.text.redact import redact, redact_value, secret_file
+
+TYPE_CHECKING = False  # typing's import is one more a hook would pay for
+if TYPE_CHECKING:
+    import _socket
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PreCompact", "Stop", "SessionEnd")
 AGENTS = ("claude-code", "codex")
@@ -123,7 +128,7 @@ def _code(exc: BaseException) -> str:
 
 def handle(event: str, agent: str, home: str, data: bytes) -> str:
     """Keep what ``event`` brings; the text the agent reads back ("" for none)."""
-    payload = json.loads(data) if data.strip() else {}
+    payload = hookjson.loads(data) if data.strip() else {}
     if not isinstance(payload, dict):
         raise HookUsage("the hook's input is not a JSON object")
     cwd = str(payload.get("cwd") or os.getcwd())
@@ -275,9 +280,7 @@ def start_drain(home: str) -> None:
 def _listening(home: str) -> bool:
     """Whether a supervisor answers on the home's control socket (a file left by a
     killed one does not)."""
-    import socket
-
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _unix_socket()
     try:
         conn.connect(_address(os.path.join(home, CONTROL_SOCKET_FILE)))
         return True
@@ -327,10 +330,8 @@ class RecallFailed(Exception):
 
 def _ask_supervisor(home: str, args: dict, timeout: float) -> dict | None:
     """The supervisor's answer to a ``hook_context`` request; None when none listens."""
-    import socket
-
     path = os.path.join(home, CONTROL_SOCKET_FILE)
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _unix_socket()
     conn.settimeout(timeout)
     try:
         try:
@@ -344,11 +345,21 @@ def _ask_supervisor(home: str, args: dict, timeout: float) -> dict | None:
             if not chunk:
                 return None  # it stopped mid-answer: as if none listened
             chunks.append(chunk)
-        return json.loads(b"".join(chunks))
+        return hookjson.loads(b"".join(chunks))
     except TimeoutError:
         raise RecallFailed("RECALL_TIMEOUT", f"no answer in {timeout:g}s") from None
     finally:
         conn.close()
+
+
+def _unix_socket() -> _socket.socket:
+    """A UNIX stream socket from the interpreter's ``_socket``: :mod:`socket`'s import
+    (``enum``, ``functools``, ``collections`` for its flag types) would cost a hook more
+    than the recall it asks for; the calls made here (connect, sendall, recv,
+    settimeout, close) are ``_socket``'s own."""
+    import _socket
+
+    return _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
 
 
 def _address(path: str) -> str:

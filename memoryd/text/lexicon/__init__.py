@@ -12,15 +12,11 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-
-import snowballstemmer
+from typing import Any
 
 _HERE = Path(__file__).resolve().parent
-# With PyStemmer installed (a dependency) snowballstemmer hands out its compiled
-# stemmer: the same Snowball algorithm, the same stems, about 26x faster than the
-# pure-Python one, which a first Spanish question pays for each of its words'
-# ~50 inflections (2.7 ms a word).
-_SPANISH = snowballstemmer.stemmer("spanish")
+#: The stopword lists, English and Spanish (a query's and the index text's).
+STOPWORD_FILES = ("stopwords_en.txt", "stopwords_es.txt")
 
 
 def _lines(name: str) -> list[str]:
@@ -31,6 +27,11 @@ def _lines(name: str) -> list[str]:
 def word_list(name: str) -> frozenset[str]:
     """The words of ``name`` (one per line)."""
     return frozenset(_lines(name))
+
+
+def stopwords() -> frozenset[str]:
+    """Every stopword of :data:`STOPWORD_FILES`."""
+    return frozenset().union(*(word_list(name) for name in STOPWORD_FILES))
 
 
 @cache
@@ -50,9 +51,21 @@ def word_table(name: str) -> dict[tuple[str, str], tuple[str, ...]]:
 
 
 @cache
+def _spanish_stemmer() -> Any:  # snowballstemmer's stemmer, or PyStemmer's
+    """With PyStemmer installed (a dependency) snowballstemmer hands out its compiled
+    stemmer: the same Snowball algorithm, the same stems, about 26x faster than the
+    pure-Python one, which a first Spanish question pays for each of its words' ~50
+    inflections (2.7 ms a word). Made on first use: a command that stems nothing (as
+    ``memoryd status``) does not import it."""
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("spanish")
+
+
+@cache
 def spanish_stem(word: str) -> str:
     """Snowball Spanish stem of a lowercase, diacritic-free word."""
-    return _SPANISH.stemWord(word)
+    return _spanish_stemmer().stemWord(word)
 
 
 @cache
