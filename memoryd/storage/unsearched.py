@@ -44,8 +44,15 @@ _AS_SPACES = bytes.maketrans(_SEPARATORS, b" " * len(_SEPARATORS))
 # One token in place of each run of pieces left out (a private-use character: a token
 # of unicode61, never a word of a question), so that the words around the run do not
 # become neighbours: an identifier's phrase ("read_file") must not find "read the file".
+# In the index the run's token is one of RUN_GAPS, picked by the length of the text
+# kept since the previous run: one token alone would hold a position in nearly every
+# chunk (a tenth of a code index's postings), and FTS5 merges a term's whole list in
+# one step, so the largest list is the least a merge step writes to the WAL. GAP
+# itself stays the separator before a chunk's context words (:func:`with_context`).
 GAP = "\ue000"
+RUN_GAPS = tuple(chr(0xE001 + i) for i in range(15))
 _GAP = GAP.encode("utf-8")
+_RUN_GAPS = [g.encode("utf-8") for g in RUN_GAPS]
 _MARK = dict.fromkeys(_LEFT_OUT, _GAP)
 _GAPS = re.compile(re.escape(_GAP) + b"(?: " + re.escape(_GAP) + b")+")
 
@@ -57,7 +64,7 @@ def index_text(text: str) -> tuple[str, int]:
     (which join an identifier's words: ``is_file``, ``os.path`` and ``x.y`` are one
     piece each); a piece that is one word never looked up alone (``_ALONE``, in
     lower, upper or capitalized spelling) is left out, each run of them replaced by
-    one :data:`GAP` token (none at either end). Every other token is unchanged and
+    one gap token (:data:`RUN_GAPS`; none at either end). Every other token is unchanged and
     the tokens around a run stay apart, so a phrase of them matches as before; a
     stopword next to a non-ASCII character stays (it splits on ASCII only)."""
     pieces = text.encode("utf-8").translate(_AS_SPACES).split()
@@ -67,7 +74,18 @@ def index_text(text: str) -> tuple[str, int]:
         return text, 0
     kept = _GAPS.sub(_GAP, b" ".join(marked))
     kept = kept.removeprefix(_GAP).removesuffix(_GAP).strip(b" ")
-    return kept.decode("utf-8"), left_out - kept.count(_GAP)
+    runs = kept.count(_GAP)
+    return _spread(kept).decode("utf-8"), left_out - runs
+
+
+def _spread(kept: bytes) -> bytes:
+    """Each gap of ``kept`` as the token the length of the text before it picks."""
+    parts = kept.split(_GAP)
+    out = [parts[0]]
+    for before, part in zip(parts, parts[1:], strict=False):
+        out.append(_RUN_GAPS[len(before) % len(_RUN_GAPS)])
+        out.append(part)
+    return b"".join(out)
 
 
 def with_context(text: str, left_out: int, context: str) -> tuple[str, int]:

@@ -6,6 +6,7 @@ an index of the whole text."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import apsw
 from hypothesis import given, settings
@@ -17,7 +18,7 @@ from memoryd.storage import corpus, fts
 from memoryd.storage.authority import open_authority
 from memoryd.storage.corpus import FTS_TOKENIZER, fts_table, project_id
 from memoryd.storage.rebuild import fts_digest
-from memoryd.storage.unsearched import _ALONE, GAP, index_text, varint_bytes, varints
+from memoryd.storage.unsearched import _ALONE, GAP, RUN_GAPS, index_text, varint_bytes, varints
 from memoryd.text import terms
 from memoryd.text.terms import STOPWORDS, words
 
@@ -60,20 +61,27 @@ def _expected(text: str) -> tuple[list[str], int]:
     return out, left_out - out.count(GAP)
 
 
-def _check(text: str) -> None:
+def _indexed(text: str) -> tuple[str, int]:
+    """``index_text(text)`` with each run's gap token written as GAP (which one a run
+    gets is checked apart)."""
     indexed, left_out = index_text(text)
+    return indexed.translate(dict.fromkeys(map(ord, RUN_GAPS), GAP)), left_out
+
+
+def _check(text: str) -> None:
+    indexed, left_out = _indexed(text)
     assert (words(indexed), left_out) == _expected(text), text
 
 
 def test_free_standing_words_go_identifiers_stay() -> None:
-    assert index_text("read the file") == (f"read {GAP} file", 0)
-    assert index_text("if x is not None: return 1") == ("None return", 5)
-    assert index_text("os.path.join(a, b) is_file the.") == (f"os.path.join {GAP} is_file the.", 1)
-    assert index_text("The IF Is a") == ("", 4)
-    assert index_text("naïve a café") == (f"naïve {GAP} café", 0)
-    assert index_text("café—the end") == ("café—the end", 0)  # next to non-ASCII: kept
+    assert _indexed("read the file") == (f"read {GAP} file", 0)
+    assert _indexed("if x is not None: return 1") == ("None return", 5)
+    assert _indexed("os.path.join(a, b) is_file the.") == (f"os.path.join {GAP} is_file the.", 1)
+    assert _indexed("The IF Is a") == ("", 4)
+    assert _indexed("naïve a café") == (f"naïve {GAP} café", 0)
+    assert _indexed("café—the end") == ("café—the end", 0)  # next to non-ASCII: kept
     # a stopword whose stem a content word shares stays: "uses" counts every "use"
-    assert index_text("we use it; it uses them") == (f"use {GAP} uses", 3)
+    assert _indexed("we use it; it uses them") == (f"use {GAP} uses", 3)
     for text in (PROSE, CODE, PROSE + CODE):
         _check(text)
 
@@ -263,3 +271,18 @@ def test_a_forget_leaves_the_connections_secure_delete_as_it_was(tmp_path) -> No
     db.write(lambda tx: records.forget_in(tx, []))
     assert db.query("PRAGMA secure_delete") == [(2,)]
     db.close()
+
+
+def test_runs_left_out_spread_over_the_gap_tokens() -> None:
+    """A run's token follows the text kept before it, so no one gap token is in every
+    chunk (FTS5 merges a term's whole list in one step), and never the context
+    separator."""
+    rng = random.Random(3)
+    kept = ["read", "file_name", "value", "os.path", "configuration", "x_y", "sorted"]
+    text = " ".join(f"{' '.join(rng.choices(kept, k=rng.randint(1, 4)))} the" for _ in range(300))
+    indexed, _ = index_text(text)
+    used = Counter(c for c in indexed if c in RUN_GAPS)
+    assert len(used) >= 10 and GAP not in indexed, used
+    assert max(used.values()) < sum(used.values()) / 4, used
+    first = index_text("read the file")[0]
+    assert first == index_text("read a file")[0], "the text before picks the token"
