@@ -317,10 +317,8 @@ def locate(conn: Any, a: dict, texts: Texts | None = None) -> dict:
         if places:
             return _place(a, a["cur_path"], _pick(places, a, True), "verified", here[1])
     others = _elsewhere(conn, a, texts)
-    for fid, path, digest in others:
-        places = texts.lines(fid).starts(hashes, a["span_hash"])
-        if places:
-            return _place(a, path, _pick(places, a, False), "verified", digest)
+    if moved := _moved_to(a, others, texts, hashes):
+        return moved
     if here:
         return _changed(a, a["cur_path"], texts.lines(here[0]), hashes, here[1])
     for fid, path, digest in others:  # the file is gone: renamed, its span edited?
@@ -330,6 +328,23 @@ def locate(conn: Any, a: dict, texts: Texts | None = None) -> dict:
         if not a["symbol"] and lines.holds_most(hashes):
             return _place(a, path, None, "changed", digest)
     return _place(a, a["cur_path"], None, "stale", None)
+
+
+def _moved_to(a: dict, others: list, texts: Texts, hashes: list[bytes]) -> dict | None:
+    """The span's place in another file: the file the anchored one was renamed to
+    (its very content), or the one other file holding it; None when several do (a
+    line as common as an import is no evidence of where the cited code went)."""
+    found = []
+    for fid, path, digest in others:
+        if places := texts.lines(fid).starts(hashes, a["span_hash"]):
+            found.append((path, _pick(places, a, False), digest))
+            if digest == a["file_hash"]:
+                break
+    renamed = found and found[-1][2] == a["file_hash"]
+    if renamed or len(found) == 1:
+        path, lines, digest = found[-1]
+        return _place(a, path, lines, "verified", digest)
+    return None
 
 
 def _changed(a: dict, path: str, lines: Lines, hashes: list[bytes], digest: bytes) -> dict:

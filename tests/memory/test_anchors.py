@@ -114,6 +114,22 @@ def test_each_mark_after_the_code_moves_on(cited) -> None:
     assert cited_marks(md, whole) == [("stale", "src/wire.py", None)]
 
 
+def test_a_span_two_other_files_hold_did_not_move_to_either(cited) -> None:
+    """A cited line gone from its file but standing in two others (as common as an
+    import) is no evidence of where the code went: stale, not moved to one of them;
+    a line one other file holds moved there."""
+    md, repo = cited
+    common = remember(md, "The codec names its decoder", "src/codec.py:1-1")
+    single = remember(md, "The codec's header is four bytes", "src/codec.py:2-2")
+    first, second, rest = CODEC.splitlines()
+    rewrite(repo, {"src/codec.py": f"{rest}\n", "src/a.py": f"{first}\n    pass\n",
+                   "src/b.py": f"B = 2\n{first}\n    pass\n",
+                   "src/c.py": f"def frame_head(frame):\n{second}\n"})  # fmt: skip
+    Projects(md).ingest(repo, "app", wait=True, workers=1)
+    assert cited_marks(md, common)[0][0] == "stale"
+    assert cited_marks(md, single) == [("moved", "src/c.py", [2, 2])]
+
+
 def test_an_ingest_moves_the_anchor_in_its_own_commit_with_a_history_row(cited) -> None:
     md, repo = cited
     home = md.home
