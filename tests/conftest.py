@@ -531,3 +531,11 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def archive_lines(cli, path: Path, lines: list[dict], *extra: str):
+    """``lines`` written to ``path`` as a JSONL transcript, then ``archive add`` of it to
+    project ``demo`` (created if new) with ``--json --allow-expired`` and ``extra``."""
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    return cli("archive", "add", str(path), "--project", "demo", "--new-project", "--json",
+               "--allow-expired", *extra)  # fmt: skip

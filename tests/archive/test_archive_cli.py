@@ -13,6 +13,7 @@ import pytest
 from memoryd.archive.owner import ArchiveOwner
 from memoryd.base.config import load_config
 from memoryd.base.times import utc_iso
+from tests.conftest import archive_lines
 
 DAY = 86400
 #: Midnight three days ago: every class's age is still ahead of a transcript of then.
@@ -177,18 +178,7 @@ def test_redone_add_after_purge_stores_nothing_and_says_expired(cli, tmp_path):
     path = tmp_path / "old.jsonl"
     lines = [{"role": "user", "content": "the staging password rotates weekly", "timestamp": old},
              {"role": "tool", "content": "rotation log line", "timestamp": old}]  # fmt: skip
-    path.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
-    first = cli(
-        "archive",
-        "add",
-        str(path),
-        "--project",
-        "demo",
-        "--new-project",
-        "--json",
-        "--allow-expired",
-    )
-    first = first.json()
+    first = archive_lines(cli, path, lines).json()
     assert first["created"] == [True, True]
     assert cli("retention", "run", "--force").code == 0
     redo = cli("archive", "add", str(path), "--project", "demo", "--new-project", "--json")

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import query
+from tests.conftest import archive_lines, query
 
 DAY = 86400.0
 
@@ -100,18 +100,7 @@ def test_a_session_lease_says_what_had_expired_and_does_not_bring_it_back(cli, t
         {"role": "user", "content": "a turn just past its age", "timestamp": now - 90 * DAY - 5},
         {"role": "tool", "content": "a tool result of today", "timestamp": now - 60},
     ]
-    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
-    added = cli(
-        "archive",
-        "add",
-        str(path),
-        "--project",
-        "demo",
-        "--new-project",
-        "--json",
-        "--allow-expired",
-    )
-    turn, tool = added.json()["locators"]
+    turn, tool = archive_lines(cli, path, lines).json()["locators"]
     assert cli("retention", "run", "--force").code == 0  # the retention clock passes it
     assert status_of(cli, turn) == "expired" and status_of(cli, tool) == "live"
     got = lease(cli, "acquire", "--project", "demo", "--session", "late", "--json")

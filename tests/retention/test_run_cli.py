@@ -11,6 +11,8 @@ from pathlib import Path
 
 import orjson
 
+from tests.conftest import archive_lines
+
 DAY = 86400
 
 
@@ -21,18 +23,7 @@ def archive(cli, tmp_path: Path, name: str, text: str, days_old: float, *extra: 
     stamp = time.time() - days_old * DAY
     lines = [{"role": "user", "content": text, "timestamp": stamp},
              {"role": "tool", "content": f"tool {text}", "timestamp": stamp}]  # fmt: skip
-    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
-    res = cli(
-        "archive",
-        "add",
-        str(path),
-        "--project",
-        "demo",
-        "--new-project",
-        "--json",
-        "--allow-expired",
-        *extra,
-    )
+    res = archive_lines(cli, path, lines, *extra)
     assert res.code == 0, res.stderr
     return res.json()["locators"]
 
