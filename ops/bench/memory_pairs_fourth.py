@@ -234,7 +234,7 @@ def size(*choices: tuple[int, str]) -> ValueType:
         "V": (
             lambda q: f"{q[0]} {q[1]}",
             lambda q: f"{q[0]}{q[1]}",
-            lambda q: f"{q[0]} {SIZE_UNITS[q[1]]}",
+            lambda q: f"{q[0]} {SIZE_UNITS[q[1]]}"[: -1 if q[0] == 1 else None],
         ),
         "Vc": (lambda q: f"{q[0]}{q[1]}",),
     }
@@ -710,7 +710,7 @@ ALERTING = Domain(
     (
         S("cpu_alert", "the CPU saturation alert", "the high-CPU alert"),
         S("disk_alert", "the disk usage alert", "the disk-space alert"),
-        S("error_rate_alert", "the 5xx error-rate alert", "the HTTP error-rate alert"),
+        S("error_rate_alert", "the 5xx error-rate alert", "the server error-rate alert"),
         S("memory_alert", "the memory pressure alert", "the memory-usage alert"),
     ),
     (
