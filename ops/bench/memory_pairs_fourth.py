@@ -42,7 +42,7 @@ names, cloud regions, money per month, request rates, ports and booleans said in
 words (enabled/disabled, on/off, turned/switched on and off, enable/disable, true/false,
 and, in the newer statement only, "now enabled" / "no longer enabled").
 
-Frames (66), per kind: facts (possessive, "of", notes ``S — A: V``, dotted config keys
+Frames (67), per kind: facts (possessive, "of", notes ``S — A: V``, dotted config keys
 ``ios_app.rollout_percentage = 20%``, YAML-like keys, parenthetical, value-first, past
 tense "was changed to", "is now", "we moved ... to", "S uses V as its A"), decisions
 ("we decided to set", "decision:", "we went with", "we decided to use X instead of Y",
@@ -78,7 +78,7 @@ DEFAULT_PAIRS = 200
 REMARK_RATE = 0.3
 FULL_STOP_RATE = 0.5
 LOWER_RATE = 1 / 12
-NOW_FORM_RATE = 0.3  # newer boolean statements in an "is {V}" frame: "now enabled" / "no longer"
+NOW_FORM_RATE = 0.5  # newer boolean statements in an "is {V}" frame: "now enabled" / "no longer"
 SIBLING_RATE = 0.5
 SAME_VALUE_RATE = 0.5
 DISTINCT_SAME_FRAME_RATE = 0.7
@@ -864,6 +864,7 @@ FRAMES = (
         "{A} for {S} is now {V}",
         "{S} — {A} {Vp}",
         "We {Vd} {A} for {S}",
+        "For {S}, {A} is {V}",
     ),
     *_frames(
         "decision", False,
