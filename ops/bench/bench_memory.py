@@ -35,7 +35,10 @@ Measured in one run:
   labels from :mod:`memory_pairs_alt`, a second generator written apart, with other
   subjects and frames, also held out; and ``fresh``, from :mod:`memory_pairs_fresh`, a
   third written apart from both (other domains, typed values spelt several ways, other
-  sentence shapes), kept untouched for the final report): per split, one home,
+  sentence shapes), kept untouched for the final report; and ``fourth``, from
+  :mod:`memory_pairs_fourth`, a fourth written apart from the three and from the
+  adjudicator (eleven other domains, booleans said in words, frames per memory kind,
+  sibling attributes sharing words), likewise untouched until scored once): per split, one home,
   each pair in its own scope, every older statement staged (``memory add``)
   before every newer one, one draining supervisor with 2 workers, then the
   records read back. An update counts as superseded when the older record is
@@ -70,6 +73,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops" / "bench"))
 
 import memory_pairs_alt  # noqa: E402
+import memory_pairs_fourth  # noqa: E402
 import memory_pairs_fresh  # noqa: E402
 from memory_pairs import LABELS, POOLS, pairs  # noqa: E402
 
@@ -262,15 +266,21 @@ def _fate(md: Memoryd, old_state: dict, new_state: dict) -> str:
     return "separate" if new_state["outcome"] == "added" else new_state["outcome"]
 
 
+SPLIT_GENERATORS = {
+    "alt": memory_pairs_alt.pairs,
+    "fresh": memory_pairs_fresh.pairs,
+    "fourth": memory_pairs_fourth.pairs,
+}
+
+
 def split_pairs(split: str, n: int) -> list[dict]:
-    """``n`` pairs of each label of one split (``alt``, ``fresh``: the second and third
-    generators)."""
-    if split == "alt":
-        return memory_pairs_alt.pairs(n)
-    return memory_pairs_fresh.pairs(n) if split == "fresh" else pairs(split, n)
+    """``n`` pairs of each label of one split (``alt``, ``fresh``, ``fourth``: the second,
+    third and fourth generators)."""
+    generator = SPLIT_GENERATORS.get(split)
+    return generator(n) if generator else pairs(split, n)
 
 
-SPLITS = (*POOLS, "alt", "fresh")
+SPLITS = (*POOLS, *SPLIT_GENERATORS)
 NUMBER = re.compile(r"\d[\d.:]*")
 
 

@@ -3,10 +3,12 @@ lines, and an external adjudicator script the tests write."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import orjson
 import pytest
@@ -15,6 +17,7 @@ from memoryd.operations.api import Memoryd
 from memoryd.operations.projects import Projects
 from tests.conftest import CLI_TIMEOUT, MEMORYD, Result, clean_env, run_cli
 
+BENCH = Path(__file__).resolve().parents[2] / "ops" / "bench"
 FAST = {"retry_backoff_base": 0.01, "retry_backoff_max": 0.05}
 
 JUDGE = """
@@ -54,6 +57,18 @@ def cli(home: Path, *args: str, data: bytes | None = None) -> Result:
         [*MEMORYD, *args], input=data, capture_output=True, env=clean_env(home), timeout=CLI_TIMEOUT
     )
     return Result(p.returncode, p.stdout.decode(), p.stderr.decode())
+
+
+def bench_module(name: str) -> Iterator[ModuleType]:
+    """The module ``ops/bench/NAME.py`` loaded by path, for a module-scoped fixture to
+    ``yield from``; it is registered under its name while in use (its dataclasses look
+    their module up by name)."""
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    yield mod
+    sys.modules.pop(name, None)
 
 
 def lines(*candidates: dict) -> bytes:

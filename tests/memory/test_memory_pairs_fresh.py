@@ -5,24 +5,16 @@ set; ``bench_memory.py --pairs-only`` measures it)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-GENERATOR = Path(__file__).resolve().parents[2] / "ops" / "bench" / "memory_pairs_fresh.py"
+from tests.memory.conftest import bench_module
 
 
 @pytest.fixture(scope="module")
 def gen():
-    spec = importlib.util.spec_from_file_location("memory_pairs_fresh", GENERATOR)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclasses look their module up by name
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop(spec.name, None)
+    yield from bench_module("memory_pairs_fresh")
 
 
 def test_the_same_seed_gives_the_same_pairs_and_another_seed_others(gen):
