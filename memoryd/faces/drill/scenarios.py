@@ -355,7 +355,8 @@ def _second_attempt(
 ) -> tuple[list[int], list[ClaimedJob]]:
     """Once every lease the stopped supervisor holds has run out, reclaim and complete
     its sleep jobs (see :func:`_reclaim_and_complete`). A supervisor stopped inside a
-    transaction holds the write lock: then let it run a moment and stop it again."""
+    transaction holds the write lock: then let it (not its workers, whose sleeps have run
+    out while they were stopped) run a moment and stop it again."""
     deadline = time.monotonic() + SECOND_ATTEMPT_SECONDS
     while time.monotonic() < deadline:
         _wait_expired(d)
@@ -364,17 +365,17 @@ def _second_attempt(
                 sleeps = (
                     None if everything else [job for job, _ in JobReads(q.db).claimed(("sleep",))]
                 )
-                return q.db.write(partial(_reclaim_and_complete, q=q, sleeps=sleeps))
+                return q.db.write(
+                    partial(_reclaim_and_complete, q=q, sleeps=sleeps, held=set(held))
+                )
         except _NoSleepCompleted:
             if not {job for job, state, _ in d.read(lambda q: q.not_done())} & set(held):
                 return [], []  # they finished after all: nothing to reach
             time.sleep(POLL)
-        except StoreBusy:
-            for pid in tree:
-                signal_pid(pid, signal.SIGCONT)
+        except StoreBusy:  # the supervisor alone: a resumed worker would finish its sleep
+            signal_pid(tree[0], signal.SIGCONT)
             time.sleep(0.02)
-            for pid in reversed(tree):
-                signal_pid(pid, signal.SIGSTOP)
+            signal_pid(tree[0], signal.SIGSTOP)
     raise DrillAborted(
         "no second attempt: the stopped supervisor kept the write lock, or no sleep job "
         f"became claimable within {SECOND_ATTEMPT_SECONDS:.0f} s"
@@ -382,10 +383,10 @@ def _second_attempt(
 
 
 class _NoSleepCompleted(Exception):
-    """The second claimer found no sleep job to complete: the supervisor, let run a
-    moment while it held the write lock, failed its own expired claims (they back off)
-    or claimed them again. The transaction rolls back; it tries again once the backoff
-    or the fresh lease ran out."""
+    """The second claimer found none of the stopped supervisor's sleep jobs to complete:
+    the supervisor, let run a moment while it held the write lock, failed its own expired
+    claims (they back off) or claimed them again. The transaction rolls back; it tries
+    again once the backoff or the fresh lease ran out."""
 
 
 def _wait_expired(d: Drill) -> None:
@@ -398,7 +399,7 @@ def _wait_expired(d: Drill) -> None:
 
 
 def _reclaim_and_complete(
-    tx, q: JobQueue, sleeps: list[ClaimedJob] | None
+    tx, q: JobQueue, sleeps: list[ClaimedJob] | None, held: set[int]
 ) -> tuple[list[int], list[ClaimedJob]]:
     """Reclaim (``sleeps`` only, else every expired lease), then claim, complete and
     apply the sleep jobs as a supervisor's group commit would. With every lease
@@ -411,7 +412,7 @@ def _reclaim_and_complete(
     jobs = q.claim_in(tx, SECOND_CLAIMER, 10_000, 60.0, kinds=("sleep",))
     done = q.complete_many_in(tx, jobs)
     accepted = [(j, attempt_result(j)) for j in jobs if (j.id, j.token) in done]
-    if not accepted:
+    if not held & {j.id for j, _ in accepted}:
         raise _NoSleepCompleted
     _apply(tx, q, "sleep", accepted)
     noops = sum(1 for job, _ in reclaimed if job.kind == "noop")
