@@ -8,7 +8,8 @@ while changing search) and an ``untouched`` part (scored only at the end):
   site-packages), ingested with ``Projects.ingest`` and searched with
   ``Search.search`` as a user would. Questions in ``devsets/repo_questions.json``
   (English and Spanish); an answer is one of the listed paths in the top 3;
-  absent questions must abstain.
+  absent questions must abstain. Its ``fresh`` part (repo only) was written after
+  the last rule change and is scored once, at the end of a round.
 * **conversations**: ``devsets/conversations.txt``, two named speakers per
   conversation, turns ``Name: text``, one date per session, each session archived
   as a JSONL transcript (the speakers alternate the roles ``user`` and
@@ -25,7 +26,7 @@ Beside memoryd, the same questions through plain BM25 without a gate: FTS5's
 (conversations). LongMemEval (make bench-search, bench-archive) is the set the
 gate was tuned on; these are not.
 
-    .venv/bin/python ops/bench/bench_devsets.py [--split dev|untouched|all] [--json] [-v]
+    .venv/bin/python ops/bench/bench_devsets.py [--split dev|untouched|fresh|all] [--json] [-v]
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ def _line(label: str, s: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("dev", "untouched", "all"), default="dev")
+    ap.add_argument("--split", choices=("dev", "untouched", "fresh", "all"), default="dev")
     ap.add_argument("--only", choices=("repo", *CONVERSATION_SETS))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true", help="print memoryd's misses")
