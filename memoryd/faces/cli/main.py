@@ -1807,9 +1807,9 @@ def hook_cmd(args: tuple[str, ...]) -> None:
     Example:
       echo '{"session_id":"s1","prompt":"how do we deploy?"}' | memoryd hook UserPromptSubmit
     """
-    from memoryd.faces.hooks.event import main as hook_main
+    from memoryd.faces.hooks.event import run
 
-    sys.exit(hook_main(list(args) or ["--help"]))
+    run(list(args) or ["--help"])
 
 
 @main.group("hooks", cls=click.Group)

@@ -94,6 +94,39 @@ def default_home() -> str:
     return os.path.join(os.path.expanduser("~"), ".local", "share", "memoryd")
 
 
+def run(argv: list[str]) -> None:
+    """The hook process's entry: :func:`main`, its output flushed, then the process
+    ends. With nothing left for the interpreter's teardown to run (no ``atexit``
+    handler, no live non-daemon thread) it ends by ``os._exit``: freeing every module
+    and object costs a hook a millisecond and keeps nothing (the spool is fsynced and
+    every file written here is closed before :func:`main` returns)."""
+    code = main(argv)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # the agent closed its end: nothing to tell it
+            continue
+    if nothing_pending():
+        os._exit(code)
+    sys.exit(code)
+
+
+def nothing_pending() -> bool:
+    """Whether exit would run nothing of ours: no ``atexit`` handler (a full recall's
+    imports register logging's), no live non-daemon thread besides this one."""
+    import atexit  # built in: no file read
+
+    if atexit._ncallbacks():
+        return False
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return True
+    current = threading.current_thread()
+    return not any(
+        t is not current and not t.daemon and t.is_alive() for t in threading.enumerate()
+    )
+
+
 def main(argv: list[str]) -> int:
     """The hook: always 0, whatever happens (a failure is recorded in the home)."""
     if argv[:1] in (["--help"], ["-h"]) or not argv:
