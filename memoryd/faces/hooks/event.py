@@ -19,8 +19,6 @@ asks a running supervisor over its control socket, and only without one loads th
 package to recall here.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import time
@@ -385,7 +383,7 @@ def _ask_supervisor(home: str, args: dict, timeout: float) -> dict | None:
         conn.close()
 
 
-def _unix_socket() -> _socket.socket:
+def _unix_socket() -> "_socket.socket":
     """A UNIX stream socket from the interpreter's ``_socket``: :mod:`socket`'s import
     (``enum``, ``functools``, ``collections`` for its flag types) would cost a hook more
     than the recall it asks for; the calls made here (connect, sendall, recv,
