@@ -114,6 +114,12 @@ SECRET_VALUE_MIN_CHARS = 20
 SECRET_VALUE_MIN_BITS = 3.5
 
 # `memoryd diagnose`: its workload (memoryd/faces/diagnose_workload.py)
+#: Threads a one-shot command (``search``, ``recall``) gives the BLAS library numpy
+#: loads: its few small vector products gain nothing from more, and OpenBLAS's idle
+#: threads spin after each product until the process exits (CPU for nothing). Set
+#: through these variables before numpy loads, unless the user set them.
+ONE_SHOT_BLAS_THREADS = 1
+BLAS_THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 DIAGNOSE_WARM_REPETITIONS = 5  # each case is asked this often warm, on every route
 DIAGNOSE_CONSTANT_FILES = 200  # files read (at most) for a constant the contrary case cites
 DIAGNOSE_FILE_BYTES = 256 * 1024  # of each, its first bytes

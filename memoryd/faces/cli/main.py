@@ -23,6 +23,8 @@ from rich.text import Text
 
 from memoryd.base import logs
 from memoryd.base.config import (
+    BLAS_THREAD_ENV,
+    ONE_SHOT_BLAS_THREADS,
     RETENTION_THRESHOLD_FLAGS,
     ROUTINE_SKIPS,
     SETTINGS,
@@ -545,6 +547,15 @@ MIN_SCORE_HELP = (
 )
 
 
+def one_shot_blas() -> None:
+    """:data:`ONE_SHOT_BLAS_THREADS` BLAS threads for the numpy this command may load
+    (a search routed to a supervisor loads none); a variable the user set is kept. It
+    is set before any numpy import, and neither search nor recall starts a process
+    that would inherit it."""
+    for name in BLAS_THREAD_ENV:
+        os.environ.setdefault(name, str(ONE_SHOT_BLAS_THREADS))
+
+
 @command(main, "search", "memoryd search 'how are JSON documents decoded?' --project python3.11")
 @click.argument("query")
 @click.option("--project", help="Project to search (default: the only one).")
@@ -567,6 +578,7 @@ def search_cmd(
     With --all, every project is searched and each hit names its project."""
     if all_projects and project:
         raise click.UsageError("--all searches every project: drop --project")
+    one_shot_blas()
     if all_projects:
         result = Search(md).search_all(query, limit=limit, min_score=min_score)
     else:
@@ -616,6 +628,7 @@ def recall_cmd(
     """Recall project memory and recent archive evidence (within the recall horizons).
 
     Injects nothing when the evidence is insufficient, and says so."""
+    one_shot_blas()
     result = recall(md, query, project, limit=limit, min_score=min_score)
     if as_json:
         emit_json(result)
