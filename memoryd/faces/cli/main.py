@@ -22,12 +22,11 @@ from rich.text import Text
 
 from memoryd.base import logs
 from memoryd.base.config import (
-    BLAS_THREAD_ENV,
-    ONE_SHOT_BLAS_THREADS,
     RETENTION_THRESHOLD_FLAGS,
     ROUTINE_SKIPS,
     SETTINGS,
     SKIPPED_PATHS_NAMED,
+    one_shot_blas,
 )
 from memoryd.base.errors import ConfigError, MemorydError, UsageError, corruption, is_corruption
 from memoryd.base.times import utc_iso
@@ -554,15 +553,6 @@ MIN_SCORE_HELP = (
     "Only narrows: drop admitted items whose score (0..1) is below this; never adds one "
     "(optional, never required)."
 )
-
-
-def one_shot_blas() -> None:
-    """:data:`ONE_SHOT_BLAS_THREADS` BLAS threads for the numpy this command may load
-    (a search routed to a supervisor loads none); a variable the user set is kept. It
-    is set before any numpy import, and neither search nor recall starts a process
-    that would inherit it."""
-    for name in BLAS_THREAD_ENV:
-        os.environ.setdefault(name, str(ONE_SHOT_BLAS_THREADS))
 
 
 @command(main, "search", "memoryd search 'how are JSON documents decoded?' --project python3.11")

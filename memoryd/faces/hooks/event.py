@@ -343,6 +343,9 @@ def context_here(home: str, args: dict) -> str:
         import site
 
         site.main()
+    from memoryd.base.config import one_shot_blas
+
+    one_shot_blas()
     from memoryd.operations.api import Memoryd
     from memoryd.operations.hook_context import context
 
