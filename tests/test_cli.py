@@ -20,7 +20,7 @@ import click
 import orjson
 import pytest
 
-from memoryd.base.config import SETTINGS, load_config
+from memoryd.base.config import BLAS_THREAD_ENV, SETTINGS, load_config
 from memoryd.operations.home import Home
 from memoryd.queue import JobQueue
 from memoryd.storage import open_authority
@@ -711,3 +711,30 @@ def test_rebuild_says_which_part_it_is_at(cli, home: Path) -> None:
         assert f"{doing} the authority" in res.stderr and f"{doing} the memory" in res.stderr
         quiet = cli(*args, "--json")
         assert quiet.code == 0 and quiet.stderr == "", quiet.stderr
+
+
+#: The CLI, reporting at exit how many threads its process holds.
+THREADS_AT_EXIT = (
+    "import atexit, os; atexit.register(lambda: os.write(2, b'threads=%d' % "
+    "len(os.listdir('/proc/self/task')))); from memoryd.faces.cli.main import main; main()"
+)
+
+
+def test_a_search_or_recall_gives_blas_no_threads_to_spin(cli, home: Path, tmp_path: Path):
+    """OpenBLAS's idle threads spin after each product until a process exits: a
+    one-shot command holds as many threads as with the user's own
+    ``OPENBLAS_NUM_THREADS=1`` (one fewer than by default on two cores or more)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "app.py").write_text("def handshake_timeout():\n    return 30\n")
+    assert cli("ingest", str(src), "--project", "demo", "--wait").code == 0
+
+    def threads(args: list[str], extra: dict) -> int:
+        argv = [sys.executable, "-c", THREADS_AT_EXIT, *args]
+        env = clean_env(home, extra)
+        proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, check=True)
+        return int(re.search(rb"threads=(\d+)", proc.stderr)[1])
+
+    for command in ("search", "recall"):
+        args = [command, "handshake timeout", "--project", "demo"]
+        assert threads(args, {}) == threads(args, dict.fromkeys(BLAS_THREAD_ENV, "1"))

@@ -113,6 +113,23 @@ SECRET_ENV_MIN_CHARS = 8
 SECRET_VALUE_MIN_CHARS = 20
 SECRET_VALUE_MIN_BITS = 3.5
 
+#: Threads a one-shot command (``search``, ``recall``) gives the BLAS library numpy
+#: loads: its few small vector products gain nothing from more, and OpenBLAS's idle
+#: threads spin after each product until the process exits (CPU for nothing). Set
+#: through these variables before numpy loads, unless the user set them.
+ONE_SHOT_BLAS_THREADS = 1
+BLAS_THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def one_shot_blas() -> None:
+    """:data:`ONE_SHOT_BLAS_THREADS` BLAS threads for the numpy a one-shot command may
+    load next (a search routed to a supervisor loads none); a variable the user set
+    is kept. Called before any numpy import by commands that start no process that
+    would inherit it (search, recall, a hook's recall without a supervisor)."""
+    for name in BLAS_THREAD_ENV:
+        os.environ.setdefault(name, str(ONE_SHOT_BLAS_THREADS))
+
+
 # `memoryd diagnose`: its workload (memoryd/faces/diagnose_workload.py)
 DIAGNOSE_WARM_REPETITIONS = 5  # each case is asked this often warm, on every route
 DIAGNOSE_CONSTANT_FILES = 200  # files read (at most) for a constant the contrary case cites

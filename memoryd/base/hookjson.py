@@ -9,8 +9,6 @@ as they set it up, so the output is ``json.dumps(value, separators=(",", ":"))``
 interpreter), :mod:`json` does the work.
 """
 
-from __future__ import annotations
-
 try:
     from _json import encode_basestring_ascii, make_encoder, make_scanner
 except ImportError:  # pragma: no cover - CPython has it

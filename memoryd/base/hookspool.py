@@ -19,8 +19,6 @@ Layout, under ``$HOME/hooks/`` (directories 0700, files 0600):
   shows them), ``dropped`` counts events refused by a full spool.
 """
 
-from __future__ import annotations
-
 import os
 import time
 

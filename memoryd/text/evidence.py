@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
+from memoryd.text.lazy_re import Lazy
 from memoryd.text.lexicon import word_list
 from memoryd.text.terms import STOPWORDS, Query, Term, stem, stems, words
 
@@ -27,20 +28,20 @@ class FocusPlan(Protocol):
     memo: dict
 
 
-SPEAKER_LINE = re.compile(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
-ANY_SPEAKER_LINE = re.compile(SPEAKER_LINE.pattern, re.I | re.M)
+SPEAKER_LINE = Lazy(r"^\s*\**(user|human|me|assistant|ai|bot|system)\**\s*:", re.I)
+ANY_SPEAKER_LINE = Lazy(SPEAKER_LINE.pattern, re.I | re.M)
 _ROLE = {"user": "user", "human": "user", "me": "user"}
 
 
 # A named speaker opening a turn, after an optional role: "Ana: ...", "user: Ana: ...",
 # "**Ana Lima**: ...". One or two capitalized words, then a colon and a space.
-_NAMED = re.compile(
+_NAMED = Lazy(
     r"^\s*(?:\**(?:user|human|me|assistant|ai|bot|system)\**\s*:\s*)?"
     r"\**([A-Z][\w'’.-]{0,30}(?: [A-Z][\w'’.-]{0,30})?)\**\s*:\s"
 )
 FIRST_PERSON = word_list("first_person.txt")
 # A sentence that asks: what its speaker asks about is not evidence about them.
-_QUESTION = re.compile(r"[^.!?]*\?")
+_QUESTION = Lazy(r"[^.!?]*\?")
 
 
 def named_speaker(line: str) -> tuple[str | None, int]:
@@ -118,8 +119,8 @@ def mentions(said: str, persons: set[str]) -> str:
     return " ".join(out)
 
 
-_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
-_WORD = re.compile(r"[^\W_]+")
+_SENTENCE = Lazy(r"[^.!?]+[.!?]*")
+_WORD = Lazy(r"[^\W_]+")
 
 
 def person_text(text: str, persons: set[str]) -> str:
@@ -278,7 +279,7 @@ def other_sense(text: str, p: FocusPlan, matched: set[str]) -> set[str]:
     return {s for s, n in named.items() if held.get(s, 0) <= n}
 
 
-_LOWER_RUN = re.compile(r"[a-z]*")
+_LOWER_RUN = Lazy(r"[a-z]*")
 
 
 def _capitalized(text: str, prefixes: list[tuple[str, str]]):
@@ -321,8 +322,8 @@ def _inflected(word: str, forms: set[str]) -> bool:
     return any(f in (word, word + "s", word + "es") for f in forms)
 
 
-_SURNAME = re.compile(r"[A-Z][\w'’-]*\b")
-_NAME_BEFORE = re.compile(r"[A-Z][\w'’.-]*\s*$")
+_SURNAME = Lazy(r"[A-Z][\w'’-]*\b")
+_NAME_BEFORE = Lazy(r"[A-Z][\w'’.-]*\s*$")
 
 
 def _given_name(text: str, at: int) -> bool:
@@ -363,7 +364,7 @@ def _starts_sentence(text: str, at: int) -> bool:
 
 # Where a sentence ends: ".", "!" or "?" before a space (not after an abbreviation
 # such as "Dr." or "St."), or a line end.
-_SENTENCE_END = re.compile(r"(?<![A-Z][a-z])(?<![A-Z][a-z]{2})[.!?](?=\s)|\n")
+_SENTENCE_END = Lazy(r"(?<![A-Z][a-z])(?<![A-Z][a-z]{2})[.!?](?=\s)|\n")
 
 
 def multiword_names(p: FocusPlan) -> list[tuple[str, list[str]]]:

@@ -14,8 +14,6 @@ compiles with ``re`` as usual: the cache only ever saves time. (It is written wh
 bytecode is not, ``PYTHONDONTWRITEBYTECODE``: it is memoryd's own file.)
 """
 
-from __future__ import annotations
-
 import _sre
 import marshal
 import os
@@ -31,7 +29,7 @@ if TYPE_CHECKING:
 UNUSABLE = (OSError, EOFError, ValueError, TypeError, RuntimeError)
 
 
-def load(spec: object, build: Callable[[], list[tuple[str, int]]], cache: str) -> list[Pattern]:
+def load(spec: object, build: "Callable[[], list[tuple[str, int]]]", cache: str) -> "list[Pattern]":
     """The patterns ``build()`` gives as (pattern, flags) pairs, ``spec`` being what
     they are built from (marshal-able: compared with the cache's): from ``cache``
     when it holds this interpreter's compilation of ``spec``, else compiled here and
@@ -47,7 +45,7 @@ def load(spec: object, build: Callable[[], list[tuple[str, int]]], cache: str) -
     return _compile_and_keep(key, build(), cache)
 
 
-def _compile_and_keep(key: tuple, sources: list[tuple[str, int]], cache: str) -> list[Pattern]:
+def _compile_and_keep(key: tuple, sources: list[tuple[str, int]], cache: str) -> "list[Pattern]":
     import re
 
     patterns = [re.compile(p, f) for p, f in sources]

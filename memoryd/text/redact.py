@@ -22,8 +22,6 @@ from :mod:`memoryd.text.precompiled` (compiled by ``re`` once per interpreter an
 rules, kept beside this module's bytecode), on first use.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 
@@ -104,7 +102,7 @@ def redact(text: str) -> str:
     return found.token.sub(_entropy_replacement, text)
 
 
-def _replacement(match: Match, name: str) -> str:
+def _replacement(match: "Match", name: str) -> str:
     mark = f"[redacted:{name}]"
     if "value" not in match.re.groupindex or match.group("value") is None:
         return mark
@@ -114,7 +112,7 @@ def _replacement(match: Match, name: str) -> str:
     return whole[: start - base] + mark + whole[end - base :]
 
 
-def _entropy_replacement(match: Match) -> str:
+def _entropy_replacement(match: "Match") -> str:
     token = match.group(0)
     return "[redacted:entropy]" if looks_generated(token) else token
 

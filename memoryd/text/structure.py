@@ -22,13 +22,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from memoryd.text.lazy_re import Lazy
 from memoryd.text.lexicon import word_table
 from memoryd.text.terms import STOPWORDS
 
 CONTEXT_MAX_WORDS = 48  # words a chunk's context adds at most (a minified file's keys)
 
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_VERSION = re.compile(r"^\s*(>=|<=|~=|==|>|<|\^|~|=)?\s*v?(\d+(?:\.[\dx*]+)*)\b")
+_WORDS = Lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_VERSION = Lazy(r"^\s*(>=|<=|~=|==|>|<|\^|~|=)?\s*v?(\d+(?:\.[\dx*]+)*)\b")
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def _spoken(fmt: str, keyword: str) -> tuple[str, ...]:
 
 # -- JSON --------------------------------------------------------------------------
 
-_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|//.*|/\*.*?\*/|[{}\[\]:,]')
+_JSON_TOKENS = Lazy(r'"(?:[^"\\]|\\.)*"|//.*|/\*.*?\*/|[{}\[\]:,]')
 
 
 def _json(lines: Sequence[str]) -> list[Line]:
@@ -164,12 +165,12 @@ def _json(lines: Sequence[str]) -> list[Line]:
 
 # -- TOML and INI --------------------------------------------------------------------
 
-_TOML_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
-_TOML_KEY = re.compile(
+_TOML_HEADER = Lazy(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_TOML_KEY = Lazy(
     r"^\s*((?:\"[^\"]*\"|'[^']*'|[A-Za-z0-9_\-]+)(?:\s*\.\s*(?:\"[^\"]*\"|'[^']*'|[A-Za-z0-9_\-]+))*)"
     r"\s*=\s*(.*)$"
 )
-_DOTTED = re.compile(r"\"([^\"]*)\"|'([^']*)'|([A-Za-z0-9_\-]+)")
+_DOTTED = Lazy(r"\"([^\"]*)\"|'([^']*)'|([A-Za-z0-9_\-]+)")
 
 
 def _dotted(name: str) -> tuple[str, ...]:
@@ -211,8 +212,8 @@ def _toml(lines: Sequence[str]) -> list[Line]:
     return out
 
 
-_INI_HEADER = re.compile(r"^\s*\[([^\]]+)\]")
-_INI_KEY = re.compile(r"^([^\s=:#;\[][^=:]*?)\s*[=:]\s*(.*)$")
+_INI_HEADER = Lazy(r"^\s*\[([^\]]+)\]")
+_INI_KEY = Lazy(r"^([^\s=:#;\[][^=:]*?)\s*[=:]\s*(.*)$")
 
 
 def _ini(lines: Sequence[str]) -> list[Line]:
@@ -235,13 +236,13 @@ def _ini(lines: Sequence[str]) -> list[Line]:
 
 # -- YAML --------------------------------------------------------------------------
 
-_YAML_KEY = re.compile(
+_YAML_KEY = Lazy(
     r"^(?P<indent> *)(?P<dash>(?:- +)*)"
     r"(?P<key>\"[^\"]*\"|'[^']*'|[^\s#'\"\-?:,\[\]{}&*!|>%@`][^#]*?)"
     r"\s*:(?:\s+(?P<value>.*))?$"
 )
-_YAML_ITEM = re.compile(r"^(?P<indent> *)- ")
-_BLOCK_SCALAR = re.compile(r"^[|>][-+0-9]*\s*(?:#.*)?$")
+_YAML_ITEM = Lazy(r"^(?P<indent> *)- ")
+_BLOCK_SCALAR = Lazy(r"^[|>][-+0-9]*\s*(?:#.*)?$")
 YAML_UNIT_DEPTH = 3  # keys and list items this deep or less start a unit (jobs.test.steps[])
 
 
@@ -278,10 +279,10 @@ def _yaml(lines: Sequence[str]) -> list[Line]:
 
 # -- Makefile, Dockerfile, go.mod ------------------------------------------------------
 
-_MAKE_ASSIGN = re.compile(
+_MAKE_ASSIGN = Lazy(
     r"^(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_.\-]*)\s*(?:::?=|\?=|\+=|!=|=)"
 )
-_MAKE_RULE = re.compile(r"^([^\s:#=][^:=#]*?)\s*::?(?!=)")
+_MAKE_RULE = Lazy(r"^([^\s:#=][^:=#]*?)\s*::?(?!=)")
 
 
 def _makefile(lines: Sequence[str]) -> list[Line]:
@@ -302,7 +303,7 @@ def _makefile(lines: Sequence[str]) -> list[Line]:
     return out
 
 
-_INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)(?:\s+(.*))?$")
+_INSTRUCTION = Lazy(r"^\s*([A-Za-z]+)(?:\s+(.*))?$")
 
 
 def _dockerfile(lines: Sequence[str]) -> list[Line]:
@@ -327,7 +328,7 @@ def _dockerfile(lines: Sequence[str]) -> list[Line]:
     return out
 
 
-_DIRECTIVE = re.compile(r"^\s*([a-z]+)\b(\s*\()?")
+_DIRECTIVE = Lazy(r"^\s*([a-z]+)\b(\s*\()?")
 
 
 def _gomod(lines: Sequence[str]) -> list[Line]:
@@ -351,9 +352,9 @@ def _gomod(lines: Sequence[str]) -> list[Line]:
 
 # -- markdown ------------------------------------------------------------------------
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_ATX = Lazy(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_SETEXT = Lazy(r"^ {0,3}(=+|-+)\s*$")
+_FENCE = Lazy(r"^ {0,3}(```|~~~)")
 
 
 def _markdown(lines: Sequence[str]) -> list[Line]:

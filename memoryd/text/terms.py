@@ -34,6 +34,7 @@ from functools import cache
 
 import apsw
 
+from memoryd.text.lazy_re import Lazy
 from memoryd.text.lexicon import english_for, spanish_forms, stopwords, word_list
 
 _TOKENIZER_CONN = apsw.Connection(":memory:")
@@ -223,7 +224,7 @@ def _after_from(toks: list[str], i: int) -> bool:
     return bool(before) and before[-1] in _FROM_TO
 
 
-_IDENTIFIER = re.compile(
+_IDENTIFIER = Lazy(
     r"(?<![\w./-])("
     r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+"  # dotted.name
     r"|[a-z]+[A-Z][a-z]+[A-Z]\w*"  # camelCase of three or more humps
@@ -233,18 +234,18 @@ _IDENTIFIER = re.compile(
     r"|[A-Za-z]\w*_\w+"  # snake_case
     r")(?![\w/])"
 )
-_QUOTED = re.compile(r"(?:^|(?<=\s))[\"“'‘«]([^\"”'’»]{1,80})[\"”'’»](?=[\s.,;:?!)]|$)")
-_PATH = re.compile(r"(?<![\w])((?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4})(?![\w/])")
-_SPEAKER_YOU = re.compile(
+_QUOTED = Lazy(r"(?:^|(?<=\s))[\"“'‘«]([^\"”'’»]{1,80})[\"”'’»](?=[\s.,;:?!)]|$)")
+_PATH = Lazy(r"(?<![\w])((?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4})(?![\w/])")
+_SPEAKER_YOU = Lazy(
     r"\byou\s+(?:\w+\s+)?(?:said|mentioned|recommended|suggested|told|gave|provided|listed"
     r"|described|explained|shared|wrote|offered|proposed|came up)\b"
     r"|\bdid you\b|\byour (?:suggestion|recommendation|advice|answer|response|list|idea)"
     r"|\b(?:dijiste|mencionaste|recomendaste|sugeriste|propusiste)\b",
     re.I,
 )
-_SPEAKER_I = re.compile(r"\b(i|i'm|i've|i'd|my|me|mine|myself|yo|mi|mis|me)\b", re.I)
+_SPEAKER_I = Lazy(r"\b(i|i'm|i've|i'd|my|me|mine|myself|yo|mi|mis|me)\b", re.I)
 # "I said / I mentioned / I told you": the user's own words, even about the conversation
-_SPEAKER_I_SAID = re.compile(
+_SPEAKER_I_SAID = Lazy(
     r"\bI\s+(?:\w+\s+)?(?:said|say|mentioned|mention|told|tell|shared|share|wrote|write"
     r"|described|describe|listed|list)\b"
     r"|\b(?:dije|mencione|conte)\b",
@@ -252,7 +253,7 @@ _SPEAKER_I_SAID = re.compile(
 )
 # A question about the shared conversation ("our previous chat", "we discussed", "remind
 # me of ..."): its fact may have been said by either side, so no speaker is asked.
-_ABOUT_CONVERSATION = re.compile(
+_ABOUT_CONVERSATION = Lazy(
     r"\b(?:our|we|us)\b[^.?!]{0,40}\b(?:conversations?|chats?|chatted|discuss\w*|talk\w*"
     r"|exchanges?)\b|\bremind\s+me\b|\b(?:conversacion|charla|hablamos|recuerdame)\b",
     re.I,
@@ -290,7 +291,7 @@ class Query:
 
 
 # An attribute of a name: "Rossum's wife", "the wife of Guido", "la esposa de Guido".
-_POSSESSIVE = re.compile(
+_POSSESSIVE = Lazy(
     r"(?<!^)(?<![.?!¿¡]\s)\b[A-Z][\w-]*['’]s\s+[a-z]"
     r"|\b[a-z][a-z-]+\s+(?:of|de|del)\s+(?:the\s+|la\s+|el\s+)?[A-Z]"
 )
@@ -365,7 +366,7 @@ for _group in _IRREGULAR_VERBS.replace("\n", " ").split(";"):
 
 # An ordering adverb closing a clause: the question asks which came first/last.
 _ORDER_ADVERBS = frozenset(["first", "last", "earlier", "later", "sooner", "primero", "antes"])
-_ORDER_ASKED = re.compile(r"\b(?:" + "|".join(_ORDER_ADVERBS) + r")(?=\s*[,?])", re.I)
+_ORDER_ASKED = Lazy(r"\b(?:" + "|".join(_ORDER_ADVERBS) + r")(?=\s*[,?])", re.I)
 
 _ONLY_EN = STOPWORDS_EN - STOPWORDS_ES
 _ONLY_ES = STOPWORDS_ES - STOPWORDS_EN

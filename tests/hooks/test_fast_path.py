@@ -7,6 +7,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,10 @@ import pytest
 
 import memoryd
 from memoryd.base import hookjson
+from memoryd.faces.hooks import event
+from memoryd.faces.hooks.install import command
 from memoryd.text import precompiled, redact
+from tests.hooks.conftest import spooled
 
 VALUES = [
     {"v": 1, "text": 'caf\u00e9 \u2603 \U0001f600 "quoted" \\ \n\t\x00', "n": None},
@@ -115,3 +119,46 @@ def test_a_hook_process_imports_neither_re_nor_json(home: Path, tmp_path: Path):
     kept = [json.loads(p.read_bytes()) for p in sorted(spool.iterdir())]
     texts = [e["tool_input"]["command"] if e["kind"] == "tool" else e["text"] for e in kept]
     assert texts == ["export API_TOKEN=[redacted:assignment]"] * 4
+
+
+#: Prepended to the installed command's code: each fsync and the process's
+#: ``os._exit`` say so on stderr (unbuffered ``os.write``) as they happen.
+TRACE = (
+    "import os; _fsync, _exit = os.fsync, os._exit; "
+    "os.fsync = lambda fd: (os.write(2, b'fsync '), _fsync(fd))[1]; "
+    "os._exit = lambda code: (os.write(2, b'_exit'), _exit(code)); "
+)
+HELD = {
+    "atexit": "import atexit; atexit.register(os.write, 2, b'atexit'); ",
+    "thread": "import threading, time; threading.Thread(target=lambda: (time.sleep(0.2), "
+    "os.write(2, b'thread'))).start(); ",
+}
+
+
+def traced_hook(home: Path, tmp_path: Path, args: list[str], held: str = "") -> tuple:
+    """The installed PostToolUse command with ``args`` for its own, traced: (stdout,
+    stderr)."""
+    argv = shlex.split(command("PostToolUse", "claude-code", str(home)))
+    argv[4] = TRACE + held + argv[4]
+    argv[5:] = args
+    payload = {"session_id": "s", "cwd": str(tmp_path), "tool_name": "Bash",
+               "tool_input": {"command": "ls"}, "tool_response": "a file"}  # fmt: skip
+    proc = subprocess.run(argv, input=json.dumps(payload).encode(), capture_output=True,
+                          timeout=60, check=True)  # fmt: skip
+    return proc.stdout.decode(), proc.stderr.decode()
+
+
+def test_a_hook_ends_without_teardown_once_its_event_is_fsynced(home: Path, tmp_path: Path):
+    """``os._exit`` comes after the event's file and directory are fsynced, and what
+    the hook printed (buffered: ``-I`` ignores PYTHONUNBUFFERED) still reaches the pipe."""
+    out, err = traced_hook(home, tmp_path, ["PostToolUse", "--home", str(home)])
+    assert (out, err) == ("", "fsync fsync _exit")
+    assert [e["tool_response"] for e in spooled(home)] == ["a file"]
+    out, err = traced_hook(home, tmp_path, ["--help"])
+    assert (out, err) == (event.USAGE, "_exit")
+
+
+@pytest.mark.parametrize("held", HELD)
+def test_an_atexit_handler_or_a_live_thread_keeps_the_full_exit(home, tmp_path, held):
+    out, err = traced_hook(home, tmp_path, ["--help"], HELD[held])
+    assert (out, err) == (event.USAGE, held)

@@ -7,6 +7,6 @@ before :mod:`.main` imports click, rich and the API (a quarter of a second)."""
 import sys as _sys
 
 if _sys.argv[1:2] == ["hook"] and _sys.argv[0].endswith("memoryd"):
-    from memoryd.faces.hooks.event import main as _hook
+    from memoryd.faces.hooks.event import run as _hook
 
-    _sys.exit(_hook(_sys.argv[2:]))
+    _hook(_sys.argv[2:])

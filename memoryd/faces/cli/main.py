@@ -13,12 +13,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from memoryd.base import logs
@@ -27,6 +26,7 @@ from memoryd.base.config import (
     ROUTINE_SKIPS,
     SETTINGS,
     SKIPPED_PATHS_NAMED,
+    one_shot_blas,
 )
 from memoryd.base.errors import ConfigError, MemorydError, UsageError, corruption, is_corruption
 from memoryd.base.times import utc_iso
@@ -40,6 +40,9 @@ from memoryd.operations.recall import recall
 from memoryd.operations.search import Search
 from memoryd.queue import STATES
 from memoryd.workers.contract import USER_KINDS
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 out = Console()
 err = Console(stderr=True)
@@ -114,6 +117,13 @@ class MemorydGroup(click.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def table_of(*columns: str, **options: Any) -> Table:
+    """A rich table: ``rich.table``'s import (5 ms) waits for a command that prints one."""
+    from rich.table import Table
+
+    return Table(*columns, **options)
 
 
 HOME_HELP = "Data home (default $MEMORYD_HOME, else $XDG_DATA_HOME/memoryd)."
@@ -256,7 +266,7 @@ def status_cmd(md: Memoryd, as_json: bool) -> None:
             "running[/]: process them with `memoryd run --drain` (or keep `memoryd run` going)",
             highlight=False,
         )
-    table = Table("state", "jobs", title="queue")
+    table = table_of("state", "jobs", title="queue")
     for state in STATES:
         table.add_row(state, f"{st['queue'][state]:,}")
     out.print(table)
@@ -264,7 +274,7 @@ def status_cmd(md: Memoryd, as_json: bool) -> None:
     age = human_duration(kept["keep_seconds"])
     out.print(f"done jobs kept: {kept['kept']:,} (purged after {age})", highlight=False)
     if st["projects"]:
-        table = Table("project", "files", "chunks", "source", "root", title="projects")
+        table = table_of("project", "files", "chunks", "source", "root", title="projects")
         for p in st["projects"]:
             table.add_row(
                 p["project"],
@@ -567,6 +577,7 @@ def search_cmd(
     With --all, every project is searched and each hit names its project."""
     if all_projects and project:
         raise click.UsageError("--all searches every project: drop --project")
+    one_shot_blas()
     if all_projects:
         result = Search(md).search_all(query, limit=limit, min_score=min_score)
     else:
@@ -616,6 +627,7 @@ def recall_cmd(
     """Recall project memory and recent archive evidence (within the recall horizons).
 
     Injects nothing when the evidence is insufficient, and says so."""
+    one_shot_blas()
     result = recall(md, query, project, limit=limit, min_score=min_score)
     if as_json:
         emit_json(result)
@@ -792,7 +804,7 @@ def _print_clients_drill(report: dict) -> None:
         f" {where} {report['home']}; lost {figures['lost']}, doubled {figures['doubled']}",
         highlight=False,
     )
-    table = Table("figure", "value", "bound", "met", box=None)
+    table = table_of("figure", "value", "bound", "met", box=None)
     for name, bound in figures["bounds"].items():
         table.add_row(name, str(figures[name]), str(bound["bound"]), str(bound["met"]))
     out.print(table)
@@ -808,7 +820,7 @@ def _print_drill(report: dict) -> None:
         f" {report['seed']}) in {report['seconds']}s, in {where} {report['home']}",
         highlight=False,
     )
-    table = Table("kill or fault", "cycles", box=None)
+    table = table_of("kill or fault", "cycles", box=None)
     for name, count in report["kills"].items():
         table.add_row(name, str(count))
     out.print(table)
@@ -1189,7 +1201,7 @@ def _print_dry_run(r: dict) -> None:
     if not r["would_expire"]:
         out.print(f"dry run at {when}: nothing would expire", highlight=False)
     else:
-        table = Table("class", "project", "versions", title=f"would expire at {when} (dry run)")
+        table = table_of("class", "project", "versions", title=f"would expire at {when} (dry run)")
         for row in r["would_expire"]:
             table.add_row(row["class"], row["project"], f"{row['versions']:,}")
         out.print(table)
@@ -1287,7 +1299,7 @@ def retention_status(md: Memoryd, as_json: bool, now: str | None) -> None:
         f"live payload {c['live_payload_bytes']:,} bytes",
         highlight=False,
     )
-    table = Table("class", "live versions", "expires after (days)", title="retention")
+    table = table_of("class", "live versions", "expires after (days)", title="retention")
     for cls, n in c["live_by_class"].items():
         days = r["policy"][cls]["age_days"]
         table.add_row(cls, f"{n:,}", str(days) if days else "never")
@@ -1338,7 +1350,7 @@ def _print_jobs(jobs: list[dict], title: str) -> None:
     if not jobs:
         out.print(f"{title}: none", highlight=False)
         return
-    table = Table("id", "kind", "state", "attempts", "project", title=title)
+    table = table_of("id", "kind", "state", "attempts", "project", title=title)
     table.add_column("last error", overflow="ellipsis")
     for j in jobs:
         table.add_row(
@@ -1456,7 +1468,7 @@ def projects_list(md: Memoryd, as_json: bool) -> None:
     if not projects:
         out.print("no projects yet: memoryd ingest PATH --wait")
         return
-    table = Table("project", "files", "chunks", "source", "last ingest", "root")
+    table = table_of("project", "files", "chunks", "source", "last ingest", "root")
     for p in projects:
         table.add_row(
             p["project"],
@@ -1656,7 +1668,7 @@ def print_diagnosis(r: dict) -> None:
         highlight=False,
     )
     b = r["bytes"]
-    table = Table("phase", "database", "WAL", "SHM", "archive", "other", "total", title="bytes")
+    table = table_of("phase", "database", "WAL", "SHM", "archive", "other", "total", title="bytes")
     for phase in ("empty_authority", "peak_live", "live_after_drain", "quiescent", "closed",
                   "reopened"):  # fmt: skip
         row = b[phase]
@@ -1681,7 +1693,9 @@ def print_diagnosis(r: dict) -> None:
     if "baseline" in r:
         from memoryd.faces.diagnose import comparison
 
-        table = Table("measure", "this memoryd", "baseline", "ratio", title="against the baseline")
+        table = table_of(
+            "measure", "this memoryd", "baseline", "ratio", title="against the baseline"
+        )
         for label, ours, theirs, ratio in comparison(r):
             table.add_row(label, f"{ours:,}", f"{theirs:,}", "-" if ratio is None else f"{ratio}x")
         out.print(table)
@@ -1694,7 +1708,7 @@ def _print_oracles(o: dict) -> None:
         f" precision {a['precision']}; unanswerable: {u['abstained']}/{u['cases']} abstained",
         highlight=False,
     )
-    table = Table("case", "result", "detail", box=None)
+    table = table_of("case", "result", "detail", box=None)
     for case in o["cases"]:
         if "hit" in case:
             result = "hit" if case["hit"] else "miss"
@@ -1715,7 +1729,7 @@ def _print_workload(w: dict) -> None:
     cited = f"; contrary: {const['name']} ({const['path']}:{const['line']})" if const else ""
     out.print(f"workload: {f['staged']} facts by memory add ({done}){cited}", highlight=False)
     reps = next(iter(w["routes"].values()))["repetitions"]
-    table = Table(
+    table = table_of(
         "route", f"hit@{w['k']}", "MRR", "contrary", "abstained", "FP", "first", "p50", "p95",
         box=None, title=f"by route (ms; {reps} warm repetitions a case; FP: false positives)",
     )  # fmt: skip
@@ -1807,9 +1821,9 @@ def hook_cmd(args: tuple[str, ...]) -> None:
     Example:
       echo '{"session_id":"s1","prompt":"how do we deploy?"}' | memoryd hook UserPromptSubmit
     """
-    from memoryd.faces.hooks.event import main as hook_main
+    from memoryd.faces.hooks.event import run
 
-    sys.exit(hook_main(list(args) or ["--help"]))
+    run(list(args) or ["--help"])
 
 
 @main.group("hooks", cls=click.Group)

@@ -2,6 +2,6 @@
 
 import sys
 
-from memoryd.faces.hooks.event import main
+from memoryd.faces.hooks.event import run
 
-sys.exit(main(sys.argv[1:]))
+run(sys.argv[1:])

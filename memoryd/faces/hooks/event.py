@@ -19,8 +19,6 @@ asks a running supervisor over its control socket, and only without one loads th
 package to recall here.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import time
@@ -92,6 +90,39 @@ def default_home() -> str:
     if xdg := os.environ.get("XDG_DATA_HOME"):
         return os.path.join(xdg, "memoryd")
     return os.path.join(os.path.expanduser("~"), ".local", "share", "memoryd")
+
+
+def run(argv: list[str]) -> None:
+    """The hook process's entry: :func:`main`, its output flushed, then the process
+    ends. With nothing left for the interpreter's teardown to run (no ``atexit``
+    handler, no live non-daemon thread) it ends by ``os._exit``: freeing every module
+    and object costs a hook a millisecond and keeps nothing (the spool is fsynced and
+    every file written here is closed before :func:`main` returns)."""
+    code = main(argv)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # the agent closed its end: nothing to tell it
+            continue
+    if nothing_pending():
+        os._exit(code)
+    sys.exit(code)
+
+
+def nothing_pending() -> bool:
+    """Whether exit would run nothing of ours: no ``atexit`` handler (a full recall's
+    imports register logging's), no live non-daemon thread besides this one."""
+    import atexit  # built in: no file read
+
+    if atexit._ncallbacks():
+        return False
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return True
+    current = threading.current_thread()
+    return not any(
+        t is not current and not t.daemon and t.is_alive() for t in threading.enumerate()
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -312,6 +343,9 @@ def context_here(home: str, args: dict) -> str:
         import site
 
         site.main()
+    from memoryd.base.config import one_shot_blas
+
+    one_shot_blas()
     from memoryd.operations.api import Memoryd
     from memoryd.operations.hook_context import context
 
@@ -352,7 +386,7 @@ def _ask_supervisor(home: str, args: dict, timeout: float) -> dict | None:
         conn.close()
 
 
-def _unix_socket() -> _socket.socket:
+def _unix_socket() -> "_socket.socket":
     """A UNIX stream socket from the interpreter's ``_socket``: :mod:`socket`'s import
     (``enum``, ``functools``, ``collections`` for its flag types) would cost a hook more
     than the recall it asks for; the calls made here (connect, sendall, recv,

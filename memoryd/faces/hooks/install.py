@@ -48,10 +48,7 @@ def config_path(agent: str, project: Path | None) -> Path:
 #: package, without ``site`` (``-S``: no site-packages scan, no ``.pth`` files, the
 #: largest part of an interpreter's start) and isolated from the user's environment
 #: (``-I``); only a recall without a supervisor loads ``site`` (:mod:`.event`).
-BOOT = (
-    "import sys; sys.path.insert(0, {root}); "
-    "from {mark}.event import main; sys.exit(main(sys.argv[1:]))"
-)
+BOOT = "import sys; sys.path.insert(0, {root}); from {mark}.event import run; run(sys.argv[1:])"
 
 
 def command(event: str, agent: str, home: str | None) -> str:
