@@ -65,6 +65,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 
+from memoryd.consolidation import values
 from memoryd.text.lexicon import word_list, word_map
 from memoryd.text.terms import STOPWORDS, stem
 
@@ -88,7 +89,8 @@ _stem = functools.lru_cache(maxsize=STEMS)(stem)
 
 # a flag, a quoted string, or a word with inner punctuation ("v3.11", "api/v2", "e2e")
 _TOKEN = re.compile(
-    r"`[^`\n]+`|\"[^\"\n]+\"|--?\w[\w.\-/:@+]*|\w[\w'’]*(?:[.\-/:@+]\w[\w'’]*)*%?", re.UNICODE
+    r"`[^`\n]+`|\"[^\"\n]+\"|--?\w[\w.\-/:@+]*|\w[\w'’]*(?:[.\-/:@+]\w[\w'’]*)*(?:\+\+|#)?%?",
+    re.UNICODE,
 )
 _NUMBER = re.compile(r"v?(\d[\d.,:_]*\d|\d)(%|[a-z]+)?")
 _INNER_MARK = re.compile(r"[\d_./:@+\-]")
@@ -397,6 +399,9 @@ class Thresholds:
 
 def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     """``duplicate``, ``supersedes``, ``conflict`` or ``distinct`` (see the module)."""
+    replaced = value_replaced(old_text, new_text)
+    if replaced is not None:
+        return "supersedes" if replaced else "duplicate"
     old, new = align(read(old_text), read(new_text))
     d = diff(old, new)
     slots = _slots(old, new)
@@ -422,7 +427,7 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
         return "distinct" if same_value else "conflict"
     if d.values_changed:
         return "conflict"
-    if d.shared_values(VALUE):
+    if d.shared_values(VALUE) or any(_said(t) for t in d.shared):
         return "distinct"  # the same value, said of another named subject
     # an identifier both hold names the subject ("auth-api uses Kafka") or is the value
     # ("eu-west-1 hosts the auth-api"): which one, the words cannot tell
@@ -553,3 +558,91 @@ def _changed(tokens: tuple[Token, ...], moved: Counter) -> list[Token]:
         elif t.cls in (*NAMES, WORD):
             out.append(t)
     return out
+
+
+NOTE_START = re.compile(r"\s*(?:[,;(\u2014]|\s-\s)")  # a note appended to a claim
+PRODUCT_WORDS = 3  # at most this many words name what a number is the version of
+
+
+def value_replaced(old_text: str, new_text: str) -> bool | None:
+    """Whether the newer text changes a typed value (:mod:`.values`) of the same
+    subject: ``True`` when the claims, their values masked, say the same thing (but
+    for a note one of them appends after its values, "..., see the wiki") and a value
+    differs ("5 minutes", "10 minutes"; a name before a version, "gcc 14", "clang
+    16", is part of it); ``False`` when every value is the same however written ("5
+    minutes", "300 seconds", "about 5 minutes"); ``None`` when typed values cannot
+    tell (no values, another frame or subject: the words decide, :func:`relate`)."""
+    olds, news = values.parse(old_text), values.parse(new_text)
+    if not olds or not news:
+        return None
+    for (old, old_values), (new, new_values) in _cores(old_text, olds, new_text, news):
+        if [v.kind for v in old_values] != [v.kind for v in new_values]:
+            continue
+        named = _frame_match(values.masked(old, old_values), values.masked(new, new_values))
+        if named is None:
+            continue
+        return named or not all(a.same(b) for a, b in zip(old_values, new_values, strict=True))
+    return None
+
+
+def _cores(
+    old_text: str, olds: tuple[values.Value, ...], new_text: str, news: tuple[values.Value, ...]
+) -> list[tuple[tuple[str, tuple], tuple[str, tuple]]]:
+    """The pairs of texts compared: both whole, then one of them without a note it
+    appends after a value (a comma, a parenthesis, a dash on: "..., confirmed in
+    standup"), with the values before it."""
+    old_cuts, new_cuts = _cuts(old_text, olds), _cuts(new_text, news)
+    whole_old, whole_new = (old_text, olds), (new_text, news)
+    return [
+        (whole_old, whole_new),
+        *((whole_old, cut) for cut in new_cuts),
+        *((cut, whole_new) for cut in old_cuts),
+    ]
+
+
+def _cuts(text: str, found: tuple[values.Value, ...]) -> list[tuple[str, tuple]]:
+    out = []
+    for m in NOTE_START.finditer(text, found[0].end):
+        kept = tuple(v for v in found if v.end <= m.start())
+        if all(v.end <= m.start() or v.start >= m.start() for v in found):
+            out.append((text[: m.start()], kept))
+    return out
+
+
+def _frame_match(old_text: str, new_text: str) -> bool | None:
+    """The two masked texts say the same thing around their values: ``None`` if not,
+    else whether a name right before a number differs ("gcc `<number>`", "clang
+    `<number>`": what the number is the version of, part of the value)."""
+    old, new = align(read(old_text), read(new_text))
+    if old.negated != new.negated or old.negates != new.negates:
+        return None
+    a, b = [t.key for t in old.tokens], [t.key for t in new.tokens]
+    named = False
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        before_number = i2 < len(a) and j2 < len(b) and a[i2] == b[j2] == NUMBER_SLOT
+        if not (op == "replace" and before_number and max(i2 - i1, j2 - j1) <= PRODUCT_WORDS):
+            return None
+        if not (_names_number(old.tokens[i1 : i2 + 1]) and _names_number(new.tokens[j1 : j2 + 1])):
+            return None
+        named = True
+    return named
+
+
+def _names_number(run: tuple[Token, ...]) -> bool:
+    """Names or words written as one phrase with the number placeholder ending
+    ``run`` (each right before the next, nothing between: "Amazon Linux 2023", not
+    "the mobile team to 5")."""
+    *words, number = run
+    keys = [t.key for t in run]
+    return (
+        all(
+            t.cls in (*NAMES, WORD) and not t.key.startswith("<") and t.then == keys[i + 1]
+            for i, t in enumerate(words)
+        )
+        and number.key == NUMBER_SLOT
+    )
+
+
+NUMBER_SLOT = f"<{values.NUMBER}>"
