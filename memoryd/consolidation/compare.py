@@ -66,15 +66,17 @@ from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 
 from memoryd.consolidation import values
+from memoryd.consolidation.values import (
+    CHANGE_WORDS,
+    DETERMINERS,
+    FALSE_WORDS,
+    NEGATIONS,
+    TRUE_WORDS,
+)
 from memoryd.text.lexicon import word_list, word_map
 from memoryd.text.terms import STOPWORDS, stem
 
-NEGATIONS = word_list("negations_en.txt")
-TRUE_WORDS = word_list("booleans_true_en.txt")
-FALSE_WORDS = word_list("booleans_false_en.txt")
 UNITS = word_list("units_en.txt")
-CHANGE_WORDS = word_list("change_words_en.txt")
-DETERMINERS = word_list("determiners_en.txt")
 COPULAS = word_list("copulas_en.txt")
 NUMBER_WORDS = word_map("numbers_en.txt")
 

@@ -38,7 +38,7 @@ APPROX_TOLERANCE = 0.1  # a value said roughly is the same as one within 10% of 
 PARSED = 32_768  # texts whose values a worker keeps (records are compared again)
 
 DURATION, SIZE, PERCENT, RATE, DATE, TIME = "duration", "size", "percent", "rate", "date", "time"
-NUMBER, URL, PATH, STATE = "number", "url", "path", "state"
+NUMBER, URL, PATH, STATE, PHRASE = "number", "url", "path", "state", "phrase"
 MEASURED = (DURATION, SIZE, PERCENT, RATE, TIME)  # keys ending in an amount
 
 _WORDS = word_table("value_words_en.txt")
@@ -59,6 +59,7 @@ def _role(role: str) -> dict[str, float]:
 NUMBER_WORDS, SCALES = _role("number"), _role("scale")
 ARTICLES, APPROX, PER, COORDINATORS = _role("article"), _role("approx"), _role("per"), _role("and")
 CLAUSE_STATES = _role("clause")
+SETTERS, TAKERS = _role("setter"), _role("taker")
 DAY_WORDS = {**_role("noon"), **_role("midnight")}
 HALF_DAY = {**_role("am"), **_role("pm")}
 UNITS = {w: (kind, float(f)) for (kind, f), words in _UNITS.items() for w in words}
@@ -120,6 +121,15 @@ _JOINER = re.compile(
     rf"\s*(?:,\s*(?:(?:{_alt(COORDINATORS)})\s+)?|\s(?:{_alt(COORDINATORS)})\s+)", re.I
 )
 _TRAILING = ".,;:!?)"
+PHRASE_WORDS = 5  # a value phrase is a bare phrase of at most this many words
+_BARE = rf"[\w][\w.+#\-/']*(?: [\w][\w.+#\-/']*){{0,{PHRASE_WORDS - 1}}}"
+_PHRASE_END = r"(?=\s*(?:[.,;!?(\u2014]|\s-\s|$))"
+_PHRASES = re.compile(
+    rf"(?:(?<=\s)=|^\s*[-*]?[^:\n]*:|\bA:)\s+(?P<kv>{_BARE}){_PHRASE_END}"
+    rf"|\b(?P<setter>{_alt(SETTERS)})\b[^.;:!?\n]*?\bto\s+(?P<to>{_BARE}){_PHRASE_END}"
+    rf"|\b(?:{_alt(TAKERS)})\s+(?P<taken>{_BARE})\s+as\b",
+    re.I | re.M,
+)
 
 
 @dataclass(frozen=True)
@@ -150,7 +160,26 @@ def parse(text: str) -> tuple[Value, ...]:
         value = _value(_PATTERNS[_index(m)][0], m, text)
         if value is not None:
             found.append(_widened(value, text))
-    return tuple(_lists(found, text))
+    return tuple(sorted([*_lists(found, text), *_phrases(text, found)], key=lambda v: v.start))
+
+
+def _phrases(text: str, typed: list[Value]) -> list[Value]:
+    """Bare phrases standing where a value stands ("key = V", "A: V", "set X to V",
+    "uses V as its X"), none overlapping a typed value, none holding a determiner
+    ("set up the CI to format the code" sets no value) or starting or ending with a
+    stopword."""
+    out = []
+    for m in _PHRASES.finditer(text):
+        name = next(n for n in ("kv", "to", "taken") if m.group(n) is not None)
+        raw = m.group(name).rstrip(_TRAILING)
+        start = m.start(name)
+        end, words = start + len(raw), raw.lower().split()
+        if any(w in DETERMINERS for w in words) or {words[0], words[-1]} & STOPWORDS:
+            continue
+        if any(v.start < end and start < v.end for v in typed):
+            continue
+        out.append(Value(PHRASE, tuple(stem(w) for w in words), start, end))
+    return out
 
 
 def _index(m: re.Match) -> int:
