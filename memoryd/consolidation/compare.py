@@ -404,6 +404,7 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     replaced = value_replaced(old_text, new_text)
     if replaced is not None:
         return "supersedes" if replaced else "duplicate"
+    old_text, new_text = _same_values_written_alike(old_text, new_text)
     old, new = align(read(old_text), read(new_text))
     d = diff(old, new)
     slots = _slots(old, new)
@@ -585,6 +586,28 @@ def value_replaced(old_text: str, new_text: str) -> bool | None:
             continue
         return named or not all(a.same(b) for a, b in zip(old_values, new_values, strict=True))
     return None
+
+
+def _same_values_written_alike(old_text: str, new_text: str) -> tuple[str, str]:
+    """The two texts with their typed values written one way when both hold the same
+    ones however written ("45 sec", "45s"; "2027-05-26", "May 26, 2027"): a value
+    said another way is no change of value. Else the texts as they are."""
+    olds, news = (
+        [v for v in values.parse(t) if v.kind != values.PHRASE] for t in (old_text, new_text)
+    )
+    if not olds or len(olds) != len(news):
+        return old_text, new_text
+    pairs = []
+    for a in olds:
+        b = next((b for b in news if a.same(b) and b not in [p for _, p in pairs]), None)
+        if b is None:
+            return old_text, new_text
+        pairs.append((a, b))
+    names = [f"{a.kind}-{i}" for i, (a, _) in enumerate(pairs)]
+    return (
+        values.masked(old_text, tuple(a for a, _ in pairs), names),
+        values.masked(new_text, tuple(b for _, b in pairs), names),
+    )
 
 
 def _cores(

@@ -115,7 +115,7 @@ _PATTERNS = [
     (STATE, rf"\b(?P<cs>{_alt(CLAUSE_STATES)})(?=\s*(?:[.,;!?)]|$))"),
 ]
 _SCANNER = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)), re.I)
-_CLAUSE_END = re.compile(r"\s*(?:[.,;:!?)]|$)")
+_CLAUSE_END = re.compile(r"\s*(?:[.,;:!?()]|$)")
 _WORD_BEFORE = re.compile(r"([~\w'’.\-]+)\W*$")
 _JOINER = re.compile(
     rf"\s*(?:,\s*(?:(?:{_alt(COORDINATORS)})\s+)?|\s(?:{_alt(COORDINATORS)})\s+)", re.I
@@ -368,12 +368,14 @@ def _lists(found: list[Value], text: str) -> list[Value]:
     return out
 
 
-def masked(text: str, values: tuple[Value, ...]) -> str:
-    """``text`` with each value replaced by a placeholder of its kind (read as one
-    quoted name, the same in every text)."""
+def masked(text: str, values: tuple[Value, ...], names: list[str] | None = None) -> str:
+    """``text`` with each value replaced by a placeholder (read as one quoted name):
+    its kind, or its name in ``names``."""
     out, at = [], 0
-    for v in values:
-        out += [text[at : v.start], f" `<{v.kind}>` "]
+    order = sorted(range(len(values)), key=lambda i: values[i].start)
+    for i in order:
+        v = values[i]
+        out += [text[at : v.start], f" `<{names[i] if names else v.kind}>` "]
         at = v.end
     out.append(text[at:])
     return "".join(out)
