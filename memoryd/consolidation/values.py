@@ -116,6 +116,7 @@ _PATTERNS = [
 ]
 _SCANNER = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)), re.I)
 _CLAUSE_END = re.compile(r"\s*(?:[.,;:!?()]|$)")
+_WORD_AFTER = re.compile(r" +([A-Za-z][\w\-]*)")
 _WORD_BEFORE = re.compile(r"([~\w'’.\-]+)\W*$")
 _JOINER = re.compile(
     rf"\s*(?:,\s*(?:(?:{_alt(COORDINATORS)})\s+)?|\s(?:{_alt(COORDINATORS)})\s+)", re.I
@@ -280,11 +281,12 @@ def _time(g: dict, text: str, start: int, end: int) -> tuple | None:
 
 
 def _plain_number(g: dict, text: str, start: int, end: int) -> tuple | None:
-    """A numeral or number words; "one" only where it ends a clause (else a pronoun,
-    "the staging one"), and no number inside a noun phrase ("the v2 billing page")."""
+    """A numeral or number words; "one" only where it ends a clause or a content word
+    follows it ("one replica"; else a pronoun, "the staging one is"), and no number
+    inside a noun phrase ("the v2 billing page")."""
     if "nw" in g:
         words = g["nw"].lower()
-        if words == "one" and not _CLAUSE_END.match(text, end):
+        if words == "one" and not (_CLAUSE_END.match(text, end) or _content_after(text, end)):
             return None
         return (int(_number(words)),)
     if _in_noun_phrase(text, start, end):
@@ -295,13 +297,13 @@ def _plain_number(g: dict, text: str, start: int, end: int) -> tuple | None:
 def _in_noun_phrase(text: str, start: int, end: int) -> bool:
     """A determiner right before and a content word right after: a modifier."""
     before = _word_before(text, start)
-    after = re.match(r" +([A-Za-z][\w\-]*)", text[end:])
-    return bool(
-        before
-        and before.group(1).lower() in DETERMINERS
-        and after
-        and after.group(1).lower() not in STOPWORDS
-    )
+    return bool(before and before.group(1).lower() in DETERMINERS and _content_after(text, end))
+
+
+def _content_after(text: str, end: int) -> bool:
+    """A content word (no stopword) right after ``end``, in the same phrase."""
+    after = _WORD_AFTER.match(text, end)
+    return bool(after and after.group(1).lower() not in STOPWORDS)
 
 
 def _word_before(text: str, start: int) -> re.Match | None:
