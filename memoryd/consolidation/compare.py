@@ -1,6 +1,13 @@
 """How a new memory text relates to an earlier one, read without a model: the default
 adjudicator's judgement (:mod:`.adjudicate`).
 
+Typed values first (:func:`value_replaced`, :mod:`.values`): two texts that say the
+same thing once their values are masked (but for a note one appends after its
+values, "..., see the wiki") supersede when a value changed ("5 minutes", "10
+minutes"; "gcc 14", "clang 16") and repeat each other when every value is the same
+however written ("5 minutes", "300 seconds", "about 5 minutes"). Otherwise the words
+decide, as follows (values both texts hold however written are written one way).
+
 Each text is read as a sequence of tokens in four classes (stopwords and words
 that only mark a change, "now", "instead", "correction", dropped):
 
