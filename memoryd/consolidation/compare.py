@@ -571,6 +571,7 @@ def _changed(tokens: tuple[Token, ...], moved: Counter) -> list[Token]:
 
 
 NOTE_START = re.compile(r"\s*(?:[,;(\u2014]|\s-\s)")  # a note appended to a claim
+_FIRST_WORD = re.compile(r"\s*(\w+)")
 PRODUCT_WORDS = 3  # at most this many words name what a number is the version of
 
 
@@ -586,7 +587,9 @@ def value_replaced(old_text: str, new_text: str) -> bool | None:
     if not olds or not news:
         return None
     for (old, old_values), (new, new_values) in _cores(old_text, olds, new_text, news):
-        if [v.kind for v in old_values] != [v.kind for v in new_values]:
+        if len(old_values) != len(new_values) or not all(
+            a.comparable(b) for a, b in zip(old_values, new_values, strict=True)
+        ):
             continue
         named = _frame_match(values.masked(old, old_values), values.masked(new, new_values))
         if named is None:
@@ -633,8 +636,14 @@ def _cores(
 
 
 def _cuts(text: str, found: tuple[values.Value, ...]) -> list[tuple[str, tuple]]:
+    """``text`` cut where a note may start after its first value, with the values
+    before the cut; not where a qualifier starts (values.SCOPES: "..., for the staging
+    cluster" says which subject)."""
     out = []
     for m in NOTE_START.finditer(text, found[0].end):
+        first = _FIRST_WORD.match(text, m.end())
+        if first and first.group(1).lower() in values.SCOPES:
+            continue
         kept = tuple(v for v in found if v.end <= m.start())
         if all(v.end <= m.start() or v.start >= m.start() for v in found):
             out.append((text[: m.start()], kept))

@@ -60,6 +60,7 @@ NUMBER_WORDS, SCALES = _role("number"), _role("scale")
 ARTICLES, APPROX, PER, COORDINATORS = _role("article"), _role("approx"), _role("per"), _role("and")
 CLAUSE_STATES = _role("clause")
 SETTERS, TAKERS = _role("setter"), _role("taker")
+SCOPES = _role("scope")
 DAY_WORDS = {**_role("noon"), **_role("midnight")}
 HALF_DAY = {**_role("am"), **_role("pm")}
 UNITS = {w: (kind, float(f)) for (kind, f), words in _UNITS.items() for w in words}
@@ -142,15 +143,25 @@ class Value:
     approx: bool = False
 
     def same(self, other: Value) -> bool:
-        """One value, however written: the same key, or near it when said roughly."""
+        """One value, however written: the same key, a date said with less precision
+        ("6 August", "6 August 2027"), or near it when said roughly."""
         if self.kind != other.kind:
             return False
         if self.key == other.key:
             return True
+        if self.kind == DATE and len(self.key) == len(other.key) == 3:
+            return all(a == b or not a or not b for a, b in zip(self.key, other.key, strict=True))
         if not (self.approx or other.approx) or self.kind not in MEASURED:
             return False
         (*a, x), (*b, y) = self.key, other.key
         return a == b and abs(x - y) <= APPROX_TOLERANCE * max(abs(x), abs(y))
+
+    def comparable(self, other: Value) -> bool:
+        """The two can be one value changed: the same kind, and for a rate the same
+        thing counted ("5 jobs per minute", "5 builds per minute" count two things)."""
+        if self.kind != other.kind:
+            return False
+        return self.kind != RATE or self.key[:2] == other.key[:2]
 
 
 @functools.lru_cache(maxsize=PARSED)

@@ -81,6 +81,7 @@ def test_a_changed_value_of_the_same_subject_supersedes(old, new, thresholds):
         ("Uploads are capped at 1 GB.", "Uploads are capped at 1024 MB."),
         ("The canary gets 5% of traffic.", "The canary gets five percent of traffic."),
         ("The code freeze begins 2030-11-02.", "The code freeze begins 2 November 2030."),
+        ("The code freeze begins 2 November.", "The code freeze begins 2 November 2030."),
     ],
 )
 def test_the_same_value_written_another_way_is_no_change(old, new, thresholds):
@@ -104,11 +105,18 @@ def test_the_same_value_written_another_way_is_no_change(old, new, thresholds):
         # another subject right before the value is not a version's name
         ("We set the workers of the indexer to 4.", "We set the workers of the crawler to 6."),
         ("search_api.owner = Dana", "billing_api.owner = Dana"),
+        # a rate of another thing counted
+        ("The relay accepts 5 jobs per minute.", "The relay accepts 8 builds per minute."),
     ],
 )
 def test_close_but_distinct_claims_are_never_superseded(old, new, thresholds):
     assert value_replaced(old, new) is not True
     assert relate(old, new, thresholds) not in ("supersedes", "duplicate")
+
+
+def test_a_qualifier_after_a_comma_is_no_note_to_leave_out():
+    old, new = "The build timeout is 30s.", "The build timeout is 60s, for the arm64 runners."
+    assert value_replaced(old, new) is None
 
 
 def test_no_typed_value_or_another_frame_leaves_the_decision_to_the_words():
