@@ -571,6 +571,7 @@ def _changed(tokens: tuple[Token, ...], moved: Counter) -> list[Token]:
 
 
 NOTE_START = re.compile(r"\s*(?:[,;(\u2014]|\s-\s)")  # a note appended to a claim
+_WORDS_BEFORE = re.compile(r"[\w][\w.+#\-']*")
 _FIRST_WORD = re.compile(r"\s*(\w+)")
 PRODUCT_WORDS = 3  # at most this many words name what a number is the version of
 
@@ -594,6 +595,8 @@ def value_replaced(old_text: str, new_text: str) -> bool | None:
         named = _frame_match(values.masked(old, old_values), values.masked(new, new_values))
         if named is None:
             continue
+        if named and not (_stands_as_value(old, old_values) and _stands_as_value(new, new_values)):
+            return None  # "the auth service runs Postgres 15": which of its parts?
         return named or not all(a.same(b) for a, b in zip(old_values, new_values, strict=True))
     return None
 
@@ -648,6 +651,22 @@ def _cuts(text: str, found: tuple[values.Value, ...]) -> list[tuple[str, tuple]]
         if all(v.end <= m.start() or v.start >= m.start() for v in found):
             out.append((text[: m.start()], kept))
     return out
+
+
+def _stands_as_value(text: str, found: tuple[values.Value, ...]) -> bool:
+    """A number and the name before it ("gcc 14", "Amazon Linux 2023") stand where a
+    value stands: at the text's start, or right after "=", ":" or a word that
+    introduces a value (values.MARKERS: "is", "to", "uses")."""
+    for v in found:
+        if v.kind != values.NUMBER:
+            continue
+        words = list(_WORDS_BEFORE.finditer(text[: v.start].rstrip()))[-PRODUCT_WORDS - 1 :]
+        for k in range(1, len(words) + 1):
+            run_start = words[-k].start()
+            before = text[:run_start].rstrip()
+            if not before or before[-1] in "=:" or before.split()[-1].lower() in values.MARKERS:
+                return True
+    return False
 
 
 def _frame_match(old_text: str, new_text: str) -> bool | None:

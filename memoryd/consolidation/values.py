@@ -61,6 +61,7 @@ ARTICLES, APPROX, PER, COORDINATORS = _role("article"), _role("approx"), _role("
 CLAUSE_STATES = _role("clause")
 SETTERS, TAKERS = _role("setter"), _role("taker")
 SCOPES = _role("scope")
+MARKERS = {*_role("marker"), *SETTERS, *TAKERS}
 DAY_WORDS = {**_role("noon"), **_role("midnight")}
 HALF_DAY = {**_role("am"), **_role("pm")}
 UNITS = {w: (kind, float(f)) for (kind, f), words in _UNITS.items() for w in words}
