@@ -574,6 +574,7 @@ NOTE_START = re.compile(r"\s*(?:[,;(\u2014]|\s-\s)")  # a note appended to a cla
 _WORDS_BEFORE = re.compile(r"[\w][\w.+#\-']*")
 _FIRST_WORD = re.compile(r"\s*(\w+)")
 PRODUCT_WORDS = 3  # at most this many words name what a number is the version of
+PHRASE_SUBJECT = 2  # names and words a claim with an untyped value says its subject in
 
 
 def value_replaced(old_text: str, new_text: str) -> bool | None:
@@ -592,7 +593,10 @@ def value_replaced(old_text: str, new_text: str) -> bool | None:
             a.comparable(b) for a, b in zip(old_values, new_values, strict=True)
         ):
             continue
-        named = _frame_match(values.masked(old, old_values), values.masked(new, new_values))
+        old_frame, new_frame = values.masked(old, old_values), values.masked(new, new_values)
+        if not _frames_say_enough(old_frame, old_values):
+            continue
+        named = _frame_match(old_frame, new_frame)
         if named is None:
             continue
         if named and not (_stands_as_value(old, old_values) and _stands_as_value(new, new_values)):
@@ -651,6 +655,17 @@ def _cuts(text: str, found: tuple[values.Value, ...]) -> list[tuple[str, tuple]]
         if all(v.end <= m.start() or v.start >= m.start() for v in found):
             out.append((text[: m.start()], kept))
     return out
+
+
+def _frames_say_enough(frame: str, found: tuple[values.Value, ...]) -> bool:
+    """The masked text names a subject for its untyped phrases: an identifier (a
+    setting's key, "app.log_level") or at least :data:`PHRASE_SUBJECT` names and
+    words ("Lesson: retry flaky tests" is all value, no subject)."""
+    if all(v.kind != values.PHRASE for v in found):
+        return True
+    tokens = [t for t in read(frame).tokens if not t.key.startswith("<")]
+    subject = sum(t.cls in (*NAMES, WORD) for t in tokens)
+    return subject >= PHRASE_SUBJECT or any(t.cls == IDENT for t in tokens)
 
 
 def _stands_as_value(text: str, found: tuple[values.Value, ...]) -> bool:
