@@ -60,6 +60,7 @@ def thresholds(tmp_path_factory) -> Thresholds:
             "The analytics team uses polars as its dataframe library.",
             "The analytics team uses pandas as its dataframe library.",
         ),
+        ("docs_site.theme = solarized dark", "docs_site.theme = high contrast, as agreed"),
     ],
 )
 def test_a_changed_value_of_the_same_subject_supersedes(old, new, thresholds):
