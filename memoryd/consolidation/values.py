@@ -117,6 +117,14 @@ _PATTERNS = [
     (STATE, rf"\b(?P<cs>{_alt(CLAUSE_STATES)})(?=\s*(?:[.,;!?)]|$))"),
 ]
 _SCANNER = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)), re.I)
+_ALPHA = re.compile(r"[A-Za-z]+")
+_TRIGGERS = frozenset(
+    {*NUMBER_WORDS, *SCALES, *ARTICLES, *APPROX, *CLAUSE_STATES, *DAY_WORDS, *MONTHS}
+    | TRUE_WORDS
+    | FALSE_WORDS
+    | {"www"}
+)
+_WORD_START = re.compile(r"(?<!\w)[\w~./]")
 _CLAUSE_END = re.compile(r"\s*(?:[.,;:!?()]|$)")
 _WORD_AFTER = re.compile(r" +([A-Za-z][\w\-]*)")
 _WORD_BEFORE = re.compile(r"([~\w'’.\-]+)\W*$")
@@ -168,8 +176,13 @@ class Value:
 @functools.lru_cache(maxsize=PARSED)
 def parse(text: str) -> tuple[Value, ...]:
     """The typed values of ``text`` in order (see the module)."""
-    found = []
-    for m in _SCANNER.finditer(text):
+    found, at = [], 0
+    for start in _WORD_START.finditer(text):  # a value starts a word: try only there
+        if start.start() < at or not _may_start(text, start.start()):
+            continue
+        if not (m := _SCANNER.match(text, start.start())):
+            continue
+        at = m.end()
         value = _value(_PATTERNS[_index(m)][0], m, text)
         if value is not None:
             found.append(_widened(value, text))
@@ -193,6 +206,21 @@ def _phrases(text: str, typed: list[Value]) -> list[Value]:
             continue
         out.append(Value(PHRASE, tuple(stem(w) for w in words), start, end))
     return out
+
+
+def _may_start(text: str, at: int) -> bool:
+    """A value may start at ``at``: a digit, a path's or a rough value's mark, a word
+    a value is written with (a number, a month, a state, "an"), or a word a path or
+    URL goes on from ("src/", "https:")."""
+    if text[at].isdigit() or text[at] in "~./":
+        return True
+    word = _ALPHA.match(text, at)
+    if not word:
+        return False
+    after = text[word.end() : word.end() + 1]
+    if word.group().lower() in _TRIGGERS or after in ("/", ":"):
+        return True
+    return word.group() in ("v", "V") and after.isdigit()
 
 
 def _index(m: re.Match) -> int:
