@@ -15,7 +15,10 @@ A value is a span of the text with a kind and a normalised key:
   its components, trailing zeros dropped ("2.0" is "2", "3.10" is not "3.1");
 * **url**, **path** ("/etc/app/", "./runtime/tmp", "deploy/stable");
 * **state** ("enabled", "not enabled", "disabled"; "on"/"off" where they end a
-  clause): its polarity.
+  clause): its polarity;
+* **phrase**, untyped: a bare phrase (no determiner, at most :data:`PHRASE_WORDS`
+  words) where a value stands, "key = V", "A: V", "set X to V", "uses V as its X":
+  its stems.
 
 So "5 minutes" and "300 seconds" are one value, "5 minutes" and "10 minutes" two.
 A value said roughly ("about 5 minutes") is the same as the exact one near it
@@ -40,6 +43,7 @@ PARSED = 32_768  # texts whose values a worker keeps (records are compared again
 DURATION, SIZE, PERCENT, RATE, DATE, TIME = "duration", "size", "percent", "rate", "date", "time"
 NUMBER, URL, PATH, STATE, PHRASE = "number", "url", "path", "state", "phrase"
 MEASURED = (DURATION, SIZE, PERCENT, RATE, TIME)  # keys ending in an amount
+_MEASURE = "measure"  # a number and a unit, a duration or a size by its unit
 
 _WORDS = word_table("value_words_en.txt")
 _UNITS = word_table("value_units_en.txt")
@@ -110,7 +114,7 @@ _PATTERNS = [
         rf"(?:/|\b(?:{_alt(PER)})\s+)(?P<rp>{_TIME_UNIT})(?!\w)",
     ),
     (PERCENT, rf"{_EDGE}(?P<pn>{_NUM})\s*(?:%|\bpercent\b|\bper\s*cent\b)"),
-    (DURATION, rf"{_EDGE}(?P<mn>{_NUM}\s*-?\s*|\b(?:{_alt(ARTICLES)})\s+)(?P<mu>{_UNIT})(?!\w)"),
+    (_MEASURE, rf"{_EDGE}(?P<mn>{_NUM}\s*-?\s*|\b(?:{_alt(ARTICLES)})\s+)(?P<mu>{_UNIT})(?!\w)"),
     (PATH, r"(?<![\w/.~\-@])(?:~|\.{1,2})?/?(?:[\w.@~+\-]+/)+[\w.@~+\-]*|(?<![\w/.])/[\w.@~+\-]+"),
     (NUMBER, rf"{_EDGE}v?(?P<nn>{_DIGITS}){_END}|\b(?P<nw>{_NUMWORD}(?:[ -]{_NUMWORD})*)\b"),
     (STATE, rf"\b(?P<st>{_alt(TRUE_WORDS | FALSE_WORDS)})\b"),
@@ -277,7 +281,7 @@ def _components(raw: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def _measure(g: dict, text: str, start: int, end: int) -> tuple | None:
+def _measure(g: dict, text: str, start: int, end: int) -> tuple:
     kind, factor = UNITS[g["mu"].lower()]
     return (kind, _number(g["mn"].rstrip(" -")) * factor)
 
@@ -361,7 +365,7 @@ def _state(g: dict, text: str, start: int, end: int) -> tuple:
 
 
 _KEYS = {
-    DURATION: _measure,
+    _MEASURE: _measure,
     RATE: _rate,
     PERCENT: _percent,
     DATE: _date,
@@ -375,7 +379,7 @@ def _widened(value: Value, text: str) -> Value:
     """The value with the words before it that belong to it: a duration's kind read
     from its unit, "about" (said roughly), and for a state the negations before it
     ("not enabled", "no longer enabled") folded into its polarity."""
-    if value.kind == DURATION:  # the unit says whether it is a duration or a size
+    if value.kind == _MEASURE:  # the unit says whether it is a duration or a size
         kind, amount = value.key
         value = Value(kind, (amount,), value.start, value.end)
     start, key, approx = value.start, value.key, False
