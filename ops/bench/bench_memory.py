@@ -47,7 +47,11 @@ Measured in one run:
   stay active marked ``conflict``. Beside each split, a baseline on the same pairs:
   the plain similarity rule (:func:`similarity_baseline`).
 
-    .venv/bin/python ops/bench/bench_memory.py [--candidates N] [--records N] [--pairs N] [--json]
+    .venv/bin/python ops/bench/bench_memory.py [--candidates N] [--records N] [--pairs N]
+        [--pairs-only] [--splits dev,heldout,alt,fresh] [--json]
+
+``--splits`` runs only the named pair splits (default all): an untouched split is left
+out while the adjudicator is worked on, and its generator is then not even imported.
 """
 
 from __future__ import annotations
