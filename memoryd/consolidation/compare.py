@@ -1,6 +1,13 @@
 """How a new memory text relates to an earlier one, read without a model: the default
 adjudicator's judgement (:mod:`.adjudicate`).
 
+Typed values first (:func:`value_replaced`, :mod:`.values`): two texts that say the
+same thing once their values are masked (but for a note one appends after its
+values, "..., see the wiki") supersede when a value changed ("5 minutes", "10
+minutes"; "gcc 14", "clang 16") and repeat each other when every value is the same
+however written ("5 minutes", "300 seconds", "about 5 minutes"). Otherwise the words
+decide, as follows (values both texts hold however written are written one way).
+
 Each text is read as a sequence of tokens in four classes (stopwords and words
 that only mark a change, "now", "instead", "correction", dropped):
 
@@ -65,15 +72,18 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 
+from memoryd.consolidation import values
+from memoryd.consolidation.values import (
+    CHANGE_WORDS,
+    DETERMINERS,
+    FALSE_WORDS,
+    NEGATIONS,
+    TRUE_WORDS,
+)
 from memoryd.text.lexicon import word_list, word_map
 from memoryd.text.terms import STOPWORDS, stem
 
-NEGATIONS = word_list("negations_en.txt")
-TRUE_WORDS = word_list("booleans_true_en.txt")
-FALSE_WORDS = word_list("booleans_false_en.txt")
 UNITS = word_list("units_en.txt")
-CHANGE_WORDS = word_list("change_words_en.txt")
-DETERMINERS = word_list("determiners_en.txt")
 COPULAS = word_list("copulas_en.txt")
 NUMBER_WORDS = word_map("numbers_en.txt")
 
@@ -88,7 +98,8 @@ _stem = functools.lru_cache(maxsize=STEMS)(stem)
 
 # a flag, a quoted string, or a word with inner punctuation ("v3.11", "api/v2", "e2e")
 _TOKEN = re.compile(
-    r"`[^`\n]+`|\"[^\"\n]+\"|--?\w[\w.\-/:@+]*|\w[\w'’]*(?:[.\-/:@+]\w[\w'’]*)*%?", re.UNICODE
+    r"`[^`\n]+`|\"[^\"\n]+\"|--?\w[\w.\-/:@+]*|\w[\w'’]*(?:[.\-/:@+]\w[\w'’]*)*(?:\+\+|#)?%?",
+    re.UNICODE,
 )
 _NUMBER = re.compile(r"v?(\d[\d.,:_]*\d|\d)(%|[a-z]+)?")
 _INNER_MARK = re.compile(r"[\d_./:@+\-]")
@@ -397,6 +408,10 @@ class Thresholds:
 
 def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     """``duplicate``, ``supersedes``, ``conflict`` or ``distinct`` (see the module)."""
+    replaced = value_replaced(old_text, new_text)
+    if replaced is not None:
+        return "supersedes" if replaced else "duplicate"
+    old_text, new_text = _same_values_written_alike(old_text, new_text)
     old, new = align(read(old_text), read(new_text))
     d = diff(old, new)
     slots = _slots(old, new)
@@ -422,7 +437,7 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
         return "distinct" if same_value else "conflict"
     if d.values_changed:
         return "conflict"
-    if d.shared_values(VALUE):
+    if d.shared_values(VALUE) or any(_said(t) for t in d.shared):
         return "distinct"  # the same value, said of another named subject
     # an identifier both hold names the subject ("auth-api uses Kafka") or is the value
     # ("eu-west-1 hosts the auth-api"): which one, the words cannot tell
@@ -553,3 +568,156 @@ def _changed(tokens: tuple[Token, ...], moved: Counter) -> list[Token]:
         elif t.cls in (*NAMES, WORD):
             out.append(t)
     return out
+
+
+NOTE_START = re.compile(r"\s*(?:[,;(\u2014]|\s-\s)")  # a note appended to a claim
+_WORDS_BEFORE = re.compile(r"[\w][\w.+#\-']*")
+_FIRST_WORD = re.compile(r"\s*(\w+)")
+PRODUCT_WORDS = 3  # at most this many words name what a number is the version of
+PHRASE_SUBJECT = 2  # names and words a claim with an untyped value says its subject in
+
+
+def value_replaced(old_text: str, new_text: str) -> bool | None:
+    """Whether the newer text changes a typed value (:mod:`.values`) of the same
+    subject: ``True`` when the claims, their values masked, say the same thing (but
+    for a note one of them appends after its values, "..., see the wiki") and a value
+    differs ("5 minutes", "10 minutes"; a name before a version, "gcc 14", "clang
+    16", is part of it); ``False`` when every value is the same however written ("5
+    minutes", "300 seconds", "about 5 minutes"); ``None`` when typed values cannot
+    tell (no values, another frame or subject: the words decide, :func:`relate`)."""
+    olds, news = values.parse(old_text), values.parse(new_text)
+    if not olds or not news:
+        return None
+    for (old, old_values), (new, new_values) in _cores(old_text, olds, new_text, news):
+        if len(old_values) != len(new_values) or not all(
+            a.comparable(b) for a, b in zip(old_values, new_values, strict=True)
+        ):
+            continue
+        old_frame, new_frame = values.masked(old, old_values), values.masked(new, new_values)
+        if not _frames_say_enough(old_frame, old_values):
+            continue
+        named = _frame_match(old_frame, new_frame)
+        if named is None:
+            continue
+        if named and not (_stands_as_value(old, old_values) and _stands_as_value(new, new_values)):
+            return None  # "the auth service runs Postgres 15": which of its parts?
+        return named or not all(a.same(b) for a, b in zip(old_values, new_values, strict=True))
+    return None
+
+
+def _same_values_written_alike(old_text: str, new_text: str) -> tuple[str, str]:
+    """The two texts with their typed values written one way when both hold the same
+    ones however written ("45 sec", "45s"; "2027-05-26", "May 26, 2027"): a value
+    said another way is no change of value. Else the texts as they are."""
+    olds, news = (
+        [v for v in values.parse(t) if v.kind != values.PHRASE] for t in (old_text, new_text)
+    )
+    if not olds or len(olds) != len(news):
+        return old_text, new_text
+    pairs = []
+    for a in olds:
+        b = next((b for b in news if a.same(b) and b not in [p for _, p in pairs]), None)
+        if b is None:
+            return old_text, new_text
+        pairs.append((a, b))
+    names = [f"{a.kind}-{i}" for i, (a, _) in enumerate(pairs)]
+    return (
+        values.masked(old_text, tuple(a for a, _ in pairs), names),
+        values.masked(new_text, tuple(b for _, b in pairs), names),
+    )
+
+
+def _cores(
+    old_text: str, olds: tuple[values.Value, ...], new_text: str, news: tuple[values.Value, ...]
+) -> list[tuple[tuple[str, tuple], tuple[str, tuple]]]:
+    """The pairs of texts compared: both whole, then one of them without a note it
+    appends after a value (a comma, a parenthesis, a dash on: "..., confirmed in
+    standup"), with the values before it."""
+    old_cuts, new_cuts = _cuts(old_text, olds), _cuts(new_text, news)
+    whole_old, whole_new = (old_text, olds), (new_text, news)
+    return [
+        (whole_old, whole_new),
+        *((whole_old, cut) for cut in new_cuts),
+        *((cut, whole_new) for cut in old_cuts),
+    ]
+
+
+def _cuts(text: str, found: tuple[values.Value, ...]) -> list[tuple[str, tuple]]:
+    """``text`` cut where a note may start after its first value, with the values
+    before the cut; not where a qualifier starts (values.SCOPES: "..., for the staging
+    cluster" says which subject)."""
+    out = []
+    for m in NOTE_START.finditer(text, found[0].end):
+        first = _FIRST_WORD.match(text, m.end())
+        if first and first.group(1).lower() in values.SCOPES:
+            continue
+        kept = tuple(v for v in found if v.end <= m.start())
+        if all(v.end <= m.start() or v.start >= m.start() for v in found):
+            out.append((text[: m.start()], kept))
+    return out
+
+
+def _frames_say_enough(frame: str, found: tuple[values.Value, ...]) -> bool:
+    """The masked text names a subject for its untyped phrases: an identifier (a
+    setting's key, "app.log_level") or at least :data:`PHRASE_SUBJECT` names and
+    words ("Lesson: retry flaky tests" is all value, no subject)."""
+    if all(v.kind != values.PHRASE for v in found):
+        return True
+    tokens = [t for t in read(frame).tokens if not t.key.startswith("<")]
+    subject = sum(t.cls in (*NAMES, WORD) for t in tokens)
+    return subject >= PHRASE_SUBJECT or any(t.cls == IDENT for t in tokens)
+
+
+def _stands_as_value(text: str, found: tuple[values.Value, ...]) -> bool:
+    """A number and the name before it ("gcc 14", "Amazon Linux 2023") stand where a
+    value stands: at the text's start, or right after "=", ":" or a word that
+    introduces a value (values.MARKERS: "is", "to", "uses")."""
+    for v in found:
+        if v.kind != values.NUMBER:
+            continue
+        words = list(_WORDS_BEFORE.finditer(text[: v.start].rstrip()))[-PRODUCT_WORDS - 1 :]
+        for k in range(1, len(words) + 1):
+            run_start = words[-k].start()
+            before = text[:run_start].rstrip()
+            if not before or before[-1] in "=:" or before.split()[-1].lower() in values.MARKERS:
+                return True
+    return False
+
+
+def _frame_match(old_text: str, new_text: str) -> bool | None:
+    """The two masked texts say the same thing around their values: ``None`` if not,
+    else whether a name right before a number differs ("gcc `<number>`", "clang
+    `<number>`": what the number is the version of, part of the value)."""
+    old, new = align(read(old_text), read(new_text))
+    if old.negated != new.negated or old.negates != new.negates:
+        return None
+    a, b = [t.key for t in old.tokens], [t.key for t in new.tokens]
+    named = False
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        before_number = i2 < len(a) and j2 < len(b) and a[i2] == b[j2] == NUMBER_SLOT
+        if not (op == "replace" and before_number and max(i2 - i1, j2 - j1) <= PRODUCT_WORDS):
+            return None
+        if not (_names_number(old.tokens[i1 : i2 + 1]) and _names_number(new.tokens[j1 : j2 + 1])):
+            return None
+        named = True
+    return named
+
+
+def _names_number(run: tuple[Token, ...]) -> bool:
+    """Names or words written as one phrase with the number placeholder ending
+    ``run`` (each right before the next, nothing between: "Amazon Linux 2023", not
+    "the mobile team to 5")."""
+    *words, number = run
+    keys = [t.key for t in run]
+    return (
+        all(
+            t.cls in (*NAMES, WORD) and not t.key.startswith("<") and t.then == keys[i + 1]
+            for i, t in enumerate(words)
+        )
+        and number.key == NUMBER_SLOT
+    )
+
+
+NUMBER_SLOT = f"<{values.NUMBER}>"

@@ -47,12 +47,17 @@ Measured in one run:
   stay active marked ``conflict``. Beside each split, a baseline on the same pairs:
   the plain similarity rule (:func:`similarity_baseline`).
 
-    .venv/bin/python ops/bench/bench_memory.py [--candidates N] [--records N] [--pairs N] [--json]
+    .venv/bin/python ops/bench/bench_memory.py [--candidates N] [--records N] [--pairs N]
+        [--pairs-only] [--splits dev,heldout,alt,fresh] [--json]
+
+``--splits`` runs only the named pair splits (default all): an untouched split is left
+out while the adjudicator is worked on, and its generator is then not even imported.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -72,9 +77,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "ops" / "bench"))
 
-import memory_pairs_alt  # noqa: E402
-import memory_pairs_fourth  # noqa: E402
-import memory_pairs_fresh  # noqa: E402
 from memory_pairs import LABELS, POOLS, pairs  # noqa: E402
 
 from memoryd.base.config import load_config  # noqa: E402
@@ -266,18 +268,18 @@ def _fate(md: Memoryd, old_state: dict, new_state: dict) -> str:
     return "separate" if new_state["outcome"] == "added" else new_state["outcome"]
 
 
-SPLIT_GENERATORS = {
-    "alt": memory_pairs_alt.pairs,
-    "fresh": memory_pairs_fresh.pairs,
-    "fourth": memory_pairs_fourth.pairs,
+SPLIT_GENERATORS = {  # split -> its generator's module, imported only when it is run
+    "alt": "memory_pairs_alt",
+    "fresh": "memory_pairs_fresh",
+    "fourth": "memory_pairs_fourth",
 }
 
 
 def split_pairs(split: str, n: int) -> list[dict]:
     """``n`` pairs of each label of one split (``alt``, ``fresh``, ``fourth``: the second,
     third and fourth generators)."""
-    generator = SPLIT_GENERATORS.get(split)
-    return generator(n) if generator else pairs(split, n)
+    module = SPLIT_GENERATORS.get(split)
+    return importlib.import_module(module).pairs(n) if module else pairs(split, n)
 
 
 SPLITS = (*POOLS, *SPLIT_GENERATORS)
@@ -404,6 +406,12 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--pairs", type=int, default=200, help="pairs of each label per split")
     ap.add_argument("--pairs-only", action="store_true", help="only the generated pairs")
+    ap.add_argument(
+        "--splits",
+        type=_splits,
+        default=SPLITS,
+        help=f"comma list of the pair splits to run (default all: {','.join(SPLITS)})",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     result: dict = {}
@@ -411,8 +419,8 @@ def main() -> None:
         base = Path(tmp)
         if not args.pairs_only:
             result.update(throughput(base, args))
-        result["pairs"] = {s: adjudication(base / s, s, args.pairs) for s in SPLITS}
-    result["pairs_baseline"] = {s: baseline(s, args.pairs) for s in SPLITS}
+        result["pairs"] = {s: adjudication(base / s, s, args.pairs) for s in args.splits}
+    result["pairs_baseline"] = {s: baseline(s, args.pairs) for s in args.splits}
     result.update(targets=TARGETS, sqlite=apsw.sqlite_lib_version())
     if args.json:
         print(json.dumps(result, indent=2))
@@ -422,6 +430,15 @@ def main() -> None:
     for split, fates in result["pairs"].items():
         print(pairs_line(split, fates))
         print("  " + pairs_line(f"{split}, baseline", result["pairs_baseline"][split]))
+
+
+def _splits(value: str) -> tuple[str, ...]:
+    """The ``--splits`` list, each a known split (an evaluation split is left out by
+    naming the others)."""
+    names = tuple(dict.fromkeys(s.strip() for s in value.split(",") if s.strip()))
+    if not names or any(s not in SPLITS for s in names):
+        raise argparse.ArgumentTypeError(f"splits must be a comma list of {', '.join(SPLITS)}")
+    return names
 
 
 def throughput(base: Path, args: argparse.Namespace) -> dict:

@@ -1,0 +1,122 @@
+"""Typed values read out of a claim: kinds, units normalised, rough values, lists."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryd.consolidation.values import masked, parse
+
+
+def _one(text: str) -> tuple[str, tuple, str]:
+    (value,) = parse(text)
+    return value.kind, value.key, text[value.start : value.end]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "key", "span"),
+    [
+        ("Sessions expire after 90s", "duration", (90.0,), "90s"),
+        ("Sessions expire after 3 minutes", "duration", (180.0,), "3 minutes"),
+        ("Sessions expire after three hours", "duration", (10800.0,), "three hours"),
+        ("Sessions expire after an hour", "duration", (3600.0,), "an hour"),
+        ("The heap is capped at 768 MB", "size", (768 * 1024**2,), "768 MB"),
+        ("The heap is capped at 2 GiB", "size", (2 * 1024**3,), "2 GiB"),
+        ("The heap is capped at one gigabyte", "size", (1024**3,), "one gigabyte"),
+        ("Sample 25% of traces", "percent", (25.0,), "25%"),
+        ("Sample twelve percent of traces", "percent", (12.0,), "twelve percent"),
+        (
+            "The relay accepts 240 messages per minute",
+            "rate",
+            ("", "messag", 4.0),
+            "240 messages per minute",
+        ),
+        ("The relay accepts 4/s", "rate", ("", "", 4.0), "4/s"),
+        ("The freeze starts 2031-02-17", "date", (2031, 2, 17), "2031-02-17"),
+        ("The freeze starts 17 February 2031", "date", (2031, 2, 17), "17 February 2031"),
+        ("The freeze starts Feb 17, 2031", "date", (2031, 2, 17), "Feb 17, 2031"),
+        ("Compaction runs at 23:10", "time", (1390.0,), "23:10"),
+        ("Compaction runs at 11 pm", "time", (1380.0,), "11 pm"),
+        ("Compaction runs at midnight", "time", (0.0,), "midnight"),
+        ("The client needs v4.0.2", "number", (4, 0, 2), "v4.0.2"),
+        ("The client needs Ruby 3.3", "number", (3, 3), "3.3"),
+        ("Keep seventeen snapshots", "number", (17,), "seventeen"),
+        (
+            "Docs live at https://docs.example.org/guide/.",
+            "url",
+            ("https://docs.example.org/guide",),
+            "https://docs.example.org/guide/",
+        ),
+        ("Dumps go to ./var/dumps/", "path", ("var/dumps",), "./var/dumps/"),
+        ("Dumps go to /srv/dumps.", "path", ("/srv/dumps",), "/srv/dumps"),
+        ("Telemetry is disabled", "state", (False,), "disabled"),
+        ("Telemetry is no longer enabled", "state", (False,), "no longer enabled"),
+        ("Turn telemetry on.", "state", (True,), "on"),
+    ],
+)
+def test_a_value_is_read_with_its_kind_and_normalised_key(text, kind, key, span):
+    assert _one(text) == (kind, key, span)
+
+
+def test_units_are_normalised_so_one_amount_is_one_value():
+    a, b, c = (parse(t)[0] for t in ("wait 2 minutes", "wait 120 seconds", "wait 3 minutes"))
+    assert a.same(b) and not a.same(c)
+    kb, mb = parse("a 2048 KB buffer")[0], parse("a 2 MB buffer")[0]
+    assert kb.same(mb)
+
+
+def test_a_rough_value_is_the_same_as_the_exact_one_near_it():
+    rough, exact, far = (parse(t)[0] for t in ("about 8 hours", "8 hours", "11 hours"))
+    assert rough.approx and rough.same(exact) and not rough.same(far)
+    assert not exact.same(parse("8.5 hours")[0])  # neither said roughly: a change
+
+
+def test_versions_compare_by_component():
+    assert parse("3.10")[0].key != parse("3.1")[0].key
+    assert parse("v5.0")[0].same(parse("5")[0])
+
+
+def test_values_joined_by_a_coordinator_are_one_list():
+    (both,) = parse("open ports 22 and 8443")
+    assert both.kind == "number" and both.key == ("list", ((22,), (8443,)))
+    assert both.same(parse("open ports 8443, 22")[0])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the staging one is faster",  # "one" as a pronoun
+        "the v3 checkout page is slow",  # a number naming a thing
+        "e2e tests and s3 buckets",  # digits inside identifiers
+        "read and/or write",
+        "use node:22-slim",
+    ],
+)
+def test_no_value_where_a_number_is_part_of_a_name(text):
+    assert parse(text) == ()
+
+
+def test_a_bare_phrase_where_a_value_stands_is_a_value():
+    kinds = [
+        v.kind
+        for t in (
+            "theme = solarized dark",
+            "We set the theme to solarized dark.",
+            "It uses zsh as its shell",
+        )
+        for v in parse(t)
+    ]
+    assert kinds == ["phrase", "phrase", "phrase"]
+    assert parse("Set up the bot to format the code") == ()  # a determiner: no value
+
+
+def test_masked_replaces_each_value_by_its_kind():
+    text = "Rotate logs every 6 hours, keep 40 GB"
+    assert masked(text, parse(text)).split() == [
+        "Rotate",
+        "logs",
+        "every",
+        "`<duration>`",
+        ",",
+        "keep",
+        "`<size>`",
+    ]
