@@ -40,16 +40,20 @@ TARGET_PEAK = 1.5
 SAMPLE_SECONDS = 0.005
 
 
-def tree_bytes(path: Path) -> int:
+def file_sizes(path: Path) -> dict[str, int]:
     """Every regular file's size under ``path`` (files may vanish while it looks)."""
-    total = 0
+    sizes = {}
     for p in path.rglob("*"):
         try:
             if p.is_file():
-                total += p.stat().st_size
+                sizes[str(p.relative_to(path))] = p.stat().st_size
         except FileNotFoundError:
             continue
-    return total
+    return sizes
+
+
+def tree_bytes(path: Path) -> int:
+    return sum(file_sizes(path).values())
 
 
 class HomeSampler:
@@ -57,13 +61,16 @@ class HomeSampler:
 
     def __init__(self, home: Path) -> None:
         self.home, self.peak, self.samples = home, 0, 0
+        self.at_peak: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(SAMPLE_SECONDS):
-            self.peak = max(self.peak, tree_bytes(self.home))
+            sizes = file_sizes(self.home)
+            if sum(sizes.values()) > self.peak:
+                self.peak, self.at_peak = sum(sizes.values()), sizes
             self.samples += 1
 
     def stop(self) -> None:
@@ -95,7 +102,7 @@ def measure(root: Path) -> dict:
         md = Memoryd(home)
         Home(md).checkpoint_wal()
         opened = tree_bytes(home)
-        files = {p.name: p.stat().st_size for p in sorted(home.rglob("*")) if p.is_file()}
+        files = file_sizes(home)
         md.close()
         closed = tree_bytes(home)
         md = Memoryd(empty)
@@ -117,6 +124,7 @@ def measure(root: Path) -> dict:
         "peak_over_source": round(sampler.peak / source, 3),
         "closed_less_empty_over_source": round((closed - fixed) / source, 3),
         "files_open": files,
+        "files_at_peak": sampler.at_peak,
         "targets": {"closed": TARGET_CLOSED, "peak": TARGET_PEAK},
     }
 
