@@ -441,16 +441,24 @@ UNDO: dict[int, str] = {
 }
 
 
+def _if_missing(ddl: str) -> str:
+    """``ddl`` with each CREATE made a no-op where its object exists."""
+    return re.sub(r"CREATE (VIRTUAL TABLE|TABLE|INDEX|TRIGGER) ", r"CREATE \1 IF NOT EXISTS ", ddl)
+
+
 def downgrade_sql(version: int) -> str:
     """SQL that turns a current authority back into one at schema ``version``.
 
     Undoes each later migration's CREATEs and ADD COLUMNs, newest first, so a test can
     prove a migration upgrades an older home that already holds data. Data-only
-    statements of a migration need no undoing (their tables go with it).
+    statements of a migration need no undoing (their tables go with it). An older home
+    has every table made when first written (its migrations made them): they are made
+    first where missing.
     """
+    from memoryd.storage.lazy import GROUPS
     from memoryd.storage.schema import MIGRATIONS
 
-    out = []
+    out = [_if_missing(group.ddl) for group in GROUPS]
     for v, _name, sql in reversed(MIGRATIONS):
         if v <= version:
             break

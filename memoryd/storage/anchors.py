@@ -16,6 +16,7 @@ import apsw
 import orjson
 
 from memoryd.storage.corpus import fts_table
+from memoryd.storage.lazy import MEMORY, reading, writing
 
 FINGERPRINT = (
     "record_id", "project_id", "ref", "path", "start_line", "end_line", "file_hash",
@@ -38,6 +39,7 @@ def _anchor(row: tuple) -> dict:
     return out
 
 
+@writing(MEMORY)
 def insert_in(tx: apsw.Connection, rows: Iterable[dict]) -> int:
     """Store anchors (each dict has the fingerprint and place columns). Returns rows."""
     cols = (*FINGERPRINT, *PLACE)
@@ -51,6 +53,7 @@ def insert_in(tx: apsw.Connection, rows: Iterable[dict]) -> int:
     return len(values)
 
 
+@reading(MEMORY, list)
 def of_records(conn: Any, record_ids: Sequence[str]) -> list[dict]:
     """The anchors of these records with their current file, by record then id."""
     if not record_ids:
@@ -62,6 +65,7 @@ def of_records(conn: Any, record_ids: Sequence[str]) -> list[dict]:
     return [_anchor(r) for r in rows]
 
 
+@reading(MEMORY, list)
 def on_paths(conn: Any, pid: int, paths: Sequence[str]) -> list[dict]:
     """The anchors of active records whose span is now in one of ``paths``."""
     if not paths:
@@ -75,6 +79,7 @@ def on_paths(conn: Any, pid: int, paths: Sequence[str]) -> list[dict]:
     return [_anchor(r) for r in rows]
 
 
+@reading(MEMORY, list)
 def outdated(conn: Any, pid: int) -> list[dict]:
     """The anchors of the project's active records whose state was found against
     another file than the one now at their place (changed, retired, or back)."""
@@ -88,6 +93,7 @@ def outdated(conn: Any, pid: int) -> list[dict]:
     return [_anchor(r) for r in rows]
 
 
+@reading(MEMORY, lambda: None)
 def place_in(tx: apsw.Connection, anchor_id: int, place: dict) -> None:
     """Move an anchor: its current path, lines, state and the file hash they hold for."""
     tx.execute(
@@ -164,6 +170,7 @@ def doc_freqs(conn: Any, pid: int, stems: Sequence[str]) -> dict[str, int]:
     return dict(rows)
 
 
+@reading(MEMORY, list)
 def project_anchors(conn: Any, pid: int) -> list[dict]:
     """Every anchor of the project's active records (a sweep's look)."""
     rows = conn.execute(

@@ -28,7 +28,7 @@ from memoryd.base.errors import (
     WalReplaced,
     disk_full,
 )
-from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS, migrate_data
+from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS, migrate_data, schema_text
 from memoryd.storage.turns import WriteTurns
 
 T = TypeVar("T")
@@ -149,7 +149,7 @@ class Authority:
         current = self.user_version()  # re-read under the write lock
         for version, name, sql in MIGRATIONS:
             if version > current:
-                tx.execute(sql)
+                tx.execute(schema_text(sql))
                 migrate_data(version, tx)
                 tx.execute(
                     "INSERT INTO schema_history VALUES (?, ?, ?)", (version, name, time.time())

@@ -44,6 +44,7 @@ from memoryd.base.config import (
     SIZES_PER_PAGE,
 )
 from memoryd.base.errors import MemorydError
+from memoryd.storage.lazy import ZDICTS, reading
 from memoryd.storage.unsearched import (
     index_text,
     keep_true_sizes,
@@ -1081,6 +1082,7 @@ def _rows_since(tx: apsw.Connection, table: str, rowid: int) -> int:
 _FRAME_HEADER_MAX = 18  # bytes: magic, descriptor, window, dictionary id, size
 
 
+@reading(ZDICTS, lambda: 0)
 def drop_unnamed_dictionaries(tx: apsw.Connection, pid: int) -> int:
     """Delete the project's zstd dictionaries (an older home's) that no frame of its
     blocks or files names any more, once a pack pass compressed them again without

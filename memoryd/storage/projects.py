@@ -7,7 +7,7 @@ from __future__ import annotations
 import apsw
 import orjson
 
-from memoryd.storage import records
+from memoryd.storage import lazy, records
 from memoryd.storage.corpus import (
     CHUNKS_OF_FILE,
     _query,
@@ -98,13 +98,14 @@ def remove_step(tx: apsw.Connection, pid: int, limit: int) -> bool:
         ("body_blocks", "project_id = ?", pid),
         ("ingest_runs", "project_id = ?", pid),
         ("history", "project = ?", str(pid)),
-        *((table, where, pid) for table, where in MEMORY_ROWS),
+        *((table, where, pid) for table, where in MEMORY_ROWS if lazy.present(tx, lazy.MEMORY)),
     ):
         if _delete_some(tx, table, where, (key,), limit):
             return False
     tx.execute(f"DROP TABLE IF EXISTS {fts_table(pid)}_vocab")
     tx.execute(f"DROP TABLE IF EXISTS {fts_table(pid)}")
-    tx.execute("DELETE FROM zdicts WHERE project_id = ?", (pid,))
+    if lazy.present(tx, lazy.ZDICTS):
+        tx.execute("DELETE FROM zdicts WHERE project_id = ?", (pid,))
     tx.execute("DELETE FROM projects WHERE id = ?", (pid,))
     # its memory records' terms stay in memory_fts's older segments until written again
     records.optimize_fts_in(tx)

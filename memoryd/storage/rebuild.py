@@ -21,7 +21,7 @@ from typing import Any
 import apsw
 import orjson
 
-from memoryd.storage import record_vectors, vectors
+from memoryd.storage import lazy, record_vectors, vectors
 from memoryd.storage.authority import Authority
 from memoryd.storage.corpus import compact_limit, fts_table, rebuild_index
 from memoryd.storage.record_vectors import rebuild_record_vectors, record_vectors_digest
@@ -138,17 +138,26 @@ def _set_pending_aside(db: Authority, copy: Authority) -> dict[str, dict[str, in
         if files or recs:
             copy.write(lambda tx, pid=pid, f=files, r=recs: _drop_codes(tx, pid, f, r))
     if stores and vectors.stored_encoder(db.conn) is None:  # none stored yet: none rebuilt
-        copy.write(lambda tx: tx.execute("DELETE FROM vector_encoder"))
+        copy.write(_forget_encoder)
     return pending
 
 
+def _forget_encoder(tx: apsw.Connection) -> None:
+    if lazy.present(tx, lazy.VECTORS):
+        tx.execute("DELETE FROM vector_encoder")
+
+
 def _drop_codes(tx: apsw.Connection, pid: int, paths: list[str], ns: list[int]) -> None:
+    if not lazy.present(tx, lazy.VECTORS):
+        return
     tx.execute(
         "DELETE FROM chunk_vectors WHERE file_id IN (SELECT id FROM files WHERE project_id = ?"
         " AND path IN (SELECT value FROM json_each(?)))",
         (pid, orjson.dumps(paths).decode()),
     )
-    tx.execute(
-        "DELETE FROM record_vectors WHERE project_id = ? AND n IN (SELECT value FROM json_each(?))",
-        (pid, orjson.dumps(ns).decode()),
-    )
+    if lazy.present(tx, lazy.MEMORY):
+        tx.execute(
+            "DELETE FROM record_vectors WHERE project_id = ? AND n IN"
+            " (SELECT value FROM json_each(?))",
+            (pid, orjson.dumps(ns).decode()),
+        )

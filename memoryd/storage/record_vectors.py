@@ -25,6 +25,7 @@ import orjson
 
 from memoryd.storage import vectors
 from memoryd.storage.corpus import _query
+from memoryd.storage.lazy import MEMORY, VECTORS, present, reading
 from memoryd.text.dense import unpack
 
 SOURCE = "records"  # the vectors.encode payload's source for record codes
@@ -43,6 +44,7 @@ def digest(text: str, triggers: str) -> str:
     return hashlib.sha256(f"{text}\0{triggers}".encode()).hexdigest()[:32]
 
 
+@reading(MEMORY, list)
 def uncoded(db, pid: int) -> list[tuple[int, str]]:
     """(n, text digest) of the project's active records without a code, in n order."""
     rows = _query(
@@ -61,6 +63,7 @@ def job_payload(pid: int, recs: Sequence[tuple[int, str]]) -> dict:
     return {"project_id": pid, "source": SOURCE, "records": [[n, d] for n, d in recs]}
 
 
+@reading(MEMORY, list)
 def _active(db, pid: int, ns: Sequence[int]) -> list[tuple[int, str, str]]:
     """(n, text, triggers JSON) of the named records still active in the project."""
     return _query(
@@ -94,6 +97,7 @@ def _codes(enc, texts: list[str]) -> list[bytes]:
     return [packed[i : i + width] for i in range(0, len(packed), width)]
 
 
+@reading(MEMORY, lambda: 0)
 def put(tx: apsw.Connection, pid: int, config, encoded: dict | None) -> int:
     """Supervisor half, in the group commit: store each record's code if the record
     is still active with the text it was made from. Idempotent (a job redone after a
@@ -117,6 +121,8 @@ def put(tx: apsw.Connection, pid: int, config, encoded: dict | None) -> int:
 def state(db, pid: int) -> tuple[int, int]:
     """What search's cached record codes of a project depend on: the count of vector
     writes and the records' change sequence (a superseded record's code is gone)."""
+    if not present(db, MEMORY):
+        return vectors.generation(db, pid), 0
     rows = _query(
         db, "SELECT coalesce(max(seq), 0) FROM memory_records WHERE project_id = ?", (pid,)
     )
@@ -125,9 +131,11 @@ def state(db, pid: int) -> tuple[int, int]:
 
 def matrix(db, pid: int) -> tuple[np.ndarray, np.ndarray, int]:
     """(record n, codes as rows of uint8, dimension) of the project's active coded records."""
+    if not (present(db, MEMORY) and present(db, VECTORS)):
+        return vectors.no_codes()
     dims = _query(db, "SELECT dim FROM vector_encoder WHERE id = 1", ())
     if not dims:
-        return np.zeros(0, np.int64), np.zeros((0, 0), np.uint8), 0
+        return vectors.no_codes()
     dim = dims[0][0]
     rows = _query(
         db,
@@ -141,6 +149,7 @@ def matrix(db, pid: int) -> tuple[np.ndarray, np.ndarray, int]:
     return ns, unpack(b"".join(c for _, c in rows), dim), dim
 
 
+@reading(MEMORY, list)
 def rows_by_n(db, ns: Sequence[int]) -> list[dict]:
     """The active records among ``ns`` as the records source reads them (score 0)."""
     rows = _query(
@@ -156,6 +165,7 @@ def rows_by_n(db, ns: Sequence[int]) -> list[dict]:
     return out
 
 
+@reading(MEMORY, lambda: 0)
 def rebuild_record_vectors(tx: apsw.Connection, pid: int, config) -> int:
     """Drop and recompute the project's record codes with the configured encoder
     (run after :func:`memoryd.storage.vectors.rebuild_vectors`, which settles the
@@ -182,6 +192,8 @@ def rebuild_record_vectors(tx: apsw.Connection, pid: int, config) -> int:
 def record_vectors_digest(conn: apsw.Connection, pid: int) -> str:
     """The encoder's name and every active record's id and code, hashed in id order."""
     h = hashlib.sha256(repr(vectors.stored_encoder(conn)).encode())
+    if not present(conn, MEMORY):
+        return h.hexdigest()
     for rid, code in conn.execute(
         "SELECT r.id, v.code FROM record_vectors v JOIN memory_records r ON r.n = v.n"
         " WHERE v.project_id = ? AND r.status = 'active' ORDER BY r.id",

@@ -16,6 +16,7 @@ import apsw
 import orjson
 
 from memoryd.storage.authority import zeroing_freed
+from memoryd.storage.lazy import MEMORY, reading, writing
 
 RECORD_COLUMNS = (
     "id", "project_id", "scope", "kind", "status", "text", "triggers", "refs", "sources",
@@ -37,9 +38,15 @@ def _rows(conn: Any, sql: str, args: tuple = ()) -> list[tuple]:
     return list(conn.execute(sql, args))
 
 
+def _no_digest() -> str:
+    """The digest of an index that holds nothing (no memory tables yet)."""
+    return hashlib.sha256().hexdigest()
+
+
 # -- records ------------------------------------------------------------------------
 
 
+@reading(MEMORY, lambda: 1)
 def next_seq(tx: apsw.Connection, pid: int) -> int:
     row = tx.execute(
         "SELECT coalesce(max(seq), 0) + 1 FROM memory_records WHERE project_id = ?", (pid,)
@@ -47,6 +54,7 @@ def next_seq(tx: apsw.Connection, pid: int) -> int:
     return row[0]
 
 
+@writing(MEMORY)
 def insert_record_in(tx: apsw.Connection, rec: dict, now: float) -> None:
     """A new active record (``rec`` has the host-owned fields, lists as lists, and
     ``terms``: the indexed terms of its text and triggers, for ``memory_terms``)."""
@@ -66,6 +74,7 @@ def insert_record_in(tx: apsw.Connection, rec: dict, now: float) -> None:
     )
 
 
+@reading(MEMORY, lambda: None)
 def reinforce_in(tx: apsw.Connection, record_id: str, source: str | None, now: float) -> None:
     """A duplicate seen again: count, last seen, and its source among the sources."""
     pid, sources = tx.execute(
@@ -81,6 +90,7 @@ def reinforce_in(tx: apsw.Connection, record_id: str, source: str | None, now: f
     )
 
 
+@reading(MEMORY, lambda: None)
 def set_status_in(
     tx: apsw.Connection, record_id: str, status: str, pointer: str | None, now: float
 ) -> None:
@@ -91,6 +101,7 @@ def set_status_in(
     )
 
 
+@reading(MEMORY, dict)
 def statuses(conn: Any, ids: Iterable[str]) -> dict[str, str]:
     """``{id: status}`` of the records named (missing ones are absent)."""
     ids = list(ids)
@@ -104,11 +115,13 @@ def statuses(conn: Any, ids: Iterable[str]) -> dict[str, str]:
     return dict(rows)
 
 
+@reading(MEMORY, lambda: None)
 def get_record(conn: Any, record_id: str) -> dict | None:
     rows = _rows(conn, f"{_SELECT} WHERE id = ?", (record_id,))
     return _record(rows[0]) if rows else None
 
 
+@reading(MEMORY, list)
 def list_records(
     conn: Any, pid: int, status: str | None, kind: str | None, limit: int
 ) -> list[dict]:
@@ -122,6 +135,7 @@ def list_records(
     return [_record(r) for r in rows]
 
 
+@reading(MEMORY, list)
 def history(conn: Any, record_id: str) -> list[dict]:
     rows = _rows(
         conn,
@@ -132,6 +146,7 @@ def history(conn: Any, record_id: str) -> list[dict]:
     return [dict(zip(("at", "action", "candidate_id", "detail"), r, strict=True)) for r in rows]
 
 
+@writing(MEMORY)
 def add_history_in(
     tx: apsw.Connection, record_id: str, action: str, cid: str | None, detail: str | None, now
 ) -> None:
@@ -142,6 +157,7 @@ def add_history_in(
     )
 
 
+@reading(MEMORY, list)
 def exact_duplicates(conn: Any, pid: int, scope_key: str, norm_hash: str) -> list[str]:
     """Active records of a scope with the same normalized text."""
     rows = _rows(
@@ -153,6 +169,7 @@ def exact_duplicates(conn: Any, pid: int, scope_key: str, norm_hash: str) -> lis
     return [r[0] for r in rows]
 
 
+@reading(MEMORY, list)
 def with_text(conn: Any, pid: int, norm_hash: str) -> list[str]:
     """Active records of a project (any scope) with this normalized text."""
     sql = (
@@ -161,6 +178,7 @@ def with_text(conn: Any, pid: int, norm_hash: str) -> list[str]:
     return [r[0] for r in _rows(conn, sql + " ORDER BY n", (pid, norm_hash))]
 
 
+@reading(MEMORY, list)
 def fts_matches(conn: Any, match: str, limit: int) -> list[dict]:
     """Records matching an FTS5 expression over memory_fts, best (bm25) first; ``score``
     is the negated bm25 (higher is better). The key column never scores."""
@@ -185,6 +203,7 @@ def fts_matches(conn: Any, match: str, limit: int) -> list[dict]:
     ]
 
 
+@reading(MEMORY, list)
 def term_rows(conn: Any, terms: list[str]) -> list[int]:
     """Rowids of the records whose text or triggers hold each indexed term (any
     project), one rowid per (record, term): counting them gives the terms a record
@@ -198,6 +217,7 @@ def term_rows(conn: Any, terms: list[str]) -> list[int]:
     return [r[0] for r in rows]
 
 
+@reading(MEMORY, list)
 def active_in_scope(conn: Any, rowids: list[int], pid: int, skey: str) -> list[dict]:
     """The records among ``rowids`` that are active in the project's scope ``skey``."""
     rows = _rows(
@@ -214,6 +234,7 @@ def active_in_scope(conn: Any, rowids: list[int], pid: int, skey: str) -> list[d
     return out
 
 
+@reading(MEMORY, list)
 def mirror_rows(conn: Any, pid: int, after_seq: int) -> list[tuple[int, dict]]:
     """(seq, record) of the project's records changed after ``after_seq``, in order."""
     rows = _rows(
@@ -238,8 +259,13 @@ def _fts_instances(conn: apsw.Connection) -> Iterator[str]:
         conn.execute("DROP TABLE temp.memory_fts_instances")
 
 
+@reading(MEMORY, _no_digest)
 def fts_digest(conn: apsw.Connection) -> str:
     """Every (term, record, column, offset) of memory_fts, hashed in order."""
+    return _fts_digest(conn)
+
+
+def _fts_digest(conn: apsw.Connection) -> str:
     with _fts_instances(conn) as table:
         h = hashlib.sha256()
         for row in conn.execute(f"SELECT term, doc, col, offset FROM {table} ORDER BY 1, 2, 3, 4"):
@@ -252,6 +278,7 @@ def _fts_terms(table: str) -> str:
     return f"SELECT DISTINCT term, doc FROM {table} WHERE col IN ('text', 'triggers')"
 
 
+@reading(MEMORY, lambda: 0)
 def rebuild_fts_in(tx: apsw.Connection) -> int:
     """Refill memory_fts from memory_records, then memory_terms from memory_fts.
     Returns the records indexed."""
@@ -262,6 +289,7 @@ def rebuild_fts_in(tx: apsw.Connection) -> int:
     return tx.execute("SELECT count(*) FROM memory_records").fetchone()[0]
 
 
+@reading(MEMORY, lambda: 0)
 def terms_mismatches(conn: apsw.Connection) -> int:
     """(term, record) pairs memory_terms and memory_fts disagree on (0: equal)."""
     with _fts_instances(conn) as table:
@@ -278,6 +306,7 @@ def terms_mismatches(conn: apsw.Connection) -> int:
 CANDIDATE_COLUMNS = ("id", "state", "outcome", "record_id", "attempts", "reason", "due_at")
 
 
+@reading(MEMORY, dict)
 def candidate_states(conn: Any, ids: Iterable[str]) -> dict[str, dict]:
     ids = list(ids)
     if not ids:
@@ -291,6 +320,7 @@ def candidate_states(conn: Any, ids: Iterable[str]) -> dict[str, dict]:
     return {r[0]: dict(zip(CANDIDATE_COLUMNS, r, strict=True)) for r in rows}
 
 
+@writing(MEMORY)
 def set_candidate_in(tx: apsw.Connection, pid: int, cid: str, state: str, now: float, **f) -> None:
     """Record a candidate's state (``outcome``, ``record_id``, ``attempts``, ``reason``,
     ``due_at``, ``candidate``); a consumed candidate drops its kept content."""
@@ -305,6 +335,7 @@ def set_candidate_in(tx: apsw.Connection, pid: int, cid: str, state: str, now: f
     )  # fmt: skip
 
 
+@reading(MEMORY, list)
 def pending_candidates(conn: Any, pid: int | None, state: str) -> list[dict]:
     """Parked or dead-lettered candidates (with their content and project)."""
     where, args = "c.state = ?", [state]
@@ -325,6 +356,7 @@ def pending_candidates(conn: Any, pid: int | None, state: str) -> list[dict]:
     return out
 
 
+@reading(MEMORY, list)
 def requeue_candidates_in(tx: apsw.Connection, ids: list[str], now: float) -> list[tuple]:
     """Dead letters back to parked, due now, attempts reset. Returns (id, project) pairs."""
     return list(
@@ -342,6 +374,7 @@ def requeue_candidates_in(tx: apsw.Connection, ids: list[str], now: float) -> li
 RATES = ("added", "duplicate", "superseded", "merged", "parked", "deadlettered", "discarded")
 
 
+@writing(MEMORY)
 def log_run_in(
     tx: apsw.Connection, pid: int, job_id: int | None, now: float, rates: dict[str, int]
 ) -> int:
@@ -352,6 +385,7 @@ def log_run_in(
     ).fetchone()[0]
 
 
+@writing(MEMORY)
 def log_outcomes_in(tx: apsw.Connection, run_id: int, outcomes: list[tuple], now: float) -> None:
     """(candidate id, outcome, record id, reason) rows of one run."""
     tx.executemany(
@@ -361,12 +395,14 @@ def log_outcomes_in(tx: apsw.Connection, run_id: int, outcomes: list[tuple], now
     )
 
 
+@reading(MEMORY, lambda: None)
 def trim_log_in(tx: apsw.Connection, keep_runs: int, keep_outcomes: int) -> None:
     """Keep the newest ``keep_runs`` runs and ``keep_outcomes`` outcomes (bounded log)."""
     for table, keep in (("memory_runs", keep_runs), ("memory_outcomes", keep_outcomes)):
         tx.execute(f"DELETE FROM {table} WHERE id <= (SELECT max(id) FROM {table}) - ?", (keep,))
 
 
+@reading(MEMORY, list)
 def last_runs(conn: Any, pid: int | None, limit: int) -> list[dict]:
     where, args = ("WHERE r.project_id = ?", (pid,)) if pid is not None else ("", ())
     rows = _rows(
@@ -380,6 +416,7 @@ def last_runs(conn: Any, pid: int | None, limit: int) -> list[dict]:
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
+@reading(MEMORY, lambda: {"records": {}, "candidates": {}})
 def totals(conn: Any, pid: int | None) -> dict[str, Any]:
     """Record counts by status and candidate counts by state."""
     where, args = ("WHERE project_id = ?", (pid,)) if pid is not None else ("", ())
@@ -392,11 +429,13 @@ def totals(conn: Any, pid: int | None) -> dict[str, Any]:
     return {"records": records, "candidates": cands}
 
 
+@reading(MEMORY, dict)
 def every_candidate_state(conn: Any) -> dict[str, str]:
     """Every memory candidate's state, by id."""
     return dict(_rows(conn, "SELECT id, state FROM memory_candidates", ()))
 
 
+@reading(MEMORY, list)
 def active_twins(conn: Any) -> list[tuple[str, int]]:
     """``(normalized text hash, records)`` of each text with more than one active record
     in one project and scope (a record made twice)."""
@@ -408,11 +447,13 @@ def active_twins(conn: Any) -> list[tuple[str, int]]:
     )
 
 
+@reading(MEMORY, lambda: 0)
 def sightings(conn: Any) -> int:
     """The sightings every record counts (its adds and duplicates), summed."""
     return _rows(conn, "SELECT coalesce(sum(count), 0) FROM memory_records", ())[0][0]
 
 
+@reading(MEMORY, lambda: 0)
 def consumed_sightings(conn: Any) -> int:
     """The candidates consumed as an add or a duplicate (each one a record's sighting)."""
     return _rows(
@@ -423,6 +464,7 @@ def consumed_sightings(conn: Any) -> int:
     )[0][0]
 
 
+@reading(MEMORY, lambda: None)
 def next_due(conn: Any, pid: int) -> float | None:
     """When the project's earliest parked candidate is due again, if any is parked."""
     rows = _rows(
@@ -433,6 +475,7 @@ def next_due(conn: Any, pid: int) -> float | None:
     return rows[0][0]
 
 
+@reading(MEMORY, _no_digest)
 def scratch_fts_digest(conn: Any) -> str:
     """The digest :func:`fts_digest` would give after a rebuild, computed in a private
     in-memory index filled from the live records (the live index is not touched)."""
@@ -447,11 +490,12 @@ def scratch_fts_digest(conn: Any) -> str:
                 "INSERT INTO memory_fts (rowid, text, triggers, key) VALUES (?, ?, ?, ?)",
                 conn.execute("SELECT n, text, triggers, key FROM memory_records ORDER BY n"),
             )
-        return fts_digest(scratch)
+        return _fts_digest(scratch)
     finally:
         scratch.close()
 
 
+@reading(MEMORY, list)
 def sweep_candidates(
     conn: Any,
     pid: int,
@@ -489,6 +533,7 @@ def sweep_candidates(
 # -- forgetting ---------------------------------------------------------------------
 
 
+@reading(MEMORY, list)
 def forget_chain(conn: Any, record_id: str) -> list[str]:
     """The record and every record it replaced (superseded or merged into it, at any
     depth): its history, which forgetting removes with it. Oldest first."""
@@ -502,6 +547,7 @@ def forget_chain(conn: Any, record_id: str) -> list[str]:
     return [r[0] for r in rows]
 
 
+@reading(MEMORY, list)
 def record_candidates(conn: Any, ids: list[str]) -> list[str]:
     """Ids of the candidates that made or reinforced these records."""
     rows = _rows(
@@ -512,6 +558,7 @@ def record_candidates(conn: Any, ids: list[str]) -> list[str]:
     return [r[0] for r in rows]
 
 
+@reading(MEMORY, lambda: 0)
 def last_seq(conn: Any, pid: int, without: list[str]) -> int:
     """The project's last change ``seq`` among its records not in ``without`` (0: none)."""
     rows = _rows(
@@ -523,6 +570,7 @@ def last_seq(conn: Any, pid: int, without: list[str]) -> int:
     return rows[0][0]
 
 
+@reading(MEMORY, lambda: 0)
 def forget_in(tx: apsw.Connection, ids: list[str]) -> int:
     """Delete these records with their history and their candidates' run-log outcomes,
     leaving no byte of their text in the database file. The candidates stay
@@ -542,18 +590,21 @@ def forget_in(tx: apsw.Connection, ids: list[str]) -> int:
     return deleted
 
 
+@reading(MEMORY, lambda: None)
 def optimize_fts_in(tx: apsw.Connection) -> None:
     """Rewrite ``memory_fts`` as one segment: a delete only adds tombstones, and the
     older segments keep the deleted records' terms until then."""
     tx.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
 
 
+@reading(MEMORY, dict)
 def candidate_outcomes(conn: Any) -> dict[str, tuple[str, str | None]]:
     """Every candidate's (state, outcome), by id (the drill's evidence)."""
     rows = _rows(conn, "SELECT id, state, outcome FROM memory_candidates", ())
     return {cid: (state, outcome) for cid, state, outcome in rows}
 
 
+@reading(MEMORY, list)
 def active_text_counts(conn: Any) -> list[tuple[str, int]]:
     """(text, count) of every active record (the drill's evidence)."""
     return _rows(conn, "SELECT text, count FROM memory_records WHERE status = 'active'", ())
@@ -589,6 +640,7 @@ def _delete_records_in(tx: apsw.Connection, ids_json: str) -> int:
 # -- conflicts ----------------------------------------------------------------------
 
 
+@reading(MEMORY, dict)
 def conflicts(conn: Any, ids: Iterable[str]) -> dict[str, list[str]]:
     """``{id: [record ids]}``: for each record named, the active records it is in
     conflict with (a ``conflict`` history row on it names the other; the mark holds

@@ -1,11 +1,16 @@
 """Numbered migrations of the authority. Each applies once, in one transaction.
 
-Append new migrations; never edit one that has shipped.
+Append new migrations; never edit one that has shipped. The memory, vector and
+dictionary tables are made when first written (:mod:`memoryd.storage.lazy`): a
+migration touching them must allow for their absence and change their DDL there.
+Statements run as :func:`schema_text` gives them (SQLite keeps each CREATE
+statement's text in ``sqlite_schema``: without comments and runs of spaces).
 """
 
 from __future__ import annotations
 
 from memoryd.base.errors import SchemaUnmigratable
+from memoryd.storage import lazy
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
@@ -522,9 +527,47 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         SELECT 1;
         """,
     ),
+    (
+        20,
+        "memory, vector and dictionary tables made when first written",
+        """
+        -- Data only (migrate_data): a group of them that holds no row is dropped.
+        SELECT 1;
+        """,
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]
+_QUOTES = "'\"`["
+_CLOSING = {"[": "]"}
+
+
+def schema_text(sql: str) -> str:
+    """``sql`` without its comments and with each run of white space outside quotes
+    made one space: the CREATE text SQLite stores (and reads at every open) shrinks
+    by half, and the statements mean the same."""
+    out: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in _QUOTES:
+            end = sql.index(_CLOSING.get(ch, ch), i + 1)  # doubled quotes: two runs
+            out.append(sql[i : end + 1])
+            i = end + 1
+        elif sql.startswith("--", i):
+            i = sql.find("\n", i)
+            i = n if i < 0 else i
+        elif sql.startswith("/*", i):
+            i = sql.index("*/", i) + 2
+        elif ch.isspace():
+            while i < n and sql[i].isspace():
+                i += 1
+            if out and out[-1] != " ":
+                out.append(" ")
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out).strip()
 
 
 def migrate_data(version: int, tx) -> None:
@@ -536,7 +579,9 @@ def migrate_data(version: int, tx) -> None:
     chunks are the id range its row now names, and the pages the former chunks table
     held go back to the file system. 15: those pages again. 19: the chunks of every
     project's configuration and markdown files indexed again with their context words
-    (``rebuild --verify`` stays equal; their line ranges stay as they were cut)."""
+    (``rebuild --verify`` stays equal; their line ranges stay as they were cut). 20:
+    each lazily made group of tables that holds no row is dropped (a new home's too:
+    its earlier migrations made them) and its pages go back to the file system."""
     if version == 12:
         from memoryd.storage.corpus import pack_bodies  # the corpus needs the new schema
 
@@ -549,10 +594,14 @@ def migrate_data(version: int, tx) -> None:
 
         for (pid,) in tx.execute("SELECT id FROM projects ORDER BY id").fetchall():
             reindex_structured(tx, pid)
-    if version in (14, 15):
+    if version == 20:
+        for group in lazy.GROUPS:
+            if lazy.present(tx, group) and not lazy.in_use(tx, group):
+                lazy.drop(tx, group)
+    if version in (14, 15, 20):
         from memoryd.storage.corpus import reclaim_free_pages
 
-        reclaim_free_pages(tx)  # the former chunks table (14: and its index)
+        reclaim_free_pages(tx)  # the former chunks table (14: and its index); 20: groups
 
 
 def _check_chunk_ranges(tx) -> None:

@@ -26,6 +26,7 @@ import numpy as np
 
 from memoryd.base.errors import EncoderChanged
 from memoryd.storage.corpus import CHUNKS_OF_FILE, _query, file_texts, live_texts
+from memoryd.storage.lazy import VECTORS, present, reading, writing
 from memoryd.text.dense import Encoder, encoder_name, load_encoder, pack, unpack
 
 HASHING = "hashing"  # the in-memory re-ranker keeps no stored vectors
@@ -42,6 +43,7 @@ def configured(config) -> Encoder | None:
     return load_encoder(config.encoder) if stores(config) else None
 
 
+@reading(VECTORS, lambda: None)
 def stored_encoder(db) -> str | None:
     """The name of the encoder that made the stored codes (None: none stored)."""
     rows = _query(db, "SELECT name FROM vector_encoder WHERE id = 1", ())
@@ -66,11 +68,15 @@ def check(db, config) -> None:
 def uncoded(db, pid: int) -> list[tuple[str, bytes, int]]:
     """(path, content hash, size) of the project's live files with chunks but no
     codes, in path order."""
+    coded = (
+        " AND NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.file_id = f.id)"
+        if present(db, VECTORS)
+        else ""
+    )
     return _query(
         db,
         "SELECT f.path, f.content_hash, f.size FROM files f WHERE f.project_id = ?"
-        " AND f.live = 1 AND NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.file_id = f.id)"
-        " AND f.chunk_count > 0 ORDER BY f.path",
+        f" AND f.live = 1{coded} AND f.chunk_count > 0 ORDER BY f.path",
         (pid,),
     )
 
@@ -136,6 +142,7 @@ def encode_texts(enc: Encoder, texts: Sequence[str]) -> bytes:
     return b"".join(parts)
 
 
+@writing(VECTORS)
 def claim(tx: apsw.Connection, enc_name: str, dim: int) -> None:
     stored = stored_encoder(tx)
     if stored is None:
@@ -195,18 +202,24 @@ def pending_files(db, config, pid: int) -> int:
     return len(uncoded(db, pid)) if stores(config) else 0
 
 
+def no_codes() -> tuple[np.ndarray, np.ndarray, int]:
+    """What :func:`matrix` gives when nothing is coded: no rows, no dimension."""
+    return np.zeros(0, np.int64), np.zeros((0, 0), np.uint8), 0
+
+
 def generation(db, pid: int) -> int:
     """The project's count of vector writes (see :func:`put`)."""
     rows = _query(db, "SELECT vectors_generation FROM projects WHERE id = ?", (pid,))
     return rows[0][0] if rows else 0
 
 
+@reading(VECTORS, no_codes)
 def matrix(db, pid: int) -> tuple[np.ndarray, np.ndarray, int]:
     """(chunk rowids, their codes as rows of uint8, dimension) of the project's live
     chunks that have codes; a file whose row does not match its chunks is left out."""
     dims = _query(db, "SELECT dim FROM vector_encoder WHERE id = 1", ())
     if not dims:
-        return np.zeros(0, np.int64), np.zeros((0, 0), np.uint8), 0
+        return no_codes()
     dim = dims[0][0]
     width = dim // 8
     rowids: list[int] = []
@@ -233,10 +246,13 @@ def matrix(db, pid: int) -> tuple[np.ndarray, np.ndarray, int]:
 def rebuild_vectors(tx: apsw.Connection, pid: int, config) -> int:
     """Drop and recompute the project's codes from files and chunks with the configured
     encoder (which becomes the stored one). Returns chunks encoded."""
-    tx.execute("DELETE FROM chunk_vectors WHERE project_id = ?", (pid,))
     bump(tx, pid)
     enc = configured(config)
-    tx.execute("DELETE FROM vector_encoder WHERE id = 1 AND name != ?", (getattr(enc, "name", ""),))
+    if present(tx, VECTORS):
+        tx.execute("DELETE FROM chunk_vectors WHERE project_id = ?", (pid,))
+        tx.execute(
+            "DELETE FROM vector_encoder WHERE id = 1 AND name != ?", (getattr(enc, "name", ""),)
+        )
     if enc is None:
         return 0
     claim(tx, enc.name, enc.dim)
@@ -255,6 +271,8 @@ def rebuild_vectors(tx: apsw.Connection, pid: int, config) -> int:
 def vectors_digest(conn: apsw.Connection, pid: int) -> str:
     """The encoder's name and every live file's path and codes, hashed in path order."""
     h = hashlib.sha256(repr(stored_encoder(conn)).encode())
+    if not present(conn, VECTORS):
+        return h.hexdigest()
     for path, codes in conn.execute(
         "SELECT f.path, v.codes FROM chunk_vectors v JOIN files f ON f.id = v.file_id"
         " WHERE v.project_id = ? AND f.live = 1 ORDER BY f.path",

@@ -10,11 +10,13 @@ from memoryd.consolidation import staging
 from memoryd.consolidation.mirror import mirror_dir
 from memoryd.operations.home import Home
 from memoryd.operations.memory import Memory
+from memoryd.storage import records
 from tests.conftest import (
     MARKER_TAIL,
     holding,
     marker,
     query,
+    reader,
     wait_for,
     wal_reader,
 )
@@ -120,8 +122,9 @@ def test_forget_beside_a_running_supervisor(project_home, background) -> None:
     cid = staged["candidates"][0]
 
     def decided() -> str | None:
-        rows = query(project_home, "SELECT record_id FROM memory_candidates WHERE id = ?", (cid,))
-        return rows[0][0] if rows and rows[0][0] else None
+        with reader(project_home) as conn:  # no memory table before the first decision
+            state = records.candidate_states(conn, [cid]).get(cid)
+        return state["record_id"] if state else None
 
     rid = wait_for(decided, what="the candidate consolidated")
     page = mirror_dir(project_home, "app") / f"{rid}.md"

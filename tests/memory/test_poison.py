@@ -15,7 +15,7 @@ from memoryd.operations.memory import Memory
 from memoryd.queue import ClaimedJob
 from memoryd.storage import records
 from memoryd.workers.contract import ApplyContext
-from tests.conftest import query, run_cli
+from tests.conftest import query, reader, run_cli
 from tests.memory.conftest import lines
 
 TEXTS = [
@@ -32,7 +32,8 @@ def lessons(*texts: str) -> bytes:
 
 
 def states(home: Path) -> dict[str, str]:
-    return dict(query(home, "SELECT id, state FROM memory_candidates"))
+    with reader(home) as conn:  # no memory table yet while nothing was decided
+        return records.every_candidate_state(conn)
 
 
 def consolidations(home: Path) -> list[tuple]:

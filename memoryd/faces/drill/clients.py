@@ -94,7 +94,7 @@ rng = random.Random(int(sys.argv[2]))
 lo, hi = float(sys.argv[3]), float(sys.argv[4])
 while True:
     conn.execute("BEGIN")
-    conn.execute("SELECT count(*) FROM memory_candidates").fetchall()
+    conn.execute("SELECT count(*) FROM jobs").fetchall()
     time.sleep(rng.uniform(lo, hi))
     conn.execute("COMMIT")
     time.sleep(rng.uniform(0.0, lo))
