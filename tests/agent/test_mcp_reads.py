@@ -3,6 +3,7 @@ secondary of the archive): never a forgotten text, and no secondary left behind.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -10,7 +11,8 @@ import anyio
 import orjson
 import pytest
 
-from memoryd.base.config import MCP_SECONDARY_DIR
+from memoryd.base.config import MCP_SECONDARY_DIR, load_config
+from memoryd.faces.mcp.reads import LocalReads
 from tests.agent.conftest import PROJECT, call, connect
 from tests.agent.test_forget_tool import consolidated, settle
 from tests.conftest import marker, run_cli, wait_for
@@ -105,3 +107,19 @@ def test_the_secondary_directory_goes_with_its_server(project_home: Path) -> Non
     anyio.run(scenario)
     wait_for(lambda: not seen["mine"].exists(), what="the server's secondary directory removed")
     assert list(parent.iterdir()) == []
+
+
+def test_the_preload_opens_both_stores_and_writes_nothing(project_home: Path) -> None:
+    """What a session's first read would pay for is done at start; the preload's own
+    search is no read of the agent's: it hands nothing over (no lease, no access)."""
+    handed: list[tuple[str, dict]] = []
+    reads = LocalReads(
+        project_home, load_config(project_home), os.getpid(),
+        lambda op, args: handed.append((op, args)), PROJECT,
+    )  # fmt: skip
+    reads.preload()
+    assert reads.md is not None and reads.secondary.store is not None
+    reads.deferred.flush()
+    assert handed == []
+    reads.close()
+    assert not reads.info_dir.exists()

@@ -21,6 +21,8 @@ over to the archive's owner in one request by a thread, never on the read's path
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import shutil
 import threading
 from collections.abc import Callable
@@ -40,6 +42,19 @@ from memoryd.operations.control_requests import DEFERRED_WRITES, SECONDARY_READS
 from memoryd.operations.control_secondary import Secondary, drop_stale
 
 T = TypeVar("T")
+#: What a first search or recall imports (a tenth of a second and more): loaded at start.
+SEARCH_MODULES = (
+    "memoryd.search.pipeline",
+    "memoryd.search.engine",
+    "memoryd.consolidation.recall",
+    "memoryd.text.structure",
+    "memoryd.archive.ops",
+    "memoryd.archive.search",
+    "memoryd.archive.query",
+)
+#: The preload's own search: what it finds does not matter (it is not shown, and a
+#: project search writes nothing), only what the first search of a connection builds.
+PRELOAD_QUERY = "preload"
 
 
 class NotHere(Exception):
@@ -52,9 +67,14 @@ class LocalReads:
     write (``access``, ``retrieval_lease``) to the archive's owner."""
 
     def __init__(
-        self, home: Path, config: Config, pid: int, hand_over: Callable[[str, dict], Any]
+        self,
+        home: Path,
+        config: Config,
+        pid: int,
+        hand_over: Callable[[str, dict], Any],
+        project: str | None = None,
     ) -> None:
-        self.home, self.config = Path(home), config
+        self.home, self.config, self.project = Path(home), config, project
         self.info_dir = self.home / MCP_SECONDARY_DIR / str(pid)
         self.secondary = Secondary(self.home / ARCHIVE_DIR, self.info_dir)
         self.deferred = DeferredWrites(
@@ -66,9 +86,27 @@ class LocalReads:
         self.lock = threading.Lock()
 
     def start(self) -> None:
-        """Remove the secondary directories of servers that are gone; start the flusher."""
+        """Remove the secondary directories of servers that are gone; start the flusher,
+        and a thread loading the search code and opening both stores (:meth:`preload`)."""
         drop_stale(self.home / MCP_SECONDARY_DIR)
         self.deferred.start()
+        threading.Thread(target=self.preload, name="mcp-preload", daemon=True).start()
+
+    def preload(self) -> None:
+        """Import the search code, open both stores and search the project once (a
+        connection's first search builds what the next ones reuse: a small project's
+        index in its temp schema, the term statistics), so that the session's first
+        read (an agent's first call, often right after the handshake) is not the slow
+        one. A read arriving meanwhile waits for the import or the lock, no longer than
+        it would have taken it. Whatever fails here is left to that read to report."""
+        from memoryd.operations.search import Search
+
+        for name in SEARCH_MODULES:
+            importlib.import_module(name)
+        with contextlib.suppress(Exception), self.lock:
+            Search(self._api()).search(PRELOAD_QUERY, self.project, limit=1)
+        with contextlib.suppress(Exception), self.secondary.reading():
+            pass
 
     def run(self, fn: Callable[[Memoryd], T]) -> T:
         """``fn`` on this process's read-only API instance; :class:`NotHere` when the

@@ -222,7 +222,7 @@ class Session:
         self.stopped = threading.Event()
         self.beats = 0
         self.heartbeat = threading.Thread(target=self._beat, name="lease-heartbeat", daemon=True)
-        self.local = LocalReads(md.home, md.config, os.getpid(), self._hand_over)
+        self.local = LocalReads(md.home, md.config, os.getpid(), self._hand_over, project)
 
     @contextlib.contextmanager
     def api(self) -> Iterator[Memoryd]:
