@@ -134,7 +134,7 @@ def test_drill_clients_scenario_reports_its_figures(tmp_path):
     report carries the figures (their bounds are findings, not asserted: speed varies)."""
     res = run_cli(
         "drill", "--scenario", "clients", "--duration", "40", "--mcp-clients", "4",
-        "--cli-writers", "1", "--readers", "2", "--seed", "3", "--json",
+        "--cli-writers", "1", "--readers", "2", "--seed", "3", "--think", "0.2", "1", "--json",
         "--home", str(tmp_path / "drill-home"), home=None, timeout=600,
     )  # fmt: skip
     report = res.json()
@@ -146,7 +146,18 @@ def test_drill_clients_scenario_reports_its_figures(tmp_path):
     assert acked["candidates"] > 0 and acked["locators"] > 0, acked
     assert figures["requests"]["recall"]["ok"] > 0, figures["requests"]
     assert figures["mcp_starts"] > 4  # a killed MCP server was replaced
+    assert figures["workload"]["mcp"]["think_s"] == [0.2, 1.0]
     assert figures["wal_peak_bytes"] > 0
     assert figures["recall_p95_ms"] > 0 and figures["recall_ms"]["all"]["n"] > 0
     assert figures["supervisor_gap_max_s"] > 0  # answers resumed after the supervisor kill
     assert set(figures["bounds"]) == {"wal_peak_bytes", "recall_p95_ms", "supervisor_gap_max_s"}
+
+
+def test_drill_clients_think_bounds_are_checked(tmp_path):
+    """``--think MIN MAX`` with MIN above MAX is refused before anything starts."""
+    home = tmp_path / "drill-home"
+    res = run_cli(
+        "drill", "--scenario", "clients", "--think", "2", "0.5", "--home", str(home), home=None
+    )  # fmt: skip
+    assert res.code == 2 and "MIN is more than MAX" in res.stderr, res.stderr
+    assert not home.exists()

@@ -56,6 +56,10 @@ SUPERVISOR_STATE_FILE = "supervisor.json"
 SUPERVISOR_APPLYING_FILE = "supervisor.applying"
 CONTROL_SOCKET_FILE = "memoryd.sock"  # the supervisor's control socket (0600)
 CONTROL_SECONDARY_DIR = "control-secondary"  # its RocksDB secondary instance's info log
+MCP_SECONDARY_DIR = "mcp-secondary"  # each MCP server's RocksDB secondary instance, by pid
+# An MCP server gathers the writes its reads imply (access records, retrieval leases)
+# this long, then hands them over in one request.
+MCP_DEFERRED_WAIT_SECONDS = 1.0
 
 
 # Chunking and compression of ingested text (format constants, not tunables:

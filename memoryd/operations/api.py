@@ -73,7 +73,13 @@ if TYPE_CHECKING:
 # supervisor) are imported in the methods that use them: every CLI start imports this.
 
 ARCHIVE_READS = ("get", "search", "retention_status", "projects")  # never create a home
-CONTROL_ARCHIVE_OPS = ("get", "search", "access", "lease")  # answered by the control socket
+CONTROL_ARCHIVE_OPS = (
+    "get",
+    "search",
+    "access",
+    "retrieval_lease",
+    "lease",
+)  # the control socket's
 
 
 class NotRouted(Exception):

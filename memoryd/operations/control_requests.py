@@ -61,6 +61,23 @@ def _arg(args: dict, op: str, name: str, kind: type | tuple, default: Any = _MIS
     return value
 
 
+def read_on(
+    secondary: Secondary,
+    home: Path,
+    config: Config,
+    defer: Callable[[dict], Any],
+    op: str,
+    args: dict,
+) -> Any:
+    """``op`` (one of :data:`SECONDARY_READS`) answered on ``secondary``, its retrieval
+    lease noted through ``defer``; ``NotImplemented`` when there is no archive (yet, or
+    mid-switch: the archive's owner answers)."""
+    with secondary.reading() as store:
+        if store is None:
+            return NotImplemented
+        return unwrap(archive_ops.run_op(_ReadSide(home, config, store, defer), op, args))
+
+
 class _ReadSide:
     """The archive as a secondary sees it, shaped like an :class:`ArchiveOwner` for the
     read ops; a retrieval lease is noted for the flusher (:class:`DeferredWrites`)."""
@@ -188,11 +205,8 @@ class ControlRequests:
             return self._direct(op, args)
         if op not in SECONDARY_READS:
             return NotImplemented
-        with self.secondary.reading() as store:
-            if store is None:  # no archive (yet, or mid-switch): the owner answers
-                return NotImplemented
-            side = _ReadSide(self.home, self.config, store, self.deferred.retrieval_lease)
-            return unwrap(archive_ops.run_op(side, op, args))
+        defer = self.deferred.retrieval_lease
+        return read_on(self.secondary, self.home, self.config, defer, op, args)
 
     def _direct(self, op: str, args: dict) -> Any:
         item = Direct(ARCHIVE_OP, {"op": op, "args": args})

@@ -15,12 +15,16 @@ every read and a changed one is reopened.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import psutil
 
 from memoryd.base.errors import StoreBusy
 from memoryd.storage.archive import ArchiveStore
@@ -119,6 +123,15 @@ class Marks:
             return None
 
 
+def drop_stale(parent: Path) -> None:
+    """Remove the secondary-instance directories under ``parent`` (one per pid) of
+    processes that are gone: one stopped by a signal cannot clean up after itself."""
+    with contextlib.suppress(FileNotFoundError):
+        for entry in parent.iterdir():
+            if not (entry.name.isdigit() and psutil.pid_exists(int(entry.name))):
+                shutil.rmtree(entry, ignore_errors=True)
+
+
 class Secondary:
     """One secondary instance of ``home/archive``, shared by the control threads.
 
@@ -133,6 +146,7 @@ class Secondary:
         self.marks = Marks(self.archive)
         self.opens = 0  # how many times it was (re)opened
         self.catch_ups = 0  # how many catch-ups ran (the rest were skipped)
+        self.forced = False  # the next read catches up whatever the primary looks like
         self.lock = threading.Lock()
 
     @contextmanager
@@ -158,7 +172,7 @@ class Secondary:
                     return None
                 raise
             self.opened, self.opens, self.seen = ident, self.opens + 1, mark
-        elif mark is None or mark != self.seen:
+        elif self.forced or mark is None or mark != self.seen:
             try:
                 self.store.catch_up()
             except Exception as exc:  # the directory moved under the catch-up
@@ -167,7 +181,14 @@ class Secondary:
                     return None
                 raise StoreBusy(f"the archive changed during a read ({exc}); retry") from None
             self.seen, self.catch_ups = mark, self.catch_ups + 1
+        self.forced = False
         return self.store
+
+    def stale(self) -> None:
+        """A write this process knows of was committed: the next read catches up even
+        if the primary's files look as at the last catch-up (within their mtime's
+        granularity, a write of the same size would not show)."""
+        self.forced = True
 
     def _switched(self, ident: tuple[int, int]) -> bool:
         """Whether a migration switch moved the directory since ``ident`` was taken."""

@@ -753,6 +753,14 @@ def _drill_scenarios() -> list[str]:
 @click.option("--mcp-clients", "mcp", type=click.IntRange(1), help="clients: MCP servers (16).")
 @click.option("--cli-writers", "writers", type=click.IntRange(0), help="clients: CLI writers (2).")
 @click.option("--readers", type=click.IntRange(0), help="clients: snapshot readers (8).")
+@click.option(
+    "--think",
+    nargs=2,
+    type=click.FloatRange(0),
+    metavar="MIN MAX",
+    help="clients: seconds an MCP client pauses between two calls, drawn between MIN and "
+    "MAX (0.5 2).",
+)
 def drill_cmd(md: Memoryd, as_json: bool, cycles: int, seed: int, workers: int, scenarios, **sizes):
     """Crash drill in a scratch home (never $MEMORYD_HOME; --home to choose): break, verify."""
     from memoryd.faces.drill import CLIENTS, run_clients_drill, run_drill
@@ -762,6 +770,8 @@ def drill_cmd(md: Memoryd, as_json: bool, cycles: int, seed: int, workers: int, 
         if len(set(scenarios)) > 1:
             raise click.UsageError(f"--scenario {CLIENTS} runs alone")
         sizes = {k: v for k, v in sizes.items() if v is not None}
+        if "think" in sizes and sizes["think"][0] > sizes["think"][1]:
+            raise click.BadParameter("MIN is more than MAX", param_hint="--think")
         report = run_clients_drill(seed=seed, workers=workers, home=home, **sizes)
         emit_json(report) if as_json else _print_clients_drill(report)
         sys.exit(0 if report["ok"] else 1)
@@ -809,6 +819,7 @@ def _print_clients_drill(report: dict) -> None:
         table.add_row(name, str(figures[name]), str(bound["bound"]), str(bound["met"]))
     out.print(table)
     out.print(f"kills: {orjson.dumps(figures['kills']).decode()}", highlight=False)
+    out.print(f"workload: {orjson.dumps(figures['workload']).decode()}", highlight=False)
     for v in report["violations"]:
         out.print(f"  violation: {v}", highlight=False)
 

@@ -13,15 +13,13 @@ import os
 import shutil
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
-
-import psutil
 
 from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.base.config import ARCHIVE_DIR
 from memoryd.base.times import iso_time
 from memoryd.operations.api import Memoryd
+from memoryd.operations.control_secondary import drop_stale
 from memoryd.operations.home import Home
 from memoryd.operations.jobs import Jobs
 from memoryd.operations.memory import Memory
@@ -74,15 +72,6 @@ def due_by_day(store: ArchiveStore, now: float) -> dict[str, int]:
     for start, n in store.segments.expiry_schedule(now + DUE_DAYS * DAY, limit=DUE_SCAN_LIMIT):
         out["overdue" if start <= now else _date(start)] += n
     return dict(out)
-
-
-def _drop_stale(parent: Path) -> None:
-    """Remove the secondary-instance directories of dashboards that are gone (one per
-    pid: a dashboard stopped by a signal cannot clean up after itself)."""
-    with contextlib.suppress(FileNotFoundError):
-        for entry in parent.iterdir():
-            if not (entry.name.isdigit() and psutil.pid_exists(int(entry.name))):
-                shutil.rmtree(entry, ignore_errors=True)
 
 
 def _date(t: float) -> str:
@@ -169,7 +158,7 @@ class DashboardData:
 
     def _open_archive(self) -> ArchiveStore | None:
         if self._archive is None and (self.home / ARCHIVE_DIR / "CURRENT").exists():
-            _drop_stale(self.home / SECONDARY_DIR)
+            drop_stale(self.home / SECONDARY_DIR)
             with contextlib.suppress(ArchiveError):
                 self._archive = ArchiveStore.open_secondary(
                     self.home / ARCHIVE_DIR, self._secondary_dir

@@ -129,6 +129,7 @@ def run_clients_drill(
     mcp: int = clients.MCP_CLIENTS,
     writers: int = clients.CLI_WRITERS,
     readers: int = clients.SNAPSHOT_READERS,
+    think: tuple[float, float] = clients.THINK,
 ) -> dict:
     """The clients scenario (:mod:`.clients`) for ``duration`` seconds in ``home``, else
     in a scratch home removed afterwards; its figures are under ``clients``."""
@@ -145,6 +146,7 @@ def run_clients_drill(
             mcp=mcp,
             writers=writers,
             readers=readers,
+            think=think,
         )
     finally:
         if scratch:

@@ -2,8 +2,10 @@
 
 ``memoryd drill --scenario clients`` starts a supervisor and, for a duration:
 ``mcp`` MCP servers (``memoryd mcp``), each driven over raw JSON-RPC lines by
-a client thread here issuing ``remember``, ``archive_add`` and ``recall``;
-``writers`` CLI writers looping over ``memory add`` and ``archive add``; and
+a client thread here issuing ``remember``, ``archive_add`` and ``recall``
+and pausing between two calls as an agent thinks (``THINK``, ``--think``);
+``writers`` CLI writers running ``memory add`` and ``archive add`` in turn, a few
+seconds apart (``WRITER_PAUSE``); and
 ``readers`` processes that keep taking and holding read snapshots of the
 authority (they pin its WAL). A killer SIGKILLs, at random moments, an MCP
 server or a CLI writer (its client starts a new one), a job worker, or the
@@ -66,8 +68,11 @@ CLI_WRITERS = 2
 SNAPSHOT_READERS = 8
 DURATION = 600.0  # seconds
 KILL_EVERY = (2.0, 8.0)  # seconds between two kills, drawn uniformly
-CLIENT_PAUSE = (0.1, 1.0)  # an MCP client's think time between two calls
-WRITER_PAUSE = (0.2, 1.0)
+# An agent thinks between two calls of its MCP client (a model's turn: seconds), and a
+# person or script runs a CLI write now and then: drawn uniformly, in seconds.
+THINK = (0.5, 2.0)
+WRITER_PAUSE = (2.0, 6.0)
+CALL_WEIGHTS = {"recall": 5, "remember": 2, "archive_add": 1}  # an MCP client's mix
 READER_HOLD = (0.2, 2.0)  # a reader's snapshot is held this long, then taken again
 KILL_SETTLE = 2.0  # a recall overlapping this long after a kill is not "outside kills"
 GAP_WINDOW = 10.0  # after a supervisor kill, the longest silence is looked for this long
@@ -147,8 +152,11 @@ class Words:
 class Run:
     """Shared state of one clients run: home, deadline, ledger, the running supervisor."""
 
-    def __init__(self, home: Path, scratch: Path, *, seed: int, workers: int) -> None:
+    def __init__(
+        self, home: Path, scratch: Path, *, seed: int, workers: int, think: tuple[float, float]
+    ) -> None:
         self.home = home
+        self.think = think  # an MCP client's pause between two calls (min, max seconds)
         self.scratch = scratch  # inputs of the CLI writers, outside the home
         self.rng = random.Random(seed)
         self.words = Words(random.Random(seed + 1))
@@ -292,9 +300,9 @@ class McpClient:
                 self.close()
                 if not self.spawn():
                     continue
-            op = self.rng.choices(["recall", "remember", "archive_add"], weights=[5, 2, 1])[0]
+            op = self.rng.choices(list(CALL_WEIGHTS), weights=list(CALL_WEIGHTS.values()))[0]
             getattr(self, op)()
-            self.run.stop.wait(self.rng.uniform(*CLIENT_PAUSE))
+            self.run.stop.wait(self.rng.uniform(*self.run.think))
         self.close()
 
     def remember(self) -> None:
@@ -489,14 +497,23 @@ def _sampler(run: Run) -> None:
 
 
 def run_clients(
-    home: Path, *, seed: int, workers: int, duration: float, mcp: int, writers: int, readers: int
+    home: Path,
+    *,
+    seed: int,
+    workers: int,
+    duration: float,
+    mcp: int,
+    writers: int,
+    readers: int,
+    think: tuple[float, float] = THINK,
 ) -> dict:
-    """Drive the home with ``mcp`` MCP clients, ``writers`` CLI writers and ``readers``
+    """Drive the home with ``mcp`` MCP clients (each pausing ``think`` seconds, drawn
+    between its bounds, between two calls), ``writers`` CLI writers and ``readers``
     snapshot readers for ``duration`` seconds (counted once every MCP server answered,
     when the kills start) while killing at random; then drain and
     check. The report's ``clients`` holds the figures."""
     with tempfile.TemporaryDirectory(prefix="memoryd-drill-clients-") as scratch:
-        run = Run(home, Path(scratch), seed=seed, workers=workers)
+        run = Run(home, Path(scratch), seed=seed, workers=workers, think=think)
         _prepare(run)
         started = time.monotonic()
         _drive(run, duration, mcp, writers, readers)
@@ -687,6 +704,7 @@ def _report(run: Run, driven: float, *, mcp: int, writers: int, readers: int) ->
     }
     return {
         "processes": {"mcp": mcp, "writers": writers, "readers": readers, "workers": run.workers},
+        "workload": _workload(run),
         "duration_s": round(driven, 1),
         "kills": dict(sorted(kills.items())),
         "requests": _counts(ledger.calls),
@@ -707,6 +725,16 @@ def _report(run: Run, driven: float, *, mcp: int, writers: int, readers: int) ->
         },  # fmt: skip
         "mcp_starts": sum(c.starts for c in run.mcp),
         "violations": ledger.violations,
+    }
+
+
+def _workload(run: Run) -> dict:
+    """What each kind of process does, and how often (seconds drawn uniformly)."""
+    return {
+        "mcp": {"think_s": list(run.think), "call_weights": CALL_WEIGHTS},
+        "writers": {"pause_s": list(WRITER_PAUSE), "calls": ["memory add", "archive add"]},
+        "readers": {"snapshot_held_s": list(READER_HOLD)},
+        "kill_every_s": list(KILL_EVERY),
     }
 
 

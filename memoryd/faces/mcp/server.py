@@ -38,6 +38,7 @@ from memoryd.base.errors import MemorydError, UsageError, corruption, is_corrupt
 from memoryd.base.times import utc_iso
 from memoryd.consolidation.candidates import DEFAULT_KIND, KINDS
 from memoryd.faces.mcp import stdio as mcp_stdio
+from memoryd.faces.mcp.reads import LocalReads, NotHere
 from memoryd.operations.api import Memoryd, NotRouted
 from memoryd.operations.archive import Archive
 from memoryd.operations.home import Home
@@ -195,11 +196,13 @@ class Session:
     """One served session: the API, its lease client, and the heartbeat keeping it alive.
 
     A lock serializes calls into the API: the embedded archive is opened per
-    call and two opens in one process would collide. Beside a supervisor, reads
-    are one control-socket request each, made on the event loop through their
-    own API instance and connection (:meth:`read`): a hop to a worker thread
-    costs a read more than the request, and the heartbeat never holds their
-    connection.
+    call and two opens in one process would collide. Reads (search, recall, the
+    archive's get and search) are answered in this process on the event loop
+    (:mod:`memoryd.faces.mcp.reads`: a hop to a worker thread costs a read more
+    than the read), beside a supervisor or not; every call through the API may
+    have written, so the next read catches the archive up first. Until the home
+    has an authority and an archive, and for ``status``, a read is one
+    control-socket request beside a supervisor, else an embedded call.
 
     ``staged`` follows the candidates this session remembered until a run decided
     them: search and recall first wait for them (bounded) and say what search cannot
@@ -219,16 +222,28 @@ class Session:
         self.stopped = threading.Event()
         self.beats = 0
         self.heartbeat = threading.Thread(target=self._beat, name="lease-heartbeat", daemon=True)
+        self.local = LocalReads(md.home, md.config, os.getpid(), self._hand_over, project)
 
     @contextlib.contextmanager
     def api(self) -> Iterator[Memoryd]:
-        """The API under the session lock; a typed error becomes a tool error."""
-        with tool_errors(), self.lock:
-            yield self.md
+        """The API under the session lock; a typed error becomes a tool error. What
+        it did may have written the archive: the next local read catches up first."""
+        try:
+            with tool_errors(), self.lock:
+                yield self.md
+        finally:
+            self.local.wrote()
 
-    async def read(self, fn: Callable[[Memoryd], Any]) -> Any:
-        """A read: on the event loop when a supervisor answers it over its control
+    async def read(self, fn: Callable[[Memoryd], Any], *, local: bool = True) -> Any:
+        """A read: here (:class:`LocalReads`) when ``local`` and the home has both
+        stores; else on the event loop when a supervisor answers it over its control
         socket, else (embedded, opening stores) in a worker thread under the lock."""
+        if local:
+            try:
+                with tool_errors():
+                    return self.local.run(fn)
+            except NotHere:
+                pass
         if self.reads.supervised():
             try:
                 with tool_errors():
@@ -240,6 +255,11 @@ class Session:
     def _locked(self, fn: Callable[[Memoryd], Any]) -> Any:
         with self.api() as md:
             return fn(md)
+
+    def _hand_over(self, op: str, args: dict) -> Any:
+        """A write the local reads gathered, to the archive's owner (the flusher's thread)."""
+        with self.lock:
+            return self.md.archive(op, args)
 
     def remember(self, project: str | None, candidates: list[Candidate]) -> dict:
         with self.api() as md:
@@ -287,6 +307,7 @@ class Session:
         if self.leased:
             with contextlib.suppress(ToolError):
                 self.lease("release")
+        self.local.close()  # hands over what its reads gathered: before the API closes
         self.md.drain.finish(DRAIN_EXIT_SECONDS)
         self.md.close()
         self.reads.close()
@@ -458,7 +479,7 @@ def build(state: Session) -> MCPServer:  # noqa: C901 (listed in pyproject.toml)
 
     @tool
     async def status() -> dict:
-        report = await state.read(lambda md: Home(md).status())
+        report = await state.read(lambda md: Home(md).status(), local=False)
         lease = {"client": state.client, "leased": state.leased, "heartbeats": state.beats}
         return {**report, "session": lease}
 
@@ -477,6 +498,7 @@ def build(state: Session) -> MCPServer:  # noqa: C901 (listed in pyproject.toml)
 def serve(md: Memoryd, project: str | None = None) -> None:
     """Serve MCP over stdin/stdout until the client disconnects."""
     state = Session(md, project)
+    state.local.start()
     state.heartbeat.start()
     try:
         refused = mcp_stdio.run(build(state))
