@@ -6,7 +6,9 @@ takes cosines between a query vector and candidate vectors. Any object with
 nothing is ever downloaded. The config setting ``encoder`` picks one
 (:func:`load_encoder`): ``hashing`` (below, the default: in memory, nothing
 stored; docs/decisions/encoder-default.md), ``wordllama``
-(:class:`WordLlamaEncoder`, the model inside the wordllama wheel) or
+(:class:`WordLlamaEncoder`, the model inside the wordllama wheel), ``minilm``
+(:class:`memoryd.text.minilm.MiniLMEncoder`, a transformer sentence encoder from the
+optional ``semantic`` extra; docs/decisions/encoder-minilm.md) or
 ``command:...`` (:class:`CommandEncoder`, a user's own model behind JSON lines).
 All but ``hashing`` store each chunk's vector after ingest as a sign code
 (:func:`pack`, 1 bit a dimension; :mod:`memoryd.storage.vectors`) that
@@ -399,16 +401,21 @@ class CommandEncoder:
         return out / norms[:, None]
 
 
+MINILM = "minilm:all-MiniLM-L6-v2:384"  # memoryd.text.minilm's model, by this name
+_NAMES = {"wordllama": WORDLLAMA, "hashing": "hashing", "minilm": MINILM}
+_UNKNOWN = (
+    "unknown encoder {spec!r}: use 'wordllama', 'minilm', 'hashing' or 'command:<program and args>'"
+)
+
+
 def encoder_name(spec: str) -> str:
     """The name vectors of the encoder a config ``encoder`` value names are stored
     under, without loading it."""
     if spec.startswith("command:"):
         return f"command:{spec[len('command:') :].strip()}"
-    if spec in ("wordllama", "hashing"):
-        return WORDLLAMA if spec == "wordllama" else "hashing"
-    raise EncoderUnavailable(
-        f"unknown encoder {spec!r}: use 'wordllama', 'hashing' or 'command:<program and args>'"
-    )
+    if spec in _NAMES:
+        return _NAMES[spec]
+    raise EncoderUnavailable(_UNKNOWN.format(spec=spec))
 
 
 @lru_cache(maxsize=8)
@@ -418,11 +425,13 @@ def load_encoder(spec: str) -> Encoder:
         return WordLlamaEncoder()
     if spec == "hashing":
         return HashingEncoder()
+    if spec == "minilm":
+        from memoryd.text.minilm import MiniLMEncoder  # numpy BERT: loaded only when named
+
+        return MiniLMEncoder()
     if spec.startswith("command:"):
         return CommandEncoder(spec[len("command:") :].strip())
-    raise EncoderUnavailable(
-        f"unknown encoder {spec!r}: use 'wordllama', 'hashing' or 'command:<program and args>'"
-    )
+    raise EncoderUnavailable(_UNKNOWN.format(spec=spec))
 
 
 # -- compact codes ------------------------------------------------------------------
