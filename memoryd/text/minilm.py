@@ -88,21 +88,34 @@ def _layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.n
     return centred / np.sqrt(var + eps) * g + b
 
 
+_ERF_P = np.float32(0.3275911)
+_ERF_A = [
+    np.float32(a) for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
+]
+
+
 def _gelu(x: np.ndarray) -> np.ndarray:
     """Exact GELU, x * Phi(x), with erf by Abramowitz & Stegun 7.1.26 (absolute error
-    below 1.5e-7: under float32 rounding of the layer's outputs)."""
-    z = np.abs(x) * np.float32(0.7071067811865476)
-    t = 1.0 / (1.0 + np.float32(0.3275911) * z)
-    poly = t * (
-        np.float32(0.254829592)
-        + t
-        * (
-            np.float32(-0.284496736)
-            + t * (np.float32(1.421413741) + t * (np.float32(-1.453152027) + t * 1.061405429))
-        )
-    )
-    erf = np.sign(x) * (1.0 - poly * np.exp(-z * z))
-    return (0.5 * x * (1.0 + erf)).astype(np.float32, copy=False)
+    below 1.5e-7: under float32 rounding of the layer's outputs), in place over ``x``'s
+    copies (the widest activation: a pass fewer is time saved)."""
+    z = np.abs(x)
+    z *= np.float32(0.7071067811865476)
+    t = z * _ERF_P
+    t += 1.0
+    np.reciprocal(t, out=t)
+    poly = t * _ERF_A[0]
+    for a in _ERF_A[1:]:
+        poly += a
+        poly *= t
+    np.square(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    poly *= z  # 1 - erf(|x| / sqrt 2)
+    np.copysign(poly, x, out=poly)  # Phi(x) = 1 - poly/2 above zero, poly/2 below
+    poly *= -0.5
+    poly += np.where(x > 0, np.float32(1.0), np.float32(0.0))
+    poly *= x
+    return poly
 
 
 class _Layer:
@@ -191,15 +204,20 @@ class MiniLMEncoder:
         return pooled / np.maximum(norms, 1e-12)
 
     def _layer(self, layer: _Layer, x: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        """One layer over ``x`` (batch, tokens, dim). The dense products take all the
+        batch's tokens as one matrix: one BLAS call each, not one per text."""
         b, n, d = x.shape
         h = self.heads
-        qkv = (x @ layer.qkv + layer.qkv_b).reshape(b, n, 3, h, d // h)
-        q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))  # (b, h, n, d/h)
+        flat = x.reshape(b * n, d)
+        qkv = (flat @ layer.qkv + layer.qkv_b).reshape(b, n, 3, h, d // h)
+        # (b, h, n, d/h), contiguous: numpy's stacked matmul calls BLAS only on those
+        q, k, v = (np.ascontiguousarray(qkv[:, :, i].transpose(0, 2, 1, 3)) for i in range(3))
         scores = q @ k.transpose(0, 1, 3, 2) * np.float32(1.0 / np.sqrt(d // h)) + bias
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
-        context = (scores @ v).transpose(0, 2, 1, 3).reshape(b, n, d)
-        x = _layer_norm(context @ layer.out + layer.out_b + x, *layer.ln1, self.eps)
-        inner = _gelu(x @ layer.up + layer.up_b)
-        return _layer_norm(inner @ layer.down + layer.down_b + x, *layer.ln2, self.eps)
+        context = (scores @ v).transpose(0, 2, 1, 3).reshape(b * n, d)
+        flat = _layer_norm(context @ layer.out + layer.out_b + flat, *layer.ln1, self.eps)
+        inner = _gelu(flat @ layer.up + layer.up_b)
+        out = _layer_norm(inner @ layer.down + layer.down_b + flat, *layer.ln2, self.eps)
+        return out.reshape(b, n, d)
