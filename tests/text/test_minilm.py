@@ -147,3 +147,31 @@ def test_its_sign_codes_keep_meaning_apart(enc):
     codes = unpack(pack(v), enc.dim)
     sims = code_similarity(codes[0], codes, enc.dim)
     assert sims[1] > sims[2]
+
+
+@needs_model
+def test_the_archive_route_runs_on_it(tmp_path, enc):
+    """Exchanges archived with ``encoder = "minilm"`` carry its 48-byte codes, and a
+    one-word query without the exchange's words finds it by meaning (at a floor lowered
+    to this model's similarity of one word to a two-line exchange)."""
+    from memoryd.archive.ops import run_op
+    from memoryd.archive.owner import ArchiveOwner
+    from memoryd.archive.query import search_archive
+    from memoryd.base.config import load_config
+    from memoryd.operations.control_client import unwrap
+
+    now = 1_800_000_000.0
+    sessions = {
+        "pets": "user: We adopted a puppy last week.\nassistant: Congratulations on the puppy!",
+        "garden": "user: My tomato plants have yellow leaves.\nassistant: Let the soil dry.",
+    }
+    settings = {"encoder": "minilm", "dense_rescue_similarity": 0.2}
+    with ArchiveOwner(tmp_path, load_config(tmp_path, settings)) as owner:
+        for name, content in sessions.items():
+            args = {"project": "demo", "session": name, "created_at": now - 60, "now": now,
+                    "content": content, "turns": 2}  # fmt: skip
+            unwrap(run_op(owner, "add", args))
+        assert owner.store.vectors.vectors_meta()["dim"] == 384
+        assert [len(c) for _, c in owner.store.vectors.version_codes("demo")] == [48, 48]
+        found = search_archive(owner, "demo", "dog", 5, now)
+    assert [i["path"] for i in found["items"]] == ["pets"]
