@@ -43,6 +43,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from memoryd.base.errors import EncoderUnavailable
+from memoryd.text.minilm import MINILM, MiniLMEncoder
 from memoryd.text.terms import STOPWORDS, stems
 
 
@@ -401,7 +402,6 @@ class CommandEncoder:
         return out / norms[:, None]
 
 
-MINILM = "minilm:all-MiniLM-L6-v2:384"  # memoryd.text.minilm's model, by this name
 _NAMES = {"wordllama": WORDLLAMA, "hashing": "hashing", "minilm": MINILM}
 _UNKNOWN = (
     "unknown encoder {spec!r}: use 'wordllama', 'minilm', 'hashing' or 'command:<program and args>'"
@@ -426,8 +426,6 @@ def load_encoder(spec: str) -> Encoder:
     if spec == "hashing":
         return HashingEncoder()
     if spec == "minilm":
-        from memoryd.text.minilm import MiniLMEncoder  # numpy BERT: loaded only when named
-
         return MiniLMEncoder()
     if spec.startswith("command:"):
         return CommandEncoder(spec[len("command:") :].strip())

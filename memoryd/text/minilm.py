@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from memoryd.base.errors import EncoderUnavailable
-from memoryd.text.dense import MINILM
 
+MINILM = "minilm:all-MiniLM-L6-v2:384"  # the name stored codes of this model carry
 PACKAGE = "all_minilm_l6_v2"  # the wheel's import name (never imported: see model_zip)
 _BATCH_TOKENS = 8192  # word pieces (padding included) of one forward pass
 _NEG = np.float32(np.finfo(np.float32).min)  # the attention bias of a padded position

@@ -17,7 +17,8 @@ import pytest
 
 from memoryd.base.errors import EncoderUnavailable
 from memoryd.text import minilm
-from memoryd.text.dense import MINILM, code_similarity, encoder_name, load_encoder, pack, unpack
+from memoryd.text.dense import code_similarity, encoder_name, load_encoder, pack, unpack
+from memoryd.text.minilm import MINILM
 from tests.conftest import offline
 
 INSTALLED = importlib.util.find_spec(minilm.PACKAGE) is not None
