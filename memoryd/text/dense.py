@@ -403,6 +403,11 @@ class CommandEncoder:
 
 
 _NAMES = {"wordllama": WORDLLAMA, "hashing": "hashing", "minilm": MINILM}
+# Source bytes one vectors job codes at most, per encoder (the setting's own value
+# when smaller): a job must end well inside ``job_timeout_seconds`` on a busy machine.
+# minilm codes about 1,000 word pieces a CPU-second, so the setting's 1 MiB (about
+# 160,000 of them) took over 600 s of wall time at load 12 and was killed, twice.
+_JOB_BYTES = {"minilm": 64 * 1024}
 _UNKNOWN = (
     "unknown encoder {spec!r}: use 'wordllama', 'minilm', 'hashing' or 'command:<program and args>'"
 )
@@ -416,6 +421,12 @@ def encoder_name(spec: str) -> str:
     if spec in _NAMES:
         return _NAMES[spec]
     raise EncoderUnavailable(_UNKNOWN.format(spec=spec))
+
+
+def job_bytes(spec: str, configured: int) -> int:
+    """Source bytes of one vectors job under encoder ``spec`` (``configured``: the
+    ``vectors_job_bytes`` setting)."""
+    return min(configured, _JOB_BYTES.get(spec, configured))
 
 
 @lru_cache(maxsize=8)

@@ -17,7 +17,14 @@ import pytest
 
 from memoryd.base.errors import EncoderUnavailable
 from memoryd.text import minilm
-from memoryd.text.dense import code_similarity, encoder_name, load_encoder, pack, unpack
+from memoryd.text.dense import (
+    code_similarity,
+    encoder_name,
+    job_bytes,
+    load_encoder,
+    pack,
+    unpack,
+)
 from memoryd.text.minilm import MINILM
 from tests.conftest import offline
 
@@ -51,6 +58,13 @@ def test_without_the_wheel_the_error_says_how_to_install_it(monkeypatch):
 
 def test_the_encoder_is_named_without_loading_it():
     assert encoder_name("minilm") == MINILM
+
+
+def test_its_vectors_jobs_are_small_enough_to_end_inside_the_job_timeout():
+    """A MiB of chunks is minutes of CPU for this model: its jobs take 64 KiB."""
+    assert job_bytes("minilm", 1024 * 1024) == 64 * 1024
+    assert job_bytes("minilm", 4096) == 4096  # a smaller setting still wins
+    assert job_bytes("wordllama", 1024 * 1024) == 1024 * 1024
 
 
 @needs_model
