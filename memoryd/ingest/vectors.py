@@ -27,7 +27,7 @@ import orjson
 
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.storage import record_vectors, vectors
-from memoryd.text.dense import encoder_name
+from memoryd.text.dense import encoder_name, job_bytes
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 ENCODE = "vectors.encode"
@@ -36,11 +36,12 @@ PRIORITY = -2  # below every ingest job (finalize is -1): codes come after searc
 
 def follow_up(tx: apsw.Connection, config, pid: int, project: str) -> list[JobSpec]:
     """The vectors jobs of a finished ingest run: the project's live files with chunks
-    and no codes, in jobs of about ``vectors_job_bytes`` of source each (none when no
-    encoder stores codes)."""
+    and no codes, in jobs of about ``vectors_job_bytes`` of source each, less for a
+    slow encoder (:func:`memoryd.text.dense.job_bytes`; none when no encoder stores
+    codes)."""
     if not vectors.stores(config):
         return []
-    groups = _groups(vectors.uncoded(tx, pid), config.vectors_job_bytes)
+    groups = _groups(vectors.uncoded(tx, pid), job_bytes(config.encoder, config.vectors_job_bytes))
     return [_job(pid, project, vectors.job_payload(pid, group)) for group in groups]
 
 

@@ -6,7 +6,9 @@ takes cosines between a query vector and candidate vectors. Any object with
 nothing is ever downloaded. The config setting ``encoder`` picks one
 (:func:`load_encoder`): ``hashing`` (below, the default: in memory, nothing
 stored; docs/decisions/encoder-default.md), ``wordllama``
-(:class:`WordLlamaEncoder`, the model inside the wordllama wheel) or
+(:class:`WordLlamaEncoder`, the model inside the wordllama wheel), ``minilm``
+(:class:`memoryd.text.minilm.MiniLMEncoder`, a transformer sentence encoder from the
+optional ``semantic`` extra; docs/decisions/encoder-minilm.md) or
 ``command:...`` (:class:`CommandEncoder`, a user's own model behind JSON lines).
 All but ``hashing`` store each chunk's vector after ingest as a sign code
 (:func:`pack`, 1 bit a dimension; :mod:`memoryd.storage.vectors`) that
@@ -41,6 +43,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from memoryd.base.errors import EncoderUnavailable
+from memoryd.text.minilm import MINILM, MiniLMEncoder
 from memoryd.text.terms import STOPWORDS, stems
 
 
@@ -399,16 +402,31 @@ class CommandEncoder:
         return out / norms[:, None]
 
 
+_NAMES = {"wordllama": WORDLLAMA, "hashing": "hashing", "minilm": MINILM}
+# Source bytes one vectors job codes at most, per encoder (the setting's own value
+# when smaller): a job must end well inside ``job_timeout_seconds`` on a busy machine.
+# minilm codes about 1,000 word pieces a CPU-second, so the setting's 1 MiB (about
+# 160,000 of them) took over 600 s of wall time at load 12 and was killed, twice.
+_JOB_BYTES = {"minilm": 64 * 1024}
+_UNKNOWN = (
+    "unknown encoder {spec!r}: use 'wordllama', 'minilm', 'hashing' or 'command:<program and args>'"
+)
+
+
 def encoder_name(spec: str) -> str:
     """The name vectors of the encoder a config ``encoder`` value names are stored
     under, without loading it."""
     if spec.startswith("command:"):
         return f"command:{spec[len('command:') :].strip()}"
-    if spec in ("wordllama", "hashing"):
-        return WORDLLAMA if spec == "wordllama" else "hashing"
-    raise EncoderUnavailable(
-        f"unknown encoder {spec!r}: use 'wordllama', 'hashing' or 'command:<program and args>'"
-    )
+    if spec in _NAMES:
+        return _NAMES[spec]
+    raise EncoderUnavailable(_UNKNOWN.format(spec=spec))
+
+
+def job_bytes(spec: str, configured: int) -> int:
+    """Source bytes of one vectors job under encoder ``spec`` (``configured``: the
+    ``vectors_job_bytes`` setting)."""
+    return min(configured, _JOB_BYTES.get(spec, configured))
 
 
 @lru_cache(maxsize=8)
@@ -418,11 +436,11 @@ def load_encoder(spec: str) -> Encoder:
         return WordLlamaEncoder()
     if spec == "hashing":
         return HashingEncoder()
+    if spec == "minilm":
+        return MiniLMEncoder()
     if spec.startswith("command:"):
         return CommandEncoder(spec[len("command:") :].strip())
-    raise EncoderUnavailable(
-        f"unknown encoder {spec!r}: use 'wordllama', 'hashing' or 'command:<program and args>'"
-    )
+    raise EncoderUnavailable(_UNKNOWN.format(spec=spec))
 
 
 # -- compact codes ------------------------------------------------------------------

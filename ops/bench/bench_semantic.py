@@ -25,14 +25,23 @@
   256-bit codes, p95 over 30 queries, for growing N: the size at which brute
   force alone passes the 5 ms search budget, i.e. where an index (usearch,
   sqlite-vec) would be needed.
+* **Encode** (the route's encoder alone): tokens/s (when it has a tokenizer),
+  texts/s and CPU seconds over the conversations' exchanges (the texts the archive
+  codes) and over the chunks of the costs tree (``--costs-root``).
 * **Null** (the rescue floor's calibration on code): the standard library with
   the route, random two-word queries of general words (``data/general_words_en.txt``,
   a dictionary sample, and the lexicon's English words): the best similarity any
   chunk code reaches for each, and the queries search answers only with the route
   at each floor (false rescues: none of them has an answer there).
 
+``--route`` names the encoder compared against none (``wordllama``, the default, or
+``minilm``: the transformer of the ``semantic`` extra, ``make semantic``);
+``--splits`` the development-set parts scored; ``--costs-root`` a smaller tree
+than the standard library when the route is slow.
+
     .venv/bin/python ops/bench/bench_semantic.py [--quick] [--repeat N] [--floors 0.4,0.5]
-        [--skip lme,devset,costs,brute,conversations,archive,null] [--null-queries N]
+        [--skip lme,devset,costs,brute,conversations,archive,null,encode] [--null-queries N]
+        [--route wordllama|minilm] [--splits dev,untouched] [--costs-root PATH] [--workers N]
 """
 
 from __future__ import annotations
@@ -67,12 +76,14 @@ from memoryd.operations.api import Memoryd  # noqa: E402
 from memoryd.operations.projects import Projects  # noqa: E402
 from memoryd.search import search  # noqa: E402
 from memoryd.storage import open_authority  # noqa: E402
+from memoryd.storage.archive.vectors import line_groups  # noqa: E402
 from memoryd.storage.corpus import project_id  # noqa: E402
-from memoryd.storage.vectors import rebuild_vectors  # noqa: E402
+from memoryd.storage.vectors import ENCODE_TEXTS, rebuild_vectors  # noqa: E402
 from memoryd.text.dense import code_similarity, load_encoder, pack, unpack  # noqa: E402
 
 BUDGET_MS = 5.0
-ON = "wordllama"
+ON = "wordllama"  # the compared route's encoder (--route)
+SPLITS = ("dev", "untouched")  # development-set parts scored (--splits)
 
 
 def _on(floor: float) -> dict:
@@ -211,7 +222,7 @@ def devset(floors: list[float]) -> dict:
         mds = {"without": Memoryd(home, {"encoder": "hashing"})}
         mds |= {f"with@{f:g}": Memoryd(home, _on(f)) for f in floors}
         out = {}
-        for split in ("dev", "untouched"):
+        for split in SPLITS:
             out[split] = {
                 name: bench_devsets.run_repo(m, split, False)["memoryd"] for name, m in mds.items()
             }
@@ -239,8 +250,12 @@ def conversations(floors: list[float]) -> dict:
     for set_name, (transcripts, questions) in bench_devsets.CONVERSATION_SETS.items():
         convs = bench_devsets.parse_conversations((bench_devsets.DATA / transcripts).read_text())
         with tempfile.TemporaryDirectory(prefix="memoryd-sem-conv-") as tmp:
-            _coded(functools.partial(bench_devsets.build_conversations, Path(tmp), convs)).close()
-            out[set_name] = {"dev": {}, "untouched": {}}
+            owner = _coded(functools.partial(bench_devsets.build_conversations, Path(tmp), convs))
+            codes = sum(len(c) for p in convs for _, c in owner.store.vectors.version_codes(p))
+            payload = owner.store.ledgers.counts()["live_payload_bytes"]
+            owner.close()
+            out[set_name] = {split: {} for split in SPLITS}
+            out[set_name]["code_bytes"] = {"codes": codes, "payloads": payload}
             for name, settings in _settings(floors).items():
                 with ArchiveOwner(Path(tmp), load_config(Path(tmp), settings)) as owner:
                     for split in out[set_name]:
@@ -303,27 +318,28 @@ def _codes_after(md: Memoryd) -> float:
     return max(0.0, rows[0][0] or 0.0)
 
 
-def costs(repeat: int, queries: int) -> dict:
-    root = Path(sysconfig.get_paths()["stdlib"]).resolve()
+def costs(repeat: int, queries: int, root: Path, workers: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="memoryd-sem-costs-") as tmp:
         rounds = []
         try:
             for i in range(repeat):
-                rounds.append(_cost_round(root, Path(tmp) / str(i)))
-            return _cost_report(root, rounds, queries)
+                rounds.append(_cost_round(root, Path(tmp) / str(i), workers))
+            report = _cost_report(root, rounds, queries)
+            report["encode_chunks"] = encode_rate(_chunk_texts(rounds[-1]["without"]["md"]))
+            return report
         finally:
             for rnd in rounds:
                 for side in rnd.values():
                     side["md"].close()
 
 
-def _cost_round(root: Path, tmp: Path) -> dict:
+def _cost_round(root: Path, tmp: Path, workers: int) -> dict:
     """One ingest of ``root`` without the route and one with it, homes under ``tmp``."""
     rnd = {}
     for name, enc in (("without", "hashing"), ("with", ON)):
         os.environ["MEMORYD_ENCODER"] = enc
         try:
-            rnd[name] = ingest_once(root, 2, tmp / name)
+            rnd[name] = ingest_once(root, workers, tmp / name)
         finally:
             del os.environ["MEMORYD_ENCODER"]
     return rnd
@@ -359,6 +375,50 @@ def _cost_report(root: Path, rounds: list[dict], queries: int) -> dict:
     }
 
 
+def encode_rate(texts: list[str]) -> dict:
+    """The route's encoder over ``texts`` in the vectors jobs' batches: texts/s,
+    tokens/s (an encoder with a tokenizer) and the CPU seconds of this process."""
+    enc = load_encoder(ON)
+    enc.encode(texts[:1])  # loaded and warm
+    tokens = sum(map(len, enc.token_ids(texts))) if hasattr(enc, "token_ids") else None
+    cpu, t0 = time.process_time(), time.perf_counter()
+    for i in range(0, len(texts), ENCODE_TEXTS):
+        enc.encode(texts[i : i + ENCODE_TEXTS])
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu
+    out = {"texts": len(texts), "chars": sum(map(len, texts)), "wall_s": round(wall, 2),
+           "cpu_s": round(cpu, 2), "texts_per_s": round(len(texts) / wall, 1),
+           "load_avg_1m": round(os.getloadavg()[0], 2)}  # fmt: skip
+    if tokens is not None:
+        out |= {"tokens": tokens, "tokens_per_s": round(tokens / wall),
+                "tokens_per_cpu_s": round(tokens / cpu)}  # fmt: skip
+    return out
+
+
+def _chunk_texts(md: Memoryd) -> list[str]:
+    """Every chunk text of the home's one project, as a vectors job reads them."""
+    from memoryd.storage.corpus import file_texts
+    from memoryd.storage.vectors import _chunk_texts as chunk_texts
+
+    fids = [r[0] for r in md.db.query("SELECT id FROM files WHERE live = 1 ORDER BY id")]
+    texts = file_texts(md.db, fids)
+    return [t for fid in fids for t in chunk_texts(md.db, fid, texts[fid])]
+
+
+def exchange_texts() -> list[str]:
+    """The conversations development sets' exchanges, as the archive codes them."""
+    texts = []
+    for transcripts, _ in bench_devsets.CONVERSATION_SETS.values():
+        convs = bench_devsets.parse_conversations((bench_devsets.DATA / transcripts).read_text())
+        for conv in convs.values():
+            for _, turns in conv["sessions"]:
+                lines = bench_devsets.session_jsonl(turns).decode().splitlines()
+                content = "\n".join(
+                    f"{json.loads(m)['role']}: {json.loads(m)['content']}" for m in lines
+                )
+                texts += line_groups(content)
+    return texts
+
+
 def brute_force(sizes: list[int], dim: int = 256, k: int = 20) -> list[dict]:
     rng = np.random.default_rng(15)
     out = []
@@ -377,6 +437,7 @@ def brute_force(sizes: list[int], dim: int = 256, k: int = 20) -> list[dict]:
 
 
 def main(argv=None) -> int:
+    global ON, SPLITS  # one route and one set of parts for every part of the run
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="LongMemEval every 5th question")
     ap.add_argument("--repeat", type=int, default=3, help="ingest rounds (median)")
@@ -385,18 +446,26 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--skip",
         default="",
-        help="parts left out: lme,devset,costs,brute,conversations,archive,null",
+        help="parts left out: lme,devset,costs,brute,conversations,archive,null,encode",
     )
+    ap.add_argument("--route", default=ON, help="the compared encoder: wordllama or minilm")
+    ap.add_argument("--splits", default=",".join(SPLITS), help="development-set parts")
+    ap.add_argument("--costs-root", type=Path, default=Path(sysconfig.get_paths()["stdlib"]))
+    ap.add_argument("--workers", type=int, default=2, help="ingest workers of the costs")
     ap.add_argument("--null-queries", type=int, default=1000, help="random queries of the null")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    ON, SPLITS = args.route, tuple(args.splits.split(","))
     floors = [float(f) for f in args.floors.split(",")]
     skip = set(args.skip.split(","))
-    report: dict = {"load_avg_1m_start": round(os.getloadavg()[0], 2), "floors": floors}
+    report: dict = {"load_avg_1m_start": round(os.getloadavg()[0], 2), "floors": floors,
+                    "route": ON}  # fmt: skip
+    if "encode" not in skip:
+        report["encode_exchanges"] = encode_rate(exchange_texts())
     if "brute" not in skip:
         report["brute_force"] = brute_force([10_000, 50_000, 100_000, 250_000, 500_000, 1_000_000])
     if "costs" not in skip:
-        report["costs"] = costs(args.repeat, args.queries)
+        report["costs"] = costs(args.repeat, args.queries, args.costs_root.resolve(), args.workers)
     if "devset" not in skip:
         report["devset_repo"] = devset(floors)
     if "lme" not in skip:
@@ -416,20 +485,26 @@ def main(argv=None) -> int:
 
 
 def _print(report: dict) -> None:
-    print(f"load average at start {report['load_avg_1m_start']}, end {report['load_avg_1m_end']}")
+    print(f"route {report['route']}; load average at start {report['load_avg_1m_start']},"
+          f" end {report['load_avg_1m_end']}")  # fmt: skip
+    if enc := report.get("encode_exchanges"):
+        print(f"encode conversation exchanges: {enc}")
+    if enc := report.get("costs", {}).get("encode_chunks"):
+        print(f"encode the costs tree's chunks: {enc}")
     for row in report.get("brute_force", []):
         over = " (over the 5 ms budget)" if row["p95_ms"] > BUDGET_MS else ""
         print(f"brute force {row['codes']:>9,} codes: p50 {row['p50_ms']} ms,"
               f" p95 {row['p95_ms']} ms{over}")  # fmt: skip
     if c := report.get("costs"):
         rate, share = c["rate_mb_s"], c["vector_share_of_source"]
-        print(f"stdlib ingest MB/s to searchable (run clock) without {rate['without']},"
+        print(f"ingest of {c['source_bytes']:,} bytes, MB/s to searchable (run clock)"
+              f" without {rate['without']},"
               f" with {rate['with']} (with/without {c['with_share_of_without']:.0%});"
               f" codes all written {c['codes_after_searchable_s']} s later;"
               f" command wall with/without {c['wall_with_share_of_without']:.0%};"
               f" vectors {c['vector_bytes']:,} bytes = {share:.3f}x source")  # fmt: skip
         for name, lat in c["search"].items():
-            print(f"stdlib search {name}: p50 {lat['p50_ms']} ms, p95 {lat['p95_ms']} ms"
+            print(f"search of the costs tree {name}: p50 {lat['p50_ms']} ms, p95 {lat['p95_ms']} ms"
                   f" (CPU p95 {lat['p95_cpu_ms']} ms), abstained {lat['abstained']}"
                   f"/{lat['queries']}")  # fmt: skip
     for split, per in report.get("devset_repo", {}).items():
@@ -439,6 +514,9 @@ def _print(report: dict) -> None:
         print(f"LongMemEval: {lme['chunks']} chunks encoded in {lme['encode_seconds']} s")
         print_table(lme["splits"])
     for set_name, by_split in report.get("conversations", {}).items():
+        size = by_split.pop("code_bytes")
+        print(f"{set_name}: codes {size['codes']:,} bytes beside {size['payloads']:,} bytes"
+              " of compressed payloads")  # fmt: skip
         for split, per in by_split.items():
             for name, s in per.items():
                 print(f"{set_name} devset {split} {name}: {s}")

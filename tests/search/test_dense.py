@@ -3,7 +3,6 @@ are reproducible, it knows synonyms; a user's command encoder plugs in."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 
@@ -19,31 +18,7 @@ from memoryd.text.dense import (
     pack,
     unpack,
 )
-
-# A child process in which any network connection or name lookup raises.
-_NO_NETWORK = textwrap.dedent(
-    """
-    import socket, sys
-    def refuse(*args, **kwargs):
-        raise OSError("network access attempted")
-    socket.socket.connect = refuse
-    socket.socket.connect_ex = refuse
-    socket.create_connection = refuse
-    socket.getaddrinfo = refuse
-    """
-)
-
-
-def _offline(code: str, tmp_path) -> subprocess.CompletedProcess:
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "0"}
-    env.update({k: v for k, v in __import__("os").environ.items() if k == "PYTHONPATH"})
-    return subprocess.run(
-        [sys.executable, "-c", _NO_NETWORK + textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+from tests.conftest import offline as _offline
 
 
 def test_wordllama_loads_and_encodes_with_the_network_refused(tmp_path):
