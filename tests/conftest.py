@@ -226,6 +226,14 @@ def query(home: Path, sql: str, bindings: tuple = ()) -> list[tuple]:
         return conn.execute(sql, bindings).fetchall()
 
 
+def memory_record_count(home: Path) -> int:
+    """Memory records of the home (0 before the first: its write makes their tables)."""
+    from memoryd.storage import records
+
+    with reader(home) as conn:
+        return sum(records.totals(conn, None)["records"].values())
+
+
 def queue_counts(home: Path) -> dict[str, int]:
     counts = dict.fromkeys(("queued", "claimed", "done", "failed", "dead"), 0)
     counts.update(query(home, "SELECT state, count(*) FROM jobs GROUP BY state"))

@@ -33,7 +33,7 @@ def ingest(cli, root: Path, project: str) -> dict:
 def project_rows(home: Path, pid: int) -> dict[str, int]:
     counts = {
         table: query(home, f"SELECT count(*) FROM {table} WHERE project_id = ?", (pid,))[0][0]
-        for table in ("files", "ingest_runs", "zdicts")
+        for table in ("files", "ingest_runs")  # zdicts: an older home's only
     }
     counts["chunks"] = query(  # a chunk's project is its file's
         home,

@@ -28,7 +28,8 @@ from memoryd.base.errors import (
     WalReplaced,
     disk_full,
 )
-from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS, migrate_data, schema_text
+from memoryd.storage.ddl import schema_text
+from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS, migrate_data
 from memoryd.storage.turns import WriteTurns
 
 T = TypeVar("T")

@@ -23,6 +23,8 @@ from typing import Any, TypeVar
 
 import apsw
 
+from memoryd.storage.ddl import schema_text
+
 T = TypeVar("T")
 
 
@@ -199,8 +201,6 @@ def ensure(tx: apsw.Connection, group: Group) -> None:
     """Create the group's tables unless they exist; call inside the write transaction
     that is about to store a row in them."""
     if not present(tx, group):
-        from memoryd.storage.schema import schema_text  # schema imports this module
-
         tx.execute(schema_text(group.ddl))
 
 

@@ -14,7 +14,7 @@ from memoryd.operations.api import Memoryd
 from memoryd.operations.home import Home
 from memoryd.operations.projects import Projects
 from memoryd.operations.search import Search
-from memoryd.storage import corpus
+from memoryd.storage import corpus, lazy
 from tests.conftest import query
 
 
@@ -40,7 +40,7 @@ def test_block_bodies_and_rebuild(home: Path, tmp_path: Path) -> None:
 
     # Bodies are compressed in blocks of several files, each block a frame without a
     # dictionary (none is trained); a file's own body is then empty.
-    assert query(home, "SELECT count(*) FROM zdicts") == [(0,)]
+    assert not lazy.present(md.db, lazy.ZDICTS)  # nor its table
     blocks = query(home, "SELECT data, files FROM body_blocks")
     assert {zstandard.get_frame_parameters(b).dict_id for b, _ in blocks} == {0}
     assert sum(n for _, n in blocks) == FILES > len(blocks)
@@ -81,6 +81,7 @@ def with_dictionary(tx: apsw.Connection) -> zstandard.ZstdCompressor:
     blocks = tx.execute("SELECT id, data FROM body_blocks").fetchall()
     texts = {bid: zstandard.ZstdDecompressor().decompress(data) for bid, data in blocks}
     zdict = zstandard.train_dictionary(8192, list(texts.values()) * 8)
+    lazy.ensure(tx, lazy.ZDICTS)
     tx.execute(
         "INSERT INTO zdicts (id, project_id, data, created_at) VALUES (?, 1, ?, 0)",
         (zdict.dict_id(), zdict.as_bytes()),

@@ -10,7 +10,8 @@ import pytest
 from memoryd.base.config import PAGE_SIZE, load_config
 from memoryd.storage import lazy, record_vectors, records, vectors
 from memoryd.storage.authority import Authority, open_authority
-from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS, schema_text
+from memoryd.storage.ddl import schema_text
+from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS
 from tests.conftest import downgrade_sql
 
 REC = {

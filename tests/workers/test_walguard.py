@@ -17,6 +17,7 @@ from tests.conftest import (
     MEMORYD,
     Result,
     clean_env,
+    memory_record_count,
     query,
     run_cli,
     status,
@@ -87,7 +88,7 @@ def test_memory_add_wait_answers_queue_paused_following_a_supervisor(home, tmp_p
         assert_paused(res, reader.pid)
     wait_for(lambda: not status(home)["claims_paused"], what="claims to resume")
     wait_for(
-        lambda: query(home, "SELECT count(*) FROM memory_records")[0][0] == 1,
+        lambda: memory_record_count(home) == 1,
         what="the staged fact to be consolidated",
     )
     sup.terminate()
@@ -102,4 +103,4 @@ def test_memory_add_wait_draining_here_answers_queue_paused(home, tmp_path):
     assert status(home)["supervisor"] is None
     res = remember(home, "Releases are tagged on main.")
     assert res.code == 0, res.stderr
-    assert query(home, "SELECT count(*) FROM memory_records")[0][0] == 1
+    assert memory_record_count(home) == 1
