@@ -71,6 +71,7 @@ class ArchiveDenseSource:
     """The archive's exchanges by code similarity, for short queries only."""
 
     exact = False
+    kind = "archive"
 
     def __init__(self, lexical: ArchiveSource) -> None:
         self.lexical = lexical
@@ -141,5 +142,5 @@ def _scored(items: list[dict]) -> list[dict]:
     fusion = Fusion()
     fusion.add(items)
     for item in items:
-        item["score"] = scored(item["score"], fusion.score(id(item)))
+        scored(item, item["score"], fusion.score(id(item)))
     return items

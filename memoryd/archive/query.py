@@ -24,17 +24,21 @@ def search_archive(
     *,
     created_after: dict[str, float] | None = None,
     dense: bool = True,
+    threshold: float | None = None,
 ) -> dict:
     """Gated search of ``project``'s live archive versions: BM25, and stored codes for
     short queries (:mod:`memoryd.archive.dense`); a version both find is listed once.
     ``min_score`` only narrows (:func:`memoryd.search.pipeline.run`); ``created_after``
     (class -> oldest creation time) searches only those classes and ages, before the
-    best are cut to ``limit`` (recall's horizons); ``dense=False``: BM25 alone."""
+    best are cut to ``limit`` (recall's horizons); ``dense=False``: BM25 alone;
+    ``threshold``: the answer threshold (None: the configured one)."""
     check(query, limit)
     src = ArchiveSource(owner, project, now, created_after)
     named = [_exact_item(owner, v) for v in named_versions(owner, src, query)][:limit]
     sources = [src, ArchiveDenseSource(src)] if dense else [src]
-    found = run(query, limit, sources, min_score=min_score)
+    if threshold is None:
+        threshold = owner.config.answer_threshold
+    found = run(query, limit, sources, min_score=min_score, threshold=threshold)
     if named:  # a version the question names by its locator or document id is exact
         owner.store.protections.take_retrieval_leases(
             [i["locator"] for i in named],

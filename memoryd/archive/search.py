@@ -300,6 +300,7 @@ class ArchiveSource:
     retention cannot expire them while the caller reads them."""
 
     exact = False
+    kind = "archive"
 
     def __init__(
         self,
@@ -383,13 +384,14 @@ class ArchiveSource:
         excerpt = "\n".join(c.doc.lines[c.start : c.end])[:EXCERPT_CHARS]
         if end > c.end:
             excerpt += "\n" + "\n".join(c.doc.lines[c.end : end])[:REPLY_CHARS]
-        return {
+        item = {
             "path": c.hit.session or c.hit.doc_id,
             "start_line": c.start + 1,
             "end_line": end,
-            "score": scored(gate.evidence(c.verdict), fusion.score(id(c))),
+            "score": None,
             "excerpt": excerpt,
             "locator": c.hit.locator,
             "class": c.hit.cls,
             "created_at": utc_iso(c.hit.created_at),
         }
+        return scored(item, gate.evidence(c.verdict), fusion.score(id(c)))

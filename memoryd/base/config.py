@@ -393,6 +393,16 @@ SETTINGS: dict[str, Setting] = {
         2000, "most characters of recalled context a hook injects into the agent"
     ),
     "hook_recall_limit": _positive(3, "most recalled items a hook injects"),
+    # search and recall
+    "answer_threshold": Setting(
+        0.25,
+        "a search abstains when its best item's score (the estimated chance it answers,"
+        " memoryd/search/calibration.py) is below this; chosen on the development sets'"
+        " risk-coverage curve (ops/bench/fit_calibration.py); 0 answers whatever the"
+        " gate admits",
+        0,
+        1,
+    ),
     "hook_drain_seconds": _positive(
         2.0, "a running supervisor archives the hook spool this often (when it holds events)"
     ),

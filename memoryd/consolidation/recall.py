@@ -65,6 +65,7 @@ class RecordSource:
     (looked up once for both)."""
 
     exact = False
+    kind = "records"
 
     def __init__(self, db: Any, project: str, chunks: ProjectSource) -> None:
         self.db, self.project, self.chunks, self.pid = db, project, chunks, chunks.pid
@@ -117,7 +118,7 @@ def _scored(ranked: list[dict], items: list[dict], evidence: dict[int, float]) -
     fusion.add(ranked, key=lambda r: r["n"])
     fusion.add(sorted(ranked, key=lambda r: -evidence[r["n"]]), key=lambda r: r["n"])
     for record, item in zip(ranked, items, strict=True):
-        item["score"] = scored(evidence[record["n"]], fusion.score(record["n"]))
+        scored(item, evidence[record["n"]], fusion.score(record["n"]))
     return items
 
 

@@ -163,9 +163,15 @@ class ControlRequests:
             limit = _arg(args, op, "limit", int, 10 if op == "search" else 5)
             score = _arg(args, op, "min_score", (int, float), None)
             dense = _arg(args, op, "dense", bool, True)
+            asked = {
+                "limit": limit,
+                "min_score": score,
+                "dense": dense,
+                "answer_threshold": _arg(args, op, "answer_threshold", (int, float), None),
+            }
             if op == "recall":
-                return recall(md, query, project, limit=limit, min_score=score, dense=dense)
-            return Search(md).search(query, project, limit=limit, min_score=score, dense=dense)
+                return recall(md, query, project, **asked)
+            return Search(md).search(query, project, **asked)
         if op == "archive":
             return md.archive(_arg(args, op, "op", str), _arg(args, op, "args", dict, None) or {})
         if op == "hook_context":

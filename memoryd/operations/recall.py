@@ -35,9 +35,13 @@ def horizons(md: Memoryd) -> dict[str, float]:
     }
 
 
-def _project_part(md: Memoryd, query: str, project: str, limit: int, dense: bool) -> dict:
+def _project_part(
+    md: Memoryd, query: str, project: str, limit: int, dense: bool, threshold: float | None
+) -> dict:
     try:
-        result = Search(md).search(query, project, limit=limit, dense=dense)
+        result = Search(md).search(
+            query, project, limit=limit, dense=dense, answer_threshold=threshold
+        )
     except MemorydError as exc:  # routed to a supervisor, it arrives as its code
         if getattr(exc, "code", None) not in (UnknownProject.code, IngestPending.code):
             raise
@@ -47,7 +51,13 @@ def _project_part(md: Memoryd, query: str, project: str, limit: int, dense: bool
 
 
 def _archive_part(
-    md: Memoryd, query: str, project: str, limit: int, now: float, dense: bool
+    md: Memoryd,
+    query: str,
+    project: str,
+    limit: int,
+    now: float,
+    dense: bool,
+    threshold: float | None,
 ) -> dict:
     """The archive's best within the horizons: the search itself leaves out what is
     older, so an older strong hit cannot take the slots of recent evidence (nor get a
@@ -60,6 +70,7 @@ def _archive_part(
         return {"status": "abstained", "items": [], "gap": outside}
     args = {"project": project, "query": query, "limit": limit, "created_after": window}
     args |= {} if dense else {"dense": False}
+    args |= {} if threshold is None else {"answer_threshold": threshold}
     try:
         result = md.archive("search", args)
     except MemorydError as exc:  # through a job or the socket it arrives as its code
@@ -93,19 +104,29 @@ def recall(
     limit: int = 5,
     min_score: float | None = None,
     dense: bool = True,
+    answer_threshold: float | None = None,
 ) -> dict:
     """Project memory plus recent archive evidence, gated; nothing when insufficient.
-    ``min_score`` narrows both sources as it narrows :meth:`Search.search`; ``dense=False``
-    leaves the dense route out of both. A running supervisor answers it; else it runs
-    here (:func:`recall_here`)."""
+    ``min_score`` and ``answer_threshold`` apply to both sources as to
+    :meth:`Search.search`; ``dense=False`` leaves the dense route out of both. A running
+    supervisor answers it; else it runs here (:func:`recall_here`)."""
     if limit < 1:
         raise UsageError("--limit must be at least 1")
     md.check_query(query)
     name = Projects(md).default(project)
     asked = {"query": query, "project": name, "limit": limit, "min_score": min_score}
+    asked |= {} if answer_threshold is None else {"answer_threshold": answer_threshold}
     if routed := md.routed("recall", **asked, **({} if dense else {"dense": False})):
         return routed
-    return recall_here(md, query, name, limit=limit, min_score=min_score, dense=dense)
+    return recall_here(
+        md,
+        query,
+        name,
+        limit=limit,
+        min_score=min_score,
+        dense=dense,
+        answer_threshold=answer_threshold,
+    )
 
 
 def recall_here(
@@ -117,6 +138,7 @@ def recall_here(
     now: float | None = None,
     min_score: float | None = None,
     dense: bool = True,
+    answer_threshold: float | None = None,
 ) -> dict:
     """``{"status", "items", "gap", "injected"}``: items from project memory and the
     archive (each tagged with its ``source``) in the order of their score, which is on
@@ -127,8 +149,8 @@ def recall_here(
     now = time.time() if now is None else now
     with md.archive_held():  # embedded: one archive open for the search and the access
         parts = [
-            _project_part(md, query, project, limit, dense),
-            _archive_part(md, query, project, limit, now, dense),
+            _project_part(md, query, project, limit, dense, answer_threshold),
+            _archive_part(md, query, project, limit, now, dense, answer_threshold),
         ]
         items = ranked([item for part in parts for item in part["items"]], min_score)
         accessed = record_access(md, [i for i in items if i["source"] == "archive"], now)

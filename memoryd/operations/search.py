@@ -29,6 +29,7 @@ class Search:
         limit: int = 10,
         min_score: float | None = None,
         dense: bool = True,
+        answer_threshold: float | None = None,
     ) -> dict:
         """Answer from project memory, or abstain: ``{"status", "items", "gap"}``.
 
@@ -37,6 +38,8 @@ class Search:
         admitted, of every source, never adds one; None leaves the answer as it is.
         ``dense=False`` answers without the dense route (lexical only: no re-ranking
         by vectors, no dense floor, no stored codes), as a diagnostic compares.
+        ``answer_threshold`` (None: the configured one): abstain when the best item
+        scores below it.
         """
         md = self.md
         if limit < 1:
@@ -44,6 +47,7 @@ class Search:
         md.check_query(query)
         name = Projects(md).default(project)  # here: "like the cwd" means the caller's
         asked = {"query": query, "project": name, "limit": limit, "min_score": min_score}
+        asked |= {} if answer_threshold is None else {"answer_threshold": answer_threshold}
         routed = md.routed("search", **asked, **({} if dense else {"dense": False}))
         if routed:
             return routed
@@ -55,7 +59,11 @@ class Search:
 
         chunks = ProjectSource(md.reader, name, encoder=None if dense else False)
         records = RecordSource(md.reader, name, chunks)
-        result = pipeline.run(query, limit, [records, chunks], min_score=min_score)
+        if answer_threshold is None:
+            answer_threshold = md.config.answer_threshold
+        result = pipeline.run(
+            query, limit, [records, chunks], min_score=min_score, threshold=answer_threshold
+        )
         if records.review:  # found, but every line they cite is gone
             result["needs_review"] = records.review
         if result["status"] == "abstained":
@@ -67,7 +75,14 @@ class Search:
                 raise IngestPending(pending_message(md.reader, name, run, sup))
         return result
 
-    def search_all(self, query: str, *, limit: int = 10, min_score: float | None = None) -> dict:
+    def search_all(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        min_score: float | None = None,
+        answer_threshold: float | None = None,
+    ) -> dict:
         """Search every project; each item names its ``project``. Items are ranked by
         their score (one 0..1 scale) across projects; projects whose first ingest is
         still under way are listed in ``pending`` rather than failing the search."""
@@ -80,7 +95,9 @@ class Search:
         items, gaps, pending, review = [], [], [], []
         for name in names:
             try:
-                result = self.search(query, name, limit=limit, min_score=min_score)
+                result = self.search(
+                    query, name, limit=limit, min_score=min_score, answer_threshold=answer_threshold
+                )
             except IngestPending:
                 pending.append(name)
                 continue

@@ -375,6 +375,7 @@ class ProjectSource:
     """
 
     exact = True
+    kind = "chunks"
 
     def __init__(
         self,
@@ -665,26 +666,31 @@ def _items(
     ranked = kept
     _load(db, stats, ranked)
     items = [
-        {
-            "path": c.path,
-            "start_line": c.start_line,
-            "end_line": c.end_line,
-            "score": _score(c, fusion),
-            "excerpt": None,  # filled for the page only: see _excerpts
-            **({"also_at": also_at[c.rowid]} if c.rowid in also_at else {}),
-        }
+        _score(
+            {
+                "path": c.path,
+                "start_line": c.start_line,
+                "end_line": c.end_line,
+                "score": None,
+                "excerpt": None,  # filled for the page only: see _excerpts
+                **({"also_at": also_at[c.rowid]} if c.rowid in also_at else {}),
+            },
+            c,
+            fusion,
+        )
         for c in ranked
     ]
     return items, _excerpts(p, dict(zip(map(id, items), ranked, strict=True)))
 
 
-def _score(c: Candidate, fusion: Fusion) -> float:
-    """The candidate's evidence times its fused rank score (:func:`pipeline.scored`);
-    a chunk of a path or identifier the question names, 1 (such chunks come first)."""
+def _score(item: dict, c: Candidate, fusion: Fusion) -> dict:
+    """``item`` scored by the candidate's evidence and fused rank score
+    (:func:`pipeline.scored`); a chunk of a path or identifier the question names, by
+    full evidence and strength (such chunks come first)."""
     if c.exact:
-        return 1.0
+        return pipeline.scored(item, 1.0, 1.0)
     assert c.verdict is not None  # admitted
-    return pipeline.scored(gate_mod.evidence(c.verdict, c.cosine), fusion.score(id(c)))
+    return pipeline.scored(item, gate_mod.evidence(c.verdict, c.cosine), fusion.score(id(c)))
 
 
 def _excerpts(p: gate_mod.Plan, of: dict[int, Candidate]) -> Callable[[list[dict]], None]:

@@ -10,16 +10,21 @@ no source admitted anything.
 
 **Scores.** Every item's score is on one 0..1 scale whatever its source, so
 items of several sources are listed in score order and ``min_score`` means the
-same for all of them. A source scores an item by its *evidence*
+same for all of them: the estimated chance that the item answers the question
+(:mod:`memoryd.search.calibration`, a logistic model fitted on memoryd's
+development sets). A source rates an item by its *evidence*
 (:func:`memoryd.search.gate.evidence`: the share of the question's focus-term
 specificity, by idf, that the item holds, which the gate measures the same way
-for every source) times its *strength* within the source (its reciprocal-rank
+for every source) and its *strength* within the source (its reciprocal-rank
 fusion score normalized so that the first in every ranking the source fuses
 scores 1): :func:`scored`. Raw BM25 is not comparable across sources (a record
-scored 2.5e-06 beside a chunk's 0.98); coverage is. :func:`monotone` then fits
-each source's scores, in the source's own order, to a non-increasing sequence
-(isotonic regression), so the source's ranking is kept and an item never claims
-more confidence than one ranked above it.
+scored 2.5e-06 beside a chunk's 0.98); coverage is. :func:`run` turns these,
+the item's place in its source's list and its margin over the next into the
+calibrated score, and :func:`monotone` then fits each source's scores, in the
+source's own order, to a non-increasing sequence (isotonic regression), so the
+source's ranking is kept and an item never claims more confidence than one
+ranked above it. When the best item scores below the answer threshold
+(``answer_threshold``), the search abstains.
 
 The sources:
 
@@ -42,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from memoryd.base.errors import UsageError
-from memoryd.search import gate
+from memoryd.search import calibration, gate
 from memoryd.text.terms import Query, analyze
 
 RRF_K = 60
@@ -77,6 +82,7 @@ class Source(Protocol):
 
     where: str
     exact: bool
+    kind: str  # chunks, records or archive (:mod:`memoryd.search.calibration`)
 
     def stats(self, q: Query) -> Stats: ...
 
@@ -146,12 +152,16 @@ def run(
     tuning: gate.Tuning = gate.DEFAULT,
     *,
     min_score: float | None = None,
+    threshold: float = 0.0,
 ) -> dict:
     """Search ``sources`` for evidence answering ``query``: ``{"status", "items", "gap"}``.
 
-    Every item's ``score`` is on one 0..1 scale (:func:`scored`) and the items are in
-    its order, whatever their source; each keeps its source's fields. ``min_score``
-    only narrows: it drops items scoring below it, from every source, never adds one.
+    Every item's ``score`` is on one 0..1 scale, the estimated chance that it answers
+    the question (:mod:`memoryd.search.calibration`), and the items are in its order,
+    whatever their source; each keeps its source's fields. ``min_score`` only
+    narrows: it drops items scoring below it, from every source, never adds one.
+    ``threshold`` (the answer threshold): when the best item scores below it, the
+    search abstains.
     """
     check(query, limit)
     q = analyzed(query)
@@ -166,11 +176,14 @@ def run(
             found.append(Found(gap=unplanned(q, p, src.where)))
         else:
             found.append(src.find(q, p, _fetched(limit)))
+            calibration.calibrate(found[-1].items, src.kind, len(p.focus))
     answered = [f.items for f in found if f.items]
     if not answered:
         gaps = [f.gap for f in found if f.gap]
         return abstain("; ".join(dict.fromkeys(gaps)) or "no source holds evidence")
     merged = merge([monotone(crowded(items, len(items))) for items in answered])
+    if merged[0]["score"] < threshold:
+        return abstain(unsure(merged[0]["score"], threshold))
     if min_score is not None:
         merged = [item for item in merged if item["score"] >= min_score]
         if not merged:
@@ -183,12 +196,16 @@ def run(
     return {"status": "ok", "items": page, "gap": None}
 
 
-def scored(evidence: float, strength: float) -> float:
-    """An item's score before :func:`monotone`: its evidence (:func:`gate.evidence`,
-    the share of the question's specificity it holds, comparable across sources)
-    times its strength in its own source (its fused reciprocal-rank score,
-    :meth:`Fusion.score`: 1 for the first in every ranking the source fuses)."""
-    return max(0.0, min(1.0, evidence)) * max(0.0, min(1.0, strength))
+def scored(item: dict, evidence: float, strength: float) -> dict:
+    """``item`` with its raw score: its evidence (:func:`gate.evidence`, the share of
+    the question's specificity it holds, comparable across sources) times its
+    strength in its own source (its fused reciprocal-rank score, :meth:`Fusion.score`:
+    1 for the first in every ranking the source fuses). Both are kept for
+    :func:`calibration.calibrate`, which :func:`run` applies before :func:`monotone`."""
+    evidence, strength = max(0.0, min(1.0, evidence)), max(0.0, min(1.0, strength))
+    item["score"] = evidence * strength
+    item[calibration.SIGNALS] = (evidence, strength)
+    return item
 
 
 def monotone(items: list[dict]) -> list[dict]:
@@ -215,6 +232,14 @@ def merge(ranked: list[list[dict]]) -> list[dict]:
     keyed = [(-i["score"], n, s, i) for s, items in enumerate(ranked) for n, i in enumerate(items)]
     keyed.sort(key=lambda k: k[:3])
     return [k[3] for k in keyed]
+
+
+def unsure(best: float, threshold: float) -> str:
+    """The gap of an answer whose best item scored below the answer threshold."""
+    return (
+        f"the best evidence found scores {best:.3f}, below the answer threshold"
+        f" {threshold:g} (--answer-threshold, MEMORYD_ANSWER_THRESHOLD)"
+    )
 
 
 def below(min_score: float) -> str:

@@ -90,11 +90,11 @@ def bm25_plain(db, pid: int, question: str, limit: int) -> dict:
         return {"status": "abstained", "items": []}
     t = fts_table(pid)
     rows = db.query(
-        f"SELECT c.start_line, f.path FROM {t} JOIN chunks c ON c.id = {t}.rowid"
+        f"SELECT c.start_line, f.path, {t}.rank FROM {t} JOIN chunks c ON c.id = {t}.rowid"
         f" JOIN files f ON f.id = c.file_id WHERE {t} MATCH ? ORDER BY rank LIMIT ?",
         (match, limit),
     )
-    items = [{"path": r[1]} for r in rows]
+    items = [{"path": r[1], "score": -r[2]} for r in rows]  # FTS5's rank: lower is better
     return {"status": "ok" if items else "abstained", "items": items}
 
 

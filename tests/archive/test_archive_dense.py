@@ -27,8 +27,9 @@ from tests.conftest import status, wait_for
 
 NOW = 1_800_000_000.0
 # the floor is lowered to this model's similarity of one word to a two-line exchange:
-# the rule under test is that only a short query may be answered on it
-SETTINGS = {"encoder": "wordllama", "dense_rescue_similarity": 0.2}
+# the rule under test is that only a short query may be answered on it (the gate's
+# rule: a similarity this low is no confident answer, so no answer threshold either)
+SETTINGS = {"encoder": "wordllama", "dense_rescue_similarity": 0.2, "answer_threshold": 0.0}
 SESSIONS = {
     "pets": [("user", "We adopted a puppy last week."),
              ("assistant", "Congratulations on the new puppy!")],

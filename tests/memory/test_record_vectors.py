@@ -77,8 +77,9 @@ def test_verify_sees_a_damaged_record_code_and_rebuild_repairs_it(memoryd, proje
 
 def test_a_short_query_finds_a_record_by_meaning_and_a_long_one_still_needs_words(memoryd):
     # the floor is lowered to this model's similarity of one word to a short sentence:
-    # the rule under test is that only a short query may be answered on it
-    md = memoryd(**WORDLLAMA, dense_rescue_similarity=0.25)
+    # the rule under test is that only a short query may be answered on it (the gate's
+    # rule: a similarity this low is no confident answer, so no answer threshold either)
+    md = memoryd(**WORDLLAMA, dense_rescue_similarity=0.25, answer_threshold=0.0)
     Memory(md).add(lines(fact(PUPPY), fact(BREAD), fact(LAMP)), "app", wait=True)
     res = Search(md).search("dog", project="app")
     assert res["status"] == "ok"

@@ -553,6 +553,14 @@ MIN_SCORE_HELP = (
     "Only narrows: drop admitted items whose score (0..1) is below this; never adds one "
     "(optional, never required)."
 )
+ANSWER_THRESHOLD_HELP = (
+    "Abstain when the best item's score (the estimated chance it answers) is below this "
+    "(default: the answer_threshold setting, MEMORYD_ANSWER_THRESHOLD; 0 answers whatever "
+    "the gate admits)."
+)
+answer_threshold_option = click.option(
+    "--answer-threshold", type=click.FloatRange(0, 1), help=ANSWER_THRESHOLD_HELP
+)
 
 
 @command(main, "search", "memoryd search 'how are JSON documents decoded?' --project python3.11")
@@ -563,6 +571,7 @@ MIN_SCORE_HELP = (
     "--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most items."
 )
 @click.option("--min-score", type=click.FloatRange(0, 1), help=MIN_SCORE_HELP)
+@answer_threshold_option
 def search_cmd(
     md: Memoryd,
     as_json: bool,
@@ -571,6 +580,7 @@ def search_cmd(
     all_projects: bool,
     limit: int,
     min_score: float | None,
+    answer_threshold: float | None,
 ) -> None:
     """Search project memory; abstain when the evidence is insufficient.
 
@@ -578,10 +588,11 @@ def search_cmd(
     if all_projects and project:
         raise click.UsageError("--all searches every project: drop --project")
     one_shot_blas()
+    narrow = {"limit": limit, "min_score": min_score, "answer_threshold": answer_threshold}
     if all_projects:
-        result = Search(md).search_all(query, limit=limit, min_score=min_score)
+        result = Search(md).search_all(query, **narrow)
     else:
-        result = Search(md).search(query, project, limit=limit, min_score=min_score)
+        result = Search(md).search(query, project, **narrow)
     if as_json:
         emit_json(result)
     else:
@@ -621,14 +632,23 @@ def print_search(
     "--limit", type=click.IntRange(1, 100), default=5, show_default=True, help="Most items."
 )
 @click.option("--min-score", type=click.FloatRange(0, 1), help=MIN_SCORE_HELP)
+@answer_threshold_option
 def recall_cmd(
-    md: Memoryd, as_json: bool, query: str, project: str | None, limit: int, min_score: float | None
+    md: Memoryd,
+    as_json: bool,
+    query: str,
+    project: str | None,
+    limit: int,
+    min_score: float | None,
+    answer_threshold: float | None,
 ) -> None:
     """Recall project memory and recent archive evidence (within the recall horizons).
 
     Injects nothing when the evidence is insufficient, and says so."""
     one_shot_blas()
-    result = recall(md, query, project, limit=limit, min_score=min_score)
+    result = recall(
+        md, query, project, limit=limit, min_score=min_score, answer_threshold=answer_threshold
+    )
     if as_json:
         emit_json(result)
     else:
@@ -943,11 +963,19 @@ def _added_text(r: dict) -> str:
     "--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Most items."
 )
 @click.option("--min-score", type=click.FloatRange(0, 1), help=MIN_SCORE_HELP)
+@answer_threshold_option
 def archive_search(
-    md: Memoryd, as_json: bool, query: str, project: str, limit: int, min_score: float | None
+    md: Memoryd,
+    as_json: bool,
+    query: str,
+    project: str,
+    limit: int,
+    min_score: float | None,
+    answer_threshold: float | None,
 ) -> None:
     """Search the archive with the evidence gate; takes a short lease on what it returns."""
     args = {"project": project, "query": query, "limit": limit, "min_score": min_score}
+    args |= {} if answer_threshold is None else {"answer_threshold": answer_threshold}
     r = md.archive("search", args)
     if as_json:
         emit_json(r)
