@@ -97,6 +97,7 @@ PAGE_SIZE = 2048  # of a new authority (SQLite's default 4096 packs compressed b
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this prefix marks a binary, as git decides
 READ_STEP_BYTES = 64 * 1024  # a read past a file's expected size asks this much at a time
 READER_DIRS_KEPT = 64  # directory fds a scan's or batch's reader keeps open
+FILE_LOOKUP_PATHS = 500  # paths a batch's put looks up in one statement (its stored rows)
 SKIPPED_PATHS_NAMED = 5  # an ingest summary names this many of the files too large
 # A run lists this many skipped paths with their reasons (then counts the rest): every
 # skipped file of a repository, bounded so a tree of generated files cannot grow the
