@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -90,17 +91,40 @@ class ScanResult:
     skipped: Skipped = field(default_factory=Skipped)
 
 
+class _Matcher:
+    """A gitignore spec's verdict on a path: True (ignored), False (taken back by a
+    negation), None (no pattern matches). Without negations any match ignores, so the
+    patterns are one joined regex, one search a path instead of one a pattern (most
+    specs: the defaults, the secret names, most ``.gitignore`` files)."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self.spec = GitIgnoreSpec.from_lines(lines)
+        patterns = [p for p in self.spec.patterns if p.include is not None]
+        self.joined: re.Pattern | None = None
+        if all(p.include for p in patterns):
+            alternatives = (_GROUP.sub("(", p.regex.pattern) for p in patterns)
+            self.joined = re.compile("|".join(f"(?:{a})" for a in alternatives) or "(?!)")
+
+    def check(self, path: str) -> bool | None:
+        if self.joined is None:
+            return self.spec.check_file(path).include
+        return True if self.joined.search(path) else None
+
+
+_GROUP = re.compile(r"\(\?P<\w+>")  # a named group (repeated across patterns when joined)
+
+
 class _Ignores:
     """The stack of ignore specs that apply to one directory, and the name rules."""
 
     def __init__(
         self, excludes: list[str], include_hidden: bool = False, include_secrets: bool = False
     ) -> None:
-        self.base = GitIgnoreSpec.from_lines(DEFAULT_IGNORES)
-        self.excludes = GitIgnoreSpec.from_lines(excludes) if excludes else None
-        self.secrets = GitIgnoreSpec.from_lines(SECRET_FILES)
+        self.base = _Matcher(DEFAULT_IGNORES)
+        self.excludes = _Matcher(excludes) if excludes else None
+        self.secrets = _Matcher(SECRET_FILES)
         self.include_hidden, self.include_secrets = include_hidden, include_secrets
-        self.nested: dict[str, GitIgnoreSpec] = {}  # dir rel path -> its .gitignore
+        self.nested: dict[str, _Matcher] = {}  # dir rel path -> its .gitignore
 
     def load(self, root: Path, rel_dir: str) -> None:
         path = root / rel_dir / ".gitignore" if rel_dir else root / ".gitignore"
@@ -108,21 +132,20 @@ class _Ignores:
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             return
-        self.nested[rel_dir] = GitIgnoreSpec.from_lines(lines)
+        self.nested[rel_dir] = _Matcher(lines)
 
     def ignored(self, rel: str, is_dir: bool) -> tuple[bool, str]:
         probe = rel + "/" if is_dir else rel
         verdict, reason = None, ""
-        base = self.base.check_file(probe).include
-        if base:
+        if self.base.check(probe):
             verdict, reason = True, "default_ignore"
-        elif self.excludes and self.excludes.check_file(probe).include:
+        elif self.excludes and self.excludes.check(probe):
             verdict, reason = True, "exclude"
         for rel_dir, spec in self.nested.items():
             if rel_dir and not rel.startswith(rel_dir + "/"):
                 continue
             sub = probe[len(rel_dir) + 1 :] if rel_dir else probe
-            include = spec.check_file(sub).include
+            include = spec.check(sub)
             if include is not None:  # deeper .gitignore files come later and win
                 verdict, reason = include, "gitignore"
         return bool(verdict), reason
@@ -308,7 +331,7 @@ def _name_reason(name: str, ignores: _Ignores) -> str:
         name.encode("utf-8")
     except UnicodeEncodeError:
         return "bad_name"
-    if not ignores.include_secrets and ignores.secrets.match_file(name):
+    if not ignores.include_secrets and ignores.secrets.check(name):
         return "secret"
     if not ignores.include_hidden and name.startswith("."):
         return "hidden"
