@@ -63,6 +63,9 @@ CONTROL_SECONDARY_DIR = "control-secondary"  # its RocksDB secondary instance's 
 CHUNK_TARGET_LINES = 40  # start looking for a natural boundary here
 CHUNK_MAX_LINES = 80
 CHUNK_MAX_CHARS = 4096
+# Chunks whose index text a worker keeps by hash (a repeated chunk is made once): at
+# most this many, each up to CHUNK_MAX_CHARS twice (about 16 MiB at most).
+CHUNK_MEMO_ENTRIES = 2048
 # A configuration or markdown file is cut where its units start (sections, top-level
 # keys, steps, rules, headings: memoryd.text.structure); consecutive small units are
 # joined while the chunk stays within this many lines.
