@@ -21,9 +21,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import replace
 
-import numpy as np
-
 from memoryd.archive.search import EXCERPT_CHARS, ArchiveSource, ArchiveStats, load_doc
+from memoryd.base.lazy import lazy_module
 from memoryd.base.times import utc_iso
 from memoryd.search import gate
 from memoryd.search.pipeline import Found, Fusion, scored
@@ -32,6 +31,8 @@ from memoryd.storage import vectors
 from memoryd.text import terms
 from memoryd.text.dense import code_similarity, encoder_name, unpack
 from memoryd.text.evidence import held
+
+np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
 NEIGHBOURS = 20  # nearest exchanges a short query may be answered by
 CODES_CACHED = 4  # projects whose codes a process keeps between queries

@@ -67,6 +67,9 @@ MCP_DEFERRED_WAIT_SECONDS = 1.0
 CHUNK_TARGET_LINES = 40  # start looking for a natural boundary here
 CHUNK_MAX_LINES = 80
 CHUNK_MAX_CHARS = 4096
+# Chunks whose index text a worker keeps by hash (a repeated chunk is made once): at
+# most this many, each up to CHUNK_MAX_CHARS twice (about 16 MiB at most).
+CHUNK_MEMO_ENTRIES = 2048
 # A configuration or markdown file is cut where its units start (sections, top-level
 # keys, steps, rules, headings: memoryd.text.structure); consecutive small units are
 # joined while the chunk stays within this many lines.
@@ -102,6 +105,9 @@ FTS_AUTOMERGE = 8
 # 0.446x against 0.436x on /usr/include's 113 MB at the same CPU (4096 packs worse still).
 PAGE_SIZE = 1024
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this prefix marks a binary, as git decides
+READ_STEP_BYTES = 64 * 1024  # a read past a file's expected size asks this much at a time
+READER_DIRS_KEPT = 64  # directory fds a scan's or batch's reader keeps open
+FILE_LOOKUP_PATHS = 500  # paths a batch's put looks up in one statement (its stored rows)
 SKIPPED_PATHS_NAMED = 5  # an ingest summary names this many of the files too large
 # A run lists this many skipped paths with their reasons (then counts the rest): every
 # skipped file of a repository, bounded so a tree of generated files cannot grow the

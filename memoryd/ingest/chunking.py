@@ -19,6 +19,7 @@ from memoryd.base.config import (
     BODY_BLOCK_BYTES,
     CHUNK_MAX_CHARS,
     CHUNK_MAX_LINES,
+    CHUNK_MEMO_ENTRIES,
     CHUNK_TARGET_LINES,
     STRUCTURE_MERGE_LINES,
 )
@@ -151,10 +152,34 @@ def prepare_batch(
     return rows, blocks
 
 
+class _IndexTexts:
+    """The index texts (:func:`~memoryd.storage.unsearched.index_text`) of the chunks a
+    process made last, by chunk hash: a licence header, a vendored copy or a generated
+    file repeats its chunks, each made once. At most ``entries`` (the oldest go first);
+    a hit's text is compared too, so no two texts share an entry."""
+
+    def __init__(self, entries: int) -> None:
+        self.entries = entries
+        self.memo: dict[bytes, tuple[str, str, int]] = {}
+
+    def get(self, key: bytes, text: str) -> tuple[str, int]:
+        hit = self.memo.get(key)
+        if hit is not None and hit[0] == text:
+            return hit[1], hit[2]
+        indexed, left_out = index_text(text)
+        if len(self.memo) >= self.entries:
+            del self.memo[next(iter(self.memo))]
+        self.memo[key] = (text, indexed, left_out)
+        return indexed, left_out
+
+
+_INDEX_TEXTS = _IndexTexts(CHUNK_MEMO_ENTRIES)  # per process: each worker its own
+
+
 def _indexed(chunk: ChunkRow, context: str, packed: bool) -> ChunkRow:
     """The chunk with its index text: its lines (a packed block's without the words
     never looked up alone) and its context words."""
-    text, left_out = index_text(chunk.text) if packed else (chunk.text, 0)
+    text, left_out = _INDEX_TEXTS.get(chunk.content_hash, chunk.text) if packed else (chunk.text, 0)
     text, left_out = with_context(text, left_out, context)
     return chunk._replace(text=text, left_out=left_out)
 

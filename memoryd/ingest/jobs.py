@@ -29,7 +29,7 @@ from memoryd.ingest import progress
 from memoryd.ingest import vectors as vectors_job
 from memoryd.ingest.chunking import prepare_batch
 from memoryd.ingest.progress import ScanProgress
-from memoryd.ingest.scan import Eligible, Skipped, read_file, scan
+from memoryd.ingest.scan import Eligible, Skipped, read_files, scan
 from memoryd.ingest.sensitive import SECRET_CONTENT, content_reason
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.storage import runs, vectors
@@ -160,17 +160,15 @@ def _run_batch(ctx: WorkContext, p: dict) -> dict:
     run includes secrets; its stored version, if any, is retired with the batch."""
     skipped = Skipped()
     read = []
-    nbytes = 0
     root = project_root(ctx, p)
     judge = not p.get("include_secrets")
-    for rel, size, *_ in p["files"]:
-        raw = read_file(root, rel, ctx.config.max_file_bytes, skipped)
-        nbytes += size
-        if raw is not None and judge and (why := content_reason(raw)):
+    rels = [rel for rel, *_ in p["files"]]
+    for rel, raw in read_files(root, rels, ctx.config.max_file_bytes, skipped):
+        if judge and (why := content_reason(raw)):
             skipped.note(SECRET_CONTENT, rel, why)
             continue
-        if raw is not None:
-            read.append((rel, raw))
+        read.append((rel, raw))
+    nbytes = sum(size for _, size, *_ in p["files"])
     files, blocks = prepare_batch(read, level=ctx.config.body_pack_level)
     return {"files": files, "blocks": blocks, "packed": True, "count": len(p["files"]),
             "bytes": nbytes, "skipped": dict(skipped), "listed": skipped.listed}  # fmt: skip

@@ -19,15 +19,21 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
-from memoryd.base.config import BINARY_SNIFF_BYTES, SKIPPED_PATHS_LISTED
+from memoryd.base.config import (
+    BINARY_SNIFF_BYTES,
+    READ_STEP_BYTES,
+    READER_DIRS_KEPT,
+    SKIPPED_PATHS_LISTED,
+)
 from memoryd.ingest.chunking import digest
 from memoryd.ingest.sensitive import secret_file_patterns
 
@@ -85,17 +91,40 @@ class ScanResult:
     skipped: Skipped = field(default_factory=Skipped)
 
 
+class _Matcher:
+    """A gitignore spec's verdict on a path: True (ignored), False (taken back by a
+    negation), None (no pattern matches). Without negations any match ignores, so the
+    patterns are one joined regex, one search a path instead of one a pattern (most
+    specs: the defaults, the secret names, most ``.gitignore`` files)."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self.spec = GitIgnoreSpec.from_lines(lines)
+        patterns = [p for p in self.spec.patterns if p.include is not None]
+        self.joined: re.Pattern | None = None
+        if all(p.include for p in patterns):
+            alternatives = (_GROUP.sub("(", p.regex.pattern) for p in patterns)
+            self.joined = re.compile("|".join(f"(?:{a})" for a in alternatives) or "(?!)")
+
+    def check(self, path: str) -> bool | None:
+        if self.joined is None:
+            return self.spec.check_file(path).include
+        return True if self.joined.search(path) else None
+
+
+_GROUP = re.compile(r"\(\?P<\w+>")  # a named group (repeated across patterns when joined)
+
+
 class _Ignores:
     """The stack of ignore specs that apply to one directory, and the name rules."""
 
     def __init__(
         self, excludes: list[str], include_hidden: bool = False, include_secrets: bool = False
     ) -> None:
-        self.base = GitIgnoreSpec.from_lines(DEFAULT_IGNORES)
-        self.excludes = GitIgnoreSpec.from_lines(excludes) if excludes else None
-        self.secrets = GitIgnoreSpec.from_lines(SECRET_FILES)
+        self.base = _Matcher(DEFAULT_IGNORES)
+        self.excludes = _Matcher(excludes) if excludes else None
+        self.secrets = _Matcher(SECRET_FILES)
         self.include_hidden, self.include_secrets = include_hidden, include_secrets
-        self.nested: dict[str, GitIgnoreSpec] = {}  # dir rel path -> its .gitignore
+        self.nested: dict[str, _Matcher] = {}  # dir rel path -> its .gitignore
 
     def load(self, root: Path, rel_dir: str) -> None:
         path = root / rel_dir / ".gitignore" if rel_dir else root / ".gitignore"
@@ -103,21 +132,20 @@ class _Ignores:
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             return
-        self.nested[rel_dir] = GitIgnoreSpec.from_lines(lines)
+        self.nested[rel_dir] = _Matcher(lines)
 
     def ignored(self, rel: str, is_dir: bool) -> tuple[bool, str]:
         probe = rel + "/" if is_dir else rel
         verdict, reason = None, ""
-        base = self.base.check_file(probe).include
-        if base:
+        if self.base.check(probe):
             verdict, reason = True, "default_ignore"
-        elif self.excludes and self.excludes.check_file(probe).include:
+        elif self.excludes and self.excludes.check(probe):
             verdict, reason = True, "exclude"
         for rel_dir, spec in self.nested.items():
             if rel_dir and not rel.startswith(rel_dir + "/"):
                 continue
             sub = probe[len(rel_dir) + 1 :] if rel_dir else probe
-            include = spec.check_file(sub).include
+            include = spec.check(sub)
             if include is not None:  # deeper .gitignore files come later and win
                 verdict, reason = include, "gitignore"
         return bool(verdict), reason
@@ -180,47 +208,119 @@ def _open_symlink_target(root: Path, rel: str) -> int:
     return open_contained(root, inner, follow_last=False)  # resolved: no symlink left
 
 
-def _read_eligible(
-    root: Path,
-    rel: str,
-    max_bytes: int,
-    skipped: Skipped,
-    *,
-    sniff_only: bool = False,
-) -> tuple[bytes, int] | None:
-    """The file's bytes and size, or None (noted in ``skipped``) when it is not
-    eligible. ``sniff_only`` reads just the prefix that decides binary files."""
-    try:
-        fd = open_contained(root, rel)
-    except Escape:
-        skipped.note("outside_root", rel)
-        return None
-    except FileNotFoundError:
-        skipped.note("vanished", rel)
-        return None
-    except OSError:
-        skipped.note("unreadable", rel)
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            skipped.note("special", rel)
+class ContainedReader:
+    """Reads files of one repository the way :func:`open_contained` opens them (each
+    directory component by component with ``O_NOFOLLOW``), keeping the directories it
+    opened: a batch's or a scan's files, listed directory by directory, each cost one
+    open, one ``fstat`` and their reads, not a walk from the root and an ``lstat``
+    apiece. A symlink shows itself as the open's ``ELOOP`` and only then is looked at
+    (:func:`_symlink_skip`). A directory swapped for a symlink after the reader opened
+    it changes nothing: the reader holds the directory itself, inside the root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()
+        self._dirs: dict[tuple[str, ...], int] = {}
+
+    def __enter__(self) -> ContainedReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for fd in self._dirs.values():
+            os.close(fd)
+        self._dirs.clear()
+
+    def _dir(self, parts: tuple[str, ...]) -> int:
+        """The fd of the directory ``parts`` (from the root; cached). Raises
+        :class:`Escape` when one of them is a symlink or no directory, else ``OSError``."""
+        fd = self._dirs.get(parts)
+        if fd is not None:
+            return fd
+        if not parts:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        else:
+            parent = self._dir(parts[:-1])
+            try:
+                fd = os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise Escape("/".join(parts)) from None
+                raise
+        self._dirs[parts] = fd
+        return fd
+
+    def _open(self, rel: str, skipped: Skipped) -> int | None:
+        """An fd of the regular-or-not file ``rel`` inside the root, or None (noted)."""
+        if len(self._dirs) > READER_DIRS_KEPT:
+            self.close()
+        try:
+            parts = _components(rel)
+            return os.open(parts[-1], _FILE_FLAGS, dir_fd=self._dir(tuple(parts[:-1])))
+        except Escape:
+            skipped.note("outside_root", rel)
             return None
-        if st.st_size > max_bytes:
-            skipped.note("too_large", rel)
+        except FileNotFoundError:
+            skipped.note("vanished", rel)
+            return None
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                skipped.note("unreadable", rel)
+                return None
+        if _symlink_skip(self.root, rel, self.root / rel, skipped):  # dangling, outside
             return None
         try:
-            raw = fh.read(BINARY_SNIFF_BYTES if sniff_only else max_bytes + 1)
+            return _open_symlink_target(self.root, rel)
+        except Escape:
+            skipped.note("outside_root", rel)
+        except FileNotFoundError:
+            skipped.note("vanished", rel)
+        except OSError:
+            skipped.note("unreadable", rel)
+        return None
+
+    def read(
+        self, rel: str, max_bytes: int, skipped: Skipped, *, sniff_only: bool = False
+    ) -> tuple[bytes, int] | None:
+        """The file's bytes and size, or None (noted in ``skipped``) when it is not
+        eligible. ``sniff_only`` reads just the prefix that decides binary files."""
+        fd = self._open(rel, skipped)
+        if fd is None:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                skipped.note("special", rel)
+                return None
+            if st.st_size > max_bytes:
+                skipped.note("too_large", rel)
+                return None
+            limit = BINARY_SNIFF_BYTES if sniff_only else max_bytes + 1
+            raw = _read_upto(fd, limit, st.st_size + 1)
         except OSError:
             skipped.note("unreadable", rel)
             return None
-    if len(raw) > max_bytes:
-        skipped.note("too_large", rel)
-        return None
-    if b"\0" in raw[:BINARY_SNIFF_BYTES]:
-        skipped.note("binary", rel)
-        return None
-    return raw, st.st_size
+        finally:
+            os.close(fd)
+        if len(raw) > max_bytes:
+            skipped.note("too_large", rel)
+            return None
+        if b"\0" in raw[:BINARY_SNIFF_BYTES]:
+            skipped.note("binary", rel)
+            return None
+        return raw, st.st_size
+
+
+def _read_upto(fd: int, limit: int, expected: int) -> bytes:
+    """Up to ``limit`` bytes of ``fd`` (to its end), asking first for the ``expected``
+    size: one read of the whole file, one more that finds its end."""
+    data = os.read(fd, min(limit, expected))
+    parts, got = [data], len(data)
+    while got < limit and (data := os.read(fd, min(READ_STEP_BYTES, limit - got))):
+        parts.append(data)
+        got += len(data)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _name_reason(name: str, ignores: _Ignores) -> str:
@@ -231,7 +331,7 @@ def _name_reason(name: str, ignores: _Ignores) -> str:
         name.encode("utf-8")
     except UnicodeEncodeError:
         return "bad_name"
-    if not ignores.include_secrets and ignores.secrets.match_file(name):
+    if not ignores.include_secrets and ignores.secrets.check(name):
         return "secret"
     if not ignores.include_hidden and name.startswith("."):
         return "hidden"
@@ -319,32 +419,29 @@ def scan(
     root = Path(root).resolve()
     result = ScanResult()
     ignores = _Ignores(list(excludes or []), include_hidden, include_secrets)
-    for rel, path in _walk(root, ignores, result):
-        if _symlink_skip(root, rel, path, result.skipped):
-            continue
-        read = _read_eligible(root, rel, max_bytes, result.skipped, sniff_only=not hashes)
-        if read is not None:
-            raw, size = read
-            result.eligible.append(Eligible(rel, size, digest(raw) if hashes else b""))
-            if on_eligible:
-                on_eligible(len(result.eligible))
+    with ContainedReader(root) as reader:
+        for rel, _ in _walk(root, ignores, result):
+            read = reader.read(rel, max_bytes, result.skipped, sniff_only=not hashes)
+            if read is not None:
+                raw, size = read
+                result.eligible.append(Eligible(rel, size, digest(raw) if hashes else b""))
+                if on_eligible:
+                    on_eligible(len(result.eligible))
     return result
 
 
-def read_file(root: Path, rel: str, max_bytes: int, skipped: Skipped) -> bytes | None:
-    """Read one eligible file again at batch time (it may have changed or vanished, a
-    directory on its path may now be a symlink, a crafted payload may name ``..``):
-    only a regular file inside ``root`` is ever read (any other noted in ``skipped``)."""
-    root = Path(root).resolve()
-    try:
-        path = root / "/".join(_components(rel))
-    except Escape:
-        skipped.note("outside_root", rel)
-        return None
-    if _symlink_skip(root, rel, path, skipped):
-        return None
-    read = _read_eligible(root, rel, max_bytes, skipped)
-    return read[0] if read is not None else None
+def read_files(
+    root: Path, rels: Iterable[str], max_bytes: int, skipped: Skipped
+) -> Iterator[tuple[str, bytes]]:
+    """Read a batch's eligible files again (each may have changed or vanished, a
+    directory on its path may now be a symlink, a crafted payload may name ``..``), in
+    one pass (:class:`ContainedReader`): only a regular file inside ``root`` is ever
+    read (any other noted in ``skipped``). Yields (path, bytes) of those read."""
+    with ContainedReader(root) as reader:
+        for rel in rels:
+            read = reader.read(rel, max_bytes, skipped)
+            if read is not None:
+                yield rel, read[0]
 
 
 def _symlink_skip(root: Path, rel: str, path: Path, skipped: Skipped) -> bool:

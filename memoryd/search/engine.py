@@ -45,7 +45,7 @@ from memoryd.storage.corpus import (
     live_paths,
     project_id,
 )
-from memoryd.text.dense import DEFAULT_ENCODER, Encoder, HashingEncoder, cosine
+from memoryd.text.dense import Encoder, HashingEncoder, cosine, default_encoder
 from memoryd.text.evidence import (
     asked_persons,
     focus_prefixes,
@@ -388,7 +388,7 @@ class ProjectSource:
         self.db, self.project = db, project
         self.where = f"project {project!r}"
         self.pid = project_id(db, project)
-        self.enc: Encoder | None = DEFAULT_ENCODER if encoder is None else (encoder or None)
+        self.enc: Encoder | None = default_encoder() if encoder is None else (encoder or None)
         self.tuning = tuning or gate_mod.DEFAULT
         self._stats: TermStats | None = None
 

@@ -31,8 +31,7 @@ import functools
 from dataclasses import replace
 from itertools import compress
 
-import numpy as np
-
+from memoryd.base.lazy import lazy_module
 from memoryd.search import gate as gate_mod
 from memoryd.search.pipeline import Fusion
 from memoryd.search.stats import TermStats
@@ -40,6 +39,8 @@ from memoryd.search.ties import by_content
 from memoryd.storage import record_vectors, vectors
 from memoryd.text.dense import code_similarity, load_encoder, pack, unpack
 from memoryd.text.terms import Query
+
+np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
 NEIGHBOURS = 20  # nearest chunks a short query may add
 

@@ -39,10 +39,11 @@ import math
 import threading
 from collections import OrderedDict
 
-import numpy as np
-
+from memoryd.base.lazy import lazy_module
 from memoryd.storage import fts
 from memoryd.storage.corpus import project_generation, ready_index
+
+np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
 _MAX_CACHED = 16
 _MAX_POSTINGS = 4_000_000  # cached posting entries per generation (about 64 MB)

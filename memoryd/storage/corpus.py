@@ -38,6 +38,7 @@ from memoryd.base.config import (
     BLOCK_CACHE_BYTES,
     BODY_BLOCK_BYTES,
     COMPRESSION_LEVEL,
+    FILE_LOOKUP_PATHS,
     FTS_AUTOMERGE,
     INDEX_MERGE_WORK,
     SETTINGS,
@@ -386,8 +387,18 @@ def put_files(
     left: list[int | None] = []  # blocks old versions left, to write again without them
     joined: Counter[int] = Counter()  # files that joined each block, counted once a flush
     next_id = next_chunk_id(tx)
+    known = _file_rows(tx, pid, [f.path for f in files])  # path -> (id, hash, live)
+    next_file = _next_file_id(tx)
+    new_files: list[tuple] = []
 
     def flush() -> None:
+        tx.executemany(
+            "INSERT INTO files (id, project_id, path, content_hash, size, lines, body, updated_at,"
+            " block_id, block_start, block_end, chunk_first, chunk_count)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            new_files,
+        )
+        new_files.clear()
         # one update a block, not one a file: each rewrites the block's row, its frame too
         tx.executemany(
             "UPDATE body_blocks SET files = files + ? WHERE id = ?",
@@ -410,10 +421,7 @@ def put_files(
     for f in files:
         if f.path in pending:
             flush()  # the same path twice: the first one's chunks must exist to be dropped
-        old = tx.execute(
-            "SELECT id, content_hash, live FROM files WHERE project_id = ? AND path = ?",
-            (pid, f.path),
-        ).fetchone()
+        old = known.get(f.path)
         if old and old[1] == f.content_hash and old[2]:
             continue  # already current: a redone job changes nothing
         where = (block_ids[f.block], f.block_start, f.block_end) if f.block >= 0 else (None,) * 3
@@ -429,12 +437,10 @@ def put_files(
             )
             file_id = old[0]
         else:
-            file_id = tx.execute(
-                "INSERT INTO files (project_id, path, content_hash, size, lines, body, updated_at,"
-                " block_id, block_start, block_end, chunk_first, chunk_count)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (pid, f.path, f.content_hash, f.size, f.lines, f.body, now, *where),
-            ).fetchone()[0]
+            file_id, next_file = next_file, next_file + 1
+            new_files.append((file_id, pid, f.path, f.content_hash, f.size, f.lines, f.body, now,
+                              *where))  # fmt: skip
+        known[f.path] = (file_id, f.content_hash, 1)
         if where[0] is not None:
             joined[where[0]] += 1
         for c in f.chunks:
@@ -445,7 +451,7 @@ def put_files(
         pending.add(f.path)
         history.append((now, "file.put", str(pid), f.path, f.content_hash, job_id))
         written += 1
-    if chunk_rows or joined:
+    if chunk_rows or joined or new_files:
         flush()
     _rewrite_blocks(tx, filter(None, left))
     if block_ids:  # a block none of whose files was written (all current already)
@@ -460,6 +466,27 @@ def put_files(
     if written:
         tx.execute("UPDATE projects SET generation = generation + 1 WHERE id = ?", (pid,))
     return written
+
+
+def _file_rows(tx: apsw.Connection, pid: int, paths: Sequence[str]) -> dict[str, tuple]:
+    """``path -> (id, content hash, live)`` of the project's stored files among
+    ``paths``: a statement for every ``FILE_LOOKUP_PATHS`` of them, not one a file."""
+    found: dict[str, tuple] = {}
+    for i in range(0, len(paths), FILE_LOOKUP_PATHS):
+        part = paths[i : i + FILE_LOOKUP_PATHS]
+        rows = tx.execute(
+            "SELECT path, id, content_hash, live FROM files"
+            f" WHERE project_id = ? AND path IN ({','.join('?' * len(part))})",
+            (pid, *part),
+        )
+        found.update((path, tuple(rest)) for path, *rest in rows)
+    return found
+
+
+def _next_file_id(tx: apsw.Connection) -> int:
+    """The id SQLite would give the next file row (``files.id`` is a plain rowid), so a
+    batch's new files are inserted in one statement with their ids known."""
+    return tx.execute("SELECT coalesce(max(id), 0) + 1 FROM files").fetchone()[0]
 
 
 def _put_blocks(tx: apsw.Connection, pid: int, blocks: Sequence[bytes], packed: bool) -> list[int]:

@@ -20,13 +20,15 @@ import hashlib
 from collections.abc import Sequence
 
 import apsw
-import numpy as np
 import orjson
 
+from memoryd.base.lazy import lazy_module
 from memoryd.storage import vectors
 from memoryd.storage.corpus import _query
 from memoryd.storage.lazy import MEMORY, VECTORS, present, reading
 from memoryd.text.dense import unpack
+
+np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
 SOURCE = "records"  # the vectors.encode payload's source for record codes
 JOB_RECORDS = 2048  # records one vectors job codes (a record is a sentence or two)

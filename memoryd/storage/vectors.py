@@ -22,12 +22,14 @@ import hashlib
 from collections.abc import Sequence
 
 import apsw
-import numpy as np
 
 from memoryd.base.errors import EncoderChanged
+from memoryd.base.lazy import lazy_module
 from memoryd.storage.corpus import CHUNKS_OF_FILE, _query, file_texts, live_texts
 from memoryd.storage.lazy import VECTORS, present, reading, writing
 from memoryd.text.dense import Encoder, encoder_name, load_encoder, pack, unpack
+
+np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
 HASHING = "hashing"  # the in-memory re-ranker keeps no stored vectors
 ENCODE_TEXTS = 512  # chunk texts encoded in one call (bounded memory)

@@ -28,6 +28,7 @@ queries of at most two normalized terms).
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import subprocess
@@ -40,11 +41,12 @@ from itertools import chain, filterfalse
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-import numpy as np
-
 from memoryd.base.errors import EncoderUnavailable
+from memoryd.base.lazy import lazy_module
 from memoryd.text.minilm import MINILM, MiniLMEncoder
 from memoryd.text.terms import STOPWORDS, stems
+
+np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
 
 @runtime_checkable
@@ -484,4 +486,14 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return float(a @ b) / (na * nb) if na and nb else 0.0
 
 
-DEFAULT_ENCODER = HashingEncoder()
+@functools.cache
+def default_encoder() -> HashingEncoder:
+    """The shared hashing encoder, made on first use (its tables are numpy arrays: a
+    module importing this one, as every capability does, loads no numpy)."""
+    return HashingEncoder()
+
+
+def __getattr__(name: str) -> HashingEncoder:
+    if name == "DEFAULT_ENCODER":  # the shared one, by its older name
+        return default_encoder()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

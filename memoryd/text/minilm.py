@@ -26,9 +26,10 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from memoryd.base.errors import EncoderUnavailable
+from memoryd.base.lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
 MINILM = "minilm:all-MiniLM-L6-v2:384"  # the name stored codes of this model carry
 PACKAGE = "all_minilm_l6_v2"  # the wheel's import name (never imported: see model_zip)

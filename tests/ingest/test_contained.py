@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.base.config import READ_STEP_BYTES
 from memoryd.ingest.jobs import BATCH
+from memoryd.ingest.scan import Skipped, read_files
 from memoryd.operations.api import Memoryd
 from memoryd.queue import JobSpec
 from tests.conftest import MEMORYD, clean_env, query, queue_counts
@@ -194,3 +196,34 @@ def test_a_tree_holding_every_hostile_entry_at_once_is_ingested_around_them(cli,
     }, summary["skipped"]
     live = [p for (p,) in query(home, "SELECT path FROM files WHERE live = 1 ORDER BY path")]
     assert live == [f"ok_{i}.py" for i in range(5)]
+
+
+def test_one_batch_read_judges_every_entry_as_a_fresh_open_would(tmp_path):
+    """A batch's files read in one pass (directories kept open between files): a
+    symlink inside is read through, one leading out or dangling, a directory swapped for
+    a symlink, a crafted path and a FIFO are skipped with their reasons; a file larger
+    than a read step comes whole."""
+    outside = _outside(tmp_path)
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    (repo / "sub" / "a.txt").write_text("a\n")
+    big = b"x" * (3 * READ_STEP_BYTES + 5)
+    (repo / "sub" / "big.txt").write_bytes(big)
+    (repo / "sub" / "link.txt").symlink_to(repo / "sub" / "a.txt")
+    (repo / "sub" / "out.txt").symlink_to(outside / "notes.txt")
+    (repo / "sub" / "gone.txt").symlink_to(repo / "nowhere")
+    (repo / "swapped").symlink_to(outside, target_is_directory=True)
+    os.mkfifo(repo / "sub" / "pipe")
+    rels = ["sub/a.txt", "sub/big.txt", "sub/link.txt", "sub/out.txt", "sub/gone.txt",
+            "swapped/notes.txt", "../outside/notes.txt", "sub/pipe", "sub/missing"]  # fmt: skip
+    skipped = Skipped()
+    read = dict(read_files(repo, rels, 4 * READ_STEP_BYTES, skipped))
+    assert read == {"sub/a.txt": b"a\n", "sub/big.txt": big, "sub/link.txt": b"a\n"}
+    assert {(reason, path) for reason, path, _ in skipped.listed} == {
+        ("symlink_outside", "sub/out.txt"),
+        ("broken_symlink", "sub/gone.txt"),
+        ("outside_root", "swapped/notes.txt"),
+        ("outside_root", "../outside/notes.txt"),
+        ("special", "sub/pipe"),
+        ("vanished", "sub/missing"),
+    }

@@ -78,3 +78,33 @@ def test_a_blocks_file_count_is_its_live_files(tmp_path: Path) -> None:
     (merge,) = db.query(f"SELECT v FROM {fts_table(pid)}_config WHERE k = 'automerge'")
     assert merge == (FTS_AUTOMERGE,)
     db.close()
+
+
+def test_a_batchs_put_writes_its_files_in_a_few_statements(tmp_path: Path) -> None:
+    """Its stored rows looked up a batch at a time, not a statement a file; a redone
+    batch changes nothing, a changed file is replaced."""
+    db = open_authority(tmp_path, load_config(tmp_path))
+    pid = db.write(lambda tx: ensure_project(tx, "p", None, 0))
+    files = [prepare_file(f"m{i}.py", _text(2, f"kiln{i}")) for i in range(300)]
+    statements: list[str] = []
+
+    def put(rows) -> None:
+        def tracer(cursor, sql: str, bindings) -> bool:
+            statements.append(sql)
+            return True
+
+        db.conn.exec_trace = tracer
+        try:
+            db.write(lambda tx: put_files(tx, pid, rows))
+        finally:
+            db.conn.exec_trace = None
+
+    put(files)
+    # an executemany is traced a row at a time: the lookups are the statements to count
+    lookups = [s for s in statements if s.startswith("SELECT") and "FROM files" in s]
+    assert len(lookups) <= 2, lookups
+    put(files)  # redone
+    put([prepare_file("m7.py", _text(5, "glaze"))])
+    _assert_ranges(db, pid)
+    assert db.query("SELECT count(*) FROM files") == [(300,)]
+    db.close()

@@ -20,16 +20,18 @@ import hashlib
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
 import orjson
 from rocksdict import WriteBatch
 
 from memoryd.base.errors import EncoderChanged
+from memoryd.base.lazy import lazy_module
 from memoryd.storage.archive import codec, keys
 from memoryd.storage.archive.core import Batch, StoreCore
 from memoryd.storage.archive.records import make_locator
 from memoryd.storage.vectors import configured
 from memoryd.text.dense import Encoder, pack
+
+np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
 GROUP_LINES = 2  # an exchange: a turn and its answer
 REBUILD_BATCH = 2000  # versions a rebuild writes per WriteBatch
