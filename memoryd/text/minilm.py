@@ -34,7 +34,7 @@ np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 MINILM = "minilm:all-MiniLM-L6-v2:384"  # the name stored codes of this model carry
 PACKAGE = "all_minilm_l6_v2"  # the wheel's import name (never imported: see model_zip)
 _BATCH_TOKENS = 8192  # word pieces (padding included) of one forward pass
-_NEG = np.float32(np.finfo(np.float32).min)  # the attention bias of a padded position
+_NEG = -3.4028234663852886e38  # float32's lowest: the attention bias of a padded position
 
 
 def package_dir() -> Path:
@@ -89,10 +89,10 @@ def _layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.n
     return centred / np.sqrt(var + eps) * g + b
 
 
-_ERF_P = np.float32(0.3275911)
-_ERF_A = [
-    np.float32(a) for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
-]
+# Python floats, not numpy scalars: numpy loads on first use, and a Python float
+# keeps a float32 array float32 (NEP 50)
+_ERF_P = 0.3275911
+_ERF_A = (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:

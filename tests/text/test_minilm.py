@@ -180,7 +180,8 @@ def test_the_archive_route_runs_on_it(tmp_path, enc):
         "pets": "user: We adopted a puppy last week.\nassistant: Congratulations on the puppy!",
         "garden": "user: My tomato plants have yellow leaves.\nassistant: Let the soil dry.",
     }
-    settings = {"encoder": "minilm", "dense_rescue_similarity": 0.2}
+    # answer threshold 0: the lowered floor is what is under test, not the calibrated score
+    settings = {"encoder": "minilm", "dense_rescue_similarity": 0.2, "answer_threshold": 0.0}
     with ArchiveOwner(tmp_path, load_config(tmp_path, settings)) as owner:
         for name, content in sessions.items():
             args = {"project": "demo", "session": name, "created_at": now - 60, "now": now,
