@@ -47,9 +47,11 @@ def flip_fts_leaf(db: Path) -> str:
         leaves = conn.execute(f"SELECT block FROM {table} WHERE id > 1000 ORDER BY id").fetchall()
     (block,) = leaves[len(leaves) // 2]
     raw = bytearray(db.read_bytes())
-    at = raw.find(block[:256])  # the block's first bytes sit in its cell, whole
+    # the block's first 100 bytes sit in its cell whole (a leaf larger than a 1 KiB
+    # page keeps only those before its overflow page)
+    at = raw.find(block[:96])
     assert at > 0 and len(block) > 320, "precondition: the leaf is found in the file"
-    raw[at + 256 : at + 320] = bytes(b ^ 0xFF for b in raw[at + 256 : at + 320])
+    raw[at + 32 : at + 96] = bytes(b ^ 0xFF for b in raw[at + 32 : at + 96])
     db.write_bytes(bytes(raw))
     return table.removesuffix("_data")
 
