@@ -16,7 +16,8 @@ import pytest
 from memoryd.consolidation import staging
 from memoryd.operations.api import Memoryd
 from memoryd.operations.memory import Memory
-from tests.conftest import query, run_cli, wait_for
+from memoryd.storage import lazy
+from tests.conftest import query, reader, run_cli, wait_for
 from tests.memory.conftest import lines
 
 DISTINCT, DUPLICATES, COLLISIONS = 600, 300, 100
@@ -60,7 +61,12 @@ def children(pid: int) -> list[int]:
 
 
 def consumed(home: Path) -> int:
-    return query(home, "SELECT count(*) FROM memory_candidates WHERE state != 'parked'")[0][0]
+    """Candidates taken from staging (0 before the first run: its write makes the table)."""
+    with reader(home) as conn:
+        if not lazy.present(conn, lazy.MEMORY):
+            return 0
+        sql = "SELECT count(*) FROM memory_candidates WHERE state != 'parked'"
+        return conn.execute(sql).fetchone()[0]
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from memoryd.operations.api import Memoryd
 from memoryd.operations.home import Home
 from memoryd.operations.projects import Projects
 from memoryd.operations.search import Search
-from memoryd.storage import corpus
+from memoryd.storage import corpus, lazy
 from memoryd.storage.schema import CURRENT_VERSION
 from tests.conftest import downgrade_sql, query
 from tests.ingest.test_store import _repo
@@ -121,6 +121,7 @@ def _as_schema_11(home: Path) -> None:
         for (pid,) in tx.execute("SELECT id FROM projects").fetchall():
             texts = [(fid, text.encode()) for fid, _, text in corpus.live_texts(tx, pid)]
             zdict = zstandard.train_dictionary(8192, [t for _, t in texts])
+            lazy.ensure(tx, lazy.ZDICTS)  # an older home had the table from its start
             tx.execute(
                 "INSERT INTO zdicts (id, project_id, data, created_at) VALUES (?, ?, ?, 0)",
                 (zdict.dict_id(), pid, zdict.as_bytes()),
