@@ -491,7 +491,7 @@ def _swap(slots: list[tuple[list[Token], list[Token]]]) -> str | None:
         if all(slot):
             names = [[t for t in side if t.cls in NAMES] for side in slot]
             words = [[t for t in side if t.cls == WORD] for side in slot]
-            found.append(IDENT if all(names) and not all(words) else WORD)
+            found.append(IDENT if _names_swapped(names, words) else WORD)
             loose[0] += [t for t in words[0] if not t.opens]
             loose[1] += [t for t in words[1] if not t.opens]
         else:
@@ -500,6 +500,16 @@ def _swap(slots: list[tuple[list[Token], list[Token]]]) -> str | None:
     if all(loose) or found.count(IDENT) > 1:
         found.append(WORD)
     return WORD if WORD in found else IDENT if found else None
+
+
+def _names_swapped(names: list[list[Token]], words: list[list[Token]]) -> bool:
+    """One slot swaps names for names: names on both sides, words on one side at most
+    (a qualifier), and that side with no fewer names than the other (words on one side
+    and more names on the other are two phrases run together where stopwords were
+    dropped: "#ops for the memory alert", "#infra for the disk-space alert")."""
+    if not all(names) or all(words):
+        return False
+    return not any(words[i] and len(names[i]) < len(names[1 - i]) for i in (0, 1))
 
 
 def _slots(old: Reading, new: Reading) -> list[tuple[list[Token], list[Token]]]:

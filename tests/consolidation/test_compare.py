@@ -61,6 +61,25 @@ def thresholds(tmp_path_factory) -> Thresholds:
             "The analytics team uses pandas as its dataframe library.",
         ),
         ("docs_site.theme = solarized dark", "docs_site.theme = high contrast, as agreed"),
+        # a state said with a switch verb's "on"/"off" inside the clause
+        (
+            "We turned off request tracing for the payments gateway.",
+            "We turned on request tracing for the payments gateway, see the wiki.",
+        ),
+        (
+            "The squad keeps nightly fuzzing on for the parser repo",
+            "The squad keeps nightly fuzzing off for the parser repo",
+        ),
+        # an identifier phrase changed in one of its parts
+        (
+            "We set the home zone of the render fleet to sa-north-3",
+            "We set the home zone of the render fleet to sa-south-3",
+        ),
+        # "one" where a value stands
+        (
+            "The squad went with four for the shard count of the search cluster.",
+            "The squad went with one for the shard count of the search cluster.",
+        ),
     ],
 )
 def test_a_changed_value_of_the_same_subject_supersedes(old, new, thresholds):
@@ -110,6 +129,11 @@ def test_the_same_value_written_another_way_is_no_change(old, new, thresholds):
         ("The auth service runs Postgres 15", "The auth service runs Redis 7"),
         # a rate of another thing counted
         ("The relay accepts 5 jobs per minute.", "The relay accepts 8 builds per minute."),
+        # a name and another phrase replaced where stopwords were dropped between them
+        (
+            "Ops routed #ops-night for the queue backlog alert's target.",
+            "Ops routed #ops-day for the cache-miss alert's target.",
+        ),
     ],
 )
 def test_close_but_distinct_claims_are_never_superseded(old, new, thresholds):
