@@ -47,9 +47,10 @@ shared **subject**; the others are what changed, read by class:
   slots are read as words (a correction changes one thing);
 * a value written as a phrase of its own replaced in one slot, a word or a name
   with no determiner and no content word binding it in its phrase ("set the level
-  to debug", "the owner is Ana", "- branch = main"; first only in "X is the Y ...":
-  determiners_en.txt, copulas_en.txt), nothing else changed but what one text adds
-  and no number, boolean or such name both hold: ``supersedes`` (a word inside a
+  to debug", "the owner is Ana", "- branch = main"; first only in "X is the Y ..."
+  or "X is what ...": determiners_en.txt, copulas_en.txt, cleft_words_en.txt),
+  nothing else changed but what one text adds and no number, boolean or such name
+  both hold (a lead-in, "As agreed, ...", says none): ``supersedes`` (a word inside a
   noun phrase, "the staging X", "the log level", names a thing: another subject);
 * words replaced: the first name or word of both texts (the subject in an
   English statement) replaced is another subject (``distinct``; names alone
@@ -85,6 +86,7 @@ from memoryd.text.terms import STOPWORDS, stem
 
 UNITS = word_list("units_en.txt")
 COPULAS = word_list("copulas_en.txt")
+CLEFTS = word_list("cleft_words_en.txt")
 NUMBER_WORDS = word_map("numbers_en.txt")
 
 VALUE, UNIT, IDENT, PROPER, WORD = "value", "unit", "ident", "proper", "word"
@@ -118,6 +120,9 @@ class Token:
     opens: bool = field(default=False, compare=False)
     then: str | None = field(default=BOUND, compare=False)
     last: bool = field(default=False, compare=False)
+    # it ends the text's opening clause, more follows ("Going forward, ...", "Heads up:
+    # ..."): a lead-in, not a value said
+    lead_in: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,8 @@ def read(text: str) -> Reading:
         words.append(Word(low, gave, len(tokens) - before == 1, m.start(), m.end()))
     for i, opens, then, last in _contexts(text, words, tokens):
         tokens[i] = replace(tokens[i], opens=opens, then=then, last=last)
+    if (lead_in := _lead_in(text, words)) is not None:
+        tokens[lead_in] = replace(tokens[lead_in], lead_in=True)
     negates = sorted(tokens[i].key for i in scopes if i < len(tokens))
     return Reading(tuple(tokens), negated, tuple(negates), cased, _joins(plain))
 
@@ -223,9 +230,23 @@ def _contexts(
     return out
 
 
+def _lead_in(text: str, words: list[Word]) -> int | None:
+    """The token that ends the text's opening clause when more follows it (punctuation
+    first after it: "Going forward, X is Y", "Heads up: ..."), if any."""
+    for i, w in enumerate(words[:-1]):
+        if not _adjacent(text, w, words[i + 1]):
+            return w.token if text[w.end : words[i + 1].start].strip()[:1] in ",:—-" else None
+    return None
+
+
 def _specifies(after: list[Word]) -> bool:
-    """The two words after a statement's first are a copula and a determiner."""
-    return len(after) == 2 and after[0].low in COPULAS and after[1].low in DETERMINERS
+    """The two words after a statement's first are a copula and a determiner ("X is the
+    Y ...") or a wh-word ("X is what ...", cleft_words_en.txt)."""
+    return (
+        len(after) == 2
+        and after[0].low in COPULAS
+        and (after[1].low in DETERMINERS or after[1].low in CLEFTS)
+    )
 
 
 def _adjacent(text: str, a: Word, b: Word) -> bool:
@@ -560,7 +581,7 @@ def _value_swapped(slots: list[tuple[list[Token], list[Token]]], d: Diff) -> boo
 def _said(token: Token) -> bool:
     """The token is written as a value: a name or a word ending its clause, alone in
     its phrase ("the owner is Ana", "..., logging is verbose")."""
-    return _alone(token, ()) and (token.cls in NAMES or token.last)
+    return _alone(token, ()) and (token.cls in NAMES or token.last) and not token.lead_in
 
 
 def _alone(token: Token, added: Collection[str]) -> bool:

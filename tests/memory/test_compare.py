@@ -136,6 +136,11 @@ def test_the_default_never_corrects_across_kinds_and_lessons_never_conflict(tmp_
         # ... first, in a sentence saying which value the attribute has
         ("Quiet is the verbosity we want for the linter",
          "Loud is the verbosity we want for the linter"),
+        ("Helix is what the user prefers as the Rust crate's editor.",
+         "Zed is what the user prefers as the Rust crate's editor (see the wiki)"),
+        # ... after a lead-in clause, which is no value both texts say
+        ("As agreed, the build agents' home zone is ca-east-4",
+         "As agreed, the build agents' home zone is ca-west-4"),
     ],
 )  # fmt: skip
 def test_a_value_written_on_its_own_replaced_supersedes(
@@ -167,6 +172,10 @@ def test_a_value_written_on_its_own_replaced_supersedes(
         ("for billing, the owner is ana", "for payroll, the owner is ana"),
         ("on weekdays, request logging is verbose", "on weekends, request logging is verbose"),
         ("Set retries to three for uploads", "Set retries to three for downloads"),
+        ("As agreed, the billing worker's zone is ca-east-4",
+         "As agreed, the search worker's zone is ca-east-4"),
+        ("Helix is what the user prefers as the Rust crate's editor.",
+         "Helix is what the user prefers as the Go module's editor."),
     ],
 )  # fmt: skip
 def test_a_close_but_distinct_statement_is_neither_superseded_nor_merged(
