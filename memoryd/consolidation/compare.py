@@ -87,6 +87,7 @@ from memoryd.text.terms import STOPWORDS, stem
 UNITS = word_list("units_en.txt")
 COPULAS = word_list("copulas_en.txt")
 CLEFTS = word_list("cleft_words_en.txt")
+NOTE_PHRASES = word_list("note_phrases_en.txt")
 NUMBER_WORDS = word_map("numbers_en.txt")
 
 VALUE, UNIT, IDENT, PROPER, WORD = "value", "unit", "ident", "proper", "word"
@@ -624,7 +625,7 @@ def value_replaced(old_text: str, new_text: str) -> bool | None:
             a.comparable(b) for a, b in zip(old_values, new_values, strict=True)
         ):
             continue
-        old_frame, new_frame = values.masked(old, old_values), values.masked(new, new_values)
+        old_frame, new_frame = _masked(old, old_values), _masked(new, new_values)
         if not _frames_say_enough(old_frame, old_values):
             continue
         named = _frame_match(old_frame, new_frame)
@@ -634,6 +635,14 @@ def value_replaced(old_text: str, new_text: str) -> bool | None:
             return None  # "the auth service runs Postgres 15": which of its parts?
         return named or not all(a.same(b) for a, b in zip(old_values, new_values, strict=True))
     return None
+
+
+def _masked(text: str, found: tuple[values.Value, ...]) -> str:
+    """``text`` with each value replaced by its kind's placeholder, one for a URL and a
+    path (both say where: one may move to the other)."""
+    return values.masked(
+        text, found, [values.PATH if v.kind == values.URL else v.kind for v in found]
+    )
 
 
 def _same_values_written_alike(old_text: str, new_text: str) -> tuple[str, str]:
@@ -676,16 +685,25 @@ def _cores(
 def _cuts(text: str, found: tuple[values.Value, ...]) -> list[tuple[str, tuple]]:
     """``text`` cut where a note may start after its first value, with the values
     before the cut; not where a qualifier starts (values.SCOPES: "..., for the staging
-    cluster" says which subject)."""
+    cluster" says which subject) unless an idiom of a note does ("..., for the record":
+    note_phrases_en.txt)."""
     out = []
     for m in NOTE_START.finditer(text, found[0].end):
         first = _FIRST_WORD.match(text, m.end())
-        if first and first.group(1).lower() in values.SCOPES:
+        if first and first.group(1).lower() in values.SCOPES and not _note_phrase(text, m.end()):
             continue
         kept = tuple(v for v in found if v.end <= m.start())
         if all(v.end <= m.start() or v.start >= m.start() for v in found):
             out.append((text[: m.start()], kept))
     return out
+
+
+def _note_phrase(text: str, at: int) -> bool:
+    """An idiom that opens a note starts at ``at`` (note_phrases_en.txt)."""
+    words = " ".join(text[at:].lower().replace("’", "'").split())
+    return any(
+        p == words[: len(p)] and not words[len(p) : len(p) + 1].isalnum() for p in NOTE_PHRASES
+    )
 
 
 def _frames_say_enough(frame: str, found: tuple[values.Value, ...]) -> bool:

@@ -123,6 +123,7 @@ _PATTERNS = [
 ]
 _SCANNER = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)), re.I)
 _ALPHA = re.compile(r"[A-Za-z]+")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")  # a URL's scheme, "s3://"
 _TRIGGERS = frozenset(
     {*NUMBER_WORDS, *SCALES, *ARTICLES, *APPROX, *CLAUSE_STATES, *DAY_WORDS, *MONTHS}
     | TRUE_WORDS
@@ -172,8 +173,11 @@ class Value:
         return a == b and abs(x - y) <= APPROX_TOLERANCE * max(abs(x), abs(y))
 
     def comparable(self, other: Value) -> bool:
-        """The two can be one value changed: the same kind, and for a rate the same
-        thing counted ("5 jobs per minute", "5 builds per minute" count two things)."""
+        """The two can be one value changed: the same kind (a URL and a path are both
+        locations), and for a rate the same thing counted ("5 jobs per minute", "5
+        builds per minute" count two things)."""
+        if {self.kind, other.kind} == {URL, PATH}:
+            return True  # a location moved to another place
         if self.kind != other.kind:
             return False
         return self.kind != RATE or self.key[:2] == other.key[:2]
@@ -217,8 +221,8 @@ def _phrases(text: str, typed: list[Value]) -> list[Value]:
 def _may_start(text: str, at: int) -> bool:
     """A value may start at ``at``: a digit, a path's or a rough value's mark, a word
     a value is written with (a number, a month, a state, "an"), or a word a path or
-    URL goes on from ("src/", "https:")."""
-    if text[at].isdigit() or text[at] in "~./":
+    URL goes on from ("src/", "https:", "s3://")."""
+    if text[at].isdigit() or text[at] in "~./" or _SCHEME.match(text, at):
         return True
     word = _ALPHA.match(text, at)
     if not word:

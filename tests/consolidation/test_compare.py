@@ -75,6 +75,16 @@ def thresholds(tmp_path_factory) -> Thresholds:
             "We set the home zone of the render fleet to sa-north-3",
             "We set the home zone of the render fleet to sa-south-3",
         ),
+        # a note opened by an idiom whose first word may open a qualifier
+        (
+            "The nightly dump of the wiki is kept for 14 days",
+            "The nightly dump of the wiki is kept for 21 days - for the record",
+        ),
+        # a location moved from a URL to a path
+        (
+            "Crash dumps of the render farm go to s3://dumps-bucket/render",
+            "Crash dumps of the render farm go to /var/crash/render (see the wiki)",
+        ),
         # "one" where a value stands
         (
             "The squad went with four for the shard count of the search cluster.",
@@ -121,6 +131,11 @@ def test_the_same_value_written_another_way_is_no_change(old, new, thresholds):
         (
             "We set the retries of the mailer to 4.",
             "We set the retries of the billing worker to 4, per the wiki.",
+        ),
+        # a location of another subject
+        (
+            "Crash dumps of the render farm go to s3://dumps-bucket/render",
+            "Crash dumps of the build farm go to /var/crash/build",
         ),
         # another subject right before the value is not a version's name
         ("We set the workers of the indexer to 4.", "We set the workers of the crawler to 6."),

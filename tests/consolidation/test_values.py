@@ -48,6 +48,7 @@ def _one(text: str) -> tuple[str, tuple, str]:
         ),
         ("Dumps go to ./var/dumps/", "path", ("var/dumps",), "./var/dumps/"),
         ("Dumps go to /srv/dumps.", "path", ("/srv/dumps",), "/srv/dumps"),
+        ("Dumps go to s3://dumps/nightly", "url", ("s3://dumps/nightly",), "s3://dumps/nightly"),
         ("Telemetry is disabled", "state", (False,), "disabled"),
         ("Telemetry is no longer enabled", "state", (False,), "no longer enabled"),
         ("Turn telemetry on.", "state", (True,), "on"),
