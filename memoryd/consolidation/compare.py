@@ -433,6 +433,8 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     replaced = value_replaced(old_text, new_text)
     if replaced is not None:
         return "supersedes" if replaced else "duplicate"
+    # where the words repeat each other: a value they do not read ("switched off") changed?
+    merged = "supersedes" if _typed_values_differ(old_text, new_text) else "duplicate"
     old_text, new_text = _same_values_written_alike(old_text, new_text)
     old, new = align(read(old_text), read(new_text))
     d = diff(old, new)
@@ -442,10 +444,10 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     added = any(d.only(s, VALUE, *NAMES) for s in ("old", "new"))
     repeats = not d.values_changed and not added and not swap
     if repeats and cover >= th.cover and _containment(old, new, d) >= th.duplicate:
-        return "duplicate"
+        return merged
     same = not d.values_changed and not added
     if th.rephrased and same and min(within, cover) >= th.related and rephrased(old, new):
-        return "duplicate"
+        return merged
     if within < th.related or cover < th.cover:
         return "distinct"
     if not swap:  # values changed, or one text only adds words
@@ -645,13 +647,27 @@ def _masked(text: str, found: tuple[values.Value, ...]) -> str:
     )
 
 
+def _typed(text: str) -> list[values.Value]:
+    """The typed values of ``text`` but its untyped phrases."""
+    return [v for v in values.parse(text) if v.kind != values.PHRASE]
+
+
+def _typed_values_differ(old_text: str, new_text: str) -> bool:
+    """Both texts hold typed values (:mod:`.values`, no untyped phrase), as many, each
+    of a kind the other's can change to, and not all the same: "on"/"off" after a
+    switch verb, which the words read as stopwords, is such a value."""
+    olds, news = _typed(old_text), _typed(new_text)
+    if not olds or len(olds) != len(news):
+        return False
+    pairs = list(zip(olds, news, strict=True))
+    return all(a.comparable(b) for a, b in pairs) and not all(a.same(b) for a, b in pairs)
+
+
 def _same_values_written_alike(old_text: str, new_text: str) -> tuple[str, str]:
     """The two texts with their typed values written one way when both hold the same
     ones however written ("45 sec", "45s"; "2027-05-26", "May 26, 2027"): a value
     said another way is no change of value. Else the texts as they are."""
-    olds, news = (
-        [v for v in values.parse(t) if v.kind != values.PHRASE] for t in (old_text, new_text)
-    )
+    olds, news = _typed(old_text), _typed(new_text)
     if not olds or len(olds) != len(news):
         return old_text, new_text
     pairs = []

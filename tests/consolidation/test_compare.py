@@ -183,3 +183,15 @@ def test_no_typed_value_or_another_frame_leaves_the_decision_to_the_words():
 )
 def test_another_subject_with_the_same_value_is_distinct(old, new, thresholds):
     assert relate(old, new, thresholds) == "distinct"
+
+
+def test_a_value_the_words_do_not_read_changed_is_no_repeat(thresholds):
+    """The words repeat each other (a note the typed values cannot cut), but a state
+    said with "on"/"off" changed."""
+    old = "Operator preference: build caching switched off (Rust crates)"
+    changed = (
+        "operator preference: build caching switched on (rust crates) (from the sprint review)"
+    )
+    same = "operator preference: build caching switched off (rust crates) (from the sprint review)"
+    assert relate(old, changed, thresholds) == "supersedes"
+    assert relate(old, same, thresholds) == "duplicate"
