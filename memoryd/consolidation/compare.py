@@ -6,7 +6,9 @@ same thing once their values are masked (but for a note one appends after its
 values, "..., see the wiki") supersede when a value changed ("5 minutes", "10
 minutes"; "gcc 14", "clang 16") and repeat each other when every value is the same
 however written ("5 minutes", "300 seconds", "about 5 minutes"). Otherwise the words
-decide, as follows (values both texts hold however written are written one way).
+decide, as follows (values both texts hold however written are written one way; where
+the words repeat each other but a typed value they do not read changed, "switched
+off", "switched on", the newer supersedes).
 
 Each text is read as a sequence of tokens in four classes (stopwords and words
 that only mark a change, "now", "instead", "correction", dropped):
@@ -305,11 +307,14 @@ class Diff:
         """The first name or word of both texts replaced: another subject. Names alone
         there, with no number or other value in either text and no other name both hold,
         may be the value put first ("Kafka is the queue we chose"): that is read as a
-        swap of names instead."""
+        swap of names instead; so are names in a value's place, with nothing binding
+        them on their left ("we went with Ana ...", "Ana is what ..."), beside other
+        names both hold."""
         if not (self.old_lead and self.new_lead):
             return False
         names = self.old_lead.cls in NAMES and self.new_lead.cls in NAMES
-        values = self.shared_values(VALUE, *NAMES) or self.only("old", VALUE)
+        placed = self.old_lead.opens and self.new_lead.opens
+        values = self.shared_values(VALUE, *(() if placed else NAMES)) or self.only("old", VALUE)
         return not names or bool(values or self.only("new", VALUE))
 
     def only(self, side: str, *classes: str) -> list[Token]:

@@ -59,6 +59,9 @@ def thresholds(tmp_path_factory) -> Thresholds:
          "distinct"),
         # an identifier both hold: the subject, or the value? shown both, marked
         ("Our eu-west-1 hosts run auth-api", "Our eu-west-1 hosts run billing-api", "conflict"),
+        # names placed as a value first ("went with X for ..."), an identifier both hold
+        ("We went with Ana Lima for the lead reviewer of the billing-api docs.",
+         "We went with Rui Costa for the lead reviewer of the billing-api docs", "conflict"),
         # names first in both, another name both hold: another subject, the same value
         ("The QA Redis code is formatted with Black", "The CI Redis code is formatted with Black",
          "distinct"),
