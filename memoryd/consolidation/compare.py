@@ -358,9 +358,15 @@ def align(old: Reading, new: Reading) -> tuple[Reading, Reading]:
 
 
 def _joined(mine: Reading, theirs: Reading) -> Reading:
-    """``mine`` with each pair of adjacent words that ``theirs`` writes as one word
-    (and ``mine`` does not) read as that word."""
+    """``mine`` with each pair of adjacent words that ``theirs`` writes as one word,
+    or as one hyphenated word ("release notes", "release-notes"), (and ``mine`` does
+    not) read as that word."""
     single = {t.surface: t for t in theirs.tokens if t.cls == WORD and t.surface}
+    single |= {
+        t.key.replace("-", ""): t
+        for t in theirs.tokens
+        if t.cls == IDENT and "-" in t.key and t.key.replace("-", "").isalpha()
+    }
     held = {t.key for t in mine.tokens}
     tokens: list[Token | None] = list(mine.tokens)
     for joined, covered in mine.joins:

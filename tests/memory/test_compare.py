@@ -36,6 +36,9 @@ def thresholds(tmp_path_factory) -> Thresholds:
         # a number written as a word is that number
         ("Keep two replicas of the ledger", "Keep four replicas of the ledger", "supersedes"),
         ("Retry ledger uploads three times", "Retry ledger uploads 3 times", "duplicate"),
+        # two words written as one hyphenated word are that word
+        ("Agreed: the release notes sync of the docs site runs hourly.",
+         "Agreed: the release-notes sync of the docs site runs hourly.", "duplicate"),
         # a name chosen instead of another
         ("We deploy with Helm", "We deploy with Kustomize instead", "supersedes"),
         # ... written all in lower case, where case cannot tell a name from a word
