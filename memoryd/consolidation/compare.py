@@ -81,6 +81,7 @@ from memoryd.consolidation.values import (
     DETERMINERS,
     FALSE_WORDS,
     NEGATIONS,
+    TAKERS,
     TRUE_WORDS,
 )
 from memoryd.text.lexicon import word_list, word_map
@@ -205,7 +206,8 @@ def _contexts(
     phrase of its own is read ("set the level to debug", "the owner is Ana", "- branch =
     main", "use Black to format"): whether it opens its phrase (no content word or
     determiner right before it, no punctuation between: a determiner introduces a
-    thing, "the queue"; a word before names a kind of it, "the staging X"), and the key
+    thing, "the queue"; a word before names a kind of it, "the staging X"; a verb whose
+    object is a value, values.TAKERS, binds nothing: "uses X", "chose X"), and the key
     of the content word right after it (it names a kind of that: "the log level"), or
     ``BOUND`` before a determiner (a verb and its object, "format the code"), and
     whether it ends its clause (where a value often stands: "..., X is verbose"). A
@@ -221,7 +223,7 @@ def _contexts(
         if prev is None or _STATEMENT_END.search(text, prev.end, w.start):
             opens = _specifies(words[i + 1 : i + 3])
         else:
-            bound = prev.token is not None or prev.low in DETERMINERS
+            bound = (prev.token is not None and prev.low not in TAKERS) or prev.low in DETERMINERS
             opens = not (_adjacent(text, prev, w) and bound)
         then, last = None, nxt is None or not _adjacent(text, w, nxt)
         if not last:

@@ -142,6 +142,9 @@ def test_the_default_never_corrects_across_kinds_and_lessons_never_conflict(tmp_
         # ... first, in a sentence saying which value the attribute has
         ("Quiet is the verbosity we want for the linter",
          "Loud is the verbosity we want for the linter"),
+        # ... the object of a verb that takes a value, in a text whose case cannot tell
+        ("Decision: the nightly thumbnailer uses Celery",
+         "decision: the nightly thumbnailer uses dramatiq"),
         ("Helix is what the user prefers as the Rust crate's editor.",
          "Zed is what the user prefers as the Rust crate's editor (see the wiki)"),
         # ... after a lead-in clause, which is no value both texts say
