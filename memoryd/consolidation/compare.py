@@ -6,7 +6,9 @@ same thing once their values are masked (but for a note one appends after its
 values, "..., see the wiki") supersede when a value changed ("5 minutes", "10
 minutes"; "gcc 14", "clang 16") and repeat each other when every value is the same
 however written ("5 minutes", "300 seconds", "about 5 minutes"). Otherwise the words
-decide, as follows (values both texts hold however written are written one way).
+decide, as follows (values both texts hold however written are written one way; where
+the words repeat each other but a typed value they do not read changed, "switched
+off", "switched on", the newer supersedes).
 
 Each text is read as a sequence of tokens in four classes (stopwords and words
 that only mark a change, "now", "instead", "correction", dropped):
@@ -47,9 +49,10 @@ shared **subject**; the others are what changed, read by class:
   slots are read as words (a correction changes one thing);
 * a value written as a phrase of its own replaced in one slot, a word or a name
   with no determiner and no content word binding it in its phrase ("set the level
-  to debug", "the owner is Ana", "- branch = main"; first only in "X is the Y ...":
-  determiners_en.txt, copulas_en.txt), nothing else changed but what one text adds
-  and no number, boolean or such name both hold: ``supersedes`` (a word inside a
+  to debug", "the owner is Ana", "- branch = main"; first only in "X is the Y ..."
+  or "X is what ...": determiners_en.txt, copulas_en.txt, cleft_words_en.txt),
+  nothing else changed but what one text adds and no number, boolean or such name
+  both hold (a lead-in, "As agreed, ...", says none): ``supersedes`` (a word inside a
   noun phrase, "the staging X", "the log level", names a thing: another subject);
 * words replaced: the first name or word of both texts (the subject in an
   English statement) replaced is another subject (``distinct``; names alone
@@ -78,6 +81,7 @@ from memoryd.consolidation.values import (
     DETERMINERS,
     FALSE_WORDS,
     NEGATIONS,
+    TAKERS,
     TRUE_WORDS,
 )
 from memoryd.text.lexicon import word_list, word_map
@@ -85,6 +89,8 @@ from memoryd.text.terms import STOPWORDS, stem
 
 UNITS = word_list("units_en.txt")
 COPULAS = word_list("copulas_en.txt")
+CLEFTS = word_list("cleft_words_en.txt")
+NOTE_PHRASES = word_list("note_phrases_en.txt")
 NUMBER_WORDS = word_map("numbers_en.txt")
 
 VALUE, UNIT, IDENT, PROPER, WORD = "value", "unit", "ident", "proper", "word"
@@ -118,6 +124,9 @@ class Token:
     opens: bool = field(default=False, compare=False)
     then: str | None = field(default=BOUND, compare=False)
     last: bool = field(default=False, compare=False)
+    # it ends the text's opening clause, more follows ("Going forward, ...", "Heads up:
+    # ..."): a lead-in, not a value said
+    lead_in: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -173,6 +182,8 @@ def read(text: str) -> Reading:
         words.append(Word(low, gave, len(tokens) - before == 1, m.start(), m.end()))
     for i, opens, then, last in _contexts(text, words, tokens):
         tokens[i] = replace(tokens[i], opens=opens, then=then, last=last)
+    if (lead_in := _lead_in(text, words)) is not None:
+        tokens[lead_in] = replace(tokens[lead_in], lead_in=True)
     negates = sorted(tokens[i].key for i in scopes if i < len(tokens))
     return Reading(tuple(tokens), negated, tuple(negates), cased, _joins(plain))
 
@@ -195,7 +206,8 @@ def _contexts(
     phrase of its own is read ("set the level to debug", "the owner is Ana", "- branch =
     main", "use Black to format"): whether it opens its phrase (no content word or
     determiner right before it, no punctuation between: a determiner introduces a
-    thing, "the queue"; a word before names a kind of it, "the staging X"), and the key
+    thing, "the queue"; a word before names a kind of it, "the staging X"; a verb whose
+    object is a value, values.TAKERS, binds nothing: "uses X", "chose X"), and the key
     of the content word right after it (it names a kind of that: "the log level"), or
     ``BOUND`` before a determiner (a verb and its object, "format the code"), and
     whether it ends its clause (where a value often stands: "..., X is verbose"). A
@@ -211,7 +223,7 @@ def _contexts(
         if prev is None or _STATEMENT_END.search(text, prev.end, w.start):
             opens = _specifies(words[i + 1 : i + 3])
         else:
-            bound = prev.token is not None or prev.low in DETERMINERS
+            bound = (prev.token is not None and prev.low not in TAKERS) or prev.low in DETERMINERS
             opens = not (_adjacent(text, prev, w) and bound)
         then, last = None, nxt is None or not _adjacent(text, w, nxt)
         if not last:
@@ -223,9 +235,23 @@ def _contexts(
     return out
 
 
+def _lead_in(text: str, words: list[Word]) -> int | None:
+    """The token that ends the text's opening clause when more follows it (punctuation
+    first after it: "Going forward, X is Y", "Heads up: ..."), if any."""
+    for i, w in enumerate(words[:-1]):
+        if not _adjacent(text, w, words[i + 1]):
+            return w.token if text[w.end : words[i + 1].start].strip()[:1] in ",:—-" else None
+    return None
+
+
 def _specifies(after: list[Word]) -> bool:
-    """The two words after a statement's first are a copula and a determiner."""
-    return len(after) == 2 and after[0].low in COPULAS and after[1].low in DETERMINERS
+    """The two words after a statement's first are a copula and a determiner ("X is the
+    Y ...") or a wh-word ("X is what ...", cleft_words_en.txt)."""
+    return (
+        len(after) == 2
+        and after[0].low in COPULAS
+        and (after[1].low in DETERMINERS or after[1].low in CLEFTS)
+    )
 
 
 def _adjacent(text: str, a: Word, b: Word) -> bool:
@@ -283,11 +309,14 @@ class Diff:
         """The first name or word of both texts replaced: another subject. Names alone
         there, with no number or other value in either text and no other name both hold,
         may be the value put first ("Kafka is the queue we chose"): that is read as a
-        swap of names instead."""
+        swap of names instead; so are names in a value's place, with nothing binding
+        them on their left ("we went with Ana ...", "Ana is what ..."), beside other
+        names both hold."""
         if not (self.old_lead and self.new_lead):
             return False
         names = self.old_lead.cls in NAMES and self.new_lead.cls in NAMES
-        values = self.shared_values(VALUE, *NAMES) or self.only("old", VALUE)
+        placed = self.old_lead.opens and self.new_lead.opens
+        values = self.shared_values(VALUE, *(() if placed else NAMES)) or self.only("old", VALUE)
         return not names or bool(values or self.only("new", VALUE))
 
     def only(self, side: str, *classes: str) -> list[Token]:
@@ -331,9 +360,15 @@ def align(old: Reading, new: Reading) -> tuple[Reading, Reading]:
 
 
 def _joined(mine: Reading, theirs: Reading) -> Reading:
-    """``mine`` with each pair of adjacent words that ``theirs`` writes as one word
-    (and ``mine`` does not) read as that word."""
+    """``mine`` with each pair of adjacent words that ``theirs`` writes as one word,
+    or as one hyphenated word ("release notes", "release-notes"), (and ``mine`` does
+    not) read as that word."""
     single = {t.surface: t for t in theirs.tokens if t.cls == WORD and t.surface}
+    single |= {
+        t.key.replace("-", ""): t
+        for t in theirs.tokens
+        if t.cls == IDENT and "-" in t.key and t.key.replace("-", "").isalpha()
+    }
     held = {t.key for t in mine.tokens}
     tokens: list[Token | None] = list(mine.tokens)
     for joined, covered in mine.joins:
@@ -411,6 +446,8 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     replaced = value_replaced(old_text, new_text)
     if replaced is not None:
         return "supersedes" if replaced else "duplicate"
+    # where the words repeat each other: a value they do not read ("switched off") changed?
+    merged = "supersedes" if _typed_values_differ(old_text, new_text) else "duplicate"
     old_text, new_text = _same_values_written_alike(old_text, new_text)
     old, new = align(read(old_text), read(new_text))
     d = diff(old, new)
@@ -420,10 +457,10 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     added = any(d.only(s, VALUE, *NAMES) for s in ("old", "new"))
     repeats = not d.values_changed and not added and not swap
     if repeats and cover >= th.cover and _containment(old, new, d) >= th.duplicate:
-        return "duplicate"
+        return merged
     same = not d.values_changed and not added
     if th.rephrased and same and min(within, cover) >= th.related and rephrased(old, new):
-        return "duplicate"
+        return merged
     if within < th.related or cover < th.cover:
         return "distinct"
     if not swap:  # values changed, or one text only adds words
@@ -491,7 +528,7 @@ def _swap(slots: list[tuple[list[Token], list[Token]]]) -> str | None:
         if all(slot):
             names = [[t for t in side if t.cls in NAMES] for side in slot]
             words = [[t for t in side if t.cls == WORD] for side in slot]
-            found.append(IDENT if all(names) and not all(words) else WORD)
+            found.append(IDENT if _names_swapped(names, words) else WORD)
             loose[0] += [t for t in words[0] if not t.opens]
             loose[1] += [t for t in words[1] if not t.opens]
         else:
@@ -500,6 +537,16 @@ def _swap(slots: list[tuple[list[Token], list[Token]]]) -> str | None:
     if all(loose) or found.count(IDENT) > 1:
         found.append(WORD)
     return WORD if WORD in found else IDENT if found else None
+
+
+def _names_swapped(names: list[list[Token]], words: list[list[Token]]) -> bool:
+    """One slot swaps names for names: names on both sides, words on one side at most
+    (a qualifier), and that side with no fewer names than the other (words on one side
+    and more names on the other are two phrases run together where stopwords were
+    dropped: "#ops for the memory alert", "#infra for the disk-space alert")."""
+    if not all(names) or all(words):
+        return False
+    return not any(words[i] and len(names[i]) < len(names[1 - i]) for i in (0, 1))
 
 
 def _slots(old: Reading, new: Reading) -> list[tuple[list[Token], list[Token]]]:
@@ -550,7 +597,7 @@ def _value_swapped(slots: list[tuple[list[Token], list[Token]]], d: Diff) -> boo
 def _said(token: Token) -> bool:
     """The token is written as a value: a name or a word ending its clause, alone in
     its phrase ("the owner is Ana", "..., logging is verbose")."""
-    return _alone(token, ()) and (token.cls in NAMES or token.last)
+    return _alone(token, ()) and (token.cls in NAMES or token.last) and not token.lead_in
 
 
 def _alone(token: Token, added: Collection[str]) -> bool:
@@ -593,7 +640,7 @@ def value_replaced(old_text: str, new_text: str) -> bool | None:
             a.comparable(b) for a, b in zip(old_values, new_values, strict=True)
         ):
             continue
-        old_frame, new_frame = values.masked(old, old_values), values.masked(new, new_values)
+        old_frame, new_frame = _masked(old, old_values), _masked(new, new_values)
         if not _frames_say_enough(old_frame, old_values):
             continue
         named = _frame_match(old_frame, new_frame)
@@ -605,13 +652,35 @@ def value_replaced(old_text: str, new_text: str) -> bool | None:
     return None
 
 
+def _masked(text: str, found: tuple[values.Value, ...]) -> str:
+    """``text`` with each value replaced by its kind's placeholder, one for a URL and a
+    path (both say where: one may move to the other)."""
+    return values.masked(
+        text, found, [values.PATH if v.kind == values.URL else v.kind for v in found]
+    )
+
+
+def _typed(text: str) -> list[values.Value]:
+    """The typed values of ``text`` but its untyped phrases."""
+    return [v for v in values.parse(text) if v.kind != values.PHRASE]
+
+
+def _typed_values_differ(old_text: str, new_text: str) -> bool:
+    """Both texts hold typed values (:mod:`.values`, no untyped phrase), as many, each
+    of a kind the other's can change to, and not all the same: "on"/"off" after a
+    switch verb, which the words read as stopwords, is such a value."""
+    olds, news = _typed(old_text), _typed(new_text)
+    if not olds or len(olds) != len(news):
+        return False
+    pairs = list(zip(olds, news, strict=True))
+    return all(a.comparable(b) for a, b in pairs) and not all(a.same(b) for a, b in pairs)
+
+
 def _same_values_written_alike(old_text: str, new_text: str) -> tuple[str, str]:
     """The two texts with their typed values written one way when both hold the same
     ones however written ("45 sec", "45s"; "2027-05-26", "May 26, 2027"): a value
     said another way is no change of value. Else the texts as they are."""
-    olds, news = (
-        [v for v in values.parse(t) if v.kind != values.PHRASE] for t in (old_text, new_text)
-    )
+    olds, news = _typed(old_text), _typed(new_text)
     if not olds or len(olds) != len(news):
         return old_text, new_text
     pairs = []
@@ -645,16 +714,25 @@ def _cores(
 def _cuts(text: str, found: tuple[values.Value, ...]) -> list[tuple[str, tuple]]:
     """``text`` cut where a note may start after its first value, with the values
     before the cut; not where a qualifier starts (values.SCOPES: "..., for the staging
-    cluster" says which subject)."""
+    cluster" says which subject) unless an idiom of a note does ("..., for the record":
+    note_phrases_en.txt)."""
     out = []
     for m in NOTE_START.finditer(text, found[0].end):
         first = _FIRST_WORD.match(text, m.end())
-        if first and first.group(1).lower() in values.SCOPES:
+        if first and first.group(1).lower() in values.SCOPES and not _note_phrase(text, m.end()):
             continue
         kept = tuple(v for v in found if v.end <= m.start())
         if all(v.end <= m.start() or v.start >= m.start() for v in found):
             out.append((text[: m.start()], kept))
     return out
+
+
+def _note_phrase(text: str, at: int) -> bool:
+    """An idiom that opens a note starts at ``at`` (note_phrases_en.txt)."""
+    words = " ".join(text[at:].lower().replace("’", "'").split())
+    return any(
+        p == words[: len(p)] and not words[len(p) : len(p) + 1].isalnum() for p in NOTE_PHRASES
+    )
 
 
 def _frames_say_enough(frame: str, found: tuple[values.Value, ...]) -> bool:

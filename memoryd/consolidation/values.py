@@ -15,10 +15,11 @@ A value is a span of the text with a kind and a normalised key:
   its components, trailing zeros dropped ("2.0" is "2", "3.10" is not "3.1");
 * **url**, **path** ("/etc/app/", "./runtime/tmp", "deploy/stable");
 * **state** ("enabled", "not enabled", "disabled"; "on"/"off" where they end a
-  clause): its polarity;
+  clause, follow a switch verb or come before a scope word, "turned off", "off for
+  the API"): its polarity;
 * **phrase**, untyped: a bare phrase (no determiner, at most :data:`PHRASE_WORDS`
   words) where a value stands, "key = V", "A: V", "set X to V", "uses V as its X":
-  its stems.
+  the stems of its words and of their parts ("us-east-2": us, east, 2).
 
 So "5 minutes" and "300 seconds" are one value, "5 minutes" and "10 minutes" two.
 A value said roughly ("about 5 minutes") is the same as the exact one near it
@@ -35,7 +36,7 @@ import re
 from dataclasses import dataclass
 
 from memoryd.text.lexicon import word_list, word_table
-from memoryd.text.terms import STOPWORDS, stem
+from memoryd.text.terms import STOPWORDS, stem, stems
 
 APPROX_TOLERANCE = 0.1  # a value said roughly is the same as one within 10% of it
 PARSED = 32_768  # texts whose values a worker keeps (records are compared again)
@@ -62,7 +63,7 @@ def _role(role: str) -> dict[str, float]:
 
 NUMBER_WORDS, SCALES = _role("number"), _role("scale")
 ARTICLES, APPROX, PER, COORDINATORS = _role("article"), _role("approx"), _role("per"), _role("and")
-CLAUSE_STATES = _role("clause")
+CLAUSE_STATES, SWITCHES = _role("clause"), _role("switch")
 SETTERS, TAKERS = _role("setter"), _role("taker")
 SCOPES = _role("scope")
 MARKERS = {*_role("marker"), *SETTERS, *TAKERS}
@@ -118,10 +119,11 @@ _PATTERNS = [
     (PATH, r"(?<![\w/.~\-@])(?:~|\.{1,2})?/?(?:[\w.@~+\-]+/)+[\w.@~+\-]*|(?<![\w/.])/[\w.@~+\-]+"),
     (NUMBER, rf"{_EDGE}v?(?P<nn>{_DIGITS}){_END}|\b(?P<nw>{_NUMWORD}(?:[ -]{_NUMWORD})*)\b"),
     (STATE, rf"\b(?P<st>{_alt(TRUE_WORDS | FALSE_WORDS)})\b"),
-    (STATE, rf"\b(?P<cs>{_alt(CLAUSE_STATES)})(?=\s*(?:[.,;!?)]|$))"),
+    (STATE, rf"\b(?P<cs>{_alt(CLAUSE_STATES)}){_END}"),
 ]
 _SCANNER = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)), re.I)
 _ALPHA = re.compile(r"[A-Za-z]+")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")  # a URL's scheme, "s3://"
 _TRIGGERS = frozenset(
     {*NUMBER_WORDS, *SCALES, *ARTICLES, *APPROX, *CLAUSE_STATES, *DAY_WORDS, *MONTHS}
     | TRUE_WORDS
@@ -130,6 +132,7 @@ _TRIGGERS = frozenset(
 )
 _WORD_START = re.compile(r"(?<!\w)[\w~./]")
 _CLAUSE_END = re.compile(r"\s*(?:[.,;:!?()]|$)")
+_STATE_END = re.compile(r"\s*(?:[.,;!?()\u2014]|\s-\s|$)")
 _WORD_AFTER = re.compile(r" +([A-Za-z][\w\-]*)")
 _WORD_BEFORE = re.compile(r"([~\w'’.\-]+)\W*$")
 _JOINER = re.compile(
@@ -170,8 +173,11 @@ class Value:
         return a == b and abs(x - y) <= APPROX_TOLERANCE * max(abs(x), abs(y))
 
     def comparable(self, other: Value) -> bool:
-        """The two can be one value changed: the same kind, and for a rate the same
-        thing counted ("5 jobs per minute", "5 builds per minute" count two things)."""
+        """The two can be one value changed: the same kind (a URL and a path are both
+        locations), and for a rate the same thing counted ("5 jobs per minute", "5
+        builds per minute" count two things)."""
+        if {self.kind, other.kind} == {URL, PATH}:
+            return True  # a location moved to another place
         if self.kind != other.kind:
             return False
         return self.kind != RATE or self.key[:2] == other.key[:2]
@@ -208,15 +214,15 @@ def _phrases(text: str, typed: list[Value]) -> list[Value]:
             continue
         if any(v.start < end and start < v.end for v in typed):
             continue
-        out.append(Value(PHRASE, tuple(stem(w) for w in words), start, end))
+        out.append(Value(PHRASE, tuple(s for w in words for s in stems(w)), start, end))
     return out
 
 
 def _may_start(text: str, at: int) -> bool:
     """A value may start at ``at``: a digit, a path's or a rough value's mark, a word
     a value is written with (a number, a month, a state, "an"), or a word a path or
-    URL goes on from ("src/", "https:")."""
-    if text[at].isdigit() or text[at] in "~./":
+    URL goes on from ("src/", "https:", "s3://")."""
+    if text[at].isdigit() or text[at] in "~./" or _SCHEME.match(text, at):
         return True
     word = _ALPHA.match(text, at)
     if not word:
@@ -330,12 +336,22 @@ def _plain_number(g: dict, text: str, start: int, end: int) -> tuple | None:
     inside a noun phrase ("the v2 billing page")."""
     if "nw" in g:
         words = g["nw"].lower()
-        if words == "one" and not (_CLAUSE_END.match(text, end) or _content_after(text, end)):
+        if words == "one" and not (
+            _CLAUSE_END.match(text, end) or _content_after(text, end) or _marked(text, start)
+        ):
             return None
         return (int(_number(words)),)
     if _in_noun_phrase(text, start, end):
         return None
     return _components(g["nn"])
+
+
+def _marked(text: str, start: int) -> bool:
+    """A word that introduces a value right before ``start`` ("went with one", "prefers
+    one"): a marker, or a stopword that is no determiner ("the staging one")."""
+    before = _word_before(text, start)
+    word = before.group(1).lower() if before else ""
+    return word in MARKERS or (word in STOPWORDS and word not in DETERMINERS)
 
 
 def _in_noun_phrase(text: str, start: int, end: int) -> bool:
@@ -358,10 +374,23 @@ def _word_before(text: str, start: int) -> re.Match | None:
     return None
 
 
-def _state(g: dict, text: str, start: int, end: int) -> tuple:
+def _state(g: dict, text: str, start: int, end: int) -> tuple | None:
     if "cs" in g:
-        return (bool(CLAUSE_STATES[g["cs"].lower()]),)
+        return (bool(CLAUSE_STATES[g["cs"].lower()]),) if _switched(text, start, end) else None
     return (g["st"].lower() in TRUE_WORDS,)
+
+
+def _switched(text: str, start: int, end: int) -> bool:
+    """An "on"/"off" word states a state: it ends its clause ("set the flag to on.",
+    "..., switched off (YAML)"), follows a switch verb ("turned off", "switch on the
+    cache") or comes before a scope word ("keep caching off for the API")."""
+    if _STATE_END.match(text, end):
+        return True
+    before, after = _word_before(text, start), _WORD_AFTER.match(text, end)
+    return bool(
+        (before and before.group(1).lower() in SWITCHES)
+        or (after and after.group(1).lower() in SCOPES)
+    )
 
 
 _KEYS = {

@@ -61,6 +61,35 @@ def thresholds(tmp_path_factory) -> Thresholds:
             "The analytics team uses pandas as its dataframe library.",
         ),
         ("docs_site.theme = solarized dark", "docs_site.theme = high contrast, as agreed"),
+        # a state said with a switch verb's "on"/"off" inside the clause
+        (
+            "We turned off request tracing for the payments gateway.",
+            "We turned on request tracing for the payments gateway, see the wiki.",
+        ),
+        (
+            "The squad keeps nightly fuzzing on for the parser repo",
+            "The squad keeps nightly fuzzing off for the parser repo",
+        ),
+        # an identifier phrase changed in one of its parts
+        (
+            "We set the home zone of the render fleet to sa-north-3",
+            "We set the home zone of the render fleet to sa-south-3",
+        ),
+        # a note opened by an idiom whose first word may open a qualifier
+        (
+            "The nightly dump of the wiki is kept for 14 days",
+            "The nightly dump of the wiki is kept for 21 days - for the record",
+        ),
+        # a location moved from a URL to a path
+        (
+            "Crash dumps of the render farm go to s3://dumps-bucket/render",
+            "Crash dumps of the render farm go to /var/crash/render (see the wiki)",
+        ),
+        # "one" where a value stands
+        (
+            "The squad went with four for the shard count of the search cluster.",
+            "The squad went with one for the shard count of the search cluster.",
+        ),
     ],
 )
 def test_a_changed_value_of_the_same_subject_supersedes(old, new, thresholds):
@@ -103,6 +132,11 @@ def test_the_same_value_written_another_way_is_no_change(old, new, thresholds):
             "We set the retries of the mailer to 4.",
             "We set the retries of the billing worker to 4, per the wiki.",
         ),
+        # a location of another subject
+        (
+            "Crash dumps of the render farm go to s3://dumps-bucket/render",
+            "Crash dumps of the build farm go to /var/crash/build",
+        ),
         # another subject right before the value is not a version's name
         ("We set the workers of the indexer to 4.", "We set the workers of the crawler to 6."),
         ("search_api.owner = Dana", "billing_api.owner = Dana"),
@@ -110,6 +144,11 @@ def test_the_same_value_written_another_way_is_no_change(old, new, thresholds):
         ("The auth service runs Postgres 15", "The auth service runs Redis 7"),
         # a rate of another thing counted
         ("The relay accepts 5 jobs per minute.", "The relay accepts 8 builds per minute."),
+        # a name and another phrase replaced where stopwords were dropped between them
+        (
+            "Ops routed #ops-night for the queue backlog alert's target.",
+            "Ops routed #ops-day for the cache-miss alert's target.",
+        ),
     ],
 )
 def test_close_but_distinct_claims_are_never_superseded(old, new, thresholds):
@@ -144,3 +183,15 @@ def test_no_typed_value_or_another_frame_leaves_the_decision_to_the_words():
 )
 def test_another_subject_with_the_same_value_is_distinct(old, new, thresholds):
     assert relate(old, new, thresholds) == "distinct"
+
+
+def test_a_value_the_words_do_not_read_changed_is_no_repeat(thresholds):
+    """The words repeat each other (a note the typed values cannot cut), but a state
+    said with "on"/"off" changed."""
+    old = "Operator preference: build caching switched off (Rust crates)"
+    changed = (
+        "operator preference: build caching switched on (rust crates) (from the sprint review)"
+    )
+    same = "operator preference: build caching switched off (rust crates) (from the sprint review)"
+    assert relate(old, changed, thresholds) == "supersedes"
+    assert relate(old, same, thresholds) == "duplicate"

@@ -48,9 +48,18 @@ def _one(text: str) -> tuple[str, tuple, str]:
         ),
         ("Dumps go to ./var/dumps/", "path", ("var/dumps",), "./var/dumps/"),
         ("Dumps go to /srv/dumps.", "path", ("/srv/dumps",), "/srv/dumps"),
+        ("Dumps go to s3://dumps/nightly", "url", ("s3://dumps/nightly",), "s3://dumps/nightly"),
         ("Telemetry is disabled", "state", (False,), "disabled"),
         ("Telemetry is no longer enabled", "state", (False,), "no longer enabled"),
         ("Turn telemetry on.", "state", (True,), "on"),
+        # "on"/"off" inside a clause: after a switch verb, or before a scope word
+        ("We switched off tracing in the worker", "state", (False,), "switched off"),
+        ("Leave tracing turned on for the worker", "state", (True,), "on"),
+        ("Keep tracing off for the worker", "state", (False,), "off"),
+        ("Tracing is switched off (the worker)", "state", (False,), "switched off"),
+        # "one" after a word that introduces a value
+        ("The crew went with one for the night shift", "number", (1,), "one"),
+        ("The crew prefers one for the night shift", "number", (1,), "one"),
     ],
 )
 def test_a_value_is_read_with_its_kind_and_normalised_key(text, kind, key, span):
@@ -89,6 +98,9 @@ def test_values_joined_by_a_coordinator_are_one_list():
         "e2e tests and s3 buckets",  # digits inside identifiers
         "read and/or write",
         "use node:22-slim",
+        "the logs on the server",  # "on" as a preposition
+        "keep the on-call rota short",
+        "the staging one for the night shift",  # a pronoun before a preposition
     ],
 )
 def test_no_value_where_a_number_is_part_of_a_name(text):
@@ -120,3 +132,11 @@ def test_masked_replaces_each_value_by_its_kind():
         "keep",
         "`<size>`",
     ]
+
+
+def test_a_phrase_value_keeps_every_part_of_an_identifier():
+    east, west = (
+        parse(f"Set the home zone of the fleet to {z}")[0] for z in ("ca-east-4", "ca-west-4")
+    )
+    assert east.kind == west.kind == "phrase"
+    assert not east.same(west)

@@ -36,6 +36,9 @@ def thresholds(tmp_path_factory) -> Thresholds:
         # a number written as a word is that number
         ("Keep two replicas of the ledger", "Keep four replicas of the ledger", "supersedes"),
         ("Retry ledger uploads three times", "Retry ledger uploads 3 times", "duplicate"),
+        # two words written as one hyphenated word are that word
+        ("Agreed: the release notes sync of the docs site runs hourly.",
+         "Agreed: the release-notes sync of the docs site runs hourly.", "duplicate"),
         # a name chosen instead of another
         ("We deploy with Helm", "We deploy with Kustomize instead", "supersedes"),
         # ... written all in lower case, where case cannot tell a name from a word
@@ -59,6 +62,9 @@ def thresholds(tmp_path_factory) -> Thresholds:
          "distinct"),
         # an identifier both hold: the subject, or the value? shown both, marked
         ("Our eu-west-1 hosts run auth-api", "Our eu-west-1 hosts run billing-api", "conflict"),
+        # names placed as a value first ("went with X for ..."), an identifier both hold
+        ("We went with Ana Lima for the lead reviewer of the billing-api docs.",
+         "We went with Rui Costa for the lead reviewer of the billing-api docs", "conflict"),
         # names first in both, another name both hold: another subject, the same value
         ("The QA Redis code is formatted with Black", "The CI Redis code is formatted with Black",
          "distinct"),
@@ -136,6 +142,14 @@ def test_the_default_never_corrects_across_kinds_and_lessons_never_conflict(tmp_
         # ... first, in a sentence saying which value the attribute has
         ("Quiet is the verbosity we want for the linter",
          "Loud is the verbosity we want for the linter"),
+        # ... the object of a verb that takes a value, in a text whose case cannot tell
+        ("Decision: the nightly thumbnailer uses Celery",
+         "decision: the nightly thumbnailer uses dramatiq"),
+        ("Helix is what the user prefers as the Rust crate's editor.",
+         "Zed is what the user prefers as the Rust crate's editor (see the wiki)"),
+        # ... after a lead-in clause, which is no value both texts say
+        ("As agreed, the build agents' home zone is ca-east-4",
+         "As agreed, the build agents' home zone is ca-west-4"),
     ],
 )  # fmt: skip
 def test_a_value_written_on_its_own_replaced_supersedes(
@@ -167,6 +181,10 @@ def test_a_value_written_on_its_own_replaced_supersedes(
         ("for billing, the owner is ana", "for payroll, the owner is ana"),
         ("on weekdays, request logging is verbose", "on weekends, request logging is verbose"),
         ("Set retries to three for uploads", "Set retries to three for downloads"),
+        ("As agreed, the billing worker's zone is ca-east-4",
+         "As agreed, the search worker's zone is ca-east-4"),
+        ("Helix is what the user prefers as the Rust crate's editor.",
+         "Helix is what the user prefers as the Go module's editor."),
     ],
 )  # fmt: skip
 def test_a_close_but_distinct_statement_is_neither_superseded_nor_merged(
