@@ -20,7 +20,8 @@ styles, and two values differ only when their quantities differ. Labels:
   the same attribute, half and half where siblings exist; the value is kept half of
   the time, the frame two times in three.
 * ``paraphrase``: the same subject, attribute and value, said otherwise: another frame
-  most of the time, and another wording or another style of the same quantity
+  seven times in ten (half of those with a rewording too), else only a rewording:
+  another wording of the subject or the attribute, or another style of the same quantity
   (``90 minutes`` / ``1h30m``, ``fortnightly`` / ``every 14 days``, ``3V3`` / ``3.3
   volts``, ``en-GB`` / ``British English``).
 
@@ -81,8 +82,8 @@ LOWER_RATE = 0.1
 SIBLING_RATE = 0.5
 DISTINCT_SAME_VALUE_RATE = 0.5
 DISTINCT_SAME_FRAME_RATE = 2 / 3
-REFRAMED_REWORD_RATE = 0.5
 PARAPHRASE_FRAME_RATE = 0.7
+REWORD_BESIDE_FRAME_RATE = 0.5  # a paraphrase or reframed update in another frame is also reworded
 NEWER_FRAME_RATE = 0.25  # a newer statement (not an update) opens with a newer-only frame
 
 Style = Callable[[Hashable], str | None]  # one spelling of a quantity, None where unfit
@@ -1118,7 +1119,7 @@ def updated(rng: random.Random, old: Said) -> Said:
 
 def reframed(rng: random.Random, old: Said) -> Said:
     new = replace(updated(rng, old), frame=newer_frame(rng, old, same_allowed=False))
-    return reworded(rng, new) if rng.random() < REFRAMED_REWORD_RATE else new
+    return reworded(rng, new) if rng.random() < REWORD_BESIDE_FRAME_RATE else new
 
 
 def distinct(rng: random.Random, domain: Domain, old: Said, sibling: bool) -> Said:
@@ -1138,7 +1139,7 @@ def distinct(rng: random.Random, domain: Domain, old: Said, sibling: bool) -> Sa
 def paraphrased(rng: random.Random, old: Said) -> Said:
     if rng.random() < PARAPHRASE_FRAME_RATE:
         new = replace(old, frame=newer_frame(rng, old, same_allowed=False))
-        return reworded(rng, new) if rng.random() < 0.5 else new
+        return reworded(rng, new) if rng.random() < REWORD_BESIDE_FRAME_RATE else new
     return reworded(rng, old)
 
 
