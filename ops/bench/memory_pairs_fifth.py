@@ -894,11 +894,11 @@ FRAMES = (
         False,
         "For {s}, {a} {a_is} {v}",
         "{a} on {s}: {v}",
-        "{s} {has} {a} {v}",
+        "{s} {s_has} {a} {v}",
         "[{s}] {a} -> {v}",
         "{s} | {a} | {v}",
     ),
-    *_frames("fact", True, True, "{s} now {has} {a} {v}", "{s} no longer {has} {a} {v}"),
+    *_frames("fact", True, True, "{s} now {s_has} {a} {v}", "{s} no longer {s_has} {a} {v}"),
     *_frames(
         "decision",
         False,
@@ -996,7 +996,7 @@ def plural(name: str) -> bool:
 
 
 def agreement(name: str, slot: str) -> dict[str, str]:
-    """Verb forms agreeing with a subject (``{has}``, ``{s_is}``, ``{its}``) or an
+    """Verb forms agreeing with a subject (``{s_has}``, ``{s_is}``, ``{its}``) or an
     attribute (``{a_is}``, ``{a_was}``, ``{a_has}``) worded as ``name``."""
     many = plural(name)
     forms = {
@@ -1006,7 +1006,6 @@ def agreement(name: str, slot: str) -> dict[str, str]:
     }
     if slot == "s":
         forms["its"] = "their" if many else "its"
-        forms["has"] = "have" if many else "has"
         forms.update({v: v.removesuffix("s") if many else v for v in VERBS})
     return forms
 
