@@ -38,7 +38,11 @@ Measured in one run:
   sentence shapes), kept untouched for the final report; and ``fourth``, from
   :mod:`memory_pairs_fourth`, a fourth written apart from the three and from the
   adjudicator (eleven other domains, booleans said in words, frames per memory kind,
-  sibling attributes sharing words), likewise untouched until scored once): per split, one home,
+  sibling attributes sharing words), likewise untouched until scored once; and ``fifth``,
+  from :mod:`memory_pairs_fifth`, a fifth written apart from the four and from the
+  adjudicator (ten further domains, twenty value types spelt several ways, frames per
+  memory kind with verbs agreeing, newer-only "now" / "no longer" frames), likewise
+  untouched until scored once): per split, one home,
   each pair in its own scope, every older statement staged (``memory add``)
   before every newer one, one draining supervisor with 2 workers, then the
   records read back. An update counts as superseded when the older record is
@@ -48,7 +52,7 @@ Measured in one run:
   the plain similarity rule (:func:`similarity_baseline`).
 
     .venv/bin/python ops/bench/bench_memory.py [--candidates N] [--records N] [--pairs N]
-        [--pairs-only] [--splits dev,heldout,alt,fresh] [--json]
+        [--pairs-only] [--splits dev,heldout,alt,fresh,fourth,fifth] [--json]
 
 ``--splits`` runs only the named pair splits (default all): an untouched split is left
 out while the adjudicator is worked on, and its generator is then not even imported.
@@ -272,12 +276,13 @@ SPLIT_GENERATORS = {  # split -> its generator's module, imported only when it i
     "alt": "memory_pairs_alt",
     "fresh": "memory_pairs_fresh",
     "fourth": "memory_pairs_fourth",
+    "fifth": "memory_pairs_fifth",
 }
 
 
 def split_pairs(split: str, n: int) -> list[dict]:
-    """``n`` pairs of each label of one split (``alt``, ``fresh``, ``fourth``: the second,
-    third and fourth generators)."""
+    """``n`` pairs of each label of one split (``alt``, ``fresh``, ``fourth``, ``fifth``:
+    the second to fifth generators)."""
     module = SPLIT_GENERATORS.get(split)
     return importlib.import_module(module).pairs(n) if module else pairs(split, n)
 

@@ -63,14 +63,12 @@ one time in twelve. Pairs are unique per call and deterministic for a seed.
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
-import orjson
+from pair_splits import unique_per_label, write_pairs_cli
 
 LABELS = ("update", "reframed", "distinct", "paraphrase")
 DEFAULT_SEED = 4
@@ -1157,17 +1155,11 @@ def draw(rng: random.Random, label: str) -> Pair:
 def facts(n: int, seed: int = DEFAULT_SEED) -> list[Pair]:
     """``n`` pairs of each label, unique by their two sentences, with the facts behind them."""
     rng = random.Random(f"{seed}:fourth")
-    seen: set[tuple[str, str]] = set()
-    out: list[Pair] = []
-    for label in LABELS:
-        made = 0
-        while made < n:
-            p = draw(rng, label)
-            if (p.old.text, p.new.text) not in seen:
-                seen.add((p.old.text, p.new.text))
-                out.append(p)
-                made += 1
-    return out
+    return unique_per_label(LABELS, n, lambda label: draw(rng, label), _texts)
+
+
+def _texts(p: Pair) -> tuple[str, str]:
+    return p.old.text, p.new.text
 
 
 def pairs(n: int, seed: int = DEFAULT_SEED) -> list[dict]:
@@ -1176,12 +1168,7 @@ def pairs(n: int, seed: int = DEFAULT_SEED) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, help="pairs of each label")
-    ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    args = ap.parse_args()
-    args.out.write_bytes(b"".join(orjson.dumps(p) + b"\n" for p in pairs(args.pairs, args.seed)))
+    write_pairs_cli(__doc__.split("\n")[0], pairs, DEFAULT_PAIRS, DEFAULT_SEED)
 
 
 if __name__ == "__main__":

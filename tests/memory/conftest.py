@@ -62,7 +62,10 @@ def cli(home: Path, *args: str, data: bytes | None = None) -> Result:
 def bench_module(name: str) -> Iterator[ModuleType]:
     """The module ``ops/bench/NAME.py`` loaded by path, for a module-scoped fixture to
     ``yield from``; it is registered under its name while in use (its dataclasses look
-    their module up by name)."""
+    their module up by name). ``ops/bench`` is put on the import path, as when the module
+    runs as a script, for it to import its siblings by name."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
     spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
