@@ -54,9 +54,10 @@ def tree_env(tree: Path, home: Path) -> dict:
 
 
 def make_home(tmp: Path, tree: Path) -> Path:
-    """A home with one project of one file, ingested."""
+    """A home with one project of one file, ingested by ``tree`` (each tree its own
+    home: an older checkout refuses a newer schema)."""
     home, proj = tmp / "home", tmp / "proj"
-    proj.mkdir()
+    proj.mkdir(parents=True)
     (proj / "README.md").write_text(
         "# Staging\n\nThe staging database listens on port 6543.\nThe cache evicts LRU.\n"
     )
@@ -97,9 +98,9 @@ def main() -> None:
     args = ap.parse_args()
     trees = args.tree or [Path(__file__).resolve().parents[2]]
     tmp = Path(tempfile.mkdtemp())
-    home = make_home(tmp, trees[-1])
+    homes = {t: make_home(tmp / f"tree{i}", t) for i, t in enumerate(trees)}
     py = {"python -c pass": timed([PY, "-c", "pass"], os.environ.copy(), args.runs)}
-    results = {str(t): rows(t, home, args.runs) for t in trees}
+    results = {str(t): rows(t, homes[t], args.runs) for t in trees}
     for name, r in py.items():
         print(f"{name:<44} p50 {r['p50']:6.1f}  p95 {r['p95']:6.1f} ms  cpu {r['cpu_ms']:6.1f} ms")
     base = results[str(trees[0])]
