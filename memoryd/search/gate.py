@@ -22,6 +22,16 @@ Rules, as DESIGN.md states them, and how each is read here:
   query's specificity, and fewer than one chunk would hold them together by
   chance (N * prod(df / N), the corpus' own statistics): in a large corpus 1%
   is many chunks, and two such terms meet without being evidence.
+* **Said together**: in a chunk's text, focus terms within ``window`` (12)
+  tokens of each other -- one sentence, a help string, a name and its comment --
+  admit it when they hold a third of the query's specificity and fewer than one
+  such window of the corpus would hold them together by chance (N * L / w windows
+  of w tokens, chunks of L tokens on average, each window holding a term of df d
+  with chance d/N * w/L). A code base answers in its own words ("dump the
+  traceback of all threads" for "dump the stack of every thread") and holds the
+  asker's other words elsewhere or nowhere; what it states in one place is
+  evidence the scattered half-coverage rule misses. The engine reads the texts
+  (:func:`said_together`) and passes the finding, as it does an explicit contrast.
 * **Verification** questions ("is X the primary store?") keep a candidate at
   30% coverage when it holds an explicit contrast (not, instead, but, ...)
   and the asked predicate (the most specific focus term after the subject).
@@ -76,6 +86,7 @@ class Tuning:
     rare_fraction: float = 0.01
     rare_min_chunks: int = 100
     rare_min_weight: float = 1 / 3
+    window: int = 12  # tokens: focus terms this close are said together (see above)
     verify_coverage: float = 0.3
     dense_floor: float = 0.6
     dense_max_terms: int = 2
@@ -122,6 +133,7 @@ class Plan:
     rare: set[str]
     df: dict[str, int]  # chunks holding each term (its commonest form)
     chunks: int
+    avg_len: float  # tokens per chunk on average (0: unknown, no windows judged)
     entities: list[Term]
     attributes: set[str]  # focus terms outside the names (only when the query names one)
     alternatives: list[set[str]]
@@ -187,6 +199,7 @@ def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
         rare=rare,
         df=df,
         chunks=stats.chunks,
+        avg_len=float(getattr(stats, "avg_len", 0.0)),
         entities=entities,
         attributes=attributes,
         alternatives=alternatives,
@@ -244,16 +257,17 @@ def admit(
     *,
     exact: bool = False,
     contrast: bool = False,
+    together: bool = False,
     cosine: float | None = None,
 ) -> Verdict:
     """Whether one candidate is evidence for the query (memoized per plan on the focus
     terms held: many candidates hold the same ones). A cosine counts only where every
     lexical rule refused (the dense floor is the last rule), so the lexical verdict is
     made once per term set, not once per candidate's cosine."""
-    key = (frozenset(matched.intersection(p.focus_stems)), exact, contrast)
+    key = (frozenset(matched.intersection(p.focus_stems)), exact, contrast, together)
     hit = p._verdicts.get(key)
     if hit is None:
-        hit = p._verdicts[key] = _admit(p, key[0], exact, contrast)
+        hit = p._verdicts[key] = _admit(p, key[0], exact, contrast, together)
     if hit.rule != _INSUFFICIENT or not p.short or cosine is None:
         return hit
     if cosine >= p.tuning.dense_floor:
@@ -264,7 +278,9 @@ def admit(
 _INSUFFICIENT = "insufficient coverage"
 
 
-def _admit(p: Plan, matched: frozenset[str], exact: bool, contrast: bool) -> Verdict:
+def _admit(
+    p: Plan, matched: frozenset[str], exact: bool, contrast: bool, together: bool
+) -> Verdict:
     t = p.tuning
     count, weighted = coverage(p, matched)
     if exact:
@@ -281,6 +297,8 @@ def _admit(p: Plan, matched: frozenset[str], exact: bool, contrast: bool) -> Ver
     rare_held = [s for s in p.focus_stems if s in matched and s in p.rare]
     if len(rare_held) >= 2 and weighted >= t.rare_min_weight and _by_chance(p, rare_held) < 1:
         return Verdict(True, "two rare terms", count, weighted)
+    if together:
+        return Verdict(True, "said together", count, weighted)
     if (
         p.query.verification
         and contrast
@@ -300,6 +318,39 @@ def _by_chance(p: Plan, stems: list[str]) -> float:
     expected = float(n)
     for s in stems:
         expected *= p.df.get(s, 0) / n
+    return expected
+
+
+def said_together(p: Plan, tokens: list[str]) -> bool:
+    """Whether some ``tuning.window`` consecutive ``tokens`` (a text's indexed stems)
+    hold two or more focus terms that carry a third of the query's specificity and
+    would meet in fewer than one window of the corpus by chance
+    (:func:`_by_chance_within`)."""
+    if p.avg_len <= 0:
+        return False
+    focus = set(p.focus_stems)
+    at = [(i, s) for i, s in enumerate(p.alias.get(t, t) for t in tokens) if s in focus]
+    judged: set[frozenset[str]] = set()
+    for n, (start, _) in enumerate(at):
+        held = frozenset(s for i, s in at[n:] if i - start < p.tuning.window)
+        if len(held) < 2 or held in judged:
+            continue
+        judged.add(held)
+        if coverage(p, held)[1] >= p.tuning.rare_min_weight and _by_chance_within(p, held) < 1:
+            return True
+    return False
+
+
+def _by_chance_within(p: Plan, stems: frozenset[str]) -> float:
+    """How many windows of ``tuning.window`` tokens would hold all of ``stems`` if
+    terms fell into them independently: the corpus' N * max(1, L / w) windows, each
+    holding a term of df d with chance d/N * min(1, w/L) (one occurrence per chunk
+    that holds it, anywhere in its L tokens; a chunk shorter than w is one window)."""
+    n, w = p.chunks or 1, p.tuning.window
+    share = min(1.0, w / p.avg_len)
+    expected = n / share
+    for s in stems:
+        expected *= p.df.get(s, 0) / n * share
     return expected
 
 
