@@ -797,16 +797,16 @@ def _said_together(
     """Mark the candidates of ``head`` (the best of the pool) whose text says focus terms
     together (:func:`gate.said_together`; what the asked persons said or was said
     about them, when the question names speakers); whether any was marked. Only
-    candidates the lexical rules refuse that hold two focus terms carrying a third of
-    the query's specificity are read."""
-    weighted = _Weighted(p)
-    todo = [
-        c
-        for c in head
-        if len(c.matched) >= 2
-        and weighted(c.matched) >= p.tuning.rare_min_weight
-        and not gate_mod.admit(p, c.matched).admitted
-    ]
+    candidates the lexical rules refuse whose terms may be said together
+    (:func:`gate.may_be_said_together`) are read."""
+    may: dict[int, bool] = {}  # candidates share one set per combination of terms
+    for c in head:
+        if id(c.matched) not in may:
+            may[id(c.matched)] = (
+                gate_mod.may_be_said_together(p, c.matched)
+                and not gate_mod.admit(p, c.matched).admitted
+            )
+    todo = [c for c in head if may[id(c.matched)]]
     _load(src.db, stats, todo)
     for c in todo:
         tokens = stems(person_text(c.text or "", persons)) if persons else _stems(c)

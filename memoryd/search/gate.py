@@ -73,6 +73,7 @@ Two question-level checks narrow further (never widen):
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from memoryd.search.stats import TermStats
@@ -321,6 +322,21 @@ def _by_chance(p: Plan, stems: list[str]) -> float:
     return expected
 
 
+def may_be_said_together(p: Plan, matched: set[str]) -> bool:
+    """Whether a text holding ``matched`` may say some of its focus terms together
+    (:func:`said_together`): two or more of them carry a third of the query's
+    specificity, and all of them together would meet in fewer than one window by
+    chance (each further term only lowers that expectation, so no window of fewer
+    of them is rarer)."""
+    held = frozenset(matched.intersection(p.focus_stems))
+    return (
+        p.avg_len > 0
+        and len(held) >= 2
+        and coverage(p, held)[1] >= p.tuning.rare_min_weight
+        and _by_chance_within(p, held) < 1
+    )
+
+
 def said_together(p: Plan, tokens: list[str]) -> bool:
     """Whether some ``tuning.window`` consecutive ``tokens`` (a text's indexed stems)
     hold two or more focus terms that carry a third of the query's specificity and
@@ -328,15 +344,21 @@ def said_together(p: Plan, tokens: list[str]) -> bool:
     (:func:`_by_chance_within`)."""
     if p.avg_len <= 0:
         return False
-    focus = set(p.focus_stems)
-    at = [(i, s) for i, s in enumerate(p.alias.get(t, t) for t in tokens) if s in focus]
-    judged: set[frozenset[str]] = set()
-    for n, (start, _) in enumerate(at):
-        held = frozenset(s for i, s in at[n:] if i - start < p.tuning.window)
-        if len(held) < 2 or held in judged:
+    wanted = set(p.focus_stems).union(p.alias)
+    at = [(i, p.alias.get(t, t)) for i, t in enumerate(tokens) if t in wanted]
+    places = [i for i, _ in at]
+    verdicts: dict[frozenset[str], bool] = p.memo.setdefault("said together", {})
+    for n, start in enumerate(places):
+        held = frozenset(s for _, s in at[n : bisect_left(places, start + p.tuning.window, n)])
+        if len(held) < 2:
             continue
-        judged.add(held)
-        if coverage(p, held)[1] >= p.tuning.rare_min_weight and _by_chance_within(p, held) < 1:
+        ok = verdicts.get(held)
+        if ok is None:
+            weighted = coverage(p, held)[1]
+            ok = verdicts[held] = (
+                weighted >= p.tuning.rare_min_weight and _by_chance_within(p, held) < 1
+            )
+        if ok:
             return True
     return False
 

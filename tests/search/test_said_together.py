@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from memoryd.search import search
-from memoryd.search.gate import admit, plan, said_together
+from memoryd.search.gate import admit, may_be_said_together, plan, said_together
 from memoryd.text.terms import analyze, stems
 
 QUESTION = "spill the ledger when the tenant quota runs out"
@@ -56,6 +56,14 @@ def test_terms_together_need_a_third_of_the_specificity():
     # every other focus term is held nowhere: the pair is a small part of the question
     p = _plan(1000, {"spill": 300, "ledger": 200, "run": 100})
     assert not said_together(p, stems("spill the ledger"))
+
+
+def test_only_texts_whose_terms_may_be_said_together_are_read():
+    assert may_be_said_together(_plan(1000, DF), {"spill", "ledger", "run"})
+    assert not may_be_said_together(_plan(1000, DF), {"spill"})  # one term is no pair
+    # even all the held terms together are common enough to meet by chance
+    big = {k: v * 100 for k, v in DF.items()}
+    assert not may_be_said_together(_plan(100_000, big), {"spill", "ledger"})
 
 
 def test_no_chunk_length_no_windows():
