@@ -807,11 +807,38 @@ def _said_together(
                 and not gate_mod.admit(p, c.matched).admitted
             )
     todo = [c for c in head if may[id(c.matched)]]
-    _load(src.db, stats, todo)
-    for c in todo:
-        tokens = stems(person_text(c.text or "", persons)) if persons else _stems(c)
-        c.together = gate_mod.said_together(p, tokens)
+    if persons:
+        _load(src.db, stats, todo)
+        for c in todo:
+            c.together = gate_mod.said_together(p, stems(person_text(c.text or "", persons)))
+    else:
+        lines = _token_lines(src.db, stats, todo)
+        for c in todo:
+            c.together = gate_mod.said_together(p, lines[c.rowid].split())
     return any(c.together for c in todo)
+
+
+def _token_lines(db, stats: TermStats, cands: list[Candidate]) -> dict[int, str]:
+    """rowid -> the candidate's token line (:func:`_token_line`), kept per generation
+    by content hash with :func:`_phrases_held`'s (a text is read and tokenized once)."""
+    info = chunk_info(db, stats, [c.rowid for c in cands])
+    known: OrderedDict[bytes, str] = stats.extra.setdefault("tokens", OrderedDict())  # type: ignore[assignment]
+    key = {c.rowid: info[c.rowid][5] if c.rowid in info else None for c in cands}
+    _load(db, stats, [c for c in cands if key[c.rowid] not in known])
+    out: dict[int, str] = {}
+    for c in cands:
+        k = key[c.rowid]
+        line = known.get(k) if k is not None else None
+        if line is None:
+            line = _token_line(c.text or "")
+            if k is not None:
+                known[k] = line
+        else:
+            known.move_to_end(k)
+        out[c.rowid] = line
+    while len(known) > _TOKEN_CACHE:
+        known.popitem(last=False)
+    return out
 
 
 def _asked_persons(db, stats: TermStats, q: Query, first: list[Candidate]) -> set[str]:
