@@ -448,6 +448,7 @@ def _find(src: ProjectSource, q: Query, p: gate_mod.Plan, limit: int) -> Found:
         _load(src.db, stats, cands)
         for c in cands:
             c.matched = _held(p, stems(person_text(c.text or "", persons)))
+    # texts of the pool's head that say focus terms together join the admitted
     if _said_together(src, stats, p, cands[:keep], persons) or persons:
         first = _lexically_admitted(p, q, cands, keep)
     admitted = _admitted(src, stats, q, p, cands, first, keep, limit)

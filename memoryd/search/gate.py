@@ -26,11 +26,12 @@ Rules, as DESIGN.md states them, and how each is read here:
   tokens of each other -- one sentence, a help string, a name and its comment --
   admit it when they hold a third of the query's specificity and fewer than one
   such window of the corpus would hold them together by chance (N * L / w windows
-  of w tokens, chunks of L tokens on average, each window holding a term of df d
-  with chance d/N * w/L). A code base answers in its own words ("dump the
-  traceback of all threads" for "dump the stack of every thread") and holds the
-  asker's other words elsewhere or nowhere; what it states in one place is
-  evidence the scattered half-coverage rule misses. The engine reads the texts
+  of w tokens in chunks of L tokens on average, each holding a term of df d with
+  chance d/N * w/L; a chunk shorter than w is one window). A code base answers in
+  its own words (a help string "flush the ledger before exiting" for "when is the
+  ledger flushed if the tenant's quota runs out") and holds the asker's other
+  words elsewhere or nowhere; what it states in one place is evidence the
+  scattered half-coverage rule misses. The engine reads the texts
   (:func:`said_together`) and passes the finding, as it does an explicit contrast.
 * **Verification** questions ("is X the primary store?") keep a candidate at
   30% coverage when it holds an explicit contrast (not, instead, but, ...)
@@ -328,20 +329,12 @@ def may_be_said_together(p: Plan, matched: set[str]) -> bool:
     specificity, and all of them together would meet in fewer than one window by
     chance (each further term only lowers that expectation, so no window of fewer
     of them is rarer)."""
-    held = frozenset(matched.intersection(p.focus_stems))
-    return (
-        p.avg_len > 0
-        and len(held) >= 2
-        and coverage(p, held)[1] >= p.tuning.rare_min_weight
-        and _by_chance_within(p, held) < 1
-    )
+    return p.avg_len > 0 and _rare_together(p, frozenset(matched.intersection(p.focus_stems)))
 
 
 def said_together(p: Plan, tokens: list[str]) -> bool:
     """Whether some ``tuning.window`` consecutive ``tokens`` (a text's indexed stems)
-    hold two or more focus terms that carry a third of the query's specificity and
-    would meet in fewer than one window of the corpus by chance
-    (:func:`_by_chance_within`)."""
+    hold focus terms rare together (:func:`_rare_together`)."""
     if p.avg_len <= 0:
         return False
     wanted = set(p.focus_stems).union(p.alias)
@@ -350,17 +343,22 @@ def said_together(p: Plan, tokens: list[str]) -> bool:
     verdicts: dict[frozenset[str], bool] = p.memo.setdefault("said together", {})
     for n, start in enumerate(places):
         held = frozenset(s for _, s in at[n : bisect_left(places, start + p.tuning.window, n)])
-        if len(held) < 2:
-            continue
         ok = verdicts.get(held)
         if ok is None:
-            weighted = coverage(p, held)[1]
-            ok = verdicts[held] = (
-                weighted >= p.tuning.rare_min_weight and _by_chance_within(p, held) < 1
-            )
+            ok = verdicts[held] = _rare_together(p, held)
         if ok:
             return True
     return False
+
+
+def _rare_together(p: Plan, held: frozenset[str]) -> bool:
+    """Two or more focus terms carrying a third of the query's specificity that would
+    meet in fewer than one window of the corpus by chance."""
+    return (
+        len(held) >= 2
+        and coverage(p, held)[1] >= p.tuning.rare_min_weight
+        and _by_chance_within(p, held) < 1
+    )
 
 
 def _by_chance_within(p: Plan, stems: frozenset[str]) -> float:
