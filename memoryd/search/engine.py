@@ -95,6 +95,7 @@ class Candidate:
     spoken: set[str] | None = None  # focus terms on the asked speaker's lines (transcripts)
     tokens: list[str] | None = None  # stems of text, when tokenized
     confirmed: bool = False  # its text was read for a word's other sense
+    together: bool = False  # its text says focus terms together (gate: "said together")
 
 
 def _lexical(db, pid: int, stats: TermStats, terms: Sequence, pool: int) -> list[Candidate]:
@@ -447,6 +448,8 @@ def _find(src: ProjectSource, q: Query, p: gate_mod.Plan, limit: int) -> Found:
         _load(src.db, stats, cands)
         for c in cands:
             c.matched = _held(p, stems(person_text(c.text or "", persons)))
+    # texts of the pool's head that say focus terms together join the admitted
+    if _said_together(src, stats, p, cands[:keep], persons) or persons:
         first = _lexically_admitted(p, q, cands, keep)
     admitted = _admitted(src, stats, q, p, cands, first, keep, limit)
     if admitted and not any(c.exact for c in admitted):
@@ -522,7 +525,7 @@ def _admitted(
     focus_stems = set(p.focus_stems)
     # candidates share one (never mutated) set per combination of terms: one verdict
     # each, without the gate's key (a frozenset of the set's focus terms) per candidate
-    verdicts: dict[tuple[int, bool, bool], gate_mod.Verdict] = {}
+    verdicts: dict[tuple[int, bool, bool, bool], gate_mod.Verdict] = {}
     for c in first:
         if speaker and c.text:
             spoken = _speaker_text(c.text, speaker)
@@ -532,9 +535,9 @@ def _admitted(
                 top = max(c.matched & focus_stems, key=lambda s: p.weights[s], default=None)
                 if top is not None and top not in c.spoken:
                     continue
-        key = (id(c.matched), c.exact, _contrast(q, c))
+        key = (id(c.matched), c.exact, _contrast(q, c), c.together)
         c.verdict = verdicts.get(key) or verdicts.setdefault(
-            key, gate_mod.admit(p, c.matched, exact=key[1], contrast=key[2])
+            key, gate_mod.admit(p, c.matched, exact=key[1], contrast=key[2], together=key[3])
         )
         if c.verdict.admitted:
             admitted.append(c)
@@ -786,7 +789,57 @@ def _lexically_admitted(
     for c in cands:
         if id(c.matched) not in ok:
             ok[id(c.matched)] = gate_mod.admit(p, c.matched, contrast=q.verification).admitted
-    return [c for c in cands if c.exact or ok[id(c.matched)]][: keep * 2]
+    return [c for c in cands if c.exact or c.together or ok[id(c.matched)]][: keep * 2]
+
+
+def _said_together(
+    src: ProjectSource, stats: TermStats, p: gate_mod.Plan, head: list[Candidate], persons: set[str]
+) -> bool:
+    """Mark the candidates of ``head`` (the best of the pool) whose text says focus terms
+    together (:func:`gate.said_together`; what the asked persons said or was said
+    about them, when the question names speakers); whether any was marked. Only
+    candidates the lexical rules refuse whose terms may be said together
+    (:func:`gate.may_be_said_together`) are read."""
+    may: dict[int, bool] = {}  # candidates share one set per combination of terms
+    for c in head:
+        if id(c.matched) not in may:
+            may[id(c.matched)] = (
+                gate_mod.may_be_said_together(p, c.matched)
+                and not gate_mod.admit(p, c.matched).admitted
+            )
+    todo = [c for c in head if may[id(c.matched)]]
+    if persons:
+        _load(src.db, stats, todo)
+        for c in todo:
+            c.together = gate_mod.said_together(p, stems(person_text(c.text or "", persons)))
+    else:
+        lines = _token_lines(src.db, stats, todo)
+        for c in todo:
+            c.together = gate_mod.said_together(p, lines[c.rowid].split())
+    return any(c.together for c in todo)
+
+
+def _token_lines(db, stats: TermStats, cands: list[Candidate]) -> dict[int, str]:
+    """rowid -> the candidate's token line (:func:`_token_line`), kept per generation
+    by content hash with :func:`_phrases_held`'s (a text is read and tokenized once)."""
+    info = chunk_info(db, stats, [c.rowid for c in cands])
+    known: OrderedDict[bytes, str] = stats.extra.setdefault("tokens", OrderedDict())  # type: ignore[assignment]
+    key = {c.rowid: info[c.rowid][5] if c.rowid in info else None for c in cands}
+    _load(db, stats, [c for c in cands if key[c.rowid] not in known])
+    out: dict[int, str] = {}
+    for c in cands:
+        k = key[c.rowid]
+        line = known.get(k) if k is not None else None
+        if line is None:
+            line = _token_line(c.text or "")
+            if k is not None:
+                known[k] = line
+        else:
+            known.move_to_end(k)
+        out[c.rowid] = line
+    while len(known) > _TOKEN_CACHE:
+        known.popitem(last=False)
+    return out
 
 
 def _asked_persons(db, stats: TermStats, q: Query, first: list[Candidate]) -> set[str]:

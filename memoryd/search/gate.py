@@ -22,6 +22,17 @@ Rules, as DESIGN.md states them, and how each is read here:
   query's specificity, and fewer than one chunk would hold them together by
   chance (N * prod(df / N), the corpus' own statistics): in a large corpus 1%
   is many chunks, and two such terms meet without being evidence.
+* **Said together**: in a chunk's text, focus terms within ``window`` (12)
+  tokens of each other -- one sentence, a help string, a name and its comment --
+  admit it when they hold a third of the query's specificity and fewer than one
+  such window of the corpus would hold them together by chance (N * L / w windows
+  of w tokens in chunks of L tokens on average, each holding a term of df d with
+  chance d/N * w/L; a chunk shorter than w is one window). A code base answers in
+  its own words (a help string "flush the ledger before exiting" for "when is the
+  ledger flushed if the tenant's quota runs out") and holds the asker's other
+  words elsewhere or nowhere; what it states in one place is evidence the
+  scattered half-coverage rule misses. The engine reads the texts
+  (:func:`said_together`) and passes the finding, as it does an explicit contrast.
 * **Verification** questions ("is X the primary store?") keep a candidate at
   30% coverage when it holds an explicit contrast (not, instead, but, ...)
   and the asked predicate (the most specific focus term after the subject).
@@ -63,6 +74,7 @@ Two question-level checks narrow further (never widen):
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from memoryd.search.stats import TermStats
@@ -76,6 +88,7 @@ class Tuning:
     rare_fraction: float = 0.01
     rare_min_chunks: int = 100
     rare_min_weight: float = 1 / 3
+    window: int = 12  # tokens: focus terms this close are said together (see above)
     verify_coverage: float = 0.3
     dense_floor: float = 0.6
     dense_max_terms: int = 2
@@ -122,6 +135,7 @@ class Plan:
     rare: set[str]
     df: dict[str, int]  # chunks holding each term (its commonest form)
     chunks: int
+    avg_len: float  # tokens per chunk on average (0: unknown, no windows judged)
     entities: list[Term]
     attributes: set[str]  # focus terms outside the names (only when the query names one)
     alternatives: list[set[str]]
@@ -187,6 +201,7 @@ def plan(query: Query, stats: TermStats, tuning: Tuning = DEFAULT) -> Plan:
         rare=rare,
         df=df,
         chunks=stats.chunks,
+        avg_len=float(getattr(stats, "avg_len", 0.0)),
         entities=entities,
         attributes=attributes,
         alternatives=alternatives,
@@ -244,16 +259,17 @@ def admit(
     *,
     exact: bool = False,
     contrast: bool = False,
+    together: bool = False,
     cosine: float | None = None,
 ) -> Verdict:
     """Whether one candidate is evidence for the query (memoized per plan on the focus
     terms held: many candidates hold the same ones). A cosine counts only where every
     lexical rule refused (the dense floor is the last rule), so the lexical verdict is
     made once per term set, not once per candidate's cosine."""
-    key = (frozenset(matched.intersection(p.focus_stems)), exact, contrast)
+    key = (frozenset(matched.intersection(p.focus_stems)), exact, contrast, together)
     hit = p._verdicts.get(key)
     if hit is None:
-        hit = p._verdicts[key] = _admit(p, key[0], exact, contrast)
+        hit = p._verdicts[key] = _admit(p, key[0], exact, contrast, together)
     if hit.rule != _INSUFFICIENT or not p.short or cosine is None:
         return hit
     if cosine >= p.tuning.dense_floor:
@@ -264,7 +280,9 @@ def admit(
 _INSUFFICIENT = "insufficient coverage"
 
 
-def _admit(p: Plan, matched: frozenset[str], exact: bool, contrast: bool) -> Verdict:
+def _admit(
+    p: Plan, matched: frozenset[str], exact: bool, contrast: bool, together: bool
+) -> Verdict:
     t = p.tuning
     count, weighted = coverage(p, matched)
     if exact:
@@ -281,6 +299,8 @@ def _admit(p: Plan, matched: frozenset[str], exact: bool, contrast: bool) -> Ver
     rare_held = [s for s in p.focus_stems if s in matched and s in p.rare]
     if len(rare_held) >= 2 and weighted >= t.rare_min_weight and _by_chance(p, rare_held) < 1:
         return Verdict(True, "two rare terms", count, weighted)
+    if together:
+        return Verdict(True, "said together", count, weighted)
     if (
         p.query.verification
         and contrast
@@ -300,6 +320,57 @@ def _by_chance(p: Plan, stems: list[str]) -> float:
     expected = float(n)
     for s in stems:
         expected *= p.df.get(s, 0) / n
+    return expected
+
+
+def may_be_said_together(p: Plan, matched: set[str]) -> bool:
+    """Whether a text holding ``matched`` may say some of its focus terms together
+    (:func:`said_together`): two or more of them carry a third of the query's
+    specificity, and all of them together would meet in fewer than one window by
+    chance (each further term only lowers that expectation, so no window of fewer
+    of them is rarer)."""
+    return p.avg_len > 0 and _rare_together(p, frozenset(matched.intersection(p.focus_stems)))
+
+
+def said_together(p: Plan, tokens: list[str]) -> bool:
+    """Whether some ``tuning.window`` consecutive ``tokens`` (a text's indexed stems)
+    hold focus terms rare together (:func:`_rare_together`)."""
+    if p.avg_len <= 0:
+        return False
+    wanted = set(p.focus_stems).union(p.alias)
+    at = [(i, p.alias.get(t, t)) for i, t in enumerate(tokens) if t in wanted]
+    places = [i for i, _ in at]
+    verdicts: dict[frozenset[str], bool] = p.memo.setdefault("said together", {})
+    for n, start in enumerate(places):
+        held = frozenset(s for _, s in at[n : bisect_left(places, start + p.tuning.window, n)])
+        ok = verdicts.get(held)
+        if ok is None:
+            ok = verdicts[held] = _rare_together(p, held)
+        if ok:
+            return True
+    return False
+
+
+def _rare_together(p: Plan, held: frozenset[str]) -> bool:
+    """Two or more focus terms carrying a third of the query's specificity that would
+    meet in fewer than one window of the corpus by chance."""
+    return (
+        len(held) >= 2
+        and coverage(p, held)[1] >= p.tuning.rare_min_weight
+        and _by_chance_within(p, held) < 1
+    )
+
+
+def _by_chance_within(p: Plan, stems: frozenset[str]) -> float:
+    """How many windows of ``tuning.window`` tokens would hold all of ``stems`` if
+    terms fell into them independently: the corpus' N * max(1, L / w) windows, each
+    holding a term of df d with chance d/N * min(1, w/L) (one occurrence per chunk
+    that holds it, anywhere in its L tokens; a chunk shorter than w is one window)."""
+    n, w = p.chunks or 1, p.tuning.window
+    share = min(1.0, w / p.avg_len)
+    expected = n / share
+    for s in stems:
+        expected *= p.df.get(s, 0) / n * share
     return expected
 
 

@@ -93,7 +93,9 @@ class TermStats:
         self.generation = generation
         self._db = db
         self.chunks, tokens = fts.totals(db, pid)
-        self._avg_len = tokens / self.chunks if self.chunks and tokens else 1.0
+        # tokens per chunk on average (0.0 when the index does not say)
+        self.avg_len = tokens / self.chunks if self.chunks and tokens else 0.0
+        self._avg_len = self.avg_len or 1.0
         self._df: dict[str, int] = {}
         self.extra: dict[str, object] = {}  # other per-generation caches (file texts, vectors)
         self._postings: OrderedDict[str, Postings] = OrderedDict()
