@@ -6,9 +6,10 @@ same thing once their values are masked (but for a note one appends after its
 values, "..., see the wiki") supersede when a value changed ("5 minutes", "10
 minutes"; "gcc 14", "clang 16") and repeat each other when every value is the same
 however written ("5 minutes", "300 seconds", "about 5 minutes"). Otherwise the words
-decide, as follows (values both texts hold however written are written one way; where
-the words repeat each other but a typed value they do not read changed, "switched
-off", "switched on", the newer supersedes).
+decide, as follows; when both texts hold as many typed values, each of a kind the
+other's can change to, a value both hold is first written one way (a name both
+hold) and a value one of them holds alone is one value token ("May 21, 2027", not a
+month name and a year; "switched off", which the words would read as stopwords).
 
 Each text is read as a sequence of tokens in four classes (stopwords and words
 that only mark a change, "now", "instead", "correction", dropped):
@@ -107,6 +108,8 @@ _TOKEN = re.compile(
     r"`[^`\n]+`|\"[^\"\n]+\"|--?\w[\w.\-/:@+]*|\w[\w'’]*(?:[.\-/:@+]\w[\w'’]*)*(?:\+\+|#)?%?",
     re.UNICODE,
 )
+CHANGED = "changed:"  # names a typed value the other text does not hold (_values_named)
+_CHANGED_VALUE = re.compile(rf"`<{CHANGED}[^`<>]+>`")
 _NUMBER = re.compile(r"v?(\d[\d.,:_]*\d|\d)(%|[a-z]+)?")
 _INNER_MARK = re.compile(r"[\d_./:@+\-]")
 _SENTENCE_END = ".!?:;\n"
@@ -262,7 +265,9 @@ def _adjacent(text: str, a: Word, b: Word) -> bool:
 def _append(tokens: list[Token], raw: str, low: str, at_start: bool) -> None:
     """The token(s) of one matched word, if any: a quoted string, a boolean, a number
     (and its unit), or a plain word."""
-    if raw[0] in '`"':
+    if _CHANGED_VALUE.fullmatch(raw):
+        tokens.append(Token(low[1:-1], VALUE))
+    elif raw[0] in '`"':
         tokens.append(Token(" ".join(low[1:-1].split()), IDENT))
     elif low in NEGATIONS:
         return
@@ -446,9 +451,7 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     replaced = value_replaced(old_text, new_text)
     if replaced is not None:
         return "supersedes" if replaced else "duplicate"
-    # where the words repeat each other: a value they do not read ("switched off") changed?
-    merged = "supersedes" if _typed_values_differ(old_text, new_text) else "duplicate"
-    old_text, new_text = _same_values_written_alike(old_text, new_text)
+    old_text, new_text = _values_named(old_text, new_text)
     old, new = align(read(old_text), read(new_text))
     d = diff(old, new)
     slots = _slots(old, new)
@@ -457,10 +460,10 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     added = any(d.only(s, VALUE, *NAMES) for s in ("old", "new"))
     repeats = not d.values_changed and not added and not swap
     if repeats and cover >= th.cover and _containment(old, new, d) >= th.duplicate:
-        return merged
+        return "duplicate"
     same = not d.values_changed and not added
     if th.rephrased and same and min(within, cover) >= th.related and rephrased(old, new):
-        return merged
+        return "duplicate"
     if within < th.related or cover < th.cover:
         return "distinct"
     if not swap:  # values changed, or one text only adds words
@@ -665,35 +668,25 @@ def _typed(text: str) -> list[values.Value]:
     return [v for v in values.parse(text) if v.kind != values.PHRASE]
 
 
-def _typed_values_differ(old_text: str, new_text: str) -> bool:
-    """Both texts hold typed values (:mod:`.values`, no untyped phrase), as many, each
-    of a kind the other's can change to, and not all the same: "on"/"off" after a
-    switch verb, which the words read as stopwords, is such a value."""
-    olds, news = _typed(old_text), _typed(new_text)
-    if not olds or len(olds) != len(news):
-        return False
-    pairs = list(zip(olds, news, strict=True))
-    return all(a.comparable(b) for a, b in pairs) and not all(a.same(b) for a, b in pairs)
-
-
-def _same_values_written_alike(old_text: str, new_text: str) -> tuple[str, str]:
-    """The two texts with their typed values written one way when both hold the same
-    ones however written ("45 sec", "45s"; "2027-05-26", "May 26, 2027"): a value
-    said another way is no change of value. Else the texts as they are."""
+def _values_named(old_text: str, new_text: str) -> tuple[str, str]:
+    """The two texts with their typed values (:mod:`.values`, no untyped phrase)
+    written one way when both hold as many, each of a kind the other's can change to:
+    a value both hold however written ("45 sec", "45s"; "2027-05-26", "May 26, 2027")
+    as one name both hold, a value only one holds as one value token of its own ("May
+    21, 2027" and "September 21, 2027" are two values, not a month name each and a
+    year both hold). Else the texts as they are."""
     olds, news = _typed(old_text), _typed(new_text)
     if not olds or len(olds) != len(news):
         return old_text, new_text
-    pairs = []
-    for a in olds:
-        b = next((b for b in news if a.same(b) and b not in [p for _, p in pairs]), None)
-        if b is None:
-            return old_text, new_text
-        pairs.append((a, b))
-    names = [f"{a.kind}-{i}" for i, (a, _) in enumerate(pairs)]
-    return (
-        values.masked(old_text, tuple(a for a, _ in pairs), names),
-        values.masked(new_text, tuple(b for _, b in pairs), names),
-    )
+    if not all(a.comparable(b) for a, b in zip(olds, news, strict=True)):
+        return old_text, new_text
+    old_names = [f"{CHANGED}{a.kind}-{i}" for i, a in enumerate(olds)]
+    new_names = [f"{CHANGED}{b.kind}-new-{j}" for j, b in enumerate(news)]
+    for j, b in enumerate(news):
+        i = next((i for i, a in enumerate(olds) if a.same(b) and CHANGED in old_names[i]), None)
+        if i is not None:
+            old_names[i] = new_names[j] = f"{b.kind}-{i}"
+    return values.masked(old_text, olds, old_names), values.masked(new_text, news, new_names)
 
 
 def _cores(

@@ -9,7 +9,7 @@ A value is a span of the text with a kind and a normalised key:
   spellings, as writers use them);
 * **percent** ("50%", "ten percent"), **rate** ("1000/s", "5000 requests per
   second", "10 MB/s": what is counted, and the amount per second);
-* **date** (ISO, "6 August 2027", "Dec 13, 2026"), **time** of day ("02:00", "9 pm",
+* **date** (ISO, "6 August 2027", "Dec 13, 2026"), **time** of day ("02:00", "9 pm", "5.30 pm",
   "noon"): (year, month, day), minutes after midnight;
 * **number** (numerals, versions "v1.2.3" and "3.11", number words "eight"):
   its components, trailing zeros dropped ("2.0" is "2", "3.10" is not "3.1");
@@ -107,6 +107,7 @@ _PATTERNS = [
         TIME,
         rf"{_EDGE}(?P<hh>\d{{1,2}}):(?P<mm>\d{{2}})(?::\d{{2}})?(?:\s*(?P<ap>{_HALF})(?!\w))?(?!\d)",
     ),
+    (TIME, rf"{_EDGE}(?P<hh3>\d{{1,2}})\.(?P<mm3>\d{{2}})\s*(?P<ap3>{_HALF})(?!\w)"),
     (TIME, rf"{_EDGE}(?P<hh2>\d{{1,2}})\s*(?P<ap2>{_HALF})(?!\w)"),
     (TIME, rf"\b(?P<dw>{_alt(DAY_WORDS)})\b"),
     (
@@ -321,8 +322,9 @@ def _date(g: dict, text: str, start: int, end: int) -> tuple:
 def _time(g: dict, text: str, start: int, end: int) -> tuple | None:
     if "dw" in g:
         return (DAY_WORDS[g["dw"].lower()],)
-    hour, minute = int(g.get("hh", g.get("hh2", 0))), int(g.get("mm", 0))
-    half = g.get("ap") or g.get("ap2")
+    hour = int(g.get("hh") or g.get("hh2") or g.get("hh3"))
+    minute = int(g.get("mm") or g.get("mm3") or 0)
+    half = g.get("ap") or g.get("ap2") or g.get("ap3")
     if hour > 24 or minute > 59 or (half and hour > 12):
         return None
     if half:

@@ -37,6 +37,9 @@ def _one(text: str) -> tuple[str, tuple, str]:
         ("Compaction runs at 23:10", "time", (1390.0,), "23:10"),
         ("Compaction runs at 11 pm", "time", (1380.0,), "11 pm"),
         ("Compaction runs at midnight", "time", (0.0,), "midnight"),
+        # a dot between hours and minutes, the half of the day after
+        ("The kiln cools by 4.45pm", "time", (1005.0,), "4.45pm"),
+        ("The kiln cools by 9.05 a.m.", "time", (545.0,), "9.05 a.m."),
         ("The client needs v4.0.2", "number", (4, 0, 2), "v4.0.2"),
         ("The client needs Ruby 3.3", "number", (3, 3), "3.3"),
         ("Keep seventeen snapshots", "number", (17,), "seventeen"),

@@ -33,6 +33,11 @@ def thresholds(tmp_path_factory) -> Thresholds:
         ("Strict mode is enabled in CI", "Strict mode is disabled in CI", "supersedes"),
         ("We use apsw, not sqlite3.", "We use sqlite3, not apsw.", "supersedes"),
         ('The default branch is "main"', 'The default branch is "trunk"', "supersedes"),
+        # a value of several words (a date) changed is one value changed, whatever a
+        # note after it adds
+        ("Caveat: the orchard survey stalls unless the cutoff date is March 3rd, 2028",
+         "Caveat: the orchard survey stalls unless the cutoff date is June 3rd, 2028, from the"
+         " ops chat", "supersedes"),
         # a number written as a word is that number
         ("Keep two replicas of the ledger", "Keep four replicas of the ledger", "supersedes"),
         ("Retry ledger uploads three times", "Retry ledger uploads 3 times", "duplicate"),
