@@ -31,6 +31,10 @@ def thresholds(tmp_path_factory) -> Thresholds:
         ("The cache is shared between workers", "The cache is not shared between workers",
          "supersedes"),
         ("Strict mode is enabled in CI", "Strict mode is disabled in CI", "supersedes"),
+        ("We keep the frost alarm active for the lower greenhouse",
+         "We keep the frost alarm inactive for the lower greenhouse, noted by Sam.", "supersedes"),
+        ("Sprinklers have the night cycle activated", "Sprinklers have the night cycle deactivated",
+         "supersedes"),
         ("We use apsw, not sqlite3.", "We use sqlite3, not apsw.", "supersedes"),
         ('The default branch is "main"', 'The default branch is "trunk"', "supersedes"),
         # a value of several words (a date) changed is one value changed, whatever a
@@ -59,6 +63,8 @@ def thresholds(tmp_path_factory) -> Thresholds:
         ("The cache is not shared between workers", "The cache isn't shared between workers",
          "duplicate"),
         ("Strict mode is disabled in CI", "Strict mode is not enabled in CI", "duplicate"),
+        ("The frost alarm is not active for the lower greenhouse",
+         "The frost alarm is inactive for the lower greenhouse", "duplicate"),
         # the same value of another subject, or another subject altogether
         ("The web tier listens on port 8080", "The admin tier listens on port 8080", "distinct"),
         ("Staging backups run at 02:00", "Production backups run at 03:00", "distinct"),
