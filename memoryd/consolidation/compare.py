@@ -109,6 +109,7 @@ _TOKEN = re.compile(
     re.UNICODE,
 )
 CHANGED = "changed:"  # names a typed value the other text does not hold (_values_named)
+_PLACEHOLDER = re.compile(rf"`<(?!{CHANGED})[^`<>]+>`")  # a value both hold, masked
 _CHANGED_VALUE = re.compile(rf"`<{CHANGED}[^`<>]+>`")
 _NUMBER = re.compile(r"v?(\d[\d.,:_]*\d|\d)(%|[a-z]+)?")
 _INNER_MARK = re.compile(r"[\d_./:@+\-]")
@@ -468,7 +469,7 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
         return "distinct"
     if not swap:  # values changed, or one text only adds words
         return "supersedes" if d.values_changed else "distinct"
-    if _value_swapped(slots, d):
+    if _value_swapped(slots, d) or _phrase_swapped(old_text, new_text, d):
         return "supersedes"
     if d.subject_replaced:
         return "distinct"
@@ -597,6 +598,136 @@ def _value_swapped(slots: list[tuple[list[Token], list[Token]]], d: Diff) -> boo
     return False
 
 
+@dataclass(frozen=True)
+class Plain:
+    """One word of a text as :func:`_phrase_swapped` aligns it: its key (a stem, or the
+    word as written when it holds more than letters), whether it is a stopword, and the
+    punctuation between it and the word before (the text's start: a space)."""
+
+    key: str
+    low: str
+    stop: bool
+    gap: str
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.gap)
+
+
+def _plain(text: str) -> list[Plain]:
+    """The words of ``text`` in order, less the words that only mark a change ("now")."""
+    out, end = [], 0
+    for m in _TOKEN.finditer(text):
+        low = m.group().lower().replace("’", "'")
+        gap = "".join(text[end : m.start()].split()) or ("" if out else " ")
+        end = m.end()
+        if low in CHANGE_WORDS:
+            continue
+        out.append(Plain(_stem(low) if low.isalpha() else low, low, low in STOPWORDS, gap))
+    return out
+
+
+def _phrase_swapped(old_text: str, new_text: str, d: Diff) -> bool:
+    """One phrase of a few words replaced by another where a value stands, all else the
+    same word for word but a note one text appends ("..., see the runbook"): the newer
+    value of the same attribute. Where a value stands: first in its clause with its
+    role after it ("American English is the fallback locale", "X has been picked as the
+    Y", "Decided: X for the Y"), after a word that introduces it ("... has to be X",
+    "went with X for the Y"), after a verb whose object it is in its role ("gets X as
+    the Y"), or after a mark that introduces a value, ending the text ("locale -> X").
+    Not after a determiner or a content word it may qualify ("the staging X", "the X
+    site"), nor after a preposition that opens a qualifier ("for X": another subject),
+    and never with a number or boolean both hold or flipped (what both say is then the
+    value, the phrase another subject)."""
+    if d.flipped or d.shared_values(VALUE) or any(_said(t) for t in d.shared):
+        return False
+    olds, news = _plain(old_text), _plain(new_text)
+    if any(_PLACEHOLDER.fullmatch(w.low) for w in olds):
+        return False  # a typed value both hold (_values_named): what both say
+    return any(
+        _one_phrase(a, b)
+        for a in _without_notes(old_text, olds)
+        for b in _without_notes(new_text, news)
+    )
+
+
+def _without_notes(text: str, words: list[Plain]) -> list[list[Plain]]:
+    """``words`` whole, and cut where a note one text appends may start (:func:`_cuts`)."""
+    out = [words]
+    for m in NOTE_START.finditer(text):
+        first = _FIRST_WORD.match(text, m.end())
+        if first and first.group(1).lower() in values.SCOPES and not _note_phrase(text, m.end()):
+            continue
+        out.append(_plain(text[: m.start()]))
+    return out
+
+
+def _one_phrase(a: list[Plain], b: list[Plain]) -> bool:
+    """``a`` and ``b`` differ in one phrase each, standing where a value stands."""
+    keys_a, keys_b = [w.key for w in a], [w.key for w in b]
+    start = 0
+    while start < min(len(a), len(b)) and keys_a[start] == keys_b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and keys_a[-1 - end] == keys_b[-1 - end]:
+        end += 1
+    shared_end = end
+    while end and not a[-end].stop and not a[-end].broken:
+        end -= 1  # a word the slot qualifies is in it: "American English", "British English"
+    slots = a[start : len(a) - end], b[start : len(b) - end]
+    if not all(slots) or not all(map(_bare, slots)):
+        return False
+    before = a[start - 1] if start else None
+    after = a[len(a) - end :]
+    if end < shared_end and before and not before.stop and before.low not in values.MARKERS:
+        return False  # a content word, the words after it and their head: one noun phrase
+    return all(_in_value_place(before, slot, after) for slot in slots)
+
+
+def _bare(slot: list[Plain]) -> bool:
+    """A phrase that may be a value: at most :data:`values.PHRASE_WORDS` words, the first
+    a content word or a determiner, no determiner or qualifying preposition after it
+    ("disabled for the web site" says a value and a subject), no punctuation inside
+    but brackets, and no typed value changed inside (that and its words: two changes)."""
+    first, *rest = slot
+    return (
+        len(slot) <= values.PHRASE_WORDS
+        and (not first.stop or first.low in DETERMINERS)
+        and not any(w.low in DETERMINERS or w.low in values.SCOPES for w in rest)
+        and all(set(w.gap) <= set("()") for w in rest)
+        and not any(w.low.startswith(f"`<{CHANGED}") for w in slot)
+    )
+
+
+def _in_value_place(before: Plain | None, slot: list[Plain], after: list[Plain]) -> bool:
+    """The phrase ``slot``, between the words ``before`` it and ``after`` it that both
+    texts hold, stands where a value stands (see :func:`_phrase_swapped`)."""
+    role = _role_after(after)
+    if before is None or slot[0].broken:  # first in its clause
+        return role or (not after and bool(set(slot[0].gap) & set(VALUE_MARKS)))
+    if before.low in DETERMINERS or before.low in values.SCOPES:
+        return False
+    if not before.stop and before.low not in values.MARKERS:
+        return role and after[0].low == "as"  # its object in its role, as values.TAKERS
+    return role or not after or after[0].broken
+
+
+def _role_after(after: list[Plain]) -> bool:
+    """The words after a phrase say its role: function words up to a determiner and the
+    attribute it introduces ("is the ...", "for the ...", ", please, for the ...", "as
+    its ..."), a verb before "as" among them ("has been picked as the ..."); no
+    preposition but one that gives a role (values.ROLES: "the setpoint on the rig" is
+    one phrase, a subject)."""
+    for i, word in enumerate(after):
+        if word.low in DETERMINERS:
+            return i > 0
+        if word.low in values.SCOPES and word.low not in values.ROLES:
+            return False
+        if not word.stop and not (i + 1 < len(after) and after[i + 1].low in values.ROLES):
+            return False
+    return False
+
+
 def _said(token: Token) -> bool:
     """The token is written as a value: a name or a word ending its clause, alone in
     its phrase ("the owner is Ana", "..., logging is verbose")."""
@@ -620,6 +751,7 @@ def _changed(tokens: tuple[Token, ...], moved: Counter) -> list[Token]:
     return out
 
 
+VALUE_MARKS = ":=>"  # punctuation before a value: "key: V", "key = V", "key -> V"
 NOTE_START = re.compile(r"\s*(?:[,;(\u2014]|\s-\s)")  # a note appended to a claim
 _WORDS_BEFORE = re.compile(r"[\w][\w.+#\-']*")
 _FIRST_WORD = re.compile(r"\s*(\w+)")

@@ -66,6 +66,7 @@ ARTICLES, APPROX, PER, COORDINATORS = _role("article"), _role("approx"), _role("
 CLAUSE_STATES, SWITCHES = _role("clause"), _role("switch")
 SETTERS, TAKERS = _role("setter"), _role("taker")
 SCOPES = _role("scope")
+ROLES = _role("role")
 MARKERS = {*_role("marker"), *SETTERS, *TAKERS}
 DAY_WORDS = {**_role("noon"), **_role("midnight")}
 HALF_DAY = {**_role("am"), **_role("pm")}

@@ -73,9 +73,10 @@ def thresholds(tmp_path_factory) -> Thresholds:
          "distinct"),
         # an identifier both hold: the subject, or the value? shown both, marked
         ("Our eu-west-1 hosts run auth-api", "Our eu-west-1 hosts run billing-api", "conflict"),
-        # names placed as a value first ("went with X for ..."), an identifier both hold
+        # names placed as a value ("went with X for the Y"), an identifier both hold in
+        # the role after them: the newer value of that role
         ("We went with Ana Lima for the lead reviewer of the billing-api docs.",
-         "We went with Rui Costa for the lead reviewer of the billing-api docs", "conflict"),
+         "We went with Rui Costa for the lead reviewer of the billing-api docs", "supersedes"),
         # names first in both, another name both hold: another subject, the same value
         ("The QA Redis code is formatted with Black", "The CI Redis code is formatted with Black",
          "distinct"),
@@ -84,6 +85,29 @@ def thresholds(tmp_path_factory) -> Thresholds:
         ("The cache is shared between workers", "Deploys need two approvals", "distinct"),
         # one more value said: not a repeat, not a correction
         ("Retry uploads 3 times", "Retry uploads 3 times with a 5 s pause", "distinct"),
+        # a value of several words replaced where a value stands: first with its role
+        # after it, after a word that introduces it, as a verb's object in its role
+        ("Ada Nunes is the treasurer of the boat club",
+         "Rui Melo is the treasurer of the boat club", "supersedes"),
+        ("Lime mortar has been chosen as the binder of the chapel repair",
+         "Clay mortar has been chosen as the binder of the chapel repair", "supersedes"),
+        ("Night shift: Carla Gomes for the loading dock",
+         "Night shift: Pedro Alves for the loading dock", "supersedes"),
+        ("Gotcha: the kiln cracks pots unless the glaze is matte white",
+         "Gotcha: the kiln cracks pots unless the glaze is glossy blue, see the notes",
+         "supersedes"),
+        ("The orchard gets copper spray as its fungicide",
+         "The orchard gets sulfur dust as its fungicide", "supersedes"),
+        # ... but not a phrase inside a noun phrase, another object of a verb, a phrase
+        # holding a value and a subject, nor a phrase beside a value both hold
+        ("The farm shop sells goat cheese as a side line",
+         "The farm stall sells goat cheese as a side line", "conflict"),
+        ("Mia handles billing for the Lisbon office", "Mia handles payroll for the Lisbon office",
+         "conflict"),
+        ("Dock lights are disabled for the east quay", "Dock lights are enabled for the west quay",
+         "conflict"),
+        ("Cold room setpoint on the dairy line: ten degrees",
+         "Freezer setpoint on the dairy line: ten degrees", "distinct"),
         # a word replaced in the middle: a correction or another statement?
         ("Releases are tagged by the platform team", "Releases are tagged by the infra team",
          "conflict"),
