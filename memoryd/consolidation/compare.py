@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
@@ -103,16 +104,21 @@ STEMS = 65_536  # words whose stems a worker keeps
 
 _stem = functools.lru_cache(maxsize=STEMS)(stem)
 
-# a flag, a quoted string, or a word with inner punctuation ("v3.11", "api/v2", "e2e")
+# the currency signs of Unicode (category Sc: "$", "€", "£", "¥", "₹", ...)
+_CURRENCY = "".join(c for c in map(chr, range(0x10000)) if unicodedata.category(c) == "Sc")
+# a flag, a quoted string, a currency written as a sign with no amount after it ("€",
+# "S$", "US$"), or a word with inner punctuation ("v3.11", "api/v2", "e2e")
 _TOKEN = re.compile(
-    r"`[^`\n]+`|\"[^\"\n]+\"|--?\w[\w.\-/:@+]*|\w[\w'’]*(?:[.\-/:@+]\w[\w'’]*)*(?:\+\+|#)?%?",
+    r"`[^`\n]+`|\"[^\"\n]+\"|--?\w[\w.\-/:@+]*"
+    rf"|(?<![\w{_CURRENCY}])[A-Za-z]{{0,3}}[{_CURRENCY}](?![\w{_CURRENCY}])"
+    r"|\w[\w'’]*(?:[.\-/:@+]\w[\w'’]*)*(?:\+\+|#)?%?",
     re.UNICODE,
 )
 CHANGED = "changed:"  # names a typed value the other text does not hold (_values_named)
 _PLACEHOLDER = re.compile(rf"`<(?!{CHANGED})[^`<>]+>`")  # a value both hold, masked
 _CHANGED_VALUE = re.compile(rf"`<{CHANGED}[^`<>]+>`")
 _NUMBER = re.compile(r"v?(\d[\d.,:_]*\d|\d)(%|[a-z]+)?")
-_INNER_MARK = re.compile(r"[\d_./:@+\-]")
+_INNER_MARK = re.compile(rf"[\d_./:@+\-{_CURRENCY}]")
 _SENTENCE_END = ".!?:;\n"
 _STATEMENT_END = re.compile(r"[.!?\n]")  # unlike _SENTENCE_END: a colon leads to a value
 

@@ -42,6 +42,11 @@ def thresholds(tmp_path_factory) -> Thresholds:
         ("Caveat: the orchard survey stalls unless the cutoff date is March 3rd, 2028",
          "Caveat: the orchard survey stalls unless the cutoff date is June 3rd, 2028, from the"
          " ops chat", "supersedes"),
+        # a currency written as its sign is a name (not punctuation dropped)
+        ("The market stall prices its jam in £",
+         "The market stall prices its jam in €, per the market rules", "supersedes"),
+        ("Decided at the meeting: ¥ for the ledger of the Osaka branch",
+         "Decided at the meeting: A$ for the ledger of the Osaka branch", "supersedes"),
         # a number written as a word is that number
         ("Keep two replicas of the ledger", "Keep four replicas of the ledger", "supersedes"),
         ("Retry ledger uploads three times", "Retry ledger uploads 3 times", "duplicate"),
