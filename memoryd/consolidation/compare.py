@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
@@ -104,8 +103,12 @@ STEMS = 65_536  # words whose stems a worker keeps
 
 _stem = functools.lru_cache(maxsize=STEMS)(stem)
 
-# the currency signs of Unicode (category Sc: "$", "€", "£", "¥", "₹", ...)
-_CURRENCY = "".join(c for c in map(chr, range(0x10000)) if unicodedata.category(c) == "Sc")
+# the currency signs of Unicode's basic plane (category Sc: "$", "€", "£", "¥", "₹", ...)
+_CURRENCY = (
+    "$¢£¤¥\u058f\u060b\u07fe\u07ff\u09f2\u09f3\u09fb\u0af1\u0bf9\u0e3f\u17db"
+    + "".join(map(chr, range(0x20A0, 0x20C1)))  # the Currency Symbols block
+    + "\ua838\ufdfc\ufe69\uff04\uffe0\uffe1\uffe5\uffe6"
+)
 # a flag, a quoted string, a currency written as a sign with no amount after it ("€",
 # "S$", "US$"), or a word with inner punctuation ("v3.11", "api/v2", "e2e")
 _TOKEN = re.compile(

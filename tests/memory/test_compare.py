@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import replace
 
 import pytest
 
 from memoryd.base.config import load_config
 from memoryd.consolidation.adjudicate import from_config
-from memoryd.consolidation.compare import Thresholds, read, relate
+from memoryd.consolidation.compare import _CURRENCY, Thresholds, read, relate
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +146,11 @@ def test_rephrased_merge(thresholds: Thresholds, old: str, new: str, verdict: st
     paraphrases only."""
     assert relate(old, new, replace(thresholds, rephrased=True)) == verdict
     assert relate(old, new, thresholds) != "duplicate"
+
+
+def test_every_currency_sign_of_the_basic_plane_is_one() -> None:
+    signs = {c for c in map(chr, range(0x10000)) if unicodedata.category(c) == "Sc"}
+    assert signs == set(_CURRENCY)
 
 
 def test_a_number_and_its_unit_are_read_apart() -> None:
