@@ -4,7 +4,8 @@ value (:func:`memoryd.consolidation.compare.value_replaced`).
 
 A value is a span of the text with a kind and a normalised key:
 
-* **duration** ("30s", "5 minutes", "two hours", "an hour"): seconds;
+* **duration** ("30s", "5 minutes", "two hours", "an hour"): seconds; a period
+  ("every 2 weeks", "every week") is marked as one;
 * **size** ("512 MB", "1 GiB", "one megabyte"): bytes (1024-based for both
   spellings, as writers use them);
 * **percent** ("50%", "ten percent"), **rate** ("1000/s", "5000 requests per
@@ -45,6 +46,7 @@ DURATION, SIZE, PERCENT, RATE, DATE, TIME = "duration", "size", "percent", "rate
 NUMBER, URL, PATH, STATE, PHRASE = "number", "url", "path", "state", "phrase"
 MEASURED = (DURATION, SIZE, PERCENT, RATE, TIME)  # keys ending in an amount
 _MEASURE = "measure"  # a number and a unit, a duration or a size by its unit
+PERIOD = "period"  # the first part of a duration's key said as a period ("every 2 weeks")
 
 _WORDS = word_table("value_words_en.txt")
 _UNITS = word_table("value_units_en.txt")
@@ -63,6 +65,7 @@ def _role(role: str) -> dict[str, float]:
 
 NUMBER_WORDS, SCALES = _role("number"), _role("scale")
 ARTICLES, APPROX, PER, COORDINATORS = _role("article"), _role("approx"), _role("per"), _role("and")
+PERIODS = _role("period")
 CLAUSE_STATES, SWITCHES = _role("clause"), _role("switch")
 SETTERS, TAKERS = _role("setter"), _role("taker")
 SCOPES = _role("scope")
@@ -83,6 +86,7 @@ _NUMWORD = rf"(?:{_alt({*NUMBER_WORDS, *SCALES})})"
 _DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*"
 _NUM = rf"(?:{_DIGITS}|\b{_NUMWORD}(?:[ -]{_NUMWORD})*\b)"
 _UNIT = rf"(?:{_alt(UNITS)})"
+_ONE_UNIT = _alt({*ARTICLES, *PERIODS})  # words before a unit alone that say one ("an hour")
 _TIME_UNIT = rf"(?:{_alt(w for w, (k, _) in UNITS.items() if k == DURATION)})"
 _MONTH = rf"(?:{_alt(MONTHS)})"
 _HALF = rf"(?:{_alt(HALF_DAY)})"
@@ -117,7 +121,10 @@ _PATTERNS = [
         rf"(?:/|\b(?:{_alt(PER)})\s+)(?P<rp>{_TIME_UNIT})(?!\w)",
     ),
     (PERCENT, rf"{_EDGE}(?P<pn>{_NUM})\s*(?:%|\bpercent\b|\bper\s*cent\b)"),
-    (_MEASURE, rf"{_EDGE}(?P<mn>{_NUM}\s*-?\s*|\b(?:{_alt(ARTICLES)})\s+)(?P<mu>{_UNIT})(?!\w)"),
+    (
+        _MEASURE,
+        rf"{_EDGE}(?P<mn>{_NUM}\s*-?\s*|\b(?:{_ONE_UNIT})\s+)(?P<mu>{_UNIT})(?!\w)",
+    ),
     (PATH, r"(?<![\w/.~\-@])(?:~|\.{1,2})?/?(?:[\w.@~+\-]+/)+[\w.@~+\-]*|(?<![\w/.])/[\w.@~+\-]+"),
     (NUMBER, rf"{_EDGE}v?(?P<nn>{_DIGITS}){_END}|\b(?P<nw>{_NUMWORD}(?:[ -]{_NUMWORD})*)\b"),
     (STATE, rf"\b(?P<st>{_alt(TRUE_WORDS | FALSE_WORDS)})\b"),
@@ -127,7 +134,7 @@ _SCANNER = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATT
 _ALPHA = re.compile(r"[A-Za-z]+")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")  # a URL's scheme, "s3://"
 _TRIGGERS = frozenset(
-    {*NUMBER_WORDS, *SCALES, *ARTICLES, *APPROX, *CLAUSE_STATES, *DAY_WORDS, *MONTHS}
+    {*NUMBER_WORDS, *SCALES, *ARTICLES, *PERIODS, *APPROX, *CLAUSE_STATES, *DAY_WORDS, *MONTHS}
     | TRUE_WORDS
     | FALSE_WORDS
     | {"www"}
@@ -254,6 +261,8 @@ def _value(kind: str, m: re.Match, text: str) -> Value | None:
             start + len(raw),
         )
     key = _KEYS[kind](g, text, start, end)
+    if key is not None and PERIOD in key:  # "every week": the period word stays a word
+        start = m.start("mu")
     return None if key is None else Value(kind, key, start, end)
 
 
@@ -268,8 +277,8 @@ def _number(raw: str) -> float:
     raw = raw.lower()
     if raw[0].isdigit():
         return float(raw.replace(",", ""))
-    if raw in ARTICLES:
-        return ARTICLES[raw]
+    if raw in ARTICLES or raw in PERIODS:
+        return 1.0
     total = current = 0.0
     for word in re.split(r"[ -]+", raw):
         if word in SCALES:
@@ -289,9 +298,15 @@ def _components(raw: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def _measure(g: dict, text: str, start: int, end: int) -> tuple:
+def _measure(g: dict, text: str, start: int, end: int) -> tuple | None:
+    """The kind its unit says, a period's mark ("every week"), the amount; none for a
+    period word before a unit of another kind ("each GB")."""
     kind, factor = UNITS[g["mu"].lower()]
-    return (kind, _number(g["mn"].rstrip(" -")) * factor)
+    amount = g["mn"].rstrip(" -")
+    period = (PERIOD,) if amount.lower() in PERIODS else ()
+    if period and kind != DURATION:
+        return None
+    return (kind, *period, _number(amount) * factor)
 
 
 def _rate(g: dict, text: str, start: int, end: int) -> tuple:
@@ -409,11 +424,13 @@ _KEYS = {
 
 def _widened(value: Value, text: str) -> Value:
     """The value with the words before it that belong to it: a duration's kind read
-    from its unit, "about" (said roughly), and for a state the negations before it
-    ("not enabled", "no longer enabled") folded into its polarity."""
+    from its unit, "about" (said roughly), for a state the negations before it ("not
+    enabled", "no longer enabled") folded into its polarity, and for a duration a
+    period word before it read as its mark ("every 2 weeks", as "every week") but left
+    a word of the text (the same in both: "every 2 weeks", "every week")."""
     if value.kind == _MEASURE:  # the unit says whether it is a duration or a size
-        kind, amount = value.key
-        value = Value(kind, (amount,), value.start, value.end)
+        kind, *key = value.key
+        value = Value(kind, tuple(key), value.start, value.end)
     start, key, approx = value.start, value.key, False
     for _ in range(2):
         before = _word_before(text, start)
@@ -422,6 +439,9 @@ def _widened(value: Value, text: str) -> Value:
         word = before.group(1).lower()
         if value.kind == STATE and (word in NEGATIONS or word in CHANGE_WORDS):
             key = (not key[0],) if word in NEGATIONS else key
+        elif value.kind == DURATION and word in PERIODS:
+            key = key if key[:1] == (PERIOD,) else (PERIOD, *key)
+            break  # the period word stays a word of the text
         elif word in APPROX or word == "~":
             approx = True
         else:

@@ -31,6 +31,7 @@ def thresholds(tmp_path_factory) -> Thresholds:
             "The canary gets 20% of traffic, per the release notes.",
         ),
         ("The mailer sends 90 emails per minute.", "The mailer sends 90 emails per hour."),
+        ("The ferns are watered every 3 days.", "The ferns are watered every week, says Noor."),
         (
             "The code freeze of the mobile app begins 2030-11-02.",
             "The code freeze of the mobile app begins March 9, 2031.",

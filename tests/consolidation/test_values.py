@@ -19,6 +19,9 @@ def _one(text: str) -> tuple[str, tuple, str]:
         ("Sessions expire after 3 minutes", "duration", (180.0,), "3 minutes"),
         ("Sessions expire after three hours", "duration", (10800.0,), "three hours"),
         ("Sessions expire after an hour", "duration", (3600.0,), "an hour"),
+        # a period: "every" marks it, and before a unit alone says one
+        ("Water the ferns every 3 days", "duration", ("period", 259200.0), "3 days"),
+        ("Water the ferns every week", "duration", ("period", 604800.0), "week"),
         ("The heap is capped at 768 MB", "size", (768 * 1024**2,), "768 MB"),
         ("The heap is capped at 2 GiB", "size", (2 * 1024**3,), "2 GiB"),
         ("The heap is capped at one gigabyte", "size", (1024**3,), "one gigabyte"),
