@@ -118,7 +118,6 @@ _TOKEN = re.compile(
     re.UNICODE,
 )
 CHANGED = "changed:"  # names a typed value the other text does not hold (_values_named)
-_PLACEHOLDER = re.compile(rf"`<(?!{CHANGED})[^`<>]+>`")  # a value both hold, masked
 _CHANGED_VALUE = re.compile(rf"`<{CHANGED}[^`<>]+>`")
 _NUMBER = re.compile(r"v?(\d[\d.,:_]*\d|\d)(%|[a-z]+)?")
 _INNER_MARK = re.compile(rf"[\d_./:@+\-{_CURRENCY}]")
@@ -461,8 +460,7 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     replaced = value_replaced(old_text, new_text)
     if replaced is not None:
         return "supersedes" if replaced else "duplicate"
-    old_text, new_text = _values_named(old_text, new_text)
-    old, new = align(read(old_text), read(new_text))
+    old, new = align(*map(read, _values_named(old_text, new_text)))
     d = diff(old, new)
     slots = _slots(old, new)
     swap = _swap(slots)
@@ -610,13 +608,15 @@ def _value_swapped(slots: list[tuple[list[Token], list[Token]]], d: Diff) -> boo
 @dataclass(frozen=True)
 class Plain:
     """One word of a text as :func:`_phrase_swapped` aligns it: its key (a stem, or the
-    word as written when it holds more than letters), whether it is a stopword, and the
-    punctuation between it and the word before (the text's start: a space)."""
+    word as written when it holds more than letters), whether it is a stopword, the
+    punctuation between it and the word before (the text's start: a space), and
+    whether it is part of a typed value (:mod:`.values`)."""
 
     key: str
     low: str
     stop: bool
     gap: str
+    typed: bool
 
     @property
     def broken(self) -> bool:
@@ -626,13 +626,16 @@ class Plain:
 def _plain(text: str) -> list[Plain]:
     """The words of ``text`` in order, less the words that only mark a change ("now")."""
     out, end = [], 0
+    spans = [(v.start, v.end) for v in _typed(text)]
     for m in _TOKEN.finditer(text):
         low = m.group().lower().replace("’", "'")
         gap = "".join(text[end : m.start()].split()) or ("" if out else " ")
         end = m.end()
         if low in CHANGE_WORDS:
             continue
-        out.append(Plain(_stem(low) if low.isalpha() else low, low, low in STOPWORDS, gap))
+        typed = any(a <= m.start() < b for a, b in spans)
+        key = _stem(low) if low.isalpha() else low
+        out.append(Plain(key, low, low in STOPWORDS, gap, typed))
     return out
 
 
@@ -650,25 +653,17 @@ def _phrase_swapped(old_text: str, new_text: str, d: Diff) -> bool:
     value, the phrase another subject)."""
     if d.flipped or d.shared_values(VALUE) or any(_said(t) for t in d.shared):
         return False
-    olds, news = _plain(old_text), _plain(new_text)
-    if any(_PLACEHOLDER.fullmatch(w.low) for w in olds):
-        return False  # a typed value both hold (_values_named): what both say
     return any(
-        _one_phrase(a, b)
-        for a in _without_notes(old_text, olds)
-        for b in _without_notes(new_text, news)
+        _one_phrase(_plain(a), _plain(b))
+        for a in _without_notes(old_text)
+        for b in _without_notes(new_text)
+        if not any(x.same(y) for x in _typed(a) for y in _typed(b))
     )
 
 
-def _without_notes(text: str, words: list[Plain]) -> list[list[Plain]]:
-    """``words`` whole, and cut where a note one text appends may start (:func:`_cuts`)."""
-    out = [words]
-    for m in NOTE_START.finditer(text):
-        first = _FIRST_WORD.match(text, m.end())
-        if first and first.group(1).lower() in values.SCOPES and not _note_phrase(text, m.end()):
-            continue
-        out.append(_plain(text[: m.start()]))
-    return out
+def _without_notes(text: str) -> list[str]:
+    """``text`` whole, and cut where a note it appends may start."""
+    return [text, *(text[:at] for at in _note_starts(text))]
 
 
 def _one_phrase(a: list[Plain], b: list[Plain]) -> bool:
@@ -686,6 +681,8 @@ def _one_phrase(a: list[Plain], b: list[Plain]) -> bool:
     slots = a[start : len(a) - end], b[start : len(b) - end]
     if not all(slots) or not all(map(_bare, slots)):
         return False
+    if all(any(w.typed for w in slot) for slot in slots):
+        return False  # typed values and words changed: two changes (typed values tell one)
     before = a[start - 1] if start else None
     after = a[len(a) - end :]
     if end < shared_end and before and not before.stop and before.low not in values.MARKERS:
@@ -696,15 +693,14 @@ def _one_phrase(a: list[Plain], b: list[Plain]) -> bool:
 def _bare(slot: list[Plain]) -> bool:
     """A phrase that may be a value: at most :data:`values.PHRASE_WORDS` words, the first
     a content word or a determiner, no determiner or qualifying preposition after it
-    ("disabled for the web site" says a value and a subject), no punctuation inside
-    but brackets, and no typed value changed inside (that and its words: two changes)."""
+    ("disabled for the web site" says a value and a subject), and no punctuation inside
+    but brackets."""
     first, *rest = slot
     return (
         len(slot) <= values.PHRASE_WORDS
         and (not first.stop or first.low in DETERMINERS)
         and not any(w.low in DETERMINERS or w.low in values.SCOPES for w in rest)
         and all(set(w.gap) <= set("()") for w in rest)
-        and not any(w.low.startswith(f"`<{CHANGED}") for w in slot)
     )
 
 
@@ -846,18 +842,27 @@ def _cores(
 
 
 def _cuts(text: str, found: tuple[values.Value, ...]) -> list[tuple[str, tuple]]:
-    """``text`` cut where a note may start after its first value, with the values
-    before the cut; not where a qualifier starts (values.SCOPES: "..., for the staging
-    cluster" says which subject) unless an idiom of a note does ("..., for the record":
-    note_phrases_en.txt)."""
+    """``text`` cut where a note may start after its first value (:func:`_note_starts`),
+    with the values before the cut."""
     out = []
-    for m in NOTE_START.finditer(text, found[0].end):
+    for at in _note_starts(text, found[0].end):
+        kept = tuple(v for v in found if v.end <= at)
+        if all(v.end <= at or v.start >= at for v in found):
+            out.append((text[:at], kept))
+    return out
+
+
+def _note_starts(text: str, after: int = 0) -> list[int]:
+    """Where a note appended to the claim may start, from ``after`` on (a comma, a
+    parenthesis, a dash); not where a qualifier starts (values.SCOPES: "..., for the
+    staging cluster" says which subject) unless an idiom of a note does ("..., for the
+    record": note_phrases_en.txt)."""
+    out = []
+    for m in NOTE_START.finditer(text, after):
         first = _FIRST_WORD.match(text, m.end())
         if first and first.group(1).lower() in values.SCOPES and not _note_phrase(text, m.end()):
             continue
-        kept = tuple(v for v in found if v.end <= m.start())
-        if all(v.end <= m.start() or v.start >= m.start() for v in found):
-            out.append((text[: m.start()], kept))
+        out.append(m.start())
     return out
 
 

@@ -10,9 +10,11 @@ A value is a span of the text with a kind and a normalised key:
   spellings, as writers use them);
 * **percent** ("50%", "ten percent"), **rate** ("1000/s", "5000 requests per
   second", "10 MB/s": what is counted, and the amount per second);
+* **weekday** ("on Thursdays"; not "the Monday standup"): its number, Monday 1;
 * **date** (ISO, "6 August 2027", "Dec 13, 2026"), **time** of day ("02:00", "9 pm", "5.30 pm",
   "noon"): (year, month, day), minutes after midnight;
-* **number** (numerals, versions "v1.2.3" and "3.11", number words "eight"):
+* **number** (numerals, versions "v1.2.3" and "3.11", number words "eight", a count
+  of times "twice"):
   its components, trailing zeros dropped ("2.0" is "2", "3.10" is not "3.1");
 * **url**, **path** ("/etc/app/", "./runtime/tmp", "deploy/stable");
 * **state** ("enabled", "not enabled", "disabled"; "on"/"off" where they end a
@@ -27,7 +29,8 @@ A value said roughly ("about 5 minutes") is the same as the exact one near it
 (:data:`APPROX_TOLERANCE`); values joined by a coordinator ("80 and 443") are one
 list value. A number inside a noun phrase ("the v2 billing page") names a thing
 and is no value. Word lists are data files of :mod:`memoryd.text.lexicon`
-(value_units_en.txt, value_words_en.txt, months_en.txt and the boolean lists).
+(value_units_en.txt, value_words_en.txt, months_en.txt, weekdays_en.txt and the
+boolean lists).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ APPROX_TOLERANCE = 0.1  # a value said roughly is the same as one within 10% of 
 PARSED = 32_768  # texts whose values a worker keeps (records are compared again)
 
 DURATION, SIZE, PERCENT, RATE, DATE, TIME = "duration", "size", "percent", "rate", "date", "time"
+WEEKDAY = "weekday"
 NUMBER, URL, PATH, STATE, PHRASE = "number", "url", "path", "state", "phrase"
 MEASURED = (DURATION, SIZE, PERCENT, RATE, TIME)  # keys ending in an amount
 _MEASURE = "measure"  # a number and a unit, a duration or a size by its unit
@@ -51,6 +55,7 @@ PERIOD = "period"  # the first part of a duration's key said as a period ("every
 _WORDS = word_table("value_words_en.txt")
 _UNITS = word_table("value_units_en.txt")
 _MONTHS = word_table("months_en.txt")
+_WEEKDAYS = word_table("weekdays_en.txt")
 TRUE_WORDS = word_list("booleans_true_en.txt")
 FALSE_WORDS = word_list("booleans_false_en.txt")
 NEGATIONS = word_list("negations_en.txt")
@@ -75,6 +80,7 @@ DAY_WORDS = {**_role("noon"), **_role("midnight")}
 HALF_DAY = {**_role("am"), **_role("pm")}
 UNITS = {w: (kind, float(f)) for (kind, f), words in _UNITS.items() for w in words}
 MONTHS = {w: int(n) for (_, n), words in _MONTHS.items() for w in words}
+WEEKDAYS = {w: int(n) for (_, n), words in _WEEKDAYS.items() for w in words}
 
 
 def _alt(words: object) -> str:
@@ -115,6 +121,7 @@ _PATTERNS = [
     (TIME, rf"{_EDGE}(?P<hh3>\d{{1,2}})\.(?P<mm3>\d{{2}})\s*(?P<ap3>{_HALF})(?!\w)"),
     (TIME, rf"{_EDGE}(?P<hh2>\d{{1,2}})\s*(?P<ap2>{_HALF})(?!\w)"),
     (TIME, rf"\b(?P<dw>{_alt(DAY_WORDS)})\b"),
+    (WEEKDAY, rf"\b(?P<wd>{_alt(WEEKDAYS)})\b"),
     (
         RATE,
         rf"{_EDGE}(?P<rn>{_NUM})\s*(?:(?P<ru>{_UNIT})\b\s*)?(?P<rw>(?:[a-z][a-z\-]*\s*){{0,2}}?)"
@@ -134,7 +141,17 @@ _SCANNER = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATT
 _ALPHA = re.compile(r"[A-Za-z]+")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")  # a URL's scheme, "s3://"
 _TRIGGERS = frozenset(
-    {*NUMBER_WORDS, *SCALES, *ARTICLES, *PERIODS, *APPROX, *CLAUSE_STATES, *DAY_WORDS, *MONTHS}
+    {
+        *NUMBER_WORDS,
+        *SCALES,
+        *ARTICLES,
+        *PERIODS,
+        *APPROX,
+        *CLAUSE_STATES,
+        *DAY_WORDS,
+        *MONTHS,
+        *WEEKDAYS,
+    }
     | TRUE_WORDS
     | FALSE_WORDS
     | {"www"}
@@ -349,12 +366,13 @@ def _time(g: dict, text: str, start: int, end: int) -> tuple | None:
 
 
 def _plain_number(g: dict, text: str, start: int, end: int) -> tuple | None:
-    """A numeral or number words; "one" only where it ends a clause or a content word
-    follows it ("one replica"; else a pronoun, "the staging one is"), and no number
-    inside a noun phrase ("the v2 billing page")."""
+    """A numeral or number words; a number word that is a stopword too ("one", "once")
+    only where it ends a clause or a content word follows it ("one replica"; else a
+    pronoun or a conjunction, "the staging one is", "once the build passes"), and no
+    number inside a noun phrase ("the v2 billing page")."""
     if "nw" in g:
         words = g["nw"].lower()
-        if words == "one" and not (
+        if words in STOPWORDS and not (
             _CLAUSE_END.match(text, end) or _content_after(text, end) or _marked(text, start)
         ):
             return None
@@ -392,6 +410,14 @@ def _word_before(text: str, start: int) -> re.Match | None:
     return None
 
 
+def _weekday(g: dict, text: str, start: int, end: int) -> tuple | None:
+    """A day of the week, but not one naming a kind of thing ("the Monday standup",
+    "Tuesday's sync")."""
+    if _content_after(text, end) or text[end : end + 2].lower() in ("'s", "’s"):
+        return None
+    return (WEEKDAYS[g["wd"].lower()],)
+
+
 def _state(g: dict, text: str, start: int, end: int) -> tuple | None:
     if "cs" in g:
         return (bool(CLAUSE_STATES[g["cs"].lower()]),) if _switched(text, start, end) else None
@@ -417,6 +443,7 @@ _KEYS = {
     PERCENT: _percent,
     DATE: _date,
     TIME: _time,
+    WEEKDAY: _weekday,
     NUMBER: _plain_number,
     STATE: _state,
 }

@@ -32,6 +32,11 @@ def thresholds(tmp_path_factory) -> Thresholds:
         ),
         ("The mailer sends 90 emails per minute.", "The mailer sends 90 emails per hour."),
         ("The ferns are watered every 3 days.", "The ferns are watered every week, says Noor."),
+        ("The tomatoes are watered twice a day.", "The tomatoes are watered once a day."),
+        (
+            "The museum stays open late on Thursdays until 9 pm.",
+            "The museum stays open late on Fridays until 9 pm.",
+        ),
         (
             "The code freeze of the mobile app begins 2030-11-02.",
             "The code freeze of the mobile app begins March 9, 2031.",

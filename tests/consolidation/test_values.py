@@ -46,6 +46,8 @@ def _one(text: str) -> tuple[str, tuple, str]:
         ("The client needs v4.0.2", "number", (4, 0, 2), "v4.0.2"),
         ("The client needs Ruby 3.3", "number", (3, 3), "3.3"),
         ("Keep seventeen snapshots", "number", (17,), "seventeen"),
+        ("Books can be renewed twice", "number", (2,), "twice"),
+        ("The pool opens late on Thursdays", "weekday", (4,), "Thursdays"),
         (
             "Docs live at https://docs.example.org/guide/.",
             "url",
@@ -107,6 +109,9 @@ def test_values_joined_by_a_coordinator_are_one_list():
         "the logs on the server",  # "on" as a preposition
         "keep the on-call rota short",
         "the staging one for the night shift",  # a pronoun before a preposition
+        "the Monday standup is short",  # a weekday naming a kind of thing
+        "as agreed in Tuesday's sync",
+        "water the beds once the frost is gone",  # "once" as a conjunction
     ],
 )
 def test_no_value_where_a_number_is_part_of_a_name(text):

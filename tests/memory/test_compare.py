@@ -51,6 +51,9 @@ def thresholds(tmp_path_factory) -> Thresholds:
         # a number written as a word is that number
         ("Keep two replicas of the ledger", "Keep four replicas of the ledger", "supersedes"),
         ("Retry ledger uploads three times", "Retry ledger uploads 3 times", "duplicate"),
+        # ... and a count of times said in one word is that count
+        ("Library books can be renewed twice.", "Library books can be renewed three times.",
+         "supersedes"),
         # two words written as one hyphenated word are that word
         ("Agreed: the release notes sync of the docs site runs hourly.",
          "Agreed: the release-notes sync of the docs site runs hourly.", "duplicate"),
