@@ -4,7 +4,8 @@ value (:func:`memoryd.consolidation.compare.value_replaced`).
 
 A value is a span of the text with a kind and a normalised key:
 
-* **duration** ("30s", "5 minutes", "two hours", "an hour"): seconds; a period
+* **duration** ("30s", "5 minutes", "two hours", "an hour", "half an hour", "1h30m"):
+  seconds; a period
   ("every 2 weeks", "every week") is marked as one;
 * **size** ("512 MB", "1 GiB", "one megabyte"): bytes (1024-based for both
   spellings, as writers use them);
@@ -70,7 +71,7 @@ def _role(role: str) -> dict[str, float]:
 
 NUMBER_WORDS, SCALES = _role("number"), _role("scale")
 ARTICLES, APPROX, PER, COORDINATORS = _role("article"), _role("approx"), _role("per"), _role("and")
-PERIODS = _role("period")
+PERIODS, FRACTIONS = _role("period"), _role("fraction")
 CLAUSE_STATES, SWITCHES = _role("clause"), _role("switch")
 SETTERS, TAKERS = _role("setter"), _role("taker")
 SCOPES = _role("scope")
@@ -94,6 +95,9 @@ _NUM = rf"(?:{_DIGITS}|\b{_NUMWORD}(?:[ -]{_NUMWORD})*\b)"
 _UNIT = rf"(?:{_alt(UNITS)})"
 _ONE_UNIT = _alt({*ARTICLES, *PERIODS})  # words before a unit alone that say one ("an hour")
 _TIME_UNIT = rf"(?:{_alt(w for w, (k, _) in UNITS.items() if k == DURATION)})"
+_TIME_PART = rf"(?P<amount>\d+(?:\.\d+)?)\s?(?P<unit>{_TIME_UNIT})(?![a-z])"
+_PART = re.compile(_TIME_PART, re.I)
+_COMPOUND = _TIME_PART.replace("?P<amount>", "?:").replace("?P<unit>", "?:")
 _MONTH = rf"(?:{_alt(MONTHS)})"
 _HALF = rf"(?:{_alt(HALF_DAY)})"
 _EDGE = r"(?<![\w.:/\-])"  # a value starts a token ("e2e", "node:20" hold no value)
@@ -128,9 +132,11 @@ _PATTERNS = [
         rf"(?:/|\b(?:{_alt(PER)})\s+)(?P<rp>{_TIME_UNIT})(?!\w)",
     ),
     (PERCENT, rf"{_EDGE}(?P<pn>{_NUM})\s*(?:%|\bpercent\b|\bper\s*cent\b)"),
+    (_MEASURE, rf"{_EDGE}(?P<cd>{_COMPOUND}(?:\s?{_COMPOUND})+)(?!\w)"),  # "1h30m"
     (
         _MEASURE,
-        rf"{_EDGE}(?P<mn>{_NUM}\s*-?\s*|\b(?:{_ONE_UNIT})\s+)(?P<mu>{_UNIT})(?!\w)",
+        rf"{_EDGE}(?P<mn>{_NUM}\s*-?\s*|\b(?:{_ONE_UNIT})\s+|\b(?:{_alt(FRACTIONS)})\s+(?:an?\s+)?)"
+        rf"(?P<mu>{_UNIT})(?!\w)",
     ),
     (PATH, r"(?<![\w/.~\-@])(?:~|\.{1,2})?/?(?:[\w.@~+\-]+/)+[\w.@~+\-]*|(?<![\w/.])/[\w.@~+\-]+"),
     (NUMBER, rf"{_EDGE}v?(?P<nn>{_DIGITS}){_END}|\b(?P<nw>{_NUMWORD}(?:[ -]{_NUMWORD})*)\b"),
@@ -146,6 +152,7 @@ _TRIGGERS = frozenset(
         *SCALES,
         *ARTICLES,
         *PERIODS,
+        *FRACTIONS,
         *APPROX,
         *CLAUSE_STATES,
         *DAY_WORDS,
@@ -318,12 +325,25 @@ def _components(raw: str) -> tuple[int, ...]:
 def _measure(g: dict, text: str, start: int, end: int) -> tuple | None:
     """The kind its unit says, a period's mark ("every week"), the amount; none for a
     period word before a unit of another kind ("each GB")."""
+    if "cd" in g:
+        return _compound(g["cd"])
     kind, factor = UNITS[g["mu"].lower()]
     amount = g["mn"].rstrip(" -")
+    if (fraction := amount.split()[0].lower()) in FRACTIONS:
+        return (kind, FRACTIONS[fraction] * factor)
     period = (PERIOD,) if amount.lower() in PERIODS else ()
     if period and kind != DURATION:
         return None
     return (kind, *period, _number(amount) * factor)
+
+
+def _compound(raw: str) -> tuple | None:
+    """A duration said in parts, larger units first ("1h30m", "2 hours 15 minutes"):
+    their sum (none if the units do not fall: two durations, not one)."""
+    parts = [(float(p["amount"]), UNITS[p["unit"].lower()][1]) for p in _PART.finditer(raw)]
+    if any(a[1] <= b[1] for a, b in zip(parts, parts[1:], strict=False)):
+        return None
+    return (DURATION, sum(amount * factor for amount, factor in parts))
 
 
 def _rate(g: dict, text: str, start: int, end: int) -> tuple:

@@ -19,6 +19,10 @@ def _one(text: str) -> tuple[str, tuple, str]:
         ("Sessions expire after 3 minutes", "duration", (180.0,), "3 minutes"),
         ("Sessions expire after three hours", "duration", (10800.0,), "three hours"),
         ("Sessions expire after an hour", "duration", (3600.0,), "an hour"),
+        ("Sessions expire after half an hour", "duration", (1800.0,), "half an hour"),
+        # a duration said in parts, larger units first
+        ("Sessions expire after 1h30m", "duration", (5400.0,), "1h30m"),
+        ("Sessions expire after 2 hours 15 minutes", "duration", (8100.0,), "2 hours 15 minutes"),
         # a period: "every" marks it, and before a unit alone says one
         ("Water the ferns every 3 days", "duration", ("period", 259200.0), "3 days"),
         ("Water the ferns every week", "duration", ("period", 604800.0), "week"),
