@@ -714,7 +714,7 @@ def _in_value_place(before: Plain | None, slot: list[Plain], after: list[Plain])
         return False
     if not before.stop and before.low not in values.MARKERS:
         return role and after[0].low == "as"  # its object in its role, as values.TAKERS
-    return role or not after or after[0].broken
+    return not after or after[0].broken or after[0].stop  # it ends its phrase
 
 
 def _role_after(after: list[Plain]) -> bool:

@@ -107,6 +107,8 @@ def thresholds(tmp_path_factory) -> Thresholds:
          "supersedes"),
         ("The orchard gets copper spray as its fungicide",
          "The orchard gets sulfur dust as its fungicide", "supersedes"),
+        ("I prefer aisle seats on long flights", "I prefer window seats on long flights",
+         "supersedes"),
         # ... but not a phrase inside a noun phrase, another object of a verb, a phrase
         # holding a value and a subject, nor a phrase beside a value both hold
         ("The farm shop sells goat cheese as a side line",
