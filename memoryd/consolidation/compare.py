@@ -55,6 +55,12 @@ shared **subject**; the others are what changed, read by class:
   nothing else changed but what one text adds and no number, boolean or such name
   both hold (a lead-in, "As agreed, ...", says none): ``supersedes`` (a word inside a
   noun phrase, "the staging X", "the log level", names a thing: another subject);
+* a phrase of a few words replaced by another, all else the same word for word but
+  a note one text appends, where a value stands (:func:`_phrase_swapped`: first in
+  its clause with its role after it, "American English is the fallback locale",
+  "Decided: X for the Y"; after a word that introduces a value, "has to be X";
+  a verb's object in its role, "gets X as the Y"; after "->" or ":" ending the
+  text), no typed value both hold: ``supersedes``;
 * words replaced: the first name or word of both texts (the subject in an
   English statement) replaced is another subject (``distinct``; names alone
   there, with no value in either text, may be the value put first, and are read
