@@ -655,15 +655,16 @@ def _phrase_swapped(old_text: str, new_text: str, d: Diff) -> bool:
     the Y"), or after a mark that introduces a value, ending the text ("locale -> X").
     Not after a determiner or a content word it may qualify ("the staging X", "the X
     site"), nor after a preposition that opens a qualifier ("for X": another subject),
-    and never with a number or boolean both hold or flipped (what both say is then the
-    value, the phrase another subject)."""
+    and never with a value both hold (typed, or a phrase where a value stands: "... =
+    double quotes") or a polarity flipped (what both say is then the value, the phrase
+    another subject)."""
     if d.flipped or d.shared_values(VALUE) or any(_said(t) for t in d.shared):
         return False
     return any(
         _one_phrase(_plain(a), _plain(b))
         for a in _without_notes(old_text)
         for b in _without_notes(new_text)
-        if not any(x.same(y) for x in _typed(a) for y in _typed(b))
+        if not any(x.same(y) for x in values.parse(a) for y in values.parse(b))
     )
 
 

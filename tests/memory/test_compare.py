@@ -119,6 +119,8 @@ def thresholds(tmp_path_factory) -> Thresholds:
          "conflict"),
         ("Cold room setpoint on the dairy line: ten degrees",
          "Freezer setpoint on the dairy line: ten degrees", "distinct"),
+        ("Rinse cycle for the dairy line = eco mode", "Wash cycle for the dairy line = eco mode",
+         "distinct"),
         # a word replaced in the middle: a correction or another statement?
         ("Releases are tagged by the platform team", "Releases are tagged by the infra team",
          "conflict"),
