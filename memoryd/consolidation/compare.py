@@ -690,6 +690,8 @@ def _one_phrase(a: list[Plain], b: list[Plain]) -> bool:
         return False
     if all(any(w.typed for w in slot) for slot in slots):
         return False  # typed values and words changed: two changes (typed values tell one)
+    if set.intersection(*(set(_DIGITS.findall(" ".join(w.low for w in x))) for x in slots)):
+        return False  # a number both phrases hold: the value said another way? ("5V0", "5 V")
     before = a[start - 1] if start else None
     after = a[len(a) - end :]
     if end < shared_end and before and not before.stop and before.low not in values.MARKERS:
@@ -763,6 +765,7 @@ def _changed(tokens: tuple[Token, ...], moved: Counter) -> list[Token]:
     return out
 
 
+_DIGITS = re.compile(r"\d+")
 VALUE_MARKS = ":=>"  # punctuation before a value: "key: V", "key = V", "key -> V"
 NOTE_START = re.compile(r"\s*(?:[,;(\u2014]|\s-\s)")  # a note appended to a claim
 _WORDS_BEFORE = re.compile(r"[\w][\w.+#\-']*")

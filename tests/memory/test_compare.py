@@ -121,6 +121,9 @@ def thresholds(tmp_path_factory) -> Thresholds:
          "Freezer setpoint on the dairy line: ten degrees", "distinct"),
         ("Rinse cycle for the dairy line = eco mode", "Wash cycle for the dairy line = eco mode",
          "distinct"),
+        # ... nor two phrases holding one number (the value written another way?)
+        ("The pump's supply must be 12V0", "The pump's supply must be 12 volts, per the manual",
+         "conflict"),
         # a word replaced in the middle: a correction or another statement?
         ("Releases are tagged by the platform team", "Releases are tagged by the infra team",
          "conflict"),
