@@ -615,14 +615,17 @@ def _value_swapped(slots: list[tuple[list[Token], list[Token]]], d: Diff) -> boo
 class Plain:
     """One word of a text as :func:`_phrase_swapped` aligns it: its key (a stem, or the
     word as written when it holds more than letters), whether it is a stopword, the
-    punctuation between it and the word before (the text's start: a space), and
-    whether it is part of a typed value (:mod:`.values`)."""
+    punctuation between it and the word before (the text's start: a space), whether it
+    is part of a typed value (:mod:`.values`), and whether a determiner stands right
+    before it (determiners are not aligned: "the sourdough starter", "sourdough
+    starter")."""
 
     key: str
     low: str
     stop: bool
     gap: str
     typed: bool
+    det: bool
 
     @property
     def broken(self) -> bool:
@@ -630,18 +633,21 @@ class Plain:
 
 
 def _plain(text: str) -> list[Plain]:
-    """The words of ``text`` in order, less the words that only mark a change ("now")."""
-    out, end = [], 0
+    """The words of ``text`` in order, less the words that only mark a change ("now")
+    and the determiners (each noted on the word after it)."""
+    out, end, det = [], 0, False
     spans = [(v.start, v.end) for v in _typed(text)]
     for m in _TOKEN.finditer(text):
         low = m.group().lower().replace("’", "'")
-        gap = "".join(text[end : m.start()].split()) or ("" if out else " ")
-        end = m.end()
-        if low in CHANGE_WORDS:
+        if low in CHANGE_WORDS or low in DETERMINERS:
+            det = low in DETERMINERS
             continue
+        gap = "".join(_PUNCTUATION.findall(text, end, m.start())) or ("" if out else " ")
+        end = m.end()
         typed = any(a <= m.start() < b for a, b in spans)
         key = _stem(low) if low.isalpha() else low
-        out.append(Plain(key, low, low in STOPWORDS, gap, typed))
+        out.append(Plain(key, low, low in STOPWORDS, gap, typed, det))
+        det = False
     return out
 
 
@@ -683,11 +689,11 @@ def _one_phrase(a: list[Plain], b: list[Plain]) -> bool:
     while end < min(len(a), len(b)) - start and keys_a[-1 - end] == keys_b[-1 - end]:
         end += 1
     shared_end = end
-    while end and not a[-end].stop and not a[-end].broken:
+    while end and not (a[-end].stop or a[-end].broken or a[-end].det):
         end -= 1  # a word the slot qualifies is in it: "American English", "British English"
     slots = a[start : len(a) - end], b[start : len(b) - end]
-    if not all(slots) or not all(map(_bare, slots)):
-        return False
+    if not all(slots) or not all(map(_bare, slots)) or all(x[0].det for x in slots):
+        return False  # a determiner before both: a noun phrase, "the staging X"
     if all(any(w.typed for w in slot) for slot in slots):
         return False  # typed values and words changed: two changes (typed values tell one)
     if set.intersection(*(set(_DIGITS.findall(" ".join(w.low for w in x))) for x in slots)):
@@ -701,14 +707,13 @@ def _one_phrase(a: list[Plain], b: list[Plain]) -> bool:
 
 def _bare(slot: list[Plain]) -> bool:
     """A phrase that may be a value: at most :data:`values.PHRASE_WORDS` words, the first
-    a content word or a determiner, no determiner or qualifying preposition after it
-    ("disabled for the web site" says a value and a subject), and no punctuation inside
-    but brackets."""
+    a content word, no determiner or qualifying preposition after it ("disabled for the
+    web site" says a value and a subject), and no punctuation inside but brackets."""
     first, *rest = slot
     return (
         len(slot) <= values.PHRASE_WORDS
-        and (not first.stop or first.low in DETERMINERS)
-        and not any(w.low in DETERMINERS or w.low in values.SCOPES for w in rest)
+        and not first.stop
+        and not any(w.det or w.low in values.SCOPES for w in rest)
         and all(set(w.gap) <= set("()") for w in rest)
     )
 
@@ -719,7 +724,7 @@ def _in_value_place(before: Plain | None, slot: list[Plain], after: list[Plain])
     role = _role_after(after)
     if before is None or slot[0].broken:  # first in its clause
         return role or (not after and bool(set(slot[0].gap) & set(VALUE_MARKS)))
-    if before.low in DETERMINERS or before.low in values.SCOPES:
+    if before.low in values.SCOPES:
         return False
     if not before.stop and before.low not in values.MARKERS:
         return role and after[0].low == "as"  # its object in its role, as values.TAKERS
@@ -733,7 +738,7 @@ def _role_after(after: list[Plain]) -> bool:
     preposition but one that gives a role (values.ROLES: "the setpoint on the rig" is
     one phrase, a subject)."""
     for i, word in enumerate(after):
-        if word.low in DETERMINERS:
+        if word.det:
             return i > 0
         if word.low in values.SCOPES and word.low not in values.ROLES:
             return False
@@ -766,6 +771,7 @@ def _changed(tokens: tuple[Token, ...], moved: Counter) -> list[Token]:
 
 
 _DIGITS = re.compile(r"\d+")
+_PUNCTUATION = re.compile(r"[^\w\s]")
 VALUE_MARKS = ":=>"  # punctuation before a value: "key: V", "key = V", "key -> V"
 NOTE_START = re.compile(r"\s*(?:[,;(\u2014]|\s-\s)")  # a note appended to a claim
 _WORDS_BEFORE = re.compile(r"[\w][\w.+#\-']*")

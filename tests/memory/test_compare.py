@@ -109,6 +109,9 @@ def thresholds(tmp_path_factory) -> Thresholds:
          "The orchard gets sulfur dust as its fungicide", "supersedes"),
         ("I prefer aisle seats on long flights", "I prefer window seats on long flights",
          "supersedes"),
+        # ... whatever determiners either text writes around the rest
+        ("Compost tea is brewed with nettle leaves",
+         "The compost tea is now brewed with comfrey leaves", "supersedes"),
         # ... but not a phrase inside a noun phrase, another object of a verb, a phrase
         # holding a value and a subject, nor a phrase beside a value both hold
         ("The farm shop sells goat cheese as a side line",
