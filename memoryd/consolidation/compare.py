@@ -681,16 +681,7 @@ def _without_notes(text: str) -> list[str]:
 
 def _one_phrase(a: list[Plain], b: list[Plain]) -> bool:
     """``a`` and ``b`` differ in one phrase each, standing where a value stands."""
-    keys_a, keys_b = [w.key for w in a], [w.key for w in b]
-    start = 0
-    while start < min(len(a), len(b)) and keys_a[start] == keys_b[start]:
-        start += 1
-    end = 0
-    while end < min(len(a), len(b)) - start and keys_a[-1 - end] == keys_b[-1 - end]:
-        end += 1
-    shared_end = end
-    while end and not (a[-end].stop or a[-end].broken or a[-end].det):
-        end -= 1  # a word the slot qualifies is in it: "American English", "British English"
+    start, end, headed = _differ(a, b)
     slots = a[start : len(a) - end], b[start : len(b) - end]
     if not all(slots) or not all(map(_bare, slots)) or all(x[0].det for x in slots):
         return False  # a determiner before both: a noun phrase, "the staging X"
@@ -699,10 +690,26 @@ def _one_phrase(a: list[Plain], b: list[Plain]) -> bool:
     if set.intersection(*(set(_DIGITS.findall(" ".join(w.low for w in x))) for x in slots)):
         return False  # a number both phrases hold: the value said another way? ("5V0", "5 V")
     before = a[start - 1] if start else None
-    after = a[len(a) - end :]
-    if end < shared_end and before and not before.stop and before.low not in values.MARKERS:
+    if headed and before and not before.stop and before.low not in values.MARKERS:
         return False  # a content word, the words after it and their head: one noun phrase
-    return all(_in_value_place(before, slot, after) for slot in slots)
+    return all(_in_value_place(before, slot, a[len(a) - end :]) for slot in slots)
+
+
+def _differ(a: list[Plain], b: list[Plain]) -> tuple[int, int, bool]:
+    """How many words ``a`` and ``b`` share first and last (by key), the last ones less
+    the content words right after the words they differ in (the head those qualify:
+    "American English", "British English"), and whether there were such words."""
+    keys_a, keys_b = [w.key for w in a], [w.key for w in b]
+    start = 0
+    while start < min(len(a), len(b)) and keys_a[start] == keys_b[start]:
+        start += 1
+    shared = 0
+    while shared < min(len(a), len(b)) - start and keys_a[-1 - shared] == keys_b[-1 - shared]:
+        shared += 1
+    end = shared
+    while end and not (a[-end].stop or a[-end].broken or a[-end].det):
+        end -= 1
+    return start, end, end < shared
 
 
 def _bare(slot: list[Plain]) -> bool:
