@@ -478,11 +478,13 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     same = not d.values_changed and not added
     if th.rephrased and same and min(within, cover) >= th.related and rephrased(old, new):
         return "duplicate"
+    if swap and _phrase_swapped(old_text, new_text, d, th):
+        return "supersedes"
     if within < th.related or cover < th.cover:
         return "distinct"
     if not swap:  # values changed, or one text only adds words
         return "supersedes" if d.values_changed else "distinct"
-    if _value_swapped(slots, d) or _phrase_swapped(old_text, new_text, d):
+    if _value_swapped(slots, d):
         return "supersedes"
     if d.subject_replaced:
         return "distinct"
@@ -651,7 +653,7 @@ def _plain(text: str) -> list[Plain]:
     return out
 
 
-def _phrase_swapped(old_text: str, new_text: str, d: Diff) -> bool:
+def _phrase_swapped(old_text: str, new_text: str, d: Diff, th: Thresholds) -> bool:
     """One phrase of a few words replaced by another where a value stands, all else the
     same word for word but a note one text appends ("..., see the runbook"): the newer
     value of the same attribute. Where a value stands: first in its clause with its
@@ -663,11 +665,12 @@ def _phrase_swapped(old_text: str, new_text: str, d: Diff) -> bool:
     site"), nor after a preposition that opens a qualifier ("for X": another subject),
     and never with a value both hold (typed, or a phrase where a value stands: "... =
     double quotes") or a polarity flipped (what both say is then the value, the phrase
-    another subject)."""
+    another subject). The words both hold, a note left out, are the subject, as much of
+    both texts as ``th`` asks."""
     if d.flipped or d.shared_values(VALUE) or any(_said(t) for t in d.shared):
         return False
     return any(
-        _one_phrase(_plain(a), _plain(b))
+        _one_phrase(_plain(a), _plain(b), th)
         for a in _without_notes(old_text)
         for b in _without_notes(new_text)
         if not any(x.same(y) for x in values.parse(a) for y in values.parse(b))
@@ -679,26 +682,30 @@ def _without_notes(text: str) -> list[str]:
     return [text, *(text[:at] for at in _note_starts(text))]
 
 
-def _one_phrase(a: list[Plain], b: list[Plain]) -> bool:
+def _one_phrase(a: list[Plain], b: list[Plain], th: Thresholds) -> bool:
     """``a`` and ``b`` differ in one phrase each, standing where a value stands."""
-    start, end, headed = _differ(a, b)
+    start, end, same_end = _differ(a, b)
     slots = a[start : len(a) - end], b[start : len(b) - end]
     if not all(slots) or not all(map(_bare, slots)) or all(x[0].det for x in slots):
         return False  # a determiner before both: a noun phrase, "the staging X"
+    shared = sum(not w.stop for w in a[:start] + a[len(a) - same_end :])
+    sizes = sorted(sum(not w.stop for w in x) for x in (a, b))
+    if shared < th.related * sizes[0] or shared < th.cover * sizes[1]:
+        return False  # too little of the texts is the subject they share
     if all(any(w.typed for w in slot) for slot in slots):
         return False  # typed values and words changed: two changes (typed values tell one)
     if set.intersection(*(set(_DIGITS.findall(" ".join(w.low for w in x))) for x in slots)):
         return False  # a number both phrases hold: the value said another way? ("5V0", "5 V")
     before = a[start - 1] if start else None
-    if headed and before and not before.stop and before.low not in values.MARKERS:
+    if end < same_end and before and not before.stop and before.low not in values.MARKERS:
         return False  # a content word, the words after it and their head: one noun phrase
     return all(_in_value_place(before, slot, a[len(a) - end :]) for slot in slots)
 
 
-def _differ(a: list[Plain], b: list[Plain]) -> tuple[int, int, bool]:
+def _differ(a: list[Plain], b: list[Plain]) -> tuple[int, int, int]:
     """How many words ``a`` and ``b`` share first and last (by key), the last ones less
     the content words right after the words they differ in (the head those qualify:
-    "American English", "British English"), and whether there were such words."""
+    "American English", "British English"), and the last ones with them."""
     keys_a, keys_b = [w.key for w in a], [w.key for w in b]
     start = 0
     while start < min(len(a), len(b)) and keys_a[start] == keys_b[start]:
@@ -709,7 +716,7 @@ def _differ(a: list[Plain], b: list[Plain]) -> tuple[int, int, bool]:
     end = shared
     while end and not (a[-end].stop or a[-end].broken or a[-end].det):
         end -= 1
-    return start, end, end < shared
+    return start, end, shared
 
 
 def _bare(slot: list[Plain]) -> bool:

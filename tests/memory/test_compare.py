@@ -109,6 +109,9 @@ def thresholds(tmp_path_factory) -> Thresholds:
          "The orchard gets sulfur dust as its fungicide", "supersedes"),
         ("I prefer aisle seats on long flights", "I prefer window seats on long flights",
          "supersedes"),
+        # ... the subject both share measured without the note one appends
+        ("Reminder: the paint for the fence has to be sage green",
+         "Reminder: the paint for the fence has to be slate grey, per Omar", "supersedes"),
         # ... whatever determiners either text writes around the rest
         ("Compost tea is brewed with nettle leaves",
          "The compost tea is now brewed with comfrey leaves", "supersedes"),
