@@ -98,6 +98,8 @@ UNITS = word_list("units_en.txt")
 COPULAS = word_list("copulas_en.txt")
 CLEFTS = word_list("cleft_words_en.txt")
 NOTE_PHRASES = word_list("note_phrases_en.txt")
+NEGATING_PREFIXES = word_list("negating_prefixes_en.txt")
+PREFIXED_BASE = 3  # letters a word needs after a negating prefix ("un-der" is no opposite)
 NUMBER_WORDS = word_map("numbers_en.txt")
 
 VALUE, UNIT, IDENT, PROPER, WORD = "value", "unit", "ident", "proper", "word"
@@ -372,10 +374,12 @@ def _only(mine: tuple[Token, ...], theirs: Counter) -> tuple[list[Token], Token 
 
 def align(old: Reading, new: Reading) -> tuple[Reading, Reading]:
     """The two readings made comparable: two words one text writes as one ("time out",
-    "timeout") read as that one token, and the words of a text whose case says nothing
-    (no capital inside a sentence) read as names where the other text writes them as
-    names ("the staging Redis", "the staging redis")."""
+    "timeout") read as that one token, a word one text writes with a negating prefix
+    read as the other's word negated ("uncovered", "covered"), and the words of a text
+    whose case says nothing (no capital inside a sentence) read as names where the
+    other text writes them as names ("the staging Redis", "the staging redis")."""
     old, new = _joined(old, new), _joined(new, old)
+    old, new = _unprefixed(old, new), _unprefixed(new, old)
     return _recased(old, new), _recased(new, old)
 
 
@@ -403,6 +407,31 @@ def _joined(mine: Reading, theirs: Reading) -> Reading:
     if len(held) == len({t.key for t in mine.tokens}):
         return mine
     return replace(mine, tokens=tuple(t for t in tokens if t is not None), joins=())
+
+
+def _unprefixed(mine: Reading, theirs: Reading) -> Reading:
+    """``mine`` with each word that ``theirs`` writes without a negating prefix (and
+    ``mine`` does not) read as that word negated ("uncovered", "covered";
+    "non-blocking", "blocking": negating_prefixes_en.txt), as "not covered" is."""
+    plain = {t.surface: t for t in theirs.tokens if t.cls == WORD}
+    held = {t.surface or t.key for t in mine.tokens}
+    tokens, negated = list(mine.tokens), []
+    for i, token in enumerate(tokens):
+        word = token.surface or token.key
+        for prefix in NEGATING_PREFIXES:
+            base = word[len(prefix) :].lstrip("-") if word.startswith(prefix) else ""
+            if len(base) >= PREFIXED_BASE and base in plain and base not in held:
+                tokens[i] = plain[base]
+                negated.append(plain[base].key)
+                break
+    if not negated:
+        return mine
+    return replace(
+        mine,
+        tokens=tuple(tokens),
+        negated=mine.negated != (len(negated) % 2 == 1),
+        negates=tuple(sorted([*mine.negates, *negated])),
+    )
 
 
 def _recased(mine: Reading, theirs: Reading) -> Reading:

@@ -36,6 +36,11 @@ def thresholds(tmp_path_factory) -> Thresholds:
          "We keep the frost alarm inactive for the lower greenhouse, noted by Sam.", "supersedes"),
         ("Sprinklers have the night cycle activated", "Sprinklers have the night cycle deactivated",
          "supersedes"),
+        # a word with a negating prefix is that word negated
+        ("The shed stays locked at night", "The shed stays unlocked at night, says Jo",
+         "supersedes"),
+        ("The pump driver's calls are blocking", "The pump driver's calls are non-blocking",
+         "supersedes"),
         ("We use apsw, not sqlite3.", "We use sqlite3, not apsw.", "supersedes"),
         ('The default branch is "main"', 'The default branch is "trunk"', "supersedes"),
         # a value of several words (a date) changed is one value changed, whatever a
@@ -74,6 +79,8 @@ def thresholds(tmp_path_factory) -> Thresholds:
         ("Strict mode is disabled in CI", "Strict mode is not enabled in CI", "duplicate"),
         ("The frost alarm is not active for the lower greenhouse",
          "The frost alarm is inactive for the lower greenhouse", "duplicate"),
+        ("The compost heap is not covered in winter", "The compost heap is uncovered in winter",
+         "duplicate"),
         # the same value of another subject, or another subject altogether
         ("The web tier listens on port 8080", "The admin tier listens on port 8080", "distinct"),
         ("Staging backups run at 02:00", "Production backups run at 03:00", "distinct"),
