@@ -6,9 +6,10 @@ same thing once their values are masked (but for a note one appends after its
 values, "..., see the wiki") supersede when a value changed ("5 minutes", "10
 minutes"; "gcc 14", "clang 16") and repeat each other when every value is the same
 however written ("5 minutes", "300 seconds", "about 5 minutes"). Otherwise the words
-decide, as follows (values both texts hold however written are written one way; where
-the words repeat each other but a typed value they do not read changed, "switched
-off", "switched on", the newer supersedes).
+decide, as follows; when both texts hold as many typed values, each of a kind the
+other's can change to, a value both hold is first written one way (a name both
+hold) and a value one of them holds alone is one value token ("May 21, 2027", not a
+month name and a year; "switched off", which the words would read as stopwords).
 
 Each text is read as a sequence of tokens in four classes (stopwords and words
 that only mark a change, "now", "instead", "correction", dropped):
@@ -54,6 +55,12 @@ shared **subject**; the others are what changed, read by class:
   nothing else changed but what one text adds and no number, boolean or such name
   both hold (a lead-in, "As agreed, ...", says none): ``supersedes`` (a word inside a
   noun phrase, "the staging X", "the log level", names a thing: another subject);
+* a phrase of a few words replaced by another, all else the same word for word but
+  a note one text appends, where a value stands (:func:`_phrase_swapped`: first in
+  its clause with its role after it, "American English is the fallback locale",
+  "Decided: X for the Y"; after a word that introduces a value, "has to be X";
+  a verb's object in its role, "gets X as the Y"; after "->" or ":" ending the
+  text), no typed value both hold: ``supersedes``;
 * words replaced: the first name or word of both texts (the subject in an
   English statement) replaced is another subject (``distinct``; names alone
   there, with no value in either text, may be the value put first, and are read
@@ -91,6 +98,8 @@ UNITS = word_list("units_en.txt")
 COPULAS = word_list("copulas_en.txt")
 CLEFTS = word_list("cleft_words_en.txt")
 NOTE_PHRASES = word_list("note_phrases_en.txt")
+NEGATING_PREFIXES = word_list("negating_prefixes_en.txt")
+PREFIXED_BASE = 3  # letters a word needs after a negating prefix ("un-der" is no opposite)
 NUMBER_WORDS = word_map("numbers_en.txt")
 
 VALUE, UNIT, IDENT, PROPER, WORD = "value", "unit", "ident", "proper", "word"
@@ -102,13 +111,24 @@ STEMS = 65_536  # words whose stems a worker keeps
 
 _stem = functools.lru_cache(maxsize=STEMS)(stem)
 
-# a flag, a quoted string, or a word with inner punctuation ("v3.11", "api/v2", "e2e")
+# the currency signs of Unicode's basic plane (category Sc: "$", "€", "£", "¥", "₹", ...)
+_CURRENCY = (
+    "$¢£¤¥\u058f\u060b\u07fe\u07ff\u09f2\u09f3\u09fb\u0af1\u0bf9\u0e3f\u17db"
+    + "".join(map(chr, range(0x20A0, 0x20C1)))  # the Currency Symbols block
+    + "\ua838\ufdfc\ufe69\uff04\uffe0\uffe1\uffe5\uffe6"
+)
+# a flag, a quoted string, a currency written as a sign with no amount after it ("€",
+# "S$", "US$"), or a word with inner punctuation ("v3.11", "api/v2", "e2e")
 _TOKEN = re.compile(
-    r"`[^`\n]+`|\"[^\"\n]+\"|--?\w[\w.\-/:@+]*|\w[\w'’]*(?:[.\-/:@+]\w[\w'’]*)*(?:\+\+|#)?%?",
+    r"`[^`\n]+`|\"[^\"\n]+\"|--?\w[\w.\-/:@+]*"
+    rf"|(?<![\w{_CURRENCY}])[A-Za-z]{{0,3}}[{_CURRENCY}](?![\w{_CURRENCY}])"
+    r"|\w[\w'’]*(?:[.\-/:@+]\w[\w'’]*)*(?:\+\+|#)?%?",
     re.UNICODE,
 )
+CHANGED = "changed:"  # names a typed value the other text does not hold (_values_named)
+_CHANGED_VALUE = re.compile(rf"`<{CHANGED}[^`<>]+>`")
 _NUMBER = re.compile(r"v?(\d[\d.,:_]*\d|\d)(%|[a-z]+)?")
-_INNER_MARK = re.compile(r"[\d_./:@+\-]")
+_INNER_MARK = re.compile(rf"[\d_./:@+\-{_CURRENCY}]")
 _SENTENCE_END = ".!?:;\n"
 _STATEMENT_END = re.compile(r"[.!?\n]")  # unlike _SENTENCE_END: a colon leads to a value
 
@@ -262,7 +282,9 @@ def _adjacent(text: str, a: Word, b: Word) -> bool:
 def _append(tokens: list[Token], raw: str, low: str, at_start: bool) -> None:
     """The token(s) of one matched word, if any: a quoted string, a boolean, a number
     (and its unit), or a plain word."""
-    if raw[0] in '`"':
+    if _CHANGED_VALUE.fullmatch(raw):
+        tokens.append(Token(low[1:-1], VALUE))
+    elif raw[0] in '`"':
         tokens.append(Token(" ".join(low[1:-1].split()), IDENT))
     elif low in NEGATIONS:
         return
@@ -352,10 +374,12 @@ def _only(mine: tuple[Token, ...], theirs: Counter) -> tuple[list[Token], Token 
 
 def align(old: Reading, new: Reading) -> tuple[Reading, Reading]:
     """The two readings made comparable: two words one text writes as one ("time out",
-    "timeout") read as that one token, and the words of a text whose case says nothing
-    (no capital inside a sentence) read as names where the other text writes them as
-    names ("the staging Redis", "the staging redis")."""
+    "timeout") read as that one token, a word one text writes with a negating prefix
+    read as the other's word negated ("uncovered", "covered"), and the words of a text
+    whose case says nothing (no capital inside a sentence) read as names where the
+    other text writes them as names ("the staging Redis", "the staging redis")."""
     old, new = _joined(old, new), _joined(new, old)
+    old, new = _unprefixed(old, new), _unprefixed(new, old)
     return _recased(old, new), _recased(new, old)
 
 
@@ -383,6 +407,31 @@ def _joined(mine: Reading, theirs: Reading) -> Reading:
     if len(held) == len({t.key for t in mine.tokens}):
         return mine
     return replace(mine, tokens=tuple(t for t in tokens if t is not None), joins=())
+
+
+def _unprefixed(mine: Reading, theirs: Reading) -> Reading:
+    """``mine`` with each word that ``theirs`` writes without a negating prefix (and
+    ``mine`` does not) read as that word negated ("uncovered", "covered";
+    "non-blocking", "blocking": negating_prefixes_en.txt), as "not covered" is."""
+    plain = {t.surface: t for t in theirs.tokens if t.cls == WORD}
+    held = {t.surface or t.key for t in mine.tokens}
+    tokens, negated = list(mine.tokens), []
+    for i, token in enumerate(tokens):
+        word = token.surface or token.key
+        for prefix in NEGATING_PREFIXES:
+            base = word[len(prefix) :].lstrip("-") if word.startswith(prefix) else ""
+            if len(base) >= PREFIXED_BASE and base in plain and base not in held:
+                tokens[i] = plain[base]
+                negated.append(plain[base].key)
+                break
+    if not negated:
+        return mine
+    return replace(
+        mine,
+        tokens=tuple(tokens),
+        negated=mine.negated != (len(negated) % 2 == 1),
+        negates=tuple(sorted([*mine.negates, *negated])),
+    )
 
 
 def _recased(mine: Reading, theirs: Reading) -> Reading:
@@ -446,10 +495,7 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     replaced = value_replaced(old_text, new_text)
     if replaced is not None:
         return "supersedes" if replaced else "duplicate"
-    # where the words repeat each other: a value they do not read ("switched off") changed?
-    merged = "supersedes" if _typed_values_differ(old_text, new_text) else "duplicate"
-    old_text, new_text = _same_values_written_alike(old_text, new_text)
-    old, new = align(read(old_text), read(new_text))
+    old, new = align(*map(read, _values_named(old_text, new_text)))
     d = diff(old, new)
     slots = _slots(old, new)
     swap = _swap(slots)
@@ -457,10 +503,12 @@ def relate(old_text: str, new_text: str, th: Thresholds) -> str:
     added = any(d.only(s, VALUE, *NAMES) for s in ("old", "new"))
     repeats = not d.values_changed and not added and not swap
     if repeats and cover >= th.cover and _containment(old, new, d) >= th.duplicate:
-        return merged
+        return "duplicate"
     same = not d.values_changed and not added
     if th.rephrased and same and min(within, cover) >= th.related and rephrased(old, new):
-        return merged
+        return "duplicate"
+    if swap and _phrase_swapped(old_text, new_text, d, th):
+        return "supersedes"
     if within < th.related or cover < th.cover:
         return "distinct"
     if not swap:  # values changed, or one text only adds words
@@ -594,6 +642,154 @@ def _value_swapped(slots: list[tuple[list[Token], list[Token]]], d: Diff) -> boo
     return False
 
 
+@dataclass(frozen=True)
+class Plain:
+    """One word of a text as :func:`_phrase_swapped` aligns it: its key (a stem, or the
+    word as written when it holds more than letters), whether it is a stopword, the
+    punctuation between it and the word before (the text's start: a space), whether it
+    is part of a typed value (:mod:`.values`), and whether a determiner stands right
+    before it (determiners are not aligned: "the sourdough starter", "sourdough
+    starter")."""
+
+    key: str
+    low: str
+    stop: bool
+    gap: str
+    typed: bool
+    det: bool
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.gap)
+
+
+def _plain(text: str) -> list[Plain]:
+    """The words of ``text`` in order, less the words that only mark a change ("now")
+    and the determiners (each noted on the word after it)."""
+    out, end, det = [], 0, False
+    spans = [(v.start, v.end) for v in _typed(text)]
+    for m in _TOKEN.finditer(text):
+        low = m.group().lower().replace("’", "'")
+        if low in CHANGE_WORDS or low in DETERMINERS:
+            det = low in DETERMINERS
+            continue
+        gap = "".join(_PUNCTUATION.findall(text, end, m.start())) or ("" if out else " ")
+        end = m.end()
+        typed = any(a <= m.start() < b for a, b in spans)
+        key = _stem(low) if low.isalpha() else low
+        out.append(Plain(key, low, low in STOPWORDS, gap, typed, det))
+        det = False
+    return out
+
+
+def _phrase_swapped(old_text: str, new_text: str, d: Diff, th: Thresholds) -> bool:
+    """One phrase of a few words replaced by another where a value stands, all else the
+    same word for word but a note one text appends ("..., see the runbook"): the newer
+    value of the same attribute. Where a value stands: first in its clause with its
+    role after it ("American English is the fallback locale", "X has been picked as the
+    Y", "Decided: X for the Y"), after a word that introduces it ("... has to be X",
+    "went with X for the Y"), after a verb whose object it is in its role ("gets X as
+    the Y"), or after a mark that introduces a value, ending the text ("locale -> X").
+    Not after a determiner or a content word it may qualify ("the staging X", "the X
+    site"), nor after a preposition that opens a qualifier ("for X": another subject),
+    and never with a value both hold (typed, or a phrase where a value stands: "... =
+    double quotes") or a polarity flipped (what both say is then the value, the phrase
+    another subject). The words both hold, a note left out, are the subject, as much of
+    both texts as ``th`` asks."""
+    if d.flipped or d.shared_values(VALUE) or any(_said(t) for t in d.shared):
+        return False
+    return any(
+        _one_phrase(_plain(a), _plain(b), th)
+        for a in _without_notes(old_text)
+        for b in _without_notes(new_text)
+        if not any(x.same(y) for x in values.parse(a) for y in values.parse(b))
+    )
+
+
+def _without_notes(text: str) -> list[str]:
+    """``text`` whole, and cut where a note it appends may start."""
+    return [text, *(text[:at] for at in _note_starts(text))]
+
+
+def _one_phrase(a: list[Plain], b: list[Plain], th: Thresholds) -> bool:
+    """``a`` and ``b`` differ in one phrase each, standing where a value stands."""
+    start, end, same_end = _differ(a, b)
+    slots = a[start : len(a) - end], b[start : len(b) - end]
+    if not all(slots) or not all(map(_bare, slots)) or all(x[0].det for x in slots):
+        return False  # a determiner before both: a noun phrase, "the staging X"
+    shared = sum(not w.stop for w in a[:start] + a[len(a) - same_end :])
+    sizes = sorted(sum(not w.stop for w in x) for x in (a, b))
+    if shared < th.related * sizes[0] or shared < th.cover * sizes[1]:
+        return False  # too little of the texts is the subject they share
+    if all(any(w.typed for w in slot) for slot in slots):
+        return False  # typed values and words changed: two changes (typed values tell one)
+    if set.intersection(*(set(_DIGITS.findall(" ".join(w.low for w in x))) for x in slots)):
+        return False  # a number both phrases hold: the value said another way? ("5V0", "5 V")
+    before = a[start - 1] if start else None
+    if end < same_end and before and not before.stop and before.low not in values.MARKERS:
+        return False  # a content word, the words after it and their head: one noun phrase
+    return all(_in_value_place(before, slot, a[len(a) - end :]) for slot in slots)
+
+
+def _differ(a: list[Plain], b: list[Plain]) -> tuple[int, int, int]:
+    """How many words ``a`` and ``b`` share first and last (by key), the last ones less
+    the content words right after the words they differ in (the head those qualify:
+    "American English", "British English"), and the last ones with them."""
+    keys_a, keys_b = [w.key for w in a], [w.key for w in b]
+    start = 0
+    while start < min(len(a), len(b)) and keys_a[start] == keys_b[start]:
+        start += 1
+    shared = 0
+    while shared < min(len(a), len(b)) - start and keys_a[-1 - shared] == keys_b[-1 - shared]:
+        shared += 1
+    end = shared
+    while end and not (a[-end].stop or a[-end].broken or a[-end].det):
+        end -= 1
+    return start, end, shared
+
+
+def _bare(slot: list[Plain]) -> bool:
+    """A phrase that may be a value: at most :data:`values.PHRASE_WORDS` words, the first
+    a content word, no determiner or qualifying preposition after it ("disabled for the
+    web site" says a value and a subject), and no punctuation inside but brackets."""
+    first, *rest = slot
+    return (
+        len(slot) <= values.PHRASE_WORDS
+        and not first.stop
+        and not any(w.det or w.low in values.SCOPES for w in rest)
+        and all(set(w.gap) <= set("()") for w in rest)
+    )
+
+
+def _in_value_place(before: Plain | None, slot: list[Plain], after: list[Plain]) -> bool:
+    """The phrase ``slot``, between the words ``before`` it and ``after`` it that both
+    texts hold, stands where a value stands (see :func:`_phrase_swapped`)."""
+    role = _role_after(after)
+    if before is None or slot[0].broken:  # first in its clause
+        return role or (not after and bool(set(slot[0].gap) & set(VALUE_MARKS)))
+    if before.low in values.SCOPES:
+        return False
+    if not before.stop and before.low not in values.MARKERS:
+        return role and after[0].low == "as"  # its object in its role, as values.TAKERS
+    return not after or after[0].broken or after[0].stop  # it ends its phrase
+
+
+def _role_after(after: list[Plain]) -> bool:
+    """The words after a phrase say its role: function words up to a determiner and the
+    attribute it introduces ("is the ...", "for the ...", ", please, for the ...", "as
+    its ..."), a verb before "as" among them ("has been picked as the ..."); no
+    preposition but one that gives a role (values.ROLES: "the setpoint on the rig" is
+    one phrase, a subject)."""
+    for i, word in enumerate(after):
+        if word.det:
+            return i > 0
+        if word.low in values.SCOPES and word.low not in values.ROLES:
+            return False
+        if not word.stop and not (i + 1 < len(after) and after[i + 1].low in values.ROLES):
+            return False
+    return False
+
+
 def _said(token: Token) -> bool:
     """The token is written as a value: a name or a word ending its clause, alone in
     its phrase ("the owner is Ana", "..., logging is verbose")."""
@@ -617,6 +813,9 @@ def _changed(tokens: tuple[Token, ...], moved: Counter) -> list[Token]:
     return out
 
 
+_DIGITS = re.compile(r"\d+")
+_PUNCTUATION = re.compile(r"[^\w\s]")
+VALUE_MARKS = ":=>"  # punctuation before a value: "key: V", "key = V", "key -> V"
 NOTE_START = re.compile(r"\s*(?:[,;(\u2014]|\s-\s)")  # a note appended to a claim
 _WORDS_BEFORE = re.compile(r"[\w][\w.+#\-']*")
 _FIRST_WORD = re.compile(r"\s*(\w+)")
@@ -665,35 +864,25 @@ def _typed(text: str) -> list[values.Value]:
     return [v for v in values.parse(text) if v.kind != values.PHRASE]
 
 
-def _typed_values_differ(old_text: str, new_text: str) -> bool:
-    """Both texts hold typed values (:mod:`.values`, no untyped phrase), as many, each
-    of a kind the other's can change to, and not all the same: "on"/"off" after a
-    switch verb, which the words read as stopwords, is such a value."""
-    olds, news = _typed(old_text), _typed(new_text)
-    if not olds or len(olds) != len(news):
-        return False
-    pairs = list(zip(olds, news, strict=True))
-    return all(a.comparable(b) for a, b in pairs) and not all(a.same(b) for a, b in pairs)
-
-
-def _same_values_written_alike(old_text: str, new_text: str) -> tuple[str, str]:
-    """The two texts with their typed values written one way when both hold the same
-    ones however written ("45 sec", "45s"; "2027-05-26", "May 26, 2027"): a value
-    said another way is no change of value. Else the texts as they are."""
+def _values_named(old_text: str, new_text: str) -> tuple[str, str]:
+    """The two texts with their typed values (:mod:`.values`, no untyped phrase)
+    written one way when both hold as many, each of a kind the other's can change to:
+    a value both hold however written ("45 sec", "45s"; "2027-05-26", "May 26, 2027")
+    as one name both hold, a value only one holds as one value token of its own ("May
+    21, 2027" and "September 21, 2027" are two values, not a month name each and a
+    year both hold). Else the texts as they are."""
     olds, news = _typed(old_text), _typed(new_text)
     if not olds or len(olds) != len(news):
         return old_text, new_text
-    pairs = []
-    for a in olds:
-        b = next((b for b in news if a.same(b) and b not in [p for _, p in pairs]), None)
-        if b is None:
-            return old_text, new_text
-        pairs.append((a, b))
-    names = [f"{a.kind}-{i}" for i, (a, _) in enumerate(pairs)]
-    return (
-        values.masked(old_text, tuple(a for a, _ in pairs), names),
-        values.masked(new_text, tuple(b for _, b in pairs), names),
-    )
+    if not all(a.comparable(b) for a, b in zip(olds, news, strict=True)):
+        return old_text, new_text
+    old_names = [f"{CHANGED}{a.kind}-{i}" for i, a in enumerate(olds)]
+    new_names = [f"{CHANGED}{b.kind}-new-{j}" for j, b in enumerate(news)]
+    for j, b in enumerate(news):
+        i = next((i for i, a in enumerate(olds) if a.same(b) and CHANGED in old_names[i]), None)
+        if i is not None:
+            old_names[i] = new_names[j] = f"{b.kind}-{i}"
+    return values.masked(old_text, olds, old_names), values.masked(new_text, news, new_names)
 
 
 def _cores(
@@ -712,18 +901,27 @@ def _cores(
 
 
 def _cuts(text: str, found: tuple[values.Value, ...]) -> list[tuple[str, tuple]]:
-    """``text`` cut where a note may start after its first value, with the values
-    before the cut; not where a qualifier starts (values.SCOPES: "..., for the staging
-    cluster" says which subject) unless an idiom of a note does ("..., for the record":
-    note_phrases_en.txt)."""
+    """``text`` cut where a note may start after its first value (:func:`_note_starts`),
+    with the values before the cut."""
     out = []
-    for m in NOTE_START.finditer(text, found[0].end):
+    for at in _note_starts(text, found[0].end):
+        kept = tuple(v for v in found if v.end <= at)
+        if all(v.end <= at or v.start >= at for v in found):
+            out.append((text[:at], kept))
+    return out
+
+
+def _note_starts(text: str, after: int = 0) -> list[int]:
+    """Where a note appended to the claim may start, from ``after`` on (a comma, a
+    parenthesis, a dash); not where a qualifier starts (values.SCOPES: "..., for the
+    staging cluster" says which subject) unless an idiom of a note does ("..., for the
+    record": note_phrases_en.txt)."""
+    out = []
+    for m in NOTE_START.finditer(text, after):
         first = _FIRST_WORD.match(text, m.end())
         if first and first.group(1).lower() in values.SCOPES and not _note_phrase(text, m.end()):
             continue
-        kept = tuple(v for v in found if v.end <= m.start())
-        if all(v.end <= m.start() or v.start >= m.start() for v in found):
-            out.append((text[: m.start()], kept))
+        out.append(m.start())
     return out
 
 

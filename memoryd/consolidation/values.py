@@ -4,14 +4,18 @@ value (:func:`memoryd.consolidation.compare.value_replaced`).
 
 A value is a span of the text with a kind and a normalised key:
 
-* **duration** ("30s", "5 minutes", "two hours", "an hour"): seconds;
+* **duration** ("30s", "5 minutes", "two hours", "an hour", "half an hour", "1h30m"):
+  seconds; a period
+  ("every 2 weeks", "every week") is marked as one;
 * **size** ("512 MB", "1 GiB", "one megabyte"): bytes (1024-based for both
   spellings, as writers use them);
 * **percent** ("50%", "ten percent"), **rate** ("1000/s", "5000 requests per
   second", "10 MB/s": what is counted, and the amount per second);
-* **date** (ISO, "6 August 2027", "Dec 13, 2026"), **time** of day ("02:00", "9 pm",
+* **weekday** ("on Thursdays"; not "the Monday standup"): its number, Monday 1;
+* **date** (ISO, "6 August 2027", "Dec 13, 2026"), **time** of day ("02:00", "9 pm", "5.30 pm",
   "noon"): (year, month, day), minutes after midnight;
-* **number** (numerals, versions "v1.2.3" and "3.11", number words "eight"):
+* **number** (numerals, versions "v1.2.3" and "3.11", number words "eight", a count
+  of times "twice"):
   its components, trailing zeros dropped ("2.0" is "2", "3.10" is not "3.1");
 * **url**, **path** ("/etc/app/", "./runtime/tmp", "deploy/stable");
 * **state** ("enabled", "not enabled", "disabled"; "on"/"off" where they end a
@@ -26,7 +30,8 @@ A value said roughly ("about 5 minutes") is the same as the exact one near it
 (:data:`APPROX_TOLERANCE`); values joined by a coordinator ("80 and 443") are one
 list value. A number inside a noun phrase ("the v2 billing page") names a thing
 and is no value. Word lists are data files of :mod:`memoryd.text.lexicon`
-(value_units_en.txt, value_words_en.txt, months_en.txt and the boolean lists).
+(value_units_en.txt, value_words_en.txt, months_en.txt, weekdays_en.txt and the
+boolean lists).
 """
 
 from __future__ import annotations
@@ -42,13 +47,16 @@ APPROX_TOLERANCE = 0.1  # a value said roughly is the same as one within 10% of 
 PARSED = 32_768  # texts whose values a worker keeps (records are compared again)
 
 DURATION, SIZE, PERCENT, RATE, DATE, TIME = "duration", "size", "percent", "rate", "date", "time"
+WEEKDAY = "weekday"
 NUMBER, URL, PATH, STATE, PHRASE = "number", "url", "path", "state", "phrase"
 MEASURED = (DURATION, SIZE, PERCENT, RATE, TIME)  # keys ending in an amount
 _MEASURE = "measure"  # a number and a unit, a duration or a size by its unit
+PERIOD = "period"  # the first part of a duration's key said as a period ("every 2 weeks")
 
 _WORDS = word_table("value_words_en.txt")
 _UNITS = word_table("value_units_en.txt")
 _MONTHS = word_table("months_en.txt")
+_WEEKDAYS = word_table("weekdays_en.txt")
 TRUE_WORDS = word_list("booleans_true_en.txt")
 FALSE_WORDS = word_list("booleans_false_en.txt")
 NEGATIONS = word_list("negations_en.txt")
@@ -63,14 +71,17 @@ def _role(role: str) -> dict[str, float]:
 
 NUMBER_WORDS, SCALES = _role("number"), _role("scale")
 ARTICLES, APPROX, PER, COORDINATORS = _role("article"), _role("approx"), _role("per"), _role("and")
+PERIODS, FRACTIONS = _role("period"), _role("fraction")
 CLAUSE_STATES, SWITCHES = _role("clause"), _role("switch")
 SETTERS, TAKERS = _role("setter"), _role("taker")
 SCOPES = _role("scope")
+ROLES = _role("role")
 MARKERS = {*_role("marker"), *SETTERS, *TAKERS}
 DAY_WORDS = {**_role("noon"), **_role("midnight")}
 HALF_DAY = {**_role("am"), **_role("pm")}
 UNITS = {w: (kind, float(f)) for (kind, f), words in _UNITS.items() for w in words}
 MONTHS = {w: int(n) for (_, n), words in _MONTHS.items() for w in words}
+WEEKDAYS = {w: int(n) for (_, n), words in _WEEKDAYS.items() for w in words}
 
 
 def _alt(words: object) -> str:
@@ -82,7 +93,11 @@ _NUMWORD = rf"(?:{_alt({*NUMBER_WORDS, *SCALES})})"
 _DIGITS = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)*"
 _NUM = rf"(?:{_DIGITS}|\b{_NUMWORD}(?:[ -]{_NUMWORD})*\b)"
 _UNIT = rf"(?:{_alt(UNITS)})"
+_ONE_UNIT = _alt({*ARTICLES, *PERIODS})  # words before a unit alone that say one ("an hour")
 _TIME_UNIT = rf"(?:{_alt(w for w, (k, _) in UNITS.items() if k == DURATION)})"
+_TIME_PART = rf"(?P<amount>\d+(?:\.\d+)?)\s?(?P<unit>{_TIME_UNIT})(?![a-z])"
+_PART = re.compile(_TIME_PART, re.I)
+_COMPOUND = _TIME_PART.replace("?P<amount>", "?:").replace("?P<unit>", "?:")
 _MONTH = rf"(?:{_alt(MONTHS)})"
 _HALF = rf"(?:{_alt(HALF_DAY)})"
 _EDGE = r"(?<![\w.:/\-])"  # a value starts a token ("e2e", "node:20" hold no value)
@@ -107,15 +122,22 @@ _PATTERNS = [
         TIME,
         rf"{_EDGE}(?P<hh>\d{{1,2}}):(?P<mm>\d{{2}})(?::\d{{2}})?(?:\s*(?P<ap>{_HALF})(?!\w))?(?!\d)",
     ),
+    (TIME, rf"{_EDGE}(?P<hh3>\d{{1,2}})\.(?P<mm3>\d{{2}})\s*(?P<ap3>{_HALF})(?!\w)"),
     (TIME, rf"{_EDGE}(?P<hh2>\d{{1,2}})\s*(?P<ap2>{_HALF})(?!\w)"),
     (TIME, rf"\b(?P<dw>{_alt(DAY_WORDS)})\b"),
+    (WEEKDAY, rf"\b(?P<wd>{_alt(WEEKDAYS)})\b"),
     (
         RATE,
         rf"{_EDGE}(?P<rn>{_NUM})\s*(?:(?P<ru>{_UNIT})\b\s*)?(?P<rw>(?:[a-z][a-z\-]*\s*){{0,2}}?)"
         rf"(?:/|\b(?:{_alt(PER)})\s+)(?P<rp>{_TIME_UNIT})(?!\w)",
     ),
     (PERCENT, rf"{_EDGE}(?P<pn>{_NUM})\s*(?:%|\bpercent\b|\bper\s*cent\b)"),
-    (_MEASURE, rf"{_EDGE}(?P<mn>{_NUM}\s*-?\s*|\b(?:{_alt(ARTICLES)})\s+)(?P<mu>{_UNIT})(?!\w)"),
+    (_MEASURE, rf"{_EDGE}(?P<cd>{_COMPOUND}(?:\s?{_COMPOUND})+)(?!\w)"),  # "1h30m"
+    (
+        _MEASURE,
+        rf"{_EDGE}(?P<mn>{_NUM}\s*-?\s*|\b(?:{_ONE_UNIT})\s+|\b(?:{_alt(FRACTIONS)})\s+(?:an?\s+)?)"
+        rf"(?P<mu>{_UNIT})(?!\w)",
+    ),
     (PATH, r"(?<![\w/.~\-@])(?:~|\.{1,2})?/?(?:[\w.@~+\-]+/)+[\w.@~+\-]*|(?<![\w/.])/[\w.@~+\-]+"),
     (NUMBER, rf"{_EDGE}v?(?P<nn>{_DIGITS}){_END}|\b(?P<nw>{_NUMWORD}(?:[ -]{_NUMWORD})*)\b"),
     (STATE, rf"\b(?P<st>{_alt(TRUE_WORDS | FALSE_WORDS)})\b"),
@@ -125,7 +147,18 @@ _SCANNER = re.compile("|".join(f"(?P<k{i}>{p})" for i, (_, p) in enumerate(_PATT
 _ALPHA = re.compile(r"[A-Za-z]+")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")  # a URL's scheme, "s3://"
 _TRIGGERS = frozenset(
-    {*NUMBER_WORDS, *SCALES, *ARTICLES, *APPROX, *CLAUSE_STATES, *DAY_WORDS, *MONTHS}
+    {
+        *NUMBER_WORDS,
+        *SCALES,
+        *ARTICLES,
+        *PERIODS,
+        *FRACTIONS,
+        *APPROX,
+        *CLAUSE_STATES,
+        *DAY_WORDS,
+        *MONTHS,
+        *WEEKDAYS,
+    }
     | TRUE_WORDS
     | FALSE_WORDS
     | {"www"}
@@ -252,6 +285,8 @@ def _value(kind: str, m: re.Match, text: str) -> Value | None:
             start + len(raw),
         )
     key = _KEYS[kind](g, text, start, end)
+    if key is not None and PERIOD in key:  # "every week": the period word stays a word
+        start = m.start("mu")
     return None if key is None else Value(kind, key, start, end)
 
 
@@ -266,8 +301,8 @@ def _number(raw: str) -> float:
     raw = raw.lower()
     if raw[0].isdigit():
         return float(raw.replace(",", ""))
-    if raw in ARTICLES:
-        return ARTICLES[raw]
+    if raw in ARTICLES or raw in PERIODS:
+        return 1.0
     total = current = 0.0
     for word in re.split(r"[ -]+", raw):
         if word in SCALES:
@@ -287,9 +322,28 @@ def _components(raw: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def _measure(g: dict, text: str, start: int, end: int) -> tuple:
+def _measure(g: dict, text: str, start: int, end: int) -> tuple | None:
+    """The kind its unit says, a period's mark ("every week"), the amount; none for a
+    period word before a unit of another kind ("each GB")."""
+    if "cd" in g:
+        return _compound(g["cd"])
     kind, factor = UNITS[g["mu"].lower()]
-    return (kind, _number(g["mn"].rstrip(" -")) * factor)
+    amount = g["mn"].rstrip(" -")
+    if (fraction := amount.split()[0].lower()) in FRACTIONS:
+        return (kind, FRACTIONS[fraction] * factor)
+    period = (PERIOD,) if amount.lower() in PERIODS else ()
+    if period and kind != DURATION:
+        return None
+    return (kind, *period, _number(amount) * factor)
+
+
+def _compound(raw: str) -> tuple | None:
+    """A duration said in parts, larger units first ("1h30m", "2 hours 15 minutes"):
+    their sum (none if the units do not fall: two durations, not one)."""
+    parts = [(float(p["amount"]), UNITS[p["unit"].lower()][1]) for p in _PART.finditer(raw)]
+    if any(a[1] <= b[1] for a, b in zip(parts, parts[1:], strict=False)):
+        return None
+    return (DURATION, sum(amount * factor for amount, factor in parts))
 
 
 def _rate(g: dict, text: str, start: int, end: int) -> tuple:
@@ -321,8 +375,9 @@ def _date(g: dict, text: str, start: int, end: int) -> tuple:
 def _time(g: dict, text: str, start: int, end: int) -> tuple | None:
     if "dw" in g:
         return (DAY_WORDS[g["dw"].lower()],)
-    hour, minute = int(g.get("hh", g.get("hh2", 0))), int(g.get("mm", 0))
-    half = g.get("ap") or g.get("ap2")
+    hour = int(g.get("hh") or g.get("hh2") or g.get("hh3"))
+    minute = int(g.get("mm") or g.get("mm3") or 0)
+    half = g.get("ap") or g.get("ap2") or g.get("ap3")
     if hour > 24 or minute > 59 or (half and hour > 12):
         return None
     if half:
@@ -331,12 +386,13 @@ def _time(g: dict, text: str, start: int, end: int) -> tuple | None:
 
 
 def _plain_number(g: dict, text: str, start: int, end: int) -> tuple | None:
-    """A numeral or number words; "one" only where it ends a clause or a content word
-    follows it ("one replica"; else a pronoun, "the staging one is"), and no number
-    inside a noun phrase ("the v2 billing page")."""
+    """A numeral or number words; a number word that is a stopword too ("one", "once")
+    only where it ends a clause or a content word follows it ("one replica"; else a
+    pronoun or a conjunction, "the staging one is", "once the build passes"), and no
+    number inside a noun phrase ("the v2 billing page")."""
     if "nw" in g:
         words = g["nw"].lower()
-        if words == "one" and not (
+        if words in STOPWORDS and not (
             _CLAUSE_END.match(text, end) or _content_after(text, end) or _marked(text, start)
         ):
             return None
@@ -374,6 +430,14 @@ def _word_before(text: str, start: int) -> re.Match | None:
     return None
 
 
+def _weekday(g: dict, text: str, start: int, end: int) -> tuple | None:
+    """A day of the week, but not one naming a kind of thing ("the Monday standup",
+    "Tuesday's sync")."""
+    if _content_after(text, end) or text[end : end + 2].lower() in ("'s", "’s"):
+        return None
+    return (WEEKDAYS[g["wd"].lower()],)
+
+
 def _state(g: dict, text: str, start: int, end: int) -> tuple | None:
     if "cs" in g:
         return (bool(CLAUSE_STATES[g["cs"].lower()]),) if _switched(text, start, end) else None
@@ -399,6 +463,7 @@ _KEYS = {
     PERCENT: _percent,
     DATE: _date,
     TIME: _time,
+    WEEKDAY: _weekday,
     NUMBER: _plain_number,
     STATE: _state,
 }
@@ -406,11 +471,13 @@ _KEYS = {
 
 def _widened(value: Value, text: str) -> Value:
     """The value with the words before it that belong to it: a duration's kind read
-    from its unit, "about" (said roughly), and for a state the negations before it
-    ("not enabled", "no longer enabled") folded into its polarity."""
+    from its unit, "about" (said roughly), for a state the negations before it ("not
+    enabled", "no longer enabled") folded into its polarity, and for a duration a
+    period word before it read as its mark ("every 2 weeks", as "every week") but left
+    a word of the text (the same in both: "every 2 weeks", "every week")."""
     if value.kind == _MEASURE:  # the unit says whether it is a duration or a size
-        kind, amount = value.key
-        value = Value(kind, (amount,), value.start, value.end)
+        kind, *key = value.key
+        value = Value(kind, tuple(key), value.start, value.end)
     start, key, approx = value.start, value.key, False
     for _ in range(2):
         before = _word_before(text, start)
@@ -419,6 +486,9 @@ def _widened(value: Value, text: str) -> Value:
         word = before.group(1).lower()
         if value.kind == STATE and (word in NEGATIONS or word in CHANGE_WORDS):
             key = (not key[0],) if word in NEGATIONS else key
+        elif value.kind == DURATION and word in PERIODS:
+            key = key if key[:1] == (PERIOD,) else (PERIOD, *key)
+            break  # the period word stays a word of the text
         elif word in APPROX or word == "~":
             approx = True
         else:

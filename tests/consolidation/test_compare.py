@@ -31,6 +31,13 @@ def thresholds(tmp_path_factory) -> Thresholds:
             "The canary gets 20% of traffic, per the release notes.",
         ),
         ("The mailer sends 90 emails per minute.", "The mailer sends 90 emails per hour."),
+        ("The ferns are watered every 3 days.", "The ferns are watered every week, says Noor."),
+        ("The tomatoes are watered twice a day.", "The tomatoes are watered once a day."),
+        ("The ferry runs every 20 minutes.", "The ferry runs every half hour."),
+        (
+            "The museum stays open late on Thursdays until 9 pm.",
+            "The museum stays open late on Fridays until 9 pm.",
+        ),
         (
             "The code freeze of the mobile app begins 2030-11-02.",
             "The code freeze of the mobile app begins March 9, 2031.",
@@ -109,6 +116,8 @@ def test_a_changed_value_of_the_same_subject_supersedes(old, new, thresholds):
             "The build cache is evicted after about 6 hours.",
         ),
         ("Uploads are capped at 1 GB.", "Uploads are capped at 1024 MB."),
+        ("The bread dough rests 90 minutes.", "The bread dough rests 1h30m."),
+        ("The bread dough rests 2 hours 15 minutes.", "The bread dough rests 135 min."),
         ("The canary gets 5% of traffic.", "The canary gets five percent of traffic."),
         ("The code freeze begins 2030-11-02.", "The code freeze begins 2 November 2030."),
         ("The code freeze begins 2 November.", "The code freeze begins 2 November 2030."),

@@ -19,6 +19,13 @@ def _one(text: str) -> tuple[str, tuple, str]:
         ("Sessions expire after 3 minutes", "duration", (180.0,), "3 minutes"),
         ("Sessions expire after three hours", "duration", (10800.0,), "three hours"),
         ("Sessions expire after an hour", "duration", (3600.0,), "an hour"),
+        ("Sessions expire after half an hour", "duration", (1800.0,), "half an hour"),
+        # a duration said in parts, larger units first
+        ("Sessions expire after 1h30m", "duration", (5400.0,), "1h30m"),
+        ("Sessions expire after 2 hours 15 minutes", "duration", (8100.0,), "2 hours 15 minutes"),
+        # a period: "every" marks it, and before a unit alone says one
+        ("Water the ferns every 3 days", "duration", ("period", 259200.0), "3 days"),
+        ("Water the ferns every week", "duration", ("period", 604800.0), "week"),
         ("The heap is capped at 768 MB", "size", (768 * 1024**2,), "768 MB"),
         ("The heap is capped at 2 GiB", "size", (2 * 1024**3,), "2 GiB"),
         ("The heap is capped at one gigabyte", "size", (1024**3,), "one gigabyte"),
@@ -37,9 +44,14 @@ def _one(text: str) -> tuple[str, tuple, str]:
         ("Compaction runs at 23:10", "time", (1390.0,), "23:10"),
         ("Compaction runs at 11 pm", "time", (1380.0,), "11 pm"),
         ("Compaction runs at midnight", "time", (0.0,), "midnight"),
+        # a dot between hours and minutes, the half of the day after
+        ("The kiln cools by 4.45pm", "time", (1005.0,), "4.45pm"),
+        ("The kiln cools by 9.05 a.m.", "time", (545.0,), "9.05 a.m."),
         ("The client needs v4.0.2", "number", (4, 0, 2), "v4.0.2"),
         ("The client needs Ruby 3.3", "number", (3, 3), "3.3"),
         ("Keep seventeen snapshots", "number", (17,), "seventeen"),
+        ("Books can be renewed twice", "number", (2,), "twice"),
+        ("The pool opens late on Thursdays", "weekday", (4,), "Thursdays"),
         (
             "Docs live at https://docs.example.org/guide/.",
             "url",
@@ -101,6 +113,9 @@ def test_values_joined_by_a_coordinator_are_one_list():
         "the logs on the server",  # "on" as a preposition
         "keep the on-call rota short",
         "the staging one for the night shift",  # a pronoun before a preposition
+        "the Monday standup is short",  # a weekday naming a kind of thing
+        "as agreed in Tuesday's sync",
+        "water the beds once the frost is gone",  # "once" as a conjunction
     ],
 )
 def test_no_value_where_a_number_is_part_of_a_name(text):

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import replace
 
 import pytest
 
 from memoryd.base.config import load_config
 from memoryd.consolidation.adjudicate import from_config
-from memoryd.consolidation.compare import Thresholds, read, relate
+from memoryd.consolidation.compare import _CURRENCY, Thresholds, read, relate
 
 
 @pytest.fixture(scope="module")
@@ -31,11 +32,33 @@ def thresholds(tmp_path_factory) -> Thresholds:
         ("The cache is shared between workers", "The cache is not shared between workers",
          "supersedes"),
         ("Strict mode is enabled in CI", "Strict mode is disabled in CI", "supersedes"),
+        ("We keep the frost alarm active for the lower greenhouse",
+         "We keep the frost alarm inactive for the lower greenhouse, noted by Sam.", "supersedes"),
+        ("Sprinklers have the night cycle activated", "Sprinklers have the night cycle deactivated",
+         "supersedes"),
+        # a word with a negating prefix is that word negated
+        ("The shed stays locked at night", "The shed stays unlocked at night, says Jo",
+         "supersedes"),
+        ("The pump driver's calls are blocking", "The pump driver's calls are non-blocking",
+         "supersedes"),
         ("We use apsw, not sqlite3.", "We use sqlite3, not apsw.", "supersedes"),
         ('The default branch is "main"', 'The default branch is "trunk"', "supersedes"),
+        # a value of several words (a date) changed is one value changed, whatever a
+        # note after it adds
+        ("Caveat: the orchard survey stalls unless the cutoff date is March 3rd, 2028",
+         "Caveat: the orchard survey stalls unless the cutoff date is June 3rd, 2028, from the"
+         " ops chat", "supersedes"),
+        # a currency written as its sign is a name (not punctuation dropped)
+        ("The market stall prices its jam in £",
+         "The market stall prices its jam in €, per the market rules", "supersedes"),
+        ("Decided at the meeting: ¥ for the ledger of the Osaka branch",
+         "Decided at the meeting: A$ for the ledger of the Osaka branch", "supersedes"),
         # a number written as a word is that number
         ("Keep two replicas of the ledger", "Keep four replicas of the ledger", "supersedes"),
         ("Retry ledger uploads three times", "Retry ledger uploads 3 times", "duplicate"),
+        # ... and a count of times said in one word is that count
+        ("Library books can be renewed twice.", "Library books can be renewed three times.",
+         "supersedes"),
         # two words written as one hyphenated word are that word
         ("Agreed: the release notes sync of the docs site runs hourly.",
          "Agreed: the release-notes sync of the docs site runs hourly.", "duplicate"),
@@ -54,6 +77,10 @@ def thresholds(tmp_path_factory) -> Thresholds:
         ("The cache is not shared between workers", "The cache isn't shared between workers",
          "duplicate"),
         ("Strict mode is disabled in CI", "Strict mode is not enabled in CI", "duplicate"),
+        ("The frost alarm is not active for the lower greenhouse",
+         "The frost alarm is inactive for the lower greenhouse", "duplicate"),
+        ("The compost heap is not covered in winter", "The compost heap is uncovered in winter",
+         "duplicate"),
         # the same value of another subject, or another subject altogether
         ("The web tier listens on port 8080", "The admin tier listens on port 8080", "distinct"),
         ("Staging backups run at 02:00", "Production backups run at 03:00", "distinct"),
@@ -62,9 +89,10 @@ def thresholds(tmp_path_factory) -> Thresholds:
          "distinct"),
         # an identifier both hold: the subject, or the value? shown both, marked
         ("Our eu-west-1 hosts run auth-api", "Our eu-west-1 hosts run billing-api", "conflict"),
-        # names placed as a value first ("went with X for ..."), an identifier both hold
+        # names placed as a value ("went with X for the Y"), an identifier both hold in
+        # the role after them: the newer value of that role
         ("We went with Ana Lima for the lead reviewer of the billing-api docs.",
-         "We went with Rui Costa for the lead reviewer of the billing-api docs", "conflict"),
+         "We went with Rui Costa for the lead reviewer of the billing-api docs", "supersedes"),
         # names first in both, another name both hold: another subject, the same value
         ("The QA Redis code is formatted with Black", "The CI Redis code is formatted with Black",
          "distinct"),
@@ -73,6 +101,42 @@ def thresholds(tmp_path_factory) -> Thresholds:
         ("The cache is shared between workers", "Deploys need two approvals", "distinct"),
         # one more value said: not a repeat, not a correction
         ("Retry uploads 3 times", "Retry uploads 3 times with a 5 s pause", "distinct"),
+        # a value of several words replaced where a value stands: first with its role
+        # after it, after a word that introduces it, as a verb's object in its role
+        ("Ada Nunes is the treasurer of the boat club",
+         "Rui Melo is the treasurer of the boat club", "supersedes"),
+        ("Lime mortar has been chosen as the binder of the chapel repair",
+         "Clay mortar has been chosen as the binder of the chapel repair", "supersedes"),
+        ("Night shift: Carla Gomes for the loading dock",
+         "Night shift: Pedro Alves for the loading dock", "supersedes"),
+        ("Gotcha: the kiln cracks pots unless the glaze is matte white",
+         "Gotcha: the kiln cracks pots unless the glaze is glossy blue, see the notes",
+         "supersedes"),
+        ("The orchard gets copper spray as its fungicide",
+         "The orchard gets sulfur dust as its fungicide", "supersedes"),
+        ("I prefer aisle seats on long flights", "I prefer window seats on long flights",
+         "supersedes"),
+        # ... the subject both share measured without the note one appends
+        ("Reminder: the paint for the fence has to be sage green",
+         "Reminder: the paint for the fence has to be slate grey, per Omar", "supersedes"),
+        # ... whatever determiners either text writes around the rest
+        ("Compost tea is brewed with nettle leaves",
+         "The compost tea is now brewed with comfrey leaves", "supersedes"),
+        # ... but not a phrase inside a noun phrase, another object of a verb, a phrase
+        # holding a value and a subject, nor a phrase beside a value both hold
+        ("The farm shop sells goat cheese as a side line",
+         "The farm stall sells goat cheese as a side line", "conflict"),
+        ("Mia handles billing for the Lisbon office", "Mia handles payroll for the Lisbon office",
+         "conflict"),
+        ("Dock lights are disabled for the east quay", "Dock lights are enabled for the west quay",
+         "conflict"),
+        ("Cold room setpoint on the dairy line: ten degrees",
+         "Freezer setpoint on the dairy line: ten degrees", "distinct"),
+        ("Rinse cycle for the dairy line = eco mode", "Wash cycle for the dairy line = eco mode",
+         "distinct"),
+        # ... nor two phrases holding one number (the value written another way?)
+        ("The pump's supply must be 12V0", "The pump's supply must be 12 volts, per the manual",
+         "conflict"),
         # a word replaced in the middle: a correction or another statement?
         ("Releases are tagged by the platform team", "Releases are tagged by the infra team",
          "conflict"),
@@ -105,6 +169,11 @@ def test_rephrased_merge(thresholds: Thresholds, old: str, new: str, verdict: st
     paraphrases only."""
     assert relate(old, new, replace(thresholds, rephrased=True)) == verdict
     assert relate(old, new, thresholds) != "duplicate"
+
+
+def test_every_currency_sign_of_the_basic_plane_is_one() -> None:
+    signs = {c for c in map(chr, range(0x10000)) if unicodedata.category(c) == "Sc"}
+    assert signs == set(_CURRENCY)
 
 
 def test_a_number_and_its_unit_are_read_apart() -> None:
