@@ -17,7 +17,7 @@ attribute and one spelling style of the value.
   disaster-recovery region; p95 / p99 alert threshold ...). Every subject and attribute
   has several wordings naming one and the same thing (and some a config key, used by
   key = value frames); no wording is shared by two subjects or two attributes.
-* Twenty-six value types, each a pool of quantities with spelling styles, a style
+* Thirty-three value types, each a pool of quantities with spelling styles, a style
   fitting only some quantities at times: seconds (``30s``, ``30 seconds``, ``half a
   minute``), minutes, milliseconds, days (``14 days``, ``two weeks``, ``a fortnight``),
   ports, semantic versions, Node / Python / Postgres majors, sizes in MiB, kB and GB,
@@ -28,7 +28,8 @@ attribute and one spelling style of the value.
   runners), Redis eviction policies, instance types, AWS regions (``eu-west-1``, ``EU
   (Ireland)``), owners (``@mara``, ``Mara Quist``), weekdays, clock times (``17:00 UTC``,
   ``5pm UTC``), dates and schedules (``every 5 minutes``, ``*/5 * * * *``). Spellings of
-  two different quantities never coincide.
+  two different quantities never coincide. A domain's attributes are drawn weighed
+  down by how common their value type is, for rare types to come up.
 * Frames per memory kind, each with the grammatical role its value slot takes (``is``,
   ``to``, ``at``, ``of``, ``as``, bare ``key: value``, or ``has ... enabled`` for states)
   so a value type is only said by frames it fits: facts (prose, possessive, table rows,
@@ -44,7 +45,7 @@ attribute and one spelling style of the value.
 Labels:
 
 * ``update``: same subject and attribute, another value; the same frame, wordings,
-  style and reason (only the remark, case and period noise may differ).
+  style, reason, case and final period (only an unrelated remark may differ).
 * ``reframed``: same subject and attribute, another value, said otherwise: another frame
   of the kind (a third of the time a newer-only one), or the same frame with another
   wording of the subject or attribute; the style is drawn afresh.
@@ -65,6 +66,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -1372,7 +1374,7 @@ def draw_paraphrase(rng, kind, domain, subject, attribute) -> tuple[Said, Said]:
 def draw_distinct(rng, kind, domain, subject, attribute) -> tuple[Said, Said]:
     vtype = attribute.vtype
     siblings = domain.siblings(attribute)
-    if siblings and rng.random() < 0.5:
+    if rng.random() < 0.5:  # a sibling (the attribute is drawn again if it has none)
         subject2, attribute2 = subject, pick(rng, siblings)
     else:
         subject2 = pick(rng, [s for s in domain.subjects if s is not subject])
@@ -1394,6 +1396,15 @@ def draw_distinct(rng, kind, domain, subject, attribute) -> tuple[Said, Said]:
     return old, new
 
 
+def _weights() -> dict[str, list[float]]:
+    """Per domain, each attribute weighed down by how common its value type is over all
+    domains (one over the square root of that count), for rarer types to be drawn."""
+    common = Counter(a.vtype.name for d in DOMAINS for a in d.attributes)
+    return {d.name: [common[a.vtype.name] ** -0.5 for a in d.attributes] for d in DOMAINS}
+
+
+WEIGHTS = _weights()
+
 DRAW = {
     "update": draw_update,
     "reframed": draw_reframed,
@@ -1407,7 +1418,7 @@ def draw(rng: random.Random, label: str) -> Pair:
         kind = rng.choice(KINDS)
         domain = rng.choice(DOMAINS)
         subject = rng.choice(domain.subjects)
-        attribute = rng.choice(domain.attributes)
+        attribute = rng.choices(domain.attributes, WEIGHTS[domain.name])[0]
         try:
             old, new = DRAW[label](rng, kind, domain, subject, attribute)
         except Redraw:
