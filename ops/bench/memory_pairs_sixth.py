@@ -897,7 +897,6 @@ DOMAINS = (
                     "gs://acme-lake/curated",
                     "/mnt/pipelines/out",
                 ),
-                "loc",
             ),
             A(
                 "checkpoint path / checkpoint location",
@@ -906,7 +905,6 @@ DOMAINS = (
                     "s3://acme-ops/chk",
                     "/var/lib/pipelines/checkpoints",
                 ),
-                "loc",
             ),
             A("run schedule / cron schedule", SCHEDULE),
             A("worker memory / memory per worker / executor memory", MEMORY, "mem"),
@@ -963,12 +961,10 @@ DOMAINS = (
             A(
                 "fixtures directory / fixture path",
                 path_type("tests/fixtures", "tests/data", "testdata/fixtures", "e2e/fixtures"),
-                "dir",
             ),
             A(
                 "snapshot directory / snapshots path",
                 path_type("tests/__snapshots__", "tests/snapshots", "e2e/snapshots"),
-                "dir",
             ),
             A("random test ordering / test order randomisation", STATE),
         ),
@@ -1372,13 +1368,14 @@ def draw_paraphrase(rng, kind, domain, subject, attribute) -> tuple[Said, Said]:
 
 
 def draw_distinct(rng, kind, domain, subject, attribute) -> tuple[Said, Said]:
-    vtype = attribute.vtype
-    siblings = domain.siblings(attribute)
-    if rng.random() < 0.5:  # a sibling (the attribute is drawn again if it has none)
-        subject2, attribute2 = subject, pick(rng, siblings)
+    if rng.random() < 0.5:  # a sibling (among the attributes having some)
+        if not domain.siblings(attribute):
+            attribute = pick(rng, [a for a in domain.attributes if domain.siblings(a)])
+        subject2, attribute2 = subject, pick(rng, domain.siblings(attribute))
     else:
         subject2 = pick(rng, [s for s in domain.subjects if s is not subject])
         attribute2 = attribute
+    vtype = attribute.vtype
     q_old = pick(rng, vtype.pool)
     q_new = q_old if rng.random() < 0.4 else other_value(rng, vtype, q_old)
     old = say(rng, subject, attribute, q_old, pick(rng, frames_for(kind, vtype, attribute)))
