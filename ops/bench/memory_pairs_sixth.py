@@ -643,12 +643,15 @@ class Subject:
 @dataclass(frozen=True, eq=False)
 class Attribute:
     """Wordings naming one attribute, its value type, its sibling group (attributes of
-    one group are different things of one type) and its config key if it has one."""
+    one group are different things of one type), its config key if it has one, and its
+    rank among ranked siblings (a minimum before its maximum, p95 before p99: a lower
+    rank never holds the larger value)."""
 
     names: tuple[str, ...]
     vtype: VType
     group: str | None = None
     key: str | None = None
+    rank: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -665,8 +668,8 @@ def S(*names: str) -> Subject:
     return Subject(names)
 
 
-def A(names: str, vtype: VType, group: str | None = None, key: str | None = None) -> Attribute:
-    return Attribute(tuple(names.split(" / ")), vtype, group, key)
+def A(names: str, vtype: VType, group=None, key=None, rank=None) -> Attribute:
+    return Attribute(tuple(names.split(" / ")), vtype, group, key, rank)
 
 
 DOMAINS = (
@@ -712,8 +715,8 @@ DOMAINS = (
                 "idle_in_transaction_session_timeout",
             ),
             A("connection limit / max connections", POOL_COUNT, None, "max_connections"),
-            A("minimum pool size / pool min size", COUNT, "pool", "pool_min"),
-            A("maximum pool size / pool max size", COUNT, "pool", "pool_max"),
+            A("minimum pool size / pool min size", COUNT, "pool", "pool_min", 0),
+            A("maximum pool size / pool max size", COUNT, "pool", "pool_max", 1),
             A("Postgres major version / server major version", POSTGRES),
             A("schema migration tool / migration tool", MIGRATOR),
             A("listen port / Postgres port", PG_PORT, None, "port"),
@@ -732,7 +735,7 @@ DOMAINS = (
             A("queue timeout / timeout waiting for a runner", MINUTES, "t"),
             A("test shard count / number of test shards", COUNT, "n"),
             A("parallel job limit / max parallel jobs", COUNT, "n"),
-            A("retry count for flaky jobs / automatic job retries", COUNT, "n"),
+            A("retry count for flaky jobs / automatic retry limit for jobs", COUNT, "n"),
             A("artifact retention / retention for build artifacts", DAYS, "keep"),
             A("log retention / retention for job logs", DAYS, "keep"),
             A("runner Python version / Python version of the CI image", PYTHON),
@@ -764,7 +767,7 @@ DOMAINS = (
             A("JS bundle budget / size budget for the main bundle", KB, "budget"),
             A("CSS budget / stylesheet size budget", KB, "budget"),
             A(
-                "production source maps / source maps in production",
+                "production source-map generation / source-map generation in production",
                 STATE,
                 "b",
                 "GENERATE_SOURCEMAP",
@@ -780,8 +783,8 @@ DOMAINS = (
             S("the payments service", "payments-svc", "the payments backend"),
         ),
         (
-            A("p99 latency alert threshold / p99 alert threshold", MILLIS, "lat"),
-            A("p95 latency alert threshold / p95 alert threshold", MILLIS, "lat"),
+            A("p99 latency alert threshold / p99 alert threshold", MILLIS, "lat", rank=1),
+            A("p95 latency alert threshold / p95 alert threshold", MILLIS, "lat", rank=0),
             A("error-rate alert threshold / error rate that pages on-call", PERCENT),
             A("trace sampling rate / sampling ratio for traces", RATIO, "sample"),
             A("log sampling rate / sampling ratio for logs", RATIO, "sample"),
@@ -834,7 +837,7 @@ DOMAINS = (
             A("release day / weekly release day", WEEKDAY, "day"),
             A("docs publishing day / day the docs are republished", WEEKDAY, "day"),
             A("artifact signing / signing of release artifacts", STATE, "b"),
-            A("provenance attestations / build provenance", STATE, "b"),
+            A("provenance attestation / build provenance", STATE, "b"),
             A("v1 sunset date / end-of-life date for v1", DATE),
         ),
     ),
@@ -846,14 +849,14 @@ DOMAINS = (
             S("+admin console sessions", "+admin sessions", "+sessions in the admin console"),
         ),
         (
-            A("idle timeout / inactivity timeout", MINUTES, "life"),
-            A("absolute lifetime / maximum session lifetime", MINUTES, "life"),
+            A("idle timeout / inactivity timeout", MINUTES, "life", rank=0),
+            A("absolute lifetime / maximum session lifetime", MINUTES, "life", rank=1),
             A("lockout duration / account lockout period", MINUTES, "life"),
             A("refresh token lifetime / refresh-token TTL", DAYS, "days"),
             A("remember-me duration / remember-me period", DAYS, "days"),
             A("mandatory MFA / MFA enforcement", STATE, "b"),
             A("device binding / binding to the device fingerprint", STATE, "b"),
-            A("failed logins before lockout / lockout threshold", COUNT),
+            A("failed-login limit before lockout / lockout threshold", COUNT),
         ),
     ),
     Domain(
@@ -865,8 +868,8 @@ DOMAINS = (
         (
             A("release branch cut day / branch-cut day", WEEKDAY, "day"),
             A("store submission day / submission day", WEEKDAY, "day"),
-            A("first staged rollout step / starting rollout percentage", PERCENT, "pct"),
-            A("second staged rollout step / second rollout percentage", PERCENT, "pct"),
+            A("first staged rollout step / starting rollout percentage", PERCENT, "pct", rank=0),
+            A("second staged rollout step / second rollout percentage", PERCENT, "pct", rank=1),
             A(
                 "crash-free threshold for halting the rollout / rollout halt threshold",
                 HIGH_PERCENT,
@@ -884,8 +887,8 @@ DOMAINS = (
             S("the user dedup job", "the dedup pipeline for users", "user-dedup"),
         ),
         (
-            A("batch size / rows per batch", BIG_COUNT, "rows"),
-            A("max buffered rows / buffer limit in rows", BIG_COUNT, "rows"),
+            A("batch size / batch size in rows", BIG_COUNT, "rows", rank=0),
+            A("buffered-row limit / buffer limit in rows", BIG_COUNT, "rows", rank=1),
             A("allowed lateness / late-data allowance", MINUTES, "win"),
             A("aggregation window / window length", MINUTES, "win"),
             A("max retries / retry limit", COUNT),
@@ -922,8 +925,8 @@ DOMAINS = (
             A("primary region / main AWS region", REGION, "region"),
             A("disaster-recovery region / DR region / failover region", REGION, "region"),
             A("required Terraform version / pinned Terraform version", TF_VERSION),
-            A("minimum node count / node group minimum", COUNT, "nodes", "min_size"),
-            A("maximum node count / node group maximum", COUNT, "nodes", "max_size"),
+            A("minimum node count / node group minimum", COUNT, "nodes", "min_size", 0),
+            A("maximum node count / node group maximum", COUNT, "nodes", "max_size", 1),
             A("worker instance type / instance type for worker nodes", INSTANCE),
             A(
                 "remote state path / state backend location",
@@ -956,8 +959,8 @@ DOMAINS = (
             A("coverage floor / minimum line coverage", PERCENT, "cov", "fail_under"),
             A("branch coverage floor / minimum branch coverage", PERCENT, "cov"),
             A("worker count / number of parallel workers", COUNT, "n", "workers"),
-            A("rerun count for flaky tests / flaky-test reruns", COUNT, "n", "reruns"),
-            A("test runner / runner the suite uses", TEST_RUNNER),
+            A("rerun count for flaky tests / flaky-test rerun count", COUNT, "n", "reruns"),
+            A("test runner / test framework", TEST_RUNNER),
             A(
                 "fixtures directory / fixture path",
                 path_type("tests/fixtures", "tests/data", "testdata/fixtures", "e2e/fixtures"),
@@ -983,7 +986,7 @@ DOMAINS = (
             A("eviction policy / maxmemory policy", EVICTION, None, "maxmemory-policy"),
             A("port / Redis port", REDIS_PORT, None, "port"),
             A("AOF persistence / append-only persistence", STATE, "persist", "appendonly"),
-            A("RDB snapshots / snapshotting to disk", STATE, "persist"),
+            A("RDB snapshotting / snapshotting to disk", STATE, "persist"),
             A("replica count / number of replicas", COUNT),
         ),
     ),
@@ -1378,6 +1381,9 @@ def draw_distinct(rng, kind, domain, subject, attribute) -> tuple[Said, Said]:
     vtype = attribute.vtype
     q_old = pick(rng, vtype.pool)
     q_new = q_old if rng.random() < 0.4 else other_value(rng, vtype, q_old)
+    if None not in (attribute.rank, attribute2.rank) and attribute is not attribute2:
+        low, high = sorted((q_old, q_new))  # a minimum never above its maximum
+        q_old, q_new = (low, high) if attribute.rank < attribute2.rank else (high, low)
     old = say(rng, subject, attribute, q_old, pick(rng, frames_for(kind, vtype, attribute)))
     frames2 = frames_for(kind, vtype, attribute2)
     if old.frame in frames2 and rng.random() < 0.5:

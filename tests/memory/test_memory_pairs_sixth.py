@@ -104,6 +104,10 @@ def test_distinct_pairs_change_exactly_one_of_subject_and_attribute(gen, drawn):
         assert not p.new.frame.corrective
         if same_subject:
             assert p.new.attribute in p.domain.siblings(p.old.attribute)
+            ranks = (p.old.attribute.rank, p.new.attribute.rank)
+            if None not in ranks:  # a minimum never above its maximum
+                assert sorted(ranks) != list(ranks) or p.old.value <= p.new.value
+                assert sorted(ranks) == list(ranks) or p.old.value >= p.new.value
         else:
             assert p.new.subject in p.domain.subjects
     siblings = sum(p.new.subject is p.old.subject for p in distinct)
