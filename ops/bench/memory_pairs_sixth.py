@@ -251,12 +251,16 @@ DAYS = VType(
     (
         st("long", lambda n: plural(n, "day")),
         st("short", lambda n: f"{n}d"),
-        st("words", lambda n: f"{words(n)} day" + ("s" if n > 1 else "")),
+        st("words", lambda n: f"{words(n)} day" + ("s" if n > 1 else "") if n <= 30 else None),
         st("weeks", only(_DAY_WORDS)),
         st("fortnight", only({14: "a fortnight"})),
         st("hours", lambda n: f"{n * 24} hours" if n <= 3 else None),
     ),
 )
+
+CADENCE = VType("days", (7, 14, 21, 28), DAYS.styles)
+RETENTION = VType("days", (3, 7, 14, 30, 60, 90, 180, 365), DAYS.styles)
+TOKEN_DAYS = VType("days", (1, 7, 14, 30, 60, 90), DAYS.styles)
 
 PORT = VType(
     "port",
@@ -268,6 +272,8 @@ PORT = VType(
         st("tcp", lambda n: f"tcp/{n}"),
     ),
 )
+GATEWAY_PORT = VType("port", (443, 8000, 8001, 8080, 8443, 9000, 9080, 9443), PORT.styles)
+DEV_PORT = VType("port", (3000, 3001, 4000, 4173, 5173, 5174, 8080, 8081), PORT.styles)
 PG_PORT = VType("port", (5432, 5433, 5434, 6432, 15432), PORT.styles)
 REDIS_PORT = VType("port", (6379, 6380, 6381, 16379), PORT.styles)
 
@@ -384,6 +390,9 @@ PERCENT = VType(
         st("pct", lambda n: f"{n} pct"),
     ),
 )
+ROLLOUT = VType("percent", (1, 2, 5, 10, 20, 25, 50), PERCENT.styles)
+COVERAGE = VType("percent", (50, 60, 70, 75, 80, 85, 90, 95), PERCENT.styles)
+ERROR_RATE = VType("percent", (1, 2, 3, 5, 10, 15, 20), PERCENT.styles)
 HIGH_PERCENT = VType(
     "percent",
     (97.0, 98.0, 98.5, 99.0, 99.5, 99.8, 99.9),
@@ -694,8 +703,8 @@ DOMAINS = (
             A("request buffering / buffering of request bodies", STATE, "b", "proxy_buffering"),
             A("gzip compression / gzip for responses", STATE, "b", "gzip"),
             A("max request body size / request body limit", BODY, None, "client_max_body_size"),
-            A("HTTPS listen port / TLS port", PORT, "port", "listen"),
-            A("admin API port / port of the admin API", PORT, "port"),
+            A("HTTPS listen port / TLS port", GATEWAY_PORT, "port", "listen"),
+            A("admin API port / port of the admin API", GATEWAY_PORT, "port"),
         ),
     ),
     Domain(
@@ -736,8 +745,8 @@ DOMAINS = (
             A("test shard count / number of test shards", COUNT, "n"),
             A("parallel job limit / max parallel jobs", COUNT, "n"),
             A("retry count for flaky jobs / automatic retry limit for jobs", COUNT, "n"),
-            A("artifact retention / retention for build artifacts", DAYS, "keep"),
-            A("log retention / retention for job logs", DAYS, "keep"),
+            A("artifact retention / retention for build artifacts", RETENTION, "keep"),
+            A("log retention / retention for job logs", RETENTION, "keep"),
             A("runner Python version / Python version of the CI image", PYTHON),
             A("dependency caching / caching of dependencies", STATE, "cache"),
             A("Docker layer caching / layer caching for image builds", STATE, "cache"),
@@ -762,8 +771,8 @@ DOMAINS = (
             A("bundler / JS bundler / build tool", BUNDLER),
             A("package manager / JS package manager", PACKAGE_MANAGER),
             A("Node version / Node.js version / Node runtime", NODE),
-            A("dev server port / local dev port", PORT, "port"),
-            A("preview server port / preview port", PORT, "port"),
+            A("dev server port / local dev port", DEV_PORT, "port"),
+            A("preview server port / preview port", DEV_PORT, "port"),
             A("JS bundle budget / size budget for the main bundle", KB, "budget"),
             A("CSS budget / stylesheet size budget", KB, "budget"),
             A(
@@ -785,7 +794,7 @@ DOMAINS = (
         (
             A("p99 latency alert threshold / p99 alert threshold", MILLIS, "lat", rank=1),
             A("p95 latency alert threshold / p95 alert threshold", MILLIS, "lat", rank=0),
-            A("error-rate alert threshold / error rate that pages on-call", PERCENT),
+            A("error-rate alert threshold / error rate that pages on-call", ERROR_RATE),
             A("trace sampling rate / sampling ratio for traces", RATIO, "sample"),
             A("log sampling rate / sampling ratio for logs", RATIO, "sample"),
             A("log level / logging level", LOG_LEVEL, None, "LOG_LEVEL"),
@@ -852,8 +861,8 @@ DOMAINS = (
             A("idle timeout / inactivity timeout", MINUTES, "life", rank=0),
             A("absolute lifetime / maximum session lifetime", MINUTES, "life", rank=1),
             A("lockout duration / account lockout period", MINUTES, "life"),
-            A("refresh token lifetime / refresh-token TTL", DAYS, "days"),
-            A("remember-me duration / remember-me period", DAYS, "days"),
+            A("refresh token lifetime / refresh-token TTL", TOKEN_DAYS, "days"),
+            A("remember-me duration / remember-me period", TOKEN_DAYS, "days"),
             A("mandatory MFA / MFA enforcement", STATE, "b"),
             A("device binding / binding to the device fingerprint", STATE, "b"),
             A("failed-login limit before lockout / lockout threshold", COUNT),
@@ -868,15 +877,15 @@ DOMAINS = (
         (
             A("release branch cut day / branch-cut day", WEEKDAY, "day"),
             A("store submission day / submission day", WEEKDAY, "day"),
-            A("first staged rollout step / starting rollout percentage", PERCENT, "pct", rank=0),
-            A("second staged rollout step / second rollout percentage", PERCENT, "pct", rank=1),
+            A("first staged rollout step / starting rollout percentage", ROLLOUT, "pct", rank=0),
+            A("second staged rollout step / second rollout percentage", ROLLOUT, "pct", rank=1),
             A(
                 "crash-free threshold for halting the rollout / rollout halt threshold",
                 HIGH_PERCENT,
             ),
             A("release captain / release driver", OWNER),
             A("code freeze time / feature freeze cutoff", CLOCK),
-            A("release cadence / release train interval", DAYS),
+            A("release cadence / release train interval", CADENCE),
         ),
     ),
     Domain(
@@ -956,8 +965,8 @@ DOMAINS = (
         (
             A("per-test timeout / timeout per test", SECONDS, "t", "timeout"),
             A("slow-test warning threshold / slow test threshold", SECONDS, "t"),
-            A("coverage floor / minimum line coverage", PERCENT, "cov", "fail_under"),
-            A("branch coverage floor / minimum branch coverage", PERCENT, "cov"),
+            A("coverage floor / minimum line coverage", COVERAGE, "cov", "fail_under"),
+            A("branch coverage floor / minimum branch coverage", COVERAGE, "cov"),
             A("worker count / number of parallel workers", COUNT, "n", "workers"),
             A("rerun count for flaky tests / flaky-test rerun count", COUNT, "n", "reruns"),
             A("test runner / test framework", TEST_RUNNER),
@@ -1063,7 +1072,7 @@ FRAMES = (
     ),
     *F("decision", "is", "ADR: the {A} of {S} will be {V}"),
     *F("decision", "at", "Team call: {S} [keeps|keep] [its|their] {A} at {V}"),
-    *F("decision", "has", "We keep {A} {V} on {S}"),
+    *F("decision", "has", "We keep {A} {V} for {S}"),
     *F("decision", "to", "We changed the {A} for {S} to {V}", newer=True),
     *F("decision", "as", "New decision: {S} [goes|go] with {V} as the {A}", newer=True),
     # preferences
