@@ -53,7 +53,8 @@ Labels:
   another subject of the domain (about half each); the value is the same about 40 % of
   the time; the frame kept half the time (the newer side may use an "is now" frame).
 * ``paraphrase``: the same subject, attribute and quantity, with one or more of frame,
-  subject wording, attribute wording and spelling style changed.
+  subject wording, attribute wording and spelling style changed; the older reason is
+  kept or left out, never replaced by another.
 
 ``pairs(n, seed)`` gives ``n`` pairs of each label as dicts (``label``, ``kind``,
 ``old``, ``new``, ``domain``, ``vtype``); ``facts(n, seed)`` the same pairs with their
@@ -1333,8 +1334,9 @@ def draw_reframed(rng, kind, domain, subject, attribute) -> tuple[Said, Said]:
             sname = rng.randrange(len(subject.names))
             aname = rng.randrange(len(attribute.names))
         return old, say(rng, subject, attribute, q_new, old.frame, sname=sname, aname=aname)
-    newer = rng.random() < 0.35
-    frames = [f for f in frames_for(kind, vtype, attribute, newer) if f != old.frame]
+    newer = rng.random() < 0.35  # when no newer-only frame fits, another frame does
+    frames = frames_for(kind, vtype, attribute, newer) if newer else []
+    frames = frames or [f for f in frames_for(kind, vtype, attribute) if f != old.frame]
     keep = rng.random() < 0.5  # otherwise the wordings are drawn afresh too
     kw = {"sname": old.sname, "aname": old.aname} if keep else {}
     return old, say(rng, subject, attribute, q_new, pick(rng, frames), **kw)
@@ -1355,7 +1357,18 @@ def draw_paraphrase(rng, kind, domain, subject, attribute) -> tuple[Said, Said]:
         styles = [s for s in styles if s != old.style] or styles
     elif old.style in styles:
         styles = [old.style]
-    new = say(rng, subject, attribute, q, frame, sname=sname, aname=aname, style=pick(rng, styles))
+    reason = old.tail if frame.tail and rng.random() < 0.5 else ""  # kept or left out
+    new = say(
+        rng,
+        subject,
+        attribute,
+        q,
+        frame,
+        sname=sname,
+        aname=aname,
+        style=pick(rng, styles),
+        tail=reason,
+    )
     if new.core == old.core:
         raise Redraw
     return old, new

@@ -90,6 +90,7 @@ def test_paraphrases_keep_subject_attribute_and_quantity_and_say_it_otherwise(dr
         assert p.new.value == p.old.value
         assert p.new.core != p.old.core
         assert p.new.frame.kind == p.old.frame.kind and not p.new.frame.newer
+        assert p.new.tail in ("", p.old.tail)
     restyled = [p for p in paraphrases if p.new.value_text != p.old.value_text]
     assert 0.2 * len(paraphrases) < len(restyled) < 0.9 * len(paraphrases)
 
