@@ -706,7 +706,7 @@ DOMAINS = (
                 "t",
                 "idle_in_transaction_session_timeout",
             ),
-            A("connection limit / max connections", POOL_COUNT, None, "max_connections"),
+            A("connection limit / maximum connection count", POOL_COUNT, None, "max_connections"),
             A("minimum pool size / pool min size", COUNT, "pool", "pool_min", 0),
             A("maximum pool size / pool max size", COUNT, "pool", "pool_max", 1),
             A("Postgres major version / server major version", POSTGRES),
@@ -726,7 +726,7 @@ DOMAINS = (
             A("job timeout / per-job timeout / timeout for each job", MINUTES, "t"),
             A("queue timeout / timeout waiting for a runner", MINUTES, "t"),
             A("test shard count / number of test shards", COUNT, "n"),
-            A("parallel job limit / max parallel jobs", COUNT, "n"),
+            A("parallel job limit / cap on parallel jobs", COUNT, "n"),
             A("retry count for flaky jobs / automatic retry limit for jobs", COUNT, "n"),
             A("artifact retention / retention for build artifacts", RETENTION, "keep"),
             A("log retention / retention for job logs", RETENTION, "keep"),
@@ -883,7 +883,7 @@ DOMAINS = (
             A("buffered-row limit / buffer limit in rows", BIG_COUNT, "rows", rank=1),
             A("allowed lateness / late-data allowance", MINUTES, "win"),
             A("aggregation window / window length", MINUTES, "win"),
-            A("max retries / retry limit", COUNT),
+            A("retry limit / maximum retry count", COUNT),
             A(
                 "output path / sink location",
                 path_type(
