@@ -42,9 +42,12 @@ Measured in one run:
   from :mod:`memory_pairs_fifth`, a fifth written apart from the four and from the
   adjudicator (ten further domains, twenty value types spelt several ways, frames per
   memory kind with verbs agreeing, newer-only "now" / "no longer" frames), likewise
-  untouched until scored once): per split, one home,
-  each pair in its own scope, every older statement staged (``memory add``)
-  before every newer one, one draining supervisor with 2 workers, then the
+  untouched until scored once; and ``sixth``, from :mod:`memory_pairs_sixth`, a sixth
+  written apart from the five and from the adjudicator (twelve domains of project notes,
+  thirty-three value types spelt several ways, frames per memory kind with a role for
+  the value's slot, ranked min / max siblings, an untouched split scored once): per
+  split, one home, each pair in its own scope, every older statement staged
+  (``memory add``) before every newer one, one draining supervisor with 2 workers, then the
   records read back. An update counts as superseded when the older record is
   ``superseded`` pointing at the newer one; a pair is merged when the newer
   candidate reinforced the older record (``duplicate``); a conflict when both
@@ -52,7 +55,7 @@ Measured in one run:
   the plain similarity rule (:func:`similarity_baseline`).
 
     .venv/bin/python ops/bench/bench_memory.py [--candidates N] [--records N] [--pairs N]
-        [--pairs-only] [--splits dev,heldout,alt,fresh,fourth,fifth] [--json]
+        [--pairs-only] [--splits dev,heldout,alt,fresh,fourth,fifth,sixth] [--json]
 
 ``--splits`` runs only the named pair splits (default all): an untouched split is left
 out while the adjudicator is worked on, and its generator is then not even imported.
@@ -277,12 +280,13 @@ SPLIT_GENERATORS = {  # split -> its generator's module, imported only when it i
     "fresh": "memory_pairs_fresh",
     "fourth": "memory_pairs_fourth",
     "fifth": "memory_pairs_fifth",
+    "sixth": "memory_pairs_sixth",
 }
 
 
 def split_pairs(split: str, n: int) -> list[dict]:
-    """``n`` pairs of each label of one split (``alt``, ``fresh``, ``fourth``, ``fifth``:
-    the second to fifth generators)."""
+    """``n`` pairs of each label of one split (``alt``, ``fresh``, ``fourth``, ``fifth``,
+    ``sixth``: the second to sixth generators)."""
     module = SPLIT_GENERATORS.get(split)
     return importlib.import_module(module).pairs(n) if module else pairs(split, n)
 
