@@ -44,16 +44,6 @@ def ingested(home: Path, tmp_path: Path) -> Path:
     return src
 
 
-def test_the_cli_starts_without_the_stores() -> None:
-    """Importing the CLI opens no store: each command imports what it reads."""
-    code = (
-        "import sys, memoryd.faces.cli.main; "
-        f"print(sorted(m for m in {[*STORES, 'subprocess']!r} if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-
-
 def test_status_and_search_without_a_supervisor_load_what_they_read(home, tmp_path) -> None:
     """``status`` reads the stores but neither the search stack nor a codec; ``search``
     needs the search stack, not what the hashing encoder does without."""
