@@ -17,8 +17,9 @@ from tests.conftest import clean_env, run_cli, wait_for
 STORES = ["apsw", "memoryd.queue", "memoryd.storage", "memoryd.workers.contract", "zstandard"]
 #: The search stack: only a search run in this process needs it.
 SEARCH_STACK = ["numpy", "memoryd.search.engine", "memoryd.consolidation.recall"]
-#: Loaded on first use by the stores (a body decompressed, a digest made): not by a listing.
-CODECS = ["zstandard.backend_c", "_hashlib"]
+#: Not read by a listing: the codecs the stores load on first use (a body decompressed,
+#: a digest made), the job contract (projects' job kinds).
+NOT_LISTING = ["zstandard.backend_c", "_hashlib", "memoryd.workers.contract"]
 #: What only another encoder (a command's, MiniLM's) or a failure's log line needs.
 UNUSED_BY_SEARCH = ["subprocess", "zipfile", "logging"]
 QUERY = "which port does the staging database listen on?"
@@ -45,10 +46,10 @@ def ingested(home: Path, tmp_path: Path) -> Path:
 
 
 def test_status_and_search_without_a_supervisor_load_what_they_read(home, tmp_path) -> None:
-    """``status`` reads the stores but neither the search stack nor a codec; ``search``
-    needs the search stack, not what the hashing encoder does without."""
+    """``status`` reads the stores, not the search stack nor what a listing does without;
+    ``search`` needs the search stack, not what the hashing encoder does without."""
     ingested(home, tmp_path)
-    assert imported(home, ["status"], SEARCH_STACK + CODECS, tmp_path) == []
+    assert imported(home, ["status"], SEARCH_STACK + NOT_LISTING, tmp_path) == []
     search = ["search", QUERY, "--project", "demo"]
     found = imported(home, search, SEARCH_STACK + UNUSED_BY_SEARCH, tmp_path)
     assert found == sorted(SEARCH_STACK)

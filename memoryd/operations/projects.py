@@ -114,7 +114,7 @@ class Projects:
 
     def listing(self) -> list[dict]:
         """Every project: root, live files, chunks, source bytes, created and last ingest."""
-        from memoryd.projects import manage as projects_mod
+        from memoryd.storage.projects import live_listing  # not the job kinds' manage
 
         return [
             {
@@ -122,7 +122,7 @@ class Projects:
                 "created_at": iso_time(p["created_at"]),
                 "last_ingest_at": iso_time(p["last_ingest_at"]),
             }
-            for p in projects_mod.list_projects(self.md.reader)
+            for p in live_listing(self.md.reader)
         ]
 
     def show(self, name: str) -> dict:
