@@ -1400,6 +1400,7 @@ def jobs_add(md: Memoryd, as_json: bool, kind: str, payload: str | None, **opts:
 
 
 def _job_states() -> list[str]:
+    """The queue's states, for ``--state`` (the queue imported when it is used or shown)."""
     from memoryd.queue import STATES
 
     return list(STATES)
