@@ -691,8 +691,11 @@ def test_status_says_how_long_done_jobs_are_kept_in_words(cli, home: Path) -> No
 
 def test_a_command_starts_without_the_supervisors_side() -> None:
     """Every CLI command pays its imports: the CLI loads neither the control socket's
-    request side, the supervisor, the archive store nor numpy until a command needs them."""
-    heavy = ["memoryd.operations.runtime", "memoryd.workers.supervisor", "rocksdict", "numpy"]
+    request side, the supervisor, the archive store, numpy, the authority and the queue
+    (apsw) nor subprocess until a command needs them (tests/test_cli_start.py)."""
+    heavy = ["memoryd.operations.runtime", "memoryd.workers.supervisor", "rocksdict", "numpy",
+             "apsw", "memoryd.storage", "memoryd.queue", "memoryd.workers.contract",
+             "zstandard", "subprocess"]  # fmt: skip
     code = (
         "import sys, memoryd.faces.cli.main; "
         f"print(sorted(m for m in {heavy!r} if m in sys.modules))"

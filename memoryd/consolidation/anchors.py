@@ -31,7 +31,6 @@ active: search and recall list it as needing review (:func:`split_review`).
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
 import re
 import time
@@ -41,7 +40,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from memoryd.base import logs
 from memoryd.storage import anchors as store
 from memoryd.storage import records
 from memoryd.storage.authority import savepoint
@@ -429,6 +427,10 @@ def reanchor_in(tx: Any, pid: int, paths: list[str] | None, job_id: int | None) 
         with savepoint(tx, "memoryd_reanchor"):
             return reanchor(tx, pid, paths, job_id)
     except Exception as exc:
+        import logging  # here: only a failure logs (logging's import is not a search's)
+
+        from memoryd.base import logs
+
         logs.event(
             "anchors_not_followed",
             f"cited code of project {pid} not followed: {type(exc).__name__}: {exc}",

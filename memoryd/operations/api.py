@@ -28,11 +28,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import apsw
 import orjson
 
-from memoryd.app import default_registry
-from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.base.config import (
     ARCHIVE_DIR,
     ARCHIVE_POLL_SECONDS,
@@ -62,15 +59,16 @@ from memoryd.base.locks import running_supervisor
 from memoryd.operations import control_client
 from memoryd.operations.control_client import Disconnected
 from memoryd.operations.drain import Drain
-from memoryd.queue import JobQueue, JobReads, JobSpec
-from memoryd.storage import Authority, open_authority
-from memoryd.workers.registry import Registry
 
 if TYPE_CHECKING:
     from memoryd.archive.owner import ArchiveOwner
+    from memoryd.queue import JobQueue
+    from memoryd.storage import Authority
+    from memoryd.workers.registry import Registry
 
 # Modules a command needs only when it runs (ingest, memory, the archive, the
-# supervisor) are imported in the methods that use them: every CLI start imports this.
+# supervisor, the stores: a request a supervisor answers opens none) are imported in
+# the methods that use them: every CLI start imports this.
 
 ARCHIVE_READS = ("get", "search", "retention_status", "projects")  # never create a home
 CONTROL_ARCHIVE_OPS = (
@@ -105,6 +103,10 @@ def _probe_writable(folder: Path) -> None:
 def _open_readonly(home: Path, config: Config) -> Authority:
     """A read-only connection; an immutable one when even that cannot open (a WAL
     database whose -shm cannot be created, on a read-only file system)."""
+    import apsw
+
+    from memoryd.storage import open_authority
+
     try:
         return open_authority(home, config, readonly=True)
     except (HomeNotWritable, apsw.CantOpenError):
@@ -145,6 +147,8 @@ class Memoryd:
     def registry(self) -> Registry:
         """The job kinds (default: every capability memoryd ships)."""
         if self._registry is None:
+            from memoryd.app import default_registry
+
             self._registry = default_registry()
         return self._registry
 
@@ -165,6 +169,8 @@ class Memoryd:
     @property
     def db(self) -> Authority:
         if self._db is None:
+            from memoryd.storage import open_authority
+
             self.ensure_home()
             self._db = open_authority(self.home, self.config)
         return self._db
@@ -174,6 +180,8 @@ class Memoryd:
         """The authority for a read: never creates a home (a typo'd path must not look
         like an empty one), and opens a home this process cannot write read-only."""
         if self._db is None:
+            from memoryd.storage import open_authority
+
             self.require_home()
             path = self.home / AUTHORITY_FILE
             if os.access(self.home, os.W_OK) and (not path.exists() or os.access(path, os.W_OK)):
@@ -200,6 +208,8 @@ class Memoryd:
 
     @property
     def queue(self) -> JobQueue:
+        from memoryd.queue import JobQueue
+
         return JobQueue(self.db)
 
     def close(self) -> None:
@@ -314,6 +324,8 @@ class Memoryd:
         """
         from memoryd.archive import ops as archive_ops
         from memoryd.archive import spool
+        from memoryd.archive.jobs import ARCHIVE_OP
+        from memoryd.queue import JobReads, JobSpec
 
         if op in ARCHIVE_READS:
             self.require_home()

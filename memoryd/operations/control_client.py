@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from memoryd.base.errors import ArchiveOpError, StoreBusy
-from memoryd.workers.control import address, socket_path
+from memoryd.workers.socket_address import address, socket_path
 
 #: A request unanswered this long means the supervisor is wedged, not slow.
 REQUEST_TIMEOUT_SECONDS = 60.0

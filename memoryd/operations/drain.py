@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memoryd.base.config import DRAIN_LOG_FILE, DRAIN_RETRY_SECONDS
 from memoryd.base.errors import SupervisorRunning
 from memoryd.base.home import FILE_MODE
 from memoryd.base.locks import running_supervisor
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 class Drain:
@@ -70,6 +73,8 @@ class Drain:
             return {"supervisor": pid, "started": False}
         if self.failure and time.monotonic() - self.failed_at < DRAIN_RETRY_SECONDS:
             return {"supervisor": None, "started": False}
+        import subprocess  # here: every command makes a Drain, few start one (4 ms)
+
         try:
             log = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
             try:
@@ -108,6 +113,8 @@ class Drain:
         SIGTERM (a supervisor's graceful stop; queued work stays queued) and reap it."""
         if self.child is None:
             return
+        import subprocess
+
         try:
             self.child.wait(grace)
         except subprocess.TimeoutExpired:

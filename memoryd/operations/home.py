@@ -16,9 +16,6 @@ from memoryd.base.config import FOLLOW_POLL_SECONDS, SETTINGS, STOP_MARGIN_SECON
 from memoryd.base.errors import MemorydError, StoreBusy, typed_corruption
 from memoryd.base.locks import running_supervisor
 from memoryd.operations.projects import Projects
-from memoryd.queue import JobReads
-from memoryd.storage.effects import effect_counts
-from memoryd.storage.maintenance import checkpoint_truncate, wal_bytes, wal_reader_pids
 
 if TYPE_CHECKING:
     from memoryd.operations.api import Memoryd
@@ -68,6 +65,11 @@ class Home:
         md = self.md
         if (routed := md.routed("status")) is not None:
             return routed
+        # here, after routing: a running supervisor's answer needs no store of this process
+        from memoryd.queue import JobReads
+        from memoryd.storage.effects import effect_counts
+        from memoryd.storage.maintenance import wal_bytes, wal_reader_pids
+
         db = md.reader
         sup = md.supervisor()
         counts = JobReads(md.db).counts()
@@ -106,6 +108,8 @@ class Home:
 
     def checkpoint_wal(self) -> dict:
         """The manual WAL boundary: checkpoint and truncate now, or say who blocked it."""
+        from memoryd.storage.maintenance import checkpoint_truncate
+
         result = checkpoint_truncate(self.md.db)
         return {
             "ok": result.ok,

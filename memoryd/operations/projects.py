@@ -14,11 +14,12 @@ from memoryd.base.config import ARCHIVE_DIR, AUTHORITY_FILE, FOLLOW_POLL_SECONDS
 from memoryd.base.errors import MemorydError, SupervisorRunning, UsageError
 from memoryd.base.locks import running_supervisor
 from memoryd.base.times import iso_time
-from memoryd.projects import manage as projects_mod
-from memoryd.storage.corpus import UnknownProject, project_stats, unknown_project_message
 
 if TYPE_CHECKING:
     from memoryd.operations.api import Memoryd
+
+# The stores' modules are imported in the methods that read them: a request a running
+# supervisor answers (a routed status or search) opens no store and imports none.
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ class Projects:
         """The named project; else the only one; else the one named like the cwd."""
         if project:
             return project
+        from memoryd.storage.corpus import project_stats
+
         names = [p["project"] for p in project_stats(self.md.reader)]
         if len(names) == 1:
             return names[0]
@@ -90,6 +93,8 @@ class Projects:
 
     def ingested(self) -> list[str]:
         """The projects of the authority (none before the first ingest)."""
+        from memoryd.storage.corpus import project_stats
+
         if not (self.md.home / AUTHORITY_FILE).exists():
             return []
         return [p["project"] for p in project_stats(self.md.reader)]
@@ -102,23 +107,29 @@ class Projects:
         has_archive = (self.md.home / ARCHIVE_DIR).exists()
         archived = self.md.archive("projects", {})["projects"] if has_archive else []
         if name not in archived:
+            from memoryd.storage.corpus import UnknownProject, unknown_project_message
+
             known = sorted({*ingested, *archived})
             raise UnknownProject(unknown_project_message(name, known))
 
     def listing(self) -> list[dict]:
         """Every project: root, live files, chunks, source bytes, created and last ingest."""
+        from memoryd.storage.projects import live_listing  # not the job kinds' manage
+
         return [
             {
                 **p,
                 "created_at": iso_time(p["created_at"]),
                 "last_ingest_at": iso_time(p["last_ingest_at"]),
             }
-            for p in projects_mod.list_projects(self.md.reader)
+            for p in live_listing(self.md.reader)
         ]
 
     def show(self, name: str) -> dict:
         """One project: root, files, chunks, the choices of files a plain re-run reuses,
         and its latest ingest run with every file it skipped and why."""
+        from memoryd.projects import manage as projects_mod
+
         shown = projects_mod.show(self.md.reader, name)
         if run := shown["last_run"]:
             times = ("started_at", "scanned_at", "finished_at")
@@ -132,6 +143,8 @@ class Projects:
         }
 
     def rename(self, old: str, new: str) -> dict:
+        from memoryd.projects import manage as projects_mod
+
         renamed = projects_mod.rename(self.md.db, old, new)
         projects_mod.move_memory_dirs(self.md.home, old, new)
         return renamed
@@ -142,6 +155,8 @@ class Projects:
         Waiting follows a running supervisor, or runs a draining one here (which
         also runs whatever else is queued).
         """
+        from memoryd.projects import manage as projects_mod
+
         md = self.md
         started = projects_mod.remove(md.db, name)
         projects_mod.drop_memory_dirs(md.home, name)

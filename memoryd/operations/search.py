@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 from memoryd.base.errors import IngestPending, UsageError
 from memoryd.base.locks import running_supervisor
 from memoryd.operations.projects import Projects
-from memoryd.storage import runs
-from memoryd.storage.corpus import project_id, project_stats
 
 if TYPE_CHECKING:
     from memoryd.operations.api import Memoryd
@@ -51,11 +49,13 @@ class Search:
         routed = md.routed("search", **asked, **({} if dense else {"dense": False}))
         if routed:
             return routed
-        # Imported here, after routing: the search stack (numpy among it) is a third of
-        # a routed command's start, and a running supervisor answers it without them.
+        # Imported here, after routing: the search stack (numpy among it) and the stores
+        # are most of a routed command's start, and a running supervisor answers it.
         from memoryd.consolidation.recall import RecordSource
         from memoryd.search import pipeline
         from memoryd.search.engine import ProjectSource
+        from memoryd.storage import runs
+        from memoryd.storage.corpus import project_id
 
         chunks = ProjectSource(md.reader, name, encoder=None if dense else False)
         records = RecordSource(md.reader, name, chunks)
@@ -88,6 +88,8 @@ class Search:
         still under way are listed in ``pending`` rather than failing the search."""
         if limit < 1:
             raise UsageError("--limit must be at least 1")
+        from memoryd.storage.corpus import project_stats
+
         self.md.check_query(query)
         names = [p["project"] for p in project_stats(self.md.reader)]
         if not names:

@@ -25,12 +25,6 @@ from memoryd.storage.corpus import find_project_id, project_id
 from memoryd.workers.contract import ApplyContext, JobKind, WorkContext
 
 REMOVE = "projects.remove"
-TOMBSTONE = "~removing~"  # prefix of a project being removed; no user name starts with it
-
-
-def list_projects(db: Authority) -> list[dict]:
-    """Every project with its root, live files, chunks, source bytes and last ingest."""
-    return [p for p in projects.listing(db) if not p["project"].startswith(TOMBSTONE)]
 
 
 def show(db: Authority, name: str) -> dict:
@@ -43,7 +37,7 @@ def show(db: Authority, name: str) -> dict:
 
 
 def check_name(name: str) -> str:
-    if not name.strip() or name.startswith(TOMBSTONE) or "/" in name:
+    if not name.strip() or name.startswith(projects.TOMBSTONE) or "/" in name:
         raise UsageError(f"{name!r} is not a usable project name")
     return name
 
@@ -80,7 +74,7 @@ def remove(db: Authority, name: str) -> dict:
     def op(tx: apsw.Connection) -> dict:
         pid = project_id(tx, name)
         _refuse_if_busy(tx, name, "remove it")
-        projects.rename_in(tx, pid, f"{TOMBSTONE}{pid}")
+        projects.rename_in(tx, pid, f"{projects.TOMBSTONE}{pid}")
         payload = {"project_id": pid, "name": name}
         (job,) = JobQueue(db).enqueue_in(tx, [JobSpec(REMOVE, payload, priority=-1)])
         return {"project": name, "job": job}

@@ -31,7 +31,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 import apsw
-import zstandard
 
 from memoryd.base import killpoints
 from memoryd.base.config import (
@@ -45,6 +44,7 @@ from memoryd.base.config import (
     SIZES_PER_PAGE,
 )
 from memoryd.base.errors import MemorydError
+from memoryd.base.lazy import lazy_module
 from memoryd.storage.lazy import ZDICTS, reading
 from memoryd.storage.unsearched import (
     index_text,
@@ -54,6 +54,7 @@ from memoryd.storage.unsearched import (
     with_context,
 )
 
+zstandard = lazy_module("zstandard")  # loaded when a body is (de)compressed, not by a listing
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # zstd (de)compressor objects must not be used by two threads at once (a control
 # socket's request threads search one home together): each thread keeps its own.

@@ -16,6 +16,7 @@ from memoryd.storage.corpus import (
     reclaim_free_pages,
 )
 
+TOMBSTONE = "~removing~"  # prefix of a project being removed; no user name starts with it
 LISTING_KEYS = (
     "project", "root", "created_at", "files", "source_bytes", "chunks", "last_ingest_at",
 )  # fmt: skip
@@ -33,6 +34,11 @@ def listing(db) -> list[dict]:
         " FROM projects p ORDER BY p.name"
     )
     return [dict(zip(LISTING_KEYS, r, strict=True)) for r in rows]
+
+
+def live_listing(db) -> list[dict]:
+    """:func:`listing` without the projects being removed (named by their tombstone)."""
+    return [p for p in listing(db) if not p["project"].startswith(TOMBSTONE)]
 
 
 def ingest_options(db, pid: int) -> dict | None:

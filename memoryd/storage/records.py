@@ -8,15 +8,17 @@ Functions named ``*_in`` take a connection inside an open write transaction
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import apsw
 import orjson
 
+from memoryd.base.lazy import lazy_module
 from memoryd.storage.authority import zeroing_freed
 from memoryd.storage.lazy import MEMORY, reading, writing
+
+hashlib = lazy_module("hashlib")  # OpenSSL's: loaded by a digest, not by every listing
 
 RECORD_COLUMNS = (
     "id", "project_id", "scope", "kind", "status", "text", "triggers", "refs", "sources",

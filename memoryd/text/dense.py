@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import json
 import shlex
-import subprocess
 import threading
 import zlib
 from collections import Counter
@@ -39,12 +38,15 @@ from collections.abc import Sequence
 from functools import lru_cache
 from itertools import chain, filterfalse
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from memoryd.base.errors import EncoderUnavailable
 from memoryd.base.lazy import lazy_module
 from memoryd.text.minilm import MINILM, MiniLMEncoder
 from memoryd.text.terms import STOPWORDS, stems
+
+if TYPE_CHECKING:
+    import subprocess
 
 np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
@@ -381,6 +383,8 @@ class CommandEncoder:
 
     def _ask(self, texts: list[str]) -> list:
         if self._proc is None or self._proc.poll() is not None:
+            import subprocess  # here: only a command encoder starts a process (4 ms)
+
             self._proc = subprocess.Popen(
                 self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
             )

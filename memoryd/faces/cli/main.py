@@ -20,7 +20,6 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
-from memoryd.base import logs
 from memoryd.base.config import (
     RETENTION_THRESHOLD_FLAGS,
     ROUTINE_SKIPS,
@@ -32,17 +31,14 @@ from memoryd.base.errors import ConfigError, MemorydError, UsageError, corruptio
 from memoryd.base.times import utc_iso
 from memoryd.faces.cli.memory import add_commands as add_memory_commands
 from memoryd.operations.api import Memoryd
-from memoryd.operations.archive import Archive
 from memoryd.operations.home import Home
-from memoryd.operations.jobs import Jobs, parse_payload
 from memoryd.operations.projects import Projects
-from memoryd.operations.recall import recall
-from memoryd.operations.search import Search
-from memoryd.queue import STATES
-from memoryd.workers.contract import USER_KINDS
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+# A subject a few commands use (jobs, the archive, search, recall) is imported by them:
+# its modules (the queue, the stores, the job contract) are not on every command's start.
 
 out = Console()
 err = Console(stderr=True)
@@ -127,6 +123,9 @@ def table_of(*columns: str, **options: Any) -> Table:
 
 
 HOME_HELP = "Data home (default $MEMORYD_HOME, else $XDG_DATA_HOME/memoryd)."
+#: The type of every ``--home`` and directory option: one instance, as each one made
+#: looks its name's translation up on disk (gettext: 4 ms over every command at start).
+DIRECTORY = click.Path(file_okay=False)
 
 
 def command(
@@ -169,7 +168,7 @@ def command(
         wrapper = click.option(
             "--home",
             envvar="MEMORYD_HOME",
-            type=click.Path(file_okay=False),
+            type=DIRECTORY,
             help=home_help,
         )(wrapper)
         doc = inspect.cleandoc(fn.__doc__ or "")  # a docstring's indent is not prose
@@ -179,7 +178,7 @@ def command(
 
 
 @click.group(cls=MemorydGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", envvar="MEMORYD_HOME", type=click.Path(file_okay=False), hidden=True)
+@click.option("--home", envvar="MEMORYD_HOME", type=DIRECTORY, hidden=True)
 @click.version_option(package_name="memoryd")
 def main(home: str | None) -> None:
     """memoryd: a local, crash-safe memory service for coding agents.
@@ -233,6 +232,8 @@ def run_cmd(
     It logs one line per event that matters on stderr (start, worker respawns,
     claim pauses and the pids pinning the WAL, checkpoints that gave way, dead
     jobs, retention ticks, busy waits, stop)."""
+    from memoryd.base import logs
+
     logs.configure(md.config.log_format, md.config.log_level)
     stats = md.run(workers=workers, drain=drain, executor=executor, ray_address=ray_address)
     if as_json:
@@ -267,8 +268,8 @@ def status_cmd(md: Memoryd, as_json: bool) -> None:
             highlight=False,
         )
     table = table_of("state", "jobs", title="queue")
-    for state in STATES:
-        table.add_row(state, f"{st['queue'][state]:,}")
+    for state, jobs in st["queue"].items():  # every state, in the queue's order
+        table.add_row(state, f"{jobs:,}")
     out.print(table)
     kept = st["done_jobs"]
     age = human_duration(kept["keep_seconds"])
@@ -587,6 +588,8 @@ def search_cmd(
     With --all, every project is searched and each hit names its project."""
     if all_projects and project:
         raise click.UsageError("--all searches every project: drop --project")
+    from memoryd.operations.search import Search
+
     one_shot_blas()
     narrow = {"limit": limit, "min_score": min_score, "answer_threshold": answer_threshold}
     if all_projects:
@@ -645,6 +648,8 @@ def recall_cmd(
     """Recall project memory and recent archive evidence (within the recall horizons).
 
     Injects nothing when the evidence is insufficient, and says so."""
+    from memoryd.operations.recall import recall
+
     one_shot_blas()
     result = recall(
         md, query, project, limit=limit, min_score=min_score, answer_threshold=answer_threshold
@@ -931,6 +936,8 @@ def archive_add(md: Memoryd, as_json: bool, source: str, session: str | None, **
         except OSError as exc:
             raise UsageError(f"{source}: {exc.strerror or exc}") from None
         session = session or Path(source).stem
+    from memoryd.operations.archive import Archive
+
     r = Archive(md).add(data, source=name, session=session, **opts)
     _emit_archive(as_json, r, _added_text(r))
 
@@ -1355,11 +1362,22 @@ def jobs_group() -> None:
     """
 
 
+class _KindsEpilog(click.Command):
+    """``jobs add``, whose help ends naming the kinds it takes: the job contract that
+    lists them is imported when the help is shown, not on every command's start."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from memoryd.workers.contract import USER_KINDS
+
+        self.epilog = f"Kinds: {', '.join(sorted(USER_KINDS))} (the others are memoryd's own)."
+        super().format_epilog(ctx, formatter)
+
+
 @command(
     jobs_group,
     "add",
     "memoryd jobs add sleep --payload '{\"seconds\": 0.5}' --count 4",
-    epilog=f"Kinds: {', '.join(sorted(USER_KINDS))} (the others are memoryd's own).",
+    cls=_KindsEpilog,
 )
 @click.argument("kind")
 @click.option("--count", type=click.IntRange(1), default=1, show_default=True)
@@ -1371,12 +1389,21 @@ def jobs_group() -> None:
 def jobs_add(md: Memoryd, as_json: bool, kind: str, payload: str | None, **opts: Any) -> None:
     """Enqueue COUNT jobs of KIND (noop, sleep, fail), committed in chunks of
     enqueue_chunk_rows."""
+    from memoryd.operations.jobs import Jobs, parse_payload
+
     ids = Jobs(md).add(kind, payload=parse_payload(payload), **opts)
     added = [i for i in ids if i is not None]
     if as_json:
         emit_json({"added": len(added), "ids": ids})
     else:
         out.print(f"added {len(added)} {kind} job(s)" + ("" if added else " (deduplicated)"))
+
+
+def _job_states() -> list[str]:
+    """The queue's states, for ``--state`` (the queue imported when it is used or shown)."""
+    from memoryd.queue import STATES
+
+    return list(STATES)
 
 
 def clip(text: str | None, width: int) -> str:
@@ -1406,12 +1433,14 @@ def _print_jobs(jobs: list[dict], title: str) -> None:
 
 
 @command(jobs_group, "list", "memoryd jobs list --state failed --kind ingest.batch --limit 20")
-@click.option("--state", type=click.Choice(STATES))
+@click.option("--state", type=_LazyChoice(_job_states))
 @click.option("--kind", help="Only jobs of this kind.")
 @click.option("--project", help="Only jobs of this project.")
 @click.option("--limit", type=click.IntRange(1), default=100, show_default=True, help="Most rows.")
 def jobs_list(md: Memoryd, as_json: bool, state: str | None, limit: int, **filters: Any) -> None:
     """List jobs, newest first."""
+    from memoryd.operations.jobs import Jobs
+
     jobs = Jobs(md).listing(state, limit, **filters)
     if as_json:
         emit_json(jobs)
@@ -1424,6 +1453,8 @@ def jobs_list(md: Memoryd, as_json: bool, state: str | None, limit: int, **filte
 @click.argument("job_id", type=int)
 def jobs_show(md: Memoryd, as_json: bool, job_id: int) -> None:
     """One job in full: payload, attempts, times and its whole last error."""
+    from memoryd.operations.jobs import Jobs
+
     job = Jobs(md).show(job_id)
     if as_json:
         emit_json(job)
@@ -1454,6 +1485,8 @@ def jobs_show(md: Memoryd, as_json: bool, job_id: int) -> None:
 @click.option("--limit", type=click.IntRange(1), default=100, show_default=True, help="Most rows.")
 def jobs_dead(md: Memoryd, as_json: bool, limit: int) -> None:
     """List dead-lettered jobs with their last error."""
+    from memoryd.operations.jobs import Jobs
+
     jobs = Jobs(md).listing("dead", limit)
     if as_json:
         emit_json(jobs)
@@ -1471,6 +1504,8 @@ def jobs_retry(md: Memoryd, as_json: bool, ids: tuple[int, ...], all_dead: bool)
     """
     if not ids and not all_dead:
         raise click.UsageError("name job ids or pass --all-dead")
+    from memoryd.operations.jobs import Jobs
+
     r = Jobs(md).retry(list(ids), all_dead=all_dead)
     if as_json:
         emit_json(r)
@@ -1484,7 +1519,7 @@ def jobs_retry(md: Memoryd, as_json: bool, ids: tuple[int, ...], all_dead: bool)
 
 @main.group("projects", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Machine output (of the list).")
-@click.option("--home", envvar="MEMORYD_HOME", type=click.Path(file_okay=False), hidden=True)
+@click.option("--home", envvar="MEMORYD_HOME", type=DIRECTORY, hidden=True)
 @click.pass_context
 def projects_group(ctx: click.Context, as_json: bool, home: str | None) -> None:
     """Projects in project memory: list (the default), show, rename, remove.
@@ -1804,7 +1839,7 @@ def service_group() -> None:
 @command(service_group, "install", "memoryd service install --user --print")
 @click.option("--user", is_flag=True, help="The user's systemd manager (default: the system).")
 @click.option("--print", "to_stdout", is_flag=True, help="Print the units; write nothing.")
-@click.option("--dir", "directory", type=click.Path(file_okay=False), help="Write them here.")
+@click.option("--dir", "directory", type=DIRECTORY, help="Write them here.")
 def service_install(
     md: Memoryd, as_json: bool, user: bool, to_stdout: bool, directory: str | None
 ) -> None:
@@ -1832,7 +1867,7 @@ def service_install(
 
 @command(service_group, "uninstall", "memoryd service uninstall --user")
 @click.option("--user", is_flag=True, help="The user's systemd manager (default: the system).")
-@click.option("--dir", "directory", type=click.Path(file_okay=False), help="Remove them here.")
+@click.option("--dir", "directory", type=DIRECTORY, help="Remove them here.")
 def service_uninstall(md: Memoryd, as_json: bool, user: bool, directory: str | None) -> None:
     """Remove the units (stop them first: systemctl disable --now ...)."""
     from memoryd.faces import service
@@ -1884,7 +1919,7 @@ def _hook_target(project: str | None, user: bool) -> Path | None:
 _AGENT = click.option(
     "--agent", type=click.Choice(["claude-code", "codex"]), required=True, help="Which agent."
 )
-_PROJECT = click.option("--project", type=click.Path(file_okay=False), help="A project's hooks.")
+_PROJECT = click.option("--project", type=DIRECTORY, help="A project's hooks.")
 _USER = click.option("--user", is_flag=True, help="The user's hooks (every project).")
 _PRINT = click.option("--print", "dry_run", is_flag=True, help="Show the result, write nothing.")
 
@@ -1932,7 +1967,7 @@ def _print_hooks(as_json: bool, r: dict, verb: str) -> None:
 
 
 @command(hooks_group, "off", "memoryd hooks off --project .")
-@click.option("--project", type=click.Path(file_okay=False), default=".", show_default=True)
+@click.option("--project", type=DIRECTORY, default=".", show_default=True)
 def hooks_off(md: Memoryd, as_json: bool, project: str) -> None:
     """Stop capture and recall under a directory (writes its .memoryd-off file)."""
     from memoryd.faces.hooks.event import OFF_FILE
@@ -1943,7 +1978,7 @@ def hooks_off(md: Memoryd, as_json: bool, project: str) -> None:
 
 
 @command(hooks_group, "on", "memoryd hooks on --project .")
-@click.option("--project", type=click.Path(file_okay=False), default=".", show_default=True)
+@click.option("--project", type=DIRECTORY, default=".", show_default=True)
 def hooks_on(md: Memoryd, as_json: bool, project: str) -> None:
     """Capture and recall again under a directory (removes its .memoryd-off file)."""
     from memoryd.faces.hooks.event import OFF_FILE

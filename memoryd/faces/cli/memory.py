@@ -11,15 +11,24 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memoryd.base.errors import UsageError
 from memoryd.consolidation import KINDS, STATUSES
-from memoryd.operations.memory import Memory
+
+if TYPE_CHECKING:
+    from memoryd.operations.memory import Memory
 
 TEXT_WIDTH = 70
+
+
+def memory_of(md: Any) -> Memory:
+    """The memory of ``md``'s home (imported here: not on every command's start)."""
+    from memoryd.operations.memory import Memory
+
+    return Memory(md)
 
 
 def read_source(source: str) -> bytes:
@@ -169,7 +178,7 @@ def add_commands(main: click.Group, command: Callable, emit_json: Callable) -> N
         Without --wait, a running supervisor consolidates them, else a background drain.
 
         Exits 2 when no line was valid (MALFORMED_CANDIDATE, naming each line)."""
-        r = Memory(md).add(read_source(source), project, wait=wait, consolidate=True)
+        r = memory_of(md).add(read_source(source), project, wait=wait, consolidate=True)
         emit(as_json, r, _added_text(r))
 
     @command(memory_group, "list", "memoryd memory list --project app --status active")
@@ -181,28 +190,28 @@ def add_commands(main: click.Group, command: Callable, emit_json: Callable) -> N
     )
     def memory_list(md: Any, as_json: bool, project: str | None, **filters: Any) -> None:
         """List memory records, newest first."""
-        found = Memory(md).listing(project, **filters)
+        found = memory_of(md).listing(project, **filters)
         emit(as_json, found, "\n".join(map(_record_line, found)) or "no records")
 
     @command(memory_group, "show", "memoryd memory show m-1a2b3c4d5e6f7a8b")
     @click.argument("record_id")
     def memory_show(md: Any, as_json: bool, record_id: str) -> None:
         """One record with its history (reinforcements, supersessions, merges, sweeps)."""
-        r = Memory(md).show(record_id)
+        r = memory_of(md).show(record_id)
         emit(as_json, r, _show_text(r))
 
     @command(memory_group, "status", "memoryd memory status --project app --json")
     @click.option("--project", help="One project (default: all).")
     def memory_status(md: Any, as_json: bool, project: str | None) -> None:
         """Backlog, records by status, rates over the kept runs, and the last runs."""
-        s = Memory(md).status(project)
+        s = memory_of(md).status(project)
         emit(as_json, s, _status_text(s))
 
     @command(memory_group, "deadletter", "memoryd memory deadletter --project app")
     @click.option("--project", help="One project (default: all).")
     def memory_deadletter(md: Any, as_json: bool, project: str | None) -> None:
         """Dead-lettered candidates with their reason (files under deadletter/<project>/)."""
-        items = Memory(md).deadletters(project)
+        items = memory_of(md).deadletters(project)
         emit(as_json, items, _deadletter_text(items))
 
     @command(
@@ -219,7 +228,7 @@ def add_commands(main: click.Group, command: Callable, emit_json: Callable) -> N
         Exits 1 naming each id that is not a dead letter."""
         if not ids and not every:
             raise UsageError("name candidate ids, or --all")
-        r = Memory(md).retry(list(ids), every=every, project=project)
+        r = memory_of(md).retry(list(ids), every=every, project=project)
         text = f"re-staged {len(r['restaged'])} candidate(s)"
         text += "".join(f"\n  {x['id']}: {x['reason']}" for x in r["refused"])
         emit(as_json, r, text)
@@ -233,7 +242,7 @@ def add_commands(main: click.Group, command: Callable, emit_json: Callable) -> N
         rows, index, vectors, staging lines and mirror files; then a WAL checkpoint.
 
         Exits 1 (NO_SUCH_RECORD) for an unknown id."""
-        r = Memory(md).forget(record_id)
+        r = memory_of(md).forget(record_id)
         emit(as_json, r, _forgot_text(r))
 
     @command(memory_group, "sweep", "memoryd memory sweep --project app --older-than-days 180")
@@ -255,7 +264,7 @@ def add_commands(main: click.Group, command: Callable, emit_json: Callable) -> N
         flag records citing code that is gone; archive long-unseen ones.
 
         Only statuses change (reversible); a sweep never deletes a record."""
-        r = Memory(md).sweep(project, **opts)
+        r = memory_of(md).sweep(project, **opts)
         flag, archive = ("would flag", "would archive") if r["dry_run"] else ("flagged", "archived")
         text = f"{flag} {len(r['flagged'])}, {archive} {len(r['archived'])} record(s)"
         emit(as_json, r, "\n".join([text, *_refs_text(r["refs"])]))

@@ -1,0 +1,69 @@
+"""What a plain command's start imports (issue 32 item 6: ``status`` and ``search`` under
+250 ms): a module a command does not use is not loaded, and a request a running
+supervisor answers loads no store of its own."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from memoryd.operations.control_client import socket_path
+from tests.conftest import clean_env, run_cli, wait_for
+
+#: The stores and what opens them: a routed request needs none.
+STORES = ["apsw", "memoryd.queue", "memoryd.storage", "memoryd.workers.contract", "zstandard"]
+#: The search stack: only a search run in this process needs it.
+SEARCH_STACK = ["numpy", "memoryd.search.engine", "memoryd.consolidation.recall"]
+#: Not read by a listing: the codecs the stores load on first use (a body decompressed,
+#: a digest made), the job contract (projects' job kinds).
+NOT_LISTING = ["zstandard.backend_c", "_hashlib", "memoryd.workers.contract"]
+#: What only another encoder (a command's, MiniLM's) or a failure's log line needs.
+UNUSED_BY_SEARCH = ["subprocess", "zipfile", "logging"]
+QUERY = "which port does the staging database listen on?"
+
+
+def imported(home: Path, args: list[str], names: list[str], cwd: Path) -> list[str]:
+    """Which of ``names`` the CLI running ``args`` has imported when it exits."""
+    code = (
+        "import atexit, os, sys; atexit.register(lambda: os.write(2, b'imported=%a' % "
+        f"sorted(m for m in {names!r} if m in sys.modules))); "
+        "from memoryd.faces.cli.main import main; main()"
+    )
+    argv = [sys.executable, "-c", code, *args]
+    proc = subprocess.run(argv, cwd=cwd, env=clean_env(home), capture_output=True, check=True)
+    return ast.literal_eval(re.search(rb"imported=(\[.*?\])", proc.stderr)[1].decode())
+
+
+def ingested(home: Path, tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "README.md").write_text("# Staging\n\nThe staging database listens on port 6543.\n")
+    assert run_cli("ingest", str(src), "--project", "demo", "--wait", home=home).code == 0
+    return src
+
+
+def test_status_and_search_without_a_supervisor_load_what_they_read(home, tmp_path) -> None:
+    """``status`` reads the stores, not the search stack nor what a listing does without;
+    ``search`` needs the search stack, not what the hashing encoder does without."""
+    ingested(home, tmp_path)
+    assert imported(home, ["status"], SEARCH_STACK + NOT_LISTING, tmp_path) == []
+    search = ["search", QUERY, "--project", "demo"]
+    found = imported(home, search, SEARCH_STACK + UNUSED_BY_SEARCH, tmp_path)
+    assert found == sorted(SEARCH_STACK)
+
+
+def test_a_routed_status_or_search_loads_no_store(home, tmp_path, background) -> None:
+    """Under a running supervisor the CLI asks its socket: neither the stores nor the
+    search stack are loaded, and the answer is the one run embedded."""
+    ingested(home, tmp_path)
+    search = ["search", QUERY, "--project", "demo"]
+    embedded = run_cli(*search, home=home).stdout
+    background("run", "--workers", "1")
+    wait_for(lambda: socket_path(home).exists(), what="the control socket")
+    for args in (["status"], search):
+        assert imported(home, args, STORES + SEARCH_STACK, tmp_path) == [], args
+    assert run_cli(*search, home=home).stdout == embedded
+    assert "supervisor: pid" in run_cli("status", home=home).stdout
