@@ -61,6 +61,7 @@ class Stats(Protocol):
     """What the gate asks of a source's term statistics."""
 
     chunks: int
+    avg_len: float  # tokens per chunk on average (0.0: unknown; no "said together" windows)
 
     def df(self, stem: str) -> int: ...
 

@@ -16,6 +16,18 @@ from memoryd.storage.corpus import ensure_project, put_files
 _SKIP_DIRS = {"test", "tests", "site-packages", "idlelib", "__pycache__", "dist-packages"}
 
 
+class FakeStats:
+    """Term statistics as the gate reads them (:class:`memoryd.search.pipeline.Stats`):
+    the chunk count, each stem's document frequency (a number: every stem's) and the
+    mean chunk length in tokens (0.0: unknown, no "said together" windows)."""
+
+    def __init__(self, chunks: int, df: dict[str, int] | int, avg_len: float = 0.0):
+        self.chunks, self._df, self.avg_len = chunks, df, avg_len
+
+    def df(self, stem: str) -> int:
+        return self._df if isinstance(self._df, int) else self._df.get(stem, 0)
+
+
 def make_store(home: Path, project: str, files: dict[str, str]):
     db = open_authority(home, load_config(home))
     pid = db.write(lambda tx: ensure_project(tx, project, None))

@@ -11,6 +11,7 @@ from memoryd.search.engine import search
 from memoryd.search.gate import plan
 from memoryd.text.evidence import other_sense
 from memoryd.text.terms import analyze
+from tests.search.conftest import FakeStats
 
 HEADER = """/*
  * Copyright (c) 1997, 1998
@@ -24,15 +25,8 @@ BILLING = "The billing service runs in the payments namespace of the cluster.\n"
 ABSENT = "which kubernetes namespace hosts the billing service"
 
 
-class _Stats:
-    chunks = 1000
-
-    def df(self, stem: str) -> int:
-        return 5
-
-
 def _senses(question: str, text: str) -> set[str]:
-    p = plan(analyze(question), _Stats())
+    p = plan(analyze(question), FakeStats(1000, 5))
     return other_sense(text, p, set(p.focus_stems))
 
 

@@ -9,24 +9,7 @@ from memoryd.search import search
 from memoryd.search.gate import Tuning, admit, plan
 from memoryd.storage.corpus import UnknownProject
 from memoryd.text.terms import analyze
-
-
-class FakeStats:
-    def __init__(self, chunks: int, df: dict[str, int]):
-        self.chunks = chunks
-        self._df = df
-
-    def df(self, stem):
-        return self._df.get(stem, 0)
-
-    def fraction(self, stem):
-        return self.df(stem) / self.chunks
-
-    def idf(self, stem):
-        import math
-
-        n, d = self.chunks, self.df(stem)
-        return math.log(1 + (n - d + 0.5) / (d + 0.5))
+from tests.search.conftest import FakeStats
 
 
 def test_memory_phrasing_is_not_focus():

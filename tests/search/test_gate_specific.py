@@ -12,6 +12,7 @@ from memoryd.search import gate
 from memoryd.search.engine import search
 from memoryd.text.evidence import multiword_names, name_said, unsaid_names
 from memoryd.text.terms import analyze
+from tests.search.conftest import FakeStats
 
 TOPICS = ["garden", "invoice", "bicycle", "kitchen", "library", "holiday", "printer", "piano"]
 # Enough chunks for a rare word to mean something (gate.Tuning.rare_min_chunks).
@@ -69,30 +70,23 @@ def test_name_said_reads_sentences_not_abbreviations():
     assert name_said("I set up my new Lumix 24-megapixel mirrorless camera today.", name, {})
     assert not name_said("I like Lumix lenses. The camera is old.", name, {})
     assert name_said("We saw Dr. Okafor on Monday.", ["dr", "okafor"], {})
-    p = gate.plan(analyze("How often do I see Dr. Okafor?"), _Stats())
+    p = gate.plan(analyze("How often do I see Dr. Okafor?"), FakeStats(5000, 40))
     assert [w for w, _ in multiword_names(p)] == ["dr okafor"]
     assert unsaid_names(p, ["Dr. Smith said Okafor was away."]) == []
     assert unsaid_names(p, ["Okafor was away. Dr. Smith called."]) == ["dr okafor"]
 
 
 def test_a_rare_number_is_a_value_not_a_missing_subject():
-    p = gate.plan(analyze("Which was the 12th step in the list of setup tasks?"), _Stats(1))
+    question = "Which was the 12th step in the list of setup tasks?"
+    p = gate.plan(analyze(question), FakeStats(5000, 1))
     assert "12th" not in gate.missing_entities(p, [set()])
 
 
 def test_small_corpora_have_no_rarest_words():
-    p = gate.plan(analyze("What did I cook for my cousin?"), _Stats(1, chunks=8))
+    p = gate.plan(analyze("What did I cook for my cousin?"), FakeStats(8, 1))
     assert gate.missing_entities(p, [set()]) == []
 
 
 def test_an_ordering_word_after_from_the_is_the_answers_form():
     q = analyze("List the concerts I attended, starting from the earliest.")
     assert "earliest" in q.context and "earliest" not in [t.word for t in q.terms]
-
-
-class _Stats:
-    def __init__(self, df: int = 40, chunks: int = 5000) -> None:
-        self._df, self.chunks = df, chunks
-
-    def df(self, stem: str) -> int:
-        return self._df

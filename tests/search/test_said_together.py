@@ -3,11 +3,10 @@ too rare together to meet there by chance, admit a chunk the half rule refuses."
 
 from __future__ import annotations
 
-import math
-
 from memoryd.search import search
 from memoryd.search.gate import admit, may_be_said_together, plan, said_together
 from memoryd.text.terms import analyze, stems
+from tests.search.conftest import FakeStats
 
 QUESTION = "spill the ledger when the tenant quota runs out"
 # no term of the question is rare (1% of the chunks): the two-rare-terms rule is out
@@ -15,22 +14,8 @@ DF = {"spill": 30, "ledger": 40, "tenant": 20, "quota": 20, "run": 100}
 FILLER = "return the accumulated value of helper number {i} after parsing its arguments"
 
 
-class Stats:
-    """Chunk count, document frequencies and mean chunk length (in tokens)."""
-
-    def __init__(self, chunks: int, df: dict[str, int], avg_len: float):
-        self.chunks, self._df, self.avg_len = chunks, df, avg_len
-
-    def df(self, stem: str) -> int:
-        return self._df.get(stem, 0)
-
-    def idf(self, stem: str) -> float:
-        n, d = self.chunks, self.df(stem)
-        return math.log(1 + (n - d + 0.5) / (d + 0.5))
-
-
 def _plan(chunks: int, df: dict[str, int], avg_len: float = 200.0):
-    return plan(analyze(QUESTION), Stats(chunks, df, avg_len))
+    return plan(analyze(QUESTION), FakeStats(chunks, df, avg_len))
 
 
 def test_terms_close_together_admit_what_the_half_rule_refuses():

@@ -20,16 +20,7 @@ from memoryd.storage.fts import prepare
 from memoryd.text.dense import HashingEncoder
 from memoryd.text.evidence import focus_prefixes
 from memoryd.text.terms import STOPWORDS, analyze, stems
-
-
-class FakeStats:
-    def __init__(self, chunks: int, df: dict[str, int]):
-        self.chunks = chunks
-        self._df = df
-
-    def df(self, stem):
-        return self._df.get(stem, 0)
-
+from tests.search.conftest import FakeStats
 
 # -- query analysis ---------------------------------------------------------------
 
