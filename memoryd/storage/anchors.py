@@ -121,15 +121,6 @@ def live_with_hash(conn: Any, pid: int, content_hash: bytes) -> list[tuple[int, 
     ).fetchall()
 
 
-def has_live_files(conn: Any, pid: int) -> bool:
-    return (
-        conn.execute(
-            "SELECT 1 FROM files WHERE project_id = ? AND live = 1 LIMIT 1", (pid,)
-        ).fetchone()
-        is not None
-    )
-
-
 def files_of_chunks(conn: Any, rowids: Sequence[int]) -> list[tuple[int, str, bytes]]:
     """(file id, path, content hash) of the live files holding these chunks."""
     if not rowids:

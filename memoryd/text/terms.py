@@ -82,11 +82,6 @@ def stems(text: str) -> list[str]:
     return _STEMS(text.encode("utf-8"), _DOC, None, include_offsets=False, include_colocated=False)
 
 
-def stems_with_offsets(data: bytes) -> list[tuple[int, int, str]]:
-    """(start byte, end byte, stem) of every token of UTF-8 ``data``."""
-    return _STEMS(data, _DOC, None, include_offsets=True, include_colocated=False)
-
-
 # -- vocabulary ---------------------------------------------------------------------
 
 STOPWORDS_EN = word_list("stopwords_en.txt")
