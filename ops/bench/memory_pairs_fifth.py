@@ -70,6 +70,7 @@ import random
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 
+from pair_splits import in_words as words
 from pair_splits import unique_per_label, write_pairs_cli
 
 LABELS = ("update", "reframed", "distinct", "paraphrase")
@@ -90,29 +91,6 @@ Style = Callable[[Hashable], str | None]  # one spelling of a quantity, None whe
 
 # ---------------------------------------------------------------------------- values
 
-_UNITS = [
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-]
-_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 _ORDINALS = {
     1: "first",
     2: "second",
@@ -127,11 +105,7 @@ _ORDINALS = {
 
 def in_words(n: int) -> str | None:
     """``n`` in English words, for 0 to 99."""
-    if not 0 <= n < 100:
-        return None
-    if n < 20:
-        return _UNITS[n]
-    return _TENS[n // 10] + (f"-{_UNITS[n % 10]}" if n % 10 else "")
+    return words(n) if 0 <= n < 100 else None
 
 
 def ordinal_suffix(n: int) -> str:

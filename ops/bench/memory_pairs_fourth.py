@@ -68,7 +68,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from pair_splits import unique_per_label, write_pairs_cli
+from pair_splits import in_words, unique_per_label, write_pairs_cli
 
 LABELS = ("update", "reframed", "distinct", "paraphrase")
 DEFAULT_SEED = 4
@@ -86,39 +86,6 @@ PARAPHRASE_WORDING_RATE = 0.4
 Form = Callable[[object], str | None]  # a rendering of one value, or None where it does not fit
 
 # ---------------------------------------------------------------------------- values
-
-_ONES = [
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-]
-_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
-
-
-def spelled(n: int) -> str | None:
-    """``n`` in words below one hundred (``forty-five``), else None."""
-    if n < 20:
-        return _ONES[n]
-    if n < 100:
-        return _TENS[n // 10] + (f"-{_ONES[n % 10]}" if n % 10 else "")
-    return None
 
 
 @dataclass(frozen=True)
@@ -151,7 +118,7 @@ def count(choices: Sequence[int], noun: str = "", grouping: bool = True) -> Valu
     tail = f" {noun}" if noun else ""
 
     def words(n: int) -> str | None:
-        return f"{spelled(n)}{tail}" if n <= 20 else None
+        return f"{in_words(n)}{tail}" if n <= 20 else None
 
     def grouped(n: int) -> str | None:
         return f"{n:,}{tail}" if grouping and n >= 1000 else None
@@ -206,7 +173,7 @@ def duration(*choices: tuple[int, str]) -> ValueType:
     def words(ms: int) -> str | None:
         u = natural(ms)
         n = ms // UNITS[u][0]
-        return f"{spelled(n)} {UNITS[u][1]}{'' if n == 1 else 's'}" if n <= 20 else None
+        return f"{in_words(n)} {UNITS[u][1]}{'' if n == 1 else 's'}" if n <= 20 else None
 
     forms = {
         "V": (
@@ -241,7 +208,7 @@ def size(*choices: tuple[int, str]) -> ValueType:
 
 def percent(choices: Sequence[int]) -> ValueType:
     def words(n: int) -> str | None:
-        return f"{spelled(n)} percent" if n <= 20 or n % 10 == 0 and n < 100 else None
+        return f"{in_words(n)} percent" if n <= 20 or n % 10 == 0 and n < 100 else None
 
     forms = {
         "V": (lambda n: f"{n}%", lambda n: f"{n} percent", words, lambda n: f"{n} per cent"),

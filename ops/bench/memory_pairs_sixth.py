@@ -71,6 +71,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pair_splits import in_words as words
 from pair_splits import unique_per_label, write_pairs_cli
 
 DEFAULT_SEED = 61_706
@@ -83,26 +84,6 @@ STATE_ROLES = frozenset({"is", "to", "bare", "has"})
 SCHEDULE_ROLES = frozenset({"is", "to", "bare"})
 
 # ---------------------------------------------------------------------------- numbers
-
-_ONES = (  # noqa: SIM905 (one string reads better than twenty quoted words)
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen"
-).split()
-_TENS = "- - twenty thirty forty fifty sixty seventy eighty ninety".split()  # noqa: SIM905
-
-
-def words(n: int) -> str:
-    """``n`` (0 to 999,999) in English words: 45 -> forty-five, 1500 -> one thousand
-    five hundred."""
-    if n < 20:
-        return _ONES[n]
-    if n < 100:
-        return _TENS[n // 10] + ("" if n % 10 == 0 else "-" + _ONES[n % 10])
-    if n < 1000:
-        rest = n % 100
-        return _ONES[n // 100] + " hundred" + ("" if rest == 0 else " " + words(rest))
-    rest = n % 1000
-    return words(n // 1000) + " thousand" + ("" if rest == 0 else " " + words(rest))
 
 
 def grouped(n: int) -> str | None:

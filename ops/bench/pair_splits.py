@@ -1,6 +1,7 @@
 """What the generators of memory statement pairs share beyond their content: drawing
-``n`` unique pairs of each label, and the command line that writes them as JSON lines.
-The pairs themselves (domains, frames, values) stay in each generator, written apart."""
+``n`` unique pairs of each label, the command line that writes them as JSON lines, and
+English number words. The pairs themselves (domains, frames, values) stay in each
+generator, written apart."""
 
 from __future__ import annotations
 
@@ -12,6 +13,26 @@ from typing import TypeVar
 import orjson
 
 P = TypeVar("P")
+
+_ONES = (  # noqa: SIM905 (one string reads better than twenty quoted words)
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen"
+).split()
+_TENS = "- - twenty thirty forty fifty sixty seventy eighty ninety".split()  # noqa: SIM905
+
+
+def in_words(n: int) -> str:
+    """``n`` (0 to 999,999) in English words: 45 -> forty-five, 1500 -> one thousand
+    five hundred."""
+    if n < 20:
+        return _ONES[n]
+    if n < 100:
+        return _TENS[n // 10] + ("" if n % 10 == 0 else "-" + _ONES[n % 10])
+    if n < 1000:
+        rest = n % 100
+        return _ONES[n // 100] + " hundred" + ("" if rest == 0 else " " + in_words(rest))
+    rest = n % 1000
+    return in_words(n // 1000) + " thousand" + ("" if rest == 0 else " " + in_words(rest))
 
 
 def unique_per_label(
