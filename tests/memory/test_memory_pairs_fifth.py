@@ -2,7 +2,9 @@
 structure only: deterministic, ``n`` pairs of each label, no repeated pair, each label's
 facts as the label says, values spelt by their quantity. The adjudicator is not run on
 these pairs (they are an untouched evaluation split; ``bench_memory.py --pairs-only``
-scores it)."""
+scores it).
+What every generator does (a seed's pairs, their shape, the CLI) is in
+test_pair_generators.py."""
 
 from __future__ import annotations
 
@@ -23,26 +25,6 @@ def gen():
 
 def words(text: str) -> Counter:
     return Counter(WORD.findall(text.lower()))
-
-
-def test_the_same_seed_gives_the_same_pairs_and_another_seed_others(gen):
-    assert gen.pairs(30, seed=5) == gen.pairs(30, seed=5)
-    assert gen.pairs(30, seed=5) != gen.pairs(30, seed=6)
-
-
-def test_n_pairs_of_each_label_in_the_benchmark_shape(gen):
-    rows = gen.pairs(40)
-    assert Counter(r["label"] for r in rows) == {label: 40 for label in gen.LABELS}
-    assert set(gen.LABELS) == {"update", "reframed", "distinct", "paraphrase"}
-    for r in rows:
-        assert set(r) == {"label", "kind", "old", "new", "domain", "vtype"}
-        assert r["kind"] in {"fact", "decision", "preference", "lesson"}
-        assert r["old"].strip() and r["new"].strip() and r["old"] != r["new"]
-
-
-def test_no_pair_repeats(gen):
-    rows = gen.pairs(150)
-    assert len({(r["old"], r["new"]) for r in rows}) == len(rows)
 
 
 def test_every_domain_and_kind_is_drawn(gen):
@@ -141,10 +123,3 @@ def test_siblings_share_a_value_type_and_wordings_name_one_thing(gen):
         assert len(set(wordings)) == len(wordings)
         for a in domain.attributes:
             assert all(s.vtype is a.vtype for s in domain.siblings(a))
-
-
-def test_the_cli_writes_one_json_line_per_pair(gen, tmp_path, monkeypatch):
-    out = tmp_path / "pairs.jsonl"
-    monkeypatch.setattr("sys.argv", ["memory_pairs_fifth", "--out", str(out), "--pairs", "3"])
-    gen.main()
-    assert len(out.read_bytes().splitlines()) == 3 * len(gen.LABELS)

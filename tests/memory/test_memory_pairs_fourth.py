@@ -1,7 +1,9 @@
 """The fourth generator of memory statement pairs (ops/bench/memory_pairs_fourth.py), on
 its structure only: deterministic, ``n`` pairs of each label, no repeated pair, and each
 label's facts as the label says. The adjudicator is not run on these pairs (they are an
-untouched held-out set; ``bench_memory.py --pairs-only`` scores it)."""
+untouched held-out set; ``bench_memory.py --pairs-only`` scores it).
+What every generator does (a seed's pairs, their shape, the CLI) is in
+test_pair_generators.py."""
 
 from __future__ import annotations
 
@@ -22,25 +24,6 @@ def gen():
 
 def words(text: str) -> Counter:
     return Counter(WORD.findall(text.lower()))
-
-
-def test_the_same_seed_gives_the_same_pairs_and_another_seed_others(gen):
-    assert gen.pairs(30, seed=5) == gen.pairs(30, seed=5)
-    assert gen.pairs(30, seed=5) != gen.pairs(30, seed=6)
-
-
-def test_n_pairs_of_each_label_in_the_benchmark_shape(gen):
-    rows = gen.pairs(40)
-    assert Counter(r["label"] for r in rows) == {label: 40 for label in gen.LABELS}
-    for r in rows:
-        assert {"label", "kind", "old", "new"} <= set(r)
-        assert r["kind"] in {"fact", "decision", "preference", "lesson"}
-        assert r["old"].strip() and r["new"].strip() and r["old"] != r["new"]
-
-
-def test_no_pair_repeats(gen):
-    rows = gen.pairs(150)
-    assert len({(r["old"], r["new"]) for r in rows}) == len(rows)
 
 
 def test_updates_keep_subject_and_attribute_and_change_the_value_in_words(gen):
@@ -74,10 +57,3 @@ def test_siblings_share_a_value_type(gen):
     for domain in gen.DOMAINS:
         for a in domain.attributes:
             assert all(s.vtype is a.vtype for s in domain.siblings(a))
-
-
-def test_the_cli_writes_one_json_line_per_pair(gen, tmp_path, monkeypatch):
-    out = tmp_path / "pairs.jsonl"
-    monkeypatch.setattr("sys.argv", ["memory_pairs_fourth", "--out", str(out), "--pairs", "3"])
-    gen.main()
-    assert len(out.read_bytes().splitlines()) == 3 * len(gen.LABELS)
