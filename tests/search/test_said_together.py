@@ -56,16 +56,37 @@ def test_no_chunk_length_no_windows():
     assert not said_together(p, stems("spill the ledger"))
 
 
-def test_search_answers_with_the_chunk_that_says_the_terms_together(tmp_path, store):
+def _said_together_tree() -> dict[str, str]:
+    """60 filler modules, 12 that hold a common term, one that says the question's
+    specific terms in one sentence and one that holds them far apart."""
     files = {f"pkg/helper_{i}.py": f'"""{FILLER.format(i=i)}"""\n' for i in range(60)}
     for i in range(12):
         files[f"pkg/io_{i}.py"] = f'"""run the writer of block {i} of the cache"""\n'
     files["pkg/journal.py"] = '"""Spill the ledger before the process exits."""\n'
     gap = " ".join(f"step{i}" for i in range(40))
     files["pkg/scattered.py"] = f'"""Spill nothing.\n\n{gap}\n\nThe ledger is kept."""\n'
-    db = store(tmp_path, "p", files)
+    return files
+
+
+def test_search_answers_with_the_chunk_that_says_the_terms_together(tmp_path, store):
+    db = store(tmp_path, "p", _said_together_tree())
     result = search(db, "p", QUESTION)
     assert result["status"] == "ok"
     paths = [item["path"] for item in result["items"]]
+    assert paths[0] == "pkg/journal.py"
+    assert "pkg/scattered.py" not in paths
+
+
+def test_the_cli_search_of_a_new_user_answers_with_it(cli, tmp_path):
+    """The same through ``memoryd ingest --wait`` and ``memoryd search --json`` with the
+    defaults a new user has."""
+    tree = tmp_path / "tree"
+    for path, text in _said_together_tree().items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(text)
+    assert cli("ingest", str(tree), "--project", "p", "--wait").code == 0
+    found = cli("search", QUESTION, "--project", "p", "--json")
+    assert found.code == 0, found.stderr
+    paths = [item["path"] for item in found.json()["items"]]
     assert paths[0] == "pkg/journal.py"
     assert "pkg/scattered.py" not in paths
