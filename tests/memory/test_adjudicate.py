@@ -148,3 +148,22 @@ def test_a_dead_letter_says_what_to_do(memoryd, judge, project_home: Path) -> No
     env = {"MEMORYD_MEMORY_ADJUDICATOR": command}
     shown = run_cli("memory", "deadletter", "--project", "app", home=project_home, env=env)
     assert shown.code == 0 and f"to do: {letter['action']}" in shown.stdout
+
+
+def test_a_phrase_standing_where_a_value_stands_supersedes(memoryd) -> None:
+    """A value of several words ('cold storage') replaced by another after a word that
+    introduces a value is an update, through a real drain."""
+    md = memoryd()
+    add(md, "fact", "The nightly backup of the ledger database has to be cold storage")
+    new = add(md, "fact", "The nightly backup of the ledger database has to be warm standby")
+    assert new["outcome"] == "superseded"
+
+
+def test_a_duration_said_in_parts_is_the_same_value(memoryd) -> None:
+    """'90 minutes' and '1h30m' are one quantity: the second statement is no update."""
+    md = memoryd()
+    add(md, "fact", "The lock timeout of the deploy pipeline is 90 minutes")
+    again = add(md, "fact", "The lock timeout of the deploy pipeline is 1h30m")
+    assert again["outcome"] not in ("superseded", "conflict"), again
+    active = [r["text"] for r in Memory(md).listing("app", status="active")]
+    assert len(active) == 1, active
