@@ -32,7 +32,7 @@ from memoryd.ingest.progress import ScanProgress
 from memoryd.ingest.scan import Eligible, Skipped, read_files, scan
 from memoryd.ingest.sensitive import SECRET_CONTENT, content_reason
 from memoryd.queue import ClaimedJob, JobSpec
-from memoryd.storage import runs, vectors
+from memoryd.storage import index_sizes, runs, vectors
 from memoryd.storage.corpus import (
     MergeState,
     Packed,
@@ -235,6 +235,15 @@ def pack_job(
     return JobSpec(PACK, payload, project=project, priority=PACK_PRIORITY, dedupe_key=key)
 
 
+def sizes_job(pid: int, project: str) -> JobSpec:
+    """The pass's last job: the project's chunk sizes stored as one array for the
+    generation its worker reads (:mod:`memoryd.storage.index_sizes`). Its own dedupe
+    key: a pack job a run enqueues meanwhile is not taken for it, nor it for one."""
+    payload = {"project_id": pid, "project": project, "sizes": True}
+    key = f"{PACK}:sizes:{pid}"
+    return JobSpec(PACK, payload, project=project, priority=PACK_PRIORITY, dedupe_key=key)
+
+
 def stranded_packs(home: Path, config: Config, conn: apsw.Connection) -> list[JobSpec]:
     """The pack jobs a supervisor enqueues as it starts: one per project whose blocks
     wait unpacked with no job to pack them (an older home after migration 13)."""
@@ -246,6 +255,8 @@ def _run_pack(ctx: WorkContext, p: dict) -> dict:
     and make their chunks' index text (the CPU-heavy part, here in a worker); ``more``
     when others wait."""
     db, level = ctx.authority(), ctx.config.body_pack_level
+    if p.get("sizes"):
+        return {"sizes": index_sizes.snapshot(db, p["project_id"])}
     packed, more = pack_blocks(db, p["project_id"], level, PACK_TEXT_BYTES)
     return {"packed": packed, "more": more}
 
@@ -255,9 +266,14 @@ def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
     job, or, once every block is packed, the project's index merged as far as the
     pass wrote of it (:func:`~memoryd.storage.corpus.merge_index`), an older home's
     dictionaries no frame names any more deleted and the freed pages given back. A
-    kill anywhere leaves each block, with its chunks' index rows, old or new."""
+    kill anywhere leaves each block, with its chunks' index rows, old or new. The
+    pass ends with the project's chunk sizes stored for its generation (:func:`sizes_job`)."""
     for job, out in done:
         p = job.data
+        if p.get("sizes"):
+            if out["sizes"] is not None:  # else compact, empty or spread thin: none kept
+                index_sizes.store_in(actx.tx, p["project_id"], out["sizes"])
+            continue
         packed = [Packed(*b) for b in out["packed"]]
         store_packed(actx.tx, p["project_id"], packed)
         killpoints.reach("pack_mid_apply")  # drills: the pass killed before its commit
@@ -277,6 +293,7 @@ def _apply_pack(actx: ApplyContext, done: list[tuple[ClaimedJob, Any]]) -> None:
             actx.queue.enqueue_in(actx.tx, [follow])
             continue
         drop_unnamed_dictionaries(actx.tx, p["project_id"])
+        actx.queue.enqueue_in(actx.tx, [sizes_job(p["project_id"], p["project"])])
 
 
 # -- finalize -------------------------------------------------------------------

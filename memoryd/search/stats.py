@@ -12,7 +12,9 @@ The same cache holds each queried term's postings (which chunks hold it, how
 often, and each holding chunk's token count from the FTS5 ``docsize`` table,
 read in one query: :func:`memoryd.storage.fts.postings`; a project of at most
 :data:`SIZES_MAX` chunks reads every chunk's size once per generation instead,
-and each term's postings without them), so the lexical
+and so does any project whose pack pass stored its generation's sizes as one array
+(:mod:`memoryd.storage.index_sizes`), each term's postings then read without them), so
+the lexical
 route computes FTS5's own BM25 (k1 = 1.2, b = 0.75, summed over the query's
 phrases, all columns weighted 1) and which focus terms each candidate holds
 with a few array operations, instead of an FTS5 ``ORDER BY rank`` over every
@@ -40,7 +42,7 @@ import threading
 from collections import OrderedDict
 
 from memoryd.base.lazy import lazy_module
-from memoryd.storage import fts
+from memoryd.storage import fts, index_sizes
 from memoryd.storage.corpus import project_generation, ready_index
 
 np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
@@ -58,19 +60,8 @@ BM25_B = 0.75
 
 
 def _lengths(blobs: list[bytes]) -> np.ndarray:
-    """Tokens of each chunk: the sum of the SQLite varints (one per column) of its FTS5
-    docsize blob, decoded for all chunks at once (a Python loop per byte made the first
-    query of a large project several times slower)."""
-    data = np.frombuffer(b"".join(blobs), dtype=np.uint8).astype(np.int64)
-    if not len(data):
-        return np.zeros(len(blobs))
-    last = (data & 0x80) == 0  # the last byte of each varint
-    ends = np.flatnonzero(last)
-    varint = np.concatenate(([0], np.cumsum(last)[:-1]))  # which varint each byte is in
-    shift = 7 * (ends[varint] - np.arange(len(data)))
-    value = (data & 0x7F) << shift
-    owner = np.repeat(np.arange(len(blobs)), [len(b) for b in blobs])
-    return np.bincount(owner, weights=value, minlength=len(blobs))
+    """Tokens of each chunk of its FTS5 docsize blob (:func:`index_sizes.docsize_tokens`)."""
+    return index_sizes.docsize_tokens(b"".join(blobs), [len(b) for b in blobs])
 
 
 class Postings:
@@ -92,7 +83,8 @@ class TermStats:
         self.pid = pid
         self.generation = generation
         self._db = db
-        self.chunks, tokens = fts.totals(db, pid)
+        self._averages = fts.averages(db, pid)
+        self.chunks, tokens = fts.totals_of(self._averages)
         # tokens per chunk on average (0.0 when the index does not say)
         self.avg_len = tokens / self.chunks if self.chunks and tokens else 0.0
         self._avg_len = self.avg_len or 1.0
@@ -131,12 +123,14 @@ class TermStats:
 
     def _all_lengths(self) -> tuple[int, np.ndarray] | None:
         """(lowest rowid, token count of each chunk by rowid less it), read once per
-        generation in a project of at most :data:`SIZES_MAX` chunks; None in a larger
-        one (each term's postings then join their chunks' sizes)."""
-        if self.chunks > SIZES_MAX:
-            return None
+        generation: the array the pack pass stored for this generation
+        (:mod:`memoryd.storage.index_sizes`), else, in a project of at most
+        :data:`SIZES_MAX` chunks, from every chunk's size; None otherwise (each term's
+        postings then join their chunks' sizes)."""
         if self._sizes is None:
-            self._sizes = self._read_all_lengths() or False
+            stored = index_sizes.load(self._db, self.pid, self.generation, self._averages)
+            small = stored is None and self.chunks <= SIZES_MAX
+            self._sizes = stored or (small and self._read_all_lengths()) or False
         return self._sizes or None
 
     def _read_all_lengths(self) -> tuple[int, np.ndarray] | None:

@@ -45,6 +45,7 @@ from memoryd.base.config import (
 )
 from memoryd.base.errors import MemorydError
 from memoryd.base.lazy import lazy_module
+from memoryd.storage import index_sizes
 from memoryd.storage.lazy import ZDICTS, reading
 from memoryd.storage.unsearched import (
     index_text,
@@ -730,6 +731,8 @@ def store_packed(tx: apsw.Connection, pid: int, packed: Iterable[Packed]) -> int
         rows = [r for r in rows if r[0] in live]
         drop_index_rows(tx, pid, [r[0] for r in rows])
         _index(tx, f"main.{fts_table(pid)}", rows)
+        if rows:  # their index text changed: the statistics of before are stale
+            tx.execute("UPDATE projects SET generation = generation + 1 WHERE id = ?", (pid,))
     return done
 
 
@@ -1170,6 +1173,7 @@ def index_segments(conn: apsw.Connection, pid: int) -> list[Segment]:
 def rebuild_index(tx: apsw.Connection, pid: int) -> int:
     """Drop and refill the project's stored FTS table from files and chunks. Returns
     chunks indexed; a compact project stores none (0)."""
+    index_sizes.drop_in(tx, pid)
     _drop_index(tx, pid)
     if compact_limit(tx, pid):
         return 0

@@ -108,8 +108,18 @@ def totals(db, pid: int) -> tuple[int, int]:
     record: one row, whatever the project's size, kept by FTS5 in every commit that
     changes the index (a ``count(*)`` or a sum over ``docsize`` would read every
     chunk)."""
+    return totals_of(averages(db, pid))
+
+
+def averages(db, pid: int) -> bytes | None:
+    """FTS5's averages record of the project's index (None: none yet)."""
     rows = db.query(f"SELECT block FROM {fts_table(pid)}_data WHERE id = 1")
-    values = varints(rows[0][0]) if rows and rows[0][0] else []
+    return bytes(rows[0][0]) if rows and rows[0][0] else None
+
+
+def totals_of(record: bytes | None) -> tuple[int, int]:
+    """(chunks, tokens over all columns) an averages record says (:func:`totals`)."""
+    values = varints(record) if record else []
     if not values:
         return 0, 0
     return values[0], sum(values[1:])

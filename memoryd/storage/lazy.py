@@ -179,7 +179,25 @@ ZDICTS = Group(
     ("zdicts",),
 )
 
+#: Each indexed project's chunk sizes as one array, written by the end of a pack pass
+#: for the generation it read (:mod:`memoryd.storage.index_sizes`): a search's first
+#: look-up of a term's chunk sizes reads it instead of one ``docsize`` row a chunk.
+SIZES = Group(
+    "sizes",
+    """
+    CREATE TABLE index_sizes (
+        project_id INTEGER PRIMARY KEY, generation INTEGER NOT NULL, averages BLOB NOT NULL,
+        low INTEGER NOT NULL, width INTEGER NOT NULL, data BLOB NOT NULL
+    );
+    """,
+    "index_sizes",
+    ("index_sizes",),
+)
+
+#: The groups the numbered migrations before 20 made (an older home has them all).
 GROUPS = (MEMORY, VECTORS, ZDICTS)
+#: Groups no migration ever made: only their first write makes them.
+LATER_GROUPS = (SIZES,)
 
 
 def _conn(db: Any) -> apsw.Connection:

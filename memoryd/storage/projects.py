@@ -7,7 +7,7 @@ from __future__ import annotations
 import apsw
 import orjson
 
-from memoryd.storage import lazy, records
+from memoryd.storage import index_sizes, lazy, records
 from memoryd.storage.corpus import (
     CHUNKS_OF_FILE,
     _query,
@@ -112,6 +112,7 @@ def remove_step(tx: apsw.Connection, pid: int, limit: int) -> bool:
     tx.execute(f"DROP TABLE IF EXISTS {fts_table(pid)}")
     if lazy.present(tx, lazy.ZDICTS):
         tx.execute("DELETE FROM zdicts WHERE project_id = ?", (pid,))
+    index_sizes.drop_in(tx, pid)
     tx.execute("DELETE FROM projects WHERE id = ?", (pid,))
     # its memory records' terms stay in memory_fts's older segments until written again
     records.optimize_fts_in(tx)

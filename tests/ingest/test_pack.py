@@ -15,7 +15,7 @@ from memoryd.operations.api import Memoryd
 from memoryd.operations.home import Home
 from memoryd.operations.projects import Projects
 from memoryd.operations.search import Search
-from memoryd.storage import corpus
+from memoryd.storage import corpus, fts, index_sizes
 from tests.conftest import query
 from tests.ingest.test_store import _repo, with_dictionary
 
@@ -66,6 +66,22 @@ def test_blocks_packed_after_the_run_same_texts_and_answers(tmp_path: Path) -> N
     for home in homes.values():
         assert query(home, "SELECT count(DISTINCT segid) FROM fts_1_idx") == [(1,)]
         assert query(home, "SELECT count(*) FROM fts_1_vocab WHERE term = 'the'") == [(0,)]
+
+
+def test_the_pass_ends_with_the_chunk_sizes_of_the_generation_it_leaves(tmp_path: Path) -> None:
+    """The pack pass's last job stores every chunk's size for the project's generation:
+    the first search after the ingest reads them in one row, not a row per chunk."""
+    (tmp_path / "repo").mkdir()
+    repo = _repo(tmp_path / "repo", 12)
+    home = _home(tmp_path, "home")
+    md = Memoryd(home)
+    Projects(md).ingest(repo, wait=True, workers=1)
+    generation = md.db.query("SELECT generation FROM projects WHERE id = 1")[0][0]
+    assert query(home, "SELECT project_id, generation FROM index_sizes") == [(1, generation)]
+    stored = index_sizes.load(md.db, 1, generation, fts.averages(md.db, 1))
+    sizes = dict(md.db.query("SELECT id, sz FROM fts_1_docsize"))
+    assert stored is not None and len(sizes) == int((stored[1] >= 0).sum()) > 12
+    md.close()
 
 
 @pytest.mark.slow
@@ -181,7 +197,7 @@ def test_a_job_packs_a_bounded_text_the_pass_takes_as_many_as_it_needs(tmp_path:
     Projects(md).ingest(repo, wait=True, workers=1)
     assert md.db.query("SELECT packed, count(*) FROM body_blocks GROUP BY 1") == [(1, 5)]
     jobs = md.db.query("SELECT count(*) FROM jobs WHERE kind = 'ingest.pack' AND state = 'done'")
-    assert jobs == [(2,)]
+    assert jobs == [(3,)]  # two pack, then the sizes of the generation they leave
     assert Home(md).rebuild(verify=True)["equal"]
     assert Search(md).search("handler_4000005 request", limit=1)["items"][0]["path"] == "big_4.py"
     md.close()
