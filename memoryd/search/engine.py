@@ -295,7 +295,8 @@ def _exact(db, pid: int, stats: TermStats, q: Query) -> tuple[set[int], list[int
 
 
 def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
-    """Fill path, lines and text of candidates (file texts cached per generation).
+    """Fill path, lines and text of candidates (file texts cached per generation); a
+    text held at several paths (copies, one content hash) is read from one of them.
 
     A cached file is a tuple of its lines, not a list: the cyclic garbage collector
     stops tracking a tuple of strings after its first collection, while it visits
@@ -306,8 +307,14 @@ def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
         return
     files: OrderedDict[int, tuple[str, ...]] = stats.extra.setdefault("files", OrderedDict())  # type: ignore[assignment]
     info = chunk_info(db, stats, [c.rowid for c in todo])
-    rows = [info[c.rowid] for c in todo if c.rowid in info]
-    need = {r[1] for r in rows if r[1] not in files}
+    # One copy read per chunk text (by content hash): copies of a vendored file sit in
+    # other blocks, each decompressed up to the file. A copy whose file is cached first.
+    read: dict[bytes, tuple] = {}
+    for c in todo:
+        r = info.get(c.rowid)
+        if r is not None and (r[5] not in read or r[1] in files and read[r[5]][1] not in files):
+            read[r[5]] = r
+    need = {r[1] for r in read.values() if r[1] not in files}
     for fid, text in file_texts(db, need).items():
         files[fid] = tuple(text.split("\n"))
     for c in todo:
@@ -315,10 +322,11 @@ def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
         if r is None:
             c.text = ""
             continue
-        _, fid, c.path, c.start_line, c.end_line, _ = r
+        _, _, c.path, c.start_line, c.end_line, content = r
+        _, fid, _, start, end, _ = read[content]
         lines = files[fid]
         files.move_to_end(fid)
-        c.text = "\n".join(lines[c.start_line - 1 : c.end_line])
+        c.text = "\n".join(lines[start - 1 : end])
     while len(files) > _FILE_CACHE:
         files.popitem(last=False)
 

@@ -32,3 +32,21 @@ def test_copies_fold_into_one_item_listing_their_paths(store, tmp_path):
     )
     assert any(i["path"] == "src/verify.py" for i in r["items"])
     db.close()
+
+
+def test_copies_text_is_read_from_one_of_them(store, tmp_path, monkeypatch):
+    """Each copy of a vendored file sits in its own place (a body, or another block):
+    a search reads one file per chunk text, and every copy's item is as before."""
+    from memoryd.search import engine
+
+    files = {f"vendor/v{i}/crc.py": VENDORED for i in range(4)}
+    files.update({f"notes/{i}.md": f"Sprint note {i}: nothing about checks." for i in range(20)})
+    db = store(tmp_path, "p", files)
+    read: list[int] = []
+    real = engine.file_texts
+    monkeypatch.setattr(engine, "file_texts", lambda db, ids: read.extend(ids) or real(db, ids))
+    r = search(db, "p", "cyclic redundancy checksum lookup table", limit=3)
+    assert len(read) == 1
+    assert "Build the lookup table" in r["items"][0]["excerpt"]
+    assert len(r["items"][0]["also_at"]) == 3
+    db.close()
