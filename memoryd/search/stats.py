@@ -122,8 +122,9 @@ class TermStats:
     # -- postings (lexical route) -------------------------------------------------
 
     def _all_lengths(self) -> tuple[int, np.ndarray] | None:
-        """(lowest rowid, token count of each chunk by rowid less it), read once per
-        generation: the array the pack pass stored for this generation
+        """(lowest rowid, token count of each chunk by rowid less it; none: negative,
+        or all bits set in a stored array), read once per generation: the array the
+        pack pass stored for this generation
         (:mod:`memoryd.storage.index_sizes`), else, in a project of at most
         :data:`SIZES_MAX` chunks, from every chunk's size; None otherwise (each term's
         postings then join their chunks' sizes)."""
@@ -159,8 +160,11 @@ class TermStats:
             at = docs - low
             if not len(at) or (at.min() >= 0 and at.max() < len(lengths)):
                 found = lengths[at]
-                if not np.any(found < 0):  # else: a chunk indexed since (a new generation)
-                    return docs, tf, found
+                # a stored array's sizes are unsigned, all bits set where no chunk was
+                kind_f = found.dtype.kind == "f"
+                missing = found < 0 if kind_f else found == np.iinfo(found.dtype).max
+                if not np.any(missing):  # else: a chunk indexed since (a new generation)
+                    return docs, tf, found if kind_f else found.astype(np.float64)
         rows = fts.postings(self._db, self.pid, stem)
         if rows is None:
             return None

@@ -116,9 +116,10 @@ def drop_in(tx: apsw.Connection, pid: int) -> None:
 
 @reading(SIZES, lambda: None)
 def load(db, pid: int, generation: int, averages: bytes | None) -> tuple[int, np.ndarray] | None:
-    """(lowest rowid, size of each chunk by rowid less it, -1 where none) of the
-    project's array when it was read at ``generation`` with this ``averages`` record;
-    None otherwise."""
+    """(lowest rowid, size of each chunk by rowid less it) of the project's array when
+    it was read at ``generation`` with this ``averages`` record, None otherwise; the
+    sizes as stored (unsigned, all bits set where no chunk is: 2 bytes a rowid, not a
+    float's 8)."""
     rows = db.query(
         "SELECT low, width, data FROM index_sizes WHERE project_id = ? AND generation = ?"
         " AND averages = ?",
@@ -127,7 +128,4 @@ def load(db, pid: int, generation: int, averages: bytes | None) -> tuple[int, np
     if not rows or averages is None:
         return None
     low, width, data = rows[0]
-    raw = np.frombuffer(data, dtype=np.dtype(f"<u{width}"))
-    sizes = raw.astype(np.float64)
-    sizes[raw == np.iinfo(raw.dtype).max] = -1.0
-    return low, sizes
+    return low, np.frombuffer(data, dtype=np.dtype(f"<u{width}"))
