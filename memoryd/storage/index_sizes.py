@@ -28,6 +28,7 @@ from memoryd.storage.lazy import SIZES, ensure, present, reading
 np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
 MAX_SPREAD = 4  # rowid span per chunk past which no array is kept (many chunks replaced)
+READ_STEP = 1 << 18  # rowids read a statement
 
 
 class Snapshot(NamedTuple):
@@ -60,34 +61,56 @@ def docsize_tokens(data: bytes, lengths) -> np.ndarray:
     return np.bincount(owner, weights=value, minlength=count)
 
 
-def snapshot(db, pid: int) -> Snapshot | None:
+def snapshot(db, pid: int, step: int = READ_STEP) -> Snapshot | None:
     """Every chunk size of the project's stored index with the generation and averages
-    record of the same read (one statement: one snapshot); None for a project without
-    a stored index (compact), an empty one, or rowids spread too thin for an array."""
+    record of the same read transaction (``step`` rowids a statement: the worker's
+    memory stays bounded); None for a project without a stored index (compact), an
+    empty one, or rowids spread too thin for an array."""
+    conn: apsw.Connection = getattr(db, "conn", db)
     t = f"fts_{int(pid)}"
+    own = not conn.in_transaction  # else the caller's transaction is the one snapshot
+    if own:
+        conn.execute("BEGIN")  # one snapshot for every statement below
     try:
-        rows = db.query(
+        head = conn.execute(
             "SELECT (SELECT generation FROM projects WHERE id = ? AND compact_limit = 0),"
-            f" (SELECT block FROM {t}_data WHERE id = 1), group_concat(id),"
-            f" group_concat(length(sz)), group_concat(hex(sz), '') FROM {t}_docsize",
+            f" (SELECT block FROM {t}_data WHERE id = 1), min(id), max(id), count(*)"
+            f" FROM {t}_docsize",
             (pid,),
-        )
+        ).fetchone()
+        generation, averages, low, high, count = head
+        if generation is None or not averages or not count:
+            return None
+        span = high - low + 1
+        if span > MAX_SPREAD * count:
+            return None
+        parts = [_sizes(conn, t, start, start + step) for start in range(low, high + 1, step)]
     except apsw.SQLError:  # no stored index
         return None
-    generation, averages, ids, lengths, hexed = rows[0]
-    if generation is None or not averages or not ids:
-        return None
-    rowids = np.fromstring(ids, dtype=np.int64, sep=",")
-    sizes = docsize_tokens(bytes.fromhex(hexed), np.fromstring(lengths, dtype=np.int64, sep=","))
-    low = int(rowids.min())
-    span = int(rowids.max()) - low + 1
-    if span > MAX_SPREAD * len(rowids):
-        return None
-    width = 2 if sizes.max() < 0xFFFF else 4
+    finally:
+        if own:
+            conn.execute("COMMIT")
+    width = 2 if max(int(sizes.max()) for _, sizes in parts if len(sizes)) < 0xFFFF else 4
     dtype = np.dtype(f"<u{width}")
     out = np.full(span, np.iinfo(dtype).max, dtype=dtype)
-    out[rowids - low] = sizes
+    for rowids, sizes in parts:
+        out[rowids - low] = sizes
     return Snapshot(generation, bytes(averages), low, width, out.tobytes())
+
+
+def _sizes(conn: apsw.Connection, table: str, start: int, stop: int) -> tuple:
+    """(rowids, sizes) of the index's chunks of rowids from ``start`` to before ``stop``:
+    three strings concatenated in SQL, parsed by numpy (a row object each costs more)."""
+    ids, lengths, hexed = conn.execute(
+        f"SELECT group_concat(id), group_concat(length(sz)), group_concat(hex(sz), '')"
+        f" FROM {table}_docsize WHERE id >= ? AND id < ?",
+        (start, stop),
+    ).fetchone()
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    rowids = np.fromstring(ids, dtype=np.int64, sep=",")
+    sizes = docsize_tokens(bytes.fromhex(hexed), np.fromstring(lengths, dtype=np.int64, sep=","))
+    return rowids, sizes
 
 
 def store_in(tx: apsw.Connection, pid: int, snap: Snapshot) -> bool:

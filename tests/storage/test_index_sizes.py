@@ -72,12 +72,14 @@ def test_a_snapshot_is_stored_only_while_its_generation_is_the_projects(tmp_path
 
 def test_a_later_generation_does_not_read_it_nor_does_a_rebuilt_index(tmp_path):
     db, pid = _project(tmp_path)
-    db.write(lambda tx: index_sizes.store_in(tx, pid, index_sizes.snapshot(db, pid)))
+    snap = index_sizes.snapshot(db, pid)
+    db.write(lambda tx: index_sizes.store_in(tx, pid, snap))
     assert _stored(db, pid) is not None
     files, blocks = prepare_batch([("notes/new.md", b"the kiln again")], level=3)
     db.write(lambda tx: put_files(tx, pid, files, None, blocks, True))
     assert _stored(db, pid) is None
-    db.write(lambda tx: index_sizes.store_in(tx, pid, index_sizes.snapshot(db, pid)))
+    snap = index_sizes.snapshot(db, pid)
+    db.write(lambda tx: index_sizes.store_in(tx, pid, snap))
     assert _stored(db, pid) is not None
     db.write(lambda tx: rebuild_index(tx, pid))
     assert db.query("SELECT count(*) FROM index_sizes") == [(0,)]
@@ -108,8 +110,18 @@ def test_search_reads_its_generations_array_not_docsize(tmp_path, monkeypatch):
 
     want = scores()
     assert all(want)
-    db.write(lambda tx: index_sizes.store_in(tx, pid, index_sizes.snapshot(db, pid)))
+    snap = index_sizes.snapshot(db, pid)
+    db.write(lambda tx: index_sizes.store_in(tx, pid, snap))
     db.write(lambda tx: tx.execute(f"DELETE FROM {fts_table(pid)}_docsize"))
     got = scores()
     assert [np.round(g, 12).tolist() for g in got] == [np.round(w, 12).tolist() for w in want]
+    db.close()
+
+
+def test_a_snapshot_read_in_steps_is_the_one_read_at_once(tmp_path):
+    db, pid = _project(tmp_path)
+    db.write(lambda tx: retire_files(tx, pid, ["notes/010.md"]))
+    whole = index_sizes.snapshot(db, pid)
+    assert index_sizes.snapshot(db, pid, step=7) == whole and len(whole.data) > 14
+    assert not db.conn.in_transaction  # its read transaction is over
     db.close()
