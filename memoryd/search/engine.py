@@ -44,6 +44,7 @@ from memoryd.storage.corpus import (
     file_texts,
     live_paths,
     project_id,
+    read_costs,
 )
 from memoryd.text.dense import Encoder, HashingEncoder, cosine, default_encoder
 from memoryd.text.evidence import (
@@ -308,12 +309,19 @@ def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
     files: OrderedDict[int, tuple[str, ...]] = stats.extra.setdefault("files", OrderedDict())  # type: ignore[assignment]
     info = chunk_info(db, stats, [c.rowid for c in todo])
     # One copy read per chunk text (by content hash): copies of a vendored file sit in
-    # other blocks, each decompressed up to the file. A copy whose file is cached first.
-    read: dict[bytes, tuple] = {}
+    # other blocks, each decompressed up to the file. A copy whose file is cached, else
+    # the one whose read decompresses the fewest bytes.
+    copies: dict[bytes, list[tuple]] = {}
     for c in todo:
         r = info.get(c.rowid)
-        if r is not None and (r[5] not in read or r[1] in files and read[r[5]][1] not in files):
-            read[r[5]] = r
+        if r is not None:
+            copies.setdefault(r[5], []).append(r)
+    choose = {r[1] for rows in copies.values() if len(rows) > 1 for r in rows}
+    cost = read_costs(db, choose - files.keys()) if choose - files.keys() else {}
+    read = {
+        h: min(rows, key=lambda r: (0 if r[1] in files else cost.get(r[1], 1), r[0]))
+        for h, rows in copies.items()
+    }
     need = {r[1] for r in read.values() if r[1] not in files}
     for fid, text in file_texts(db, need).items():
         files[fid] = tuple(text.split("\n"))

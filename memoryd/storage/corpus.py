@@ -887,6 +887,25 @@ def file_texts(db, file_ids: Iterable[int]) -> dict[int, str]:
     }
 
 
+def read_costs(db, file_ids: Iterable[int]) -> dict[int, int]:
+    """file id -> bytes :func:`file_texts` would decompress to read it: its block's text
+    up to the file's end (none once the block's cache holds that much), or its own
+    frame's."""
+    ids = tuple(set(file_ids))
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = _query(
+        db, f"SELECT id, block_id, block_end, length(body) FROM files WHERE id IN ({marks})", ids
+    )
+    cache = _blocks(db)
+    kept = cache.kept if cache else {}
+    return {
+        fid: (0 if len(kept.get(block_id, b"")) >= end else end) if block_id is not None else size
+        for fid, block_id, end, size in rows
+    }
+
+
 def live_texts(conn: apsw.Connection, pid: int) -> Iterator[tuple[int, str, str]]:
     """(file id, path, text) of every live file of the project, in block order: each
     block is decompressed once and only one is held at a time."""

@@ -50,3 +50,32 @@ def test_copies_text_is_read_from_one_of_them(store, tmp_path, monkeypatch):
     assert "Build the lookup table" in r["items"][0]["excerpt"]
     assert len(r["items"][0]["also_at"]) == 3
     db.close()
+
+
+def test_the_copy_read_is_the_one_whose_block_decompresses_least(tmp_path, monkeypatch):
+    """Copies in two blocks, one at its block's end and one at the start of its own:
+    the second is read (a block is decompressed up to the file read)."""
+    from memoryd.base.config import load_config
+    from memoryd.ingest.chunking import prepare_batch
+    from memoryd.search import engine
+    from memoryd.storage import open_authority
+    from memoryd.storage.corpus import ensure_project, put_files
+
+    db = open_authority(tmp_path, load_config(tmp_path))
+    pid = db.write(lambda tx: ensure_project(tx, "p", None))
+    filler = "".join(f"Sprint note {i}: nothing about checks.\n" for i in range(300)).encode()
+    for batch in (
+        [("vendor/a/notes.md", filler), ("vendor/a/crc.py", VENDORED.encode())],
+        [("vendor/b/crc.py", VENDORED.encode()), ("vendor/b/notes.md", filler)],
+    ):
+        files, blocks = prepare_batch(batch, level=3)
+        db.write(lambda tx, f=files, b=blocks: put_files(tx, pid, f, None, b, True))
+    ids = dict(db.query("SELECT path, id FROM files"))
+    read: list[int] = []
+    real = engine.file_texts
+    monkeypatch.setattr(engine, "file_texts", lambda db, ids: read.extend(ids) or real(db, ids))
+    r = search(db, "p", "cyclic redundancy checksum lookup table", limit=3)
+    assert read == [ids["vendor/b/crc.py"]]
+    assert r["items"][0]["path"] == "vendor/a/crc.py"  # the item is the first copy's still
+    assert r["items"][0]["also_at"] == ["vendor/b/crc.py"]
+    db.close()
