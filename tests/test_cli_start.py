@@ -22,6 +22,9 @@ SEARCH_STACK = ["numpy", "memoryd.search.engine", "memoryd.consolidation.recall"
 NOT_LISTING = ["zstandard.backend_c", "_hashlib", "memoryd.workers.contract"]
 #: What only another encoder (a command's, MiniLM's) or a failure's log line needs.
 UNUSED_BY_SEARCH = ["subprocess", "zipfile", "logging"]
+#: What a plain answer (lines, tables) printed to a pipe does without: rich prints to a
+#: terminal, or what only it can lay out (memoryd.faces.cli.output).
+RICH = ["rich", "rich.console", "rich.table", "rich.text"]
 QUERY = "which port does the staging database listen on?"
 
 
@@ -49,9 +52,9 @@ def test_status_and_search_without_a_supervisor_load_what_they_read(home, tmp_pa
     """``status`` reads the stores, not the search stack nor what a listing does without;
     ``search`` needs the search stack, not what the hashing encoder does without."""
     ingested(home, tmp_path)
-    assert imported(home, ["status"], SEARCH_STACK + NOT_LISTING, tmp_path) == []
+    assert imported(home, ["status"], SEARCH_STACK + NOT_LISTING + RICH, tmp_path) == []
     search = ["search", QUERY, "--project", "demo"]
-    found = imported(home, search, SEARCH_STACK + UNUSED_BY_SEARCH, tmp_path)
+    found = imported(home, search, SEARCH_STACK + UNUSED_BY_SEARCH + RICH, tmp_path)
     assert found == sorted(SEARCH_STACK)
 
 
@@ -64,6 +67,6 @@ def test_a_routed_status_or_search_loads_no_store(home, tmp_path, background) ->
     background("run", "--workers", "1")
     wait_for(lambda: socket_path(home).exists(), what="the control socket")
     for args in (["status"], search):
-        assert imported(home, args, STORES + SEARCH_STACK, tmp_path) == [], args
+        assert imported(home, args, STORES + SEARCH_STACK + RICH, tmp_path) == [], args
     assert run_cli(*search, home=home).stdout == embedded
     assert "supervisor: pid" in run_cli("status", home=home).stdout
