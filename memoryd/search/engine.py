@@ -48,7 +48,7 @@ from memoryd.storage.corpus import (
 from memoryd.text.dense import (
     Encoder,
     HashingEncoder,
-    cosine,
+    cosines,
     default_encoder,
     plain_vectors,
 )
@@ -917,7 +917,8 @@ def _cosines(stats: TermStats, enc: Encoder, q: Query, cands: Sequence[Candidate
             vectors[(id(enc), c.rowid)] = vec
         while len(vectors) > 20000:
             vectors.popitem(last=False)
-    for c in cands:
-        if c.cosine is None:
-            vec = vectors.get((id(enc), c.rowid))
-            c.cosine = cosine(qv, vec) if vec is not None else 0.0
+    todo = [c for c in cands if c.cosine is None]
+    coded = [vectors.get((id(enc), c.rowid)) for c in todo]
+    sims = iter(cosines(qv, [vec for vec in coded if vec is not None]))
+    for c, vec in zip(todo, coded, strict=True):
+        c.cosine = next(sims) if vec is not None else 0.0

@@ -541,14 +541,31 @@ def code_similarity(query: np.ndarray, codes: np.ndarray, dim: int) -> np.ndarra
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """The cosine of two vectors (numpy's or lists), its sums rounded once
-    (``math.fsum``): the same bits whatever holds the vectors and however a BLAS
-    would order its additions."""
-    a = a.tolist() if hasattr(a, "tolist") else a
-    b = b.tolist() if hasattr(b, "tolist") else b
-    na = math.sqrt(math.fsum(map(operator.mul, a, a)))
-    nb = math.sqrt(math.fsum(map(operator.mul, b, b)))
-    return math.fsum(map(operator.mul, a, b)) / (na * nb) if na and nb else 0.0
+    """The cosine of two vectors (see :func:`cosines`)."""
+    return cosines(a, [b])[0]
+
+
+def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
+    """The cosine of ``query`` with each of ``vectors`` (numpy's or lists), each sum of
+    products rounded once (``math.fsum``): the same bits whatever holds the vectors and
+    however a BLAS would order its additions. Arrays' products are taken in one array
+    operation (the same IEEE products as Python's)."""
+    if not vectors:
+        return []
+    if any(hasattr(v, "tolist") for v in (query, *vectors)):
+        q = np.asarray(query, dtype=np.float64)
+        m = np.asarray(vectors, dtype=np.float64)
+        qq, dots, squares = (q * q).tolist(), (m * q).tolist(), (m * m).tolist()
+    else:
+        qq = list(map(operator.mul, query, query))
+        dots = [list(map(operator.mul, v, query)) for v in vectors]
+        squares = [list(map(operator.mul, v, v)) for v in vectors]
+    nq, fsum, sqrt = math.sqrt(math.fsum(qq)), math.fsum, math.sqrt
+    out = []
+    for dot, square in zip(dots, squares, strict=True):
+        nv = sqrt(fsum(square))
+        out.append(fsum(dot) / (nq * nv) if nq and nv else 0.0)
+    return out
 
 
 def plain_vectors() -> bool:
