@@ -17,11 +17,21 @@ from tests.conftest import clean_env, run_cli, wait_for
 STORES = ["apsw", "memoryd.queue", "memoryd.storage", "memoryd.workers.contract", "zstandard"]
 #: The search stack: only a search run in this process needs it.
 SEARCH_STACK = ["numpy", "memoryd.search.engine", "memoryd.consolidation.recall"]
+#: numpy loaded, not only named (a lazy module stands in ``sys.modules`` until used): a
+#: small project's search scores and encodes in Python (memoryd.search.stats,
+#: memoryd.text.dense), as numpy would, bit for bit.
+NUMPY_LOADED = ["numpy._core", "numpy.linalg"]
 #: Not read by a listing: the codecs the stores load on first use (a body decompressed,
 #: a digest made), the job contract (projects' job kinds).
 NOT_LISTING = ["zstandard.backend_c", "_hashlib", "memoryd.workers.contract"]
 #: What only another encoder (a command's, MiniLM's) or a failure's log line needs.
 UNUSED_BY_SEARCH = ["subprocess", "zipfile", "logging"]
+#: What a command run embedded does without: the control socket's client connects
+#: only to a running supervisor; a retry's jitter, a digest load their modules.
+EMBEDDED_UNUSED = ["socket", "random", "_hashlib"]
+#: What a plain answer (lines, tables) printed to a pipe does without: rich prints to a
+#: terminal, or what only it can lay out (memoryd.faces.cli.output).
+RICH = ["rich", "rich.console", "rich.table", "rich.text"]
 QUERY = "which port does the staging database listen on?"
 
 
@@ -47,12 +57,14 @@ def ingested(home: Path, tmp_path: Path) -> Path:
 
 def test_status_and_search_without_a_supervisor_load_what_they_read(home, tmp_path) -> None:
     """``status`` reads the stores, not the search stack nor what a listing does without;
-    ``search`` needs the search stack, not what the hashing encoder does without."""
+    ``search`` needs the search stack, not what the hashing encoder does without, nor
+    numpy itself (a small project) nor rich (plain lines to a pipe)."""
     ingested(home, tmp_path)
-    assert imported(home, ["status"], SEARCH_STACK + NOT_LISTING, tmp_path) == []
+    unused = NOT_LISTING + RICH + EMBEDDED_UNUSED
+    assert imported(home, ["status"], SEARCH_STACK + unused, tmp_path) == []
     search = ["search", QUERY, "--project", "demo"]
-    found = imported(home, search, SEARCH_STACK + UNUSED_BY_SEARCH, tmp_path)
-    assert found == sorted(SEARCH_STACK)
+    unused = UNUSED_BY_SEARCH + RICH + NUMPY_LOADED + EMBEDDED_UNUSED
+    assert imported(home, search, SEARCH_STACK + unused, tmp_path) == sorted(SEARCH_STACK)
 
 
 def test_a_routed_status_or_search_loads_no_store(home, tmp_path, background) -> None:
@@ -64,6 +76,6 @@ def test_a_routed_status_or_search_loads_no_store(home, tmp_path, background) ->
     background("run", "--workers", "1")
     wait_for(lambda: socket_path(home).exists(), what="the control socket")
     for args in (["status"], search):
-        assert imported(home, args, STORES + SEARCH_STACK, tmp_path) == [], args
+        assert imported(home, args, STORES + SEARCH_STACK + RICH, tmp_path) == [], args
     assert run_cli(*search, home=home).stdout == embedded
     assert "supervisor: pid" in run_cli("status", home=home).stdout

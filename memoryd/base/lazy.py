@@ -30,3 +30,10 @@ def lazy_module(name: str) -> ModuleType:
     sys.modules[name] = module
     loader.exec_module(module)
     return module
+
+
+def loaded(name: str) -> bool:
+    """Whether module ``name`` has been executed: imported, or a :func:`lazy_module`
+    used already (until its first use it is of another type, whose attributes would
+    load it)."""
+    return type(sys.modules.get(name)) is ModuleType

@@ -30,7 +30,6 @@ active: search and recall list it as needing review (:func:`split_review`).
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 import time
@@ -40,12 +39,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from memoryd.base.lazy import lazy_module
 from memoryd.storage import anchors as store
 from memoryd.storage import records
 from memoryd.storage.authority import savepoint
 from memoryd.storage.corpus import file_texts, live_texts
 from memoryd.text.lexicon import word_list
 from memoryd.text.terms import STOPWORDS, stem, words
+
+hashlib = lazy_module("hashlib")  # OpenSSL's: loaded by a digest, not by a search
 
 MARKS = ("verified", "moved", "changed", "stale")
 FOUND = ("verified", "moved")

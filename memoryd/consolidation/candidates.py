@@ -15,15 +15,17 @@ its text alone (same text, same triggers).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
 
 import orjson
 
+from memoryd.base.lazy import lazy_module
 from memoryd.consolidation import KINDS
 from memoryd.text.terms import STOPWORDS, words
+
+hashlib = lazy_module("hashlib")  # OpenSSL's: loaded by a digest, not by a search
 
 DEFAULT_KIND = "fact"  # the kind of a candidate that names none (part of the format)
 FIELDS = frozenset({"kind", "text", "triggers", "scope", "refs", "source"})

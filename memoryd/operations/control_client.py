@@ -8,15 +8,17 @@ than a millisecond under load).
 
 from __future__ import annotations
 
-import socket
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from memoryd.base.errors import ArchiveOpError, StoreBusy
 from memoryd.workers.socket_address import address, socket_path
+
+if TYPE_CHECKING:
+    import socket
 
 #: A request unanswered this long means the supervisor is wedged, not slow.
 REQUEST_TIMEOUT_SECONDS = 60.0
@@ -34,6 +36,8 @@ def request(home: Path, op: str, /, **args: Any) -> dict | None:
 
 def connect(home: Path) -> socket.socket | None:
     """A connection to the home's control socket; None when no server listens."""
+    import socket  # here: a command run embedded (no supervisor) makes no connection
+
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.settimeout(REQUEST_TIMEOUT_SECONDS)
     try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -171,6 +170,8 @@ class Home:
         limit = self.md.config.shutdown_grace_seconds + STOP_MARGIN_SECONDS
         deadline = time.monotonic() + (timeout or limit)
         start = time.monotonic()
+        import signal  # here: not on every command's start
+
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
         while running_supervisor(home) == pid or not _exited(pid):

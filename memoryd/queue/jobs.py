@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -317,6 +316,8 @@ class JobQueue:
     def backoff(self, attempts: int) -> float:
         """Jittered exponential delay before attempt ``attempts + 1``."""
         delay = min(self.backoff_max, self.backoff_base * 2 ** max(attempts - 1, 0))
+        import random  # here: a retry's jitter, not every command's start
+
         return delay * random.uniform(0.5, 1.0)
 
     # -- reclaim ---------------------------------------------------------------

@@ -46,7 +46,13 @@ from memoryd.storage.corpus import (
     project_id,
     read_costs,
 )
-from memoryd.text.dense import Encoder, HashingEncoder, cosine, default_encoder
+from memoryd.text.dense import (
+    Encoder,
+    HashingEncoder,
+    cosines,
+    default_encoder,
+    plain_vectors,
+)
 from memoryd.text.evidence import (
     asked_persons,
     focus_prefixes,
@@ -76,6 +82,9 @@ PERSON_PROBE = 10  # candidates read to tell whether a named person is a speaker
 MAX_PHRASES = 63  # bits of the FTS5 auxiliary function's answer
 IDENTIFIER_CHUNKS = 20  # chunks a named identifier adds (its best by BM25)
 DENSE_HEAD = 10  # admitted candidates (at least) the dense route reorders
+# Tokens of a batch of hashing vectors made in Python when numpy is not loaded (about
+# 30 ms at most, numpy's import about 80): a one-shot search of a small project.
+PLAIN_TOKENS = 50_000
 EXCERPT_CHARS = 320
 _FILE_CACHE = 512
 _TOKEN_CACHE = 5_000  # chunk texts' (and paths') tokens kept per generation (about 10 MB)
@@ -893,9 +902,14 @@ def _encoded(enc: Encoder, texts: list[str], cands: list[Candidate]) -> list:
     """Vectors of ``texts`` then of ``cands``' texts. The hashing encoder takes them in
     one batch (its vectors do not depend on the batching, and each call has a fixed
     numpy cost of about a tenth of a millisecond) and the candidates' stems as they were
-    tokenized for the query; another encoder, the query alone as before."""
+    tokenized for the query; another encoder, the query alone as before. Without
+    numpy loaded, a batch of at most :data:`PLAIN_TOKENS` tokens is encoded in Python
+    (the same vectors: :meth:`HashingEncoder.encode_plain`)."""
     if isinstance(enc, HashingEncoder):
-        return enc.encode_stems([stems(t) for t in texts] + [_stems(c) for c in cands])
+        batch = [stems(t) for t in texts] + [_stems(c) for c in cands]
+        if plain_vectors() and sum(map(len, batch)) <= PLAIN_TOKENS:
+            return enc.encode_plain(batch)
+        return enc.encode_stems(batch)
     out = enc.encode(texts) if texts else []
     return [*out, *(enc.encode([c.text or "" for c in cands]) if cands else [])]
 
@@ -919,7 +933,8 @@ def _cosines(stats: TermStats, enc: Encoder, q: Query, cands: Sequence[Candidate
             vectors[(id(enc), c.rowid)] = vec
         while len(vectors) > 20000:
             vectors.popitem(last=False)
-    for c in cands:
-        if c.cosine is None:
-            vec = vectors.get((id(enc), c.rowid))
-            c.cosine = cosine(qv, vec) if vec is not None else 0.0
+    todo = [c for c in cands if c.cosine is None]
+    coded = [vectors.get((id(enc), c.rowid)) for c in todo]
+    sims = iter(cosines(qv, [vec for vec in coded if vec is not None]))
+    for c, vec in zip(todo, coded, strict=True):
+        c.cosine = next(sims) if vec is not None else 0.0

@@ -41,9 +41,10 @@ import math
 import threading
 from collections import OrderedDict
 
-from memoryd.base.lazy import lazy_module
+from memoryd.base.lazy import lazy_module, loaded
 from memoryd.storage import fts, index_sizes
 from memoryd.storage.corpus import project_generation, ready_index
+from memoryd.storage.unsearched import varints
 
 np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
@@ -55,6 +56,10 @@ SIZES_MAX = 50_000
 # Posting entries below which a query's lists are summed whole: MaxScore's tries
 # cost more than they save on short lists.
 PRUNE_MIN = 20_000
+# Posting entries up to which a query is scored in Python while numpy is not loaded
+# (a one-shot search of a small project: numpy's import costs about 80 ms, reading
+# and scoring this many entries in Python about 30): the same scores, bit for bit.
+PLAIN_POSTINGS = 10_000
 BM25_K1 = 1.2
 BM25_B = 0.75
 
@@ -93,6 +98,8 @@ class TermStats:
         self._postings: OrderedDict[str, Postings] = OrderedDict()
         self._posting_entries = 0
         self._sizes: tuple[int, np.ndarray] | bool | None = None  # False: not kept
+        # stem -> (rowids, BM25 contributions) as lists: the plain route's postings
+        self._plain: dict[str, tuple[list[int], list[float]]] = {}
         self.has_postings = True  # False once the index turned out to keep no positions/sizes
         self._lock = threading.Lock()
 
@@ -179,10 +186,35 @@ class TermStats:
             return None
         docs, tf, lengths = read
         norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / self._avg_len)
-        n, d = self.chunks, len(docs)
-        idf = math.log((n - d + 0.5) / (d + 0.5)) if d else 0.0
-        idf = idf if idf > 0 else 1e-6  # FTS5's floor for terms in over half the rows
+        idf = self._idf_of(len(docs))
         return Postings(docs, idf * tf * (BM25_K1 + 1.0) / (tf + norm))
+
+    def _idf_of(self, d: int) -> float:
+        """FTS5's idf of a term in ``d`` chunks."""
+        n = self.chunks
+        idf = math.log((n - d + 0.5) / (d + 0.5)) if d else 0.0
+        return idf if idf > 0 else 1e-6  # FTS5's floor for terms in over half the rows
+
+    def _plain_postings(self, stem: str) -> tuple[list[int], list[float]] | None:
+        """:meth:`_read_postings` in lists (the same arithmetic, element by element),
+        from the term's postings joined with their chunks' sizes; None as there."""
+        hit = self._plain.get(stem)
+        if hit is not None:
+            return hit
+        rows = fts.postings(self._db, self.pid, stem)
+        if rows is None:
+            self.has_postings = False
+            return None
+        idf, avg = self._idf_of(len(rows)), self._avg_len
+        scores = []
+        for _, n, size in rows:
+            tf, length = float(n), float(sum(varints(size)))
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / avg)
+            scores.append(idf * tf * (BM25_K1 + 1.0) / (tf + norm))
+        if sum(map(len, self._plain.values())) > PLAIN_POSTINGS:
+            self._plain.clear()
+        hit = self._plain[stem] = ([r[0] for r in rows], scores)
+        return hit
 
     def postings(self, stem: str) -> Postings | None:
         """The term's postings and BM25 contributions, or None when the index keeps
@@ -223,7 +255,14 @@ class TermStats:
         ``pool``-th best of those scores, no chunk holding only skipped terms can
         enter the pool. Otherwise every list is summed in the process's scratch
         arrays (:class:`_Scratch`). Either way the work follows the query's
-        postings, not the project, and the answer is the same."""
+        postings, not the project, and the answer is the same. While numpy is not
+        loaded, a query of at most :data:`PLAIN_POSTINGS` entries is scored in
+        Python (:meth:`_bm25_plain`), to the same answer."""
+        terms = terms[:62]
+        if self.has_postings and not loaded("numpy"):
+            self.prefetch([s for group in terms for s in group])
+            if sum(self._df[s] for group in terms for s in group) <= PLAIN_POSTINGS:
+                return self._bm25_plain(terms, pool)
         parts = []
         for i, group in enumerate(terms[:62]):
             for s in group:
@@ -238,6 +277,33 @@ class TermStats:
             return []
         top = _pruned(parts, pool)
         return top if top is not None else _summed(parts, pool)
+
+    def _bm25_plain(
+        self, terms: list[tuple[str, ...]], pool: int
+    ) -> list[tuple[int, int, float]] | None:
+        """:func:`_summed` in Python: each chunk's contributions added in the query's
+        order, from zero, as the scratch arrays add them; :func:`_best`'s order."""
+        acc: dict[int, list] = {}  # rowid -> [score, mask]
+        for i, group in enumerate(terms):
+            bit = 1 << i
+            for s in group:
+                if self._df[s] == 0:
+                    continue
+                read = self._plain_postings(s)
+                if read is None:
+                    return None
+                for rowid, score in zip(*read, strict=True):
+                    held = acc.get(rowid)
+                    if held is None:
+                        acc[rowid] = [0.0 + score, bit]
+                    else:
+                        held[0] += score
+                        held[1] |= bit
+        top = sorted(acc.items(), key=lambda item: (-item[1][0], item[0]))
+        if len(top) > pool:
+            cut = top[pool - 1][1][0]
+            top = [item for item in top if item[1][0] >= cut]
+        return [(rowid, mask, score) for rowid, (score, mask) in top]
 
 
 def _pruned(parts: list[tuple[int, Postings]], pool: int) -> list[tuple] | None:
@@ -348,12 +414,12 @@ class _Scratch:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self._scores = np.zeros(0, dtype=np.float64)
-        self._masks = np.zeros(0, dtype=np.int64)
+        self._scores: np.ndarray | None = None  # made on first use (no numpy at import)
+        self._masks: np.ndarray | None = None
 
     def arrays(self, span: int) -> tuple[np.ndarray, np.ndarray]:
         """The arrays, at least ``span`` long (call with :attr:`lock` held)."""
-        if len(self._scores) < span:
+        if self._scores is None or len(self._scores) < span:
             self._scores = np.zeros(span, dtype=np.float64)
             self._masks = np.zeros(span, dtype=np.int64)
         return self._scores, self._masks

@@ -16,7 +16,6 @@ describes other text. One encoder makes chunk and record codes alike
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 import apsw
@@ -28,6 +27,7 @@ from memoryd.storage.corpus import _query
 from memoryd.storage.lazy import MEMORY, VECTORS, present, reading
 from memoryd.text.dense import unpack
 
+hashlib = lazy_module("hashlib")  # OpenSSL's: loaded by a digest, not by a search
 np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
 SOURCE = "records"  # the vectors.encode payload's source for record codes

@@ -18,7 +18,6 @@ writing or searching with another one raises :class:`EncoderChanged` until
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 import apsw
@@ -29,6 +28,7 @@ from memoryd.storage.corpus import CHUNKS_OF_FILE, _query, file_texts, live_text
 from memoryd.storage.lazy import VECTORS, present, reading, writing
 from memoryd.text.dense import Encoder, encoder_name, load_encoder, pack, unpack
 
+hashlib = lazy_module("hashlib")  # OpenSSL's: loaded by a digest, not by a search
 np = lazy_module("numpy")  # loaded on first use (memoryd.base.lazy)
 
 HASHING = "hashing"  # the in-memory re-ranker keeps no stored vectors

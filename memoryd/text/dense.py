@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import operator
 import shlex
 import threading
 import zlib
@@ -41,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from memoryd.base.errors import EncoderUnavailable
-from memoryd.base.lazy import lazy_module
+from memoryd.base.lazy import lazy_module, loaded
 from memoryd.text.minilm import MINILM, MiniLMEncoder
 from memoryd.text.terms import STOPWORDS, stems
 
@@ -82,16 +84,22 @@ class HashingEncoder:
 
     def _reset(self) -> None:
         self._ids: dict[str, int] = {}
-        self._start = np.zeros(1024, dtype=np.intp)  # row -> its first feature
-        self._count = np.zeros(1024, dtype=np.intp)  # row -> how many features
-        self._feature_b = np.zeros(8192, dtype=np.intp)
-        self._feature_v = np.zeros(8192, dtype=np.float64)
+        self._tables = False  # the arrays below, made on the first encode_stems
         self._features = 0
         self._long: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._rows = 0
         # character trigram -> (bucket, sign): far fewer trigrams than stems, so a new
         # stem mostly costs one hash (its word feature), not one per trigram
         self._trigrams: dict[str, tuple[int, float]] = {}
+        # stem -> its features (buckets, values), None for a stopword: encode_plain's
+        self._plain: dict[str, tuple[list[int], list[float]] | None] = {}
+
+    def _make_tables(self) -> None:
+        self._start = np.zeros(1024, dtype=np.intp)  # row -> its first feature
+        self._count = np.zeros(1024, dtype=np.intp)  # row -> how many features
+        self._feature_b = np.zeros(8192, dtype=np.intp)
+        self._feature_v = np.zeros(8192, dtype=np.float64)
+        self._tables = True
 
     def _bucket(self, feature: str) -> tuple[int, float]:
         h = zlib.crc32(feature.encode("utf-8"))
@@ -110,27 +118,18 @@ class HashingEncoder:
         and a sign; a trigram's value is ``trigram_weight`` shared among them."""
         if len(self._ids) + len(new) > _MAX_VOCAB:
             self._reset()
+        if not self._tables:
+            self._make_tables()
         short: list[str] = []
         counts: list[int] = []
         flat_b: list[int] = []  # the new rows' features, one after the other
         flat_v: list[float] = []
-        known, tw = self._trigrams, self.trigram_weight
         for stem in new:
             if stem in STOPWORDS:
                 self._ids[stem] = -1
                 continue
             at = len(flat_b)
-            b, sign = self._bucket("w:" + stem)
-            flat_b.append(b)
-            flat_v.append(sign)
-            n = len(stem)  # trigrams of "<stem>"
-            if n >= 3:
-                padded, w = f"<{stem}>", tw / n
-                for i in range(n):
-                    tri = padded[i : i + 3]
-                    hit = known.get(tri) or self._new_trigram(tri)
-                    flat_b.append(hit[0])
-                    flat_v.append(hit[1] * w)
+            self._stem_features(stem, flat_b, flat_v)
             if len(flat_b) - at > _WIDTH:
                 i = -2 - len(self._long)
                 self._long[i] = (np.array(flat_b[at:]), np.array(flat_v[at:]))
@@ -156,8 +155,60 @@ class HashingEncoder:
         self._ids.update(zip(short, range(first, need), strict=True))
         self._rows, self._features = need, end
 
+    def _stem_features(self, stem: str, flat_b: list[int], flat_v: list[float]) -> None:
+        """Append a (non-stopword) stem's features: its word, then each character
+        trigram of ``<stem>`` (stems of one or two letters: the word alone)."""
+        b, sign = self._bucket("w:" + stem)
+        flat_b.append(b)
+        flat_v.append(sign)
+        n = len(stem)  # trigrams of "<stem>"
+        if n >= 3:
+            known = self._trigrams
+            padded, w = f"<{stem}>", self.trigram_weight / n
+            for i in range(n):
+                tri = padded[i : i + 3]
+                hit = known.get(tri) or self._new_trigram(tri)
+                flat_b.append(hit[0])
+                flat_v.append(hit[1] * w)
+
     def encode(self, texts: Sequence[str]) -> list[np.ndarray]:
         return self.encode_stems([stems(text) for text in texts])
+
+    def encode_plain(self, token_lists: Sequence[Sequence[str]]) -> list[list[float]]:
+        """:meth:`encode_stems` in Python lists, bit for bit (the same additions in the
+        same order, the same logarithms and norms): a query's few vectors without
+        numpy's import (a one-shot search, issue 32 item 6)."""
+        plain, dim = self._plain, self.dim
+        if len(plain) > _MAX_VOCAB:
+            plain.clear()
+        out = []
+        for toks in token_lists:
+            vec = [0.0] * dim
+            longs = []
+            for stem, tf in Counter(toks).items():
+                if stem not in plain:
+                    if stem in STOPWORDS:
+                        plain[stem] = None
+                    else:
+                        plain[stem] = feats = ([], [])
+                        self._stem_features(stem, *feats)
+                feats = plain[stem]
+                if feats is None:
+                    continue
+                w = 1.0 + math.log(tf)
+                if len(feats[0]) > _WIDTH:  # summed apart, after the others
+                    longs.append((feats, w))
+                    continue
+                for b, v in zip(*feats, strict=True):
+                    vec[b] += v * w
+            for (bs, vs), w in longs:
+                part = [0.0] * dim
+                for b, v in zip(bs, vs, strict=True):
+                    part[b] += v * w
+                vec = list(map(operator.add, vec, part))
+            norm = math.sqrt(math.fsum(map(operator.mul, vec, vec))) or 1.0
+            out.append([x / norm for x in vec])
+        return out
 
     def encode_stems(self, token_lists: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """:meth:`encode` of texts already tokenized (their indexed stems, in order),
@@ -183,14 +234,14 @@ class HashingEncoder:
             ids = np.fromiter(map(ids_of, chain.from_iterable(counts)), np.intp, total)
             tf = np.fromiter(chain.from_iterable(c.values() for c in counts), np.float64, total)
             seg = np.repeat(np.arange(n, dtype=np.intp), distinct)
-            weight = 1.0 + np.log(tf)
+            weight = 1.0 + _logs(tf)
             short = ids >= 0
             if short.any():
                 out = self._summed(ids[short], seg[short], weight[short], n)
             for j, i, w in zip(seg[ids < -1], ids[ids < -1], weight[ids < -1], strict=True):
                 b, val = self._long[int(i)]
                 out[j] += np.bincount(b, weights=val * w, minlength=self.dim)
-        norms = np.sqrt(np.einsum("ij,ij->i", out, out))
+        norms = np.sqrt([math.fsum(row) for row in (out * out).tolist()])
         norms[norms == 0] = 1.0
         out /= norms[:, None]
         return list(out)
@@ -206,6 +257,12 @@ class HashingEncoder:
         buckets = self._feature_b[at] + np.repeat(seg * self.dim, count)
         values = self._feature_v[at] * np.repeat(weight, count)
         return np.bincount(buckets, weights=values, minlength=n * self.dim).reshape(n, self.dim)
+
+
+def _logs(tf: np.ndarray) -> np.ndarray:
+    """``log`` of each term frequency as ``math.log`` takes it (numpy's may differ in
+    the last bit on some CPUs; :meth:`HashingEncoder.encode_plain` uses ``math``'s)."""
+    return np.fromiter(map(math.log, tf.tolist()), np.float64, len(tf))
 
 
 def _grown(need: int, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -484,10 +541,38 @@ def code_similarity(query: np.ndarray, codes: np.ndarray, dim: int) -> np.ndarra
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    na, nb = float(np.sqrt(a @ a)), float(np.sqrt(b @ b))
-    return float(a @ b) / (na * nb) if na and nb else 0.0
+    """The cosine of two vectors (see :func:`cosines`)."""
+    return cosines(a, [b])[0]
+
+
+def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
+    """The cosine of ``query`` with each of ``vectors`` (numpy's or lists), each sum of
+    products rounded once (``math.fsum``): the same bits whatever holds the vectors and
+    however a BLAS would order its additions. Arrays' products are taken in one array
+    operation (the same IEEE products as Python's)."""
+    if not vectors:
+        return []
+    if any(hasattr(v, "tolist") for v in (query, *vectors)):
+        q = np.asarray(query, dtype=np.float64)
+        m = np.asarray(vectors, dtype=np.float64)
+        qq, dots, squares = (q * q).tolist(), (m * q).tolist(), (m * m).tolist()
+    else:
+        qq = list(map(operator.mul, query, query))
+        dots = [list(map(operator.mul, v, query)) for v in vectors]
+        squares = [list(map(operator.mul, v, v)) for v in vectors]
+    nq, fsum, sqrt = math.sqrt(math.fsum(qq)), math.fsum, math.sqrt
+    out = []
+    for dot, square in zip(dots, squares, strict=True):
+        nv = sqrt(fsum(square))
+        out.append(fsum(dot) / (nq * nv) if nq and nv else 0.0)
+    return out
+
+
+def plain_vectors() -> bool:
+    """Whether a query's few hashing vectors are made in Python
+    (:meth:`HashingEncoder.encode_plain`): numpy is not loaded (a one-shot command;
+    its import costs more than the vectors)."""
+    return not loaded("numpy")
 
 
 @functools.cache

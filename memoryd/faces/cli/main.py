@@ -13,12 +13,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 import orjson
-from rich.console import Console
-from rich.text import Text
 
 from memoryd.base.config import (
     RETENTION_THRESHOLD_FLAGS,
@@ -30,12 +28,10 @@ from memoryd.base.config import (
 from memoryd.base.errors import ConfigError, MemorydError, UsageError, corruption, is_corruption
 from memoryd.base.times import utc_iso
 from memoryd.faces.cli.memory import add_commands as add_memory_commands
+from memoryd.faces.cli.output import Console, Table
 from memoryd.operations.api import Memoryd
 from memoryd.operations.home import Home
 from memoryd.operations.projects import Projects
-
-if TYPE_CHECKING:
-    from rich.table import Table
 
 # A subject a few commands use (jobs, the archive, search, recall) is imported by them:
 # its modules (the queue, the stores, the job contract) are not on every command's start.
@@ -73,8 +69,15 @@ def report_error(
     if as_json:  # the JSON says it all: nothing on stderr besides
         emit_json({"error": code, "message": message, "retryable": retryable} | (details or {}))
     else:
-        err.print(Text(f"memoryd: {message}", style="bold red"))
+        err.print(red_line(f"memoryd: {message}"))
     sys.exit(exit_code)
+
+
+def red_line(text: str) -> Any:
+    """``text`` in bold red, no markup read (rich's Text: imported for a failure)."""
+    from rich.text import Text
+
+    return Text(text, style="bold red")
 
 
 class _LazyChoice(click.Choice):
@@ -116,9 +119,7 @@ class MemorydGroup(click.Group):
 
 
 def table_of(*columns: str, **options: Any) -> Table:
-    """A rich table: ``rich.table``'s import (5 ms) waits for a command that prints one."""
-    from rich.table import Table
-
+    """A table (rich's when rich prints it: :mod:`.output`)."""
     return Table(*columns, **options)
 
 
@@ -322,7 +323,7 @@ class IngestProgress:
                 TextColumn("{task.fields[mb]}"),
                 TransferSpeedColumn(),
                 TimeRemainingColumn(),
-                console=err,
+                console=err.rich,
                 transient=True,
             )
 
@@ -1697,7 +1698,7 @@ def config_cmd(md: Memoryd, as_json: bool) -> None:
             click.echo(f"{name:<{width}}  {_setting_text(name, s['value']):>10}  {s['source']}")
             click.echo(f"  {s['help']}")
     for problem in report["problems"]:
-        err.print(Text(f"memoryd: {problem}", style="bold red"))
+        err.print(red_line(f"memoryd: {problem}"))
     if report["problems"]:
         sys.exit(ConfigError.exit_code)
 
