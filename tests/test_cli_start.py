@@ -60,8 +60,8 @@ def test_status_and_search_without_a_supervisor_load_what_they_read(home, tmp_pa
     ``search`` needs the search stack, not what the hashing encoder does without, nor
     numpy itself (a small project) nor rich (plain lines to a pipe)."""
     ingested(home, tmp_path)
-    unused = NOT_LISTING + RICH + EMBEDDED_UNUSED
-    assert imported(home, ["status"], SEARCH_STACK + unused, tmp_path) == []
+    unused = NOT_LISTING + RICH + EMBEDDED_UNUSED + NUMPY_LOADED  # numpy may be named
+    assert imported(home, ["status"], SEARCH_STACK[1:] + unused, tmp_path) == []
     search = ["search", QUERY, "--project", "demo"]
     unused = UNUSED_BY_SEARCH + RICH + NUMPY_LOADED + EMBEDDED_UNUSED
     assert imported(home, search, SEARCH_STACK + unused, tmp_path) == sorted(SEARCH_STACK)

@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from memoryd.faces.cli import main as cli_mod
+from memoryd.faces.cli.output import Console as CliConsole
 from memoryd.ingest import progress
 from memoryd.ingest.jobs import BATCH
 from memoryd.ingest.progress import ScanProgress
@@ -217,7 +218,8 @@ def test_the_terminal_bar_shows_files_found_and_leaves_nothing_behind(monkeypatc
     """On a terminal: files found while scanning, and no stale bar once the run ends
     (a no-op rerun: scanned with nothing to do); the summary prints on a clean line."""
     screen = io.StringIO()
-    monkeypatch.setattr(cli_mod, "err", Console(file=screen, force_terminal=True, width=120))
+    terminal = Console(file=screen, force_terminal=True, width=120)
+    monkeypatch.setattr(cli_mod, "err", CliConsole(stderr=True, rich=terminal))
     run = {"id": 2, "scanned_at": None, "discovered": 42, "files_done": 0, "files_total": 0,
            "bytes_done": 0, "bytes_total": 0, "finished_at": None, "unchanged": 0}  # fmt: skip
     with cli_mod.IngestProgress(as_json=False, line_seconds=10.0) as progress:
@@ -232,7 +234,8 @@ def test_the_terminal_bar_shows_the_runs_jobs_once_its_files_are_in(monkeypatch)
     """Once every file is indexed the run's jobs go on (the index merge, the vectors):
     the bar names them with the jobs done and left instead of sitting at 100%."""
     screen = io.StringIO()
-    monkeypatch.setattr(cli_mod, "err", Console(file=screen, force_terminal=True, width=120))
+    terminal = Console(file=screen, force_terminal=True, width=120)
+    monkeypatch.setattr(cli_mod, "err", CliConsole(stderr=True, rich=terminal))
     run = {"id": 2, "scanned_at": 1.0, "discovered": 9, "files_done": 9, "files_total": 9,
            "bytes_done": 900, "bytes_total": 900, "finished_at": 2.0, "unchanged": 0}  # fmt: skip
     with cli_mod.IngestProgress(as_json=False, line_seconds=10.0) as progress:

@@ -82,9 +82,10 @@ class Console:
     """rich's ``Console(stderr=stderr)``, imported and made on first use; see the
     module's docstring for what :meth:`print` prints itself."""
 
-    def __init__(self, stderr: bool = False) -> None:
+    def __init__(self, stderr: bool = False, rich: Any = None) -> None:
         self._stderr = stderr
-        self._rich: Any = None
+        self._rich: Any = rich  # a rich Console to print through (tests hand one in)
+        self._handed = rich is not None  # then every print is its: its stream, its width
         self._plain_width: tuple[Any, int | None] | None = None  # (stream, width)
 
     @property
@@ -105,6 +106,8 @@ class Console:
     def width(self) -> int | None:
         """The width rich would print at when it would style nothing, else None
         (looked up once per stream)."""
+        if self._handed:
+            return None
         file = self.file
         if self._plain_width is None or self._plain_width[0] is not file:
             encoding = (getattr(file, "encoding", None) or "utf-8").lower()
