@@ -2,16 +2,30 @@
 
 A hook process (``memoryd hook EVENT``) runs on every prompt and tool call, so this
 module imports only ``os``, ``time`` and :mod:`memoryd.base.hookjson` (neither orjson
-nor ``json``: their imports cost a hook more than its work); ``hashlib`` (OpenSSL's
-library) and ``fcntl`` wait for a transcript's event. It is the whole of what a hook
-needs to keep an event, and the drain (:mod:`memoryd.capture`) reads the same files.
+nor ``json``: their imports cost a hook more than its work; nor ``fcntl`` or ``zlib``,
+shared libraries whose loading costs a hook more than its write: the lock is
+``os.lockf``, the checksum :func:`checksum`); ``hashlib`` (OpenSSL's library) and
+``fcntl`` wait for a transcript's event. It is the whole of what a hook needs to keep
+an event, and the drain (:mod:`memoryd.capture`) reads the same files.
 
 Layout, under ``$HOME/hooks/`` (directories 0700, files 0600):
 
-- ``spool/<ns>-<pid>-<size>.ev``: one event per file, written under a hidden
-  temporary name, fsynced, renamed into place and its directory fsynced before the
-  hook returns. A crash leaves the whole event or nothing; the name sorts in arrival
-  order and carries the file's size, so the spool's total is a directory listing.
+- ``spool/<session>.log``: a session's prompts and tool calls, one *record* each,
+  appended (``O_APPEND``, one ``write`` under ``os.lockf``) and ``fdatasync``ed
+  before the hook returns: one sync an event, the directory's only when the hook
+  made the file (:func:`append_record`). A record frames itself: ``\xff``, a header
+  line (its kind, its name or offset, its length, a checksum), the JSON, a newline.
+  The JSON is ASCII, so ``\xff`` starts every record and nothing else: a record torn
+  by a kill mid-write (its length or checksum wrong) is skipped and the next found.
+  The drain appends a *consumed* record (``C``) naming the offset its archive write
+  reached, so a log carries its own progress (renamed, it carries it along).
+- ``spool/<session>.<ns>.sealed``: a log the drain renamed away (its archived head
+  large, or the session idle); no hook writes to it once the drain has held its lock
+  after the rename (a hook checks, under the lock, that its file is still the live
+  one). Removed when all of it is archived.
+- ``spool/<ns>-<pid>-<size>.ev``: one event a file (a transcript's pieces: their
+  names say how far the spool holds a transcript, :func:`spooled_to`), written under
+  a hidden temporary name, fsynced, renamed into place and its directory fsynced.
 - ``batches/<first event>.json``: the drain's manifest of the events one archive
   write takes (so a redo after a kill writes the same documents with the same ids).
 - ``offsets/<session key>``: how far into a session's transcript the spool holds it.
@@ -30,12 +44,29 @@ BATCHES = "batches"
 OFFSETS = "offsets"
 FAILURES_FILE = "failures.jsonl"
 EVENT_SUFFIX = ".ev"
+LOG_SUFFIX = ".log"
+SEALED_SUFFIX = ".sealed"
 #: Defaults of the settings of the same names (``memoryd.base.config``), here so a hook
 #: reads them without building a Config.
 SPOOL_MAX_BYTES = 256 * 1024 * 1024
 FAILURES_MAX_BYTES = 256 * 1024  # then the file starts again (the last one kept as .1)
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+#: A log a hook made, until the directory entry is fsynced: a hook appending to a log
+#: in this mode fsyncs the directory too (the maker may not have yet), then marks it.
+NEW_LOG_MODE = 0o700
+#: Records: ``\xff`` then ``KIND ARG LENGTH CHECKSUM\n``, LENGTH bytes of JSON, ``\n``.
+MARK = b"\xff"
+EVENT_RECORD, CONSUMED_RECORD = "E", "C"
+MAX_HEADER = 96
+#: The drain renames a live log away (and a hook starts the next) once its archived
+#: head reaches ``ROTATE_BYTES``, or when no hook wrote to it for ``IDLE_SECONDS``:
+#: each rotation costs the session's next hook a new file (its directory fsynced).
+ROTATE_BYTES = 1024 * 1024
+IDLE_SECONDS = 300.0
+#: The checksum's modulus (the largest prime below 2**30: one CPython digit, so the
+#: remainder of a long integer is one C loop).
+CHECKSUM_PRIME = 1073741789
 
 
 def hooks_dir(home: str) -> str:
@@ -107,28 +138,270 @@ def event_size(name: str) -> int:
         return 0
 
 
-def spool_bytes(names: list[str]) -> int:
-    return sum(event_size(n) for n in names)
-
-
 class SpoolFull(Exception):
     """The spool holds ``max_bytes`` already: the event is refused, and counted."""
 
 
 def append(home: str, event: dict, max_bytes: int = SPOOL_MAX_BYTES, *, prefix: str = "") -> str:
-    """Keep ``event`` durably; returns its file name (``prefix`` first: a transcript
-    piece's names its session and how far it goes, see :func:`transcript_prefix`).
-    Raises :class:`SpoolFull` when the spool would pass ``max_bytes`` (the drain has
-    not kept up, or no supervisor ran for long): the caller records it, ``doctor``
-    reports it."""
+    """Keep ``event`` durably; returns its name. A transcript piece (``prefix``: its
+    session and how far it goes, see :func:`transcript_prefix`) is a file of its own;
+    any other event a record appended to its session's log. Raises
+    :class:`SpoolFull` when the spool would pass ``max_bytes`` (the drain has not kept
+    up, or no supervisor ran for long): the caller records it, ``doctor`` reports it."""
     data = dumps(event)
     folder = spool_dir(home)
-    ensure_dir(folder)
-    if spool_bytes(event_names(home)) + len(data) > max_bytes:
+    try:
+        size = spool_size(folder)
+    except FileNotFoundError:
+        ensure_dir(folder)
+        size = 0
+    if size + len(data) > max_bytes:
         raise SpoolFull(f"the hook spool holds {max_bytes} bytes or more")
-    name = f"{prefix}{time.time_ns():020d}-{os.getpid()}-{len(data)}{EVENT_SUFFIX}"
-    write_durable(os.path.join(folder, name), data)
+    name = f"{prefix}{time.time_ns():020d}-{os.getpid()}-{len(data)}"
+    if prefix:
+        write_durable(os.path.join(folder, name + EVENT_SUFFIX), data)
+        return name + EVENT_SUFFIX
+    append_record(folder, log_name(str(event.get("session") or "unknown")),
+                  frame(EVENT_RECORD, name, data))  # fmt: skip
     return name
+
+
+def spool_size(folder: str) -> int:
+    """The spool's bytes: each event file's (its name says), each log's and sealed
+    log's. A log's archived head counts until the drain rotates the log (at most
+    ``ROTATE_BYTES`` a log, or until it is idle)."""
+    total = 0
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            if name.endswith(EVENT_SUFFIX):
+                total += event_size(name)
+            elif name.endswith((LOG_SUFFIX, SEALED_SUFFIX)):
+                try:
+                    total += entry.stat().st_size
+                except FileNotFoundError:
+                    continue  # the drain removed it meanwhile
+    return total
+
+
+def log_name(session: str) -> str:
+    """A session's log file name: a checksum of its id (two sessions sharing one log
+    cost nothing: each record names its session; ``hashlib`` costs a hook its import)."""
+    raw = session.encode("utf-8", "surrogatepass")
+    return f"{checksum(raw):08x}{len(raw) % 256:02x}{checksum(raw[::-1]):08x}{LOG_SUFFIX}"
+
+
+def checksum(data: bytes) -> int:
+    """A 30-bit checksum of ``data`` from builtins alone (``zlib``'s or ``binascii``'s
+    CRC costs a hook a shared library's loading): ``data`` as a big-endian number,
+    modulo a prime. A torn or foreign tail changes it (the length is checked too)."""
+    return int.from_bytes(data, "big") % CHECKSUM_PRIME
+
+
+def frame(kind: str, arg: object, payload: bytes = b"") -> bytes:
+    """One record: ``\xff``, its header line, ``payload`` (ASCII JSON: never ``\xff``)
+    and a newline. The checksum covers the header's fields and the payload."""
+    head = f"{kind} {arg} {len(payload)} ".encode()
+    return b"".join((MARK, head, b"%08x\n" % checksum(head + payload), payload, b"\n"))
+
+
+def append_record(folder: str, name: str, record: bytes) -> None:
+    """``record`` appended to the log ``name`` in ``folder``, durably, in one ``write``
+    under the log's lock. The lock and a check that the open file is still the one at
+    ``name`` keep a record out of a log the drain renamed away (it takes the lock after
+    its rename, so any hook that passed the check has written before it reads). A log
+    made here is synced with its directory; one another hook made and has not yet
+    marked synced (mode ``NEW_LOG_MODE``) is synced here too."""
+    path = os.path.join(folder, name)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+    while True:
+        made = False
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, NEW_LOG_MODE)
+            except FileExistsError:
+                continue
+            made = True
+        try:
+            os.lockf(fd, os.F_LOCK, 0)
+            st = os.fstat(fd)
+            try:
+                live = os.stat(path)
+            except FileNotFoundError:
+                continue  # renamed away by the drain: a new log
+            if (live.st_ino, live.st_dev) != (st.st_ino, st.st_dev):
+                continue
+            if os.write(fd, record) != len(record):
+                raise OSError(f"a short write to {path}")  # torn: the drain skips it
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.lockf(fd, os.F_ULOCK, 0)
+            os.fdatasync(fd)
+            if made or st.st_mode & 0o100:
+                fsync_dir(folder)
+                os.fchmod(fd, FILE_MODE)
+            return
+        finally:
+            os.close(fd)
+
+
+class Record:
+    """A whole record of a log: its kind, its name (an event's) or offset (a consumed
+    record's), where it starts and ends, its payload."""
+
+    __slots__ = ("kind", "arg", "start", "end", "payload")
+
+    def __init__(self, kind: str, arg: str, start: int, end: int, payload: bytes) -> None:
+        self.kind, self.arg, self.start, self.end, self.payload = kind, arg, start, end, payload
+
+
+def parse_records(data: bytes, start: int = 0, base: int = 0) -> tuple[list[Record], bool]:
+    """The whole records of ``data`` from ``start`` (offsets ``base`` on: ``data`` is
+    the log from ``base``), and whether bytes that are no whole record (torn by a
+    kill, or still being written) come before one that is. Bytes after the last whole
+    record are left: a hook may be writing them."""
+    found: list[Record] = []
+    gap = skipped = False
+    pos = start
+    while (at := data.find(MARK, pos)) >= 0:
+        skipped = skipped or at > pos
+        record = _record_at(data, at, base)
+        if record is None:
+            skipped, pos = True, at + 1
+            continue
+        gap = gap or skipped
+        found.append(record)
+        pos, skipped = record.end - base, False
+    return found, gap
+
+
+def _record_at(data: bytes, pos: int, base: int) -> Record | None:
+    eol = data.find(b"\n", pos, pos + MAX_HEADER)
+    if eol < 0:
+        return None
+    fields = data[pos + 1 : eol].split(b" ")
+    if len(fields) != 4 or not fields[2].isdigit():
+        return None
+    length = int(fields[2])
+    end = eol + 1 + length + 1
+    if end > len(data) or data[end - 1 : end] != b"\n":
+        return None
+    payload = data[eol + 1 : end - 1]
+    head = data[pos + 1 : eol - 8]
+    try:
+        if int(fields[3], 16) != checksum(head + payload) or MARK in payload:
+            return None
+        return Record(fields[0].decode(), fields[1].decode(), base + pos, base + end, payload)
+    except ValueError:
+        return None
+
+
+def consumed_to(data: bytes) -> int:
+    """How far a log is archived: the largest offset its consumed records name (0)."""
+    done, pos = 0, data.find(MARK + CONSUMED_RECORD.encode())
+    while pos >= 0:
+        record = _record_at(data, pos, 0)
+        if record is not None and record.kind == CONSUMED_RECORD:
+            done = max(done, int(record.arg))
+        pos = data.find(MARK + CONSUMED_RECORD.encode(), pos + 1)
+    return done
+
+
+def read_log(path: str, fd: int | None = None) -> bytes:
+    """The whole of a log (through ``fd`` when given: a POSIX lock held on it survives)."""
+    own = fd is None
+    if own:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks, offset = [], 0
+        while chunk := os.pread(fd, 1 << 22, offset):
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks)
+    finally:
+        if own:
+            os.close(fd)
+
+
+def log_names(home: str) -> list[str]:
+    """The logs (live and sealed) in the spool, sealed ones first."""
+    try:
+        names = os.listdir(spool_dir(home))
+    except FileNotFoundError:
+        return []
+    logs = [n for n in names if not n.startswith(".") and n.endswith((LOG_SUFFIX, SEALED_SUFFIX))]
+    return sorted(logs, key=lambda n: (n.endswith(LOG_SUFFIX), n))
+
+
+def log_events(data: bytes) -> list[tuple[str, dict]]:
+    """A log's events not yet archived, as (name, event), in the log's order."""
+    records, _ = parse_records(data, consumed_to(data))
+    return [(r.arg, hookjson.loads(r.payload)) for r in records if r.kind == EVENT_RECORD]
+
+
+def waiting_events(home: str) -> int:
+    """How many events wait in the spool (event files, and logs' whole records past
+    their archived offsets), counted without reading their JSON."""
+    count = len(event_names(home))
+    for name in log_names(home):
+        try:
+            data = read_log(os.path.join(spool_dir(home), name))
+        except FileNotFoundError:
+            continue
+        records, _ = parse_records(data, consumed_to(data))
+        count += sum(r.kind == EVENT_RECORD for r in records)
+    return count
+
+
+def spooled(home: str) -> list[tuple[str, dict]]:
+    """Every event waiting in the spool (files and logs' records), as (name, event),
+    oldest first (read as they are: a record being written is not there yet)."""
+    found = [(n.removesuffix(EVENT_SUFFIX), e) for n in event_names(home)
+             if (e := read_event(home, n)) is not None]  # fmt: skip
+    for name in log_names(home):
+        try:
+            found += log_events(read_log(os.path.join(spool_dir(home), name)))
+        except FileNotFoundError:
+            continue
+    return sorted(found, key=lambda item: item[0])
+
+
+def waiting(home: str, idle_seconds: float = IDLE_SECONDS) -> bool:
+    """Whether the drain has work: an event file, a sealed log, a log with whole event
+    records past its archived offset (at once when its last record is a consumed one
+    naming its own start: all of it is archived), or a log idle for ``idle_seconds``
+    (the drain removes it). Torn bytes at a log's end are no work."""
+    if event_names(home):
+        return True
+    folder = spool_dir(home)
+    for name in log_names(home):
+        if name.endswith(SEALED_SUFFIX):
+            return True
+        try:
+            fd = os.open(os.path.join(folder, name), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if st.st_mtime < time.time() - idle_seconds:
+                return True
+            tail_at = max(0, st.st_size - MAX_HEADER)
+            tail = os.pread(fd, MAX_HEADER, tail_at)
+            pos = tail.rfind(MARK)
+            last = _record_at(tail, pos, tail_at) if pos >= 0 else None
+            if (last and last.kind == CONSUMED_RECORD and last.end == st.st_size
+                    and int(last.arg) == last.start):  # fmt: skip
+                continue
+            data = read_log("", fd)
+        finally:
+            os.close(fd)
+        records, _ = parse_records(data, consumed_to(data))
+        if any(r.kind == EVENT_RECORD for r in records):
+            return True
+    return False
 
 
 def transcript_prefix(session: str, path: str, to: int) -> str:

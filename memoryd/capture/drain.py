@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import heapq
 import os
 import time
 from collections.abc import Callable
@@ -49,31 +50,128 @@ def pending_batches(home: str) -> list[str]:
         return []
 
 
+ROTATE_BYTES = hookspool.ROTATE_BYTES
+IDLE_SECONDS = hookspool.IDLE_SECONDS
+
+
 def plan_batch(home: str) -> str | None:
     """Write the manifest of the next batch (the oldest events not in one); its name,
-    or None when nothing waits."""
-    taken = set()
+    or None when nothing waits. Its items: event files by name, and ranges of logs
+    (``{"log", "from", "to", "last"}``: the log's whole records from its archived
+    offset on; ``last``, a sealed log taken to its end)."""
+    taken: set[str] = set()
+    held: set[str] = set()
     for name in pending_batches(home):
-        taken.update(_manifest(home, name))
-    chosen, size = [], 0
-    for name in hookspool.event_names(home):
-        if name in taken:
-            continue
+        for item in _manifest(home, name):
+            (held.add(item["log"]) if isinstance(item, dict) else taken.add(item))
+    sources = [[(n.removesuffix(hookspool.EVENT_SUFFIX), n, hookspool.event_size(n))
+                for n in hookspool.event_names(home) if n not in taken]]  # fmt: skip
+    logs = {}
+    for log in _logs_to_read(home, held):
+        records, done = _unarchived(home, log)
+        if records:
+            logs[log] = (records, done)
+            sources.append([(r.arg, log, r.end - r.start) for r in records])
+    chosen, size, reach = [], 0, {}
+    items: list = []
+    for name, where, length in heapq.merge(*sources, key=lambda item: item[0]):
         if chosen and (len(chosen) >= MAX_BATCH_EVENTS or size >= MAX_BATCH_BYTES):
             break
         chosen.append(name)
-        size += hookspool.event_size(name)
+        size += length
+        if where in logs:
+            reach[where] = reach.get(where, 0) + 1
+        else:
+            items.append(where)
     if not chosen:
         return None
+    for log, count in reach.items():
+        records, done = logs[log]
+        last = count == len(records) and log.endswith(hookspool.SEALED_SUFFIX)
+        items.append({"log": log, "from": done, "to": records[count - 1].end, "last": last})
     folder = batches_dir(home)
     hookspool.ensure_dir(folder)
     batch = chosen[0].removesuffix(hookspool.EVENT_SUFFIX) + ".json"
-    hookspool.write_durable(os.path.join(folder, batch), orjson.dumps(chosen))
+    hookspool.write_durable(os.path.join(folder, batch), orjson.dumps(items))
     killpoints.reach("capture_batch_planned")
     return batch
 
 
-def _manifest(home: str, batch: str) -> list[str]:
+def _logs_to_read(home: str, held: set[str]) -> list[str]:
+    """The spool's logs a batch may take from (none a pending batch holds), after the
+    rotation of live ones whose archived head is large or that are idle. A sealed log
+    is read only once its lock was held after its rename: no hook writes to it then.
+    A sealed log archived to its end is removed."""
+    folder = hookspool.spool_dir(home)
+    names, renamed = [], False
+    for name in hookspool.log_names(home):
+        if name in held:
+            continue
+        path = os.path.join(folder, name)
+        if name.endswith(hookspool.LOG_SUFFIX):
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue
+            idle = st.st_mtime < time.time() - IDLE_SECONDS
+            if idle or (st.st_size >= ROTATE_BYTES and _consumed(path) >= ROTATE_BYTES):
+                sealed = f"{name.removesuffix(hookspool.LOG_SUFFIX)}.{time.time_ns():020d}"
+                os.rename(path, os.path.join(folder, sealed + hookspool.SEALED_SUFFIX))
+                name, renamed = sealed + hookspool.SEALED_SUFFIX, True
+            else:
+                names.append(name)
+                continue
+        names.append(name)
+    if renamed:
+        hookspool.fsync_dir(folder)
+    kept = []
+    for name in names:
+        if name.endswith(hookspool.SEALED_SUFFIX):
+            path = os.path.join(folder, name)
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                os.lockf(fd, os.F_LOCK, 0)  # a hook that wrote before the rename is done
+                data = hookspool.read_log(path, fd)
+            finally:
+                os.close(fd)
+            records, _ = hookspool.parse_records(data, hookspool.consumed_to(data))
+            if not any(r.kind == hookspool.EVENT_RECORD for r in records):
+                os.unlink(path)  # archived to its end (or only torn bytes)
+                continue
+        kept.append(name)
+    return kept
+
+
+def _consumed(path: str) -> int:
+    try:
+        return hookspool.consumed_to(hookspool.read_log(path))
+    except FileNotFoundError:
+        return 0
+
+
+def _unarchived(home: str, log: str) -> tuple[list[hookspool.Record], int]:
+    """A log's event records past its archived offset, and that offset. Bytes that are
+    no record before one that is (a hook killed mid-write) are read again under the
+    log's lock, when no hook is writing: torn for good, they are passed over."""
+    path = os.path.join(hookspool.spool_dir(home), log)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return [], 0
+    try:
+        data = hookspool.read_log(path, fd)
+        done = hookspool.consumed_to(data)
+        records, gap = hookspool.parse_records(data, done)
+        if gap:
+            os.lockf(fd, os.F_LOCK, 0)
+            data = hookspool.read_log(path, fd)
+            records, _ = hookspool.parse_records(data, done)
+    finally:
+        os.close(fd)
+    return [r for r in records if r.kind == hookspool.EVENT_RECORD], done
+
+
+def _manifest(home: str, batch: str) -> list:
     try:
         with open(os.path.join(batches_dir(home), batch), "rb") as f:
             return orjson.loads(f.read())
@@ -81,17 +179,40 @@ def _manifest(home: str, batch: str) -> list[str]:
         return []  # a torn manifest cannot be: it is renamed into place whole
 
 
+def _batch_events(home: str, items: list) -> list[tuple[str, dict]]:
+    """The events a manifest names that are still spooled, oldest first: a log's
+    range is read again (its bytes never change: a log is only appended to); a log
+    gone was archived to its end by this batch before a kill."""
+    events = []
+    for item in items:
+        if isinstance(item, str):
+            if (e := hookspool.read_event(home, item)) is not None:
+                events.append((item.removesuffix(hookspool.EVENT_SUFFIX), e))
+            continue
+        path = os.path.join(hookspool.spool_dir(home), item["log"])
+        try:
+            data = hookspool.read_log(path)[: item["to"]]
+        except FileNotFoundError:
+            continue
+        records, _ = hookspool.parse_records(data, item["from"])
+        events += [(r.arg, orjson.loads(r.payload)) for r in records
+                   if r.kind == hookspool.EVENT_RECORD]  # fmt: skip
+    return sorted(events, key=lambda item: item[0])
+
+
 def apply_batch(home: str, batch: str, store, policy, roots: Callable[[], dict]) -> dict:
-    """Archive one planned batch, then remove its events and manifest."""
-    names = _manifest(home, batch)
-    events = [(n, e) for n in names if (e := hookspool.read_event(home, n)) is not None]
-    items: list[NewVersion] = []
+    """Archive one planned batch, then mark its log ranges archived (a consumed record
+    each, synced), remove its event files and sealed logs taken to their end, and its
+    manifest last."""
+    items = _manifest(home, batch)
+    events = _batch_events(home, items)
+    out: list[NewVersion] = []
     offsets: dict[str, dict[str, int]] = {}
     bad = 0
     for session, evs in _by_session(events).items():
         project = project_for_dir(evs[0][1].get("cwd") or "", roots())
         try:
-            items += _session_items(batch, project, session, evs, policy)
+            out += _session_items(batch, project, session, evs, policy)
         except BadArchiveInput:
             bad += len(evs)  # unreadable (a time out of range): never blocks the others
         for _, e in evs:
@@ -99,16 +220,42 @@ def apply_batch(home: str, batch: str, store, policy, roots: Callable[[], dict])
                 seen = offsets.setdefault(session, {})
                 path = e["transcript"]["path"]
                 seen[path] = max(seen.get(path, 0), int(e["transcript"]["to"]))
-    if items:
-        store.ledgers.append_many(items)
+    if out:
+        store.ledgers.append_many(out)
     killpoints.reach("capture_batch_archived")
     for session, seen in offsets.items():
         _advance_offsets(home, session, seen)
-    for name in names:
-        hookspool.remove_event(home, name)
+    folder = hookspool.spool_dir(home)
+    for item in items:
+        if isinstance(item, str):
+            hookspool.remove_event(home, item)
+        elif item["last"]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, item["log"]))
+        else:
+            _mark_consumed(os.path.join(folder, item["log"]), item["to"])
+    with contextlib.suppress(FileNotFoundError):
+        hookspool.fsync_dir(folder)  # the removals hold before the manifest's does
     with contextlib.suppress(FileNotFoundError):
         os.unlink(os.path.join(batches_dir(home), batch))
-    return {"events": len(events), "documents": len(items), "unreadable": bad}
+    return {"events": len(events), "documents": len(out), "unreadable": bad}
+
+
+def _mark_consumed(path: str, to: int) -> None:
+    """A consumed record naming ``to`` appended to the log (under its lock, as a hook
+    appends), synced: the next plan starts there."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return  # removed by this batch before a kill (a sealed log's end)
+    try:
+        os.lockf(fd, os.F_LOCK, 0)
+        record = hookspool.frame(hookspool.CONSUMED_RECORD, to)
+        if os.write(fd, record) != len(record):
+            raise OSError(f"a short write to {path}")
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
 
 
 def _advance_offsets(home: str, session: str, seen: dict[str, int]) -> None:
@@ -221,4 +368,4 @@ def drain(home: str, store, policy, roots: Callable[[], dict], budget_seconds: f
             for key in ("events", "documents", "unreadable"):
                 done[key] += r[key]
         if time.monotonic() > deadline:
-            return {**done, "more": bool(hookspool.event_names(home))}
+            return {**done, "more": hookspool.waiting(home, IDLE_SECONDS)}

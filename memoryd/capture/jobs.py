@@ -27,7 +27,7 @@ RETENTION_POOL = "retention"  # the archive owner's pool (memoryd.archive.jobs)
 
 
 def _waiting(home: Path) -> bool:
-    return bool(hookspool.event_names(str(home))) or bool(_pending_batches(home))
+    return hookspool.waiting(str(home)) or bool(_pending_batches(home))
 
 
 def _pending_batches(home: Path) -> list[str]:

@@ -27,7 +27,7 @@ def drained(home: Path) -> None:
     """Wait until the drain a Stop hook started has archived the spool and exited."""
 
     def done() -> bool:
-        return (not hookspool.event_names(str(home)) and running_supervisor(home) is None
+        return (not hookspool.waiting(str(home)) and running_supervisor(home) is None
                 and not list((home / "hooks" / "batches").glob("*.json")))  # fmt: skip
 
     wait_for(done, timeout=90, what="the spool drained")

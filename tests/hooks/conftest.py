@@ -33,7 +33,8 @@ def run_hook(
 
 
 def spooled(home: Path) -> list[dict]:
-    return [hookspool.read_event(str(home), n) for n in hookspool.event_names(str(home))]
+    """The events waiting in the spool (event files and logs' records), oldest first."""
+    return [e for _, e in hookspool.spooled(str(home))]
 
 
 def context_of(proc: subprocess.CompletedProcess, event: str) -> str | None:
