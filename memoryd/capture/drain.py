@@ -27,7 +27,7 @@ from collections.abc import Callable
 import orjson
 
 from memoryd.archive.transcripts import doc_id, parse_time
-from memoryd.base import hookspool, killpoints
+from memoryd.base import hooklog, hookspool, killpoints
 from memoryd.capture.projects import project_for_dir
 from memoryd.storage.archive import BadArchiveInput, NewVersion
 
@@ -104,7 +104,7 @@ def _logs_to_read(home: str, held: set[str]) -> list[str]:
     A sealed log archived to its end is removed."""
     folder = hookspool.spool_dir(home)
     names, renamed = [], False
-    for name in hookspool.log_names(home):
+    for name in hooklog.log_names(home):
         if name in held:
             continue
         path = os.path.join(folder, name)
@@ -131,10 +131,10 @@ def _logs_to_read(home: str, held: set[str]) -> list[str]:
             fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
             try:
                 os.lockf(fd, os.F_LOCK, 0)  # a hook that wrote before the rename is done
-                data = hookspool.read_log(path, fd)
+                data = hooklog.read_log(path, fd)
             finally:
                 os.close(fd)
-            records, _ = hookspool.parse_records(data, hookspool.consumed_to(data))
+            records, _ = hooklog.parse_records(data, hooklog.consumed_to(data))
             if not any(r.kind == hookspool.EVENT_RECORD for r in records):
                 os.unlink(path)  # archived to its end (or only torn bytes)
                 continue
@@ -144,12 +144,12 @@ def _logs_to_read(home: str, held: set[str]) -> list[str]:
 
 def _consumed(path: str) -> int:
     try:
-        return hookspool.consumed_to(hookspool.read_log(path))
+        return hooklog.consumed_to(hooklog.read_log(path))
     except FileNotFoundError:
         return 0
 
 
-def _unarchived(home: str, log: str) -> tuple[list[hookspool.Record], int]:
+def _unarchived(home: str, log: str) -> tuple[list[hooklog.Record], int]:
     """A log's event records past its archived offset, and that offset. Bytes that are
     no record before one that is (a hook killed mid-write) are read again under the
     log's lock, when no hook is writing: torn for good, they are passed over."""
@@ -159,13 +159,13 @@ def _unarchived(home: str, log: str) -> tuple[list[hookspool.Record], int]:
     except FileNotFoundError:
         return [], 0
     try:
-        data = hookspool.read_log(path, fd)
-        done = hookspool.consumed_to(data)
-        records, gap = hookspool.parse_records(data, done)
+        data = hooklog.read_log(path, fd)
+        done = hooklog.consumed_to(data)
+        records, gap = hooklog.parse_records(data, done)
         if gap:
             os.lockf(fd, os.F_LOCK, 0)
-            data = hookspool.read_log(path, fd)
-            records, _ = hookspool.parse_records(data, done)
+            data = hooklog.read_log(path, fd)
+            records, _ = hooklog.parse_records(data, done)
     finally:
         os.close(fd)
     return [r for r in records if r.kind == hookspool.EVENT_RECORD], done
@@ -191,10 +191,10 @@ def _batch_events(home: str, items: list) -> list[tuple[str, dict]]:
             continue
         path = os.path.join(hookspool.spool_dir(home), item["log"])
         try:
-            data = hookspool.read_log(path)[: item["to"]]
+            data = hooklog.read_log(path)[: item["to"]]
         except FileNotFoundError:
             continue
-        records, _ = hookspool.parse_records(data, item["from"])
+        records, _ = hooklog.parse_records(data, item["from"])
         events += [(r.arg, orjson.loads(r.payload)) for r in records
                    if r.kind == hookspool.EVENT_RECORD]  # fmt: skip
     return sorted(events, key=lambda item: item[0])
@@ -368,4 +368,4 @@ def drain(home: str, store, policy, roots: Callable[[], dict], budget_seconds: f
             for key in ("events", "documents", "unreadable"):
                 done[key] += r[key]
         if time.monotonic() > deadline:
-            return {**done, "more": hookspool.waiting(home, IDLE_SECONDS)}
+            return {**done, "more": hooklog.waiting(home, IDLE_SECONDS)}

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from memoryd.base import hookspool
+from memoryd.base import hooklog, hookspool
 from memoryd.base.config import (
     ARCHIVE_DIR,
     AUTHORITY_FILE,
@@ -108,7 +108,7 @@ def _hooks(home: Path, config: Config) -> Iterator[Finding]:
         size = hookspool.spool_size(hookspool.spool_dir(str(home)))
     except FileNotFoundError:
         size = 0
-    count, bound = hookspool.waiting_events(str(home)), config.hook_spool_max_bytes
+    count, bound = hooklog.waiting_events(str(home)), config.hook_spool_max_bytes
     if size and size >= bound * 0.9:
         yield Finding(
             "hooks",

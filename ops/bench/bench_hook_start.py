@@ -32,7 +32,7 @@ from pathlib import Path
 
 import orjson
 
-from memoryd.base import hookspool
+from memoryd.base import hooklog, hookspool
 from memoryd.faces.hooks.install import command
 
 PY = sys.executable
@@ -92,7 +92,7 @@ def against(base: str, runs: int, seed: int = 1) -> None:
                 cpus[name] += (after.ru_utime + after.ru_stime - before.ru_utime
                                - before.ru_stime) * 1000 / runs  # fmt: skip
     for home in ("base", "here"):  # a hook exits 0 whatever happens: each kept every event
-        kept = hookspool.waiting_events(str(tmp / home))
+        kept = hooklog.waiting_events(str(tmp / home))
         assert kept == runs + 2 and not hookspool.read_failures(str(tmp / home)), (home, kept)
     stats = {}
     for name, w in walls.items():

@@ -19,7 +19,7 @@ import time
 
 import orjson
 
-from memoryd.base import hookspool
+from memoryd.base import hooklog, hookspool
 
 
 class FileArchive:
@@ -76,7 +76,7 @@ def drain(home: str, out: str) -> None:
 
     while True:
         capture.drain(home, FileArchive(out), Policy(), dict, 1.0)
-        if not hookspool.waiting(home, capture.IDLE_SECONDS) and not capture.pending_batches(home):
+        if not hooklog.waiting(home, capture.IDLE_SECONDS) and not capture.pending_batches(home):
             return
 
 

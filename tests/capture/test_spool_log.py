@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memoryd.base import hookspool
+from memoryd.base import hooklog, hookspool
 from memoryd.capture import drain as capture
 from tests.capture.spool_drill import FileArchive, Policy, archived
 from tests.hooks.conftest import run_hook
@@ -68,30 +68,30 @@ def test_a_torn_record_is_skipped_and_the_records_around_it_kept(home: Path):
     whole = hookspool.frame(hookspool.EVENT_RECORD, "99-1-10", hookspool.dumps(event("s", "x")))
     with open(path, "ab") as f:
         f.write(whole[: len(whole) // 2])
-    assert [e["tool_input"]["command"] for _, e in hookspool.spooled(h)] == ["e0", "e1", "e2"]
-    assert hookspool.waiting_events(h) == 3
-    records, gap = hookspool.parse_records(path.read_bytes())
+    assert [e["tool_input"]["command"] for _, e in hooklog.spooled(h)] == ["e0", "e1", "e2"]
+    assert hooklog.waiting_events(h) == 3
+    records, gap = hooklog.parse_records(path.read_bytes())
     assert (len(records), gap) == (3, False)
     hookspool.append(h, event("s", "e3"))
-    records, gap = hookspool.parse_records(path.read_bytes())
+    records, gap = hooklog.parse_records(path.read_bytes())
     assert (len(records), gap) == (4, True)
-    assert [e["tool_input"]["command"] for _, e in hookspool.spooled(h)] == ["e0", "e1", "e2",
+    assert [e["tool_input"]["command"] for _, e in hooklog.spooled(h)] == ["e0", "e1", "e2",
                                                                             "e3"]  # fmt: skip
     data = bytearray(path.read_bytes())
     at = data.index(b"e1")
     data[at : at + 2] = b"E1"
     path.write_bytes(bytes(data))
-    assert [e["tool_input"]["command"] for _, e in hookspool.spooled(h)] == ["e0", "e2", "e3"]
+    assert [e["tool_input"]["command"] for _, e in hooklog.spooled(h)] == ["e0", "e2", "e3"]
 
 
 def test_records_frame_themselves_and_the_checksum_is_builtin_only():
     payload_ = hookspool.dumps({"a": "caf\u00e9 \u00ff", "b": [1, 2]})
     assert b"\xff" not in payload_  # ASCII JSON: the mark starts records and nothing else
     rec = hookspool.frame(hookspool.EVENT_RECORD, "n-1-2", payload_)
-    (r,), gap = hookspool.parse_records(b"junk" + rec + rec[:-1], base=100)
+    (r,), gap = hooklog.parse_records(b"junk" + rec + rec[:-1], base=100)
     assert (r.kind, r.arg, r.start, r.end, r.payload, gap) == ("E", "n-1-2", 104, 104 + len(rec),
                                                                payload_, True)  # fmt: skip
-    assert hookspool.consumed_to(rec + hookspool.frame("C", 7) + hookspool.frame("C", 3)) == 7
+    assert hooklog.consumed_to(rec + hookspool.frame("C", 7) + hookspool.frame("C", 3)) == 7
 
 
 def test_hooks_of_one_session_appending_at_once_keep_every_record_whole(home: Path):
@@ -101,10 +101,10 @@ def test_hooks_of_one_session_appending_at_once_keep_every_record_whole(home: Pa
     done = acknowledged(procs)
     assert all(p.returncode == 0 for p in procs)
     assert len(done) == 320
-    kept = hookspool.spooled(str(home))
+    kept = hooklog.spooled(str(home))
     assert sorted(e["tool_input"]["command"] for _, e in kept) == sorted(done)
     assert sorted(n for n, _ in kept) == sorted(done.values())
-    records, gap = hookspool.parse_records(log_path(home, "same").read_bytes())
+    records, gap = hooklog.parse_records(log_path(home, "same").read_bytes())
     assert len(records) == 320 and not gap
     assert os.stat(log_path(home, "same")).st_mode & 0o777 == hookspool.FILE_MODE
 
@@ -147,13 +147,13 @@ def test_a_hook_killed_mid_record_holding_the_lock(home: Path, tmp_path: Path):
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert hook.wait(60) == 0 and not hookspool.read_failures(str(home))
-    kept = [e["tool_response"]["stdout"] for _, e in hookspool.spooled(str(home))]
+    kept = [e["tool_response"]["stdout"] for _, e in hooklog.spooled(str(home))]
     assert kept == ["first", "second"]
     out = tmp_path / "archive.jsonl"
     capture.drain(str(home), FileArchive(str(out)), Policy(), dict, 30)
     texts = sorted(d["content"] for d in archived(str(out)).values())
     assert len(texts) == 2 and "first" in texts[0] and "second" in texts[1]
-    assert not hookspool.waiting(str(home))
+    assert not hooklog.waiting(str(home))
 
 
 def test_a_drain_while_hooks_append_archives_each_event_once(home: Path, tmp_path: Path,
@@ -173,8 +173,8 @@ def test_a_drain_while_hooks_append_archives_each_event_once(home: Path, tmp_pat
     assert len(done) == 360
     texts = tool_texts(out)
     assert sorted(texts) == sorted(done)  # each once
-    assert not hookspool.waiting(str(home)) and not capture.pending_batches(str(home))
-    sealed = [n for n in hookspool.log_names(str(home)) if n.endswith(hookspool.SEALED_SUFFIX)]
+    assert not hooklog.waiting(str(home)) and not capture.pending_batches(str(home))
+    sealed = [n for n in hooklog.log_names(str(home)) if n.endswith(hookspool.SEALED_SUFFIX)]
     assert sealed == []
 
 
@@ -211,7 +211,7 @@ def test_drains_killed_at_random_while_hooks_append_archive_each_event_once(home
     assert len(texts) == len(set(texts))  # nothing twice
     assert set(done) | set(victim_done) <= set(texts)  # nothing acknowledged lost
     assert len(done) == 1500
-    assert not hookspool.waiting(str(home), 0.3) and not capture.pending_batches(str(home))
+    assert not hooklog.waiting(str(home), 0.3) and not capture.pending_batches(str(home))
 
 
 #: A hook's append with a pause: ``lock`` between opening the log and taking its lock,
@@ -260,4 +260,4 @@ def test_a_log_renamed_away_under_a_hook_loses_nothing(home, tmp_path, monkeypat
     assert hook.wait(60) == 0
     capture.drain(h, store, Policy(), dict, 30)
     assert sorted(tool_texts(out)) == ["early", "late"]
-    assert not hookspool.log_names(h) and not capture.pending_batches(h)
+    assert not hooklog.log_names(h) and not capture.pending_batches(h)

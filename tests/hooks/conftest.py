@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from memoryd.base import hookspool
+from memoryd.base import hooklog
 from memoryd.faces.hooks.install import command
 from tests.conftest import MEMORYD, clean_env
 
@@ -34,7 +34,7 @@ def run_hook(
 
 def spooled(home: Path) -> list[dict]:
     """The events waiting in the spool (event files and logs' records), oldest first."""
-    return [e for _, e in hookspool.spooled(str(home))]
+    return [e for _, e in hooklog.spooled(str(home))]
 
 
 def context_of(proc: subprocess.CompletedProcess, event: str) -> str | None:

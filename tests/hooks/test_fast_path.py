@@ -97,8 +97,10 @@ def test_secret_file_names_are_fnmatch_s():
 
 def test_a_hook_process_imports_neither_re_nor_json(home: Path, tmp_path: Path):
     """The installed command's interpreter (``-I -S``) keeps a tool call and a prompt,
-    redacted, with the patterns from the cache (the first run may write it), and asks
-    for recall (no supervisor here) without ``socket``'s import."""
+    redacted (its session's log locked by ``os.lockf``, its records checksummed by
+    builtins: no ``fcntl`` or ``zlib`` library loaded; the logs' reader not imported),
+    with the patterns from the cache (the first run may write it), and asks for recall
+    (no supervisor here) without ``socket``'s import."""
     root = str(Path(memoryd.__file__).resolve().parent.parent)
     secret = "export API_TOKEN=abcdef123456"
     payload = {"session_id": "s", "cwd": str(tmp_path), "tool_name": "Bash",
@@ -108,8 +110,8 @@ def test_a_hook_process_imports_neither_re_nor_json(home: Path, tmp_path: Path):
         "data = sys.stdin.buffer.read(); "
         f"[event.handle(e, 'claude-code', {str(home)!r}, data) "
         "for e in ('PostToolUse', 'UserPromptSubmit')]; "
-        "print(sorted({'re', 'json', 'socket', 'enum', 'fnmatch', 'contextlib', 'hashlib'} "
-        "& set(sys.modules)))"
+        "print(sorted({'re', 'json', 'socket', 'enum', 'fnmatch', 'contextlib', 'hashlib', "
+        "'fcntl', 'zlib', 'binascii', 'memoryd.base.hooklog'} & set(sys.modules)))"
     )
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=json.dumps(
