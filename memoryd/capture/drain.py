@@ -2,11 +2,20 @@
 
 A drain takes the spooled events (:mod:`memoryd.base.hookspool`) in arrival order
 and writes them in *batches*. A batch is first written down as a manifest (the
-event names it holds, durably) and only then archived, so a redo after a kill
-anywhere takes the same events and makes the same documents with the same request
-ids: the archive answers an applied request without writing (its requests are
-idempotent). Events and the manifest are removed only after the batch's one
-synced archive write.
+event files it holds, and the byte range of each session log it takes, durably) and
+only then archived, so a redo after a kill anywhere takes the same events and makes
+the same documents with the same request ids: the archive answers an applied
+request without writing (its requests are idempotent). Only after the batch's one
+synced archive write are its logs marked archived to the range's end (a consumed
+record appended to each, synced: a log carries its own progress), its event files
+and the sealed logs it took to their end removed, and last its manifest.
+
+A live log is read as hooks append to it: only its whole records (a record still
+being written is the next batch's), and bytes that are no record before one that is
+read again under the log's lock (a hook killed mid-write tore them for good). A log
+is renamed away (sealed) once its archived head reaches ``ROTATE_BYTES`` or it is
+idle, and read only after the drain has held its lock: a hook that opened it before
+the rename has written by then, or finds its file gone and starts a new log.
 
 Per session, a batch makes one *conversation* document (its prompts and the
 transcript's user and assistant turns, one line a turn) and one *ephemeral*
@@ -130,7 +139,8 @@ def _logs_to_read(home: str, held: set[str]) -> list[str]:
             path = os.path.join(folder, name)
             fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
             try:
-                os.lockf(fd, os.F_LOCK, 0)  # a hook that wrote before the rename is done
+                if not _lock(fd):  # a hook that opened it before the rename is writing
+                    continue
                 data = hooklog.read_log(path, fd)
             finally:
                 os.close(fd)
@@ -140,6 +150,20 @@ def _logs_to_read(home: str, held: set[str]) -> list[str]:
                 continue
         kept.append(name)
     return kept
+
+
+def _lock(fd: int, seconds: float = 2.0) -> bool:
+    """The log's lock, waited for ``seconds`` at most: a hook holds it for one write,
+    so a log still held then (its hook stopped mid-write) waits for the next drain."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            os.lockf(fd, os.F_TLOCK, 0)
+            return True
+        except (BlockingIOError, PermissionError):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
 
 
 def _consumed(path: str) -> int:
@@ -163,7 +187,8 @@ def _unarchived(home: str, log: str) -> tuple[list[hooklog.Record], int]:
         done = hooklog.consumed_to(data)
         records, gap = hooklog.parse_records(data, done)
         if gap:
-            os.lockf(fd, os.F_LOCK, 0)
+            if not _lock(fd):
+                return [], done
             data = hooklog.read_log(path, fd)
             records, _ = hooklog.parse_records(data, done)
     finally:
