@@ -5,8 +5,10 @@ while hooks append and while it is itself killed (real processes throughout)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -18,6 +20,7 @@ import pytest
 
 from memoryd.base import hooklog, hookspool
 from memoryd.capture import drain as capture
+from memoryd.faces.hooks.install import command
 from tests.capture.spool_drill import FileArchive, Policy, archived
 from tests.hooks.conftest import run_hook
 from tests.hooks.payloads import payload
@@ -261,3 +264,43 @@ def test_a_log_renamed_away_under_a_hook_loses_nothing(home, tmp_path, monkeypat
     capture.drain(h, store, Policy(), dict, 30)
     assert sorted(tool_texts(out)) == ["early", "late"]
     assert not hooklog.log_names(h) and not capture.pending_batches(h)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def test_real_hooks_killed_at_random_keep_the_log_whole(home: Path, tmp_path: Path):
+    """``memoryd hook PostToolUse`` processes with 3 MB outputs, one session, every
+    other one SIGKILLed as its write shows in the log (mid-write: a torn record, as a
+    rule) or at a random moment before: each hook that exited is archived once, a
+    killed one at most once, and the hooks after a torn record are kept."""
+    rng = random.Random(5)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    argv = shlex.split(command("PostToolUse", "claude-code", str(home)))
+    log = log_path(home, "s1")
+    exited, killed = [], []
+    for i in range(16):
+        p = payload("claude-code", "PostToolUse", "s1", proj, tmp_path / "none",
+                    tool_input={"command": f"h{i}"},
+                    tool_response={"stdout": f"h{i} " + "y" * 3_000_000})  # fmt: skip
+        hook = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        with contextlib.suppress(BrokenPipeError):
+            hook.stdin.write(orjson.dumps(p))
+            hook.stdin.close()
+        if i % 2:  # killed as its write shows in the log (or at a random moment before)
+            size, deadline = _size(log), time.monotonic() + rng.uniform(0.0, 3.0)
+            while hook.poll() is None and _size(log) == size and time.monotonic() < deadline:
+                time.sleep(0.0002)
+            hook.send_signal(signal.SIGKILL)
+        code = hook.wait(120)
+        (exited if code == 0 else killed).append(f"h{i}")
+    out = tmp_path / "archive.jsonl"
+    capture.drain(str(home), FileArchive(str(out)), Policy(), dict, 60)
+    texts = tool_texts(out)
+    assert len(texts) == len(set(texts)) and set(exited) <= set(texts) <= set(exited + killed)
+    assert killed  # the drill did kill
