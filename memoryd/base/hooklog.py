@@ -22,6 +22,9 @@ from memoryd.base.hookspool import (
     spool_dir,
 )
 
+#: Bytes a read takes at once; what :func:`waiting` reads past a log's archived offset.
+READ_CHUNK = 1 << 22
+
 
 class Record:
     """A whole record of a log: its kind, its name (an event's) or offset (a consumed
@@ -85,17 +88,54 @@ def consumed_to(data: bytes) -> int:
     return done
 
 
+def last_consumed(fd: int, size: int) -> int:
+    """How far a log is archived, read from its end: the offset its last consumed
+    record names (0: none). The drain appends them in order (a batch of a log is
+    planned from where the one before reached, and a redo names the same offset), so
+    the last is the largest, and the log's head is not read."""
+    mark, end = MARK + CONSUMED_RECORD.encode(), size
+    while end > 0:
+        start = max(0, end - READ_CHUNK)
+        data = os.pread(fd, min(size, end + MAX_HEADER) - start, start)
+        pos = data.rfind(mark, 0, end - start + len(mark) - 1)  # one starting before end
+        while pos >= 0:
+            record = _record_at(data, pos, start)
+            if record is not None and record.kind == CONSUMED_RECORD:
+                return int(record.arg)
+            pos = data.rfind(mark, 0, pos)
+        end = start
+    return 0
+
+
+def read_range(fd: int, start: int, stop: int) -> bytes:
+    """The log's bytes from ``start`` to ``stop`` (fewer at its end)."""
+    chunks, offset = [], start
+    while offset < stop and (chunk := os.pread(fd, min(READ_CHUNK, stop - offset), offset)):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def unarchived(fd: int, window: int) -> tuple[list[Record], int, bool]:
+    """A log's whole records past its archived offset, read ``window`` bytes on from it
+    (or to its end when the first record is longer), that offset, and whether bytes
+    that are no record come before one that is (see :func:`parse_records`)."""
+    size = os.fstat(fd).st_size
+    done = last_consumed(fd, size)
+    stop = min(size, done + window)
+    records, gap = parse_records(read_range(fd, done, stop), 0, done)
+    if stop < size and not any(r.kind == EVENT_RECORD for r in records):
+        records, gap = parse_records(read_range(fd, done, size), 0, done)
+    return records, done, gap
+
+
 def read_log(path: str, fd: int | None = None) -> bytes:
     """The whole of a log (through ``fd`` when given: a POSIX lock held on it survives)."""
     own = fd is None
     if own:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        chunks, offset = [], 0
-        while chunk := os.pread(fd, 1 << 22, offset):
-            chunks.append(chunk)
-            offset += len(chunk)
-        return b"".join(chunks)
+        return read_range(fd, 0, os.fstat(fd).st_size)
     finally:
         if own:
             os.close(fd)
@@ -170,10 +210,9 @@ def waiting(home: str, idle_seconds: float = IDLE_SECONDS) -> bool:
             if (last and last.kind == CONSUMED_RECORD and last.end == st.st_size
                     and int(last.arg) == last.start):  # fmt: skip
                 continue
-            data = read_log("", fd)
+            records, _, _ = unarchived(fd, READ_CHUNK)
         finally:
             os.close(fd)
-        records, _ = parse_records(data, consumed_to(data))
         if any(r.kind == EVENT_RECORD for r in records):
             return True
     return False

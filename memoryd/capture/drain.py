@@ -141,10 +141,9 @@ def _logs_to_read(home: str, held: set[str]) -> list[str]:
             try:
                 if not _lock(fd):  # a hook that opened it before the rename is writing
                     continue
-                data = hooklog.read_log(path, fd)
+                records, _, _ = hooklog.unarchived(fd, hooklog.READ_CHUNK)
             finally:
                 os.close(fd)
-            records, _ = hooklog.parse_records(data, hooklog.consumed_to(data))
             if not any(r.kind == hookspool.EVENT_RECORD for r in records):
                 os.unlink(path)  # archived to its end (or only torn bytes)
                 continue
@@ -168,29 +167,31 @@ def _lock(fd: int, seconds: float = 2.0) -> bool:
 
 def _consumed(path: str) -> int:
     try:
-        return hooklog.consumed_to(hooklog.read_log(path))
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return 0
+    try:
+        return hooklog.last_consumed(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
 
 
 def _unarchived(home: str, log: str) -> tuple[list[hooklog.Record], int]:
-    """A log's event records past its archived offset, and that offset. Bytes that are
-    no record before one that is (a hook killed mid-write) are read again under the
-    log's lock, when no hook is writing: torn for good, they are passed over."""
+    """A log's event records past its archived offset (``MAX_BATCH_BYTES`` of it read:
+    a batch takes no more), and that offset. Bytes that are no record before one that
+    is (a hook killed mid-write) are read again under the log's lock, when no hook is
+    writing: torn for good, they are passed over."""
     path = os.path.join(hookspool.spool_dir(home), log)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:
         return [], 0
     try:
-        data = hooklog.read_log(path, fd)
-        done = hooklog.consumed_to(data)
-        records, gap = hooklog.parse_records(data, done)
+        records, done, gap = hooklog.unarchived(fd, MAX_BATCH_BYTES)
         if gap:
             if not _lock(fd):
                 return [], done
-            data = hooklog.read_log(path, fd)
-            records, _ = hooklog.parse_records(data, done)
+            records, done, _ = hooklog.unarchived(fd, MAX_BATCH_BYTES)
     finally:
         os.close(fd)
     return [r for r in records if r.kind == hookspool.EVENT_RECORD], done
@@ -214,12 +215,15 @@ def _batch_events(home: str, items: list) -> list[tuple[str, dict]]:
             if (e := hookspool.read_event(home, item)) is not None:
                 events.append((item.removesuffix(hookspool.EVENT_SUFFIX), e))
             continue
-        path = os.path.join(hookspool.spool_dir(home), item["log"])
         try:
-            data = hooklog.read_log(path)[: item["to"]]
+            fd = os.open(os.path.join(hookspool.spool_dir(home), item["log"]), os.O_RDONLY)
         except FileNotFoundError:
             continue
-        records, _ = hooklog.parse_records(data, item["from"])
+        try:
+            data = hooklog.read_range(fd, item["from"], item["to"])
+        finally:
+            os.close(fd)
+        records, _ = hooklog.parse_records(data, 0, item["from"])
         events += [(r.arg, orjson.loads(r.payload)) for r in records
                    if r.kind == hookspool.EVENT_RECORD]  # fmt: skip
     return sorted(events, key=lambda item: item[0])

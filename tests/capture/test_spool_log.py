@@ -97,6 +97,44 @@ def test_records_frame_themselves_and_the_checksum_is_builtin_only():
     assert hooklog.consumed_to(rec + hookspool.frame("C", 7) + hookspool.frame("C", 3)) == 7
 
 
+def test_a_log_is_read_from_its_archived_offset_a_window_at_a_time(tmp_path: Path):
+    """The archived offset comes from the log's last consumed record (its head is not
+    read); records are read a window on from it (a record longer than the window:
+    to the log's end), and consumed records between them passed over."""
+    small = [hookspool.frame("E", f"{i}-1-1", b'"%d"' % i) for i in range(3)]
+    giant = hookspool.frame("E", "3-1-1", b'"' + b"g" * 5000 + b'"')
+    log = tmp_path / "x.log"
+    log.write_bytes(small[0] + hookspool.frame("C", len(small[0])) + small[1] + giant + small[2])
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        records, done, gap = hooklog.unarchived(fd, 100)
+        got = (done, [r.arg for r in records if r.kind == "E"], gap)
+        assert got == (len(small[0]), ["1-1-1"], False)
+        after = records[-1].end
+        with open(log, "ab") as f:
+            f.write(hookspool.frame("C", after))
+        records, done, _ = hooklog.unarchived(fd, 100)
+        assert (done, [r.arg for r in records if r.kind == "E"]) == (after, ["3-1-1", "2-1-1"])
+        assert hooklog.last_consumed(fd, os.fstat(fd).st_size) == after
+    finally:
+        os.close(fd)
+
+
+def test_the_last_consumed_record_is_found_across_read_chunks(tmp_path: Path, monkeypatch):
+    log = tmp_path / "x.log"
+    data = (hookspool.frame("E", "0-1-1", b'"a"') + hookspool.frame("C", 17)
+            + hookspool.frame("E", "1-1-1", b'"b"') + hookspool.frame("C", 42)
+            + hookspool.frame("E", "2-1-1", b'"c"'))  # fmt: skip
+    log.write_bytes(data)
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        for chunk in range(1, len(data) + 2):
+            monkeypatch.setattr(hooklog, "READ_CHUNK", chunk)
+            assert hooklog.last_consumed(fd, len(data)) == 42, chunk
+    finally:
+        os.close(fd)
+
+
 def test_hooks_of_one_session_appending_at_once_keep_every_record_whole(home: Path):
     """Eight processes append 40 events each (outputs up to 150 KB) to one session's
     log at once: every acknowledged event is there, once, whole."""
