@@ -2,16 +2,31 @@
 
 A hook process (``memoryd hook EVENT``) runs on every prompt and tool call, so this
 module imports only ``os``, ``time`` and :mod:`memoryd.base.hookjson` (neither orjson
-nor ``json``: their imports cost a hook more than its work); ``hashlib`` (OpenSSL's
-library) and ``fcntl`` wait for a transcript's event. It is the whole of what a hook
-needs to keep an event, and the drain (:mod:`memoryd.capture`) reads the same files.
+nor ``json``: their imports cost a hook more than its work; nor ``fcntl`` or ``zlib``,
+shared libraries whose loading costs a hook more than its write: the lock is
+``os.lockf``, the checksum :func:`checksum`); ``hashlib`` (OpenSSL's library) and
+``fcntl`` wait for a transcript's event. It is the whole of what a hook needs to keep
+an event; the drain (:mod:`memoryd.capture`) reads the same files (the logs through
+:mod:`memoryd.base.hooklog`, which a hook never imports).
 
 Layout, under ``$HOME/hooks/`` (directories 0700, files 0600):
 
-- ``spool/<ns>-<pid>-<size>.ev``: one event per file, written under a hidden
-  temporary name, fsynced, renamed into place and its directory fsynced before the
-  hook returns. A crash leaves the whole event or nothing; the name sorts in arrival
-  order and carries the file's size, so the spool's total is a directory listing.
+- ``spool/<session>.log``: a session's prompts and tool calls, one *record* each,
+  appended (``O_APPEND``, one ``write`` under ``os.lockf``) and ``fdatasync``ed
+  before the hook returns: one sync an event, the directory's only when the hook
+  made the file (:func:`append_record`). A record frames itself: ``\xff``, a header
+  line (its kind, its name or offset, its length, a checksum), the JSON, a newline.
+  The JSON is ASCII, so ``\xff`` starts every record and nothing else: a record torn
+  by a kill mid-write (its length or checksum wrong) is skipped and the next found.
+  The drain appends a *consumed* record (``C``) naming the offset its archive write
+  reached, so a log carries its own progress (renamed, it carries it along).
+- ``spool/<session>.<ns>.sealed``: a log the drain renamed away (its archived head
+  large, or the session idle); no hook writes to it once the drain has held its lock
+  after the rename (a hook checks, under the lock, that its file is still the live
+  one). Removed when all of it is archived.
+- ``spool/<ns>-<pid>-<size>.ev``: one event a file (a transcript's pieces: their
+  names say how far the spool holds a transcript, :func:`spooled_to`), written under
+  a hidden temporary name, fsynced, renamed into place and its directory fsynced.
 - ``batches/<first event>.json``: the drain's manifest of the events one archive
   write takes (so a redo after a kill writes the same documents with the same ids).
 - ``offsets/<session key>``: how far into a session's transcript the spool holds it.
@@ -30,12 +45,29 @@ BATCHES = "batches"
 OFFSETS = "offsets"
 FAILURES_FILE = "failures.jsonl"
 EVENT_SUFFIX = ".ev"
+LOG_SUFFIX = ".log"
+SEALED_SUFFIX = ".sealed"
 #: Defaults of the settings of the same names (``memoryd.base.config``), here so a hook
 #: reads them without building a Config.
 SPOOL_MAX_BYTES = 256 * 1024 * 1024
 FAILURES_MAX_BYTES = 256 * 1024  # then the file starts again (the last one kept as .1)
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+#: A log a hook made, until the directory entry is fsynced: a hook appending to a log
+#: in this mode fsyncs the directory too (the maker may not have yet), then marks it.
+NEW_LOG_MODE = 0o700
+#: Records: ``\xff`` then ``KIND ARG LENGTH CHECKSUM\n``, LENGTH bytes of JSON, ``\n``.
+MARK = b"\xff"
+EVENT_RECORD, CONSUMED_RECORD = "E", "C"
+MAX_HEADER = 96
+#: The drain renames a live log away (and a hook starts the next) once its archived
+#: head reaches ``ROTATE_BYTES``, or when no hook wrote to it for ``IDLE_SECONDS``:
+#: each rotation costs the session's next hook a new file (its directory fsynced).
+ROTATE_BYTES = 1024 * 1024
+IDLE_SECONDS = 300.0
+#: The checksum's modulus (the largest prime below 2**30: one CPython digit, so the
+#: remainder of a long integer is one C loop).
+CHECKSUM_PRIME = 1073741789
 
 
 def hooks_dir(home: str) -> str:
@@ -107,28 +139,114 @@ def event_size(name: str) -> int:
         return 0
 
 
-def spool_bytes(names: list[str]) -> int:
-    return sum(event_size(n) for n in names)
-
-
 class SpoolFull(Exception):
     """The spool holds ``max_bytes`` already: the event is refused, and counted."""
 
 
 def append(home: str, event: dict, max_bytes: int = SPOOL_MAX_BYTES, *, prefix: str = "") -> str:
-    """Keep ``event`` durably; returns its file name (``prefix`` first: a transcript
-    piece's names its session and how far it goes, see :func:`transcript_prefix`).
-    Raises :class:`SpoolFull` when the spool would pass ``max_bytes`` (the drain has
-    not kept up, or no supervisor ran for long): the caller records it, ``doctor``
-    reports it."""
+    """Keep ``event`` durably; returns its name. A transcript piece (``prefix``: its
+    session and how far it goes, see :func:`transcript_prefix`) is a file of its own;
+    any other event a record appended to its session's log. Raises
+    :class:`SpoolFull` when the spool would pass ``max_bytes`` (the drain has not kept
+    up, or no supervisor ran for long): the caller records it, ``doctor`` reports it."""
     data = dumps(event)
     folder = spool_dir(home)
-    ensure_dir(folder)
-    if spool_bytes(event_names(home)) + len(data) > max_bytes:
+    try:
+        size = spool_size(folder)
+    except FileNotFoundError:
+        ensure_dir(folder)
+        size = 0
+    if size + len(data) > max_bytes:
         raise SpoolFull(f"the hook spool holds {max_bytes} bytes or more")
-    name = f"{prefix}{time.time_ns():020d}-{os.getpid()}-{len(data)}{EVENT_SUFFIX}"
-    write_durable(os.path.join(folder, name), data)
+    name = f"{prefix}{time.time_ns():020d}-{os.getpid()}-{len(data)}"
+    if prefix:
+        write_durable(os.path.join(folder, name + EVENT_SUFFIX), data)
+        return name + EVENT_SUFFIX
+    append_record(folder, log_name(str(event.get("session") or "unknown")),
+                  frame(EVENT_RECORD, name, data))  # fmt: skip
     return name
+
+
+def spool_size(folder: str) -> int:
+    """The spool's bytes: each event file's (its name says), each log's and sealed
+    log's. A log's archived head counts until the drain rotates the log (at most
+    ``ROTATE_BYTES`` a log, or until it is idle)."""
+    total = 0
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            if name.endswith(EVENT_SUFFIX):
+                total += event_size(name)
+            elif name.endswith((LOG_SUFFIX, SEALED_SUFFIX)):
+                try:
+                    total += entry.stat().st_size
+                except FileNotFoundError:
+                    continue  # the drain removed it meanwhile
+    return total
+
+
+def log_name(session: str) -> str:
+    """A session's log file name: a checksum of its id (two sessions sharing one log
+    cost nothing: each record names its session; ``hashlib`` costs a hook its import)."""
+    raw = session.encode("utf-8", "surrogatepass")
+    return f"{checksum(raw):08x}{len(raw) % 256:02x}{checksum(raw[::-1]):08x}{LOG_SUFFIX}"
+
+
+def checksum(data: bytes) -> int:
+    """A 30-bit checksum of ``data`` from builtins alone (``zlib``'s or ``binascii``'s
+    CRC costs a hook a shared library's loading): ``data`` as a big-endian number,
+    modulo a prime. A torn or foreign tail changes it (the length is checked too)."""
+    return int.from_bytes(data, "big") % CHECKSUM_PRIME
+
+
+def frame(kind: str, arg: object, payload: bytes = b"") -> bytes:
+    """One record: ``\xff``, its header line, ``payload`` (ASCII JSON: never ``\xff``)
+    and a newline. The checksum covers the header's fields and the payload."""
+    head = f"{kind} {arg} {len(payload)} ".encode()
+    return b"".join((MARK, head, b"%08x\n" % checksum(head + payload), payload, b"\n"))
+
+
+def append_record(folder: str, name: str, record: bytes) -> None:
+    """``record`` appended to the log ``name`` in ``folder``, durably, in one ``write``
+    under the log's lock. The lock and a check that the open file is still the one at
+    ``name`` keep a record out of a log the drain renamed away (it takes the lock after
+    its rename, so any hook that passed the check has written before it reads). A log
+    made here is synced with its directory; one another hook made and has not yet
+    marked synced (mode ``NEW_LOG_MODE``) is synced here too."""
+    path = os.path.join(folder, name)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+    while True:
+        made = False
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, NEW_LOG_MODE)
+            except FileExistsError:
+                continue
+            made = True
+        try:
+            os.lockf(fd, os.F_LOCK, 0)
+            st = os.fstat(fd)
+            try:
+                live = os.stat(path)
+            except FileNotFoundError:
+                continue  # renamed away by the drain: a new log
+            if (live.st_ino, live.st_dev) != (st.st_ino, st.st_dev):
+                continue
+            if os.write(fd, record) != len(record):
+                raise OSError(f"a short write to {path}")  # torn: the drain skips it
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.lockf(fd, os.F_ULOCK, 0)
+            os.fdatasync(fd)
+            if made or st.st_mode & 0o100:
+                fsync_dir(folder)
+                os.fchmod(fd, FILE_MODE)
+            return
+        finally:
+            os.close(fd)
 
 
 def transcript_prefix(session: str, path: str, to: int) -> str:

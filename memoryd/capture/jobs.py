@@ -15,7 +15,7 @@ from typing import Any
 
 import apsw
 
-from memoryd.base import hookspool
+from memoryd.base import hooklog
 from memoryd.base.config import Config
 from memoryd.queue import ClaimedJob, JobSpec
 from memoryd.workers.contract import ApplyContext, JobKind, Periodic, WorkContext
@@ -27,7 +27,7 @@ RETENTION_POOL = "retention"  # the archive owner's pool (memoryd.archive.jobs)
 
 
 def _waiting(home: Path) -> bool:
-    return bool(hookspool.event_names(str(home))) or bool(_pending_batches(home))
+    return hooklog.waiting(str(home)) or bool(_pending_batches(home))
 
 
 def _pending_batches(home: Path) -> list[str]:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from memoryd.base import hookspool
+from memoryd.base import hooklog, hookspool
 from memoryd.base.config import (
     ARCHIVE_DIR,
     AUTHORITY_FILE,
@@ -104,14 +104,17 @@ HOOK_FAILURE_WINDOW_SECONDS = 86400.0
 def _hooks(home: Path, config: Config) -> Iterator[Finding]:
     """The agents' hooks: their spool's size against its bound, and what failed in
     the last day (a full spool, a recall that timed out, bad input)."""
-    names = hookspool.event_names(str(home))
-    size, bound = hookspool.spool_bytes(names), config.hook_spool_max_bytes
-    if names and size >= bound * 0.9:
+    try:
+        size = hookspool.spool_size(hookspool.spool_dir(str(home)))
+    except FileNotFoundError:
+        size = 0
+    count, bound = hooklog.waiting_events(str(home)), config.hook_spool_max_bytes
+    if size and size >= bound * 0.9:
         yield Finding(
             "hooks",
             "action",
             f"the hook spool holds {size} bytes of {bound} (hook_spool_max_bytes, "
-            f"{len(names)} events): past it hooks drop events",
+            f"{count} events): past it hooks drop events",
             "start the supervisor (`memoryd run`, or `memoryd service install`) so it archives "
             "them, or raise hook_spool_max_bytes",
         )
@@ -129,8 +132,8 @@ def _hooks(home: Path, config: Config) -> Iterator[Finding]:
             f"{last.get('message')}",
             f"see {home / hookspool.HOOKS_DIR / hookspool.FAILURES_FILE}",
         )
-    elif names or (home / hookspool.HOOKS_DIR).exists():
-        yield Finding("hooks", "ok", f"{len(names)} event(s) waiting in the spool ({size} bytes)")
+    elif count or (home / hookspool.HOOKS_DIR).exists():
+        yield Finding("hooks", "ok", f"{count} event(s) waiting in the spool ({size} bytes)")
 
 
 def _supervisor(home: Path, pid: int | None) -> Iterator[Finding]:

@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hook_sessions as hs  # noqa: E402
 import psutil  # noqa: E402
 
-from memoryd.base import hookspool  # noqa: E402
+from memoryd.base import hooklog, hookspool  # noqa: E402
 from memoryd.base.locks import running_supervisor  # noqa: E402
 from memoryd.faces.hooks.install import command  # noqa: E402
 
@@ -293,10 +293,13 @@ class Replay:
 
     def sampler(self) -> None:
         while not self.stop.wait(0.25):
-            names = hookspool.event_names(str(self.home))
-            size = hookspool.spool_bytes(names)
+            try:
+                size = hookspool.spool_size(hookspool.spool_dir(str(self.home)))
+                count = hooklog.waiting_events(str(self.home))
+            except OSError:
+                continue  # the spool's directory not made yet
             self.peak["bytes"] = max(self.peak["bytes"], size)
-            self.peak["events"] = max(self.peak["events"], len(names))
+            self.peak["events"] = max(self.peak["events"], count)
 
     # -- the end
 
@@ -345,7 +348,7 @@ class Replay:
 
     def waiting(self) -> bool:
         batches = self.home / hookspool.HOOKS_DIR / hookspool.BATCHES
-        return bool(hookspool.event_names(str(self.home))) or any(batches.glob("*.json"))
+        return hooklog.waiting(str(self.home)) or any(batches.glob("*.json"))
 
 
 def readable(event: str, out: bytes) -> bool:

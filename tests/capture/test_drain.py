@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.base import hookspool
+from memoryd.base import hooklog
 from memoryd.base.config import load_config
 from memoryd.base.locks import running_supervisor
 from tests.conftest import files_holding, marker, wait_for
@@ -27,7 +27,7 @@ def drained(home: Path) -> None:
     """Wait until the drain a Stop hook started has archived the spool and exited."""
 
     def done() -> bool:
-        return (not hookspool.event_names(str(home)) and running_supervisor(home) is None
+        return (not hooklog.waiting(str(home)) and running_supervisor(home) is None
                 and not list((home / "hooks" / "batches").glob("*.json")))  # fmt: skip
 
     wait_for(done, timeout=90, what="the spool drained")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from memoryd.base import hookspool
+from memoryd.base import hooklog
 from memoryd.faces.hooks.install import command
 from tests.conftest import MEMORYD, clean_env
 
@@ -33,7 +33,8 @@ def run_hook(
 
 
 def spooled(home: Path) -> list[dict]:
-    return [hookspool.read_event(str(home), n) for n in hookspool.event_names(str(home))]
+    """The events waiting in the spool (event files and logs' records), oldest first."""
+    return [e for _, e in hooklog.spooled(str(home))]
 
 
 def context_of(proc: subprocess.CompletedProcess, event: str) -> str | None:

@@ -97,8 +97,10 @@ def test_secret_file_names_are_fnmatch_s():
 
 def test_a_hook_process_imports_neither_re_nor_json(home: Path, tmp_path: Path):
     """The installed command's interpreter (``-I -S``) keeps a tool call and a prompt,
-    redacted, with the patterns from the cache (the first run may write it), and asks
-    for recall (no supervisor here) without ``socket``'s import."""
+    redacted (its session's log locked by ``os.lockf``, its records checksummed by
+    builtins: no ``fcntl`` or ``zlib`` library loaded; the logs' reader not imported),
+    with the patterns from the cache (the first run may write it), and asks for recall
+    (no supervisor here) without ``socket``'s import."""
     root = str(Path(memoryd.__file__).resolve().parent.parent)
     secret = "export API_TOKEN=abcdef123456"
     payload = {"session_id": "s", "cwd": str(tmp_path), "tool_name": "Bash",
@@ -108,24 +110,24 @@ def test_a_hook_process_imports_neither_re_nor_json(home: Path, tmp_path: Path):
         "data = sys.stdin.buffer.read(); "
         f"[event.handle(e, 'claude-code', {str(home)!r}, data) "
         "for e in ('PostToolUse', 'UserPromptSubmit')]; "
-        "print(sorted({'re', 'json', 'socket', 'enum', 'fnmatch', 'contextlib', 'hashlib'} "
-        "& set(sys.modules)))"
+        "print(sorted({'re', 'json', 'socket', 'enum', 'fnmatch', 'contextlib', 'hashlib', "
+        "'fcntl', 'zlib', 'binascii', 'memoryd.base.hooklog'} & set(sys.modules)))"
     )
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-I", "-S", "-c", code], input=json.dumps(
             payload).encode(), capture_output=True, check=True)  # fmt: skip
     assert proc.stdout.decode().strip() == "[]"
-    spool = Path(home) / "hooks" / "spool"
-    kept = [json.loads(p.read_bytes()) for p in sorted(spool.iterdir())]
+    kept = spooled(home)
     texts = [e["tool_input"]["command"] if e["kind"] == "tool" else e["text"] for e in kept]
     assert texts == ["export API_TOKEN=[redacted:assignment]"] * 4
 
 
-#: Prepended to the installed command's code: each fsync and the process's
+#: Prepended to the installed command's code: each fsync, fdatasync and the process's
 #: ``os._exit`` say so on stderr (unbuffered ``os.write``) as they happen.
 TRACE = (
-    "import os; _fsync, _exit = os.fsync, os._exit; "
+    "import os; _fsync, _fdatasync, _exit = os.fsync, os.fdatasync, os._exit; "
     "os.fsync = lambda fd: (os.write(2, b'fsync '), _fsync(fd))[1]; "
+    "os.fdatasync = lambda fd: (os.write(2, b'fdatasync '), _fdatasync(fd))[1]; "
     "os._exit = lambda code: (os.write(2, b'_exit'), _exit(code)); "
 )
 HELD = {
@@ -149,11 +151,15 @@ def traced_hook(home: Path, tmp_path: Path, args: list[str], held: str = "") -> 
 
 
 def test_a_hook_ends_without_teardown_once_its_event_is_fsynced(home: Path, tmp_path: Path):
-    """``os._exit`` comes after the event's file and directory are fsynced, and what
-    the hook printed (buffered: ``-I`` ignores PYTHONUNBUFFERED) still reaches the pipe."""
+    """``os._exit`` comes after the event is synced (its record's data; the directory
+    too when the hook made the session's log: the first event, and never again), and
+    what the hook printed (buffered: ``-I`` ignores PYTHONUNBUFFERED) still reaches the
+    pipe."""
     out, err = traced_hook(home, tmp_path, ["PostToolUse", "--home", str(home)])
-    assert (out, err) == ("", "fsync fsync _exit")
-    assert [e["tool_response"] for e in spooled(home)] == ["a file"]
+    assert (out, err) == ("", "fdatasync fsync _exit")
+    out, err = traced_hook(home, tmp_path, ["PostToolUse", "--home", str(home)])
+    assert (out, err) == ("", "fdatasync _exit")
+    assert [e["tool_response"] for e in spooled(home)] == ["a file", "a file"]
     out, err = traced_hook(home, tmp_path, ["--help"])
     assert (out, err) == (event.USAGE, "_exit")
 

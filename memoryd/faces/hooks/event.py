@@ -112,9 +112,8 @@ def run(argv: list[str]) -> None:
 def nothing_pending() -> bool:
     """Whether exit would run nothing of ours: no ``atexit`` handler (a full recall's
     imports register logging's), no live non-daemon thread besides this one."""
-    import atexit  # built in: no file read
-
-    if atexit._ncallbacks():
+    atexit = sys.modules.get("atexit")  # no handler without it: not imported for nothing
+    if atexit is not None and atexit._ncallbacks():
         return False
     threading = sys.modules.get("threading")
     if threading is None:
