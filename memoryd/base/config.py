@@ -60,6 +60,9 @@ MCP_SECONDARY_DIR = "mcp-secondary"  # each MCP server's RocksDB secondary insta
 # An MCP server gathers the writes its reads imply (access records, retrieval leases)
 # this long, then hands them over in one request.
 MCP_DEFERRED_WAIT_SECONDS = 1.0
+# An MCP server looks at the archive's primary this often, off any read, and catches
+# its secondary up (or reopens it) when the primary changed, so that a read rarely has to.
+MCP_SECONDARY_REFRESH_SECONDS = 0.25
 
 
 # Chunking and compression of ingested text (format constants, not tunables:

@@ -156,7 +156,22 @@ class Secondary:
         with self.lock:
             yield self._current()
 
+    def refresh(self) -> bool:
+        """Catch up (or reopen) now, off any read's path, as the next read would; False
+        when a read or another refresh holds the instance (it is being made current).
+        Whatever fails is left for the next read to meet and report."""
+        if not self.lock.acquire(blocking=False):
+            return False
+        try:
+            with contextlib.suppress(Exception):
+                self._current()
+        finally:
+            self.lock.release()
+        return True
+
     def _current(self) -> ArchiveStore | None:
+        # taken first: a write noted during this catch-up forces the next one
+        forced, self.forced = self.forced, False
         ident = identity(self.archive)
         if ident is None or not (self.archive / "CURRENT").exists():
             self.close()
@@ -172,7 +187,7 @@ class Secondary:
                     return None
                 raise
             self.opened, self.opens, self.seen = ident, self.opens + 1, mark
-        elif self.forced or mark is None or mark != self.seen:
+        elif forced or mark is None or mark != self.seen:
             try:
                 self.store.catch_up()
             except Exception as exc:  # the directory moved under the catch-up
@@ -181,7 +196,6 @@ class Secondary:
                     return None
                 raise StoreBusy(f"the archive changed during a read ({exc}); retry") from None
             self.seen, self.catch_ups = mark, self.catch_ups + 1
-        self.forced = False
         return self.store
 
     def stale(self) -> None:

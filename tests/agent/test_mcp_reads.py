@@ -123,3 +123,17 @@ def test_the_preload_opens_both_stores_and_writes_nothing(project_home: Path) ->
     assert handed == []
     reads.close()
     assert not reads.info_dir.exists()
+
+
+def test_the_refresher_catches_up_after_a_write_before_any_read(project_home: Path) -> None:
+    """A write the server made (``wrote``) is caught up by its refresher thread, so the
+    read that follows finds the secondary current and does not pay for it."""
+    reads = LocalReads(project_home, load_config(project_home), os.getpid(), lambda *a: None)
+    reads.start()
+    wait_for(lambda: reads.secondary.store is not None, what="the secondary opened")
+    catch_ups = reads.secondary.catch_ups
+    reads.wrote()
+    wait_for(lambda: reads.secondary.catch_ups > catch_ups, what="a catch-up without a read")
+    assert not reads.secondary.forced
+    reads.close()
+    assert not reads._refresher.is_alive()

@@ -14,9 +14,16 @@ The secondary catches up when the primary's files changed
 (:class:`~memoryd.operations.control_secondary.Secondary`: reopened after a flush
 or compaction, so a purged key is never served from its replayed log) and, in any
 case, before the first read after a write this server made or was told of
-(:meth:`LocalReads.wrote`). The writes a read implies (recall's access records, a
-search's retrieval leases) are gathered for ``MCP_DEFERRED_WAIT_SECONDS`` and handed
-over to the archive's owner in one request by a thread, never on the read's path.
+(:meth:`LocalReads.wrote`). A thread does it ahead of the reads: every
+``MCP_SECONDARY_REFRESH_SECONDS``, and at once after such a write, it looks at the
+primary and catches up or reopens when the next read would have; a read still looks
+and catches up itself when the primary changed since (a read never answers from an
+older view than it did before), but rarely has to, and a reopen (every open of the
+primary flushes: a supervisor's start, an embedded write) is then no read's cost.
+
+The writes a read implies (recall's access records, a search's retrieval leases)
+are gathered for ``MCP_DEFERRED_WAIT_SECONDS`` and handed over to the archive's
+owner in one request by a thread, never on the read's path.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from memoryd.base.config import (
     AUTHORITY_FILE,
     MCP_DEFERRED_WAIT_SECONDS,
     MCP_SECONDARY_DIR,
+    MCP_SECONDARY_REFRESH_SECONDS,
     Config,
 )
 from memoryd.operations.api import Memoryd
@@ -84,6 +92,10 @@ class LocalReads:
         )
         self.md: Memoryd | None = None  # opened at the first read that finds an authority
         self.lock = threading.Lock()
+        self.refresh_seconds = MCP_SECONDARY_REFRESH_SECONDS
+        self._wake = threading.Event()  # a write: the refresher catches up at once
+        self._stopped = threading.Event()
+        self._refresher: threading.Thread | None = None
 
     def start(self) -> None:
         """Remove the secondary directories of servers that are gone; start the flusher,
@@ -91,6 +103,8 @@ class LocalReads:
         drop_stale(self.home / MCP_SECONDARY_DIR)
         self.deferred.start()
         threading.Thread(target=self.preload, name="mcp-preload", daemon=True).start()
+        self._refresher = threading.Thread(target=self._refresh, name="mcp-refresh", daemon=True)
+        self._refresher.start()
 
     def preload(self) -> None:
         """Import the search code, open both stores and search the project once (a
@@ -115,11 +129,26 @@ class LocalReads:
             return fn(self._api())
 
     def wrote(self) -> None:
-        """A write was committed: the next archive read catches up first."""
+        """A write was committed: the next archive read catches up first (the refresher,
+        woken, does it before that read if it can)."""
         self.secondary.stale()
+        self._wake.set()
+
+    def _refresh(self) -> None:
+        """Keep the secondary current ahead of the reads (:meth:`Secondary.refresh`)."""
+        while not self._stopped.is_set():
+            self._wake.wait(self.refresh_seconds)
+            self._wake.clear()
+            if self._stopped.is_set():
+                return
+            self.secondary.refresh()
 
     def close(self) -> None:
         """Hand over what is pending, close both stores, remove the secondary's directory."""
+        self._stopped.set()
+        self._wake.set()
+        if self._refresher is not None:
+            self._refresher.join(timeout=30)
         self.deferred.stop()
         with self.lock, self.secondary.lock:
             self.secondary.close()
