@@ -107,6 +107,7 @@ class _RepairedLines:
 
 
 READ_BYTES = 65536  # at most this much of stdin at a time
+CLOSE_SECONDS = 30.0  # at the end, the last answers are waited for this long at most
 
 
 def _text(line: bytes) -> str:
@@ -145,7 +146,7 @@ class _Answers:
     """stdout for the SDK's writer task: each answer is queued for one thread that
     writes it whole, in order, so the event loop neither waits for the write nor is
     woken after it. Once the client is gone (a broken pipe) the rest is dropped: the
-    session ends when its stdin does. :meth:`close` writes what is queued, then stops."""
+    session ends when its stdin does. :meth:`close` waits for what is queued, then stops."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -159,9 +160,12 @@ class _Answers:
     async def flush(self) -> None:
         """Nothing to wait for: every answer is written as soon as its thread can."""
 
-    def close(self) -> None:
+    def close(self, timeout: float = CLOSE_SECONDS) -> bool:
+        """Whether every answer was written within ``timeout`` (a client that reads
+        nothing more can hold the last one; the thread is a daemon: it ends with us)."""
         self.queue.put(None)
-        self.thread.join()
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
 
     def _write(self) -> None:
         gone = False
@@ -231,7 +235,8 @@ def run(server: MCPServer) -> int:
     try:
         anyio.run(main)
     finally:
-        stdout.close()  # every answer written before the wire is given back
+        written = stdout.close()  # every answer written before the wire is given back
         os.dup2(wire_out, 1)
-        os.close(wire_out)
+        if written:  # else its thread may still be writing to it: never reused under it
+            os.close(wire_out)
     return stdin.refused
