@@ -13,6 +13,8 @@ import pytest
 
 from memoryd.base.config import MCP_SECONDARY_DIR, load_config
 from memoryd.faces.mcp.reads import LocalReads
+from memoryd.faces.mcp.server import Session
+from memoryd.operations.api import Memoryd
 from tests.agent.conftest import PROJECT, call, connect
 from tests.agent.test_forget_tool import consolidated, settle
 from tests.conftest import marker, run_cli, wait_for
@@ -137,3 +139,17 @@ def test_the_refresher_catches_up_after_a_write_before_any_read(project_home: Pa
     assert not reads.secondary.forced
     reads.close()
     assert not reads._refresher.is_alive()
+
+
+def test_reads_of_the_authority_do_not_force_an_archive_catch_up(project_home: Path) -> None:
+    """Waiting for the session's candidates (before a search or recall) and naming the
+    project read the authority only: the next archive read need not catch up for them,
+    where a tool call that may have written the archive still makes it."""
+    state = Session(Memoryd(project_home), PROJECT)
+    assert state.settle() is None  # nothing staged: nothing pending
+    assert state.project_name(None) == PROJECT
+    assert not state.local.secondary.forced
+    with state.api():
+        pass
+    assert state.local.secondary.forced
+    state.close()
