@@ -157,19 +157,26 @@ class Secondary:
             yield self._current()
 
     def refresh(self) -> bool:
-        """Catch up (or reopen) now, off any read's path, as the next read would; False
-        when a read or another refresh holds the instance (it is being made current).
-        Whatever fails is left for the next read to meet and report."""
+        """Off any read's path, what would cost the next read most: the reopen after a
+        flush (or a switch), and the catch-up after a write this process noted
+        (:meth:`stale`). A write of another process appended to the log is left to the
+        read (a catch-up costs it about a millisecond; made ahead of every such write,
+        it would cost every idle reader one per write). Whether it did anything (False
+        too when a read holds the instance: it makes it current itself). Whatever fails
+        is left for the next read to meet and report."""
         if not self.lock.acquire(blocking=False):
             return False
         try:
+            before = (self.opens, self.catch_ups)
             with contextlib.suppress(Exception):
-                self._current()
+                self._current(appended=False)
+            return (self.opens, self.catch_ups) != before
         finally:
             self.lock.release()
-        return True
 
-    def _current(self) -> ArchiveStore | None:
+    def _current(self, *, appended: bool = True) -> ArchiveStore | None:
+        """The store, current; ``appended=False``: not caught up for a write of another
+        process (:meth:`refresh`)."""
         # taken first: a write noted during this catch-up forces the next one
         forced, self.forced = self.forced, False
         ident = identity(self.archive)
@@ -187,7 +194,7 @@ class Secondary:
                     return None
                 raise
             self.opened, self.opens, self.seen = ident, self.opens + 1, mark
-        elif forced or mark is None or mark != self.seen:
+        elif forced or (appended and (mark is None or mark != self.seen)):
             try:
                 self.store.catch_up()
             except Exception as exc:  # the directory moved under the catch-up

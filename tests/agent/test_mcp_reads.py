@@ -12,9 +12,11 @@ import orjson
 import pytest
 
 from memoryd.base.config import MCP_SECONDARY_DIR, load_config
+from memoryd.faces.mcp import reads as mcp_reads
 from memoryd.faces.mcp.reads import LocalReads
 from memoryd.faces.mcp.server import Session
 from memoryd.operations.api import Memoryd
+from memoryd.storage.archive import ArchiveStore
 from tests.agent.conftest import PROJECT, call, connect
 from tests.agent.test_forget_tool import consolidated, settle
 from tests.conftest import marker, run_cli, wait_for
@@ -153,3 +155,21 @@ def test_reads_of_the_authority_do_not_force_an_archive_catch_up(project_home: P
         pass
     assert state.local.secondary.forced
     state.close()
+
+
+def test_the_refresher_reopens_after_a_flush_while_in_use_then_rests(
+    project_home: Path, monkeypatch
+) -> None:
+    """In use, the server's refresher reopens its secondary after the primary flushed
+    (every open of the primary does), before any read; idle, it stops looking."""
+    reads = LocalReads(project_home, load_config(project_home), os.getpid(), lambda *a: None)
+    reads.start()
+    reads.run(lambda md: None)  # a read: the server is in use
+    wait_for(lambda: reads.secondary.store is not None, what="the secondary opened")
+    opens = reads.secondary.opens
+    primary = ArchiveStore.open_primary(project_home / "archive")  # an open flushes
+    primary.close()
+    wait_for(lambda: reads.secondary.opens > opens, what="a reopen without a read")
+    monkeypatch.setattr(mcp_reads, "MCP_SECONDARY_ACTIVE_SECONDS", 0.0)
+    wait_for(lambda: not reads._active.is_set(), what="the refresher at rest")
+    reads.close()

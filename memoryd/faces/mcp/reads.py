@@ -14,12 +14,14 @@ The secondary catches up when the primary's files changed
 (:class:`~memoryd.operations.control_secondary.Secondary`: reopened after a flush
 or compaction, so a purged key is never served from its replayed log) and, in any
 case, before the first read after a write this server made or was told of
-(:meth:`LocalReads.wrote`). A thread does it ahead of the reads: every
-``MCP_SECONDARY_REFRESH_SECONDS``, and at once after such a write, it looks at the
-primary and catches up or reopens when the next read would have; a read still looks
-and catches up itself when the primary changed since (a read never answers from an
-older view than it did before), but rarely has to, and a reopen (every open of the
-primary flushes: a supervisor's start, an embedded write) is then no read's cost.
+(:meth:`LocalReads.wrote`). A thread does the costly part ahead of the reads
+(:meth:`~memoryd.operations.control_secondary.Secondary.refresh`): the catch-up after
+such a write, at once, and the reopen after the primary flushed (every open of the
+primary flushes: a supervisor's start, an embedded write), looked for every
+``MCP_SECONDARY_REFRESH_SECONDS`` while the server is in use (a read or a write in
+the last ``MCP_SECONDARY_ACTIVE_SECONDS``). A read still looks and catches up or
+reopens itself when the primary changed since (a read never answers from an older
+view than it did before), but a reopen is then rarely a read's cost.
 
 The writes a read implies (recall's access records, a search's retrieval leases)
 are gathered for ``MCP_DEFERRED_WAIT_SECONDS`` and handed over to the archive's
@@ -32,6 +34,7 @@ import contextlib
 import importlib
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,6 +43,7 @@ from memoryd.base.config import (
     ARCHIVE_DIR,
     AUTHORITY_FILE,
     MCP_DEFERRED_WAIT_SECONDS,
+    MCP_SECONDARY_ACTIVE_SECONDS,
     MCP_SECONDARY_DIR,
     MCP_SECONDARY_REFRESH_SECONDS,
     Config,
@@ -94,6 +98,8 @@ class LocalReads:
         self.lock = threading.Lock()
         self.refresh_seconds = MCP_SECONDARY_REFRESH_SECONDS
         self._wake = threading.Event()  # a write: the refresher catches up at once
+        self._active = threading.Event()  # a read or a write lately: the refresher looks
+        self._used = 0.0  # when the last read or write was (monotonic)
         self._stopped = threading.Event()
         self._refresher: threading.Thread | None = None
 
@@ -126,26 +132,42 @@ class LocalReads:
         """``fn`` on this process's read-only API instance; :class:`NotHere` when the
         home has no authority or ``fn`` reads an archive that does not exist yet."""
         with self.lock:
-            return fn(self._api())
+            try:
+                return fn(self._api())
+            finally:
+                self._use()
 
     def wrote(self) -> None:
         """A write was committed: the next archive read catches up first (the refresher,
         woken, does it before that read if it can)."""
         self.secondary.stale()
+        self._use()
         self._wake.set()
 
+    def _use(self) -> None:
+        self._used = time.monotonic()
+        self._active.set()
+
     def _refresh(self) -> None:
-        """Keep the secondary current ahead of the reads (:meth:`Secondary.refresh`)."""
-        while not self._stopped.is_set():
+        """Keep the secondary ready ahead of the reads (:meth:`Secondary.refresh`) while
+        the server is in use; idle, the thread waits for the next read or write."""
+        while True:
+            self._active.wait()
             self._wake.wait(self.refresh_seconds)
             self._wake.clear()
             if self._stopped.is_set():
                 return
+            if time.monotonic() - self._used > MCP_SECONDARY_ACTIVE_SECONDS:
+                self._active.clear()
+                if time.monotonic() - self._used <= MCP_SECONDARY_ACTIVE_SECONDS:
+                    self._active.set()  # used meanwhile
+                continue
             self.secondary.refresh()
 
     def close(self) -> None:
         """Hand over what is pending, close both stores, remove the secondary's directory."""
         self._stopped.set()
+        self._active.set()
         self._wake.set()
         if self._refresher is not None:
             self._refresher.join(timeout=30)
