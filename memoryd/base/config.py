@@ -60,6 +60,11 @@ MCP_SECONDARY_DIR = "mcp-secondary"  # each MCP server's RocksDB secondary insta
 # An MCP server gathers the writes its reads imply (access records, retrieval leases)
 # this long, then hands them over in one request.
 MCP_DEFERRED_WAIT_SECONDS = 1.0
+# An MCP server looks at the archive's primary this often, off any read, and reopens
+# its secondary when the primary flushed, so that a read rarely has to; only while in
+# use (a read or a write within the last MCP_SECONDARY_ACTIVE_SECONDS).
+MCP_SECONDARY_REFRESH_SECONDS = 0.25
+MCP_SECONDARY_ACTIVE_SECONDS = 60.0
 
 
 # Chunking and compression of ingested text (format constants, not tunables:

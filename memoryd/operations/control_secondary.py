@@ -156,7 +156,29 @@ class Secondary:
         with self.lock:
             yield self._current()
 
-    def _current(self) -> ArchiveStore | None:
+    def refresh(self) -> bool:
+        """Off any read's path, what would cost the next read most: the reopen after a
+        flush (or a switch), and the catch-up after a write this process noted
+        (:meth:`stale`). A write of another process appended to the log is left to the
+        read (a catch-up costs it about a millisecond; made ahead of every such write,
+        it would cost every idle reader one per write). Whether it did anything (False
+        too when a read holds the instance: it makes it current itself). Whatever fails
+        is left for the next read to meet and report."""
+        if not self.lock.acquire(blocking=False):
+            return False
+        try:
+            before = (self.opens, self.catch_ups)
+            with contextlib.suppress(Exception):
+                self._current(appended=False)
+            return (self.opens, self.catch_ups) != before
+        finally:
+            self.lock.release()
+
+    def _current(self, *, appended: bool = True) -> ArchiveStore | None:
+        """The store, current; ``appended=False``: not caught up for a write of another
+        process (:meth:`refresh`)."""
+        # taken first: a write noted during this catch-up forces the next one
+        forced, self.forced = self.forced, False
         ident = identity(self.archive)
         if ident is None or not (self.archive / "CURRENT").exists():
             self.close()
@@ -172,7 +194,7 @@ class Secondary:
                     return None
                 raise
             self.opened, self.opens, self.seen = ident, self.opens + 1, mark
-        elif self.forced or mark is None or mark != self.seen:
+        elif forced or (appended and (mark is None or mark != self.seen)):
             try:
                 self.store.catch_up()
             except Exception as exc:  # the directory moved under the catch-up
@@ -181,7 +203,6 @@ class Secondary:
                     return None
                 raise StoreBusy(f"the archive changed during a read ({exc}); retry") from None
             self.seen, self.catch_ups = mark, self.catch_ups + 1
-        self.forced = False
         return self.store
 
     def stale(self) -> None:

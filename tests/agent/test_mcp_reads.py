@@ -12,7 +12,11 @@ import orjson
 import pytest
 
 from memoryd.base.config import MCP_SECONDARY_DIR, load_config
+from memoryd.faces.mcp import reads as mcp_reads
 from memoryd.faces.mcp.reads import LocalReads
+from memoryd.faces.mcp.server import Session
+from memoryd.operations.api import Memoryd
+from memoryd.storage.archive import ArchiveStore
 from tests.agent.conftest import PROJECT, call, connect
 from tests.agent.test_forget_tool import consolidated, settle
 from tests.conftest import marker, run_cli, wait_for
@@ -123,3 +127,49 @@ def test_the_preload_opens_both_stores_and_writes_nothing(project_home: Path) ->
     assert handed == []
     reads.close()
     assert not reads.info_dir.exists()
+
+
+def test_the_refresher_catches_up_after_a_write_before_any_read(project_home: Path) -> None:
+    """A write the server made (``wrote``) is caught up by its refresher thread, so the
+    read that follows finds the secondary current and does not pay for it."""
+    reads = LocalReads(project_home, load_config(project_home), os.getpid(), lambda *a: None)
+    reads.start()
+    wait_for(lambda: reads.secondary.store is not None, what="the secondary opened")
+    catch_ups = reads.secondary.catch_ups
+    reads.wrote()
+    wait_for(lambda: reads.secondary.catch_ups > catch_ups, what="a catch-up without a read")
+    assert not reads.secondary.forced
+    reads.close()
+    assert not reads._refresher.is_alive()
+
+
+def test_reads_of_the_authority_do_not_force_an_archive_catch_up(project_home: Path) -> None:
+    """Waiting for the session's candidates (before a search or recall) and naming the
+    project read the authority only: the next archive read need not catch up for them,
+    where a tool call that may have written the archive still makes it."""
+    state = Session(Memoryd(project_home), PROJECT)
+    assert state.settle() is None  # nothing staged: nothing pending
+    assert state.project_name(None) == PROJECT
+    assert not state.local.secondary.forced
+    with state.api():
+        pass
+    assert state.local.secondary.forced
+    state.close()
+
+
+def test_the_refresher_reopens_after_a_flush_while_in_use_then_rests(
+    project_home: Path, monkeypatch
+) -> None:
+    """In use, the server's refresher reopens its secondary after the primary flushed
+    (every open of the primary does), before any read; idle, it stops looking."""
+    reads = LocalReads(project_home, load_config(project_home), os.getpid(), lambda *a: None)
+    reads.start()
+    reads.run(lambda md: None)  # a read: the server is in use
+    wait_for(lambda: reads.secondary.store is not None, what="the secondary opened")
+    opens = reads.secondary.opens
+    primary = ArchiveStore.open_primary(project_home / "archive")  # an open flushes
+    primary.close()
+    wait_for(lambda: reads.secondary.opens > opens, what="a reopen without a read")
+    monkeypatch.setattr(mcp_reads, "MCP_SECONDARY_ACTIVE_SECONDS", 0.0)
+    wait_for(lambda: not reads._active.is_set(), what="the refresher at rest")
+    reads.close()

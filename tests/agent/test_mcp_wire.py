@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import select
 import subprocess
+import threading
 import time
 
+import anyio
 import orjson
 
 from memoryd import __version__
+from memoryd.faces.mcp import stdio as mcp_stdio
 from tests.conftest import MEMORYD, clean_env, run_cli
 
 ANSWER_SECONDS = 120.0  # a loaded machine starts the server slowly; no speed is asserted
@@ -111,3 +115,73 @@ def test_argument_errors_are_typed_and_garbage_is_not_a_clean_exit(home, tmp_pat
     assert "'locator'" in text[4]
     assert code == 2, "a session with a line that was no message does not end clean"
     assert "this is not JSON-RPC" in errlog.read_text()
+
+
+def _no_worker_threads(monkeypatch) -> None:
+    def refused(*args, **kwargs):
+        raise AssertionError("a worker thread was asked for")
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", refused)
+
+
+def test_stdin_lines_of_a_pipe_are_read_on_the_event_loop(monkeypatch) -> None:
+    """Each request line is read where the event loop waits for the pipe, not in a
+    worker thread and back (two scheduler waits a request on a busy machine); the
+    lines are the text the SDK's reader gave (CRLF ended, bad bytes replaced)."""
+    _no_worker_threads(monkeypatch)
+    read_end, write_end = os.pipe()
+    sent = b'{"a": 1}\n{"b": "\xff"}\r\n' + b"x" * 70000 + b"\nlast"  # more than a pipe holds
+
+    def client() -> None:
+        os.write(write_end, sent)
+        os.close(write_end)
+
+    async def lines() -> list[str]:
+        return [line async for line in mcp_stdio._lines(read_end)]
+
+    writer = threading.Thread(target=client)
+    writer.start()
+    try:
+        got = anyio.run(lines)
+    finally:
+        writer.join()
+        os.close(read_end)
+    assert got == ['{"a": 1}\n', '{"b": "\ufffd"}\n', "x" * 70000 + "\n", "last"]
+
+
+def test_answers_are_handed_to_one_writer_and_all_written_at_close(monkeypatch) -> None:
+    """The SDK's writer task awaits neither a write nor a flush in a worker thread: the
+    answers go to one thread, in order, and close() returns once all are written; a
+    client gone (a broken pipe) fails nothing."""
+    _no_worker_threads(monkeypatch)
+    read_end, write_end = os.pipe()
+    answers = mcp_stdio._Answers(write_end)
+    sent = [f'{{"id": {n}, "pad": "{"y" * 5000}"}}\n' for n in range(40)]  # more than a pipe holds
+
+    async def write() -> None:
+        for line in sent:
+            await answers.write(line)
+            await answers.flush()
+
+    got = bytearray()
+    reader = threading.Thread(target=lambda: got.extend(_read_all(read_end)))
+    reader.start()
+    anyio.run(write)
+    assert answers.close()
+    os.close(write_end)
+    reader.join()
+    assert got.decode() == "".join(sent)
+    os.close(read_end)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    gone = mcp_stdio._Answers(write_end)
+    anyio.run(gone.write, "nobody reads this\n")
+    assert gone.close()
+    os.close(write_end)
+
+
+def _read_all(fd: int) -> bytes:
+    out = bytearray()
+    while chunk := os.read(fd, 65536):
+        out += chunk
+    return bytes(out)

@@ -105,6 +105,66 @@ def test_reads_list_the_directory_only_when_it_changed(tmp_path: Path) -> None:
     secondary.close()
 
 
+def test_a_refresh_does_the_reopen_and_the_noted_catch_up_a_read_would_have(
+    tmp_path: Path,
+) -> None:
+    """Off a read's path (the MCP server's refresher): after a flush a refresh reopens,
+    after a write this process noted it catches up, and the read that follows does
+    neither; another process's write is left to the read (cheap, and made ahead of
+    every write it would cost an idle reader one per write)."""
+    archive = tmp_path / "archive"
+    primary = ArchiveStore.open_primary(archive)
+    first = append(primary, "the first words")
+    secondary = Secondary(archive, tmp_path / "secondary")
+    assert secondary.refresh() and secondary.opens == 1
+    assert not secondary.refresh()  # nothing changed
+    assert read(secondary, first)["content"] == "the first words"
+    second = append(primary, "the second words")
+    assert not secondary.refresh() and secondary.catch_ups == 0  # left to the read
+    secondary.stale()  # as after a write of this process
+    assert secondary.refresh() and secondary.catch_ups == 1
+    assert read(secondary, second)["content"] == "the second words"
+    assert secondary.catch_ups == 1  # the read found it current
+    primary.maintenance.flush()  # a new MANIFEST: a catch-up would keep the flushed log
+    assert secondary.refresh() and secondary.opens == 2
+    assert read(secondary, second)["content"] == "the second words"
+    assert (secondary.opens, secondary.catch_ups) == (2, 1)
+    third = append(primary, "written before any refresh")
+    assert read(secondary, third)["content"] == "written before any refresh"
+    assert secondary.catch_ups == 2
+    primary.maintenance.flush()
+    with secondary.reading():  # a read holds the instance: the refresh leaves it alone
+        assert not secondary.refresh()
+    primary.close()
+    secondary.close()
+
+
+def test_a_write_noted_during_a_catch_up_forces_the_next_one(tmp_path: Path) -> None:
+    """A write the process learns of while a catch-up runs (a refresh beside a read or a
+    tool call) may have missed it: the next read still catches up."""
+    archive = tmp_path / "archive"
+    primary = ArchiveStore.open_primary(archive)
+    first = append(primary, "the first words")
+    secondary = Secondary(archive, tmp_path / "secondary")
+    assert read(secondary, first)["content"] == "the first words"
+    with secondary.reading() as store:
+        real = store.catch_up
+
+        def noted_meanwhile() -> None:
+            real()
+            secondary.stale()  # as a tool call's write, ended during this catch-up
+
+        store.catch_up = noted_meanwhile
+    secondary.stale()
+    catch_ups = secondary.catch_ups
+    read(secondary, first)
+    assert secondary.catch_ups == catch_ups + 1
+    read(secondary, first)
+    assert secondary.catch_ups == catch_ups + 2  # the write noted meanwhile was kept
+    primary.close()
+    secondary.close()
+
+
 @pytest.mark.slow
 def test_reads_over_the_socket_follow_a_migration(home: Path, tmp_path: Path, background):
     """A real migration through the supervisor's retention worker while a thread keeps

@@ -14,9 +14,18 @@ The secondary catches up when the primary's files changed
 (:class:`~memoryd.operations.control_secondary.Secondary`: reopened after a flush
 or compaction, so a purged key is never served from its replayed log) and, in any
 case, before the first read after a write this server made or was told of
-(:meth:`LocalReads.wrote`). The writes a read implies (recall's access records, a
-search's retrieval leases) are gathered for ``MCP_DEFERRED_WAIT_SECONDS`` and handed
-over to the archive's owner in one request by a thread, never on the read's path.
+(:meth:`LocalReads.wrote`). A thread does the costly part ahead of the reads
+(:meth:`~memoryd.operations.control_secondary.Secondary.refresh`): the catch-up after
+such a write, at once, and the reopen after the primary flushed (every open of the
+primary flushes: a supervisor's start, an embedded write), looked for every
+``MCP_SECONDARY_REFRESH_SECONDS`` while the server is in use (a read or a write in
+the last ``MCP_SECONDARY_ACTIVE_SECONDS``). A read still looks and catches up or
+reopens itself when the primary changed since (a read never answers from an older
+view than it did before), but a reopen is then rarely a read's cost.
+
+The writes a read implies (recall's access records, a search's retrieval leases)
+are gathered for ``MCP_DEFERRED_WAIT_SECONDS`` and handed over to the archive's
+owner in one request by a thread, never on the read's path.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import contextlib
 import importlib
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,7 +43,9 @@ from memoryd.base.config import (
     ARCHIVE_DIR,
     AUTHORITY_FILE,
     MCP_DEFERRED_WAIT_SECONDS,
+    MCP_SECONDARY_ACTIVE_SECONDS,
     MCP_SECONDARY_DIR,
+    MCP_SECONDARY_REFRESH_SECONDS,
     Config,
 )
 from memoryd.operations.api import Memoryd
@@ -84,6 +96,12 @@ class LocalReads:
         )
         self.md: Memoryd | None = None  # opened at the first read that finds an authority
         self.lock = threading.Lock()
+        self.refresh_seconds = MCP_SECONDARY_REFRESH_SECONDS
+        self._wake = threading.Event()  # a write: the refresher catches up at once
+        self._active = threading.Event()  # a read or a write lately: the refresher looks
+        self._used = 0.0  # when the last read or write was (monotonic)
+        self._stopped = threading.Event()
+        self._refresher: threading.Thread | None = None
 
     def start(self) -> None:
         """Remove the secondary directories of servers that are gone; start the flusher,
@@ -91,6 +109,8 @@ class LocalReads:
         drop_stale(self.home / MCP_SECONDARY_DIR)
         self.deferred.start()
         threading.Thread(target=self.preload, name="mcp-preload", daemon=True).start()
+        self._refresher = threading.Thread(target=self._refresh, name="mcp-refresh", daemon=True)
+        self._refresher.start()
 
     def preload(self) -> None:
         """Import the search code, open both stores and search the project once (a
@@ -112,14 +132,45 @@ class LocalReads:
         """``fn`` on this process's read-only API instance; :class:`NotHere` when the
         home has no authority or ``fn`` reads an archive that does not exist yet."""
         with self.lock:
-            return fn(self._api())
+            try:
+                return fn(self._api())
+            finally:
+                self._use()
 
     def wrote(self) -> None:
-        """A write was committed: the next archive read catches up first."""
+        """A write was committed: the next archive read catches up first (the refresher,
+        woken, does it before that read if it can)."""
         self.secondary.stale()
+        self._use()
+        self._wake.set()
+
+    def _use(self) -> None:
+        self._used = time.monotonic()
+        self._active.set()
+
+    def _refresh(self) -> None:
+        """Keep the secondary ready ahead of the reads (:meth:`Secondary.refresh`) while
+        the server is in use; idle, the thread waits for the next read or write."""
+        while True:
+            self._active.wait()
+            self._wake.wait(self.refresh_seconds)
+            self._wake.clear()
+            if self._stopped.is_set():
+                return
+            if time.monotonic() - self._used > MCP_SECONDARY_ACTIVE_SECONDS:
+                self._active.clear()
+                if time.monotonic() - self._used <= MCP_SECONDARY_ACTIVE_SECONDS:
+                    self._active.set()  # used meanwhile
+                continue
+            self.secondary.refresh()
 
     def close(self) -> None:
         """Hand over what is pending, close both stores, remove the secondary's directory."""
+        self._stopped.set()
+        self._active.set()
+        self._wake.set()
+        if self._refresher is not None:
+            self._refresher.join(timeout=30)
         self.deferred.stop()
         with self.lock, self.secondary.lock:
             self.secondary.close()

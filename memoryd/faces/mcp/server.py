@@ -225,14 +225,16 @@ class Session:
         self.local = LocalReads(md.home, md.config, os.getpid(), self._hand_over, project)
 
     @contextlib.contextmanager
-    def api(self) -> Iterator[Memoryd]:
+    def api(self, *, writes: bool = True) -> Iterator[Memoryd]:
         """The API under the session lock; a typed error becomes a tool error. What
-        it did may have written the archive: the next local read catches up first."""
+        it did may have written the archive: the next local read catches up first
+        (``writes=False``: a read of the authority, after which it need not)."""
         try:
             with tool_errors(), self.lock:
                 yield self.md
         finally:
-            self.local.wrote()
+            if writes:
+                self.local.wrote()
 
     async def read(self, fn: Callable[[Memoryd], Any], *, local: bool = True) -> Any:
         """A read: here (:class:`LocalReads`) when ``local`` and the home has both
@@ -274,13 +276,13 @@ class Session:
         return {**await self.read(fn), "memory_pending": pending}
 
     def settle(self, timeout: float = MEMORY_SETTLE_SECONDS) -> dict | None:
-        with self.api() as md:
+        with self.api(writes=False) as md:  # it reads the authority (and may start a drain)
             settled = Memory(md).settle(self.staged, timeout=timeout)
             self.staged = settled["open"]
             return settled["pending"]
 
     def project_name(self, project: str | None) -> str:
-        with self.api() as md:
+        with self.api(writes=False) as md:
             return Projects(md).default(project or self.project)
 
     def lease(self, action: str, **args: Any) -> dict:
