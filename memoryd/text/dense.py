@@ -206,7 +206,7 @@ class HashingEncoder:
                 for b, v in zip(bs, vs, strict=True):
                     part[b] += v * w
                 vec = list(map(operator.add, vec, part))
-            norm = math.sqrt(math.fsum(map(operator.mul, vec, vec))) or 1.0
+            norm = math.sqrt(numpy_sum(list(map(operator.mul, vec, vec)))) or 1.0
             out.append([x / norm for x in vec])
         return out
 
@@ -241,7 +241,7 @@ class HashingEncoder:
             for j, i, w in zip(seg[ids < -1], ids[ids < -1], weight[ids < -1], strict=True):
                 b, val = self._long[int(i)]
                 out[j] += np.bincount(b, weights=val * w, minlength=self.dim)
-        norms = np.sqrt([math.fsum(row) for row in (out * out).tolist()])
+        norms = np.sqrt((out * out).sum(axis=1))
         norms[norms == 0] = 1.0
         out /= norms[:, None]
         return list(out)
@@ -546,26 +546,53 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
-    """The cosine of ``query`` with each of ``vectors`` (numpy's or lists), each sum of
-    products rounded once (``math.fsum``): the same bits whatever holds the vectors and
-    however a BLAS would order its additions. Arrays' products are taken in one array
-    operation (the same IEEE products as Python's)."""
+    """The cosine of ``query`` with each of ``vectors`` (numpy's or lists): each sum of
+    products in numpy's summation order (:func:`numpy_sum`), so arrays and lists give
+    the same bits, and a BLAS's order of additions never enters."""
     if not vectors:
         return []
     if any(hasattr(v, "tolist") for v in (query, *vectors)):
         q = np.asarray(query, dtype=np.float64)
         m = np.asarray(vectors, dtype=np.float64)
-        qq, dots, squares = (q * q).tolist(), (m * q).tolist(), (m * m).tolist()
-    else:
-        qq = list(map(operator.mul, query, query))
-        dots = [list(map(operator.mul, v, query)) for v in vectors]
-        squares = [list(map(operator.mul, v, v)) for v in vectors]
-    nq, fsum, sqrt = math.sqrt(math.fsum(qq)), math.fsum, math.sqrt
+        nq = math.sqrt((q * q).sum())
+        dots, norms = (m * q).sum(axis=1).tolist(), np.sqrt((m * m).sum(axis=1)).tolist()
+        return [d / (nq * n) if nq and n else 0.0 for d, n in zip(dots, norms, strict=True)]
+    nq = math.sqrt(numpy_sum(list(map(operator.mul, query, query))))
     out = []
-    for dot, square in zip(dots, squares, strict=True):
-        nv = sqrt(fsum(square))
-        out.append(fsum(dot) / (nq * nv) if nq and nv else 0.0)
+    for v in vectors:
+        nv = math.sqrt(numpy_sum(list(map(operator.mul, v, v))))
+        dot = numpy_sum(list(map(operator.mul, v, query)))
+        out.append(dot / (nq * nv) if nq and nv else 0.0)
     return out
+
+
+def numpy_sum(values: list[float]) -> float:
+    """``sum`` of ``values`` in the order numpy's ``add.reduce`` adds a contiguous run
+    of float64 (its pairwise summation: runs under 8 in order, up to 128 in eight
+    interleaved partial sums, longer ones halved at a multiple of 8), bit for bit."""
+    return -0.0 + _pairwise(values, 0, len(values))
+
+
+def _pairwise(a: list[float], lo: int, n: int) -> float:
+    if n < 8:
+        res = -0.0
+        for x in a[lo : lo + n]:
+            res += x
+        return res
+    if n <= 128:
+        r = a[lo : lo + 8]
+        i, whole = 8, n - n % 8
+        while i < whole:
+            for j in range(8):
+                r[j] += a[lo + i + j]
+            i += 8
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for x in a[lo + i : lo + n]:
+            res += x
+        return res
+    half = n // 2
+    half -= half % 8
+    return _pairwise(a, lo, half) + _pairwise(a, lo + half, n - half)
 
 
 def plain_vectors() -> bool:

@@ -9,13 +9,14 @@ import random
 import sysconfig
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memoryd.search import engine
 from memoryd.search import stats as stats_mod
 from memoryd.search.engine import search
 from memoryd.storage.corpus import project_id
-from memoryd.text.dense import HashingEncoder, cosine
+from memoryd.text.dense import HashingEncoder, cosine, numpy_sum
 from memoryd.text.terms import analyze, stems
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -96,3 +97,14 @@ def test_hashing_vectors_in_python_are_numpy_s() -> None:
     arrays, lists = HashingEncoder().encode_stems(batch), HashingEncoder().encode_plain(batch)
     assert [a.tolist() for a in arrays] == lists
     assert [cosine(arrays[0], a) for a in arrays] == [cosine(lists[0], v) for v in lists]
+
+
+def test_numpy_sum_adds_in_numpy_s_order() -> None:
+    """The plain route's sums are numpy's ``sum`` bit for bit, at every length the
+    pairwise summation treats apart (under 8, up to 128, halved above), on values whose
+    sum depends on the order of the additions."""
+    rng = np.random.default_rng(7)
+    for n in [*range(1, 140), 255, 256, 257, 1000]:
+        values = rng.standard_normal(n) * rng.uniform(1e-3, 1e3, n)
+        rows = np.vstack([values, values[::-1]])
+        assert numpy_sum(values.tolist()) == rows.sum(axis=1)[0] == values.sum(), n
