@@ -31,7 +31,7 @@ Layout, under ``$HOME/hooks/`` (directories 0700, files 0600):
   write takes (so a redo after a kill writes the same documents with the same ids).
 - ``offsets/<session key>``: how far into a session's transcript the spool holds it.
 - ``failures.jsonl``: a line per hook that could not do its work (bounded; doctor
-  shows them), ``dropped`` counts events refused by a full spool.
+  shows them); an event refused by a full spool is one, ``SPOOL_FULL``.
 """
 
 import os
@@ -140,7 +140,8 @@ def event_size(name: str) -> int:
 
 
 class SpoolFull(Exception):
-    """The spool holds ``max_bytes`` already: the event is refused, and counted."""
+    """The spool holds ``max_bytes`` already: the event is refused (and recorded as a
+    ``SPOOL_FULL`` failure by the hook)."""
 
 
 def append(home: str, event: dict, max_bytes: int = SPOOL_MAX_BYTES, *, prefix: str = "") -> str:
