@@ -325,8 +325,8 @@ def _load(db, stats: TermStats, cands: list[Candidate]) -> None:
         r = info.get(c.rowid)
         if r is not None:
             copies.setdefault(r[5], []).append(r)
-    choose = {r[1] for rows in copies.values() if len(rows) > 1 for r in rows}
-    cost = read_costs(db, choose - files.keys()) if choose - files.keys() else {}
+    choose = {r[1] for rows in copies.values() if len(rows) > 1 for r in rows} - files.keys()
+    cost = read_costs(db, choose) if choose else {}
     read = {
         h: min(rows, key=lambda r: (0 if r[1] in files else cost.get(r[1], 1), r[0]))
         for h, rows in copies.items()
