@@ -10,7 +10,7 @@ from memoryd.operations.home import Home
 @command(None, "status", "memoryd status --json")
 def status_cmd(md: Memoryd, as_json: bool) -> None:
     """Show the queue, the supervisor and the authority."""
-    st = Home(md).status()
+    st = Home(md).status(full=as_json)  # what the lines below print, and no more
     if as_json:
         emit_json(st)
         return
