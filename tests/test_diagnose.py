@@ -112,7 +112,7 @@ def test_the_callers_settings_never_reach_the_diagnosis(tmp_path: Path) -> None:
 def test_a_missed_case_says_why_not_the_searchs_status(capsys) -> None:
     """The oracle table's detail for a miss says it abstained or answered without an
     expected path in the top k; never the search's bare status ('ok')."""
-    from memoryd.faces.cli import main as cli_mod
+    from memoryd.faces.cli import diagnose as cli_mod
 
     oracles = {
         "k": 3,
@@ -149,7 +149,7 @@ def test_a_diagnosis_runs_the_workload_on_every_route(tmp_path: Path, capsys) ->
     """Facts staged by memory add (one superseded by a newer, contrary one), answerable,
     contrary and unanswerable cases on search and recall with and without the dense
     route, five warm repetitions each; in JSON and in the human report."""
-    from memoryd.faces.cli import main as cli_mod
+    from memoryd.faces.cli import diagnose as cli_mod
 
     src, ws = _named_tree(tmp_path / "src"), tmp_path / "ws"
     res = run_cli("diagnose", str(src), "--workspace", str(ws), "--json", home=None)

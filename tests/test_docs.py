@@ -20,15 +20,22 @@ from memoryd.faces.cli.main import main
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
+def subcommands(cmd: click.Command) -> dict[str, click.Command]:
+    """A group's commands by name, as click finds them (the root makes each on demand)."""
+    if not isinstance(cmd, click.Group):
+        return {}
+    ctx = click.Context(cmd)
+    return {name: cmd.get_command(ctx, name) for name in cmd.list_commands(ctx)}
+
+
 def command_paths() -> list[tuple[str, ...]]:
     """Every command path, groups included: (), ("jobs",), ("jobs", "add"), ..."""
     paths: list[tuple[str, ...]] = []
 
     def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
         paths.append(path)
-        if isinstance(cmd, click.Group):
-            for name, sub in sorted(cmd.commands.items()):
-                walk(sub, (*path, name))
+        for name, sub in subcommands(cmd).items():
+            walk(sub, (*path, name))
 
     walk(main, ())
     return paths
@@ -37,7 +44,7 @@ def command_paths() -> list[tuple[str, ...]]:
 def command_at(path: tuple[str, ...]) -> click.Command:
     cmd: click.Command = main
     for name in path:
-        cmd = cmd.commands[name]  # type: ignore[attr-defined]
+        cmd = subcommands(cmd)[name]
     return cmd
 
 
@@ -87,8 +94,8 @@ def test_readme_names_no_command_that_does_not_exist() -> None:
         for name in path:
             if not isinstance(group, click.Group):
                 break  # an argument after a leaf command
-            assert name in group.commands, f"README names `memoryd {' '.join(path)}`"
-            group = group.commands[name]
+            assert name in subcommands(group), f"README names `memoryd {' '.join(path)}`"
+            group = subcommands(group)[name]
 
 
 def test_shell_completion_is_documented_and_works(cli) -> None:
@@ -125,9 +132,9 @@ def test_every_readme_command_names_real_commands_and_options(cli, argv: list[st
     path = []
     cmd: click.Command = main
     for word in words:
-        if not isinstance(cmd, click.Group) or word not in cmd.commands:
+        if word not in subcommands(cmd):
             break
-        cmd = cmd.commands[word]
+        cmd = subcommands(cmd)[word]
         path.append(word)
     assert res.stdout.startswith(f"Usage: memoryd {' '.join(path)}".rstrip()), res.stdout
 

@@ -60,7 +60,11 @@ class Home:
 
     md: Memoryd
 
-    def status(self) -> dict:
+    def status(self, *, full: bool = True) -> dict:
+        """The queue, the supervisor, the authority and the projects. ``full=False``
+        leaves out (as None) what a glance does without and a large home pays for: the
+        effects' counts (a scan of every effect) and the WAL's reader pids (``/proc/locks``,
+        10-20 ms to read on some kernels). A running supervisor's answer is always full."""
         md = self.md
         if (routed := md.routed("status")) is not None:
             return routed
@@ -78,9 +82,9 @@ class Home:
             "queue": counts,
             "done_jobs": {"kept": counts["done"], "keep_seconds": md.config.jobs_keep_seconds},
             "waiting_without_supervisor": 0 if sup else _waiting(counts),
-            "effects": effect_counts(db),
+            "effects": effect_counts(db) if full else None,
             "wal_bytes": wal_bytes(db),
-            "wal_reader_pids": wal_reader_pids(db),
+            "wal_reader_pids": wal_reader_pids(db) if full else None,
             "claims_paused": bool(sup and sup.get("claims_paused")),
             "pause_reason": (sup or {}).get("pause_reason"),
             "supervisor": sup,

@@ -7,14 +7,10 @@ from __future__ import annotations
 import apsw
 import orjson
 
-from memoryd.storage import index_sizes, lazy, records
-from memoryd.storage.corpus import (
-    CHUNKS_OF_FILE,
-    _query,
-    drop_index_rows,
-    fts_table,
-    reclaim_free_pages,
-)
+from memoryd.storage import lazy
+
+# The corpus's modules are imported by what reads or deletes a project's rows, not by
+# the listing (`memoryd status`, `memoryd projects`: issue 32 item 6).
 
 TOMBSTONE = "~removing~"  # prefix of a project being removed; no user name starts with it
 LISTING_KEYS = (
@@ -43,6 +39,8 @@ def live_listing(db) -> list[dict]:
 
 def ingest_options(db, pid: int) -> dict | None:
     """The choices of files the project's last ingest stored (None: none stored)."""
+    from memoryd.storage.corpus import _query
+
     rows = _query(db, "SELECT ingest_options FROM projects WHERE id = ?", (pid,))
     return orjson.loads(rows[0][0]) if rows and rows[0][0] else None
 
@@ -56,6 +54,8 @@ def set_ingest_options(tx: apsw.Connection, pid: int, options: dict) -> None:
 
 def exists(db, pid: int) -> bool:
     """Whether project ``pid`` is still there (``db``: an Authority or a transaction)."""
+    from memoryd.storage.corpus import _query
+
     return bool(_query(db, "SELECT 1 FROM projects WHERE id = ?", (pid,)))
 
 
@@ -87,6 +87,14 @@ MEMORY_ROWS = (
 
 def remove_step(tx: apsw.Connection, pid: int, limit: int) -> bool:
     """Delete at most ``limit`` rows of project ``pid``; True once nothing is left."""
+    from memoryd.storage import index_sizes, records
+    from memoryd.storage.corpus import (
+        CHUNKS_OF_FILE,
+        drop_index_rows,
+        fts_table,
+        reclaim_free_pages,
+    )
+
     chunk_ids = [  # through files: (project_id, path) is indexed, a file's chunks a range
         r[0]
         for r in tx.execute(

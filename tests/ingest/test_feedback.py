@@ -14,7 +14,7 @@ import orjson
 import pytest
 from rich.console import Console
 
-from memoryd.faces.cli import main as cli_mod
+from memoryd.faces.cli import ingest as cli_mod
 from memoryd.faces.cli.output import Console as CliConsole
 from memoryd.ingest import progress
 from memoryd.ingest.jobs import BATCH

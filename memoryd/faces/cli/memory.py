@@ -1,15 +1,9 @@
 """The ``memoryd memory`` command group (thin: :class:`memoryd.operations.api.Memoryd`
-does the work).
-
-:func:`add_commands` is called by :mod:`memoryd.faces.cli.main` with its ``command``
-decorator and output helpers, so this module never imports the CLI's module
-(``python -m memoryd.faces.cli.main`` runs it as ``__main__``).
-"""
+does the work)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +11,7 @@ import click
 
 from memoryd.base.errors import UsageError
 from memoryd.consolidation import KINDS, STATUSES
+from memoryd.faces.cli.common import clip, command, emit_json
 
 if TYPE_CHECKING:
     from memoryd.operations.memory import Memory
@@ -39,11 +34,6 @@ def read_source(source: str) -> bytes:
         return Path(source).read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read {source}: {exc.strerror or exc}") from None
-
-
-def _clip(text: str, width: int = TEXT_WIDTH) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= width else one[: width - 1] + "…"
 
 
 def _added_text(r: dict) -> str:
@@ -71,7 +61,7 @@ def _consolidator(r: dict) -> str:
 
 def _record_line(r: dict) -> str:
     status = "conflict" if r["conflicts_with"] else r["status"]
-    return f"{r['id']}  {r['kind']:<10} {status:<10} x{r['count']:<3} {_clip(r['text'])}"
+    return f"{r['id']}  {r['kind']:<10} {status:<10} x{r['count']:<3} {clip(r['text'], TEXT_WIDTH)}"
 
 
 def _show_text(r: dict) -> str:
@@ -127,7 +117,7 @@ def _deadletter_text(items: list[dict]) -> str:
         return "no dead-lettered candidates"
     lines = []
     for d in items:
-        text = _clip((d["candidate"] or {}).get("text", ""), 50)
+        text = clip((d["candidate"] or {}).get("text"), 50)
         lines.append(f"{d['id']}  {d['project']}  {d['reason']}  {text}")
         lines.append(f"  to do: {d['action']}")
     return "\n".join(lines)
@@ -143,128 +133,132 @@ def _forgot_text(r: dict) -> str:
     )
 
 
-def add_commands(main: click.Group, command: Callable, emit_json: Callable) -> None:
-    """Declare ``memoryd memory ...`` on ``main``."""
+def emit(as_json: bool, value: Any, text: str) -> None:
+    """JSON, or plain lines (never wrapped: records are long lines)."""
+    if as_json:
+        emit_json(value)
+    else:
+        click.echo(text)
 
-    def emit(as_json: bool, value: Any, text: str) -> None:
-        """JSON, or plain lines (never wrapped: records are long lines)."""
-        if as_json:
-            emit_json(True, value, "")
-        else:
-            click.echo(text)
 
-    @main.group("memory")
-    def memory_group() -> None:
-        """Memory records: save lessons, facts, decisions and preferences; consolidate them.
+@click.group("memory")
+def memory_group() -> None:
+    """Memory records: save lessons, facts, decisions and preferences; consolidate them.
 
-        \b
-        Example:
-          memoryd memory add candidates.jsonl --project app --wait
-          memoryd memory list --project app --status active
-        """
+    \b
+    Example:
+      memoryd memory add candidates.jsonl --project app --wait
+      memoryd memory list --project app --status active
+    """
 
-    @command(memory_group, "add", "memoryd memory add candidates.jsonl --project app --wait")
-    @click.argument("source")
-    @click.option("--project", required=True, help="The project the candidates belong to.")
-    @click.option("--wait", is_flag=True, help="Run (or follow) consolidation to the outcome.")
-    def memory_add(md: Any, as_json: bool, source: str, project: str, wait: bool) -> None:
-        """Validate candidate lines (JSON, one per line), stage them, consolidate.
 
-        \b
-        A line: {"text": "...", "kind": "fact"|"lesson"|"decision"|"preference",
-                 "triggers": [...], "scope": "...", "refs": ["path:10-20"], "source": "..."}
-        (only text is required; kind defaults to fact).
+@command(memory_group, "add", "memoryd memory add candidates.jsonl --project app --wait")
+@click.argument("source")
+@click.option("--project", required=True, help="The project the candidates belong to.")
+@click.option("--wait", is_flag=True, help="Run (or follow) consolidation to the outcome.")
+def memory_add(md: Any, as_json: bool, source: str, project: str, wait: bool) -> None:
+    """Validate candidate lines (JSON, one per line), stage them, consolidate.
 
-        Without --wait, a running supervisor consolidates them, else a background drain.
+    \b
+    A line: {"text": "...", "kind": "fact"|"lesson"|"decision"|"preference",
+             "triggers": [...], "scope": "...", "refs": ["path:10-20"], "source": "..."}
+    (only text is required; kind defaults to fact).
 
-        Exits 2 when no line was valid (MALFORMED_CANDIDATE, naming each line)."""
-        r = memory_of(md).add(read_source(source), project, wait=wait, consolidate=True)
-        emit(as_json, r, _added_text(r))
+    Without --wait, a running supervisor consolidates them, else a background drain.
 
-    @command(memory_group, "list", "memoryd memory list --project app --status active")
-    @click.option("--project", help="The project (default: the only one).")
-    @click.option("--status", type=click.Choice(STATUSES), help="Only records in this status.")
-    @click.option("--kind", type=click.Choice(KINDS), help="Only records of this kind.")
-    @click.option(
-        "--limit", type=click.IntRange(1), default=100, show_default=True, help="Most rows."
-    )
-    def memory_list(md: Any, as_json: bool, project: str | None, **filters: Any) -> None:
-        """List memory records, newest first."""
-        found = memory_of(md).listing(project, **filters)
-        emit(as_json, found, "\n".join(map(_record_line, found)) or "no records")
+    Exits 2 when no line was valid (MALFORMED_CANDIDATE, naming each line)."""
+    r = memory_of(md).add(read_source(source), project, wait=wait, consolidate=True)
+    emit(as_json, r, _added_text(r))
 
-    @command(memory_group, "show", "memoryd memory show m-1a2b3c4d5e6f7a8b")
-    @click.argument("record_id")
-    def memory_show(md: Any, as_json: bool, record_id: str) -> None:
-        """One record with its history (reinforcements, supersessions, merges, sweeps)."""
-        r = memory_of(md).show(record_id)
-        emit(as_json, r, _show_text(r))
 
-    @command(memory_group, "status", "memoryd memory status --project app --json")
-    @click.option("--project", help="One project (default: all).")
-    def memory_status(md: Any, as_json: bool, project: str | None) -> None:
-        """Backlog, records by status, rates over the kept runs, and the last runs."""
-        s = memory_of(md).status(project)
-        emit(as_json, s, _status_text(s))
+@command(memory_group, "list", "memoryd memory list --project app --status active")
+@click.option("--project", help="The project (default: the only one).")
+@click.option("--status", type=click.Choice(STATUSES), help="Only records in this status.")
+@click.option("--kind", type=click.Choice(KINDS), help="Only records of this kind.")
+@click.option("--limit", type=click.IntRange(1), default=100, show_default=True, help="Most rows.")
+def memory_list(md: Any, as_json: bool, project: str | None, **filters: Any) -> None:
+    """List memory records, newest first."""
+    found = memory_of(md).listing(project, **filters)
+    emit(as_json, found, "\n".join(map(_record_line, found)) or "no records")
 
-    @command(memory_group, "deadletter", "memoryd memory deadletter --project app")
-    @click.option("--project", help="One project (default: all).")
-    def memory_deadletter(md: Any, as_json: bool, project: str | None) -> None:
-        """Dead-lettered candidates with their reason (files under deadletter/<project>/)."""
-        items = memory_of(md).deadletters(project)
-        emit(as_json, items, _deadletter_text(items))
 
-    @command(
-        memory_group,
-        "retry",
-        "memoryd memory retry 1a2b3c4d5e6f7a8b   |   memoryd memory retry --all",
-    )
-    @click.argument("ids", nargs=-1)
-    @click.option("--all", "every", is_flag=True, help="Every dead letter (of --project).")
-    @click.option("--project", help="With --all: only this project's.")
-    def memory_retry(md: Any, as_json: bool, ids: tuple[str, ...], every: bool, project):
-        """Re-stage dead-lettered candidates (attempts reset) and enqueue consolidation.
+@command(memory_group, "show", "memoryd memory show m-1a2b3c4d5e6f7a8b")
+@click.argument("record_id")
+def memory_show(md: Any, as_json: bool, record_id: str) -> None:
+    """One record with its history (reinforcements, supersessions, merges, sweeps)."""
+    r = memory_of(md).show(record_id)
+    emit(as_json, r, _show_text(r))
 
-        Exits 1 naming each id that is not a dead letter."""
-        if not ids and not every:
-            raise UsageError("name candidate ids, or --all")
-        r = memory_of(md).retry(list(ids), every=every, project=project)
-        text = f"re-staged {len(r['restaged'])} candidate(s)"
-        text += "".join(f"\n  {x['id']}: {x['reason']}" for x in r["refused"])
-        emit(as_json, r, text)
-        if r["refused"]:
-            sys.exit(1)
 
-    @command(memory_group, "forget", "memoryd memory forget m-1a2b3c4d5e6f7a8b")
-    @click.argument("record_id")
-    def memory_forget(md: Any, as_json: bool, record_id: str) -> None:
-        """Delete a record and the records it replaced, with every byte of their text:
-        rows, index, vectors, staging lines and mirror files; then a WAL checkpoint.
+@command(memory_group, "status", "memoryd memory status --project app --json")
+@click.option("--project", help="One project (default: all).")
+def memory_status(md: Any, as_json: bool, project: str | None) -> None:
+    """Backlog, records by status, rates over the kept runs, and the last runs."""
+    s = memory_of(md).status(project)
+    emit(as_json, s, _status_text(s))
 
-        Exits 1 (NO_SUCH_RECORD) for an unknown id."""
-        r = memory_of(md).forget(record_id)
-        emit(as_json, r, _forgot_text(r))
 
-    @command(memory_group, "sweep", "memoryd memory sweep --project app --older-than-days 180")
-    @click.option("--project", help="The project (default: the only one).")
-    @click.option(
-        "--older-than-days",
-        type=click.FloatRange(0),
-        default=0.0,
-        help="Archive active records not seen for this long (0: archive none).",
-    )
-    @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
-    @click.option(
-        "--archive-stale",
-        is_flag=True,
-        help="Archive the records citing code that is gone, rather than flag them.",
-    )
-    def memory_sweep(md: Any, as_json: bool, project: str | None, **opts: Any) -> None:
-        """Check every cited ref where its code is now (verified, moved, changed, stale);
-        flag records citing code that is gone; archive long-unseen ones.
+@command(memory_group, "deadletter", "memoryd memory deadletter --project app")
+@click.option("--project", help="One project (default: all).")
+def memory_deadletter(md: Any, as_json: bool, project: str | None) -> None:
+    """Dead-lettered candidates with their reason (files under deadletter/<project>/)."""
+    items = memory_of(md).deadletters(project)
+    emit(as_json, items, _deadletter_text(items))
 
-        Only statuses change (reversible); a sweep never deletes a record."""
-        r = memory_of(md).sweep(project, **opts)
-        flag, archive = ("would flag", "would archive") if r["dry_run"] else ("flagged", "archived")
-        text = f"{flag} {len(r['flagged'])}, {archive} {len(r['archived'])} record(s)"
-        emit(as_json, r, "\n".join([text, *_refs_text(r["refs"])]))
+
+@command(
+    memory_group,
+    "retry",
+    "memoryd memory retry 1a2b3c4d5e6f7a8b   |   memoryd memory retry --all",
+)
+@click.argument("ids", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Every dead letter (of --project).")
+@click.option("--project", help="With --all: only this project's.")
+def memory_retry(md: Any, as_json: bool, ids: tuple[str, ...], every: bool, project):
+    """Re-stage dead-lettered candidates (attempts reset) and enqueue consolidation.
+
+    Exits 1 naming each id that is not a dead letter."""
+    if not ids and not every:
+        raise UsageError("name candidate ids, or --all")
+    r = memory_of(md).retry(list(ids), every=every, project=project)
+    text = f"re-staged {len(r['restaged'])} candidate(s)"
+    text += "".join(f"\n  {x['id']}: {x['reason']}" for x in r["refused"])
+    emit(as_json, r, text)
+    if r["refused"]:
+        sys.exit(1)
+
+
+@command(memory_group, "forget", "memoryd memory forget m-1a2b3c4d5e6f7a8b")
+@click.argument("record_id")
+def memory_forget(md: Any, as_json: bool, record_id: str) -> None:
+    """Delete a record and the records it replaced, with every byte of their text:
+    rows, index, vectors, staging lines and mirror files; then a WAL checkpoint.
+
+    Exits 1 (NO_SUCH_RECORD) for an unknown id."""
+    r = memory_of(md).forget(record_id)
+    emit(as_json, r, _forgot_text(r))
+
+
+@command(memory_group, "sweep", "memoryd memory sweep --project app --older-than-days 180")
+@click.option("--project", help="The project (default: the only one).")
+@click.option(
+    "--older-than-days",
+    type=click.FloatRange(0),
+    default=0.0,
+    help="Archive active records not seen for this long (0: archive none).",
+)
+@click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
+@click.option(
+    "--archive-stale",
+    is_flag=True,
+    help="Archive the records citing code that is gone, rather than flag them.",
+)
+def memory_sweep(md: Any, as_json: bool, project: str | None, **opts: Any) -> None:
+    """Check every cited ref where its code is now (verified, moved, changed, stale);
+    flag records citing code that is gone; archive long-unseen ones.
+
+    Only statuses change (reversible); a sweep never deletes a record."""
+    r = memory_of(md).sweep(project, **opts)
+    flag, archive = ("would flag", "would archive") if r["dry_run"] else ("flagged", "archived")
+    text = f"{flag} {len(r['flagged'])}, {archive} {len(r['archived'])} record(s)"
+    emit(as_json, r, "\n".join([text, *_refs_text(r["refs"])]))

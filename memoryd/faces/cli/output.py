@@ -5,7 +5,7 @@ A :class:`Console` prints a plain string as rich would, without importing it, wh
 its stream is no terminal (rich then styles nothing: markup and highlighting only
 style) and the string is simple: printable ASCII lines that fit the width rich would
 use, markup tags only where rich would read tags, nothing rich would read as an emoji
-code. A :class:`Table` (what :func:`memoryd.faces.cli.main.table_of` returns) is
+code. A :class:`Table` (what :func:`memoryd.faces.cli.common.table_of` returns) is
 drawn the same way when rich's own layout is its natural one (every column as wide
 as its widest cell, the whole within the width). Anything else is handed to rich
 itself, imported then: a terminal, a long or non-ASCII line, other options.
