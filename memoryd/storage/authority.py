@@ -4,6 +4,17 @@ Every write goes through :meth:`Authority.write`: ``BEGIN IMMEDIATE``, a short
 busy timeout, and on SQLITE_BUSY (including SQLITE_BUSY_SNAPSHOT) a rollback
 and a retry of the *whole* transaction with jittered exponential backoff.
 Nothing is ever retried inside an open transaction.
+
+Two journal layouts. A new home starts with a rollback journal (SQLite's default
+``DELETE`` mode, ``synchronous=EXTRA``: the journal's unlink, the commit, reaches the
+directory on disk): while open it has no ``-wal`` and no 32 KiB ``-shm``, only a
+``-journal`` of one transaction's old pages, and a reader holding the database
+makes a commit wait (``rollback_busy_timeout_ms``, then SQLITE_BUSY: the whole write
+is retried, at last :class:`StoreBusy`): busy backpressure instead of a growing WAL.
+Once the database reaches ``wal_from_bytes`` a writer switches it to WAL for good
+(:meth:`Authority.grow_to_wal`: one committed header write; every other connection
+sees the mode on its next transaction). A crash during the switch leaves the home in
+one mode or the other, never between: the header write is an ordinary transaction.
 """
 
 from __future__ import annotations
@@ -63,6 +74,8 @@ class Authority:
             if readonly or immutable
             else (apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
         )
+        self.busy_timeout_ms = config.busy_timeout_ms  # set by _configure for the mode
+        self._seen_wal = False
         # immutable: a WAL database on a read-only file system (no -shm can be made)
         self._name = str(self.path)
         if immutable:
@@ -81,7 +94,7 @@ class Authority:
             self._configure()
             if not (readonly or immutable):
                 self._migrate()
-                self._wal_files = wal_identity(self.path)
+                self._wal_files = self._held_wal_files(wal_identity(self.path))
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             self.conn.close()
             raise NotAnAuthority(
@@ -110,8 +123,10 @@ class Authority:
     def _configure(self) -> None:
         """Per-connection settings only: none of these writes the database."""
         c = self.conn
-        c.set_busy_timeout(self.config.busy_timeout_ms)
-        c.execute("PRAGMA synchronous=FULL")
+        self._set_busy_timeout()
+        # EXTRA: as FULL, and in rollback mode the directory is synced after the
+        # journal's unlink (the commit); the same as FULL in WAL mode.
+        c.execute("PRAGMA synchronous=EXTRA")
         c.execute(f"PRAGMA journal_size_limit={self.config.journal_size_limit}")
         # Never memory-map: truncating a WAL a sibling has mapped can fault it.
         c.execute("PRAGMA mmap_size=0")
@@ -121,6 +136,61 @@ class Authority:
         # (which zeroes what it frees itself) leaves none of it behind.
         c.execute("PRAGMA secure_delete=FAST")
         c.wal_autocheckpoint(0)  # the supervisor checkpoints at safe boundaries
+
+    def _set_busy_timeout(self) -> None:
+        """The short timeout in WAL mode (writes are retried whole, readers never wait);
+        in rollback mode a read waits on a commit and a commit on readers, so longer."""
+        longer = max(self.config.busy_timeout_ms, self.config.rollback_busy_timeout_ms)
+        self.conn.set_busy_timeout(longer)  # reading the mode may wait on a commit
+        wal = self.in_wal()
+        self.busy_timeout_ms = self.config.busy_timeout_ms if wal else longer
+        self.conn.set_busy_timeout(self.busy_timeout_ms)
+
+    def journal_mode(self) -> str:
+        """``wal``, or ``delete`` while the home keeps a rollback journal (as this
+        connection last saw it: another's switch shows at its next transaction)."""
+        return self.conn.execute("PRAGMA journal_mode").fetchone()[0]
+
+    def in_wal(self) -> bool:
+        """Whether the authority is in WAL mode (once seen, for good: memoryd never
+        switches back). A connection that sees another process's switch takes the
+        short busy timeout from then on."""
+        if not self._seen_wal and self.journal_mode() == "wal":
+            self._seen_wal = True
+            self.busy_timeout_ms = self.config.busy_timeout_ms
+            self.conn.set_busy_timeout(self.busy_timeout_ms)
+        return self._seen_wal
+
+    def database_bytes(self) -> int:
+        (pages,) = self.conn.execute("PRAGMA page_count").fetchone()
+        return pages * self.conn.execute("PRAGMA page_size").fetchone()[0]
+
+    def grow_to_wal(self, *, force: bool = False) -> bool:
+        """Switch a rollback-journal authority to WAL once it reaches ``wal_from_bytes``
+        (``force``: now). Outside any transaction; True when this call switched it. A
+        reader or writer elsewhere that keeps the lock past the busy timeout leaves it
+        for a later call (False). Never switches back."""
+        if not self.conn.get_autocommit():
+            raise RuntimeError("grow_to_wal() called inside an open transaction")
+        if self.in_wal():
+            return False
+        bound = self.config.wal_from_bytes  # 0: WAL from the start
+        if bound and not force and self.database_bytes() < bound:
+            return False
+        killpoints.reach("before_wal_switch")
+        self.conn.set_busy_timeout(self.config.busy_timeout_ms)  # give way to readers
+        try:
+            mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        except apsw.BusyError:
+            mode = None
+        finally:
+            self.conn.set_busy_timeout(self.busy_timeout_ms)
+        if mode != "wal":
+            return False
+        killpoints.reach("after_wal_switch")
+        self._set_busy_timeout()
+        self._wal_files = None  # known at the first write in WAL mode
+        return True
 
     def _migrate(self) -> None:
         version = self.user_version()
@@ -138,8 +208,7 @@ class Authority:
             # to the file system.
             self.conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
             self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-        if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            self.conn.execute("PRAGMA journal_mode=WAL")
+        self.grow_to_wal()  # a new home only when wal_from_bytes is 0
         self.write(self._apply_migrations)
 
     def _apply_migrations(self, tx: apsw.Connection) -> None:
@@ -225,7 +294,7 @@ class Authority:
         stops writing and never checkpoints on close."""
         now = wal_identity(self.path)
         if self._wal_files is None:
-            self._wal_files = now
+            self._wal_files = self._held_wal_files(now)
         elif now != self._wal_files:
             self.conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
             raise WalReplaced(
@@ -234,6 +303,13 @@ class Authority:
                 "every memoryd process of this home, then start again; never delete those "
                 "files while memoryd runs"
             )
+
+    def _held_wal_files(self, now: tuple | None) -> tuple | None:
+        """The WAL files' identity once this connection holds them: in WAL mode. A
+        connection still in rollback mode (another process switched the home, this one
+        has not read since) holds none: the files it sees may be removed by their last
+        closer and made anew when it first reads."""
+        return now if self.in_wal() else None
 
     def _write_once(self, fn: Callable[[apsw.Connection], T]) -> T:
         conn = self.conn
