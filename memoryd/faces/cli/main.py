@@ -25,7 +25,15 @@ from memoryd.base.config import (
     SKIPPED_PATHS_NAMED,
     one_shot_blas,
 )
-from memoryd.base.errors import ConfigError, MemorydError, UsageError, corruption, is_corruption
+from memoryd.base.errors import (
+    ConfigError,
+    MemorydError,
+    UsageError,
+    corruption,
+    is_busy,
+    is_corruption,
+    store_busy,
+)
 from memoryd.base.times import utc_iso
 from memoryd.faces.cli.memory import add_commands as add_memory_commands
 from memoryd.faces.cli.output import Console, Table
@@ -157,6 +165,8 @@ def command(
             except Exception as exc:
                 if is_corruption(exc):  # a damaged store: typed, naming the file
                     exc = corruption(exc, str(md.home if md else home))
+                elif is_busy(exc):  # a read waited on a small home's commit too long
+                    exc = store_busy(exc, str(md.home if md else home))
                 elif not isinstance(exc, MemorydError):
                     raise
                 details = getattr(exc, "details", None) or {}  # e.g. a lease's "rejected"
