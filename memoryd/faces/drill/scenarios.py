@@ -18,10 +18,11 @@ from functools import partial
 import orjson
 
 from memoryd.app import default_registry
+from memoryd.base.config import AUTHORITY_FILE
 from memoryd.base.errors import StoreBusy
 from memoryd.base.killpoints import ENV as KILL_ENV
 from memoryd.base.killpoints import NAMES as KILL_POINTS
-from memoryd.base.killpoints import ONCE_ENV, RETENTION_NAMES
+from memoryd.base.killpoints import ONCE_ENV, RETENTION_NAMES, SWITCH_NAMES
 from memoryd.faces.drill.core import POLL, PROJECT, RUN_TIMEOUT, Drill, DrillAborted
 from memoryd.faces.drill.procs import signal_pid
 from memoryd.operations.api import Memoryd
@@ -82,12 +83,17 @@ def _workers(d: Drill, sup) -> list[int]:
 
 def kill_point(d: Drill) -> Done:
     """SIGKILL the supervisor at a named point; commit points are drawn over the whole
-    run (its expected number of commits, learned from runs that finished)."""
-    point = d.pick(KILL_POINTS)
+    run (its expected number of commits, learned from runs that finished). While the
+    home keeps its rollback journal (the compact layout), the switch to WAL is a point
+    too: that supervisor switches at its first maintenance turn."""
+    point = d.pick(KILL_POINTS if _in_wal(d) else (*KILL_POINTS, *SWITCH_NAMES))
     once = d.home / f"killed-{d.cycle_no}"
     env = {ONCE_ENV: str(once)}
     if point.endswith("commit"):
         nth = d.rng.randint(1, d.turns)
+    elif point in SWITCH_NAMES:
+        nth = 1
+        env["MEMORYD_WAL_FROM_BYTES"] = "1"  # any size: switch now
     else:  # a small WAL bound: checkpoints all through the run, not only at its end
         nth = d.rng.randint(1, CHECKPOINTS)
         env["MEMORYD_WAL_CHECKPOINT_BYTES"] = str(CHECKPOINT_BYTES)
@@ -101,6 +107,15 @@ def kill_point(d: Drill) -> Done:
             d.fail(f"the supervisor exited {code} without reaching {point}: {sup.output()}")
     sup.close()
     return _done(d)
+
+
+def _in_wal(d: Drill) -> bool:
+    """Whether the home's authority is in WAL mode (its header's format bytes say 2)."""
+    try:
+        with open(d.home / AUTHORITY_FILE, "rb") as fh:
+            return fh.read(20)[18:20] == b"\x02\x02"
+    except FileNotFoundError:
+        return False
 
 
 def random_supervisor(d: Drill) -> Done:
