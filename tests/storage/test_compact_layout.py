@@ -5,6 +5,7 @@ connections open, crash-safe at the switch."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ from memoryd.base.errors import StoreBusy
 from memoryd.queue import JobQueue, JobSpec
 from memoryd.storage import open_authority
 from memoryd.storage.maintenance import checkpoint_truncate, hold_wal_bound
-from tests.conftest import clean_env
+from tests.conftest import clean_env, run_cli
 
 SMALL_BOUND = 48 * 1024  # a few hundred jobs' rows pass it
 
@@ -319,3 +320,39 @@ def test_wal_files_made_by_another_process_are_not_taken_for_this_ones(home: Pat
         assert db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == config.busy_timeout_ms
         assert _jobs(db) == 403
         db.check_wal()
+
+
+HOLD_EXCLUSIVE = r"""
+import sys, apsw
+conn = apsw.Connection(sys.argv[1])
+conn.execute("BEGIN EXCLUSIVE")
+print("holding", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+"""
+
+
+def test_a_read_kept_out_past_the_busy_timeout_answers_store_busy(home: Path) -> None:
+    """In rollback mode a read waits on a commit; one held past the busy timeout (here
+    an exclusive lock that stays) answers the typed, retryable STORE_BUSY, no traceback."""
+    assert run_cli("jobs", "add", "noop", home=home).code == 0
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_EXCLUSIVE, str(home / "authority.db")],
+        env=clean_env(None),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        res = run_cli(
+            "status", "--json", home=home, env={"MEMORYD_ROLLBACK_BUSY_TIMEOUT_MS": "300"}
+        )
+        assert res.code != 0 and "Traceback" not in res.stderr, res
+        answer = json.loads(res.stdout)
+        assert answer["error"] == "STORE_BUSY" and answer["retryable"], answer
+    finally:
+        holder.stdin.write("done\n")
+        holder.stdin.flush()
+        holder.wait(timeout=60)
+    assert run_cli("status", "--json", home=home).code == 0
