@@ -61,6 +61,16 @@ def wal_identity(path: Path) -> tuple[tuple[int, int], ...] | None:
     return tuple(found)
 
 
+def header_layout(path: Path) -> str:
+    """``wal`` or ``rollback`` as the database header says (its format bytes 18 and 19
+    are 2 in WAL mode), read without opening a connection; ``none`` with no file."""
+    try:
+        with open(path, "rb") as fh:
+            return "wal" if fh.read(20)[18:20] == b"\x02\x02" else "rollback"
+    except FileNotFoundError:
+        return "none"
+
+
 class Authority:
     """An open authority database. Not shared across processes or threads."""
 
@@ -81,8 +91,12 @@ class Authority:
         if immutable:
             self._name = f"file:{quote(str(self.path.absolute()))}?immutable=1"
             self._flags |= apsw.SQLITE_OPEN_URI
+        self._query_only = False  # a reader opened read-write (_open_reader)
         try:
-            self.conn = apsw.Connection(self._name, flags=self._flags)
+            if readonly and not immutable:
+                self.conn = self._open_reader()
+            else:
+                self.conn = apsw.Connection(self._name, flags=self._flags)
         except apsw.CantOpenError as exc:
             raise HomeNotWritable(
                 f"cannot open the authority {self.path} ({exc}); the data home must be a "
@@ -105,6 +119,29 @@ class Authority:
             self.conn.close()
             raise
 
+    def _open_reader(self) -> apsw.Connection:
+        """A reader of a rollback-journal home opens read-write under ``query_only``: a
+        writer killed mid-commit leaves a hot journal that the next connection to read
+        must roll back, which a read-only one cannot (SQLITE_READONLY_ROLLBACK). A WAL
+        home's reader stays read-only, as before (it never checkpoints on close)."""
+        readonly = apsw.SQLITE_OPEN_READONLY
+        try:
+            conn = apsw.Connection(self._name, flags=apsw.SQLITE_OPEN_READWRITE)
+        except apsw.CantOpenError:  # no such file, or not writable
+            return apsw.Connection(self._name, flags=readonly)
+        try:
+            conn.execute("PRAGMA query_only=1")
+            conn.set_busy_timeout(self.config.rollback_busy_timeout_ms)
+            wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        except BaseException:
+            conn.close()
+            raise
+        if wal:
+            conn.close()
+            return apsw.Connection(self._name, flags=readonly)
+        self._flags, self._query_only = apsw.SQLITE_OPEN_READWRITE, True
+        return conn
+
     @contextmanager
     def released(self) -> Iterator[None]:
         """Close the connection for the block and reopen it after (e.g. around a fork:
@@ -123,6 +160,8 @@ class Authority:
     def _configure(self) -> None:
         """Per-connection settings only: none of these writes the database."""
         c = self.conn
+        if self._query_only:
+            c.execute("PRAGMA query_only=1")  # a reader (_open_reader)
         self._set_busy_timeout()
         # EXTRA: as FULL, and in rollback mode the directory is synced after the
         # journal's unlink (the commit); the same as FULL in WAL mode.

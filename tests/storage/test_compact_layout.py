@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import apsw
 import pytest
 
 from memoryd.base.config import load_config
@@ -235,14 +236,7 @@ def test_a_process_killed_at_the_switch_leaves_one_whole_layout(
         assert db.query("PRAGMA integrity_check") == [("ok",)]
 
 
-def test_a_hot_journal_left_by_a_kill_mid_commit_is_rolled_back(home: Path) -> None:
-    """SIGKILL inside a rollback-mode commit's journal window (after the journal is
-    written, before it is removed): the journal is hot, the next opener rolls it back
-    and the database is whole, without the transaction."""
-    config = _config(home)
-    with open_authority(home, config) as db:
-        _fill(db, 50)
-    script = r"""
+KILLED_MID_COMMIT = r"""
 import os, signal, sys
 from pathlib import Path
 from memoryd.base.config import load_config
@@ -257,8 +251,17 @@ def fn(tx):
     os.kill(os.getpid(), signal.SIGKILL)
 db.write(fn)
 """
+
+
+def test_a_hot_journal_left_by_a_kill_mid_commit_is_rolled_back(home: Path) -> None:
+    """SIGKILL inside a rollback-mode commit's journal window (after the journal is
+    written, before it is removed): the journal is hot, the next opener rolls it back
+    and the database is whole, without the transaction."""
+    config = _config(home)
+    with open_authority(home, config) as db:
+        _fill(db, 50)
     proc = subprocess.run(
-        [sys.executable, "-c", script, str(home)],
+        [sys.executable, "-c", KILLED_MID_COMMIT, str(home)],
         env=clean_env(None),
         capture_output=True,
         text=True,
@@ -355,4 +358,29 @@ def test_a_read_kept_out_past_the_busy_timeout_answers_store_busy(home: Path) ->
         holder.stdin.write("done\n")
         holder.stdin.flush()
         holder.wait(timeout=60)
+    assert run_cli("status", "--json", home=home).code == 0
+
+
+def test_a_reader_after_a_kill_mid_commit_rolls_the_hot_journal_back(home: Path) -> None:
+    """A reader (the CLI's status, the MCP server's reads) opened after a writer died
+    mid-commit: a read-only connection could not roll the hot journal back
+    (SQLITE_READONLY_ROLLBACK); memoryd's reader of a small home can, and still never
+    writes a row."""
+    config = _config(home)
+    with open_authority(home, config) as db:
+        _fill(db, 50)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_MID_COMMIT, str(home)],
+        env=clean_env(None),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert (home / "authority.db-journal").stat().st_size > 0  # hot
+    with open_authority(home, config, readonly=True) as reader:
+        assert _jobs(reader) == 50
+        with pytest.raises(apsw.ReadOnlyError):
+            reader.query("DELETE FROM jobs")
+    assert not (home / "authority.db-journal").exists()
     assert run_cli("status", "--json", home=home).code == 0
