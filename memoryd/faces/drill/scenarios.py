@@ -29,6 +29,7 @@ from memoryd.operations.api import Memoryd
 from memoryd.operations.memory import Memory
 from memoryd.queue import ClaimedJob, JobQueue, JobReads, JobSpec
 from memoryd.retention.boundary import KILL_POINTS as MIGRATION_POINTS
+from memoryd.storage.authority import header_layout
 from memoryd.workers.builtin import attempt_result
 from memoryd.workers.contract import ApplyContext
 
@@ -110,12 +111,7 @@ def kill_point(d: Drill) -> Done:
 
 
 def _in_wal(d: Drill) -> bool:
-    """Whether the home's authority is in WAL mode (its header's format bytes say 2)."""
-    try:
-        with open(d.home / AUTHORITY_FILE, "rb") as fh:
-            return fh.read(20)[18:20] == b"\x02\x02"
-    except FileNotFoundError:
-        return False
+    return header_layout(d.home / AUTHORITY_FILE) == "wal"
 
 
 def random_supervisor(d: Drill) -> Done:
