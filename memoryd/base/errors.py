@@ -99,8 +99,16 @@ class StoreBusy(MemorydError):
     retryable = True
 
 
+#: SQLITE_READONLY_ROLLBACK: a read-only connection met the hot journal of a writer
+#: killed mid-commit (the next read-write opener rolls it back: retry)
+READONLY_ROLLBACK = 776
+
+
 def is_busy(exc: BaseException) -> bool:
-    """SQLite's SQLITE_BUSY or SQLITE_LOCKED, raw (a read's: writes are typed already)."""
+    """SQLite's SQLITE_BUSY or SQLITE_LOCKED, raw (a read's: writes are typed already),
+    or a reader's SQLITE_READONLY_ROLLBACK."""
+    if type(exc).__name__ == "ReadOnlyError":
+        return getattr(exc, "extendedresult", None) == READONLY_ROLLBACK
     return type(exc).__name__ in ("BusyError", "LockedError")
 
 

@@ -19,6 +19,7 @@ one mode or the other, never between: the header write is an ordinary transactio
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -91,7 +92,6 @@ class Authority:
         if immutable:
             self._name = f"file:{quote(str(self.path.absolute()))}?immutable=1"
             self._flags |= apsw.SQLITE_OPEN_URI
-        self._query_only = False  # a reader opened read-write (_open_reader)
         try:
             if readonly and not immutable:
                 self.conn = self._open_reader()
@@ -120,27 +120,29 @@ class Authority:
             raise
 
     def _open_reader(self) -> apsw.Connection:
-        """A reader of a rollback-journal home opens read-write under ``query_only``: a
-        writer killed mid-commit leaves a hot journal that the next connection to read
-        must roll back, which a read-only one cannot (SQLITE_READONLY_ROLLBACK). A WAL
-        home's reader stays read-only, as before (it never checkpoints on close)."""
-        readonly = apsw.SQLITE_OPEN_READONLY
+        """A read-only connection. A writer killed mid-commit in a small home (a rollback
+        journal) leaves a hot journal that a read-only connection cannot roll back
+        (SQLITE_READONLY_ROLLBACK): a read-write connection opened for that alone rolls
+        it back (its first read does), then the reader opens again."""
+        flags = apsw.SQLITE_OPEN_READONLY
+        conn = apsw.Connection(self._name, flags=flags)
         try:
-            conn = apsw.Connection(self._name, flags=apsw.SQLITE_OPEN_READWRITE)
-        except apsw.CantOpenError:  # no such file, or not writable
-            return apsw.Connection(self._name, flags=readonly)
-        try:
-            conn.execute("PRAGMA query_only=1")
             conn.set_busy_timeout(self.config.rollback_busy_timeout_ms)
-            wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            conn.execute("PRAGMA user_version").fetchone()
+            return conn
+        except apsw.ReadOnlyError as exc:
+            conn.close()
+            if exc.extendedresult != apsw.SQLITE_READONLY_ROLLBACK:
+                raise
         except BaseException:
             conn.close()
             raise
-        if wal:
-            conn.close()
-            return apsw.Connection(self._name, flags=readonly)
-        self._flags, self._query_only = apsw.SQLITE_OPEN_READWRITE, True
-        return conn
+        with contextlib.closing(
+            apsw.Connection(self._name, flags=apsw.SQLITE_OPEN_READWRITE)
+        ) as rw:
+            rw.set_busy_timeout(self.config.rollback_busy_timeout_ms)
+            rw.execute("PRAGMA user_version").fetchone()  # rolls the hot journal back
+        return apsw.Connection(self._name, flags=flags)
 
     @contextmanager
     def released(self) -> Iterator[None]:
@@ -160,8 +162,6 @@ class Authority:
     def _configure(self) -> None:
         """Per-connection settings only: none of these writes the database."""
         c = self.conn
-        if self._query_only:
-            c.execute("PRAGMA query_only=1")  # a reader (_open_reader)
         self._set_busy_timeout()
         # EXTRA: as FULL, and in rollback mode the directory is synced after the
         # journal's unlink (the commit); the same as FULL in WAL mode.

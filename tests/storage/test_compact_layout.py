@@ -363,9 +363,9 @@ def test_a_read_kept_out_past_the_busy_timeout_answers_store_busy(home: Path) ->
 
 def test_a_reader_after_a_kill_mid_commit_rolls_the_hot_journal_back(home: Path) -> None:
     """A reader (the CLI's status, the MCP server's reads) opened after a writer died
-    mid-commit: a read-only connection could not roll the hot journal back
-    (SQLITE_READONLY_ROLLBACK); memoryd's reader of a small home can, and still never
-    writes a row."""
+    mid-commit: a read-only connection cannot roll the hot journal back
+    (SQLITE_READONLY_ROLLBACK); memoryd's reader has it rolled back by a read-write
+    connection opened for that alone, and stays read-only."""
     config = _config(home)
     with open_authority(home, config) as db:
         _fill(db, 50)
