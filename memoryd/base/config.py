@@ -201,8 +201,13 @@ SETTINGS: dict[str, Setting] = {
     ),
     "rollback_busy_timeout_ms": _positive(
         5000,
-        "while the authority keeps a rollback journal: how long a read waits on a commit"
-        " and a commit on readers before SQLITE_BUSY",
+        "while the authority keeps a rollback journal: how long a commit waits for the"
+        " readers already in (new ones wait behind it), then the write is retried whole",
+    ),
+    "read_busy_seconds": _positive(
+        30.0,
+        "how long a read waits on a lock (a small home's commit) before STORE_BUSY;"
+        " longer than a commit's wait, so a reader behind a commit outlasts it",
     ),
     # queue
     "max_attempts": Setting(5, "attempts before a job is dead-lettered", 1, 1000),

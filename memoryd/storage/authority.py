@@ -11,6 +11,8 @@ directory on disk): while open it has no ``-wal`` and no 32 KiB ``-shm``, only a
 ``-journal`` of one transaction's old pages, and a reader holding the database
 makes a commit wait (``rollback_busy_timeout_ms``, then SQLITE_BUSY: the whole write
 is retried, at last :class:`StoreBusy`): busy backpressure instead of a growing WAL.
+Readers arriving behind a waiting commit wait longer than it does
+(:mod:`memoryd.storage.patience`).
 Once the database reaches ``wal_from_bytes`` a writer switches it to WAL for good
 (:meth:`Authority.grow_to_wal`: one committed header write; every other connection
 sees the mode on its next transaction). A crash during the switch leaves the home in
@@ -41,6 +43,7 @@ from memoryd.base.errors import (
     disk_full,
 )
 from memoryd.storage.ddl import schema_text
+from memoryd.storage.patience import Patience, patient
 from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS, migrate_data
 from memoryd.storage.turns import WriteTurns
 
@@ -85,7 +88,6 @@ class Authority:
             if readonly or immutable
             else (apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
         )
-        self.busy_timeout_ms = config.busy_timeout_ms  # set by _configure for the mode
         self._seen_wal = False
         # immutable: a WAL database on a read-only file system (no -shm can be made)
         self._name = str(self.path)
@@ -127,7 +129,7 @@ class Authority:
         flags = apsw.SQLITE_OPEN_READONLY
         conn = apsw.Connection(self._name, flags=flags)
         try:
-            conn.set_busy_timeout(self.config.rollback_busy_timeout_ms)
+            patient(conn, self.config)
             conn.execute("PRAGMA user_version").fetchone()
             return conn
         except apsw.ReadOnlyError as exc:
@@ -140,7 +142,7 @@ class Authority:
         with contextlib.closing(
             apsw.Connection(self._name, flags=apsw.SQLITE_OPEN_READWRITE)
         ) as rw:
-            rw.set_busy_timeout(self.config.rollback_busy_timeout_ms)
+            patient(rw, self.config)
             rw.execute("PRAGMA user_version").fetchone()  # rolls the hot journal back
         return apsw.Connection(self._name, flags=flags)
 
@@ -162,7 +164,7 @@ class Authority:
     def _configure(self) -> None:
         """Per-connection settings only: none of these writes the database."""
         c = self.conn
-        self._set_busy_timeout()
+        self.patience: Patience = patient(c, self.config)
         # EXTRA: as FULL, and in rollback mode the directory is synced after the
         # journal's unlink (the commit); the same as FULL in WAL mode.
         c.execute("PRAGMA synchronous=EXTRA")
@@ -176,15 +178,6 @@ class Authority:
         c.execute("PRAGMA secure_delete=FAST")
         c.wal_autocheckpoint(0)  # the supervisor checkpoints at safe boundaries
 
-    def _set_busy_timeout(self) -> None:
-        """The short timeout in WAL mode (writes are retried whole, readers never wait);
-        in rollback mode a read waits on a commit and a commit on readers, so longer."""
-        longer = max(self.config.busy_timeout_ms, self.config.rollback_busy_timeout_ms)
-        self.conn.set_busy_timeout(longer)  # reading the mode may wait on a commit
-        wal = self.in_wal()
-        self.busy_timeout_ms = self.config.busy_timeout_ms if wal else longer
-        self.conn.set_busy_timeout(self.busy_timeout_ms)
-
     def journal_mode(self) -> str:
         """``wal``, or ``delete`` while the home keeps a rollback journal (as this
         connection last saw it: another's switch shows at its next transaction)."""
@@ -192,12 +185,9 @@ class Authority:
 
     def in_wal(self) -> bool:
         """Whether the authority is in WAL mode (once seen, for good: memoryd never
-        switches back). A connection that sees another process's switch takes the
-        short busy timeout from then on."""
+        switches back)."""
         if not self._seen_wal and self.journal_mode() == "wal":
             self._seen_wal = True
-            self.busy_timeout_ms = self.config.busy_timeout_ms
-            self.conn.set_busy_timeout(self.busy_timeout_ms)
         return self._seen_wal
 
     def database_bytes(self) -> int:
@@ -217,17 +207,15 @@ class Authority:
         if bound and not force and self.database_bytes() < bound:
             return False
         killpoints.reach("before_wal_switch")
-        self.conn.set_busy_timeout(self.config.busy_timeout_ms)  # give way to readers
         try:
-            mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            with self.patience.only(self.patience.write_lock_s):  # give way to readers
+                mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         except apsw.BusyError:
             mode = None
-        finally:
-            self.conn.set_busy_timeout(self.busy_timeout_ms)
         if mode != "wal":
             return False
         killpoints.reach("after_wal_switch")
-        self._set_busy_timeout()
+        self._seen_wal = True
         self._wal_files = None  # known at the first write in WAL mode
         return True
 
@@ -293,7 +281,7 @@ class Authority:
             stop=stop_after_delay(self.config.write_retry_seconds),
         )
         try:
-            with self.turns.wanting():
+            with self.turns.wanting(), self.patience.write():
                 for attempt in retrying:
                     with attempt:
                         return self._write_once(fn)

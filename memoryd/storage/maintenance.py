@@ -85,15 +85,12 @@ def checkpoint_truncate(db: Authority) -> CheckpointResult:
     if not db.in_wal():
         return CheckpointResult(True, 0, 0, None)  # a rollback journal: nothing to copy
     before = wal_bytes(db)
-    previous = db.busy_timeout_ms
-    db.conn.set_busy_timeout(0)
     try:
-        db.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+        with db.patience.only(0):
+            db.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
         blocked = None
     except apsw.BusyError:
         blocked = "busy"
-    finally:
-        db.conn.set_busy_timeout(previous)
     after = wal_bytes(db)
     if blocked:
         readers = wal_reader_pids(db)

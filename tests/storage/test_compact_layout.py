@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from memoryd.base.errors import StoreBusy
 from memoryd.queue import JobQueue, JobSpec
 from memoryd.storage import open_authority
 from memoryd.storage.maintenance import checkpoint_truncate, hold_wal_bound
-from tests.conftest import clean_env, run_cli
+from tests.conftest import MEMORYD, clean_env, run_cli
 
 SMALL_BOUND = 48 * 1024  # a few hundred jobs' rows pass it
 
@@ -46,7 +47,6 @@ def test_a_new_home_keeps_a_rollback_journal_and_no_wal_files(home: Path) -> Non
         _fill(db, 20)
         assert db.journal_mode() == "delete"
         assert db.conn.execute("PRAGMA synchronous").fetchone()[0] == 3  # EXTRA: dir synced
-        assert db.busy_timeout_ms == config.rollback_busy_timeout_ms
         names = sorted(p.name for p in home.iterdir())
         assert not any(n.endswith(("-wal", "-shm", "-journal")) for n in names), names
         assert checkpoint_truncate(db).ok  # nothing to checkpoint: no WAL
@@ -65,7 +65,6 @@ def test_it_switches_to_wal_once_past_the_bound_and_never_back(home: Path) -> No
         assert db.database_bytes() >= SMALL_BOUND
         assert db.grow_to_wal()
         assert db.journal_mode() == "wal"
-        assert db.busy_timeout_ms == config.busy_timeout_ms
         _fill(db, 5, start=410)
         assert (home / "authority.db-wal").exists() and (home / "authority.db-shm").exists()
         assert not db.grow_to_wal()
@@ -154,6 +153,25 @@ sys.stdin.readline()
 """
 
 
+def _holding(script: str, home: Path) -> subprocess.Popen:
+    """A process running ``script`` on the authority, once it holds its lock."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(home / "authority.db")],
+        env=clean_env(None),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline().strip() == "holding"
+    return proc
+
+
+def _release(proc: subprocess.Popen) -> None:
+    proc.stdin.write("done\n")
+    proc.stdin.flush()
+    assert proc.wait(timeout=60) == 0
+
+
 def test_a_pinned_reader_gets_writers_busy_backpressure_not_growth(home: Path) -> None:
     """A reader holding a read transaction in another process: a commit waits, then the
     write is retried whole and ends in the typed, retryable StoreBusy (nothing half
@@ -162,15 +180,8 @@ def test_a_pinned_reader_gets_writers_busy_backpressure_not_growth(home: Path) -
     config = _config(home, wal_from_bytes=SMALL_BOUND, rollback_busy_timeout_ms=200)
     with open_authority(home, config) as db:
         _fill(db, 400)
-        reader = subprocess.Popen(
-            [sys.executable, "-c", HOLD_READ, str(home / "authority.db")],
-            env=clean_env(None),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        reader = _holding(HOLD_READ, home)
         try:
-            assert reader.stdout.readline().strip() == "holding"
             start = time.monotonic()
             with pytest.raises(StoreBusy) as caught:
                 _fill(db, 1, start=400)
@@ -181,12 +192,41 @@ def test_a_pinned_reader_gets_writers_busy_backpressure_not_growth(home: Path) -
             assert _jobs(db) == 400
             assert not (home / "authority.db-wal").exists()
         finally:
-            reader.stdin.write("done\n")
-            reader.stdin.flush()
-            reader.wait(timeout=60)
+            _release(reader)
         _fill(db, 1, start=400)
         assert db.grow_to_wal()
         assert _jobs(db) == 401
+
+
+def test_a_read_behind_a_waiting_commit_outlasts_the_commits_wait(home: Path) -> None:
+    """The drill's STORE_BUSY: a small home's commit waits for the readers already in
+    (``rollback_busy_timeout_ms``) while readers arriving meanwhile queue behind it; a
+    reader that gave up with the commit failed where WAL never fails one. A reader now
+    waits longer than a commit does (``read_busy_seconds``): here a command started
+    behind a commit that gives up twice is answered once the commit went through."""
+    wait = {"MEMORYD_ROLLBACK_BUSY_TIMEOUT_MS": "1000"}
+    config = _config(home, rollback_busy_timeout_ms=1000, write_retry_seconds=30.0)
+    with open_authority(home, config) as db:
+        _fill(db, 20)
+        pinned = _holding(HOLD_READ, home)
+        writer = threading.Thread(target=_fill, args=(db, 1, 20))
+        writer.start()  # its commit waits for the pinned reader, new readers behind it
+        time.sleep(0.3)
+        later = subprocess.Popen(
+            [*MEMORYD, "status", "--json"],
+            env=clean_env(home, wait),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(2.5)  # past two of the commit's waits
+        _release(pinned)
+        writer.join(timeout=60)
+        out, err = later.communicate(timeout=120)
+        assert later.returncode == 0, (out, err)
+        # before the commit (in a gap between its attempts) or after it
+        assert json.loads(out)["queue"]["queued"] in (20, 21), out
+        assert _jobs(db) == 21
 
 
 SWITCH = r"""
@@ -319,8 +359,6 @@ def test_wal_files_made_by_another_process_are_not_taken_for_this_ones(home: Pat
             (home / f"spacer-{n}").write_bytes(b"")
         _fill(db, 1, start=1)  # made anew by this connection: no WAL_REPLACED
         assert db.journal_mode() == "wal"
-        assert db.busy_timeout_ms == config.busy_timeout_ms  # WAL's short one from now
-        assert db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == config.busy_timeout_ms
         assert _jobs(db) == 403
         db.check_wal()
 
@@ -336,28 +374,17 @@ conn.execute("ROLLBACK")
 
 
 def test_a_read_kept_out_past_the_busy_timeout_answers_store_busy(home: Path) -> None:
-    """In rollback mode a read waits on a commit; one held past the busy timeout (here
+    """In rollback mode a read waits on a commit; one held past the read's patience (here
     an exclusive lock that stays) answers the typed, retryable STORE_BUSY, no traceback."""
     assert run_cli("jobs", "add", "noop", home=home).code == 0
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_EXCLUSIVE, str(home / "authority.db")],
-        env=clean_env(None),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    holder = _holding(HOLD_EXCLUSIVE, home)
     try:
-        assert holder.stdout.readline().strip() == "holding"
-        res = run_cli(
-            "status", "--json", home=home, env={"MEMORYD_ROLLBACK_BUSY_TIMEOUT_MS": "300"}
-        )
+        res = run_cli("status", "--json", home=home, env={"MEMORYD_READ_BUSY_SECONDS": "0.3"})
         assert res.code != 0 and "Traceback" not in res.stderr, res
         answer = json.loads(res.stdout)
         assert answer["error"] == "STORE_BUSY" and answer["retryable"], answer
     finally:
-        holder.stdin.write("done\n")
-        holder.stdin.flush()
-        holder.wait(timeout=60)
+        _release(holder)
     assert run_cli("status", "--json", home=home).code == 0
 
 

@@ -75,7 +75,7 @@ def test_a_reader_makes_truncate_give_up_at_once_and_the_timeout_is_restored(db)
         assert result.reader_pids == [reader.pid]
         assert result.wal_bytes_after >= before  # nothing deleted, nothing truncated
         assert elapsed < db.config.busy_timeout_ms / 1000  # it did not wait for the reader
-        assert db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == db.config.busy_timeout_ms
+        assert db.patience.limit() == db.config.read_busy_seconds  # its waits are back
     finally:
         release(reader)
     result = checkpoint_truncate(db)
@@ -91,7 +91,7 @@ def test_a_competing_writer_makes_the_checkpoint_yield_and_nothing_is_relabeled(
         result = checkpoint_truncate(db)
         assert time.monotonic() - start < db.config.busy_timeout_ms / 1000
         assert not result.ok and result.blocked_by == "another writer holds the lock"
-        assert db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == db.config.busy_timeout_ms
+        assert db.patience.limit() == db.config.read_busy_seconds  # its waits are back
     finally:
         release(writer)
     assert states(db) == before

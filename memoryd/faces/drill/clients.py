@@ -95,7 +95,6 @@ from memoryd.base.config import load_config
 from memoryd.storage import open_authority
 home = Path(sys.argv[1])
 conn = open_authority(home, load_config(home), readonly=True).conn
-conn.set_busy_timeout(5000)
 rng = random.Random(int(sys.argv[2]))
 lo, hi = float(sys.argv[3]), float(sys.argv[4])
 while True:
