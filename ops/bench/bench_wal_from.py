@@ -1,13 +1,13 @@
 """Where a home should leave its rollback journal for WAL (``wal_from_bytes``).
 
 For projects of growing size (standard-library packages, 48 KB to a few MB of
-source), each ingested twice with ``ops/bench/bench_small.py``'s readings: once with
-WAL from the start (``MEMORYD_WAL_FROM_BYTES=0``) and once keeping the rollback
-journal throughout (a bound no home reaches). Per run: the whole home at its peak
-while ingesting and closed, over the source; the authority's size; the ingest's wall
-time; and the cost of a commit in that home afterwards (one job enqueued per
-transaction, ``COMMITS`` of them: median and p95 milliseconds), the cost every
-later write of the home pays in that layout.
+source), each ingested with ``ops/bench/bench_small.py``'s readings once per bound
+(``MEMORYD_WAL_FROM_BYTES``; by default 0, WAL from the start, and a bound no home
+reaches, the rollback journal throughout; ``--bounds`` adds switches). Per run: the
+whole home at its peak while ingesting and closed, over the source; the authority's
+size; the ingest's wall time; and the cost of a commit in that home afterwards (one
+job enqueued per transaction, ``COMMITS`` of them: median and p95 milliseconds), the
+cost every later write of the home pays in that layout.
 
 The bound is where the WAL's own peak (its ``-shm`` and the frames between two
 checkpoints) stops mattering against the home, weighed against what a rollback
@@ -15,6 +15,7 @@ journal costs each commit (journal, database and directory synced) and the reade
 it makes commits wait for.
 
     PYTHONPATH=$PWD .venv/bin/python ops/bench/bench_wal_from.py [--json] [--roots DIR ...]
+        [--bounds BYTES ...]
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from memoryd.storage import open_authority  # noqa: E402
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 # top-level .py bytes: 48 KB, 97 KB, 180 KB, 369 KB, 756 KB; whole: about 1.2 and 3 MB
 ROOTS = ("json", "html", "logging", "email", "pydoc_data", "whole:asyncio", "whole:email")
-LAYOUTS = {"wal": "0", "rollback": str(1 << 40)}
+NEVER = 1 << 40  # a bound no home reaches: the rollback journal throughout
+BOUNDS = (0, NEVER)  # WAL from the start; never
 COMMITS = 200
 ENV = "MEMORYD_WAL_FROM_BYTES"
 
@@ -63,10 +65,14 @@ def commit_ms(home: Path) -> dict:
     }
 
 
-def run(spec: str, layout: str) -> dict:
+def layout(bound: int) -> str:
+    return {0: "wal", NEVER: "rollback"}.get(bound, f"switch at {bound:,} B")
+
+
+def run(spec: str, bound: int) -> dict:
     whole = spec.startswith("whole:")
-    root = STDLIB / spec.removeprefix("whole:")
-    os.environ[ENV] = LAYOUTS[layout]
+    root = STDLIB / spec.removeprefix("whole:")  # an absolute path stays as it is
+    os.environ[ENV] = str(bound)
     try:
         report = measure(root, whole, after=commit_ms)
     finally:
@@ -74,17 +80,21 @@ def run(spec: str, layout: str) -> dict:
     keep = ("source_bytes", "home_closed_bytes", "home_peak_bytes", "closed_over_source",
             "peak_over_source", "ingest_wall_seconds", "journal_mode", "commit_ms_median",
             "commit_ms_p95")  # fmt: skip
-    return {"root": spec, "layout": layout, **{k: report[k] for k in keep}}
+    return {"root": spec, "layout": layout(bound), **{k: report[k] for k in keep}}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--roots", nargs="+", default=list(ROOTS), help="NAME or whole:NAME")
+    ap.add_argument(
+        "--roots", nargs="+", default=list(ROOTS), help="NAME or whole:NAME (in the stdlib)"
+    )
+    ap.add_argument("--bounds", nargs="+", type=int, default=list(BOUNDS),
+                    help=f"{ENV} values (0: WAL from the start; {NEVER}: never)")  # fmt: skip
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     for spec in args.roots:
-        for layout in LAYOUTS:  # alternating, so a slow stretch touches both
-            row = run(spec, layout)
+        for bound in args.bounds:  # alternating, so a slow stretch touches each
+            row = run(spec, bound)
             print(json.dumps(row) if args.json else "  ".join(f"{v}" for v in row.values()),
                   flush=True)  # fmt: skip
     return 0
