@@ -218,7 +218,9 @@ def db_path(home: Path) -> Path:
 @contextlib.contextmanager
 def reader(home: Path) -> Iterator[apsw.Connection]:
     conn = apsw.Connection(str(db_path(home)), flags=apsw.SQLITE_OPEN_READONLY)
-    conn.set_busy_timeout(5000)
+    # as long as memoryd's own readers (read_busy_seconds): a small home's commit may
+    # keep readers out for its whole wait on the readers already in
+    conn.set_busy_timeout(30000)
     try:
         yield conn
     finally:
