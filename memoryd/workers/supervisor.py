@@ -230,7 +230,7 @@ class Supervisor:
         return self.stats
 
     def _log_start(self) -> None:
-        pids = [s.pid for s in self.pool.slots if s.pid]
+        pids = [s.pid for s in self.pool.slots if s.pid and s.pool == JOBS_POOL]
         where = f"pids {', '.join(map(str, pids))}" if pids else "Ray tasks"
         logs.event(
             "supervisor_started",
