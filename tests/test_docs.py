@@ -151,13 +151,11 @@ def test_the_worked_example_prints_what_the_readme_shows() -> None:
 
 def mcp_tools() -> dict[str, str]:
     """Every tool the MCP server registers, with its description."""
-    import asyncio
-
     from memoryd.faces.mcp.server import Session, build
     from memoryd.operations.api import Memoryd
 
     server = build(Session(Memoryd(README.parent / "no-home"), None))
-    return {t.name: t.description or "" for t in asyncio.run(server.list_tools())}
+    return {name: t.description for name, t in server.tools.items()}
 
 
 def mcp_section() -> str:

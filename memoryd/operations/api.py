@@ -37,6 +37,7 @@ from memoryd.base.config import (
     AUTHORITY_FILE,
     CONTROL_STOPPING_TRIES,
     FOLLOW_POLL_SECONDS,
+    SUPERVISOR_LOCK_FILE,
     SUPERVISOR_STATE_FILE,
     Config,
     default_home,
@@ -48,6 +49,7 @@ from memoryd.base.errors import (
     HomeNotWritable,
     MemorydError,
     StoreBusy,
+    SupervisorRunning,
     SupervisorStopping,
     UsageError,
     disk_full,
@@ -55,7 +57,7 @@ from memoryd.base.errors import (
     typed_disk_full,
 )
 from memoryd.base.home import DIR_MODE, make_private, private_umask
-from memoryd.base.locks import running_supervisor
+from memoryd.base.locks import FileLock, running_supervisor
 from memoryd.operations import control_client
 from memoryd.operations.control_client import Disconnected
 from memoryd.operations.drain import Drain
@@ -235,13 +237,37 @@ class Memoryd:
     ) -> dict:
         """Run a supervisor in this process until stopped (or drained); ``executor="ray"``
         runs job batches as Ray tasks (see :mod:`memoryd.workers.raypool`);
-        ``paused_bound``: see :class:`~memoryd.workers.supervisor.Supervisor`."""
+        ``paused_bound``: see :class:`~memoryd.workers.supervisor.Supervisor`.
+
+        The supervisor lock is taken first: a run that cannot have it (a drain started
+        by a face while another supervisor starts) ends before loading the supervisor,
+        and the other faces see a supervisor from the start of this one's."""
+        self.ensure_home()
+        lock = FileLock(self.home / SUPERVISOR_LOCK_FILE)
+        if not lock.try_acquire():
+            raise SupervisorRunning(self.home, running_supervisor(self.home))
+        try:
+            sup = self._supervisor(lock, workers, drain, executor, ray_address, paused_bound)
+        except BaseException:
+            lock.release()
+            raise
+        with typed_disk_full(str(self.home)):
+            return asdict(sup.run())  # releases the lock at its end
+
+    def _supervisor(
+        self,
+        lock: FileLock,
+        workers: int | None,
+        drain: bool,
+        executor: str,
+        ray_address: str | None,
+        paused_bound: float | None,
+    ) -> Any:
         from memoryd.operations import runtime  # the socket's request side: not at every start
         from memoryd.workers.supervisor import Supervisor
 
-        self.ensure_home()
         self.close()  # the supervisor opens its own connection
-        sup = Supervisor(
+        return Supervisor(
             self.home,
             self.config,
             workers=workers or self.config.workers,
@@ -251,9 +277,8 @@ class Memoryd:
             registry=self.registry,
             extensions=runtime.extensions(self.home, self.config, Memoryd),
             paused_bound=paused_bound,
+            lock=lock,
         )
-        with typed_disk_full(str(self.home)):
-            return asdict(sup.run())
 
     def supervisor(self) -> dict | None:
         pid = running_supervisor(self.home)

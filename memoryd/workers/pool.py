@@ -196,12 +196,17 @@ class WorkerPool:
         self.ctx = multiprocess.get_context("spawn")  # respawns: the authority is open then
         self.fork_ctx = multiprocess.get_context("fork")
 
-    def start(self, count: int) -> None:
-        """The first job workers: forked when nothing unsafe to inherit exists yet
-        (milliseconds instead of a third of a second for a fresh interpreter)."""
+    def start(self, count: int, beside: tuple[str, ...] = ()) -> None:
+        """The first job workers, and one worker of each pool in ``beside`` (the
+        retention worker: archive work beside a supervisor is common, and a worker
+        started later is spawned): forked when nothing unsafe to inherit exists yet
+        (milliseconds instead of a third of a second for a fresh interpreter, and a
+        resource tracker process besides)."""
         fork = _fork_safe()
         for i in range(count):
             self.slots.append(self._spawn(i, JOBS_POOL, fork=fork))
+        for pool in beside:
+            self.slots.append(self._spawn(0, pool, fork=fork))
 
     def add(self, index: int, pool: str) -> None:
         self.slots.append(self._spawn(index, pool))

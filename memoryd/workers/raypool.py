@@ -93,8 +93,9 @@ class RayWorkerPool:
     def slots(self) -> list:
         return [*self.ray_slots, *self.local.slots]
 
-    def start(self, count: int) -> None:
+    def start(self, count: int, beside: tuple[str, ...] = ()) -> None:
         self.ray_slots = [RaySlot(i) for i in range(count)]
+        self.local.start(0, beside)
 
     def add(self, index: int, pool: str) -> None:
         self.local.add(index, pool)

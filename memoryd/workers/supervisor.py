@@ -144,13 +144,16 @@ class Supervisor:
         executor: str = "local",
         ray_address: str | None = None,
         paused_bound: float | None = None,
+        lock: FileLock | None = None,
     ) -> None:
         """``registry``: the job kinds it runs (its modules are imported again by each
         worker process). ``extensions`` run beside the loop, their hooks called in
         order (see :mod:`memoryd.workers.extensions`). ``executor="ray"`` runs job
         batches as Ray tasks (on the cluster at ``ray_address``, else a local one).
         ``paused_bound``: a drain that a caller waits on stops with
-        :class:`~memoryd.base.errors.QueuePaused` once claims stayed paused that long."""
+        :class:`~memoryd.base.errors.QueuePaused` once claims stayed paused that long.
+        ``lock``: the supervisor lock, when the caller took it already (released at
+        the end of :meth:`run` all the same)."""
         self.extensions = tuple(extensions)
         self.paused_bound = paused_bound
         self.home = Path(home)
@@ -159,7 +162,7 @@ class Supervisor:
         self.nworkers = max(1, int(workers))
         self.drain = drain
         self.stats = RunStats()
-        self.lock = FileLock(self.home / SUPERVISOR_LOCK_FILE)
+        self.lock = lock or FileLock(self.home / SUPERVISOR_LOCK_FILE)
         self.owner = owner_id()
         self.pool = _pool(self.home, config, self.registry.modules, executor, ray_address)
         self.dispatch = Dispatch(config.dispatch_target_seconds, config.claim_batch_max)
@@ -194,15 +197,16 @@ class Supervisor:
     # -- lifecycle -------------------------------------------------------------
 
     def run(self) -> RunStats:
-        if not self.lock.try_acquire():
+        if self.lock.fd is None and not self.lock.try_acquire():
             pid = running_supervisor(self.home)
             raise SupervisorRunning(self.home, pid)
         previous: dict = {}
         try:
             # The first workers are forked before the authority is opened and before
-            # our signal handlers exist (see pool._fork_safe).
-            self.pool.start(self.nworkers)
+            # our signal handlers exist (see pool._fork_safe); the retention worker too,
+            # which opens the archive only at its first job.
             self.retention_kinds = self.registry.pool_kinds(RETENTION_POOL)
+            self.pool.start(self.nworkers, (RETENTION_POOL,) if self.retention_kinds else ())
             previous = {
                 sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
             }
@@ -226,7 +230,7 @@ class Supervisor:
         return self.stats
 
     def _log_start(self) -> None:
-        pids = [s.pid for s in self.pool.slots if s.pid]
+        pids = [s.pid for s in self.pool.slots if s.pid and s.pool == JOBS_POOL]
         where = f"pids {', '.join(map(str, pids))}" if pids else "Ray tasks"
         logs.event(
             "supervisor_started",

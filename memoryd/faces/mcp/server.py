@@ -1,4 +1,5 @@
-"""``memoryd mcp``: the memory service as an MCP server over stdio (official SDK).
+"""``memoryd mcp``: the memory service as an MCP server over stdio
+(:mod:`memoryd.faces.mcp.protocol`: the protocol without the SDK's server).
 
 Every tool is a thin call into :class:`memoryd.operations.api.Memoryd`. An abstention is a
 normal result (``status``, empty ``items``, the ``gap``); a typed error is a
@@ -23,8 +24,6 @@ from typing import Annotated, Any, Literal
 
 import anyio
 import orjson
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memoryd import __version__
@@ -45,6 +44,8 @@ from memoryd.base.errors import (
 from memoryd.base.times import utc_iso
 from memoryd.consolidation.candidates import DEFAULT_KIND, KINDS
 from memoryd.faces.mcp import stdio as mcp_stdio
+from memoryd.faces.mcp.protocol import Server as ProtocolServer
+from memoryd.faces.mcp.protocol import ToolError
 from memoryd.faces.mcp.reads import LocalReads, NotHere
 from memoryd.operations.api import Memoryd, NotRouted
 from memoryd.operations.archive import Archive
@@ -338,32 +339,29 @@ def argument_errors(tool: str, exc: ValidationError) -> str:
     return f"BAD_USAGE: {tool}: {'; '.join(parts)}"
 
 
-class Server(MCPServer):
-    """The SDK's server with memoryd's errors for a call's arguments: an unknown
+class Server(ProtocolServer):
+    """The protocol's server with memoryd's errors for a call's arguments: an unknown
     argument is refused (not ignored), a wrong one is ``BAD_USAGE`` in one line, and a
     tool's typed error reaches the agent as it was raised (its code first)."""
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        tool = self._tool_manager.get_tool(name)
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        tool = self.tools.get(name)
         if tool is not None:
-            takes = tool.parameters.get("properties", {})
+            takes = tool.model.model_fields
             if unknown := sorted(set(arguments) - set(takes)):
                 raise ToolError(
                     f"BAD_USAGE: {name} takes no argument {', '.join(map(repr, unknown))}; "
                     f"its arguments: {', '.join(takes) or 'none'}"
                 )
         try:
-            return await super().call_tool(name, arguments, context)
+            return await super().call_tool(name, arguments)
         except ToolError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, ValidationError):
-                raise ToolError(argument_errors(name, cause)) from None
-            if type(cause) is ToolError:  # raised by the tool (tool_errors): as it was
-                raise cause from None
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(argument_errors(name, exc.__cause__)) from None
             raise
 
 
-def build(state: Session) -> MCPServer:  # noqa: C901 (listed in pyproject.toml)
+def build(state: Session) -> Server:  # noqa: C901 (listed in pyproject.toml)
     server = Server(
         "memoryd",
         version=__version__,
@@ -372,7 +370,7 @@ def build(state: Session) -> MCPServer:  # noqa: C901 (listed in pyproject.toml)
 
     def tool(fn: Callable) -> Callable:
         name = fn.__name__.removesuffix("_tool")
-        return server.tool(name=name, description=description(name))(fn)
+        return server.tool(name, description(name))(fn)
 
     @tool
     async def search(query: Query, project: Project = None, limit: Limit = 10) -> dict:

@@ -1,16 +1,17 @@
-"""The MCP server's stdio transport: the SDK's, fed lines it can always answer.
+"""The MCP server's stdio transport: JSON-RPC lines in, each request answered
+(:class:`memoryd.faces.mcp.protocol.Server`) in a task of its own, answers out.
 
-The SDK drops a line its JSON-RPC parser refuses without a reply, so a client
-whose request holds a lone surrogate escape (``"\\ud800"``: valid JSON, not
-valid Unicode) waits for ever. Such a line is repaired before the SDK sees it:
-each lone surrogate becomes U+FFFD and the request is answered like any other.
-Bytes that are not UTF-8 are replaced the same way when stdin is decoded.
+A strict JSON parser refuses a line whose request holds a lone surrogate escape
+(``"\\ud800"``: valid JSON, not valid Unicode), and the client would wait for
+ever. Such a line is repaired first: each lone surrogate becomes U+FFFD and the
+request is answered like any other. Bytes that are not UTF-8 are replaced the
+same way when stdin is decoded.
 
-Like the SDK's own transport, the wire is taken off fds 0 and 1 while serving,
+Like the SDK's stdio transport, the wire is taken off fds 0 and 1 while serving,
 so a child process (a supervisor started for the home) never reads the
 client's requests or writes into the replies.
 
-Unlike it, no request or answer waits for a worker thread and back: the SDK reads
+Unlike it, no request or answer waits for a worker thread and back: the SDK read
 each line of a file wrapped for anyio in a worker thread and writes and flushes each
 answer in two more, every one a hop there and back that, on a machine whose cores are
 all busy, waits for the scheduler each way. A pipe or socket on stdin is read on the
@@ -18,7 +19,7 @@ event loop, which waits for the descriptor itself (:class:`_FdLines`; anything e
 a file or a terminal, is still read in a thread), and answers go to one thread that
 writes them in order (:class:`_Answers`): the event loop hands them over and goes on.
 
-A line that is no JSON-RPC message at all (the SDK drops it without a word) is
+A line that is no JSON-RPC message at all (unanswerable: it has no id to answer) is
 logged on stderr, one line each, and counted: :func:`run` returns the count, so
 the command does not end as if the session had been clean.
 """
@@ -38,12 +39,9 @@ from typing import Any
 
 import anyio
 import orjson
-from mcp.server.mcpserver import MCPServer
-from mcp.server.stdio import stdio_server
-from mcp.types import jsonrpc_message_adapter
-from pydantic import ValidationError
 
 from memoryd.base import logs
+from memoryd.faces.mcp.protocol import Server
 
 SHOWN_CHARS = 80  # of a refused line, in its log line
 
@@ -60,8 +58,8 @@ def _scrub(value: Any) -> Any:
 
 
 def repair(line: str) -> str:
-    """The line as the SDK can parse it: unchanged unless it is JSON holding lone
-    surrogates (the stdlib parser accepts those; orjson and the SDK's do not)."""
+    """The line as orjson can parse it: unchanged unless it is JSON holding lone
+    surrogates (the stdlib parser accepts those; orjson does not)."""
     try:
         orjson.loads(line)
         return line
@@ -70,17 +68,32 @@ def repair(line: str) -> str:
     try:
         decoded = json.loads(line)
     except ValueError:
-        return line  # not JSON at all: the SDK's own answer (or not) stands
+        return line  # not JSON at all: refused as no message
     return json.dumps(_scrub(decoded), ensure_ascii=False) + "\n"
 
 
-def is_message(line: str) -> bool:
-    """Whether the SDK can read ``line`` as a JSON-RPC message."""
+def message(line: str) -> dict | None:
+    """The JSON-RPC 2.0 message ``line`` holds (a request, a notification or a
+    response), else None."""
     try:
-        jsonrpc_message_adapter.validate_json(line, by_name=False)
-    except ValidationError:
-        return False
-    return True
+        msg = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+        return None
+    has_id = "id" in msg and type(msg["id"]) in (str, int)
+    if "method" in msg:
+        if not isinstance(msg["method"], str):
+            return None
+        if "params" in msg and not isinstance(msg["params"], dict):
+            return None
+        return msg if has_id or "id" not in msg else None
+    return msg if has_id and ("result" in msg) != ("error" in msg) else None
+
+
+def is_message(line: str) -> bool:
+    """Whether ``line`` is a JSON-RPC message."""
+    return message(line) is not None
 
 
 class _RepairedLines:
@@ -91,11 +104,12 @@ class _RepairedLines:
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
 
-    async def _lines(self) -> AsyncIterator[str]:
+    async def _lines(self) -> AsyncIterator[dict]:
         async for line in self.source:
-            fixed = repair(line)
-            if not line.strip() or is_message(fixed):
-                yield fixed
+            if not line.strip():
+                continue
+            if (msg := message(repair(line))) is not None:
+                yield msg
                 continue
             self.refused += 1
             logs.event(
@@ -111,7 +125,7 @@ CLOSE_SECONDS = 30.0  # at the end, the last answers are waited for this long at
 
 
 def _text(line: bytes) -> str:
-    """A line of stdin as the SDK's text reader gives it (undecodable bytes replaced)."""
+    """A line of stdin as text (CRLF ended as LF, undecodable bytes replaced)."""
     if line.endswith(b"\r\n"):
         line = line[:-2] + b"\n"
     return line.decode("utf-8", errors="replace")
@@ -143,7 +157,7 @@ class _FdLines:
 
 
 class _Answers:
-    """stdout for the SDK's writer task: each answer is queued for one thread that
+    """stdout for the answers: each answer is queued for one thread that
     writes it whole, in order, so the event loop neither waits for the write nor is
     woken after it. Once the client is gone (a broken pipe) the rest is dropped: the
     session ends when its stdin does. :meth:`close` waits for what is queued, then stops."""
@@ -220,20 +234,29 @@ def _lines(wire: int) -> Any:
     )
 
 
-def run(server: MCPServer) -> int:
+async def serve(server: Server, requests: AsyncIterator[dict], answers: _Answers) -> None:
+    """Answer each request in a task of its own (a slow tool holds up no other
+    request); notifications and responses need no answer. Returns once stdin ended
+    and every request was answered."""
+
+    async def answer(request: dict) -> None:
+        reply = await server.answer(request)
+        await answers.write(orjson.dumps(reply).decode() + "\n")
+
+    async with anyio.create_task_group() as tg:
+        async for msg in requests:
+            if "method" in msg and "id" in msg:
+                tg.start_soon(answer, msg)
+
+
+def run(server: Server) -> int:
     """Serve ``server`` over this process's stdin and stdout until the client hangs up;
     how many lines of stdin were no JSON-RPC message (each logged, then ignored)."""
     wire_in, wire_out = _take_stdin(), _take_stdout()
     stdin = _RepairedLines(_lines(wire_in))
     stdout = _Answers(wire_out)
-
-    async def main() -> None:
-        async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
-            low = server._lowlevel_server  # what MCPServer.run_stdio_async runs, minus stdin
-            await low.run(read_stream, write_stream, low.create_initialization_options())
-
     try:
-        anyio.run(main)
+        anyio.run(serve, server, stdin, stdout)
     finally:
         written = stdout.close()  # every answer written before the wire is given back
         os.dup2(wire_out, 1)
