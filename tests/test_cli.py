@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from memoryd.base.config import BLAS_THREAD_ENV, SETTINGS, load_config
+from memoryd.base.errors import ConfigError
 from memoryd.faces.cli.main import main
 from memoryd.operations.home import Home
 from memoryd.queue import JobQueue
@@ -386,13 +387,27 @@ def test_bad_setting_is_bad_usage(cli, home: Path, where: str) -> None:
     ],
 )
 @pytest.mark.parametrize("where", ["env", "toml"])
-def test_out_of_range_setting_is_refused(cli, home: Path, where, setting, raw, why) -> None:
-    env = {}
+def test_out_of_range_setting_is_refused(home: Path, monkeypatch, where, setting, raw, why) -> None:
+    """Each range, from either source: the configuration every command loads refuses it
+    (how a command reports that refusal is the real CLI's test below, one setting)."""
     if where == "env":
-        env[f"MEMORYD_{setting.upper()}"] = raw
+        monkeypatch.setenv(f"MEMORYD_{setting.upper()}", raw)
     else:
         home.mkdir()
         (home / "memoryd.toml").write_text(f"{setting} = {raw}\n")
+    with pytest.raises(ConfigError, match=why):
+        load_config(home)
+    assert [why in p for p in load_config(home, strict=False).problems] == [True]
+
+
+@pytest.mark.parametrize("where", ["env", "toml"])
+def test_an_out_of_range_setting_stops_every_command(cli, home: Path, where) -> None:
+    env, why = {}, "workers must be at least 1"
+    if where == "env":
+        env["MEMORYD_WORKERS"] = "-3"
+    else:
+        home.mkdir()
+        (home / "memoryd.toml").write_text("workers = -3\n")
     for args in (["jobs", "list"], ["status"], ["config"]):
         res = cli(*args, env=env)
         assert res.code == 2, (args, res)
