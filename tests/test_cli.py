@@ -35,6 +35,7 @@ from tests.conftest import (
     clean_env,
     query,
     queue_counts,
+    run_cli,
     status,
     wait_for,
 )
@@ -56,9 +57,15 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture
-def seeded(cli, home: Path) -> tuple:
-    """A home with some history: 3 jobs done (with their effects), 4 queued."""
+@pytest.fixture(scope="session")
+def seeded_template(tmp_path_factory) -> tuple[Path, tuple]:
+    """A home with some history: 3 jobs done (with their effects), 4 queued; made once
+    (each test gets a copy: :func:`seeded`)."""
+    home = tmp_path_factory.mktemp("seeded") / "home"
+
+    def cli(*args: str) -> Result:
+        return run_cli(*args, home=home)
+
     assert cli("jobs", "add", "noop", "--count", "3").code == 0
     with open_authority(home, load_config(home)) as db:  # complete them as the supervisor would
         q = JobQueue(db)
@@ -72,6 +79,15 @@ def seeded(cli, home: Path) -> tuple:
     assert cli("jobs", "add", "noop", "--count", "4", "--payload", '{"n": 1}').code == 0
     before = snapshot(home)
     assert before[0] == {"queued": 4, "claimed": 0, "done": 3, "failed": 0, "dead": 0}
+    return home, before
+
+
+@pytest.fixture
+def seeded(home: Path, seeded_template: tuple[Path, tuple]) -> tuple:
+    """A copy of the seeded home as the test's home: its :func:`snapshot`."""
+    template, before = seeded_template
+    shutil.copytree(template, home)
+    assert snapshot(home) == before
     return before
 
 
