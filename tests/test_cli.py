@@ -19,8 +19,11 @@ from pathlib import Path
 import click
 import orjson
 import pytest
+from click.testing import CliRunner
 
 from memoryd.base.config import BLAS_THREAD_ENV, SETTINGS, load_config
+from memoryd.base.errors import ConfigError
+from memoryd.faces.cli.main import main
 from memoryd.operations.home import Home
 from memoryd.queue import JobQueue
 from memoryd.storage import open_authority
@@ -32,6 +35,7 @@ from tests.conftest import (
     clean_env,
     query,
     queue_counts,
+    run_cli,
     status,
     wait_for,
 )
@@ -53,9 +57,15 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture
-def seeded(cli, home: Path) -> tuple:
-    """A home with some history: 3 jobs done (with their effects), 4 queued."""
+@pytest.fixture(scope="session")
+def seeded_template(tmp_path_factory) -> tuple[Path, tuple]:
+    """A home with some history: 3 jobs done (with their effects), 4 queued; made once
+    (each test gets a copy: :func:`seeded`)."""
+    home = tmp_path_factory.mktemp("seeded") / "home"
+
+    def cli(*args: str) -> Result:
+        return run_cli(*args, home=home)
+
     assert cli("jobs", "add", "noop", "--count", "3").code == 0
     with open_authority(home, load_config(home)) as db:  # complete them as the supervisor would
         q = JobQueue(db)
@@ -69,6 +79,15 @@ def seeded(cli, home: Path) -> tuple:
     assert cli("jobs", "add", "noop", "--count", "4", "--payload", '{"n": 1}').code == 0
     before = snapshot(home)
     assert before[0] == {"queued": 4, "claimed": 0, "done": 3, "failed": 0, "dead": 0}
+    return home, before
+
+
+@pytest.fixture
+def seeded(home: Path, seeded_template: tuple[Path, tuple]) -> tuple:
+    """A copy of the seeded home as the test's home: its :func:`snapshot`."""
+    template, before = seeded_template
+    shutil.copytree(template, home)
+    assert snapshot(home) == before
     return before
 
 
@@ -384,13 +403,27 @@ def test_bad_setting_is_bad_usage(cli, home: Path, where: str) -> None:
     ],
 )
 @pytest.mark.parametrize("where", ["env", "toml"])
-def test_out_of_range_setting_is_refused(cli, home: Path, where, setting, raw, why) -> None:
-    env = {}
+def test_out_of_range_setting_is_refused(home: Path, monkeypatch, where, setting, raw, why) -> None:
+    """Each range, from either source: the configuration every command loads refuses it
+    (how a command reports that refusal is the real CLI's test below, one setting)."""
     if where == "env":
-        env[f"MEMORYD_{setting.upper()}"] = raw
+        monkeypatch.setenv(f"MEMORYD_{setting.upper()}", raw)
     else:
         home.mkdir()
         (home / "memoryd.toml").write_text(f"{setting} = {raw}\n")
+    with pytest.raises(ConfigError, match=why):
+        load_config(home)
+    assert [why in p for p in load_config(home, strict=False).problems] == [True]
+
+
+@pytest.mark.parametrize("where", ["env", "toml"])
+def test_an_out_of_range_setting_stops_every_command(cli, home: Path, where) -> None:
+    env, why = {}, "workers must be at least 1"
+    if where == "env":
+        env["MEMORYD_WORKERS"] = "-3"
+    else:
+        home.mkdir()
+        (home / "memoryd.toml").write_text("workers = -3\n")
     for args in (["jobs", "list"], ["status"], ["config"]):
         res = cli(*args, env=env)
         assert res.code == 2, (args, res)
@@ -450,18 +483,22 @@ AGENT_PROTOCOL = {("hook",)}
 
 
 def test_every_leaf_command_takes_home_and_json(cli) -> None:
+    """Each leaf's options, and its help shows them: rendered in this process (click's
+    own parse of ``memoryd PATH --help``); the real process prints every one of these
+    helps in ``test_docs.py``'s :func:`test_every_help_has_an_example`."""
     for path in command_paths():
         cmd = command_at(path)
         if isinstance(cmd, click.Group):
             continue
-        if path in AGENT_PROTOCOL:
+        if path in AGENT_PROTOCOL:  # answered before click loads: the real process
             assert "--home" in cli(*path, "--help").stdout, path
             continue
         opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
         wanted = {"--json"} if path in OWN_HOME else {"--home", "--json"}
         assert wanted <= opts, path
-        res = cli(*path, "--help")
-        assert all(o in res.stdout for o in wanted), path
+        res = CliRunner().invoke(main, [*path, "--help"], prog_name="memoryd")
+        assert res.exit_code == 0, (path, res.output)
+        assert all(o in res.output for o in wanted), path
 
 
 def test_version(cli) -> None:

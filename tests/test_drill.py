@@ -17,26 +17,36 @@ CI_SCENARIOS = list(SCENARIOS)  # every scenario must pass (a fault found is fix
 CI_ARGS = [arg for name in CI_SCENARIOS for arg in ("--scenario", name)]
 
 
+#: Two whole blocks: every scenario twice, in two seeded orders (the plan's blocks).
+CI_CYCLES = 2 * len(CI_SCENARIOS)
+#: The breaks of the scenarios ``test_drill_faults.py`` drives its faults through: on a
+#: healthy service they are reached and nothing is reported (the faults' control).
+FAULT_BREAKS = ("stale_result", "stale_result_all", "memory_last_run", "long_jobs")
+
+
 @pytest.mark.slow
-def test_drill_fifty_cycles_passes(tmp_path, capsys):
+def test_drill_every_scenario_twice_passes(tmp_path, capsys):
     res = run_cli(
-        "drill", "--cycles", "50", "--seed", "2026", "--json", *CI_ARGS,
+        "drill", "--cycles", str(CI_CYCLES), "--seed", "2026", "--json", *CI_ARGS,
         "--home", str(tmp_path / "drill-home"), home=None, timeout=1200,
     )  # fmt: skip
     report = res.json()
     assert res.code == 0 and report["ok"], report["violations"]
-    assert report["cycles_run"] == 50 and not report["violations"]
-    assert report["kills"].get("stale_result"), report["kills"]  # the faults' control block
+    assert report["cycles_run"] == CI_CYCLES and not report["violations"]
+    for reached in FAULT_BREAKS:  # the faults' control: each break reached, nothing reported
+        assert report["kills"].get(reached), report["kills"]
+    # a job worker SIGKILLed mid-work: the supervisor replaced it and drained to exit 0
+    assert report["kills"].get("worker"), report["kills"]
     killed = sum(
         n
         for kind, n in report["kills"].items()
         if kind not in ("not_reached", "finished_before_kill")
     )
-    assert killed >= 25, report["kills"]  # most cycles really broke something mid-work
+    assert killed >= CI_CYCLES // 2, report["kills"]  # most cycles really broke something mid-work
     # the project ran compact, then one cycle's ingest stored its index
     assert report["layouts"]["compact"] >= 1 and report["layouts"]["indexed"] >= 1
     # one effect per noop and sleep job the drill enqueued, none twice
-    assert report["effects"] >= report["expected_effects"] > 50 * 500
+    assert report["effects"] >= report["expected_effects"] > CI_CYCLES * 500
     with capsys.disabled():
         print(f"\ndrill: {report['kills']} in {report['seconds']}s")
 
@@ -109,12 +119,6 @@ def test_drill_migration_scenario():
     _assert_scenario_holds("migration", cycles=2, seed=5, kill="migration_mid_switch")
 
 
-@pytest.mark.slow
-def test_drill_worker_scenario():
-    """A job worker SIGKILLed mid-work: the supervisor must replace it and drain to exit 0."""
-    _assert_scenario_holds("worker", cycles=4, seed=3, kill="worker")
-
-
 def _assert_scenario_holds(name: str, *, cycles: int, seed: int, kill: str) -> None:
     """``memoryd drill --scenario NAME`` reaches ``kill`` and reports no violation."""
     res = run_cli(
@@ -131,10 +135,12 @@ def test_drill_clients_scenario_reports_its_figures(tmp_path):
     """Many clients at once: MCP servers, a CLI writer and snapshot readers on
     one home while each kind of process (the supervisor too) is SIGKILLed; every
     acknowledged remember, memory add and archive add is applied exactly once, and the
-    report carries the figures (their bounds are findings, not asserted: speed varies)."""
+    report carries the figures (their bounds are findings, not asserted: speed varies).
+    Seed 12's kill plan hits every kind by 13.5 s of the 25 (the supervisor at 6.4 s,
+    its answer gap inside the run): each kind once, with room for a slow restart."""
     res = run_cli(
-        "drill", "--scenario", "clients", "--duration", "40", "--mcp-clients", "4",
-        "--cli-writers", "1", "--readers", "2", "--seed", "3", "--think", "0.2", "1", "--json",
+        "drill", "--scenario", "clients", "--duration", "25", "--mcp-clients", "4",
+        "--cli-writers", "1", "--readers", "2", "--seed", "12", "--think", "0.2", "1", "--json",
         "--home", str(tmp_path / "drill-home"), home=None, timeout=600,
     )  # fmt: skip
     report = res.json()

@@ -11,6 +11,13 @@ renames a new store directory into the archive's place; a secondary still
 reading the old one would answer from the old files and decode payloads with
 the old format, so the directory's identity (device, inode) is checked before
 every read and a changed one is reopened.
+
+RocksDB opens (and catches up) file by file through the directory's path: a switch
+(or a flush of the primary) landing inside an open leaves an instance that read the old
+directory's MANIFEST and the new one's table files and logs (both number theirs from
+1), which answers a live version NOT_FOUND. So an open or a catch-up counts only if the
+directory's identity and the primary's MANIFEST are the same after it as before;
+otherwise it is done again (:data:`ATTEMPTS`), then left to the archive's owner.
 """
 
 from __future__ import annotations
@@ -33,6 +40,9 @@ Fingerprint = tuple[tuple[str, int, int], ...]
 #: A directory changed less than this ago may have changed again unseen within its
 #: mtime's granularity (the kernel's coarse clock: a few ms): listed again until older.
 RACY_NS = 100_000_000
+#: Opens (or catch-ups) tried while the directory keeps moving under them; then the read
+#: is left to the archive's owner.
+ATTEMPTS = 4
 
 
 def identity(path: Path) -> tuple[int, int] | None:
@@ -176,34 +186,55 @@ class Secondary:
 
     def _current(self, *, appended: bool = True) -> ArchiveStore | None:
         """The store, current; ``appended=False``: not caught up for a write of another
-        process (:meth:`refresh`)."""
+        process (:meth:`refresh`). None when there is no archive, or it kept moving."""
         # taken first: a write noted during this catch-up forces the next one
         forced, self.forced = self.forced, False
-        ident = identity(self.archive)
-        if ident is None or not (self.archive / "CURRENT").exists():
-            self.close()
-            return None
-        mark = self.marks()
-        if self.store is not None and (ident != self.opened or flushed(self.seen, mark)):
-            self.close()
-        if self.store is None:
-            try:
-                self.store = ArchiveStore.open_secondary(self.archive, self.info_dir)
-            except Exception:
-                if self._switched(ident):  # renamed away under the open: the owner answers
-                    return None
-                raise
-            self.opened, self.opens, self.seen = ident, self.opens + 1, mark
-        elif forced or (appended and (mark is None or mark != self.seen)):
-            try:
-                self.store.catch_up()
-            except Exception as exc:  # the directory moved under the catch-up
+        for _ in range(ATTEMPTS):
+            ident = identity(self.archive)
+            if ident is None or not (self.archive / "CURRENT").exists():
                 self.close()
-                if self._switched(ident):
-                    return None
-                raise StoreBusy(f"the archive changed during a read ({exc}); retry") from None
-            self.seen, self.catch_ups = mark, self.catch_ups + 1
-        return self.store
+                return None
+            mark = self.marks()
+            if self.store is not None and (ident != self.opened or flushed(self.seen, mark)):
+                self.close()
+            if self.store is not None and not (
+                forced or (appended and (mark is None or mark != self.seen))
+            ):
+                return self.store  # as at the last catch-up: nothing to read
+            try:
+                self._open_or_catch_up(ident, mark)
+            except Exception as exc:
+                self.close()
+                if not self._still(ident, mark):
+                    continue  # the directory moved under it: read it again
+                if isinstance(exc, _CatchUpFailed):
+                    cause = exc.__cause__
+                    raise StoreBusy(f"the archive changed during a read ({cause}); retry") from None
+                raise
+            if self._still(ident, mark):
+                return self.store
+            self.close()  # a switch or a flush landed inside: the view may mix two states
+        return None
+
+    def _open_or_catch_up(self, ident: tuple[int, int], mark: Fingerprint | None) -> None:
+        if self.store is None:
+            self.store = ArchiveStore.open_secondary(self.archive, self.info_dir)
+            self.opened, self.opens, self.seen = ident, self.opens + 1, mark
+            return
+        try:
+            self.store.catch_up()
+        except Exception as exc:
+            raise _CatchUpFailed from exc
+        self.seen, self.catch_ups = mark, self.catch_ups + 1
+
+    def _still(self, ident: tuple[int, int], mark: Fingerprint | None) -> bool:
+        """Whether the directory is the one whose identity and MANIFEST were taken
+        before the open (or catch-up): no switch and no flush landed inside it (an
+        append to a log may have: the instance just reads less of it)."""
+        if mark is None or identity(self.archive) != ident:
+            return False
+        now = self.marks()
+        return now is not None and not flushed(mark, now)
 
     def stale(self) -> None:
         """A write this process knows of was committed: the next read catches up even
@@ -211,11 +242,11 @@ class Secondary:
         granularity, a write of the same size would not show)."""
         self.forced = True
 
-    def _switched(self, ident: tuple[int, int]) -> bool:
-        """Whether a migration switch moved the directory since ``ident`` was taken."""
-        return identity(self.archive) != ident or not (self.archive / "CURRENT").exists()
-
     def close(self) -> None:
         if self.store is not None:
             self.store.close()
         self.store, self.opened, self.seen = None, None, None
+
+
+class _CatchUpFailed(Exception):
+    """A catch-up raised (its cause): reported as :class:`StoreBusy` if nothing moved."""

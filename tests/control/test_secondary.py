@@ -4,8 +4,12 @@ when a migration switched the archive directory (real RocksDB, a real migration)
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import orjson
@@ -81,6 +85,92 @@ def test_a_switch_under_the_open_lets_the_owner_answer(tmp_path: Path, monkeypat
     os.rename(tmp_path / "archive.old", archive)
     assert read(secondary, first)["content"] == "the first words"
     secondary.close()
+
+
+def migrated(tmp_path: Path) -> tuple[Path, str, Migration]:
+    """An archive whose one version sits in a table file (as after the retention
+    worker's first open recovered it), copied to the new format beside it: the two
+    directories hold the same data in files of the same numbers but other contents."""
+    archive = tmp_path / "archive"
+    primary = ArchiveStore.open_primary(archive, payload_format=1)
+    locator = append(primary, "the first words")
+    primary.close()
+    ArchiveStore.open_primary(archive).close()
+    migration = Migration(archive)
+    migration.copy(2)
+    return archive, locator, migration
+
+
+def test_a_switch_inside_the_open_is_read_again(tmp_path: Path, monkeypatch) -> None:
+    """RocksDB opens file by file through the path: a migration's switch landing inside
+    the open leaves an instance of the old directory's MANIFEST over the new one's table
+    files, which answered a live version NOT_FOUND. Modelled exactly: the open reads a
+    directory of both (the old CURRENT and MANIFEST, the new tables and logs) and the
+    switch lands before it returns; the read must still answer the content."""
+    archive, locator, migration = migrated(tmp_path)
+    torn = tmp_path / "torn"
+    torn.mkdir()
+    for old in archive.iterdir():
+        if old.name == "CURRENT" or old.name.startswith(("MANIFEST", "OPTIONS")):
+            shutil.copy(old, torn / old.name)
+    for new in migration.next_path.iterdir():
+        if new.suffix in (".sst", ".log") or new.name == "IDENTITY":
+            shutil.copy(new, torn / new.name)
+    real_open = ArchiveStore.open_secondary
+
+    def switched_inside(path, info_dir):
+        monkeypatch.setattr(ArchiveStore, "open_secondary", real_open)
+        store = real_open(torn, info_dir)  # what the open read, the switch landing inside
+        assert migration.verify()["state"] == "verified"
+        return store
+
+    monkeypatch.setattr(ArchiveStore, "open_secondary", switched_inside)
+    secondary = Secondary(archive, tmp_path / "secondary")
+    assert read(secondary, locator)["content"] == "the first words"
+    assert secondary.store.payload_format == 2  # the new directory, opened again
+    secondary.close()
+
+
+def test_switches_in_another_process_never_answer_a_torn_view(tmp_path: Path) -> None:
+    """The real race: another process switches the directory again and again (a fresh
+    copy each time, old layout and migrated alternately, as a migration and its
+    rollback do) while reads go through the secondary. Each answers the content or
+    hands the read to the owner (None); NOT_FOUND is a view of two directories."""
+    archive, locator, migration = migrated(tmp_path)
+    copies = []
+    for i in range(SWITCHES):
+        copy = tmp_path / f"copy{i}"
+        shutil.copytree(migration.next_path if i % 2 == 0 else archive, copy)
+        copies.append(str(copy))
+    switcher = subprocess.Popen([sys.executable, "-c", SWITCHER, str(archive), *copies])
+    secondary = Secondary(archive, tmp_path / "secondary")
+    answers: Counter = Counter()
+    try:
+        while switcher.poll() is None:
+            try:
+                got = read(secondary, locator)
+            except Exception as exc:  # a torn view raises (NOT_FOUND) or mis-decodes
+                answers[type(exc).__name__] += 1
+                continue
+            answers["owner" if got is None else got.get("content", got["status"])] += 1
+    finally:
+        switcher.wait()
+    assert read(secondary, locator)["content"] == "the first words"
+    assert set(answers) <= {"the first words", "owner"}, answers
+    secondary.close()
+
+
+SWITCHES = 200
+#: Moves the archive away (never back: each directory keeps its identity) and a copy
+#: into its place, for each copy given.
+SWITCHER = """
+import os, sys, time
+archive = sys.argv[1]
+for i, copy in enumerate(sys.argv[2:]):
+    os.replace(archive, f"{archive}.gone{i}")
+    os.replace(copy, archive)
+    time.sleep(0.002)
+"""
 
 
 def test_reads_list_the_directory_only_when_it_changed(tmp_path: Path) -> None:
