@@ -36,8 +36,12 @@ def drained(home: Path) -> None:
 def spool_session(home: Path, cwd: Path, tmp_path: Path, session: str, fact: str,
                   env: dict | None = None) -> None:  # fmt: skip
     """A session as hooks see it: a prompt, a tool call, a transcript read at Stop (which
-    starts a draining supervisor when none runs)."""
-    env = {"MEMORYD_HOOK_RECALL_SECONDS": "30", **(env or {})}
+    starts a draining supervisor when none runs). ``env`` (a kill point) is the Stop
+    hook's, so the drain it starts inherits it: a prompt's recall while a supervisor
+    starts (its lock held, its socket not yet listening) enqueues its archive search and
+    would meet a commit kill point first."""
+    quiet = {"MEMORYD_HOOK_RECALL_SECONDS": "30"}
+    env = {**quiet, **(env or {})}
     transcript = tmp_path / f"{session}.jsonl"
     transcript.write_bytes(
         transcript_line("claude-code", "user", f"where is {fact} kept?")
@@ -48,7 +52,7 @@ def spool_session(home: Path, cwd: Path, tmp_path: Path, session: str, fact: str
         ("PostToolUse", {"tool_response": {"stdout": f"grep {fact}: 1 hit"}}),
     ):
         p = payload("claude-code", event, session, cwd, transcript, **kw)
-        assert run_hook(home, event, p, env=env).returncode == 0
+        assert run_hook(home, event, p, env=quiet).returncode == 0
     assert run_hook(home, "Stop", payload("claude-code", "Stop", session, cwd, transcript),
                     env=env).returncode == 0  # fmt: skip
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -48,13 +49,15 @@ def test_disk_full_is_typed_reported_by_the_forked_supervisor_and_recoverable(
     assert '"error": "DISK_FULL"' in res.stdout
 
     chat = tmp_path / "chat.jsonl"
-    chat.write_text('{"role": "user", "content": "hello", "timestamp": 1718000000}\n')
+    chat.write_text(f'{{"role": "user", "content": "hello", "timestamp": {int(time.time())}}}\n')
     res = cli(
         "archive", "add", str(chat), "--project", "repo", "--new-project", "--json", home=home
     )
-    assert res.code == 1  # RocksDB's "No space left on device", typed the same way
-    _no_traceback(res)
-    assert '"error": "DISK_FULL"' in res.stdout
+    # typed either way: RocksDB's "No space left on device" when nothing is left, the
+    # disk reserve's refusal before any write when a little is (a small home's rollback
+    # journal leaves what its WAL took)
+    assert res.code == 1 and "Traceback" not in res.stderr, res.stderr
+    assert res.json()["error"] in ("DISK_FULL", "DISK_LOW"), res.stdout
 
     subprocess.run(["mount", "-o", "remount,size=256m", str(small_fs)], check=True)
     res = cli("ingest", str(repo), "--wait", "--workers", "1", home=home)
