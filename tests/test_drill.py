@@ -153,8 +153,7 @@ def test_drill_clients_scenario_reports_its_figures(tmp_path):
     assert figures["requests"]["recall"]["ok"] > 0, figures["requests"]
     assert figures["mcp_starts"] > 4  # a killed MCP server was replaced
     assert figures["workload"]["mcp"]["think_s"] == [0.2, 1.0]
-    # a small home keeps its rollback journal: the readers then make commits wait
-    assert figures["wal_peak_bytes"] > 0 or figures["layout"] == "rollback", figures
+    assert figures["wal_peak_bytes"] > 0
     assert figures["recall_p95_ms"] > 0 and figures["recall_ms"]["all"]["n"] > 0
     assert figures["supervisor_gap_max_s"] > 0  # answers resumed after the supervisor kill
     assert set(figures["bounds"]) == {"wal_peak_bytes", "recall_p95_ms", "supervisor_gap_max_s"}

@@ -194,21 +194,6 @@ SETTINGS: dict[str, Setting] = {
     ),
     "cache_kib": _positive(65536, "SQLite page cache per connection, KiB (FTS merges need room)"),
     "journal_size_limit": Setting(64 * MiB, "WAL size SQLite shrinks back to after a reset"),
-    "wal_from_bytes": Setting(
-        1 * MiB,
-        "a new home's authority keeps a rollback journal (no -wal, no -shm) until it is this"
-        " large, then switches to WAL for good (0: WAL from the start)",
-    ),
-    "rollback_busy_timeout_ms": _positive(
-        5000,
-        "while the authority keeps a rollback journal: how long a commit waits for the"
-        " readers already in (new ones wait behind it), then the write is retried whole",
-    ),
-    "read_busy_seconds": _positive(
-        30.0,
-        "how long a read waits on a lock (a small home's commit) before STORE_BUSY;"
-        " longer than a commit's wait, so a reader behind a commit outlasts it",
-    ),
     # queue
     "max_attempts": Setting(5, "attempts before a job is dead-lettered", 1, 1000),
     "lease_seconds": _positive(60.0, "lease length of a claimed job; running jobs are renewed"),

@@ -92,32 +92,10 @@ class SupervisorRunning(MemorydError):
 
 
 class StoreBusy(MemorydError):
-    """The authority stayed locked by another writer past every retry (or, while a small
-    home keeps a rollback journal, a read waited on a commit past its busy timeout)."""
+    """The authority stayed locked by another writer past every retry."""
 
     code = "STORE_BUSY"
     retryable = True
-
-
-#: SQLITE_READONLY_ROLLBACK: a read-only connection met the hot journal of a writer
-#: killed mid-commit (the next read-write opener rolls it back: retry)
-READONLY_ROLLBACK = 776
-
-
-def is_busy(exc: BaseException) -> bool:
-    """SQLite's SQLITE_BUSY or SQLITE_LOCKED, raw (a read's: writes are typed already),
-    or a reader's SQLITE_READONLY_ROLLBACK."""
-    if type(exc).__name__ == "ReadOnlyError":
-        return getattr(exc, "extendedresult", None) == READONLY_ROLLBACK
-    return type(exc).__name__ in ("BusyError", "LockedError")
-
-
-def store_busy(exc: BaseException, where: str) -> StoreBusy:
-    """The typed error for a raw busy ``exc`` met reading ``where``."""
-    return StoreBusy(
-        f"{where} stayed locked past the busy timeout ({exc}): a long commit or read "
-        "held it; nothing was changed: run the command again"
-    )
 
 
 class QueuePaused(MemorydError):

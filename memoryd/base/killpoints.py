@@ -3,9 +3,7 @@ process the Nth time (default: the first) it reaches ``NAME``.
 
 Names: ``before_commit`` (the group commit's work is done, COMMIT not yet
 issued), ``after_commit`` (committed, nothing else done yet),
-``after_checkpoint`` (a TRUNCATE checkpoint just succeeded); ``before_wal_switch`` and
-``after_wal_switch`` (``SWITCH_NAMES``: around the header write that moves a small
-home's rollback journal to WAL, reached once in a home's life); the archive and
+``after_checkpoint`` (a TRUNCATE checkpoint just succeeded); the archive and
 retention layers add their own (``RETENTION_NAMES``), and the archive migration
 its ``migration_mid_copy`` and ``migration_mid_switch``
 (``memoryd.retention.boundary.KILL_POINTS``). ``memoryd drill`` reaches them all.
@@ -28,7 +26,6 @@ import signal
 ENV = "MEMORYD_KILL_AT"
 ONCE_ENV = "MEMORYD_KILL_ONCE"
 NAMES = ("before_commit", "after_commit", "after_checkpoint")
-SWITCH_NAMES = ("before_wal_switch", "after_wal_switch")
 RETENTION_NAMES = (
     "wave_after_check",
     "segment_before_batch",

@@ -209,15 +209,7 @@ def _authority(home: Path, config: Config, pid: int | None) -> Iterator[Finding]
                 f"{counts['dead']:,} dead job(s)",
                 "read why: `memoryd jobs dead`; requeue: `memoryd jobs retry --all-dead`",
             )
-        if not db.in_wal():
-            yield Finding(
-                "wal",
-                "ok",
-                "no WAL yet: a rollback journal (the compact layout of a small home) until"
-                f" the authority reaches {config.wal_from_bytes:,} bytes",
-            )
-        else:
-            yield _wal(wal_bytes(db), wal_reader_pids(db), config)
+        yield _wal(wal_bytes(db), wal_reader_pids(db), config)
 
 
 def _wal(size: int, readers: list[int], config: Config) -> Finding:

@@ -4,24 +4,10 @@ Every write goes through :meth:`Authority.write`: ``BEGIN IMMEDIATE``, a short
 busy timeout, and on SQLITE_BUSY (including SQLITE_BUSY_SNAPSHOT) a rollback
 and a retry of the *whole* transaction with jittered exponential backoff.
 Nothing is ever retried inside an open transaction.
-
-Two journal layouts. A new home starts with a rollback journal (SQLite's default
-``DELETE`` mode, ``synchronous=EXTRA``: the journal's unlink, the commit, reaches the
-directory on disk): while open it has no ``-wal`` and no 32 KiB ``-shm``, only a
-``-journal`` of one transaction's old pages, and a reader holding the database
-makes a commit wait (``rollback_busy_timeout_ms``, then SQLITE_BUSY: the whole write
-is retried, at last :class:`StoreBusy`): busy backpressure instead of a growing WAL.
-Readers arriving behind a waiting commit wait longer than it does
-(:mod:`memoryd.storage.patience`).
-Once the database reaches ``wal_from_bytes`` a writer switches it to WAL for good
-(:meth:`Authority.grow_to_wal`: one committed header write; every other connection
-sees the mode on its next transaction). A crash during the switch leaves the home in
-one mode or the other, never between: the header write is an ordinary transaction.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -43,7 +29,6 @@ from memoryd.base.errors import (
     disk_full,
 )
 from memoryd.storage.ddl import schema_text
-from memoryd.storage.patience import Patience, patient
 from memoryd.storage.schema import CURRENT_VERSION, MIGRATIONS, migrate_data
 from memoryd.storage.turns import WriteTurns
 
@@ -65,16 +50,6 @@ def wal_identity(path: Path) -> tuple[tuple[int, int], ...] | None:
     return tuple(found)
 
 
-def header_layout(path: Path) -> str:
-    """``wal`` or ``rollback`` as the database header says (its format bytes 18 and 19
-    are 2 in WAL mode), read without opening a connection; ``none`` with no file."""
-    try:
-        with open(path, "rb") as fh:
-            return "wal" if fh.read(20)[18:20] == b"\x02\x02" else "rollback"
-    except FileNotFoundError:
-        return "none"
-
-
 class Authority:
     """An open authority database. Not shared across processes or threads."""
 
@@ -88,17 +63,13 @@ class Authority:
             if readonly or immutable
             else (apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
         )
-        self._seen_wal = False
         # immutable: a WAL database on a read-only file system (no -shm can be made)
         self._name = str(self.path)
         if immutable:
             self._name = f"file:{quote(str(self.path.absolute()))}?immutable=1"
             self._flags |= apsw.SQLITE_OPEN_URI
         try:
-            if readonly and not immutable:
-                self.conn = self._open_reader()
-            else:
-                self.conn = apsw.Connection(self._name, flags=self._flags)
+            self.conn = apsw.Connection(self._name, flags=self._flags)
         except apsw.CantOpenError as exc:
             raise HomeNotWritable(
                 f"cannot open the authority {self.path} ({exc}); the data home must be a "
@@ -110,7 +81,7 @@ class Authority:
             self._configure()
             if not (readonly or immutable):
                 self._migrate()
-                self._wal_files = self._held_wal_files(wal_identity(self.path))
+                self._wal_files = wal_identity(self.path)
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             self.conn.close()
             raise NotAnAuthority(
@@ -120,31 +91,6 @@ class Authority:
         except BaseException:
             self.conn.close()
             raise
-
-    def _open_reader(self) -> apsw.Connection:
-        """A read-only connection. A writer killed mid-commit in a small home (a rollback
-        journal) leaves a hot journal that a read-only connection cannot roll back
-        (SQLITE_READONLY_ROLLBACK): a read-write connection opened for that alone rolls
-        it back (its first read does), then the reader opens again."""
-        flags = apsw.SQLITE_OPEN_READONLY
-        conn = apsw.Connection(self._name, flags=flags)
-        try:
-            patient(conn, self.config)
-            conn.execute("PRAGMA user_version").fetchone()
-            return conn
-        except apsw.ReadOnlyError as exc:
-            conn.close()
-            if exc.extendedresult != apsw.SQLITE_READONLY_ROLLBACK:
-                raise
-        except BaseException:
-            conn.close()
-            raise
-        with contextlib.closing(
-            apsw.Connection(self._name, flags=apsw.SQLITE_OPEN_READWRITE)
-        ) as rw:
-            patient(rw, self.config)
-            rw.execute("PRAGMA user_version").fetchone()  # rolls the hot journal back
-        return apsw.Connection(self._name, flags=flags)
 
     @contextmanager
     def released(self) -> Iterator[None]:
@@ -164,10 +110,8 @@ class Authority:
     def _configure(self) -> None:
         """Per-connection settings only: none of these writes the database."""
         c = self.conn
-        self.patience: Patience = patient(c, self.config)
-        # EXTRA: as FULL, and in rollback mode the directory is synced after the
-        # journal's unlink (the commit); the same as FULL in WAL mode.
-        c.execute("PRAGMA synchronous=EXTRA")
+        c.set_busy_timeout(self.config.busy_timeout_ms)
+        c.execute("PRAGMA synchronous=FULL")
         c.execute(f"PRAGMA journal_size_limit={self.config.journal_size_limit}")
         # Never memory-map: truncating a WAL a sibling has mapped can fault it.
         c.execute("PRAGMA mmap_size=0")
@@ -177,47 +121,6 @@ class Authority:
         # (which zeroes what it frees itself) leaves none of it behind.
         c.execute("PRAGMA secure_delete=FAST")
         c.wal_autocheckpoint(0)  # the supervisor checkpoints at safe boundaries
-
-    def journal_mode(self) -> str:
-        """``wal``, or ``delete`` while the home keeps a rollback journal (as this
-        connection last saw it: another's switch shows at its next transaction)."""
-        return self.conn.execute("PRAGMA journal_mode").fetchone()[0]
-
-    def in_wal(self) -> bool:
-        """Whether the authority is in WAL mode (once seen, for good: memoryd never
-        switches back)."""
-        if not self._seen_wal and self.journal_mode() == "wal":
-            self._seen_wal = True
-        return self._seen_wal
-
-    def database_bytes(self) -> int:
-        (pages,) = self.conn.execute("PRAGMA page_count").fetchone()
-        return pages * self.conn.execute("PRAGMA page_size").fetchone()[0]
-
-    def grow_to_wal(self, *, force: bool = False) -> bool:
-        """Switch a rollback-journal authority to WAL once it reaches ``wal_from_bytes``
-        (``force``: now). Outside any transaction; True when this call switched it. A
-        reader or writer elsewhere that keeps the lock past the busy timeout leaves it
-        for a later call (False). Never switches back."""
-        if not self.conn.get_autocommit():
-            raise RuntimeError("grow_to_wal() called inside an open transaction")
-        if self.in_wal():
-            return False
-        bound = self.config.wal_from_bytes  # 0: WAL from the start
-        if bound and not force and self.database_bytes() < bound:
-            return False
-        killpoints.reach("before_wal_switch")
-        try:
-            with self.patience.only(self.patience.write_lock_s):  # give way to readers
-                mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        except apsw.BusyError:
-            mode = None
-        if mode != "wal":
-            return False
-        killpoints.reach("after_wal_switch")
-        self._seen_wal = True
-        self._wal_files = None  # known at the first write in WAL mode
-        return True
 
     def _migrate(self) -> None:
         version = self.user_version()
@@ -235,7 +138,8 @@ class Authority:
             # to the file system.
             self.conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
             self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-        self.grow_to_wal()  # a new home only when wal_from_bytes is 0
+        if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self.conn.execute("PRAGMA journal_mode=WAL")
         self.write(self._apply_migrations)
 
     def _apply_migrations(self, tx: apsw.Connection) -> None:
@@ -281,7 +185,7 @@ class Authority:
             stop=stop_after_delay(self.config.write_retry_seconds),
         )
         try:
-            with self.turns.wanting(), self.patience.write():
+            with self.turns.wanting():
                 for attempt in retrying:
                     with attempt:
                         return self._write_once(fn)
@@ -321,7 +225,7 @@ class Authority:
         stops writing and never checkpoints on close."""
         now = wal_identity(self.path)
         if self._wal_files is None:
-            self._wal_files = self._held_wal_files(now)
+            self._wal_files = now
         elif now != self._wal_files:
             self.conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
             raise WalReplaced(
@@ -330,13 +234,6 @@ class Authority:
                 "every memoryd process of this home, then start again; never delete those "
                 "files while memoryd runs"
             )
-
-    def _held_wal_files(self, now: tuple | None) -> tuple | None:
-        """The WAL files' identity once this connection holds them: in WAL mode. A
-        connection still in rollback mode (another process switched the home, this one
-        has not read since) holds none: the files it sees may be removed by their last
-        closer and made anew when it first reads."""
-        return now if self.in_wal() else None
 
     def _write_once(self, fn: Callable[[apsw.Connection], T]) -> T:
         conn = self.conn

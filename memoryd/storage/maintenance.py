@@ -82,15 +82,16 @@ def checkpoint_truncate(db: Authority) -> CheckpointResult:
     if not db.conn.get_autocommit():
         raise RuntimeError("checkpoint inside an open transaction")
     db.check_wal()  # never copy a WAL deleted under us over what others wrote
-    if not db.in_wal():
-        return CheckpointResult(True, 0, 0, None)  # a rollback journal: nothing to copy
     before = wal_bytes(db)
+    previous = db.config.busy_timeout_ms
+    db.conn.set_busy_timeout(0)
     try:
-        with db.patience.only(0):
-            db.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+        db.conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
         blocked = None
     except apsw.BusyError:
         blocked = "busy"
+    finally:
+        db.conn.set_busy_timeout(previous)
     after = wal_bytes(db)
     if blocked:
         readers = wal_reader_pids(db)
@@ -110,7 +111,6 @@ def hold_wal_bound(db: Authority) -> None:
     writes) until a checkpoint succeeds or the WAL is back under the bound, at most
     ``write_retry_seconds`` (then :class:`StoreBusy`: the chunks committed stay)."""
     config = db.config
-    db.grow_to_wal()  # a bulk write into a small home: WAL once it is large
     if wal_bytes(db) < config.wal_checkpoint_bytes:
         return
     deadline = time.monotonic() + config.write_retry_seconds

@@ -32,9 +32,7 @@ from memoryd.base.errors import (
     UsageError,
     corruption,
     error_answer,
-    is_busy,
     is_corruption,
-    store_busy,
 )
 from memoryd.workers.extensions import Extension, Inbox, Running
 from memoryd.workers.socket_address import address, socket_path
@@ -200,6 +198,4 @@ class ControlServer(Extension):
         except Exception as exc:  # a bug must answer, not leave the client hanging
             if is_corruption(exc):
                 return error_answer(corruption(exc, str(self.home)))
-            if is_busy(exc):
-                return error_answer(store_busy(exc, str(self.home)))
             return error_answer(MemorydError(f"control request {op!r} failed: {exc!r}"))

@@ -34,7 +34,6 @@ class WalGuard:
         self.config = db.config
         self.next_checkpoint = 0.0
         self.next_retry = 0.0  # while paused: the earliest next retry
-        self.next_switch = 0.0  # a small home: the earliest next look at its size
         self.pause_reason: str | None = None  # set while claims are paused
         self.pause_pids: list[int] = []  # then: the pids holding WAL read locks
         self.paused_since: float | None = None  # then: when claims paused (monotonic)
@@ -47,7 +46,6 @@ class WalGuard:
         """Checkpoint when the WAL has grown or on a period. True when the pause state
         changed (the supervisor then republishes its state)."""
         self.db.check_wal()  # an idle supervisor notices a deleted WAL at once
-        self._grow()
         now = time.monotonic()
         if self.pause_reason is not None and now < self.next_retry:
             return False
@@ -96,20 +94,6 @@ class WalGuard:
         self.pause_reason = reason
         self.paused_since = now if reason else None
         return True
-
-    def _grow(self) -> None:
-        """A small home (a rollback journal) switches to WAL once it is large enough;
-        looked at once per ``poll_seconds`` (a switch that gave way to a reader holds
-        the loop for up to the busy timeout)."""
-        now = time.monotonic()
-        if now < self.next_switch:
-            return
-        self.next_switch = now + self.config.poll_seconds
-        if self.db.grow_to_wal():
-            logs.event(
-                "wal_switch",
-                f"the authority reached {self.config.wal_from_bytes:,} bytes: WAL from now",
-            )
 
     def check_paused(self, bound: float) -> None:
         """Raise :class:`QueuePaused` once claims stayed paused ``bound`` seconds."""

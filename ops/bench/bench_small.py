@@ -90,9 +90,7 @@ def small_tree(dest: Path, root: Path) -> int:
     return tree_bytes(dest)
 
 
-def measure(root: Path, whole: bool = False, after=None) -> dict:
-    """The readings; ``after(home)``, if given, adds its own (a dict) before the home goes."""
-    extra: dict = {}
+def measure(root: Path, whole: bool = False) -> dict:
     with tempfile.TemporaryDirectory(prefix="memoryd-bench-small-") as tmp:
         tree, home, empty = Path(tmp, "tree"), Path(tmp, "home"), Path(tmp, "empty")
         tree = root if whole else tree
@@ -117,7 +115,6 @@ def measure(root: Path, whole: bool = False, after=None) -> dict:
         md.db  # noqa: B018 (opening it makes the authority)
         md.close()
         fixed = tree_bytes(empty)
-        extra = after(home) if after else {}
     return {
         "source_bytes": source,
         "files_ingested": summary["files_ingested"],
@@ -135,7 +132,6 @@ def measure(root: Path, whole: bool = False, after=None) -> dict:
         "files_open": files,
         "files_at_peak": sampler.at_peak,
         "targets": {"closed": TARGET_CLOSED, "peak": TARGET_PEAK},
-        **extra,
     }
 
 

@@ -28,8 +28,7 @@ def sha256(path: Path) -> str:
 @pytest.fixture
 def config(home: Path):
     home.mkdir(parents=True, exist_ok=True)
-    # WAL from the start: the compact layout (a rollback journal) is test_compact_layout's
-    return load_config(home, {"write_retry_seconds": 1.0, "wal_from_bytes": 0})
+    return load_config(home, {"write_retry_seconds": 1.0})
 
 
 def populated(home: Path, config) -> None:
@@ -45,14 +44,14 @@ def populated(home: Path, config) -> None:
 def test_every_connection_is_wal_and_synchronous_full(home: Path, config, readonly: bool) -> None:
     populated(home, config)
     with open_authority(home, config, readonly=readonly) as db:
-        assert db.conn.execute("PRAGMA synchronous").fetchone()[0] == 3  # EXTRA (FULL in WAL)
+        assert db.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
 
 
 def test_fresh_authority_is_wal_and_full_and_at_current_schema(home: Path, config) -> None:
     with open_authority(home, config) as db:
-        assert db.conn.execute("PRAGMA synchronous").fetchone()[0] == 3
+        assert db.conn.execute("PRAGMA synchronous").fetchone()[0] == 2
         assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.user_version() == CURRENT_VERSION
         applied = db.query("SELECT version FROM schema_history ORDER BY version")
@@ -135,7 +134,7 @@ def test_reopen_at_current_schema_writes_nothing(home: Path, config) -> None:
         assert report == {
             "total_changes": 0,
             "version": CURRENT_VERSION,
-            "synchronous": 3,
+            "synchronous": 2,
             "journal_mode": "wal",
             "jobs": 50,
             "total_changes_after_reads": 0,
@@ -266,23 +265,14 @@ def test_savepoint_undoes_only_its_body(home: Path, config) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("wal_from", ["0", "1048576"], ids=["wal", "rollback"])
-def test_a_process_killed_right_after_a_commit_returns_keeps_the_row(
-    home: Path, wal_from: str
-) -> None:
+def test_a_process_killed_right_after_a_commit_returns_keeps_the_row(home: Path) -> None:
     """Durability as a process sees it, not only the pragma's value: SIGKILL at the kill
     point right after COMMIT returns (before anything else runs), reopen, the row is
-    there; killed right before COMMIT, it is not. In both layouts (a small home keeps a
-    rollback journal: a hot one is rolled back by the next opener)."""
-    layout = {"MEMORYD_WAL_FROM_BYTES": wal_from}
-    assert run_cli("init", home=home, env=layout).code == 0
-    after = run_cli(
-        "jobs", "add", "noop", home=home, env={**layout, "MEMORYD_KILL_AT": "after_commit"}
-    )
+    there; killed right before COMMIT, it is not."""
+    assert run_cli("init", home=home).code == 0
+    after = run_cli("jobs", "add", "noop", home=home, env={"MEMORYD_KILL_AT": "after_commit"})
     assert after.code == -signal.SIGKILL, after
     assert queue_counts(home)["queued"] == 1
-    before = run_cli(
-        "jobs", "add", "noop", home=home, env={**layout, "MEMORYD_KILL_AT": "before_commit"}
-    )
+    before = run_cli("jobs", "add", "noop", home=home, env={"MEMORYD_KILL_AT": "before_commit"})
     assert before.code == -signal.SIGKILL, before
     assert queue_counts(home)["queued"] == 1

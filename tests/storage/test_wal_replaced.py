@@ -19,8 +19,7 @@ JOBS = 300
 def test_a_deleted_wal_stops_the_supervisor_and_loses_no_acknowledged_write(
     home, background
 ) -> None:
-    # a WAL home from the start (a small one keeps a rollback journal: no -wal to delete)
-    assert run_cli("init", home=home, env={"MEMORYD_WAL_FROM_BYTES": "0"}).code == 0
+    assert run_cli("init", home=home).code == 0
     sup = background("run", "--workers", "1")
     sup.wait_running(1)
     os.kill(sup.pid, signal.SIGSTOP)  # held still while the files go, so doctor sees it

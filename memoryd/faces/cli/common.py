@@ -18,7 +18,7 @@ import click
 import orjson
 
 from memoryd.base.config import SETTINGS
-from memoryd.base.errors import MemorydError, corruption, is_busy, is_corruption, store_busy
+from memoryd.base.errors import MemorydError, corruption, is_corruption
 from memoryd.faces.cli.output import Console, Table
 from memoryd.operations.api import Memoryd
 
@@ -123,8 +123,6 @@ def command(
             except Exception as exc:
                 if is_corruption(exc):  # a damaged store: typed, naming the file
                     exc = corruption(exc, str(md.home if md else home))
-                elif is_busy(exc):  # a read waited on a small home's commit too long
-                    exc = store_busy(exc, str(md.home if md else home))
                 elif not isinstance(exc, MemorydError):
                     raise
                 details = getattr(exc, "details", None) or {}  # e.g. a lease's "rejected"

@@ -51,7 +51,7 @@ import orjson
 import psutil
 
 from memoryd.archive.owner import ArchiveOwner
-from memoryd.base.config import AUTHORITY_FILE, SUPERVISOR_STATE_FILE, load_config
+from memoryd.base.config import SUPERVISOR_STATE_FILE, load_config
 from memoryd.base.locks import running_supervisor
 from memoryd.faces.drill.procs import Started, child_env, signal_pid
 from memoryd.operations.api import Memoryd
@@ -60,7 +60,6 @@ from memoryd.storage import open_authority
 from memoryd.storage import records as records_store
 from memoryd.storage.archive import LocatorNotFound
 from memoryd.storage.archive.records import parse_locator
-from memoryd.storage.authority import header_layout
 from memoryd.storage.maintenance import integrity_check
 
 PROJECT = "drill-clients"
@@ -95,6 +94,7 @@ from memoryd.base.config import load_config
 from memoryd.storage import open_authority
 home = Path(sys.argv[1])
 conn = open_authority(home, load_config(home), readonly=True).conn
+conn.set_busy_timeout(5000)
 rng = random.Random(int(sys.argv[2]))
 lo, hi = float(sys.argv[3]), float(sys.argv[4])
 while True:
@@ -128,7 +128,6 @@ class Ledger:
     kills: list[tuple[str, float]] = field(default_factory=list)
     errors: Counter = field(default_factory=Counter)  # tool errors and refusals, by code
     wal_peak: int = 0
-    journal_peak: int = 0  # a small home's rollback journal (the compact layout)
     lost: int = 0  # acknowledged requests not applied (found by the checks)
     doubled: int = 0  # acknowledged requests applied more than once
     violations: list[str] = field(default_factory=list)
@@ -486,14 +485,11 @@ def _await_gone(pid: int) -> None:
 
 
 def _sampler(run: Run) -> None:
-    """The WAL's size (or, while the home is small, its rollback journal's), sampled; and
-    a supervisor kept running on the home."""
-    wal, journal = run.home / "authority.db-wal", run.home / "authority.db-journal"
+    """The WAL's size, sampled; and a supervisor kept running on the home."""
+    wal = run.home / "authority.db-wal"
     while not run.stop.wait(SAMPLE_SECONDS):
         with contextlib.suppress(FileNotFoundError):
             run.ledger.wal_peak = max(run.ledger.wal_peak, wal.stat().st_size)
-        with contextlib.suppress(FileNotFoundError):
-            run.ledger.journal_peak = max(run.ledger.journal_peak, journal.stat().st_size)
         run.ensure_supervisor()
 
 
@@ -717,8 +713,6 @@ def _report(run: Run, driven: float, *, mcp: int, writers: int, readers: int) ->
         "doubled": ledger.doubled,
         "errors": dict(sorted(ledger.errors.items())),
         **figures,
-        "layout": header_layout(run.home / AUTHORITY_FILE),  # "rollback": a small home
-        "journal_peak_bytes": ledger.journal_peak,
         "recalls_waiting_on_memory": sum(c.waited for c in recalls),
         "recall_ms": {
             "outside_kills": _latency(quiet),

@@ -21,7 +21,6 @@ import orjson
 
 from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.base.config import SUPERVISOR_STATE_FILE, load_config
-from memoryd.base.errors import is_busy, store_busy
 from memoryd.faces.drill.procs import Started, signal_pid
 from memoryd.ingest.chunking import digest
 from memoryd.operations.api import Memoryd
@@ -45,17 +44,6 @@ SLEEP_SECONDS = 0.05
 RUN_TIMEOUT = 180.0  # a run past this is reported as hung, and the drill stops
 POLL = 0.02
 PROJECT = "drill-repo"
-
-
-@contextmanager
-def typed_busy() -> Iterator[None]:
-    """A raw SQLITE_BUSY met by the drill's own reads as the typed :class:`StoreBusy`."""
-    try:
-        yield
-    except Exception as exc:
-        if is_busy(exc):
-            raise store_busy(exc, "the drill's read of the home") from exc
-        raise
 
 
 class DrillAborted(Exception):
@@ -103,18 +91,14 @@ class Drill:
 
     @contextmanager
     def queue(self, **overrides: object) -> Iterator[JobQueue]:
-        """The home's queue over a fresh connection (read-only unless ``overrides``). A
-        read kept out past its patience raises the typed StoreBusy: the drill reports it
-        (a violation, then it stops) instead of dying without a report."""
+        """The home's queue over a fresh connection (read-only unless ``overrides``)."""
         cfg = load_config(self.home, overrides)
-        with typed_busy(), open_authority(self.home, cfg, readonly=not overrides) as db:
+        with open_authority(self.home, cfg, readonly=not overrides) as db:
             yield JobQueue(db)
 
-    def read(self, fn: Callable[[JobReads], object], **overrides: object):
-        """``fn`` over a read-only connection (``overrides``: e.g. a shorter patience)."""
-        cfg = load_config(self.home, overrides)
-        with typed_busy(), open_authority(self.home, cfg, readonly=True) as db:
-            return fn(JobReads(db))
+    def read(self, fn: Callable[[JobReads], object]):
+        with self.queue() as q:
+            return fn(JobReads(q.db))
 
     def supervisor_state(self, sup: Started) -> dict:
         try:

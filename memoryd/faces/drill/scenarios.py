@@ -18,18 +18,16 @@ from functools import partial
 import orjson
 
 from memoryd.app import default_registry
-from memoryd.base.config import AUTHORITY_FILE
 from memoryd.base.errors import StoreBusy
 from memoryd.base.killpoints import ENV as KILL_ENV
 from memoryd.base.killpoints import NAMES as KILL_POINTS
-from memoryd.base.killpoints import ONCE_ENV, RETENTION_NAMES, SWITCH_NAMES
+from memoryd.base.killpoints import ONCE_ENV, RETENTION_NAMES
 from memoryd.faces.drill.core import POLL, PROJECT, RUN_TIMEOUT, Drill, DrillAborted
 from memoryd.faces.drill.procs import signal_pid
 from memoryd.operations.api import Memoryd
 from memoryd.operations.memory import Memory
 from memoryd.queue import ClaimedJob, JobQueue, JobReads, JobSpec
 from memoryd.retention.boundary import KILL_POINTS as MIGRATION_POINTS
-from memoryd.storage.authority import header_layout
 from memoryd.workers.builtin import attempt_result
 from memoryd.workers.contract import ApplyContext
 
@@ -37,14 +35,6 @@ STALE_LEASE = 1.0  # seconds: the stale scenario's supervisor lease
 STALE_SLEEPS = 2  # long sleep jobs, claimed first, so a worker holds one when it is stopped
 STALE_SLEEP_SECONDS = 2.0
 SECOND_ATTEMPT_SECONDS = 30.0  # the second claimer's patience (a retry backoff is ~1 s)
-# while the supervisor is stopped: how long the second claimer waits on a lock it holds
-# (a small home's rollback journal: a supervisor stopped in a commit holds out readers
-# too) before letting the supervisor run a moment
-STOPPED_WAIT = {
-    "write_retry_seconds": 0.5,
-    "read_busy_seconds": 0.5,
-    "rollback_busy_timeout_ms": 500,
-}
 SECOND_CLAIMER = "drill-second-claimer"
 LONG_LEASE = 2.0  # seconds: the long_jobs scenario's lease (renewed every quarter)
 LONG_SLEEPS = 2  # sleep jobs longer than that lease, claimed first
@@ -92,17 +82,12 @@ def _workers(d: Drill, sup) -> list[int]:
 
 def kill_point(d: Drill) -> Done:
     """SIGKILL the supervisor at a named point; commit points are drawn over the whole
-    run (its expected number of commits, learned from runs that finished). While the
-    home keeps its rollback journal (the compact layout), the switch to WAL is a point
-    too: that supervisor switches at its first maintenance turn."""
-    point = d.pick(KILL_POINTS if _in_wal(d) else (*KILL_POINTS, *SWITCH_NAMES))
+    run (its expected number of commits, learned from runs that finished)."""
+    point = d.pick(KILL_POINTS)
     once = d.home / f"killed-{d.cycle_no}"
     env = {ONCE_ENV: str(once)}
     if point.endswith("commit"):
         nth = d.rng.randint(1, d.turns)
-    elif point in SWITCH_NAMES:
-        nth = 1
-        env["MEMORYD_WAL_FROM_BYTES"] = "1"  # any size: switch now
     else:  # a small WAL bound: checkpoints all through the run, not only at its end
         nth = d.rng.randint(1, CHECKPOINTS)
         env["MEMORYD_WAL_CHECKPOINT_BYTES"] = str(CHECKPOINT_BYTES)
@@ -116,10 +101,6 @@ def kill_point(d: Drill) -> Done:
             d.fail(f"the supervisor exited {code} without reaching {point}: {sup.output()}")
     sup.close()
     return _done(d)
-
-
-def _in_wal(d: Drill) -> bool:
-    return header_layout(d.home / AUTHORITY_FILE) == "wal"
 
 
 def random_supervisor(d: Drill) -> Done:
@@ -374,14 +355,13 @@ def _second_attempt(
 ) -> tuple[list[int], list[ClaimedJob]]:
     """Once every lease the stopped supervisor holds has run out, reclaim and complete
     its sleep jobs (see :func:`_reclaim_and_complete`). A supervisor stopped inside a
-    transaction holds the write lock (in a small home's rollback journal, stopped in a
-    commit, it holds out readers too): then let it (not its workers, whose sleeps have
-    run out while they were stopped) run a moment and stop it again."""
+    transaction holds the write lock: then let it (not its workers, whose sleeps have run
+    out while they were stopped) run a moment and stop it again."""
     deadline = time.monotonic() + SECOND_ATTEMPT_SECONDS
     while time.monotonic() < deadline:
+        _wait_expired(d)
         try:
-            _wait_expired(d)
-            with d.queue(retry_backoff_base=0.0, **STOPPED_WAIT) as q:
+            with d.queue(retry_backoff_base=0.0, write_retry_seconds=0.5) as q:
                 sleeps = (
                     None if everything else [job for job, _ in JobReads(q.db).claimed(("sleep",))]
                 )
@@ -389,7 +369,7 @@ def _second_attempt(
                     partial(_reclaim_and_complete, q=q, sleeps=sleeps, held=set(held))
                 )
         except _NoSleepCompleted:
-            if not _still_held(d, held):
+            if not {job for job, state, _ in d.read(lambda q: q.not_done())} & set(held):
                 return [], []  # they finished after all: nothing to reach
             time.sleep(POLL)
         except StoreBusy:  # the supervisor alone: a resumed worker would finish its sleep
@@ -409,20 +389,10 @@ class _NoSleepCompleted(Exception):
     again once the backoff or the fresh lease ran out."""
 
 
-def _still_held(d: Drill, held: list[int]) -> bool:
-    """Whether a job of ``held`` is not done yet (True while the stopped supervisor holds
-    a lock that keeps the read out: look again later)."""
-    try:
-        not_done = d.read(lambda q: q.not_done(), **STOPPED_WAIT)
-    except StoreBusy:
-        return True
-    return bool({job for job, _state, _ in not_done} & set(held))
-
-
 def _wait_expired(d: Drill) -> None:
     deadline = time.monotonic() + 10 * STALE_LEASE + 10
     while time.monotonic() < deadline:
-        leases = [expires for _, expires in d.read(lambda q: q.claimed(), **STOPPED_WAIT)]
+        leases = [expires for _, expires in d.read(lambda q: q.claimed())]
         if not leases or max(leases) < time.time():
             return
         time.sleep(0.05)

@@ -33,14 +33,7 @@ from memoryd.base.config import (
     MEMORY_FORGET_SETTLE_SECONDS,
     MEMORY_SETTLE_SECONDS,
 )
-from memoryd.base.errors import (
-    MemorydError,
-    UsageError,
-    corruption,
-    is_busy,
-    is_corruption,
-    store_busy,
-)
+from memoryd.base.errors import MemorydError, UsageError, corruption, is_corruption
 from memoryd.base.times import utc_iso
 from memoryd.consolidation.candidates import DEFAULT_KIND, KINDS
 from memoryd.faces.mcp import stdio as mcp_stdio
@@ -194,8 +187,6 @@ def tool_errors() -> Iterator[None]:
     except Exception as exc:
         if is_corruption(exc):
             exc = corruption(exc, "a store of the home")
-        elif is_busy(exc):
-            exc = store_busy(exc, "the authority")
         elif not isinstance(exc, MemorydError):
             raise
         retry = " (retryable)" if exc.retryable else ""
