@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import apsw
-
 from memoryd.operations.control_client import socket_path
 from tests.conftest import clean_env, run_cli, wait_for
 
@@ -126,13 +124,4 @@ def test_a_command_makes_and_imports_only_its_own(home, tmp_path) -> None:
     search = made(home, ["search", QUERY, "--project", "demo"], tmp_path)
     modules = sorted([*cli, "memoryd.faces.cli.hits", "memoryd.faces.cli.search"])
     assert search[:2] == (["main", "search"], modules)
-    wal_mode(home)  # a small home keeps a rollback journal: no WAL readers to name
-    assert not made(home, ["status"], tmp_path)[2]
     assert made(home, ["status", "--json"], tmp_path)[2], "--json names the reader pids"
-
-
-def wal_mode(home: Path) -> None:
-    """Switch the home's authority to WAL, as memoryd does once it passes wal_from_bytes."""
-    conn = apsw.Connection(str(home / "authority.db"))
-    assert conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
-    conn.close()

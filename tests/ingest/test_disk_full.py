@@ -54,8 +54,7 @@ def test_disk_full_is_typed_reported_by_the_forked_supervisor_and_recoverable(
         "archive", "add", str(chat), "--project", "repo", "--new-project", "--json", home=home
     )
     # typed either way: RocksDB's "No space left on device" when nothing is left, the
-    # disk reserve's refusal before any write when a little is (a small home's rollback
-    # journal leaves what its WAL took)
+    # disk reserve's refusal before any write when a little is
     assert res.code == 1 and "Traceback" not in res.stderr, res.stderr
     assert res.json()["error"] in ("DISK_FULL", "DISK_LOW"), res.stdout
 
