@@ -131,6 +131,7 @@ def test_a_daemon_supervisor_waits_out_a_long_outside_write(cli, home: Path, bac
     [pid] = sup.wait_running(workers=1).values()
     wait_for(lambda: in_sleep(pid), what="the worker inside a sleep job")
     outside = apsw.Connection(str(db_path(home)))
+    outside.set_busy_timeout(10_000)  # it takes its turn: the supervisor may be committing
     try:
         outside.execute("BEGIN IMMEDIATE")  # a long outside write: 4 s > write_retry_seconds
         time.sleep(4)
