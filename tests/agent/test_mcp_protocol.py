@@ -8,11 +8,9 @@ import asyncio
 import subprocess
 from pathlib import Path
 
-import orjson
-
 from memoryd.faces.mcp.server import Session, build
 from memoryd.operations.api import Memoryd
-from tests.agent.test_mcp_wire import _answers, _call
+from tests.agent.test_mcp_wire import _answers, _call, _opening
 from tests.conftest import MEMORYD, clean_env
 
 #: What the SDK's server brings in: none of it is imported by a serving ``memoryd mcp``.
@@ -31,11 +29,8 @@ def _imported(log: str) -> set[str]:
 def test_a_serving_server_imports_none_of_the_sdk(project_home: Path, tmp_path: Path) -> None:
     """Handshake, listing, a recall and a remember answered; the process imported no
     module of the SDK or its HTTP stack (each import is logged by the interpreter)."""
-    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
-             "clientInfo": {"name": "import-test", "version": "1"}}  # fmt: skip
     lines = [
-        orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
-        b'{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        *_opening("import-test"),
         b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}',
         _call(3, "recall", {"query": "retry backoff", "project": "demo"}),
         _call(4, "archive_get", {"locator": "nope"}),

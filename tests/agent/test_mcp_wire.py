@@ -47,11 +47,8 @@ def test_a_request_holding_a_lone_surrogate_is_answered(home) -> None:
         env=clean_env(home),
         bufsize=0,
     )
-    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
-             "clientInfo": {"name": "wire-test", "version": "1"}}  # fmt: skip
     lines = [
-        orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
-        b'{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        *_opening("wire-test"),
         # valid JSON, invalid Unicode: orjson and the SDK's parser refuse it
         b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call",'
         b' "params": {"name": "search", "arguments": {"query": "x \\ud800 y"}}}',
@@ -71,6 +68,16 @@ def test_a_request_holding_a_lone_surrogate_is_answered(home) -> None:
     assert not found[3]["result"].get("isError"), found[3]
 
 
+def _opening(client: str) -> list[bytes]:
+    """The handshake a client opens with: ``initialize`` (id 1), then ``initialized``."""
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+             "clientInfo": {"name": client, "version": "1"}}  # fmt: skip
+    return [
+        orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
+        b'{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+    ]
+
+
 def _call(rid: int, tool: str, arguments: dict) -> bytes:
     params = {"name": tool, "arguments": arguments}
     return orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
@@ -87,11 +94,8 @@ def test_argument_errors_are_typed_and_garbage_is_not_a_clean_exit(home, tmp_pat
             [*MEMORYD, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
             env=clean_env(home), bufsize=0,
         )  # fmt: skip
-    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
-             "clientInfo": {"name": "wire-test", "version": "1"}}  # fmt: skip
     lines = [
-        orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
-        b'{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        *_opening("wire-test"),
         b"this is not JSON-RPC",
         _call(2, "search", {"query": "retry backoff", "limit": 0}),
         _call(3, "search", {"query": "retry backoff", "lmit": 3}),
