@@ -3,6 +3,7 @@ running supervisor, reaped when it is done, and a failure explained."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from memoryd.base.config import SUPERVISOR_LOCK_FILE
+from memoryd.base.config import DRAIN_START_FILE, SUPERVISOR_LOCK_FILE
 from memoryd.base.locks import running_supervisor
 from memoryd.consolidation import settle
 from memoryd.operations.api import Memoryd
@@ -80,6 +81,55 @@ def test_a_drain_that_lost_the_lock_is_no_failure_and_the_next_one_starts(home: 
     assert drain.ensure()["started"] is True
     drain.finish(grace=60)
     assert drain.failure is None, drain.failure
+
+
+def test_many_faces_asking_at_once_start_one_drain(home: Path) -> None:
+    """After a supervisor dies, every face that stages work asks for a drain: one starts,
+    and the others name it (while it starts, before it holds the lock) rather than each
+    spending a Python start to find the lock taken."""
+    md = Memoryd(home)
+    Jobs(md).add("noop", count=3)
+    md.close()
+    faces = [Drain(home) for _ in range(8)]
+    answers = [face.ensure() for face in faces]
+    started = [a for a in answers if a["started"]]
+    assert len(started) == 1, answers
+    assert {a["supervisor"] for a in answers} == {started[0]["supervisor"]}
+    for face in faces:
+        face.finish(grace=60)
+        assert face.failure is None, face.failure
+
+
+def test_a_running_drain_lets_go_of_the_start_guard(home: Path) -> None:
+    """The start guard covers only a drain's start: once it holds the supervisor lock,
+    a face sees it as the running supervisor, and a later drain can start after it."""
+    md = Memoryd(home)
+    Jobs(md).add("sleep", payload={"seconds": 3.0})
+    md.close()
+    drain = Drain(home)
+    pid = drain.ensure()["supervisor"]
+    wait_for(lambda: running_supervisor(home) == pid, what="the drain to hold the lock")
+    fd = os.open(home / DRAIN_START_FILE, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while a drain holds it
+    finally:
+        os.close(fd)
+    drain.finish(grace=60)
+
+
+def test_a_drain_being_started_elsewhere_is_named_not_doubled(home: Path) -> None:
+    Memoryd(home).init()
+    fd = os.open(home / DRAIN_START_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another face's drain, still starting
+    os.pwrite(fd, b"424242", 0)
+    try:
+        drain = Drain(home)
+        assert drain.ensure() == {"supervisor": 424242, "started": False}
+        assert drain.child is None
+    finally:
+        os.close(fd)
+    assert drain.ensure()["started"] is True  # it let go without a supervisor: start one
+    drain.finish(grace=60)
 
 
 HOLD_LOCK = """

@@ -60,7 +60,7 @@ from memoryd.base.home import DIR_MODE, make_private, private_umask
 from memoryd.base.locks import FileLock, running_supervisor
 from memoryd.operations import control_client
 from memoryd.operations.control_client import Disconnected
-from memoryd.operations.drain import Drain
+from memoryd.operations.drain import Drain, release_start_guard
 
 if TYPE_CHECKING:
     from memoryd.archive.owner import ArchiveOwner
@@ -244,7 +244,9 @@ class Memoryd:
         and the other faces see a supervisor from the start of this one's."""
         self.ensure_home()
         lock = FileLock(self.home / SUPERVISOR_LOCK_FILE)
-        if not lock.try_acquire():
+        took = lock.try_acquire()
+        release_start_guard()  # a drain: the other faces now see who holds the lock
+        if not took:
             raise SupervisorRunning(self.home, running_supervisor(self.home))
         try:
             sup = self._supervisor(lock, workers, drain, executor, ray_address, paused_bound)
