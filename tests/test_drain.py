@@ -12,7 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from memoryd.base.config import DRAIN_START_FILE, SUPERVISOR_LOCK_FILE
+from memoryd.base.config import SUPERVISOR_LOCK_FILE
+from memoryd.base.drainstart import FILE as DRAIN_START_FILE
 from memoryd.base.locks import running_supervisor
 from memoryd.consolidation import settle
 from memoryd.operations.api import Memoryd
@@ -130,6 +131,30 @@ def test_a_drain_being_started_elsewhere_is_named_not_doubled(home: Path) -> Non
         os.close(fd)
     assert drain.ensure()["started"] is True  # it let go without a supervisor: start one
     drain.finish(grace=60)
+
+
+def test_a_hook_starts_no_drain_while_another_face_s_is_starting(home: Path) -> None:
+    """The hooks start drains through the same guard (at Stop, PreCompact, SessionEnd
+    with events waiting and no supervisor listening)."""
+    from memoryd.base import hookspool
+    from memoryd.faces.hooks.event import start_drain
+
+    Memoryd(home).init()
+    log = Path(hookspool.hooks_dir(str(home))) / "drain.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("the last drain's lines\n")
+    fd = os.open(home / DRAIN_START_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.pwrite(fd, b"424242", 0)
+    try:
+        start_drain(str(home))
+        assert psutil.Process().children() == []
+        assert log.read_text() == "the last drain's lines\n"
+    finally:
+        os.close(fd)
+    start_drain(str(home))  # the guard is free: this one starts
+    (child,) = psutil.Process().children()
+    assert child.wait(60) == 0
 
 
 HOLD_LOCK = """

@@ -33,10 +33,6 @@ MEMORY_FORGET_SETTLE_SECONDS = 30.0
 DRAIN_EXIT_SECONDS = 0.5  # at an MCP session's end its drain finishes, or is stopped (SIGTERM)
 DRAIN_RETRY_SECONDS = 30.0  # a drain that failed is not started again sooner by the same face
 DRAIN_LOG_FILE = "drain.log"  # the last started drain's log lines (its stderr), in the home
-# Held (flock) by a drain from its spawn until it has taken or lost the supervisor lock; its
-# pid inside: the other faces wait for that one instead of starting their own.
-DRAIN_START_FILE = "drain.start"
-DRAIN_START_ENV = "MEMORYD_DRAIN_START_FD"  # the drain's inherited descriptor of that file
 CONFIG_FILE = "memoryd.toml"
 # systemd units (`memoryd service install`): templates in ops/systemd/
 UNIT_NAMES = ("memoryd.service", "memoryd-retention.service", "memoryd-retention.timer")

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from memoryd.base import drainstart
 from memoryd.base.config import (
     ARCHIVE_DIR,
     ARCHIVE_POLL_SECONDS,
@@ -60,7 +61,7 @@ from memoryd.base.home import DIR_MODE, make_private, private_umask
 from memoryd.base.locks import FileLock, running_supervisor
 from memoryd.operations import control_client
 from memoryd.operations.control_client import Disconnected
-from memoryd.operations.drain import Drain, release_start_guard
+from memoryd.operations.drain import Drain
 
 if TYPE_CHECKING:
     from memoryd.archive.owner import ArchiveOwner
@@ -245,7 +246,7 @@ class Memoryd:
         self.ensure_home()
         lock = FileLock(self.home / SUPERVISOR_LOCK_FILE)
         took = lock.try_acquire()
-        release_start_guard()  # a drain: the other faces now see who holds the lock
+        drainstart.release()  # a drain: the other faces now see who holds the lock
         if not took:
             raise SupervisorRunning(self.home, running_supervisor(self.home))
         try:

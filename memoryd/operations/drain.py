@@ -11,14 +11,8 @@ when nothing is claimable or in flight. The supervisor lock keeps the
 single-writer rule: a drain started while another supervisor took the lock exits
 at once, doing nothing.
 
-One drain starts at a time for a home, whichever face asks: the face that
-starts it takes an exclusive ``flock`` on ``drain.start`` and hands that lock
-to the child (an inherited descriptor, :data:`DRAIN_START_ENV`), which lets
-go once it has taken or lost the supervisor lock
-(:func:`release_start_guard`). A face finding it held names the starting
-drain (its pid is in the file) instead of starting another: after a
-supervisor dies, sixteen faces start one drain, not sixteen that each spend
-a Python start to find the lock taken.
+One drain starts at a time for a home, whichever face asks
+(:mod:`memoryd.base.drainstart`).
 
 A face that lives on (the MCP server) keeps its child, so it never starts a
 second one while the first is still starting, reaps it, and at its end lets it
@@ -29,27 +23,17 @@ it running; its exit hands the child to init, which reaps it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memoryd.base.config import (
-    DRAIN_LOG_FILE,
-    DRAIN_RETRY_SECONDS,
-    DRAIN_START_ENV,
-    DRAIN_START_FILE,
-)
+from memoryd.base import drainstart
+from memoryd.base.config import DRAIN_LOG_FILE, DRAIN_RETRY_SECONDS
 from memoryd.base.errors import SupervisorRunning
-from memoryd.base.home import FILE_MODE
 from memoryd.base.locks import running_supervisor
 
 if TYPE_CHECKING:
     import subprocess
-
-START_PID_WAIT = 1.0  # seconds a face waits for a starting drain's pid in the guard file
 
 
 class Drain:
@@ -66,15 +50,7 @@ class Drain:
         return self.home / DRAIN_LOG_FILE
 
     def command(self) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "memoryd.faces.cli.main",
-            "run",
-            "--drain",
-            "--home",
-            str(self.home),
-        ]
+        return drainstart.command(str(self.home))
 
     def ensure(self) -> dict:
         """A supervisor for the queued work: ``{"supervisor": pid | None, "started": bool}``.
@@ -90,40 +66,15 @@ class Drain:
             return {"supervisor": pid, "started": False}
         if self.failure and time.monotonic() - self.failed_at < DRAIN_RETRY_SECONDS:
             return {"supervisor": None, "started": False}
-        guard = _take_start_guard(self.home)
-        if isinstance(guard, Starting):
-            return {"supervisor": guard.pid, "started": False}  # another face's drain starts
         try:
-            self.child = self._spawn(guard)
+            child = drainstart.start(str(self.home), str(self.log))
         except OSError as exc:
             self._failed(f"`memoryd run --drain` could not start ({exc})")
             return {"supervisor": None, "started": False}
-        finally:
-            os.close(guard)  # the child holds the start guard now (or nobody does)
-        self.failure = None
-        return {"supervisor": self.child.pid, "started": True}
-
-    def _spawn(self, guard: int) -> subprocess.Popen:
-        """``memoryd run --drain``, detached, holding the start guard (``guard``) until it
-        has taken or lost the supervisor lock; its pid is written into the guard's file."""
-        import subprocess  # here: every command makes a Drain, few start one (4 ms)
-
-        log = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-        try:
-            child = subprocess.Popen(
-                self.command(),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                start_new_session=True,
-                pass_fds=(guard,),
-                env={**os.environ, DRAIN_START_ENV: str(guard)},
-            )
-        finally:
-            os.close(log)
-        os.ftruncate(guard, 0)
-        os.pwrite(guard, str(child.pid).encode(), 0)
-        return child
+        if isinstance(child, drainstart.Starting):
+            return {"supervisor": child.pid, "started": False}  # another face's drain starts
+        self.child, self.failure = child, None
+        return {"supervisor": child.pid, "started": True}
 
     def reap(self) -> None:
         """Collect a drain started here that has exited; a non-zero exit is a failure
@@ -158,38 +109,6 @@ class Drain:
 
     def _failed(self, why: str) -> None:
         self.failure, self.failed_at = why, time.monotonic()
-
-
-class Starting:
-    """A drain another face started and that has not yet taken (or lost) the lock."""
-
-    def __init__(self, pid: int | None) -> None:
-        self.pid = pid
-
-
-def _take_start_guard(home: Path) -> int | Starting:
-    """The start guard's descriptor, locked (``flock``: the lock goes with the descriptor
-    to the child it is passed to); or the drain holding it."""
-    fd = os.open(home / DRAIN_START_FILE, os.O_RDWR | os.O_CREAT, FILE_MODE)
-    deadline = time.monotonic() + START_PID_WAIT
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            text = os.pread(fd, 32, 0)  # empty until its face has written the pid
-        if text.strip().isdigit() or time.monotonic() > deadline:
-            os.close(fd)
-            return Starting(int(text) if text.strip().isdigit() else None)
-        time.sleep(START_PID_WAIT / 100)
-
-
-def release_start_guard() -> None:
-    """In a drain, once it holds or lost the supervisor lock: let the faces see it (or
-    the supervisor that won) instead of a drain starting. Nothing outside a drain."""
-    if (fd := os.environ.pop(DRAIN_START_ENV, None)) is not None:
-        with contextlib.suppress(OSError, ValueError):
-            os.close(int(fd))
 
 
 def _last_message(path: Path) -> str:

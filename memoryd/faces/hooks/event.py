@@ -290,21 +290,13 @@ def capture_transcript(home: str, record: dict, limit: int) -> bool:
 
 def start_drain(home: str) -> None:
     """Without a supervisor listening, a draining one archives what waits (detached,
-    its lines in ``hooks/drain.log``); with one, its periodic drain takes it."""
+    its lines in ``hooks/drain.log``; none when another face's drain is starting);
+    with one, its periodic drain takes it."""
     if _listening(home) or not os.path.exists(os.path.join(home, "authority.db")):
         return
-    import subprocess
+    from memoryd.base import drainstart
 
-    log = os.open(os.path.join(hookspool.hooks_dir(home), "drain.log"),
-                  os.O_WRONLY | os.O_CREAT | os.O_TRUNC, hookspool.FILE_MODE)  # fmt: skip
-    try:
-        subprocess.Popen(
-            [sys.executable, "-m", "memoryd.faces.cli.main", "run", "--drain", "--home", home],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-            start_new_session=True,
-        )  # fmt: skip
-    finally:
-        os.close(log)
+    drainstart.start(home, os.path.join(hookspool.hooks_dir(home), "drain.log"))
 
 
 def _listening(home: str) -> bool:
