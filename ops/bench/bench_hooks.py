@@ -92,8 +92,10 @@ class Replay:
         kill_every: float | None,
         seed: int,
         drain_timeout: float,
+        think: float = 0.0,
     ) -> None:
         self.base, self.name, self.sessions = base / name, name, sessions
+        self.think = think  # seconds a session waits before each hook after its first
         self.home = self.base / "home"
         self.parallel, self.kill_every = parallel, kill_every
         self.rng = random.Random(seed)
@@ -202,6 +204,8 @@ class Replay:
                 if step.partial:
                     self.half_write(s, k, f, carry, written)
                 p = hs.payload(s, step, cwd, transcript, text_of)
+                if k and self.think:
+                    time.sleep(self.think)  # the agent's turn between two hooks
                 self.hook(s, k, step, json.dumps(p).encode())
 
     @staticmethod
@@ -540,14 +544,17 @@ def bench(
     kill_every: float = 2.0,
     max_output: int = hs.MAX_OUTPUT,
     drain_timeout: float = 3600.0,
+    think: float = 0.0,
 ) -> dict:
-    """Both replays and every check; ``problems`` empty when all hold."""
+    """Both replays and every check; ``problems`` empty when all hold. ``think``: seconds
+    a session waits between two hooks (0: back to back, the hardest case)."""
     sessions = hs.sessions(n, seed, max_output)
     result: dict = {
         "sessions": n,
         "seed": seed,
         "parallel": parallel,
         "kill_every_s": kill_every,
+        "think_s": think,
         "hooks": sum(len(s.steps) for s in sessions),
         "units": sum(len(s.units) for s in sessions),
         "secrets_planted": sum(len(s.secrets) for s in sessions),
@@ -556,7 +563,7 @@ def bench(
     problems: list[str] = []
     homes, got = {}, {}
     for name, kills in (("clean", None), ("drill", kill_every)):
-        r = Replay(base, name, sessions, parallel, kills, seed, drain_timeout)
+        r = Replay(base, name, sessions, parallel, kills, seed, drain_timeout, think)
         timing = r.run()
         homes[name], got[name] = r, archived(r.home)
         found, stats = measure(r, sessions, got[name])
@@ -645,6 +652,7 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=3, help="sessions replayed at once")
     ap.add_argument("--kill-every", type=float, default=2.0, help="mean seconds between kills")
     ap.add_argument("--max-output", type=int, default=hs.MAX_OUTPUT)
+    ap.add_argument("--think", type=float, default=0.0, help="seconds between hooks")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--keep", action="store_true", help="keep the homes (printed)")
     ap.add_argument("--json", action="store_true")
@@ -658,6 +666,7 @@ def main() -> None:
             parallel=args.parallel,
             kill_every=args.kill_every,
             max_output=args.max_output,
+            think=args.think,
         )
     finally:
         if args.keep:

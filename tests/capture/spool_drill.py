@@ -32,12 +32,24 @@ class FileArchive:
     def append_many(self, items: list) -> None:
         lines = b"".join(orjson.dumps({"request": i.request_id, "doc": i.doc_id, "cls": i.cls,
                                        "content": i.content}) + b"\n" for i in items)  # fmt: skip
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
+            _drop_torn_tail(fd)
             os.write(fd, lines)
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _drop_torn_tail(fd: int) -> None:
+    """What the archive's recovery does with a write a SIGKILL tore (a large write can
+    stop part way): its bytes after the last whole line go, so the next write starts
+    a line of its own."""
+    end = os.lseek(fd, 0, os.SEEK_END)
+    tail = os.pread(fd, min(end, 1 << 20), max(0, end - (1 << 20)))
+    if tail and not tail.endswith(b"\n"):
+        cut = tail.rfind(b"\n") + 1  # 0: no whole line in the last MiB (lines are smaller)
+        os.ftruncate(fd, end - len(tail) + cut)
 
 
 class Policy:

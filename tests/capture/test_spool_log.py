@@ -233,12 +233,18 @@ def test_drains_killed_at_random_while_hooks_append_archive_each_event_once(home
                  for i in range(6)]  # fmt: skip
     victims = [drill("append", str(home), "s0", "200", "50000", f"v{i}") for i in range(2)]
     kills = 0
-    while any(p.poll() is None for p in appenders):
+    span = 0.6  # kills land within this many seconds of a drain's start: what one lasts
+    drains = 0  # hooks done before a drain was killed (a fast machine): drains go on a while
+    while any(p.poll() is None for p in appenders) or (kills < 3 and drains < 40):
+        drains += 1
         d = drill("drain", str(home), str(out), "8192", "0.3")
-        time.sleep(rng.uniform(0.05, 0.6))
+        wait = rng.uniform(0.1, 1.0) * span
+        time.sleep(wait)
         if d.poll() is None:
             d.send_signal(signal.SIGKILL)
             kills += 1
+        else:  # it ended first (a fast machine): the next kill comes sooner
+            span = max(0.02, 0.8 * wait)
         d.communicate()
         for v in victims:
             if v.poll() is None and rng.random() < 0.2:

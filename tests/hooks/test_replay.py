@@ -24,8 +24,10 @@ def load_bench():
 @pytest.mark.slow
 def test_a_replay_under_kills_archives_each_event_once_and_keeps_no_secret(tmp_path):
     bench = load_bench()
-    r = bench.bench(tmp_path, 6, seed=11, parallel=3, kill_every=0.6, max_output=256 * 1024,
-                    drain_timeout=300)  # fmt: skip
+    # Sessions pause between hooks as an agent does, so the replay lasts long enough for
+    # the drill to kill on any machine (back to back, six sessions take a quarter second).
+    r = bench.bench(tmp_path, 6, seed=11, parallel=3, kill_every=0.2, max_output=256 * 1024,
+                    drain_timeout=300, think=0.3)  # fmt: skip
     assert r["problems"] == [], r["problems"]
     drill, clean = r["drill"], r["clean"]
     assert sum(drill["kills"].values()) >= 3, drill["kills"]  # the drill did kill
