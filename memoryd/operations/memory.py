@@ -54,10 +54,12 @@ class Memory:
 
     def settle(self, ids: list[str], *, timeout: float = MEMORY_SETTLE_SECONDS) -> dict:
         """Wait up to ``timeout`` for staged candidates no run has seen yet, keeping a
-        supervisor at them (:meth:`Memoryd.consolidate`). ``{"open": [id], "pending": ...}``:
-        the ids still worth following (unseen or parked), and what search cannot see
-        yet and why (:func:`memoryd.consolidation.settle.pending`; None: every one is decided
-        into a record)."""
+        supervisor at them (:meth:`Memoryd.consolidate`); not while its claims are paused
+        (a reader pins the WAL: they wait for it, not for this timeout).
+        ``{"open": [id], "pending": ...}``: the ids still worth following (unseen or
+        parked), and what search cannot see yet and why
+        (:func:`memoryd.consolidation.settle.pending`; None: every one is decided into a
+        record)."""
         from memoryd.consolidation import settle
 
         md = self.md
@@ -68,6 +70,8 @@ class Memory:
                 break
             if md.consolidate()["supervisor"] is None:
                 break  # nothing will decide them: say why rather than wait
+            if (md.consolidator() or {}).get("claims_paused"):
+                break  # nor will a paused supervisor until its WAL's reader lets go: say so
             time.sleep(FOLLOW_POLL_SECONDS)
         return {
             "open": settle.open_ids(found, ids),

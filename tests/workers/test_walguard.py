@@ -130,3 +130,27 @@ def test_archive_operations_go_on_while_other_claims_are_paused(home, tmp_path, 
         what="the paused job to run once the reader let go",
     )
     sup.terminate()
+
+
+def test_a_settle_does_not_wait_out_paused_claims(home, tmp_path, background):
+    """Search and recall wait a moment for their session's remembered candidates; while
+    the supervisor's claims are paused nothing decides them until the reader lets go, so
+    they answer at once, saying why, instead of waiting out their timeout."""
+    from memoryd.operations.api import Memoryd
+    from memoryd.operations.memory import Memory
+
+    repo = small_repo(tmp_path / "repo")
+    assert run_cli("ingest", str(repo), "--project", "app", "--wait", home=home).code == 0
+    with wal_reader(home):
+        sup = background("run", "--workers", "1", env=PAUSE)
+        wait_for(lambda: status(home)["claims_paused"], what="claims to pause")
+        md = Memoryd(home)
+        fact = orjson.dumps({"kind": "fact", "text": "Tags are cut from main."}) + b"\n"
+        ids = Memory(md).add(fact, "app")["candidates"]
+        started = time.monotonic()
+        settled = Memory(md).settle(ids, timeout=120)
+        assert time.monotonic() - started < 60, "it waited for the paused claims"
+        assert settled["open"] == ids
+        assert "paused claims" in settled["pending"]["why"]
+        md.close()
+    sup.terminate()
