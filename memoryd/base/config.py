@@ -251,11 +251,6 @@ SETTINGS: dict[str, Setting] = {
     "wal_checkpoint_bytes": Setting(1 * MiB, "checkpoint (TRUNCATE) once the WAL is this large"),
     "maintenance_period_seconds": _positive(30.0, "checkpoint a non-empty WAL at least this often"),
     "wal_pause_bytes": Setting(8 * MiB, "pause claims when a pinned reader keeps the WAL this big"),
-    "wal_archive_pause_bytes": Setting(
-        16 * MiB,
-        "while claims are paused, the archive owner's operations (one at a time, each "
-        "writing only its own job row) are still claimed until the WAL is this big",
-    ),
     "wait_paused_seconds": _positive(
         60.0, "a --wait answers QUEUE_PAUSED once claims stayed paused this long"
     ),

@@ -526,13 +526,8 @@ class Supervisor:
                 else:
                     item.finish(outcome.ok, outcome.value)
 
-    def _may_claim(self, pool: str) -> bool:
-        """Not while stopping; while claims are paused, only the archive owner's pool
-        (:meth:`WalGuard.admits`)."""
-        return not self.stopping and self.wal.admits(pool == RETENTION_POOL)
-
     def _claim_size(self, pool: str) -> int:
-        if not self._may_claim(pool):
+        if self.stopping or self.wal.pause_reason:
             return 0
         return self.dispatch.claim_size(
             self._free_slots(pool),
@@ -567,7 +562,11 @@ class Supervisor:
         reclaim = now >= self.next_reclaim
         purge = now >= self.next_purge and not self.wal.pause_reason  # a purge writes
         # Stopping, or paused by WAL pressure: undispatched claims go back unharmed.
-        release = [j for pool, b in self.buffers.items() if not self._may_claim(pool) for j in b]
+        release = (
+            [j for b in self.buffers.values() for j in b]
+            if self.stopping or self.wal.pause_reason
+            else []
+        )
         limits = {pool: self._claim_size(pool) for pool in self.buffers}
         busy = finished or lost or freed or renew or reclaim
         if any(limits.values()) and not busy and not self.queue.ready_exists():
@@ -746,12 +745,12 @@ class Supervisor:
     def _dispatch(self) -> None:
         """Hand claimed jobs to workers breadth first: every worker gets a batch before
         any gets a second, so long jobs run side by side, not queued behind each other."""
-        pools = {pool for pool in self.buffers if self._may_claim(pool)}
-        for depth in range(self._depth()):  # a pool's paused claims are going back: none
+        if self.wal.pause_reason:
+            return  # claims are going back; nothing more may start
+        for depth in range(self._depth()):
             for slot in self.pool.slots:
                 buffer = self.buffers[slot.pool]
-                idle = len(slot.outstanding) <= depth and not slot.broken
-                if not (buffer and idle and slot.pool in pools):
+                if not buffer or len(slot.outstanding) > depth or slot.broken:
                     continue
                 self.pool.send(slot, self.dispatch.next_batch(buffer, self.wal.pinned))
 

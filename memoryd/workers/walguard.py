@@ -7,13 +7,6 @@ commit) and later calls retry until a checkpoint succeeds, at most once per
 ``poll_seconds``: the loop also turns for every control-socket heartbeat, and a
 retry (a /proc/locks read, a republished state) must not run after each.
 
-The pause holds back work that writes the authority. The archive owner's
-operations (the retention pool: archive appends and reads, retention ticks, the
-hooks' capture drain) write there only their own job row and result, one job at
-a time, so they are still claimed while paused, up to ``wal_archive_pause_bytes``
-(:meth:`WalGuard.admits`): a pinned reader does not stall an agent's
-``archive_add`` for as long as it pins the WAL.
-
 A waiter (``ingest --wait``, ``memory add --wait``) does not wait on a pause
 forever: :class:`PauseWatch` answers :class:`~memoryd.base.errors.QueuePaused`, naming
 the pinning pids, once claims stayed paused for ``wait_paused_seconds``.
@@ -101,13 +94,6 @@ class WalGuard:
         self.pause_reason = reason
         self.paused_since = now if reason else None
         return True
-
-    def admits(self, archive_side: bool) -> bool:
-        """Whether claims of this kind of work may go on now: always unless paused;
-        while paused, only the archive owner's operations, below the archive bound."""
-        if self.pause_reason is None:
-            return True
-        return archive_side and wal_bytes(self.db) < self.config.wal_archive_pause_bytes
 
     def check_paused(self, bound: float) -> None:
         """Raise :class:`QueuePaused` once claims stayed paused ``bound`` seconds."""

@@ -107,31 +107,6 @@ def test_memory_add_wait_draining_here_answers_queue_paused(home, tmp_path):
     assert memory_record_count(home) == 1
 
 
-def test_archive_operations_go_on_while_other_claims_are_paused(home, tmp_path, background):
-    """The pause holds back work that writes the authority; an archive append (the
-    archive owner's operation, writing only its own job row there) is still claimed and
-    answered, while a queued job of the jobs pool waits for the reader to let go."""
-    chat = tmp_path / "chat.jsonl"
-    line = {"role": "user", "content": "a pinned reader", "timestamp": time.time()}
-    chat.write_bytes(orjson.dumps(line) + b"\n")
-    assert run_cli("init", home=home).code == 0
-    with wal_reader(home):
-        sup = background("run", "--workers", "1", env=PAUSE)
-        wait_for(lambda: status(home)["claims_paused"], what="claims to pause")
-        assert run_cli("jobs", "add", "noop", home=home, env=PAUSE).code == 0
-        args = ("archive", "add", str(chat), "--project", "p", "--new-project", "--json")
-        added = run_cli(*args, home=home, env=PAUSE)
-        assert added.code == 0, added.stdout + added.stderr
-        assert orjson.loads(added.stdout)["status"] == ["live"]
-        assert status(home)["claims_paused"]
-        assert query(home, "SELECT state FROM jobs WHERE kind = 'noop'") == [("queued",)]
-    wait_for(
-        lambda: query(home, "SELECT state FROM jobs WHERE kind = 'noop'") == [("done",)],
-        what="the paused job to run once the reader let go",
-    )
-    sup.terminate()
-
-
 def test_a_settle_does_not_wait_out_paused_claims(home, tmp_path, background):
     """Search and recall wait a moment for their session's remembered candidates; while
     the supervisor's claims are paused nothing decides them until the reader lets go, so
