@@ -52,10 +52,13 @@ class Memory:
             return {**added, **md.consolidate()}
         return {**added, "supervisor": running_supervisor(md.home), "started": False}
 
-    def settle(self, ids: list[str], *, timeout: float = MEMORY_SETTLE_SECONDS) -> dict:
+    def settle(
+        self, ids: list[str], *, timeout: float = MEMORY_SETTLE_SECONDS, through_pause: bool = False
+    ) -> dict:
         """Wait up to ``timeout`` for staged candidates no run has seen yet, keeping a
         supervisor at them (:meth:`Memoryd.consolidate`); not while its claims are paused
-        (a reader pins the WAL: they wait for it, not for this timeout).
+        (a reader pins the WAL: they wait for it, not for this timeout) unless
+        ``through_pause`` (``forget`` by text needs the record, and waits for it).
         ``{"open": [id], "pending": ...}``: the ids still worth following (unseen or
         parked), and what search cannot see yet and why
         (:func:`memoryd.consolidation.settle.pending`; None: every one is decided into a
@@ -70,7 +73,7 @@ class Memory:
                 break
             if md.consolidate()["supervisor"] is None:
                 break  # nothing will decide them: say why rather than wait
-            if (md.consolidator() or {}).get("claims_paused"):
+            if not through_pause and (md.consolidator() or {}).get("claims_paused"):
                 break  # nor will a paused supervisor until its WAL's reader lets go: say so
             time.sleep(FOLLOW_POLL_SECONDS)
         return {

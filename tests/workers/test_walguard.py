@@ -127,5 +127,9 @@ def test_a_settle_does_not_wait_out_paused_claims(home, tmp_path, background):
         assert time.monotonic() - started < 60, "it waited for the paused claims"
         assert settled["open"] == ids
         assert "paused claims" in settled["pending"]["why"]
+        # forget by text needs the record: it waits on through the pause, to its bound
+        started = time.monotonic()
+        assert Memory(md).settle(ids, timeout=3, through_pause=True)["open"] == ids
+        assert time.monotonic() - started >= 3
         md.close()
     sup.terminate()

@@ -276,9 +276,11 @@ class Session:
         pending = await anyio.to_thread.run_sync(self.settle) if self.staged else None
         return {**await self.read(fn), "memory_pending": pending}
 
-    def settle(self, timeout: float = MEMORY_SETTLE_SECONDS) -> dict | None:
+    def settle(
+        self, timeout: float = MEMORY_SETTLE_SECONDS, *, through_pause: bool = False
+    ) -> dict | None:
         with self.api(writes=False) as md:  # it reads the authority (and may start a drain)
-            settled = Memory(md).settle(self.staged, timeout=timeout)
+            settled = Memory(md).settle(self.staged, timeout=timeout, through_pause=through_pause)
             self.staged = settled["open"]
             return settled["pending"]
 
@@ -455,7 +457,7 @@ def build(state: Session) -> Server:  # noqa: C901 (listed in pyproject.toml)
         if (id is None) == (text is None):
             raise ToolError("BAD_USAGE: name the record by id or by text (one of them)")
         if state.staged and text is not None:  # what it just remembered: forgotten at once
-            state.settle(MEMORY_FORGET_SETTLE_SECONDS)
+            state.settle(MEMORY_FORGET_SETTLE_SECONDS, through_pause=True)
         with state.api() as md:
             if id is not None:
                 return Memory(md).forget(id)
