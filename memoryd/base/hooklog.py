@@ -69,9 +69,10 @@ def _record_at(data: bytes, pos: int, base: int) -> Record | None:
         return None
     payload = data[eol + 1 : end - 1]
     head = data[pos + 1 : eol - 8]
+    # the checksum's own bytes, not its value: a case flipped in its hex is a change too
+    if fields[3] != b"%08x" % checksum(head + payload) or MARK in payload:
+        return None
     try:
-        if int(fields[3], 16) != checksum(head + payload) or MARK in payload:
-            return None
         return Record(fields[0].decode(), fields[1].decode(), base + pos, base + end, payload)
     except ValueError:
         return None

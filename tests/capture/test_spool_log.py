@@ -81,7 +81,7 @@ def test_a_torn_record_is_skipped_and_the_records_around_it_kept(home: Path):
     assert [e["tool_input"]["command"] for _, e in hooklog.spooled(h)] == ["e0", "e1", "e2",
                                                                             "e3"]  # fmt: skip
     data = bytearray(path.read_bytes())
-    at = data.index(b"e1")
+    at = data.index(b'"command":"e1"') + len(b'"command":"')
     data[at : at + 2] = b"E1"
     path.write_bytes(bytes(data))
     assert [e["tool_input"]["command"] for _, e in hooklog.spooled(h)] == ["e0", "e2", "e3"]
@@ -95,6 +95,11 @@ def test_records_frame_themselves_and_the_checksum_is_builtin_only():
     assert (r.kind, r.arg, r.start, r.end, r.payload, gap) == ("E", "n-1-2", 104, 104 + len(rec),
                                                                payload_, True)  # fmt: skip
     assert hooklog.consumed_to(rec + hookspool.frame("C", 7) + hookspool.frame("C", 3)) == 7
+    lettered = next(
+        r for i in range(100) if not (r := hookspool.frame("E", i)).split()[3].isdigit()
+    )
+    upper = lettered.replace(lettered.split()[3], lettered.split()[3].upper())
+    assert hooklog.parse_records(upper)[0] == []  # the checksum's case changed: a change
 
 
 def test_a_log_is_read_from_its_archived_offset_a_window_at_a_time(tmp_path: Path):
