@@ -121,8 +121,11 @@ def test_heartbeats_and_reads_answer_while_claims_are_paused(
     with wal_reader(home):
         assert run_cli("jobs", "add", "noop", "--count", "50", home=home).code == 0
         wait_for(lambda: ok(request(home, "status"))["claims_paused"], what="claims to pause")
+        # claims made before the pause finish, or go back to the queue unharmed
+        claimed = "SELECT count(*) FROM jobs WHERE kind = 'noop' AND state = 'claimed'"
+        wait_for(lambda: query(home, claimed) == [(0,)], what="earlier claims to settle")
         waiting = "SELECT count(*) FROM jobs WHERE kind = 'noop' AND state = 'queued'"
-        queued = query(home, waiting)  # a claim made before the pause may still finish
+        queued = query(home, waiting)
         paused = heartbeats_and_reads(home, locator)
         # nothing was claimed meanwhile: these answers did not wait for a claim
         assert ok(request(home, "status"))["claims_paused"]
