@@ -104,8 +104,9 @@ def wal_reader(home: Path) -> Iterator[subprocess.Popen]:
         assert reader.stdout.readline().strip() == "held"
         yield reader
     finally:
-        reader.stdin.write("\n")
-        reader.stdin.flush()
+        with contextlib.suppress(BrokenPipeError):  # it may have been let go already
+            reader.stdin.write("\n")
+            reader.stdin.flush()
         reader.wait(timeout=30)
 
 

@@ -77,6 +77,8 @@ ARCHIVE_READS = ("get", "search", "retention_status", "projects")  # never creat
 CONTROL_ARCHIVE_OPS = (
     "get",
     "search",
+    "retention_status",
+    "projects",
     "access",
     "retrieval_lease",
     "lease",

@@ -8,8 +8,10 @@ retrieval lease, recall's access records) are coalesced and enqueued as archive 
 for the retention worker by a flusher thread, never on the request path
 (:mod:`memoryd.operations.control_deferred`). Lease heartbeats skip the queue: they
 go to the supervisor's inbox, whose loop hands them straight to the retention worker
-(:class:`~memoryd.workers.extensions.Direct`). The socket itself is the runtime's
-(:mod:`memoryd.workers.control`).
+(:class:`~memoryd.workers.extensions.Direct`), claims paused or not; so does every
+other read the secondary cannot answer (no archive yet, a directory switch, the
+retention status): a read never waits behind the queue. The socket itself is the
+runtime's (:mod:`memoryd.workers.control`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.base.config import CONTROL_SECONDARY_DIR, Config
 from memoryd.base.errors import StoreBusy, SupervisorStopping, UsageError
 from memoryd.operations import hook_context
+from memoryd.operations.api import ARCHIVE_READS
 from memoryd.operations.control_client import unwrap
 from memoryd.operations.control_deferred import DeferredWrites
 from memoryd.operations.control_secondary import Secondary
@@ -209,10 +212,14 @@ class ControlRequests:
             return getattr(self.deferred, op)(args)
         if op in DIRECT_WRITES:
             return self._direct(op, args)
-        if op not in SECONDARY_READS:
-            return NotImplemented
-        defer = self.deferred.retrieval_lease
-        return read_on(self.secondary, self.home, self.config, defer, op, args)
+        if op in SECONDARY_READS:
+            defer = self.deferred.retrieval_lease
+            answer = read_on(self.secondary, self.home, self.config, defer, op, args)
+            if answer is not NotImplemented:
+                return answer
+        if op in ARCHIVE_READS:  # the owner answers at once: a job would wait out a pause
+            return self._direct(op, args)
+        return NotImplemented
 
     def _direct(self, op: str, args: dict) -> Any:
         item = Direct(ARCHIVE_OP, {"op": op, "args": args})

@@ -16,7 +16,7 @@ import pytest
 from memoryd.base.errors import PeerRefused
 from memoryd.operations.control_client import Client, request, socket_path
 from memoryd.workers.control import check_peer, peer_uid
-from tests.agent.conftest import PROJECT, archived_session
+from tests.agent.conftest import PROJECT, archived_session, ingest_sources
 from tests.conftest import query, run_cli, wait_for, wal_reader
 
 pytestmark = pytest.mark.slow
@@ -174,3 +174,22 @@ def test_a_kept_connection_follows_a_restarted_supervisor(home, background) -> N
     second.terminate()
     assert client.request("status") is None
     client.close()
+
+
+def test_archive_reads_answer_while_claims_are_paused_before_any_archive(
+    home, tmp_path, background
+) -> None:
+    """Nothing archived yet: no secondary can answer, and an archive job would wait out
+    the pause. The retention worker answers the reads directly instead."""
+    ingest_sources(home, tmp_path, PROJECT)
+    started(home, background, PAUSE_AT_ONCE)
+    with wal_reader(home):
+        assert run_cli("jobs", "add", "noop", "--count", "5", home=home).code == 0
+        wait_for(lambda: ok(request(home, "status"))["claims_paused"], what="claims to pause")
+        found = run_cli("archive", "search", "retry backoff", "--project", PROJECT, "--json",
+                        home=home)  # fmt: skip
+        # the archive's own answer (it holds no project yet), not a wait for a claim
+        assert found.code == 1 and found.json()["error"] == "UNKNOWN_PROJECT", found
+        retention = run_cli("retention", "status", "--json", home=home)
+        assert retention.code == 0, retention.stderr
+        assert ok(request(home, "status"))["claims_paused"], "answered while paused"
