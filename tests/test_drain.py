@@ -21,7 +21,7 @@ from memoryd.operations.api import Memoryd
 from memoryd.operations.drain import Drain
 from memoryd.operations.home import Home
 from memoryd.operations.jobs import Jobs
-from tests.conftest import wait_for
+from tests.conftest import drains, run_cli, wait_for
 
 
 def test_a_drain_runs_the_queue_then_exits_and_is_reaped(home: Path) -> None:
@@ -134,28 +134,41 @@ def test_a_drain_being_started_elsewhere_is_named_not_doubled(home: Path) -> Non
     drain.finish(grace=60)
 
 
-def test_a_hook_starts_no_drain_while_another_face_s_is_starting(home: Path) -> None:
-    """The hooks start drains through the same guard (at Stop, PreCompact, SessionEnd
-    with events waiting and no supervisor listening)."""
+def test_a_stop_hook_starts_no_drain_while_another_face_s_is_starting(
+    home: Path, tmp_path: Path
+) -> None:
+    """The hooks start drains through the same guard (Stop, PreCompact and SessionEnd,
+    with events waiting and no supervisor listening): the agent's Stop hook, run as
+    installed, starts none while another face's drain is starting, and one once the
+    guard is free, which archives what waited."""
     from memoryd.base import hookspool
-    from memoryd.faces.hooks.event import start_drain
+    from tests.hooks.conftest import run_hook, spooled
+    from tests.hooks.payloads import payload, transcript_line
 
-    Memoryd(home).init()
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "cache.py").write_text("def warm():\n    return 'lru'\n")
+    assert run_cli("ingest", str(project), "--project", "proj", "--wait", home=home).code == 0
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(transcript_line("claude-code", "user", "plan the cache"))
+    stop = payload("claude-code", "Stop", "s1", project, transcript)
+    ran = run_hook(home, "PostToolUse", payload("claude-code", "PostToolUse", "s1", project,
+                                                 transcript))  # fmt: skip
+    assert ran.returncode == 0 and spooled(home), ran.stderr
     log = Path(hookspool.hooks_dir(str(home))) / "drain.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("the last drain's lines\n")
     fd = os.open(home / DRAIN_START_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another face's drain, still starting
     os.pwrite(fd, b"424242", 0)
     try:
-        start_drain(str(home))
-        assert _drains_of(home) == []
+        assert run_hook(home, "Stop", stop).returncode == 0
+        assert drains(home) == []
         assert log.read_text() == "the last drain's lines\n"
     finally:
         os.close(fd)
-    start_drain(str(home))  # the guard is free: this one starts
-    (child,) = _drains_of(home)
-    assert child.wait(60) == 0
+    assert run_hook(home, "Stop", stop).returncode == 0  # the guard is free: one starts
+    wait_for(lambda: not spooled(home), what="the drain to archive the waiting events")
+    wait_for(lambda: not drains(home), what="the drain to end")
 
 
 def _drains_of(home: Path) -> list[psutil.Process]:
