@@ -42,8 +42,8 @@ def test_recall_answers_at_once_and_forget_waits_through_paused_claims(
                 await call(s, "remember", candidates=[{"text": fact}])
                 recalled = await call(s, "recall", query=f"where are release tags {word} cut")
                 timer = threading.Timer(RELEASE_AFTER, let_go)
+                started = time.monotonic()  # before the timer: it cannot fire earlier
                 timer.start()
-                started = time.monotonic()
                 try:
                     gone = await call(s, "forget", text=fact)
                 finally:
