@@ -326,7 +326,7 @@ def search(owner: ArchiveOwner, a: dict) -> dict:
     return search_archive(
         owner, a["project"], a["query"], int(a.get("limit") or 10), _now(a), a.get("min_score"),
         created_after=_created_after(a.get("created_after")), dense=a.get("dense") is not False,
-        threshold=a.get("answer_threshold"),
+        threshold=a.get("answer_threshold"), known=a.get("known_projects") or (),
     )  # fmt: skip
 
 

@@ -5,6 +5,7 @@ names by their locator or document id, listed first."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from memoryd.archive.dense import ArchiveDenseSource
 from memoryd.archive.owner import ArchiveOwner
@@ -12,6 +13,7 @@ from memoryd.archive.search import EXCERPT_CHARS, ArchiveSource, load_doc
 from memoryd.base.times import utc_iso
 from memoryd.search.pipeline import check, run
 from memoryd.storage.archive import BadLocator, LocatorNotFound, VersionInfo
+from memoryd.storage.corpus import UnknownProject, unknown_project_message
 
 
 def search_archive(
@@ -25,15 +27,24 @@ def search_archive(
     created_after: dict[str, float] | None = None,
     dense: bool = True,
     threshold: float | None = None,
+    known: Sequence[str] = (),
 ) -> dict:
     """Gated search of ``project``'s live archive versions: BM25, and stored codes for
     short queries (:mod:`memoryd.archive.dense`); a version both find is listed once.
     ``min_score`` only narrows (:func:`memoryd.search.pipeline.run`); ``created_after``
     (class -> oldest creation time) searches only those classes and ages, before the
     best are cut to ``limit`` (recall's horizons); ``dense=False``: BM25 alone;
-    ``threshold``: the answer threshold (None: the configured one)."""
+    ``threshold``: the answer threshold (None: the configured one); ``known``: the
+    ingested projects, of which one with nothing archived yet abstains."""
     check(query, limit)
-    src = ArchiveSource(owner, project, now, created_after)
+    try:
+        src = ArchiveSource(owner, project, now, created_after)
+    except UnknownProject:
+        if project not in known:  # named with every project known, ingested ones too
+            names = sorted({*known, *owner.store.postings.projects()})
+            raise UnknownProject(unknown_project_message(project, names)) from None
+        gap = f"insufficient evidence: nothing is archived for project {project!r} yet"
+        return {"status": "abstained", "items": [], "gap": gap}
     named = [_exact_item(owner, v) for v in named_versions(owner, src, query)][:limit]
     sources = [src, ArchiveDenseSource(src)] if dense else [src]
     if threshold is None:

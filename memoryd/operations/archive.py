@@ -1,5 +1,6 @@
-"""The evidence archive's writes a face makes beyond one operation: archiving a
-transcript (every operation itself goes through :meth:`Memoryd.archive`)."""
+"""The evidence archive's operations a face makes beyond one plain operation:
+archiving a transcript, and a search that knows the ingested projects (every
+operation itself goes through :meth:`Memoryd.archive`)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,10 @@ class Archive:
         if not new_project and project not in ingested:
             args["known_projects"] = ingested  # the owner checks the archive's own
         return self.md.archive("add", args)
+
+    def search(self, project: str, query: str, **asked: object) -> dict:
+        """Gated search of ``project``'s archive (``asked``: limit, min_score,
+        answer_threshold, as the op takes them). A project that is ingested but has
+        nothing archived yet abstains, saying so; only a name no one knows is refused."""
+        args = {"project": project, "query": query, **asked}
+        return self.md.archive("search", {**args, "known_projects": Projects(self.md).ingested()})

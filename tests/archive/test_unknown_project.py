@@ -8,10 +8,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import anyio
 import orjson
 import pytest
 
 from memoryd.archive.spool import spool_dir
+from tests.agent.conftest import call, connect
 from tests.conftest import MEMORYD, clean_env
 
 
@@ -78,3 +80,30 @@ def test_mcp_refuses_to_serve_an_unknown_project(cli, home, tmp_path):
     assert proc.returncode == 1
     assert b"UNKNOWN_PROJECT" in proc.stderr or b"no project named 'nosuch'" in proc.stderr
     assert b"known projects: demo " in proc.stderr
+
+
+@pytest.mark.parametrize("supervised", [False, True], ids=["embedded", "supervised"])
+def test_an_ingested_project_with_nothing_archived_abstains(
+    cli, home, tmp_path, background, supervised
+):
+    """A project is a project before anything is archived into it: an archive search
+    (the CLI's and the agent's tool) abstains, saying why, and a name no one knows is
+    refused with every known project named, ingested ones too."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.py").write_text("def port():\n    return 5173\n")
+    assert cli("ingest", str(src), "--project", "repo", "--wait").code == 0
+    if supervised:
+        background("run", "--workers", "1").wait_running(1)
+    res = cli("archive", "search", "which port", "--project", "repo", "--json")
+    assert res.code == 0, res.stdout
+    assert res.json()["status"] == "abstained" and res.json()["items"] == []
+    assert "nothing is archived for project 'repo'" in res.json()["gap"]
+
+    async def tool() -> dict:
+        async with connect(home, "repo") as s:
+            return await call(s, "archive_search", query="which port")
+
+    assert anyio.run(tool)["gap"] == res.json()["gap"]
+    typo = cli("archive", "search", "which port", "--project", "rpeo", "--json")
+    assert typo.code == 1 and "known projects: repo " in typo.json()["message"]

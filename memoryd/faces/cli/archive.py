@@ -131,9 +131,11 @@ def archive_search(
     answer_threshold: float | None,
 ) -> None:
     """Search the archive with the evidence gate; takes a short lease on what it returns."""
-    args = {"project": project, "query": query, "limit": limit, "min_score": min_score}
-    args |= {} if answer_threshold is None else {"answer_threshold": answer_threshold}
-    r = md.archive("search", args)
+    from memoryd.operations.archive import Archive
+
+    asked = {"limit": limit, "min_score": min_score}
+    asked |= {} if answer_threshold is None else {"answer_threshold": answer_threshold}
+    r = Archive(md).search(project, query, **asked)
     if as_json:
         emit_json(r)
         return

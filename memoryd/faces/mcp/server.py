@@ -422,7 +422,7 @@ def build(state: Session) -> Server:  # noqa: C901 (listed in pyproject.toml)
     async def archive_search(query: Query, project: Project = None, limit: Limit = 10) -> dict:
         def read(md: Memoryd) -> dict:
             name = Projects(md).default(project or state.project)
-            return md.archive("search", {"project": name, "query": query, "limit": limit})
+            return Archive(md).search(name, query, limit=limit)
 
         return await state.read(read)
 
