@@ -60,7 +60,7 @@ from memoryd.base.errors import (
 from memoryd.base.home import DIR_MODE, make_private, private_umask
 from memoryd.base.locks import FileLock, running_supervisor
 from memoryd.operations import control_client
-from memoryd.operations.control_client import Disconnected
+from memoryd.operations.control_client import ARCHIVE_READS, Disconnected
 from memoryd.operations.drain import Drain
 
 if TYPE_CHECKING:
@@ -73,7 +73,6 @@ if TYPE_CHECKING:
 # supervisor, the stores: a request a supervisor answers opens none) are imported in
 # the methods that use them: every CLI start imports this.
 
-ARCHIVE_READS = ("get", "search", "retention_status", "projects")  # never create a home
 CONTROL_ARCHIVE_OPS = (
     "get",
     "search",

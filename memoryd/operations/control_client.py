@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 #: A request unanswered this long means the supervisor is wedged, not slow.
 REQUEST_TIMEOUT_SECONDS = 60.0
+#: The archive's read ops: they never create a home, and a supervisor's control socket
+#: answers each at once (never through the queue, whose claims may be paused).
+ARCHIVE_READS = ("get", "search", "retention_status", "projects")
 
 
 def request(home: Path, op: str, /, **args: Any) -> dict | None:

@@ -27,8 +27,7 @@ from memoryd.archive.jobs import ARCHIVE_OP
 from memoryd.base.config import CONTROL_SECONDARY_DIR, Config
 from memoryd.base.errors import StoreBusy, SupervisorStopping, UsageError
 from memoryd.operations import hook_context
-from memoryd.operations.api import ARCHIVE_READS
-from memoryd.operations.control_client import unwrap
+from memoryd.operations.control_client import ARCHIVE_READS, unwrap
 from memoryd.operations.control_deferred import DeferredWrites
 from memoryd.operations.control_secondary import Secondary
 from memoryd.operations.home import Home
