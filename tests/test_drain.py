@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from memoryd.base import drainstart
 from memoryd.base.config import SUPERVISOR_LOCK_FILE
 from memoryd.base.drainstart import FILE as DRAIN_START_FILE
 from memoryd.base.locks import running_supervisor
@@ -73,7 +74,9 @@ def test_a_drain_that_lost_the_lock_is_no_failure_and_the_next_one_starts(home: 
     assert holder.stdout.readline() == b"held\n"
     drain = Drain(home)
     log = os.open(drain.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    drain.child = subprocess.Popen(drain.command(), stderr=log, stdout=subprocess.DEVNULL)
+    drain.child = subprocess.Popen(
+        drainstart.command(str(home)), stderr=log, stdout=subprocess.DEVNULL
+    )
     os.close(log)
     assert drain.child.wait(60) != 0  # it lost the lock
     holder.kill()

@@ -37,7 +37,8 @@ from memoryd.queue import JobSpec
 from memoryd.storage.archive import ArchiveStore
 from memoryd.workers.extensions import Direct, Inbox
 
-#: Ops that read the archive on the secondary; the rest still go through the queue.
+#: Ops that read the archive on the secondary; any other read (or one the secondary
+#: cannot answer) goes to the retention worker directly, writes through the queue.
 SECONDARY_READS = ("get", "search")
 #: Writes a read implies: coalesced, then enqueued for the retention worker (not waited for).
 DEFERRED_WRITES = ("access", "retrieval_lease")

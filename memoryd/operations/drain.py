@@ -49,9 +49,6 @@ class Drain:
     def log(self) -> Path:
         return self.home / DRAIN_LOG_FILE
 
-    def command(self) -> list[str]:
-        return drainstart.command(str(self.home))
-
     def ensure(self) -> dict:
         """A supervisor for the queued work: ``{"supervisor": pid | None, "started": bool}``.
 
